@@ -1,0 +1,52 @@
+// kernels/cpu/dtype.h — tensor element types (ggml's numbering, as stored in GGUF files)
+// and their block geometry. Knows bytes and shapes only; no engine or model types.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace strata::kernels {
+
+// Values are the GGUF/ggml type ids; a file stores them as uint32.
+enum class DType : uint32_t {
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q8_1 = 9,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  Q8_K = 15,
+  BF16 = 30,
+};
+
+struct DTypeTraits {
+  DType type;
+  const char* name;        // lower case, as users type it: "q4_k", "f16"
+  int64_t block_elems;     // elements per block (1 for plain float types)
+  int64_t block_bytes;     // bytes per block
+  bool weight_type;        // may appear as a model weight (Q8_1 / Q8_K are activation-only)
+};
+
+// Traits of a raw type id from a file; nullptr when the id is not one we handle.
+const DTypeTraits* dtype_traits(uint32_t raw_type);
+inline const DTypeTraits& traits(DType t) { return *dtype_traits(static_cast<uint32_t>(t)); }
+inline const char* dtype_name(DType t) { return traits(t).name; }
+
+// Bytes of a row of n elements; n must be a multiple of block_elems (callers validate).
+inline int64_t row_bytes(DType t, int64_t n) {
+  const DTypeTraits& tr = traits(t);
+  return n / tr.block_elems * tr.block_bytes;
+}
+
+// "q4_k", "Q4_K", "f16", ... -> type; nullopt for unknown names.
+std::optional<DType> dtype_from_name(std::string_view name);
+
+}  // namespace strata::kernels

@@ -1,0 +1,171 @@
+// app/engine_cli/cmd_bench.cpp — `strata-engine bench`: prompt processing and generation speed
+// in the manner of llama-bench (-p, -n, -r, -t), plus the memory-bandwidth roofline of decode.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "app/engine_cli/commands.h"
+#include "app/engine_cli/common.h"
+#include "engine/exec/session.h"
+#include "kernels/cpu/bandwidth.h"
+#include "kernels/cpu/isa.h"
+
+namespace strata::cli {
+
+namespace {
+struct BenchOptions {
+  ModelOptions model;
+  int n_prompt = 64;
+  int n_gen = 32;
+  int reps = 3;
+  bool json = false;
+  bool no_bandwidth = false;
+};
+
+struct Series {
+  std::string name;
+  int n_tokens = 0;
+  std::vector<double> tps;
+  double mean() const {
+    double s = 0;
+    for (double v : tps) s += v;
+    return tps.empty() ? 0 : s / static_cast<double>(tps.size());
+  }
+  double stddev() const {
+    if (tps.size() < 2) return 0;
+    const double m = mean();
+    double s = 0;
+    for (double v : tps) s += (v - m) * (v - m);
+    return std::sqrt(s / static_cast<double>(tps.size() - 1));
+  }
+};
+
+// The weight type holding most bytes, as llama-bench names a file ("q4_K - Medium" is a mix).
+std::string dominant_types(const model::Model& m) {
+  std::map<std::string, uint64_t> bytes;
+  for (const auto& t : m.file().tensors()) bytes[kernels::dtype_name(t.type)] += t.n_bytes;
+  std::vector<std::pair<uint64_t, std::string>> v;
+  for (auto& [k, b] : bytes) v.emplace_back(b, k);
+  std::sort(v.rbegin(), v.rend());
+  std::string s;
+  for (size_t i = 0; i < v.size() && i < 2; ++i) s += (i ? "+" : "") + v[i].second;
+  return s;
+}
+
+int bench(const BenchOptions& o) {
+  auto loaded = load_model(o.model, /*remember=*/false);
+  if (!loaded.ok()) return report(loaded.error());
+  const model::Model& m = **loaded;
+  const int threads = resolve_threads(o.model.threads);
+  kernels::ThreadPool pool(threads);
+  const int64_t n_ctx = o.model.ctx > 0 ? o.model.ctx : std::max<int64_t>(o.n_prompt, o.n_gen + 1);
+  if (o.n_prompt > n_ctx || o.n_gen + 1 > n_ctx)
+    return report(Error{Code::InvalidArgument, "-p " + std::to_string(o.n_prompt) + " / -n " + std::to_string(o.n_gen) +
+                                                   " do not fit in --ctx " + std::to_string(n_ctx)});
+  auto session = exec::Session::create(m, pool, n_ctx, std::max(o.n_prompt, 1));
+  if (!session.ok()) return report(session.error());
+  exec::Session& s = **session;
+
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(m.config().n_vocab - 1));
+  using clock = std::chrono::steady_clock;
+  auto seconds = [](clock::time_point a) { return std::chrono::duration<double>(clock::now() - a).count(); };
+
+  Series pp{"pp" + std::to_string(o.n_prompt), o.n_prompt, {}};
+  Series tg{"tg" + std::to_string(o.n_gen), o.n_gen, {}};
+  if (o.n_prompt > 0) {
+    std::vector<int32_t> prompt(static_cast<size_t>(o.n_prompt));
+    for (int r = -1; r < o.reps; ++r) {  // r == -1: warm-up, not counted
+      for (auto& t : prompt) t = token(rng);
+      s.reset();
+      const auto t0 = clock::now();
+      auto res = s.eval(prompt);
+      const double sec = seconds(t0);
+      if (!res.ok()) return report(res.error());
+      if (r >= 0) pp.tps.push_back(o.n_prompt / sec);
+    }
+  }
+  if (o.n_gen > 0) {
+    for (int r = -1; r < o.reps; ++r) {
+      s.reset();
+      int32_t next = m.tokenizer().vocab().bos_id >= 0 ? m.tokenizer().vocab().bos_id : 0;
+      auto first = s.eval(std::span<const int32_t>(&next, 1));
+      if (!first.ok()) return report(first.error());
+      const auto t0 = clock::now();
+      for (int i = 0; i < o.n_gen; ++i) {
+        next = token(rng);
+        auto res = s.eval(std::span<const int32_t>(&next, 1));
+        if (!res.ok()) return report(res.error());
+      }
+      if (r >= 0) tg.tps.push_back(o.n_gen / seconds(t0));
+    }
+  }
+
+  // Bytes a decode step streams from memory: every layer, the final norm and the output head
+  // (the embedding contributes one row, which we ignore unless it is the tied head).
+  const uint64_t bytes_per_token = m.weight_bytes() - (m.config().tied_output ? 0 : m.weights().token_embd.n_bytes);
+  const double bandwidth_gbps = o.no_bandwidth ? 0.0 : kernels::measure_read_bandwidth_gbps(pool);
+  const double roofline_tps = bandwidth_gbps > 0 ? bandwidth_gbps * 1e9 / static_cast<double>(bytes_per_token) : 0;
+  const double roofline_fraction = roofline_tps > 0 && !tg.tps.empty() ? tg.mean() / roofline_tps : 0;
+  const std::string isa = kernels::isa_name(kernels::best_isa());
+
+  if (o.json) {
+    nlohmann::json j;
+    j["model"] = m.config().name;
+    j["path"] = m.path().string();
+    j["types"] = dominant_types(m);
+    j["weight_bytes"] = m.weight_bytes();
+    j["parameters"] = m.parameter_count();
+    j["threads"] = threads;
+    j["isa"] = isa;
+    j["bandwidth_gbps"] = bandwidth_gbps;
+    j["bytes_per_token"] = bytes_per_token;
+    j["roofline_tokens_per_s"] = roofline_tps;
+    j["roofline_fraction"] = roofline_fraction;
+    for (const Series* series : {&pp, &tg}) {
+      if (series->tps.empty()) continue;
+      j["results"].push_back({{"test", series->name}, {"n_tokens", series->n_tokens}, {"reps", series->tps.size()},
+                              {"tokens_per_s", series->mean()}, {"stddev", series->stddev()}, {"samples", series->tps}});
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("| model | types | size | params | threads | isa | test | t/s |\n");
+  std::printf("|---|---|---:|---:|---:|---|---:|---:|\n");
+  for (const Series* series : {&pp, &tg}) {
+    if (series->tps.empty()) continue;
+    std::printf("| %s | %s | %.2f GiB | %.2f B | %d | %s | %s | %.2f ± %.2f |\n", m.config().name.c_str(),
+                dominant_types(m).c_str(), m.weight_bytes() / 1073741824.0, m.parameter_count() / 1e9, threads,
+                isa.c_str(), series->name.c_str(), series->mean(), series->stddev());
+  }
+  if (bandwidth_gbps > 0) {
+    std::printf("\nmemory read bandwidth %.1f GB/s; decode reads %.1f MB of weights per token -> roofline %.1f tok/s",
+                bandwidth_gbps, bytes_per_token / 1e6, roofline_tps);
+    if (!tg.tps.empty()) std::printf("; measured %.1f tok/s = %.0f%% of roofline", tg.mean(), 100 * roofline_fraction);
+    std::printf("\n");
+  }
+  return 0;
+}
+}  // namespace
+
+Command add_bench_command(CLI::App& app) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* cmd = app.add_subcommand("bench", "measure prompt and generation tokens/s (like llama-bench)");
+  add_model_options(*cmd, o->model);
+  cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens per test (0 = skip)")->check(CLI::Range(0, 65536));
+  cmd->add_option("-n,--n-gen", o->n_gen, "generated tokens per test (0 = skip)")->check(CLI::Range(0, 65536));
+  cmd->add_option("-r,--repetitions", o->reps, "repetitions of each test")->check(CLI::Range(1, 1000));
+  cmd->add_flag("--json", o->json, "print JSON");
+  cmd->add_flag("--no-bandwidth", o->no_bandwidth, "skip the memory bandwidth measurement");
+  return [o] { return bench(*o); };
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,62 @@
+// app/engine_cli/cmd_make_model.cpp — `strata-engine make-model`: a random-weight GGUF of any
+// shape and type, with the vocabulary of another GGUF file.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "app/engine_cli/commands.h"
+#include "app/engine_cli/common.h"
+#include "engine/model/random_model.h"
+
+namespace strata::cli {
+
+namespace {
+struct MakeModelOptions {
+  model::RandomModelSpec spec;
+  std::string arch = "llama";
+  std::string vocab_from;
+  std::string out;
+  int threads = 0;
+};
+
+int make_model(MakeModelOptions& o) {
+  if (o.arch == "llama") {
+    o.spec.arch = model::Arch::Llama;
+  } else if (o.arch == "qwen2") {
+    o.spec.arch = model::Arch::Qwen2;
+  } else {
+    return report(Error{Code::InvalidArgument, "--arch '" + o.arch + "' is not one of llama, qwen2"});
+  }
+  o.spec.n_threads = resolve_threads(o.threads);
+  if (o.spec.n_kv_heads == 0) o.spec.n_kv_heads = o.spec.n_heads;
+  if (Status s = model::validate(o.spec); !s.ok()) return report(s.error());
+  auto vocab = gguf::GgufFile::open(o.vocab_from);
+  if (!vocab.ok()) return report(vocab.error());
+  if (Status s = model::write_random_model(o.spec, *vocab, o.out); !s.ok()) return report(s.error());
+  return 0;
+}
+}  // namespace
+
+Command add_make_model_command(CLI::App& app) {
+  auto o = std::make_shared<MakeModelOptions>();
+  CLI::App* cmd = app.add_subcommand("make-model", "write a random-weight GGUF model (for tests and benchmarks)");
+  cmd->add_option("--arch", o->arch, "llama or qwen2");
+  cmd->add_option("--name", o->spec.name, "general.name");
+  cmd->add_option("--dim", o->spec.n_embd, "hidden size")->check(CLI::Range(int64_t{1}, int64_t{65536}));
+  cmd->add_option("--layers", o->spec.n_layers, "blocks")->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  cmd->add_option("--heads", o->spec.n_heads, "attention heads")->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  cmd->add_option("--kv-heads", o->spec.n_kv_heads, "key/value heads (default: --heads)")
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  cmd->add_option("--ffn", o->spec.n_ff, "feed-forward size")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd->add_option("--ctx", o->spec.n_ctx, "context length")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  cmd->add_option("--type", o->spec.type, "f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k q4_k_m q5_k_m");
+  cmd->add_option("--std", o->spec.stddev, "standard deviation of the weights")->check(CLI::Range(0.0f, 10.0f));
+  cmd->add_option("--seed", o->spec.seed, "random seed");
+  cmd->add_option("--vocab-from", o->vocab_from, "GGUF file whose tokenizer.* keys are copied")->required();
+  cmd->add_option("-t,--threads", o->threads, "threads (default: all cores)")->check(CLI::Range(0, 1024));
+  cmd->add_option("-o,--out", o->out, "output .gguf")->required();
+  o->spec.n_kv_heads = 0;
+  return [o] { return make_model(*o); };
+}
+
+}  // namespace strata::cli

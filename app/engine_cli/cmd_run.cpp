@@ -1,0 +1,74 @@
+// app/engine_cli/cmd_run.cpp — `strata-engine run`: prompt in, text out on stdout and nothing
+// else there (statistics go to stderr with --stats).
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "app/engine_cli/commands.h"
+#include "app/engine_cli/common.h"
+#include "engine/exec/generate.h"
+#include "engine/exec/session.h"
+
+namespace strata::cli {
+
+namespace {
+struct RunOptions {
+  ModelOptions model;
+  sample::SamplerParams sampling;
+  std::string prompt;
+  int64_t max_tokens = 256;
+  std::vector<std::string> stop;
+  bool no_echo = false;
+  bool stats = false;
+};
+
+int run(const RunOptions& o) {
+  auto model = load_model(o.model);
+  if (!model.ok()) return report(model.error());
+  const model::Model& m = **model;
+  kernels::ThreadPool pool(resolve_threads(o.model.threads));
+  auto session = exec::Session::create(m, pool, o.model.ctx);
+  if (!session.ok()) return report(session.error());
+
+  const std::vector<int32_t> prompt = m.tokenizer().encode(o.prompt, /*add_special=*/true, /*parse_special=*/true);
+  exec::GenerateOptions g;
+  g.max_tokens = o.max_tokens;
+  g.sampling = o.sampling;
+  g.stop = o.stop;
+  g.echo_prompt = !o.no_echo;
+  auto result = exec::generate(**session, prompt, g, [](std::string_view piece) {
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+    return true;
+  });
+  if (!result.ok()) return report(result.error());
+  if (isatty(STDOUT_FILENO)) std::fputc('\n', stdout);
+  if (o.stats) {
+    const auto& r = *result;
+    std::fprintf(stderr, "prompt %lld tokens in %.1f ms (%.1f tok/s); generated %zu tokens in %.1f ms (%.1f tok/s); finish %s\n",
+                 static_cast<long long>(r.n_prompt), r.prompt_ms, r.n_prompt * 1000.0 / std::max(r.prompt_ms, 1e-9),
+                 r.tokens.size(), r.generate_ms, r.tokens.size() * 1000.0 / std::max(r.generate_ms, 1e-9),
+                 exec::finish_reason_name(r.finish));
+  }
+  return 0;
+}
+}  // namespace
+
+Command add_run_command(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* cmd = app.add_subcommand("run", "complete a prompt; the text goes to stdout");
+  add_model_options(*cmd, o->model);
+  add_sampling_options(*cmd, o->sampling);
+  cmd->add_option("-p,--prompt", o->prompt, "prompt text (special tokens such as <|im_start|> are parsed)");
+  cmd->add_option("-n,--max-tokens", o->max_tokens, "tokens to generate at most")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  cmd->add_option("--stop", o->stop, "stop string (repeatable); not printed");
+  cmd->add_flag("--no-echo", o->no_echo, "do not print the prompt before the continuation");
+  cmd->add_flag("--stats", o->stats, "print timing to stderr");
+  return [o] { return run(*o); };
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,36 @@
+// app/engine_cli/common.h — options shared by the strata-engine subcommands, and the one way
+// they report errors (one line on stderr, non-zero exit).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "engine/core/status.h"
+#include "engine/model/model.h"
+#include "engine/sample/sampler.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace strata::cli {
+
+struct ModelOptions {
+  std::string model;        // "" -> default_model()
+  int threads = 0;          // 0 -> hardware threads
+  int64_t ctx = 0;          // 0 -> the model's training context
+};
+
+void add_model_options(CLI::App& cmd, ModelOptions& o, bool with_ctx = true);
+void add_sampling_options(CLI::App& cmd, sample::SamplerParams& p);
+
+// Resolves --model (or the default), loads it, remembers it as the last model used.
+Expected<std::unique_ptr<model::Model>> load_model(const ModelOptions& o, bool remember = true);
+Expected<std::filesystem::path> resolve_model_path(const std::string& given);
+
+int resolve_threads(int requested);
+
+// Prints "error: <message>" on stderr; returns the process exit code for it.
+int report(const Error& error);
+
+}  // namespace strata::cli

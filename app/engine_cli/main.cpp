@@ -1,0 +1,39 @@
+// app/engine_cli/main.cpp — `strata-engine`: the headless engine command.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "app/engine_cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"strata-engine: run, inspect and benchmark GGUF language models"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "strata-engine 0.1.0");
+  std::map<std::string, strata::cli::Command> commands;
+  commands["run"] = strata::cli::add_run_command(app);
+  commands["chat"] = strata::cli::add_chat_command(app);
+  commands["tokenize"] = strata::cli::add_tokenize_command(app);
+  commands["info"] = strata::cli::add_info_command(app);
+  commands["bench"] = strata::cli::add_bench_command(app);
+  commands["make-model"] = strata::cli::add_make_model_command(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
+  for (CLI::App* sub : app.get_subcommands()) {
+    auto it = commands.find(sub->get_name());
+    if (it != commands.end()) return it->second();
+  }
+  return 2;
+}

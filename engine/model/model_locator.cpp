@@ -1,0 +1,113 @@
+// engine/model/model_locator.cpp — default-model discovery.
+#include "engine/model/model_locator.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <system_error>
+
+namespace strata::model {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::optional<fs::path> env_path(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::nullopt;
+  return fs::path(v);
+}
+
+fs::path home() { return env_path("HOME").value_or(fs::path("/root")); }
+
+bool is_first_or_only_part(const std::string& name) {
+  // Split files are named "*-00002-of-00005.gguf": only the first part opens the model.
+  const auto of = name.find("-of-");
+  if (of == std::string::npos || of < 6) return true;
+  return name.compare(of - 5, 5, "00001") == 0;
+}
+
+}  // namespace
+
+std::vector<fs::path> model_search_folders() {
+  std::vector<fs::path> out;
+  const fs::path h = home();
+  out.push_back(h / ".lmstudio" / "models");
+  out.push_back(h / ".cache" / "lm-studio" / "models");
+  if (auto p = env_path("HF_HUB_CACHE")) out.push_back(*p);
+  if (auto p = env_path("HF_HOME")) out.push_back(*p / "hub");
+  out.push_back(h / ".cache" / "huggingface" / "hub");
+  if (auto p = env_path("LLAMA_CACHE")) out.push_back(*p);
+  out.push_back(h / ".cache" / "llama.cpp");
+  return out;
+}
+
+std::vector<fs::path> find_gguf_files(const std::vector<fs::path>& folders) {
+  std::vector<fs::path> found;
+  for (const fs::path& folder : folders) {
+    std::error_code ec;
+    if (!fs::is_directory(folder, ec)) continue;
+    auto it = fs::recursive_directory_iterator(folder, fs::directory_options::follow_directory_symlink |
+                                                           fs::directory_options::skip_permission_denied, ec);
+    for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (it.depth() > 8) {
+        it.disable_recursion_pending();
+        continue;
+      }
+      const fs::path& p = it->path();
+      std::string name = p.filename().string();
+      std::string lower = name;
+      std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+      if (lower.size() < 5 || lower.compare(lower.size() - 5, 5, ".gguf") != 0) continue;
+      if (lower.rfind("ggml-vocab-", 0) == 0 || lower.find("mmproj") != std::string::npos) continue;
+      if (!is_first_or_only_part(lower)) continue;
+      std::error_code fec;
+      if (!fs::is_regular_file(p, fec) || fs::file_size(p, fec) < 1024) continue;
+      found.push_back(p);
+    }
+  }
+  std::sort(found.begin(), found.end());
+  found.erase(std::unique(found.begin(), found.end()), found.end());
+  return found;
+}
+
+fs::path last_model_record() {
+  fs::path base = env_path("XDG_CONFIG_HOME").value_or(home() / ".config");
+  return base / "strata" / "last_model";
+}
+
+std::optional<fs::path> read_last_model() {
+  std::ifstream in(last_model_record());
+  std::string line;
+  if (!in || !std::getline(in, line) || line.empty()) return std::nullopt;
+  std::error_code ec;
+  if (!fs::is_regular_file(line, ec)) return std::nullopt;
+  return fs::path(line);
+}
+
+Status write_last_model(const fs::path& model) {
+  const fs::path record = last_model_record();
+  std::error_code ec;
+  fs::create_directories(record.parent_path(), ec);
+  if (ec) return Error{Code::Io, "cannot create " + record.parent_path().string() + ": " + ec.message()};
+  std::ofstream out(record, std::ios::trunc);
+  if (!out) return Error{Code::Io, "cannot write " + record.string()};
+  out << fs::absolute(model, ec).string() << "\n";
+  return {};
+}
+
+Expected<fs::path> default_model(const std::vector<fs::path>& bundled_candidates) {
+  if (auto last = read_last_model()) return *last;
+  const std::vector<fs::path> folders = model_search_folders();
+  std::vector<fs::path> found = find_gguf_files(folders);
+  if (!found.empty()) return found.front();
+  for (const fs::path& p : bundled_candidates) {
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec)) return p;
+  }
+  std::string where;
+  for (const fs::path& f : folders) where += (where.empty() ? "" : ", ") + f.string();
+  return Error{Code::NotFound,
+               "no model given and none found: pass --model FILE.gguf, or put a .gguf file in one of " + where};
+}
+
+}  // namespace strata::model

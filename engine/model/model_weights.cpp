@@ -1,0 +1,88 @@
+// engine/model/model_weights.cpp — tensor names and shapes of the llama / qwen2 layouts.
+#include "engine/model/model_weights.h"
+
+
+namespace strata::model {
+namespace {
+
+std::string dims_text(const std::vector<uint64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+// Binds one tensor; rows == 0 means 1-D of length cols. f32_only for norms and biases.
+Expected<TensorView> bind(const gguf::GgufFile& f, const std::string& name, int64_t cols, int64_t rows,
+                          bool optional, bool f32_only) {
+  TensorView v;
+  v.name = name;
+  const gguf::TensorInfo* t = f.find_tensor(name);
+  if (!t) {
+    if (optional) return v;
+    return Error{Code::NotFound, "tensor '" + name + "' is missing"};
+  }
+  const std::vector<uint64_t> want = rows == 0 ? std::vector<uint64_t>{static_cast<uint64_t>(cols)}
+                                               : std::vector<uint64_t>{static_cast<uint64_t>(cols),
+                                                                       static_cast<uint64_t>(rows)};
+  if (t->dims != want)
+    return Error{Code::Corrupt, "tensor '" + name + "': shape " + dims_text(t->dims) + ", expected " +
+                                    dims_text(want)};
+  const kernels::DTypeTraits& tr = kernels::traits(t->type);
+  if (f32_only && t->type != kernels::DType::F32)
+    return Error{Code::Unsupported, "tensor '" + name + "': type " + tr.name + ", expected f32"};
+  if (!tr.weight_type)
+    return Error{Code::Unsupported, "tensor '" + name + "': type " + tr.name + " is not a weight type"};
+  v.data = f.tensor_data(*t);
+  v.type = t->type;
+  v.cols = cols;
+  v.rows = rows == 0 ? 1 : rows;
+  v.n_bytes = t->n_bytes;
+  return v;
+}
+
+}  // namespace
+
+uint64_t LayerWeights::n_bytes() const {
+  uint64_t total = 0;
+  for (const TensorView* t : {&attn_norm, &wq, &wk, &wv, &bq, &bk, &bv, &wo, &ffn_norm, &w_gate, &w_up, &w_down})
+    total += t->n_bytes;
+  return total;
+}
+
+Expected<ModelWeights> bind_weights(const gguf::GgufFile& f, const ModelConfig& c) {
+  ModelWeights w;
+  STRATA_ASSIGN_OR_RETURN(w.token_embd, bind(f, "token_embd.weight", c.n_embd, c.n_vocab, false, false));
+  STRATA_ASSIGN_OR_RETURN(w.output_norm, bind(f, "output_norm.weight", c.n_embd, 0, false, true));
+  STRATA_ASSIGN_OR_RETURN(w.output, bind(f, "output.weight", c.n_embd, c.n_vocab, true, false));
+  if (!w.output.present()) w.output = w.token_embd;
+  STRATA_ASSIGN_OR_RETURN(w.rope_freqs, bind(f, "rope_freqs.weight", c.rope_dims / 2, 0, true, true));
+
+  w.layers.resize(static_cast<size_t>(c.n_layers));
+  for (int64_t i = 0; i < c.n_layers; ++i) {
+    LayerWeights& l = w.layers[static_cast<size_t>(i)];
+    const std::string b = "blk." + std::to_string(i) + ".";
+    STRATA_ASSIGN_OR_RETURN(l.attn_norm, bind(f, b + "attn_norm.weight", c.n_embd, 0, false, true));
+    STRATA_ASSIGN_OR_RETURN(l.wq, bind(f, b + "attn_q.weight", c.n_embd, c.q_dim(), false, false));
+    STRATA_ASSIGN_OR_RETURN(l.wk, bind(f, b + "attn_k.weight", c.n_embd, c.kv_dim(), false, false));
+    STRATA_ASSIGN_OR_RETURN(l.wv, bind(f, b + "attn_v.weight", c.n_embd, c.kv_dim(), false, false));
+    STRATA_ASSIGN_OR_RETURN(l.wo, bind(f, b + "attn_output.weight", c.q_dim(), c.n_embd, false, false));
+    const bool bias_optional = !c.has_qkv_bias;
+    STRATA_ASSIGN_OR_RETURN(l.bq, bind(f, b + "attn_q.bias", c.q_dim(), 0, bias_optional, true));
+    STRATA_ASSIGN_OR_RETURN(l.bk, bind(f, b + "attn_k.bias", c.kv_dim(), 0, bias_optional, true));
+    STRATA_ASSIGN_OR_RETURN(l.bv, bind(f, b + "attn_v.bias", c.kv_dim(), 0, bias_optional, true));
+    STRATA_ASSIGN_OR_RETURN(l.ffn_norm, bind(f, b + "ffn_norm.weight", c.n_embd, 0, false, true));
+    STRATA_ASSIGN_OR_RETURN(l.w_gate, bind(f, b + "ffn_gate.weight", c.n_embd, c.n_ff, false, false));
+    STRATA_ASSIGN_OR_RETURN(l.w_up, bind(f, b + "ffn_up.weight", c.n_embd, c.n_ff, false, false));
+    STRATA_ASSIGN_OR_RETURN(l.w_down, bind(f, b + "ffn_down.weight", c.n_ff, c.n_embd, false, false));
+    for (const TensorView* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      const int64_t block = kernels::traits(m->type).block_elems;
+      if (m->cols % block != 0)
+        return Error{Code::Corrupt, "tensor '" + m->name + "': row length " + std::to_string(m->cols) +
+                                        " is not a multiple of the " + kernels::dtype_name(m->type) +
+                                        " block size " + std::to_string(block)};
+    }
+  }
+  return w;
+}
+
+}  // namespace strata::model

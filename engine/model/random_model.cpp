@@ -1,0 +1,171 @@
+// engine/model/random_model.cpp — tensor list, type mix and deterministic random fill.
+#include "engine/model/random_model.h"
+
+#include <algorithm>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "engine/gguf/gguf_writer.h"
+#include "kernels/cpu/quant.h"
+
+namespace strata::model {
+namespace {
+
+using kernels::DType;
+
+struct TypeMix {
+  DType base;
+  DType more_bits;   // for output.weight and some attn_v / ffn_down layers (the "_M" mixes)
+  uint32_t file_type;  // llama.cpp's general.file_type value
+};
+
+Expected<TypeMix> type_mix(const std::string& name) {
+  if (name == "q4_k_m") return TypeMix{DType::Q4_K, DType::Q6_K, 15};
+  if (name == "q5_k_m") return TypeMix{DType::Q5_K, DType::Q6_K, 17};
+  auto t = kernels::dtype_from_name(name);
+  if (!t || !kernels::traits(*t).weight_type)
+    return Error{Code::InvalidArgument, "tensor type '" + name +
+                                            "' is not one of f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k "
+                                            "q5_k q6_k q4_k_m q5_k_m"};
+  static const std::pair<DType, uint32_t> kFileTypes[] = {
+      {DType::F32, 0},  {DType::F16, 1},  {DType::Q4_0, 2},  {DType::Q4_1, 3},  {DType::Q8_0, 7},
+      {DType::Q5_0, 8}, {DType::Q5_1, 9}, {DType::Q2_K, 10}, {DType::Q3_K, 12}, {DType::Q4_K, 14},
+      {DType::Q5_K, 16}, {DType::Q6_K, 18}, {DType::BF16, 32}};
+  uint32_t ft = 0;
+  for (const auto& [type, value] : kFileTypes) {
+    if (type == *t) ft = value;
+  }
+  return TypeMix{*t, *t, ft};
+}
+
+// llama.cpp's rule for which layers get more bits in the _M mixes: the first and last eighth,
+// and every third layer in between.
+bool use_more_bits(int64_t layer, int64_t n_layers) {
+  return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
+}
+
+// A type whose block divides the row; K-quants fall back as llama.cpp's quantizer does.
+DType fit_type(DType want, int64_t cols) {
+  if (cols % kernels::traits(want).block_elems == 0) return want;
+  if (cols % 32 == 0) return DType::Q8_0;
+  return DType::F16;
+}
+
+uint64_t name_hash(const std::string& s, uint64_t seed) {
+  uint64_t h = 1469598103934665603ull ^ seed;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// Fills rows x cols values ~ N(0, stddev) (or the constant `fill_value` when stddev == 0),
+// quantized to type, each row from its own seed so the bytes do not depend on thread count.
+gguf::GgufWriter::FillFn random_fill(DType type, int64_t cols, int64_t rows, float stddev, float fill_value,
+                                     uint64_t seed, int n_threads) {
+  return [=](uint8_t* dst, uint64_t /*n_bytes*/) {
+    const int64_t row_bytes = kernels::row_bytes(type, cols);
+    auto work = [&](int64_t r0, int64_t r1) {
+      std::vector<float> row(static_cast<size_t>(cols));
+      for (int64_t r = r0; r < r1; ++r) {
+        if (stddev > 0) {
+          std::mt19937_64 rng(seed + static_cast<uint64_t>(r) * 0x9E3779B97F4A7C15ull);
+          std::normal_distribution<float> normal(0.0f, stddev);
+          for (float& v : row) v = normal(rng);
+        } else {
+          std::fill(row.begin(), row.end(), fill_value);
+        }
+        kernels::quantize_row(type, row.data(), dst + r * row_bytes, cols);
+      }
+    };
+    const int64_t n = std::max(1, std::min<int>(n_threads, static_cast<int>(std::min<int64_t>(rows, 64))));
+    std::vector<std::thread> threads;
+    for (int64_t i = 1; i < n; ++i) threads.emplace_back(work, rows * i / n, rows * (i + 1) / n);
+    work(0, rows / n);
+    for (auto& t : threads) t.join();
+  };
+}
+
+}  // namespace
+
+Status validate(const RandomModelSpec& s) {
+  auto bad = [](const std::string& m) { return Error{Code::InvalidArgument, m}; };
+  if (s.n_embd <= 0 || s.n_embd > 65536) return bad("--dim " + std::to_string(s.n_embd) + " outside [1, 65536]");
+  if (s.n_layers <= 0 || s.n_layers > 1024) return bad("--layers " + std::to_string(s.n_layers) + " outside [1, 1024]");
+  if (s.n_heads <= 0 || s.n_embd % s.n_heads != 0)
+    return bad("--heads " + std::to_string(s.n_heads) + " does not divide --dim " + std::to_string(s.n_embd));
+  if ((s.n_embd / s.n_heads) % 2 != 0) return bad("head size " + std::to_string(s.n_embd / s.n_heads) + " is odd");
+  if (s.n_kv_heads <= 0 || s.n_heads % s.n_kv_heads != 0)
+    return bad("--kv-heads " + std::to_string(s.n_kv_heads) + " does not divide --heads " + std::to_string(s.n_heads));
+  if (s.n_ff <= 0 || s.n_ff > (1 << 20)) return bad("--ffn " + std::to_string(s.n_ff) + " outside [1, 1048576]");
+  if (s.n_ctx <= 0 || s.n_ctx > (1 << 24)) return bad("--ctx " + std::to_string(s.n_ctx) + " outside [1, 16777216]");
+  if (s.n_threads <= 0 || s.n_threads > 1024) return bad("--threads " + std::to_string(s.n_threads));
+  if (!(s.stddev >= 0.0f && s.stddev < 10.0f)) return bad("--std " + std::to_string(s.stddev));
+  auto mix = type_mix(s.type);
+  if (!mix.ok()) return mix.error();
+  return {};
+}
+
+Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_source,
+                          const std::filesystem::path& out) {
+  STRATA_RETURN_IF_ERROR(validate(s));
+  STRATA_ASSIGN_OR_RETURN(TypeMix mix, type_mix(s.type));
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> tokens, vocab_source.get_string_array("tokenizer.ggml.tokens"));
+  const int64_t n_vocab = static_cast<int64_t>(tokens.size());
+  if (n_vocab == 0) return Error{Code::Corrupt, "key 'tokenizer.ggml.tokens' of the vocabulary source is empty"};
+
+  gguf::GgufWriter w;
+  const std::string a = arch_name(s.arch);
+  const int64_t head_dim = s.n_embd / s.n_heads;
+  w.set_string("general.architecture", a);
+  w.set_string("general.name", s.name);
+  w.set_u32("general.file_type", mix.file_type);
+  w.set_u32(a + ".context_length", static_cast<uint32_t>(s.n_ctx));
+  w.set_u32(a + ".embedding_length", static_cast<uint32_t>(s.n_embd));
+  w.set_u32(a + ".block_count", static_cast<uint32_t>(s.n_layers));
+  w.set_u32(a + ".feed_forward_length", static_cast<uint32_t>(s.n_ff));
+  w.set_u32(a + ".attention.head_count", static_cast<uint32_t>(s.n_heads));
+  w.set_u32(a + ".attention.head_count_kv", static_cast<uint32_t>(s.n_kv_heads));
+  w.set_f32(a + ".attention.layer_norm_rms_epsilon", s.arch == Arch::Qwen2 ? 1e-6f : 1e-5f);
+  w.set_f32(a + ".rope.freq_base", s.arch == Arch::Qwen2 ? 1000000.0f : 10000.0f);
+  w.set_u32(a + ".rope.dimension_count", static_cast<uint32_t>(head_dim));
+  w.set_u32(a + ".vocab_size", static_cast<uint32_t>(n_vocab));
+  for (const auto& [key, value] : vocab_source.metadata()) {
+    if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
+  }
+
+  auto matrix = [&](const std::string& name, int64_t cols, int64_t rows, DType want) -> Status {
+    const DType type = fit_type(want, cols);
+    return w.add_tensor_generated(name, type, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)},
+                                  random_fill(type, cols, rows, s.stddev, 0.0f, name_hash(name, s.seed), s.n_threads));
+  };
+  auto vector = [&](const std::string& name, int64_t n, float stddev, float value) -> Status {
+    return w.add_tensor_generated(name, DType::F32, {static_cast<uint64_t>(n)},
+                                  random_fill(DType::F32, n, 1, stddev, value, name_hash(name, s.seed), 1));
+  };
+
+  const int64_t q_dim = s.n_embd, kv_dim = s.n_kv_heads * head_dim;
+  STRATA_RETURN_IF_ERROR(matrix("token_embd.weight", s.n_embd, n_vocab, mix.base));
+  for (int64_t l = 0; l < s.n_layers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    const DType more = use_more_bits(l, s.n_layers) ? mix.more_bits : mix.base;
+    STRATA_RETURN_IF_ERROR(vector(b + "attn_norm.weight", s.n_embd, 0.0f, 1.0f));
+    STRATA_RETURN_IF_ERROR(matrix(b + "attn_q.weight", s.n_embd, q_dim, mix.base));
+    STRATA_RETURN_IF_ERROR(matrix(b + "attn_k.weight", s.n_embd, kv_dim, mix.base));
+    STRATA_RETURN_IF_ERROR(matrix(b + "attn_v.weight", s.n_embd, kv_dim, more));
+    if (s.arch == Arch::Qwen2) {
+      STRATA_RETURN_IF_ERROR(vector(b + "attn_q.bias", q_dim, s.stddev, 0.0f));
+      STRATA_RETURN_IF_ERROR(vector(b + "attn_k.bias", kv_dim, s.stddev, 0.0f));
+      STRATA_RETURN_IF_ERROR(vector(b + "attn_v.bias", kv_dim, s.stddev, 0.0f));
+    }
+    STRATA_RETURN_IF_ERROR(matrix(b + "attn_output.weight", q_dim, s.n_embd, mix.base));
+    STRATA_RETURN_IF_ERROR(vector(b + "ffn_norm.weight", s.n_embd, 0.0f, 1.0f));
+    STRATA_RETURN_IF_ERROR(matrix(b + "ffn_gate.weight", s.n_embd, s.n_ff, mix.base));
+    STRATA_RETURN_IF_ERROR(matrix(b + "ffn_up.weight", s.n_embd, s.n_ff, mix.base));
+    STRATA_RETURN_IF_ERROR(matrix(b + "ffn_down.weight", s.n_ff, s.n_embd, more));
+  }
+  STRATA_RETURN_IF_ERROR(vector("output_norm.weight", s.n_embd, 0.0f, 1.0f));
+  STRATA_RETURN_IF_ERROR(matrix("output.weight", s.n_embd, n_vocab, mix.more_bits));
+  return w.write(out);
+}
+
+}  // namespace strata::model

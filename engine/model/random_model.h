@@ -1,0 +1,39 @@
+// engine/model/random_model.h — writes a GGUF model of any llama / qwen2 shape and tensor type
+// with random weights (normal, std 0.02) and a real vocabulary copied from another GGUF file.
+// For tests and benchmarks: the shapes and bytes are real, the text it writes is not.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "engine/core/status.h"
+#include "engine/gguf/gguf_file.h"
+#include "engine/model/model_config.h"
+
+namespace strata::model {
+
+struct RandomModelSpec {
+  Arch arch = Arch::Llama;
+  std::string name = "random";
+  int64_t n_embd = 256;
+  int64_t n_layers = 2;
+  int64_t n_heads = 4;
+  int64_t n_kv_heads = 4;
+  int64_t n_ff = 512;
+  int64_t n_ctx = 2048;
+  // A single type ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k",
+  // "q3_k", "q4_k", "q5_k", "q6_k") or a llama.cpp-style mix ("q4_k_m", "q5_k_m").
+  std::string type = "f32";
+  float stddev = 0.02f;
+  uint64_t seed = 42;
+  int n_threads = 1;
+};
+
+Status validate(const RandomModelSpec& spec);
+
+// Tokenizer keys (tokenizer.*) come from vocab_source; the vocabulary size sets n_vocab.
+Status write_random_model(const RandomModelSpec& spec, const gguf::GgufFile& vocab_source,
+                          const std::filesystem::path& out);
+
+}  // namespace strata::model

@@ -1,0 +1,77 @@
+// kernels/cpu/ops_f32.cpp — portable float32 implementations; these are also the references
+// that device backends (simulated, CUDA) are checked against.
+#include "kernels/cpu/ops_f32.h"
+
+#include <cmath>
+
+namespace strata::kernels {
+
+void rms_norm_f32(const float* x, const float* weight, float* out, int64_t n, float eps) {
+  double sum_sq = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum_sq += static_cast<double>(x[i]) * x[i];
+  const float inv = 1.0f / std::sqrt(static_cast<float>(sum_sq / static_cast<double>(n)) + eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * inv * weight[i];
+}
+
+void rope_f32(float* x, int64_t n_heads, int64_t head_dim, int64_t rope_dims, int64_t position,
+              float freq_base, float freq_scale, const float* freq_divisors, bool interleaved) {
+  const int64_t half = rope_dims / 2;
+  const float pos = static_cast<float>(position) * freq_scale;
+  for (int64_t i = 0; i < half; ++i) {
+    float theta = pos * std::pow(freq_base, -2.0f * static_cast<float>(i) / static_cast<float>(rope_dims));
+    if (freq_divisors) theta /= freq_divisors[i];
+    const float c = std::cos(theta);
+    const float s = std::sin(theta);
+    for (int64_t h = 0; h < n_heads; ++h) {
+      float* head = x + h * head_dim;
+      const int64_t a = interleaved ? 2 * i : i;
+      const int64_t b = interleaved ? 2 * i + 1 : i + half;
+      const float x0 = head[a];
+      const float x1 = head[b];
+      head[a] = x0 * c - x1 * s;
+      head[b] = x0 * s + x1 * c;
+    }
+  }
+}
+
+void swiglu_f32(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void add_f32(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+void softmax_f32(float* x, int64_t n) {
+  float max_v = x[0];
+  for (int64_t i = 1; i < n; ++i) max_v = x[i] > max_v ? x[i] : max_v;
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - max_v);
+    sum += x[i];
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void attention_head_f32(const float* q, const float* k, const float* v, int64_t kv_stride, int64_t n_pos,
+                        int64_t head_dim, float scale, float* scores, float* out) {
+  for (int64_t p = 0; p < n_pos; ++p) {
+    const float* kp = k + p * kv_stride;
+    float dot = 0.0f;
+    for (int64_t d = 0; d < head_dim; ++d) dot += q[d] * kp[d];
+    scores[p] = dot * scale;
+  }
+  softmax_f32(scores, n_pos);
+  for (int64_t d = 0; d < head_dim; ++d) out[d] = 0.0f;
+  for (int64_t p = 0; p < n_pos; ++p) {
+    const float* vp = v + p * kv_stride;
+    const float w = scores[p];
+    for (int64_t d = 0; d < head_dim; ++d) out[d] += w * vp[d];
+  }
+}
+
+}  // namespace strata::kernels

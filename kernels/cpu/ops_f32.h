@@ -1,0 +1,33 @@
+// kernels/cpu/ops_f32.h — the float32 element-wise and attention operations of a transformer
+// layer on the CPU (everything but the matrix products). Knows buffers and shapes, not models.
+#pragma once
+
+#include <cstdint>
+
+namespace strata::kernels {
+
+// out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i]; x, weight, out: [n]. out may alias x.
+void rms_norm_f32(const float* x, const float* weight, float* out, int64_t n, float eps);
+
+// Rotates the first rope_dims dimensions of each of n_heads heads of x ([n_heads][head_dim]) by
+// position. theta_i = position * freq_scale * base^(-2i/rope_dims) / freq_divisors[i]
+// (freq_divisors may be null). interleaved: pairs (2i, 2i+1); else NeoX pairs (i, i + rope_dims/2).
+void rope_f32(float* x, int64_t n_heads, int64_t head_dim, int64_t rope_dims, int64_t position,
+              float freq_base, float freq_scale, const float* freq_divisors, bool interleaved);
+
+// x[i] = silu(gate[i]) * up[i], written into gate; [n].
+void swiglu_f32(float* gate, const float* up, int64_t n);
+
+// y[i] += x[i]; [n].
+void add_f32(float* y, const float* x, int64_t n);
+
+// Causal attention of one query head over positions [0, n_pos) of a cache.
+// q: [head_dim]; k, v: base of head's column, row stride kv_stride floats ([n_pos][kv_stride]);
+// out: [head_dim]; scores: scratch [n_pos]. scale = 1/sqrt(head_dim).
+void attention_head_f32(const float* q, const float* k, const float* v, int64_t kv_stride, int64_t n_pos,
+                        int64_t head_dim, float scale, float* scores, float* out);
+
+// In-place softmax over [n].
+void softmax_f32(float* x, int64_t n);
+
+}  // namespace strata::kernels

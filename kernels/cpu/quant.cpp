@@ -1,0 +1,104 @@
+// kernels/cpu/quant.cpp — the public row conversions and the scalar kernel table.
+#include "kernels/cpu/quant.h"
+
+#include "kernels/cpu/ref_kernels.h"
+#include "kernels/cpu/type_kernels.h"
+
+namespace strata::kernels {
+namespace {
+
+#define STRATA_REF_TABLE(T) \
+  TypeKernels { &ref::dequantize_##T, &ref::quantize_##T, &ref::vec_dot_##T }
+
+const TypeKernels kScalar[] = {
+    STRATA_REF_TABLE(f32),  STRATA_REF_TABLE(f16),  STRATA_REF_TABLE(bf16), STRATA_REF_TABLE(q4_0),
+    STRATA_REF_TABLE(q4_1), STRATA_REF_TABLE(q5_0), STRATA_REF_TABLE(q5_1), STRATA_REF_TABLE(q8_0),
+    STRATA_REF_TABLE(q8_1), STRATA_REF_TABLE(q2_k), STRATA_REF_TABLE(q3_k), STRATA_REF_TABLE(q4_k),
+    STRATA_REF_TABLE(q5_k), STRATA_REF_TABLE(q6_k), STRATA_REF_TABLE(q8_k),
+};
+#undef STRATA_REF_TABLE
+
+int scalar_index(DType t) {
+  switch (t) {
+    case DType::F32: return 0;
+    case DType::F16: return 1;
+    case DType::BF16: return 2;
+    case DType::Q4_0: return 3;
+    case DType::Q4_1: return 4;
+    case DType::Q5_0: return 5;
+    case DType::Q5_1: return 6;
+    case DType::Q8_0: return 7;
+    case DType::Q8_1: return 8;
+    case DType::Q2_K: return 9;
+    case DType::Q3_K: return 10;
+    case DType::Q4_K: return 11;
+    case DType::Q5_K: return 12;
+    case DType::Q6_K: return 13;
+    case DType::Q8_K: return 14;
+  }
+  return -1;
+}
+
+}  // namespace
+
+const TypeKernels* type_kernels(DType t, Isa isa) {
+  if (!isa_supported(isa)) return nullptr;
+  switch (isa) {
+    case Isa::Scalar: {
+      const int i = scalar_index(t);
+      return i < 0 ? nullptr : &kScalar[i];
+    }
+    case Isa::Avx2: return detail::avx2_kernels(t);
+    case Isa::Avx512: return detail::avx512_kernels(t);
+  }
+  return nullptr;
+}
+
+const TypeKernels& best_type_kernels(DType t, Isa isa) {
+  // Tables are small and fixed, so merge on each call; matmul calls this once per product.
+  static thread_local TypeKernels merged;
+  merged = *type_kernels(t, Isa::Scalar);
+  const Isa order[] = {Isa::Avx2, Isa::Avx512};
+  for (Isa level : order) {
+    if (static_cast<int>(level) > static_cast<int>(isa)) break;
+    const TypeKernels* k = type_kernels(t, level);
+    if (!k) continue;
+    if (k->dequantize_row) merged.dequantize_row = k->dequantize_row;
+    if (k->quantize_row) merged.quantize_row = k->quantize_row;
+    if (k->vec_dot) merged.vec_dot = k->vec_dot;
+  }
+  return merged;
+}
+
+void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
+  const TypeKernels* k = type_kernels(t, Isa::Scalar);
+  if (k) k->dequantize_row(src, dst, n);
+}
+
+void quantize_row(DType t, const float* src, void* dst, int64_t n) {
+  const TypeKernels* k = type_kernels(t, Isa::Scalar);
+  if (k) k->quantize_row(src, dst, n);
+}
+
+DType vec_dot_type(DType w) {
+  switch (w) {
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16: return DType::F32;
+    case DType::Q4_0:
+    case DType::Q5_0:
+    case DType::Q8_0: return DType::Q8_0;
+    case DType::Q4_1:
+    case DType::Q5_1:
+    case DType::Q8_1: return DType::Q8_1;
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::Q8_K: return DType::Q8_K;
+  }
+  return DType::F32;
+}
+
+}  // namespace strata::kernels

@@ -1,0 +1,41 @@
+// kernels/cpu/ref_kernels.h — scalar reference kernels of every type (the ground truth the SIMD
+// variants are tested against) and small helpers shared with them. Internal to kernels/cpu.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace strata::kernels::ref {
+
+// Round to nearest, ties to even, for |f| < 2^22 (the "add 1.5 * 2^23" trick): the same
+// result as the SIMD cvtps (round-to-nearest-even mode), so activation quantizers agree bit-exactly.
+inline int nearest_int(float f) {
+  const float v = f + 12582912.f;
+  int32_t i;
+  std::memcpy(&i, &v, sizeof i);
+  return (i & 0x007fffff) - 0x00400000;
+}
+
+#define STRATA_REF_DECL(T)                                            \
+  void dequantize_##T(const void* src, float* dst, int64_t n);        \
+  void quantize_##T(const float* src, void* dst, int64_t n);          \
+  void vec_dot_##T(int64_t n, const void* w, const void* a, float* out);
+
+STRATA_REF_DECL(f32)
+STRATA_REF_DECL(f16)   // activations f32
+STRATA_REF_DECL(bf16)  // activations f32
+STRATA_REF_DECL(q4_0)  // activations q8_0
+STRATA_REF_DECL(q4_1)  // activations q8_1
+STRATA_REF_DECL(q5_0)  // activations q8_0
+STRATA_REF_DECL(q5_1)  // activations q8_1
+STRATA_REF_DECL(q8_0)  // activations q8_0
+STRATA_REF_DECL(q8_1)  // vec_dot: q8_1 x q8_1 (not used by matmul)
+STRATA_REF_DECL(q2_k)  // activations q8_k
+STRATA_REF_DECL(q3_k)
+STRATA_REF_DECL(q4_k)
+STRATA_REF_DECL(q5_k)
+STRATA_REF_DECL(q6_k)
+STRATA_REF_DECL(q8_k)  // vec_dot: q8_k x q8_k
+#undef STRATA_REF_DECL
+
+}  // namespace strata::kernels::ref

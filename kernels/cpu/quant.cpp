@@ -55,19 +55,11 @@ const TypeKernels* type_kernels(DType t, Isa isa) {
 }
 
 const TypeKernels& best_type_kernels(DType t, Isa isa) {
-  // Tables are small and fixed, so merge on each call; matmul calls this once per product.
-  static thread_local TypeKernels merged;
-  merged = *type_kernels(t, Isa::Scalar);
-  const Isa order[] = {Isa::Avx2, Isa::Avx512};
-  for (Isa level : order) {
-    if (static_cast<int>(level) > static_cast<int>(isa)) break;
-    const TypeKernels* k = type_kernels(t, level);
-    if (!k) continue;
-    if (k->dequantize_row) merged.dequantize_row = k->dequantize_row;
-    if (k->quantize_row) merged.quantize_row = k->quantize_row;
-    if (k->vec_dot) merged.vec_dot = k->vec_dot;
+  for (int level = static_cast<int>(isa); level > 0; --level) {
+    const TypeKernels* k = type_kernels(t, static_cast<Isa>(level));
+    if (k) return *k;
   }
-  return merged;
+  return *type_kernels(t, Isa::Scalar);
 }
 
 void dequantize_row(DType t, const void* src, float* dst, int64_t n) {

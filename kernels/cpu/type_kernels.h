@@ -26,7 +26,8 @@ struct TypeKernels {
 // lower ISA. type_kernels(t, Isa::Scalar) is never null for a known type.
 const TypeKernels* type_kernels(DType t, Isa isa);
 
-// The best table for t on this CPU at or below `isa`, with per-function fallback to lower ISAs.
+// The table of the highest ISA at or below `isa` that the CPU has and that has a variant of t
+// (every table is complete: entries an ISA does not speed up point at the scalar reference).
 const TypeKernels& best_type_kernels(DType t, Isa isa);
 
 namespace detail {

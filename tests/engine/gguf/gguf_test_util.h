@@ -47,6 +47,35 @@ inline GgufWriter make_small_writer() {
 
 inline std::vector<uint8_t> make_small_file() { return make_small_writer().to_bytes().value(); }
 
+// Builds GGUF bytes by hand, for files the writer would never make (v2, bad values).
+class ByteBuilder {
+ public:
+  std::vector<uint8_t> bytes;
+  ByteBuilder& raw(const void* p, size_t n) {
+    const uint8_t* b = static_cast<const uint8_t*>(p);
+    bytes.insert(bytes.end(), b, b + n);
+    return *this;
+  }
+  ByteBuilder& u32(uint32_t v) { return raw(&v, 4); }
+  ByteBuilder& u64(uint64_t v) { return raw(&v, 8); }
+  ByteBuilder& f32(float v) { return raw(&v, 4); }
+  ByteBuilder& str(const std::string& s) { return u64(s.size()).raw(s.data(), s.size()); }
+  ByteBuilder& header(uint32_t version, uint64_t n_tensors, uint64_t n_kv) {
+    return raw("GGUF", 4).u32(version).u64(n_tensors).u64(n_kv);
+  }
+  ByteBuilder& pad_to(size_t alignment) {
+    while (bytes.size() % alignment) bytes.push_back(0);
+    return *this;
+  }
+  // A tensor info: name, dims, type id, offset.
+  ByteBuilder& tensor(const std::string& name, const std::vector<uint64_t>& dims, uint32_t type,
+                      uint64_t offset) {
+    str(name).u32(static_cast<uint32_t>(dims.size()));
+    for (uint64_t d : dims) u64(d);
+    return u32(type).u64(offset);
+  }
+};
+
 enum class FieldKind {
   Version,      // u32
   TensorCount,  // u64

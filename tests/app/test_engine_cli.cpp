@@ -1,0 +1,223 @@
+// tests/app/test_engine_cli.cpp — strata-engine as a user runs it: exact greedy text on stdout,
+// token ids, and one clear error line (non-zero exit, no crash, no hang) for each bad input.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/gguf/gguf_writer.h"
+#include "test_support.h"
+
+namespace strata {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Run {
+  int exit_code = -1;  // -1: killed by a signal (a crash) or timed out
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+Run engine(const std::vector<std::string>& args) {
+  static const fs::path dir = test::temp_dir("cli");
+  std::string cmd = "timeout 120 " + quote(STRATA_ENGINE_BINARY);
+  for (const auto& a : args) cmd += " " + quote(a);
+  // Keep the user's "last model" record out of the tests.
+  cmd = "XDG_CONFIG_HOME=" + quote((dir / "config").string()) + " " + cmd + " >" + quote((dir / "out").string()) +
+        " 2>" + quote((dir / "err").string()) + " </dev/null";
+  const int status = std::system(cmd.c_str());
+  Run r;
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 124) r.exit_code = WEXITSTATUS(status);
+  r.out = slurp(dir / "out");
+  r.err = slurp(dir / "err");
+  return r;
+}
+
+nlohmann::json golden() {
+  std::ifstream in(test::shared_model("stories260K.golden.json"));
+  return nlohmann::json::parse(in);
+}
+
+#define REQUIRE_SHARED(name)                                                        \
+  if (!test::have(test::shared_model(name))) GTEST_SKIP() << "missing shared " name
+
+TEST(EngineCli, RunPrintsExactGreedyText256) {
+  REQUIRE_SHARED("stories260K.gguf");
+  const Run r = engine({"run", "--model", test::shared_model("stories260K.gguf").string(), "--prompt", "",
+                        "--max-tokens", "256", "--temperature", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, golden()["cases"][0]["text"].get<std::string>());
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(EngineCli, RunWithPromptEchoesPromptAndContinues) {
+  REQUIRE_SHARED("stories260K.tied.gguf");
+  const Run r = engine({"run", "-m", test::shared_model("stories260K.tied.gguf").string(), "-p", "Once upon a time",
+                        "-n", "60", "--temp", "0", "-t", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, golden()["cases"][1]["text"].get<std::string>());
+}
+
+TEST(EngineCli, TokenizePrintsIds) {
+  REQUIRE_SHARED("stories260K.gguf");
+  const Run r = engine({"tokenize", "-m", test::shared_model("stories260K.gguf").string(), "-p", "Once upon a time"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "1 403 407 261 378\n");
+}
+
+TEST(EngineCli, InfoReportsShapeAndParameters) {
+  REQUIRE_SHARED("stories260K.gguf");
+  const Run r = engine({"info", "-m", test::shared_model("stories260K.gguf").string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["architecture"], "llama");
+  EXPECT_EQ(j["tensor_count"], 48);
+  EXPECT_EQ(j["model"]["n_layers"], 5);
+  EXPECT_EQ(j["model"]["n_kv_heads"], 4);
+  EXPECT_EQ(j["types"]["f32"]["tensors"], 48);
+  // 260K parameters plus the untied output copy (512 x 64).
+  EXPECT_GT(j["parameters"].get<uint64_t>(), 260000u);
+  EXPECT_LT(j["parameters"].get<uint64_t>(), 330000u);
+}
+
+TEST(EngineCli, MakeModelWritesRunnableQuantizedModel) {
+  REQUIRE_SHARED("stories260K.gguf");
+  const fs::path out = test::temp_dir("cli") / "random-q8.gguf";
+  Run r = engine({"make-model", "--arch", "llama", "--dim", "128", "--layers", "3", "--heads", "4", "--kv-heads", "2",
+                  "--ffn", "256", "--ctx", "256", "--type", "q8_0", "--vocab-from",
+                  test::shared_model("stories260K.gguf").string(), "-o", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = engine({"info", "-m", out.string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["model"]["n_embd"], 128);
+  EXPECT_EQ(j["model"]["n_layers"], 3);
+  EXPECT_EQ(j["model"]["n_kv_heads"], 2);
+  EXPECT_EQ(j["model"]["n_vocab"], 512);
+  EXPECT_EQ(j["types"]["q8_0"]["tensors"], 3 * 7 + 2);
+  const Run a = engine({"run", "-m", out.string(), "-p", "Once", "-n", "12", "--temp", "0", "-t", "1"});
+  const Run b = engine({"run", "-m", out.string(), "-p", "Once", "-n", "12", "--temp", "0", "-t", "2"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out) << "thread count changed greedy output";
+  EXPECT_EQ(a.out.rfind("Once", 0), 0u);
+}
+
+// ---- bad input: exit != 0, exactly one line on stderr naming the problem ----
+
+struct BadCase {
+  std::string name;
+  std::vector<std::string> args;
+  std::string expect_in_error;  // a word the error line must contain
+};
+
+void expect_one_line_error(const Run& r, const std::string& word) {
+  EXPECT_GT(r.exit_code, 0) << "crash or hang (signal/timeout) or success; stderr: " << r.err;
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line: " << r.err;
+  EXPECT_NE(r.err.find(word), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+fs::path write_bytes(const std::string& name, const std::string& bytes) {
+  const fs::path p = test::temp_dir("cli") / name;
+  std::ofstream(p, std::ios::binary) << bytes;
+  return p;
+}
+
+// A tiny valid GGUF with one tensor; returns its bytes and the offset of the tensor's type field.
+std::string tiny_gguf(size_t* type_field) {
+  gguf::GgufWriter w;
+  w.set_string("general.architecture", "llama");
+  std::vector<uint8_t> data(32 * 2 * 4, 0);
+  EXPECT_TRUE(w.add_tensor("blk.0.attn_q.weight", kernels::DType::F32, {32, 2}, data).ok());
+  auto bytes = w.to_bytes();
+  EXPECT_TRUE(bytes.ok());
+  std::string s(bytes->begin(), bytes->end());
+  // name, then n_dims (u32), dims (2 x u64), type (u32), offset (u64)
+  *type_field = s.find("blk.0.attn_q.weight") + std::string("blk.0.attn_q.weight").size() + 4 + 16;
+  return s;
+}
+
+TEST(EngineCliBadInput, TruncatedFile) {
+  REQUIRE_SHARED("stories260K.gguf");
+  const std::string full = slurp(test::shared_model("stories260K.gguf"));
+  const fs::path p = write_bytes("truncated.gguf", full.substr(0, full.size() / 2));
+  expect_one_line_error(engine({"run", "-m", p.string(), "-p", "x", "-n", "4"}), "error:");
+  const fs::path q = write_bytes("truncated-header.gguf", full.substr(0, 100));
+  expect_one_line_error(engine({"run", "-m", q.string(), "-p", "x", "-n", "4"}), "error:");
+}
+
+TEST(EngineCliBadInput, WrongMagic) {
+  const fs::path p = write_bytes("magic.gguf", std::string("GGML") + std::string(60, '\0'));
+  expect_one_line_error(engine({"info", "-m", p.string()}), "magic");
+}
+
+TEST(EngineCliBadInput, TensorPastEnd) {
+  size_t type_at = 0;
+  std::string s = tiny_gguf(&type_at);
+  const uint64_t huge = 1ull << 40;
+  std::memcpy(&s[type_at + 4], &huge, 8);  // the tensor's data offset
+  const fs::path p = write_bytes("past-end.gguf", s);
+  const Run r = engine({"info", "-m", p.string()});
+  expect_one_line_error(r, "blk.0.attn_q.weight");
+}
+
+TEST(EngineCliBadInput, UnknownTensorType) {
+  size_t type_at = 0;
+  std::string s = tiny_gguf(&type_at);
+  const uint32_t type = 99;
+  std::memcpy(&s[type_at], &type, 4);
+  const fs::path p = write_bytes("type99.gguf", s);
+  const Run r = engine({"info", "-m", p.string()});
+  expect_one_line_error(r, "99");
+  EXPECT_NE(r.err.find("blk.0.attn_q.weight"), std::string::npos) << r.err;
+}
+
+TEST(EngineCliBadInput, MissingFile) {
+  expect_one_line_error(engine({"run", "-m", "/nonexistent/model.gguf", "-p", "x"}), "/nonexistent/model.gguf");
+}
+
+TEST(EngineCliBadInput, PromptLongerThanContext) {
+  REQUIRE_SHARED("stories260K.gguf");
+  expect_one_line_error(engine({"run", "-m", test::shared_model("stories260K.gguf").string(), "--ctx", "8", "-p",
+                                "Once upon a time there was a little girl named Lily who loved to play"}),
+                        "context");
+}
+
+class EngineCliBadOption : public ::testing::TestWithParam<std::pair<std::string, std::string>> {};
+
+TEST_P(EngineCliBadOption, RejectsValue) {
+  REQUIRE_SHARED("stories260K.gguf");
+  const auto& [option, value] = GetParam();
+  const Run r = engine({"run", "-m", test::shared_model("stories260K.gguf").string(), "-p", "x", option, value});
+  expect_one_line_error(r, option);
+}
+
+INSTANTIATE_TEST_SUITE_P(Values, EngineCliBadOption,
+                         ::testing::Values(std::make_pair("--max-tokens", "-5"), std::make_pair("--threads", "-1"),
+                                           std::make_pair("--temperature", "-1"),
+                                           std::make_pair("--ctx", "99999999999"), std::make_pair("--top-p", "7"),
+                                           std::make_pair("--threads", "100000"),
+                                           std::make_pair("--max-tokens", "lots")));
+
+}  // namespace
+}  // namespace strata

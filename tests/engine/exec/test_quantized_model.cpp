@@ -1,0 +1,151 @@
+// tests/engine/exec/test_quantized_model.cpp — whole forward passes on random models of every
+// weight type: (1) logits of a quantized model equal those of an F32 copy of its dequantized
+// weights within a per-type tolerance (only activation quantization differs); (2) one batched
+// prompt pass equals feeding the same tokens one at a time; (3) 1 and 2 threads agree.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "engine/exec/session.h"
+#include "engine/gguf/gguf_writer.h"
+#include "engine/model/model.h"
+#include "engine/model/random_model.h"
+#include "kernels/cpu/quant.h"
+#include "test_support.h"
+
+namespace strata {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path vocab_file() { return test::shared_model("stories260K.gguf"); }
+
+fs::path make_model(const std::string& type, model::Arch arch = model::Arch::Llama) {
+  const fs::path out = test::temp_dir("qmodel") / ("m-" + std::string(model::arch_name(arch)) + "-" + type + ".gguf");
+  if (fs::exists(out)) return out;
+  auto vocab = gguf::GgufFile::open(vocab_file());
+  EXPECT_TRUE(vocab.ok());
+  model::RandomModelSpec spec;
+  spec.arch = arch;
+  spec.n_embd = 256;
+  spec.n_layers = 2;
+  spec.n_heads = 4;
+  spec.n_kv_heads = 2;
+  spec.n_ff = 512;
+  spec.n_ctx = 128;
+  spec.type = type;
+  spec.stddev = 0.05f;
+  spec.n_threads = 2;
+  const Status s = model::write_random_model(spec, *vocab, out);
+  EXPECT_TRUE(s.ok()) << s.error().to_string();
+  return out;
+}
+
+// The same model with every tensor dequantized to F32.
+fs::path dequantized_copy(const fs::path& src) {
+  const fs::path out = fs::path(src).replace_extension(".f32.gguf");
+  auto f = gguf::GgufFile::open(src);
+  EXPECT_TRUE(f.ok());
+  gguf::GgufWriter w;
+  for (const auto& [key, value] : f->metadata()) {
+    if (key != "general.alignment") w.set(key, value);
+  }
+  for (const auto& t : f->tensors()) {
+    std::vector<float> values(t.n_elements);
+    const int64_t cols = static_cast<int64_t>(t.dims[0]);
+    const int64_t rows = static_cast<int64_t>(t.n_elements) / cols;
+    const uint8_t* data = f->tensor_data(t);
+    for (int64_t r = 0; r < rows; ++r)
+      kernels::dequantize_row(t.type, data + r * kernels::row_bytes(t.type, cols), values.data() + r * cols, cols);
+    std::vector<uint8_t> bytes(values.size() * 4);
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    EXPECT_TRUE(w.add_tensor(t.name, kernels::DType::F32, t.dims, std::move(bytes)).ok());
+  }
+  EXPECT_TRUE(w.write(out).ok());
+  return out;
+}
+
+std::vector<float> logits_after(const fs::path& path, const std::vector<int32_t>& prompt, int threads,
+                                bool one_at_a_time) {
+  auto m = model::Model::load(path);
+  EXPECT_TRUE(m.ok()) << m.error().to_string();
+  if (!m.ok()) return {};
+  kernels::ThreadPool pool(threads);
+  auto s = exec::Session::create(**m, pool, 128, 64);
+  EXPECT_TRUE(s.ok());
+  const float* logits = nullptr;
+  if (one_at_a_time) {
+    for (int32_t t : prompt) logits = *(*s)->eval(std::span<const int32_t>(&t, 1));
+  } else {
+    logits = *(*s)->eval(prompt);
+  }
+  return std::vector<float>(logits, logits + (*m)->config().n_vocab);
+}
+
+// max |a - b| / max |b|
+double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i])) return INFINITY;
+    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
+  }
+  return diff / scale;
+}
+
+const std::vector<int32_t> kPrompt = {1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338};
+
+class QuantizedModel : public ::testing::TestWithParam<std::pair<std::string, double>> {};
+
+TEST_P(QuantizedModel, LogitsMatchDequantizedF32Copy) {
+  if (!test::have(vocab_file())) GTEST_SKIP() << "missing " << vocab_file();
+  const auto& [type, tolerance] = GetParam();
+  const fs::path q = make_model(type);
+  const fs::path f = dequantized_copy(q);
+  const auto lq = logits_after(q, kPrompt, 2, false);
+  const auto lf = logits_after(f, kPrompt, 2, false);
+  ASSERT_EQ(lq.size(), 512u);
+  ASSERT_EQ(lf.size(), 512u);
+  EXPECT_LT(relative_error(lq, lf), tolerance) << type;
+}
+
+TEST_P(QuantizedModel, BatchedPromptEqualsTokenByToken) {
+  if (!test::have(vocab_file())) GTEST_SKIP() << "missing " << vocab_file();
+  const fs::path q = make_model(GetParam().first);
+  const auto batched = logits_after(q, kPrompt, 2, false);
+  const auto single = logits_after(q, kPrompt, 2, true);
+  // Same arithmetic per token; only the summation order of tiled products may differ.
+  EXPECT_LT(relative_error(batched, single), 1e-4);
+}
+
+TEST_P(QuantizedModel, ThreadCountDoesNotChangeLogits) {
+  if (!test::have(vocab_file())) GTEST_SKIP() << "missing " << vocab_file();
+  const fs::path q = make_model(GetParam().first);
+  EXPECT_LT(relative_error(logits_after(q, kPrompt, 1, false), logits_after(q, kPrompt, 2, false)), 1e-5);
+}
+
+// Tolerances: activations are quantized to 8 bits (Q8_0 / Q8_K) for the integer dot products,
+// which gives about 1% relative error per product; F16/BF16 keep activations in 16-bit floats.
+INSTANTIATE_TEST_SUITE_P(
+    Types, QuantizedModel,
+    ::testing::Values(std::make_pair("f32", 1e-5), std::make_pair("f16", 5e-3), std::make_pair("bf16", 2e-2),
+                      std::make_pair("q8_0", 3e-2), std::make_pair("q4_0", 3e-2), std::make_pair("q4_1", 3e-2),
+                      std::make_pair("q5_0", 3e-2), std::make_pair("q5_1", 3e-2), std::make_pair("q2_k", 3e-2),
+                      std::make_pair("q3_k", 3e-2), std::make_pair("q4_k", 3e-2), std::make_pair("q5_k", 3e-2),
+                      std::make_pair("q6_k", 3e-2), std::make_pair("q4_k_m", 3e-2)),
+    [](const auto& info) { return info.param.first; });
+
+TEST(Qwen2Model, BiasesAndNeoxRopeRun) {
+  if (!test::have(vocab_file())) GTEST_SKIP() << "missing " << vocab_file();
+  const fs::path q = make_model("q8_0", model::Arch::Qwen2);
+  auto m = model::Model::load(q);
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  EXPECT_EQ((*m)->config().rope_style, model::RopeStyle::Neox);
+  EXPECT_TRUE((*m)->weights().layers[0].bq.present());
+  const fs::path f = dequantized_copy(q);
+  EXPECT_LT(relative_error(logits_after(q, kPrompt, 2, false), logits_after(f, kPrompt, 2, false)), 3e-2);
+  EXPECT_LT(relative_error(logits_after(q, kPrompt, 2, false), logits_after(q, kPrompt, 2, true)), 1e-4);
+}
+
+}  // namespace
+}  // namespace strata

@@ -58,6 +58,11 @@ Value Value::tuple(std::vector<Value> items) {
   v.list_->is_tuple = true;
   return v;
 }
+Value Value::iterator(std::vector<Value> items) {
+  Value v = list(std::move(items));
+  v.list_->is_iterator = true;
+  return v;
+}
 Value Value::dict() {
   Value v;
   v.kind_ = ValueKind::Dict;
@@ -97,7 +102,7 @@ bool Value::truthy() const {
     case ValueKind::Int: return i_ != 0;
     case ValueKind::Float: return f_ != 0.0;
     case ValueKind::String: return !s_.empty();
-    case ValueKind::List: return !list_->items.empty();
+    case ValueKind::List: return list_->is_iterator || !list_->items.empty();
     case ValueKind::Dict: return dict_->is_namespace || !dict_->entries.empty();
     case ValueKind::Callable: return true;
   }
@@ -112,7 +117,7 @@ std::string Value::type_name() const {
     case ValueKind::Int: return "int";
     case ValueKind::Float: return "float";
     case ValueKind::String: return "str";
-    case ValueKind::List: return list_->is_tuple ? "tuple" : "list";
+    case ValueKind::List: return list_->is_iterator ? "generator" : list_->is_tuple ? "tuple" : "list";
     case ValueKind::Dict: return dict_->is_namespace ? "Namespace" : "dict";
     case ValueKind::Callable: return "function";
   }
@@ -208,15 +213,19 @@ std::string python_float_repr(double d) {
   for (size_t i = 0; i < e; ++i)
     if (sci[i] != '.') digits.push_back(sci[i]);
   std::string out;
-  if (exponent >= -5 + 1 && exponent < 16) {  // Python's repr: fixed for 1e-4 <= |d| < 1e16
+  if (exponent >= -4 && exponent < 16) {  // Python's repr: fixed notation for 1e-4 <= |d| < 1e16
     if (exponent >= 0) {
       if (digits.size() <= static_cast<size_t>(exponent) + 1) {
-        out = digits + std::string(exponent + 1 - digits.size(), '0') + ".0";
+        out = digits;
+        out.append(static_cast<size_t>(exponent) + 1 - digits.size(), '0');
+        out += ".0";
       } else {
         out = digits.substr(0, exponent + 1) + "." + digits.substr(exponent + 1);
       }
     } else {
-      out = "0." + std::string(-exponent - 1, '0') + digits;
+      out = "0.";
+      out.append(static_cast<size_t>(-exponent - 1), '0');
+      out += digits;
     }
   } else {
     out = digits.substr(0, 1);
@@ -260,6 +269,7 @@ std::string to_repr(const Value& v) {
     case ValueKind::String: return repr_string(v.str());
     case ValueKind::Undefined: return "Undefined";
     case ValueKind::List: {
+      if (v.is_iterator()) return "<generator object>";
       const auto& items = v.items();
       std::string out = v.is_tuple() ? "(" : "[";
       for (size_t i = 0; i < items.size(); ++i) {
@@ -327,6 +337,7 @@ bool equals(const Value& a, const Value& b) {
     case ValueKind::None: return true;
     case ValueKind::String: return a.str() == b.str();
     case ValueKind::List: {
+      if (a.is_iterator() || b.is_iterator()) return a.identity() == b.identity();
       if (a.is_tuple() != b.is_tuple()) return false;
       const auto& x = a.items();
       const auto& y = b.items();
@@ -377,10 +388,14 @@ int compare(const Value& a, const Value& b) {
 
 // ---- JSON ----
 
-static void json_string(std::string& out, const std::string& s) {
+static void json_string(std::string& out, const std::string& s, bool ensure_ascii) {
   out.push_back('"');
-  for (char ch : s) {
-    unsigned char c = static_cast<unsigned char>(ch);
+  auto escape_unit = [&](unsigned unit) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "\\u%04x", unit);
+    out += buf;
+  };
+  auto ascii_char = [&](unsigned char c) {
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -390,13 +405,27 @@ static void json_string(std::string& out, const std::string& s) {
       case '\b': out += "\\b"; break;
       case '\f': out += "\\f"; break;
       default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out.push_back(ch);
-        }
+        if (c < 0x20) escape_unit(c);
+        else out.push_back(static_cast<char>(c));
+    }
+  };
+  if (ensure_ascii && !is_ascii(s)) {
+    for (char32_t c : decode_utf8(s)) {
+      if (c < 0x80) {
+        ascii_char(static_cast<unsigned char>(c));
+      } else if (c < 0x10000) {
+        escape_unit(static_cast<unsigned>(c));
+      } else {
+        char32_t v = c - 0x10000;
+        escape_unit(static_cast<unsigned>(0xD800 + (v >> 10)));
+        escape_unit(static_cast<unsigned>(0xDC00 + (v & 0x3FF)));
+      }
+    }
+  } else {
+    for (char ch : s) {
+      unsigned char c = static_cast<unsigned char>(ch);
+      if (c >= 0x80) out.push_back(ch);
+      else ascii_char(c);
     }
   }
   out.push_back('"');
@@ -418,8 +447,9 @@ static void json_dump(std::string& out, const Value& v, const JsonStyle& style, 
       else out += python_float_repr(d);
       return;
     }
-    case ValueKind::String: json_string(out, v.str()); return;
+    case ValueKind::String: json_string(out, v.str(), style.ensure_ascii); return;
     case ValueKind::List: {
+      if (v.is_iterator()) fail("Object of type generator is not JSON serializable");
       const auto& items = v.items();
       if (items.empty()) {
         out += "[]";
@@ -449,7 +479,7 @@ static void json_dump(std::string& out, const Value& v, const JsonStyle& style, 
       for (size_t i = 0; i < entries.size(); ++i) {
         if (i) out += style.item_separator;
         if (style.pretty) newline(level + 1);
-        json_string(out, entries[i]->first);
+        json_string(out, entries[i]->first, style.ensure_ascii);
         out += style.key_separator;
         json_dump(out, entries[i]->second, style, level + 1);
       }

@@ -33,6 +33,9 @@ using NativeFunction = std::function<Value(CallArgs&)>;  // throws JinjaError
 struct ListObject {
   std::vector<Value> items;
   bool is_tuple = false;
+  // A Python generator (what map/select/selectattr/items/unique return): always true, no len(),
+  // not JSON, consumed by the first iteration. Kept so templates fail or pass exactly as under transformers.
+  bool is_iterator = false;
 };
 
 // Insertion-ordered like a Python dict; namespace() objects are dicts that accept `set ns.x = ...`.
@@ -63,6 +66,7 @@ class Value {
   static Value safe_string(std::string s);  // jinja Markup: `+` escapes plain strings joined to it
   static Value list(std::vector<Value> items = {});
   static Value tuple(std::vector<Value> items);
+  static Value iterator(std::vector<Value> items);
   static Value dict();
   static Value name_space();
   static Value function(std::string name, NativeFunction fn);
@@ -77,6 +81,7 @@ class Value {
   bool is_string() const { return kind_ == ValueKind::String; }
   bool is_list() const { return kind_ == ValueKind::List; }  // list or tuple
   bool is_tuple() const { return kind_ == ValueKind::List && list_->is_tuple; }
+  bool is_iterator() const { return kind_ == ValueKind::List && list_->is_iterator; }
   bool is_dict() const { return kind_ == ValueKind::Dict; }
   bool is_namespace() const { return kind_ == ValueKind::Dict && dict_->is_namespace; }
   bool is_callable() const { return kind_ == ValueKind::Callable; }
@@ -126,6 +131,7 @@ struct JsonStyle {
   std::string indent;  // per level
   bool pretty = false;  // indent given (even if empty): newlines between items
   bool sort_keys = false;
+  bool ensure_ascii = false;  // non-ASCII as \uXXXX (surrogate pairs above the BMP)
   std::string item_separator = ", ";
   std::string key_separator = ": ";
 };

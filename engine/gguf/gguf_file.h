@@ -17,10 +17,7 @@
 
 namespace strata::gguf {
 
-inline constexpr uint32_t kMaxDims = 4;              // GGML_MAX_DIMS
-inline constexpr uint64_t kDefaultAlignment = 32;    // when general.alignment is absent
-inline constexpr uint64_t kMaxKeyBytes = 65535;      // the spec's limit on key length
-inline constexpr uint32_t kMaxArrayNesting = 16;     // arrays of arrays deeper than this: Corrupt
+inline constexpr uint32_t kMaxArrayNesting = 16;  // arrays of arrays deeper than this: Corrupt
 
 struct TensorInfo {
   std::string name;

@@ -133,23 +133,23 @@ Value Value::make_numeric_array(ValueType elem, const std::vector<T>& v) {
   return out;
 }
 
-Value Value::array_u8(const std::vector<uint8_t>& v) { return make_numeric_array(ValueType::U8, v); }
-Value Value::array_i8(const std::vector<int8_t>& v) { return make_numeric_array(ValueType::I8, v); }
-Value Value::array_u16(const std::vector<uint16_t>& v) { return make_numeric_array(ValueType::U16, v); }
-Value Value::array_i16(const std::vector<int16_t>& v) { return make_numeric_array(ValueType::I16, v); }
-Value Value::array_u32(const std::vector<uint32_t>& v) { return make_numeric_array(ValueType::U32, v); }
-Value Value::array_i32(const std::vector<int32_t>& v) { return make_numeric_array(ValueType::I32, v); }
-Value Value::array_u64(const std::vector<uint64_t>& v) { return make_numeric_array(ValueType::U64, v); }
-Value Value::array_i64(const std::vector<int64_t>& v) { return make_numeric_array(ValueType::I64, v); }
-Value Value::array_f32(const std::vector<float>& v) { return make_numeric_array(ValueType::F32, v); }
-Value Value::array_f64(const std::vector<double>& v) { return make_numeric_array(ValueType::F64, v); }
+Value Value::u8_array(const std::vector<uint8_t>& v) { return make_numeric_array(ValueType::U8, v); }
+Value Value::i8_array(const std::vector<int8_t>& v) { return make_numeric_array(ValueType::I8, v); }
+Value Value::u16_array(const std::vector<uint16_t>& v) { return make_numeric_array(ValueType::U16, v); }
+Value Value::i16_array(const std::vector<int16_t>& v) { return make_numeric_array(ValueType::I16, v); }
+Value Value::u32_array(const std::vector<uint32_t>& v) { return make_numeric_array(ValueType::U32, v); }
+Value Value::i32_array(const std::vector<int32_t>& v) { return make_numeric_array(ValueType::I32, v); }
+Value Value::u64_array(const std::vector<uint64_t>& v) { return make_numeric_array(ValueType::U64, v); }
+Value Value::i64_array(const std::vector<int64_t>& v) { return make_numeric_array(ValueType::I64, v); }
+Value Value::f32_array(const std::vector<float>& v) { return make_numeric_array(ValueType::F32, v); }
+Value Value::f64_array(const std::vector<double>& v) { return make_numeric_array(ValueType::F64, v); }
 
-Value Value::array_bool(const std::vector<bool>& v) {
+Value Value::bool_array(const std::vector<bool>& v) {
   std::vector<uint8_t> bytes(v.begin(), v.end());
   return make_numeric_array(ValueType::Bool, bytes);
 }
 
-Value Value::array_string(const std::vector<std::string>& v) {
+Value Value::string_array(const std::vector<std::string>& v) {
   auto data = std::make_shared<ArrayData>();
   data->elem = ValueType::String;
   data->count = v.size();

@@ -11,6 +11,11 @@
 
 namespace strata::gguf {
 
+// Facts of the format shared by the reader and the writer.
+inline constexpr uint32_t kMaxDims = 4;            // dimensions of a tensor (GGML_MAX_DIMS)
+inline constexpr uint64_t kDefaultAlignment = 32;  // when general.alignment is absent
+inline constexpr uint64_t kMaxKeyBytes = 65535;    // longest key / tensor name we accept
+
 // Type ids as stored in a GGUF file (uint32).
 enum class ValueType : uint32_t {
   U8 = 0,
@@ -59,18 +64,18 @@ class Value {
   static Value string(std::string v);
 
   // Arrays.
-  static Value array_u8(const std::vector<uint8_t>& v);
-  static Value array_i8(const std::vector<int8_t>& v);
-  static Value array_u16(const std::vector<uint16_t>& v);
-  static Value array_i16(const std::vector<int16_t>& v);
-  static Value array_u32(const std::vector<uint32_t>& v);
-  static Value array_i32(const std::vector<int32_t>& v);
-  static Value array_u64(const std::vector<uint64_t>& v);
-  static Value array_i64(const std::vector<int64_t>& v);
-  static Value array_f32(const std::vector<float>& v);
-  static Value array_f64(const std::vector<double>& v);
-  static Value array_bool(const std::vector<bool>& v);
-  static Value array_string(const std::vector<std::string>& v);
+  static Value u8_array(const std::vector<uint8_t>& v);
+  static Value i8_array(const std::vector<int8_t>& v);
+  static Value u16_array(const std::vector<uint16_t>& v);
+  static Value i16_array(const std::vector<int16_t>& v);
+  static Value u32_array(const std::vector<uint32_t>& v);
+  static Value i32_array(const std::vector<int32_t>& v);
+  static Value u64_array(const std::vector<uint64_t>& v);
+  static Value i64_array(const std::vector<int64_t>& v);
+  static Value f32_array(const std::vector<float>& v);
+  static Value f64_array(const std::vector<double>& v);
+  static Value bool_array(const std::vector<bool>& v);
+  static Value string_array(const std::vector<std::string>& v);
   // Array of arrays; every item must itself be an Array (items that are not are skipped).
   static Value array_of_arrays(std::vector<Value> items);
   // Numeric or bool array from raw little-endian bytes; nullopt if elem is String/Array or

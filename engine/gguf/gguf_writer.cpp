@@ -11,10 +11,6 @@
 namespace strata::gguf {
 namespace {
 
-constexpr uint64_t kMaxKeyBytes = 65535;
-constexpr size_t kMaxDims = 4;
-constexpr uint64_t kDefaultAlignment = 32;
-
 std::string n(uint64_t v) { return std::to_string(v); }
 
 std::string dims_string(const std::vector<uint64_t>& dims) {

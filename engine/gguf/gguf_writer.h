@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -39,13 +40,13 @@ class GgufWriter {
   void set_f32(std::string key, float v) { set(std::move(key), Value::f32(v)); }
   void set_bool(std::string key, bool v) { set(std::move(key), Value::boolean(v)); }
   void set_string_array(std::string key, const std::vector<std::string>& v) {
-    set(std::move(key), Value::array_string(v));
+    set(std::move(key), Value::string_array(v));
   }
   void set_f32_array(std::string key, const std::vector<float>& v) {
-    set(std::move(key), Value::array_f32(v));
+    set(std::move(key), Value::f32_array(v));
   }
   void set_i32_array(std::string key, const std::vector<int32_t>& v) {
-    set(std::move(key), Value::array_i32(v));
+    set(std::move(key), Value::i32_array(v));
   }
   bool remove(std::string_view key);  // true if it was there
   const std::vector<std::pair<std::string, Value>>& metadata() const { return metadata_; }

@@ -2,7 +2,6 @@
 // adjacent symbols, then <0xNN> byte fallback. Depends on token_index.h only.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -14,7 +13,7 @@ namespace strata::tokenizer {
 struct SpmModel {
   const TokenIndex* index = nullptr;   // token text -> id
   const float* scores = nullptr;       // [n_tokens]
-  std::array<int32_t, 256> byte_ids{};  // <0xNN> token per byte, else the single-byte token, else unk
+  const int32_t* byte_ids = nullptr;   // [256] <0xNN> token per byte, else the single-byte token, else unk/-1
 };
 
 // `text` is already escaped (spaces as U+2581, the prefix added). Appends the ids to out.

@@ -63,6 +63,7 @@ class Tokenizer {
   // token texts starting with it, longest first.
   std::array<std::vector<uint32_t>, 256> special_lengths_;
   TokenIndex special_index_;
+  bool has_user_defined_ = false;
   std::array<int32_t, 256> spm_byte_ids_{};
   std::optional<BpeModel> bpe_;
 };

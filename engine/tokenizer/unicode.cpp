@@ -40,7 +40,7 @@ uint8_t cpt_flags(uint32_t cp) {
   const auto* end = kCategoryRanges + kCategoryRangeCount;
   const auto* it = std::upper_bound(kCategoryRanges, end, cp,
                                     [](uint32_t v, const unicode_data::CategoryRange& r) { return v < r.first; });
-  return (it == kCategoryRanges) ? kOther : (it - 1)->flags;
+  return (it == kCategoryRanges) ? static_cast<uint8_t>(kOther) : (it - 1)->flags;
 }
 
 const char* unicode_version() { return unicode_data::kUnicodeVersion; }

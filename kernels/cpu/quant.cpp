@@ -62,6 +62,16 @@ const TypeKernels& best_type_kernels(DType t, Isa isa) {
   return *type_kernels(t, Isa::Scalar);
 }
 
+VecDot4 vec_dot4_kernel(DType t, Isa isa) {
+  if (!isa_supported(isa)) return nullptr;
+  switch (isa) {
+    case Isa::Scalar: return nullptr;
+    case Isa::Avx2: return detail::avx2_vec_dot4(t);
+    case Isa::Avx512: return detail::avx512_vec_dot4(t);
+  }
+  return nullptr;
+}
+
 void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
   const TypeKernels* k = type_kernels(t, Isa::Scalar);
   if (k) k->dequantize_row(src, dst, n);

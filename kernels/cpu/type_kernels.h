@@ -1,9 +1,13 @@
 // kernels/cpu/type_kernels.h — per-type kernel tables, one per ISA (scalar, AVX2, AVX-512).
 // Depends on dtype.h and isa.h only; no engine types.
 //
-// Variants: Scalar is the reference of every type. Avx2 (256-bit, maddubs) and Avx512 (VNNI
-// vpdpbusd; 512-bit loops for F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, 256-bit VNNI for
-// the rest) have vec_dot and an activation quantizer for every weight type.
+// Variants: Scalar is the reference of every type. Avx2 (256-bit, maddubs + madd) and Avx512
+// (the same 256-bit kernels compiled with AVX512-VL VNNI: vpdpbusd / vpdpwssd, no int16
+// saturation) have vec_dot for every weight type, SIMD activation quantizers (Q8_0, Q8_1, Q8_K)
+// and SIMD dequantizers for F16, BF16, Q4_0, Q8_0; the other entries point at the scalar
+// reference. 256-bit on purpose: on the target (Zen 4) 512-bit ops run as two 256-bit halves,
+// and the kernels are memory-bound at decode. Prompt processing uses VecDot4 (below): one
+// weight row against 4 tokens, for F16, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K.
 #pragma once
 
 #include <cstdint>
@@ -30,11 +34,19 @@ const TypeKernels* type_kernels(DType t, Isa isa);
 // (every table is complete: entries an ISA does not speed up point at the scalar reference).
 const TypeKernels& best_type_kernels(DType t, Isa isa);
 
+// Optional multi-token dot for prompt processing: out[c] = dot(w_row, act + c * act_stride_bytes)
+// for c = 0..3, sharing the weight unpacking across the 4 activation rows.
+using VecDot4 = void (*)(int64_t n, const void* w_row, const void* act, int64_t act_stride_bytes, float* out);
+// nullptr when the type has no such kernel at that ISA (or the CPU lacks the ISA).
+VecDot4 vec_dot4_kernel(DType t, Isa isa);
+
 namespace detail {
 // Tables defined in type_kernels_avx2.cpp / type_kernels_avx512.cpp; nullptr entries where a
 // type has no variant there.
 const TypeKernels* avx2_kernels(DType t);
 const TypeKernels* avx512_kernels(DType t);
+VecDot4 avx2_vec_dot4(DType t);
+VecDot4 avx512_vec_dot4(DType t);
 }  // namespace detail
 
 }  // namespace strata::kernels

@@ -38,7 +38,7 @@ inline GgufWriter make_small_writer() {
   w.set_bool("tokenizer.ggml.add_bos_token", true);
   w.set_string_array("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>", "hello", "", "w\xC3\xB6rld"});
   w.set_f32_array("tokenizer.ggml.scores", {0.0f, -1.0f, -2.5f, 3.0f, 4.0f, 5.0f});
-  w.set("test.nested", Value::array_of_arrays({Value::array_i32({1, 2}), Value::array_string({"x"})}));
+  w.set("test.nested", Value::array_of_arrays({Value::i32_array({1, 2}), Value::string_array({"x"})}));
   (void)w.add_tensor("a.weight", kernels::DType::F32, {4, 3}, pattern_bytes(48, 1));
   (void)w.add_tensor("b.weight", kernels::DType::F16, {8}, pattern_bytes(16, 2));
   (void)w.add_tensor("c.weight", kernels::DType::Q8_0, {64, 2}, pattern_bytes(4 * 34, 3));

@@ -85,13 +85,22 @@ TEST(GgufErrors, TruncatedFile) {
   const std::vector<uint8_t> full = test::make_small_file();
   uint64_t data_offset = 0;
   const auto fields = test::LayoutScanner(full).scan(&data_offset);
-  // Cut inside the second key's string.
-  const Field& key1 = nth_field(fields, FieldKind::KeyLength, 1);
-  std::vector<uint8_t> cut(full.begin(), full.begin() + key1.pos + 10);
+  // Cut inside the last key's name ("test.nested", key #6).
+  const Field& key6 = nth_field(fields, FieldKind::KeyLength, 6);
+  std::vector<uint8_t> cut(full.begin(), full.begin() + key6.pos + 10);
   Error e = parse_error(cut);
   EXPECT_EQ(e.code, Code::Corrupt);
-  expect_contains(e, "key #1 at offset " + std::to_string(key1.pos));
+  expect_contains(e, "key #6 at offset " + std::to_string(key6.pos) + ": key length 11");
   expect_contains(e, "exceeds file size " + std::to_string(cut.size()));
+  // Cut inside the token list: the message names the key and the element.
+  const Field& tok5 = nth_field(fields, FieldKind::StringLength, 6);  // 1 string key + 5 tokens
+  cut.assign(full.begin(), full.begin() + tok5.pos + 10);
+  e = parse_error(cut);
+  expect_contains(e, "key 'tokenizer.ggml.tokens': string 5 of 6: length 6 at offset " +
+                         std::to_string(tok5.pos));
+  // A header that promises more keys than the file can hold fails before reading them.
+  cut.assign(full.begin(), full.begin() + 60);
+  expect_contains(parse_error(cut), "metadata key count 7 needs at least 14 bytes per key");
   // Cut inside the tensor infos.
   const Field& dim = nth_field(fields, FieldKind::Dim, 1);
   cut.assign(full.begin(), full.begin() + dim.pos + 3);

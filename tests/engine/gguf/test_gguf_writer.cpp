@@ -33,23 +33,23 @@ std::vector<std::pair<std::string, Value>> all_value_kinds() {
       {"t.u64", Value::u64(std::numeric_limits<uint64_t>::max())},
       {"t.i64", Value::i64(std::numeric_limits<int64_t>::min())},
       {"t.f64", Value::f64(-2.718281828459045)},
-      {"a.u8", Value::array_u8({0, 1, 255})},
-      {"a.i8", Value::array_i8({-128, 0, 127})},
-      {"a.u16", Value::array_u16({1, 65535})},
-      {"a.i16", Value::array_i16({-32768, 32767})},
-      {"a.u32", Value::array_u32({7, 4294967295u})},
-      {"a.i32", Value::array_i32({-1, 2, -3})},
-      {"a.u64", Value::array_u64({1ull << 63, 5})},
-      {"a.i64", Value::array_i64({-(1ll << 62), 9})},
-      {"a.f32", Value::array_f32({0.25f, -1.0f, 3e38f})},
-      {"a.f64", Value::array_f64({1e300, -0.5})},
-      {"a.bool", Value::array_bool({true, false, true})},
-      {"a.string", Value::array_string({"a", "", "ccc", std::string("\0x", 2)})},
-      {"a.empty", Value::array_string({})},
-      {"a.empty_f32", Value::array_f32({})},
-      {"a.nested", Value::array_of_arrays({Value::array_i32({1, 2, 3}), Value::array_string({"x", "yz"}),
-                                           Value::array_of_arrays({Value::array_f64({0.5})}),
-                                           Value::array_u8({})})},
+      {"a.u8", Value::u8_array({0, 1, 255})},
+      {"a.i8", Value::i8_array({-128, 0, 127})},
+      {"a.u16", Value::u16_array({1, 65535})},
+      {"a.i16", Value::i16_array({-32768, 32767})},
+      {"a.u32", Value::u32_array({7, 4294967295u})},
+      {"a.i32", Value::i32_array({-1, 2, -3})},
+      {"a.u64", Value::u64_array({1ull << 63, 5})},
+      {"a.i64", Value::i64_array({-(1ll << 62), 9})},
+      {"a.f32", Value::f32_array({0.25f, -1.0f, 3e38f})},
+      {"a.f64", Value::f64_array({1e300, -0.5})},
+      {"a.bool", Value::bool_array({true, false, true})},
+      {"a.string", Value::string_array({"a", "", "ccc", std::string("\0x", 2)})},
+      {"a.empty", Value::string_array({})},
+      {"a.empty_f32", Value::f32_array({})},
+      {"a.nested", Value::array_of_arrays({Value::i32_array({1, 2, 3}), Value::string_array({"x", "yz"}),
+                                           Value::array_of_arrays({Value::f64_array({0.5})}),
+                                           Value::u8_array({})})},
   };
 }
 
@@ -286,20 +286,20 @@ TEST(GgufValue, DisplayStrings) {
   EXPECT_EQ(Value::f64(0.5).to_display_string(), "0.5");
   EXPECT_EQ(Value::boolean(false).to_display_string(), "false");
   EXPECT_EQ(Value::string("a\"b\n").to_display_string(), "\"a\\\"b\\n\"");
-  EXPECT_EQ(Value::array_i32({1, 2, 3}).to_display_string(), "[1, 2, 3]");
-  EXPECT_EQ(Value::array_i32({1, 2, 3, 4}).to_display_string(2), "[1, 2, ...] (4 x i32)");
-  EXPECT_EQ(Value::array_string({"x", "y"}).to_display_string(), "[\"x\", \"y\"]");
-  EXPECT_EQ(Value::array_of_arrays({Value::array_u8({7})}).to_display_string(), "[[7]]");
+  EXPECT_EQ(Value::i32_array({1, 2, 3}).to_display_string(), "[1, 2, 3]");
+  EXPECT_EQ(Value::i32_array({1, 2, 3, 4}).to_display_string(2), "[1, 2, ...] (4 x i32)");
+  EXPECT_EQ(Value::string_array({"x", "y"}).to_display_string(), "[\"x\", \"y\"]");
+  EXPECT_EQ(Value::array_of_arrays({Value::u8_array({7})}).to_display_string(), "[[7]]");
   const std::string long_string(500, 'z');
   EXPECT_LT(Value::string(long_string).to_display_string().size(), 150u);
   EXPECT_STREQ(value_type_name(ValueType::F64), "f64");
   EXPECT_STREQ(value_type_name(static_cast<ValueType>(99)), "unknown");
   // Copies of arrays share the payload and compare equal.
-  const Value a = Value::array_string(std::vector<std::string>(1000, "tok"));
+  const Value a = Value::string_array(std::vector<std::string>(1000, "tok"));
   const Value b = a;
   EXPECT_TRUE(a == b);
   EXPECT_EQ(b.array_string(999), "tok");
-  EXPECT_FALSE(a == Value::array_string({"tok"}));
+  EXPECT_FALSE(a == Value::string_array({"tok"}));
 }
 
 }  // namespace

@@ -1,0 +1,28 @@
+// engine/exec/device_info.h — what the planner and the UI know about a device: identity, memory,
+// and the declared or measured speeds the cost model uses. Plain data; no behaviour.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace strata::exec {
+
+enum class DeviceKind { Cpu, Simulated, Cuda };
+const char* device_kind_name(DeviceKind kind);  // "cpu", "sim", "cuda"
+
+struct DeviceInfo {
+  std::string id;            // unique, as used in placements: "cpu", "gpu0", "cuda0"
+  DeviceKind kind = DeviceKind::Cpu;
+  std::string name;          // human: "sim-gpu0 24 GiB (simulated)", "NVIDIA H200"
+  bool simulated = false;
+  uint64_t bytes_total = 0;  // capacity the engine may use
+  uint64_t bytes_free = 0;   // at the time of the query
+  double bandwidth_gbps = 0; // memory read bandwidth, GB/s (1e9 bytes)
+  double tflops = 0;         // dense compute rate for matrix products, 1e12 FLOP/s
+  double link_gbps = 0;      // host link bandwidth (to other devices), GB/s
+  double link_latency_us = 0;// per-transfer latency, microseconds
+  uint64_t runtime_overhead_bytes = 0;  // reserved by the runtime itself (context, workspaces)
+  int threads = 1;           // host threads doing this device's work (CPU, simulated)
+};
+
+}  // namespace strata::exec

@@ -1,0 +1,23 @@
+// kernels/cpu/matmul.h — y = x W^T for one weight matrix of any type on the CPU thread pool.
+// Depends on dtype.h and thread_pool.h; no engine types.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/dtype.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace strata::kernels {
+
+// y[t][r] = sum_c W[r][c] * x[t][c].
+//   W: [rows][cols] of type wtype, row-major, row r at byte r * row_bytes(wtype, cols);
+//   x: [n_tokens][cols] f32;  y: [n_tokens][rows] f32 (overwritten).
+// cols must be a multiple of wtype's block size (the caller validates). scratch grows as needed
+// and holds x quantized to vec_dot_type(wtype). Uses every thread of the pool and the ISA of
+// active_isa(). n_tokens == 1 (decode) splits rows across threads; n_tokens > 1 works in tiles
+// of a few weight rows x many tokens so each weight row is reused while in cache.
+void matmul(ThreadPool& pool, DType wtype, const void* w, int64_t rows, int64_t cols,
+            const float* x, int64_t n_tokens, float* y, std::vector<uint8_t>& scratch);
+
+}  // namespace strata::kernels

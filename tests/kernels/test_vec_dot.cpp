@@ -1,0 +1,164 @@
+// tests/kernels/test_vec_dot.cpp — vec_dot of every weight type: every ISA against the scalar
+// reference, the scalar reference against the f32 dot of the dequantized rows, and the whole
+// quantized path against the f32 dot of the original activations.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kernel_test_util.h"
+#include "kernels/cpu/type_kernels.h"
+
+namespace strata::kernels {
+namespace {
+
+const int64_t kLengths[] = {256, 512, 768, 2048, 4352};
+
+struct Dots {
+  double exact;  // f64 dot of the dequantized weight row and dequantized activations
+  double mag;    // sum |w_i * a_i| of the same: the scale rounding errors are relative to
+};
+
+Dots exact_dot(DType wt, const void* w, DType at, const void* a, int64_t n) {
+  const std::vector<float> wf = test::dequantized(wt, w, n), af = test::dequantized(at, a, n);
+  Dots d{0, 0};
+  for (int64_t i = 0; i < n; ++i) {
+    d.exact += double(wf[i]) * af[i];
+    d.mag += std::fabs(double(wf[i]) * af[i]);
+  }
+  return d;
+}
+
+double tolerance_vs_exact(DType wt) {
+  // Int dots are exact; the error is float rounding of per-block scales and sums (~1e-6).
+  // Q8_1 stores s = d * sum(q) as fp16 (2^-11 relative), which Q4_1 / Q5_1 use for the min term.
+  if (wt == DType::Q4_1 || wt == DType::Q5_1) return 1e-3;
+  return 1e-5;
+}
+
+TEST(VecDot, EveryIsaMatchesScalar) {
+  for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
+    if (!isa_supported(isa)) {
+      std::printf("  %s not supported here: skipped\n", isa_name(isa));
+      continue;
+    }
+    for (DType wt : test::weight_types()) {
+      const DType at = vec_dot_type(wt);
+      const TypeKernels* k = type_kernels(wt, isa);
+      const TypeKernels* ref = type_kernels(wt, Isa::Scalar);
+      ASSERT_NE(k, nullptr);
+      for (int64_t n : kLengths) {
+        for (int variant = 0; variant < 2; ++variant) {
+          const uint32_t seed = static_cast<uint32_t>(n * 10 + variant);
+          // variant 0: weights from the quantizer; 1: random bytes (every bit pattern).
+          const std::vector<uint8_t> w = variant == 0 ? test::quantized(wt, test::random_floats(n, seed))
+                                                      : test::random_bytes_row(wt, n, seed);
+          const std::vector<uint8_t> a = test::quantized(at, test::random_floats(n, seed + 1000));
+          float got = 0, want = 0;
+          k->vec_dot(n, w.data(), a.data(), &got);
+          ref->vec_dot(n, w.data(), a.data(), &want);
+          const Dots d = exact_dot(wt, w.data(), at, a.data(), n);
+          // Relative to sum |w a|: both sides round per-block products in a different order.
+          const double tol = (wt == DType::F32 || wt == DType::F16 || wt == DType::BF16 ? 2e-5 : 1e-5) * d.mag;
+          ASSERT_NEAR(got, want, tol) << dtype_name(wt) << " " << isa_name(isa) << " n=" << n << " v=" << variant;
+        }
+      }
+    }
+  }
+}
+
+TEST(VecDot, ScalarMatchesDequantizedDot) {
+  for (DType wt : test::weight_types()) {
+    const DType at = vec_dot_type(wt);
+    for (int64_t n : kLengths) {
+      for (int variant = 0; variant < 2; ++variant) {
+        const uint32_t seed = static_cast<uint32_t>(n * 7 + variant);
+        const std::vector<uint8_t> w = variant == 0 ? test::quantized(wt, test::random_floats(n, seed))
+                                                    : test::random_bytes_row(wt, n, seed);
+        const std::vector<uint8_t> a = test::quantized(at, test::random_floats(n, seed + 99));
+        float got = 0;
+        type_kernels(wt, Isa::Scalar)->vec_dot(n, w.data(), a.data(), &got);
+        const Dots d = exact_dot(wt, w.data(), at, a.data(), n);
+        ASSERT_NEAR(got, d.exact, tolerance_vs_exact(wt) * d.mag) << dtype_name(wt) << " n=" << n;
+      }
+    }
+  }
+}
+
+TEST(VecDot, QuantizedPathMatchesF32Dot) {
+  // vec_dot(W, quantize(x)) against the f32 dot of dequantized W with the original x. The only
+  // error left is activation quantization (8-bit, |err| <= amax / 254 per element), bounded by
+  // 1% of |w| |x| (Cauchy-Schwarz scale); float types must agree to 1e-5 of sum |w x|.
+  for (Isa isa : test::all_isas()) {
+    if (!isa_supported(isa)) continue;
+    for (DType wt : test::weight_types()) {
+      const DType at = vec_dot_type(wt);
+      for (int64_t n : kLengths) {
+        const std::vector<float> x = test::random_floats(n, 5 + static_cast<uint32_t>(n));
+        const std::vector<uint8_t> w = test::quantized(wt, test::random_floats(n, 6 + static_cast<uint32_t>(n)));
+        std::vector<uint8_t> a(static_cast<size_t>(row_bytes(at, n)));
+        type_kernels(at, isa)->quantize_row(x.data(), a.data(), n);
+        float got = 0;
+        type_kernels(wt, isa)->vec_dot(n, w.data(), a.data(), &got);
+        const std::vector<float> wf = test::dequantized(wt, w.data(), n);
+        double exact = 0, mag = 0, w2 = 0, x2 = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          exact += double(wf[i]) * x[i];
+          mag += std::fabs(double(wf[i]) * x[i]);
+          w2 += double(wf[i]) * wf[i];
+          x2 += double(x[i]) * x[i];
+        }
+        const double tol = at == DType::F32 ? 2e-5 * mag : 0.01 * std::sqrt(w2 * x2);
+        ASSERT_NEAR(got, exact, tol) << dtype_name(wt) << " " << isa_name(isa) << " n=" << n;
+      }
+    }
+  }
+}
+
+TEST(VecDot, FourTokenKernelsMatchScalar) {
+  int checked = 0;
+  for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
+    if (!isa_supported(isa)) continue;
+    for (DType wt : test::weight_types()) {
+      const VecDot4 k4 = vec_dot4_kernel(wt, isa);
+      if (!k4) continue;
+      const DType at = vec_dot_type(wt);
+      for (int64_t n : kLengths) {
+        const std::vector<uint8_t> w = test::random_bytes_row(wt, n, 11 + static_cast<uint32_t>(n));
+        const int64_t arb = row_bytes(at, n);
+        std::vector<uint8_t> a(static_cast<size_t>(arb * 4));
+        for (int c = 0; c < 4; ++c) {
+          const std::vector<float> x = test::random_floats(n, 100 + c + static_cast<uint32_t>(n));
+          quantize_row(at, x.data(), a.data() + c * arb, n);
+        }
+        float got[4];
+        k4(n, w.data(), a.data(), arb, got);
+        for (int c = 0; c < 4; ++c) {
+          float want = 0;
+          type_kernels(wt, Isa::Scalar)->vec_dot(n, w.data(), a.data() + c * arb, &want);
+          const Dots d = exact_dot(wt, w.data(), at, a.data() + c * arb, n);
+          ASSERT_NEAR(got[c], want, 2e-5 * d.mag) << dtype_name(wt) << " " << isa_name(isa) << " n=" << n << " c=" << c;
+        }
+        ++checked;
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no SIMD ISA on this CPU";
+}
+
+TEST(VecDot, ActivationTypesDotThemselves) {
+  for (DType t : {DType::Q8_0, DType::Q8_1, DType::Q8_K}) {
+    const int64_t n = 1024;
+    const std::vector<uint8_t> a = test::quantized(t, test::random_floats(n, 1));
+    const std::vector<uint8_t> b = test::quantized(t, test::random_floats(n, 2));
+    const Dots d = exact_dot(t, a.data(), t, b.data(), n);
+    for (Isa isa : test::all_isas()) {
+      if (!isa_supported(isa)) continue;
+      float got = 0;
+      type_kernels(t, isa)->vec_dot(n, a.data(), b.data(), &got);
+      EXPECT_NEAR(got, d.exact, 1e-5 * d.mag) << dtype_name(t) << " " << isa_name(isa);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace strata::kernels

@@ -19,7 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
+struct CliRun {
   int exit_code = -1;  // -1: killed by a signal (a crash) or timed out
   std::string out, err;
 };
@@ -37,7 +37,7 @@ std::string quote(const std::string& s) {
   return q + "'";
 }
 
-Run engine(const std::vector<std::string>& args) {
+CliRun engine(const std::vector<std::string>& args) {
   static const fs::path dir = test::temp_dir("cli");
   std::string cmd = "timeout 120 " + quote(STRATA_ENGINE_BINARY);
   for (const auto& a : args) cmd += " " + quote(a);
@@ -45,7 +45,7 @@ Run engine(const std::vector<std::string>& args) {
   cmd = "XDG_CONFIG_HOME=" + quote((dir / "config").string()) + " " + cmd + " >" + quote((dir / "out").string()) +
         " 2>" + quote((dir / "err").string()) + " </dev/null";
   const int status = std::system(cmd.c_str());
-  Run r;
+  CliRun r;
   if (WIFEXITED(status) && WEXITSTATUS(status) != 124) r.exit_code = WEXITSTATUS(status);
   r.out = slurp(dir / "out");
   r.err = slurp(dir / "err");
@@ -62,7 +62,7 @@ nlohmann::json golden() {
 
 TEST(EngineCli, RunPrintsExactGreedyText256) {
   REQUIRE_SHARED("stories260K.gguf");
-  const Run r = engine({"run", "--model", test::shared_model("stories260K.gguf").string(), "--prompt", "",
+  const CliRun r = engine({"run", "--model", test::shared_model("stories260K.gguf").string(), "--prompt", "",
                         "--max-tokens", "256", "--temperature", "0"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, golden()["cases"][0]["text"].get<std::string>());
@@ -71,7 +71,7 @@ TEST(EngineCli, RunPrintsExactGreedyText256) {
 
 TEST(EngineCli, RunWithPromptEchoesPromptAndContinues) {
   REQUIRE_SHARED("stories260K.tied.gguf");
-  const Run r = engine({"run", "-m", test::shared_model("stories260K.tied.gguf").string(), "-p", "Once upon a time",
+  const CliRun r = engine({"run", "-m", test::shared_model("stories260K.tied.gguf").string(), "-p", "Once upon a time",
                         "-n", "60", "--temp", "0", "-t", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, golden()["cases"][1]["text"].get<std::string>());
@@ -79,14 +79,14 @@ TEST(EngineCli, RunWithPromptEchoesPromptAndContinues) {
 
 TEST(EngineCli, TokenizePrintsIds) {
   REQUIRE_SHARED("stories260K.gguf");
-  const Run r = engine({"tokenize", "-m", test::shared_model("stories260K.gguf").string(), "-p", "Once upon a time"});
+  const CliRun r = engine({"tokenize", "-m", test::shared_model("stories260K.gguf").string(), "-p", "Once upon a time"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "1 403 407 261 378\n");
 }
 
 TEST(EngineCli, InfoReportsShapeAndParameters) {
   REQUIRE_SHARED("stories260K.gguf");
-  const Run r = engine({"info", "-m", test::shared_model("stories260K.gguf").string(), "--json"});
+  const CliRun r = engine({"info", "-m", test::shared_model("stories260K.gguf").string(), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["architecture"], "llama");
@@ -102,7 +102,7 @@ TEST(EngineCli, InfoReportsShapeAndParameters) {
 TEST(EngineCli, MakeModelWritesRunnableQuantizedModel) {
   REQUIRE_SHARED("stories260K.gguf");
   const fs::path out = test::temp_dir("cli") / "random-q8.gguf";
-  Run r = engine({"make-model", "--arch", "llama", "--dim", "128", "--layers", "3", "--heads", "4", "--kv-heads", "2",
+  CliRun r = engine({"make-model", "--arch", "llama", "--dim", "128", "--layers", "3", "--heads", "4", "--kv-heads", "2",
                   "--ffn", "256", "--ctx", "256", "--type", "q8_0", "--vocab-from",
                   test::shared_model("stories260K.gguf").string(), "-o", out.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -114,8 +114,8 @@ TEST(EngineCli, MakeModelWritesRunnableQuantizedModel) {
   EXPECT_EQ(j["model"]["n_kv_heads"], 2);
   EXPECT_EQ(j["model"]["n_vocab"], 512);
   EXPECT_EQ(j["types"]["q8_0"]["tensors"], 3 * 7 + 2);
-  const Run a = engine({"run", "-m", out.string(), "-p", "Once", "-n", "12", "--temp", "0", "-t", "1"});
-  const Run b = engine({"run", "-m", out.string(), "-p", "Once", "-n", "12", "--temp", "0", "-t", "2"});
+  const CliRun a = engine({"run", "-m", out.string(), "-p", "Once", "-n", "12", "--temp", "0", "-t", "1"});
+  const CliRun b = engine({"run", "-m", out.string(), "-p", "Once", "-n", "12", "--temp", "0", "-t", "2"});
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_EQ(a.out, b.out) << "thread count changed greedy output";
   EXPECT_EQ(a.out.rfind("Once", 0), 0u);
@@ -129,7 +129,7 @@ struct BadCase {
   std::string expect_in_error;  // a word the error line must contain
 };
 
-void expect_one_line_error(const Run& r, const std::string& word) {
+void expect_one_line_error(const CliRun& r, const std::string& word) {
   EXPECT_GT(r.exit_code, 0) << "crash or hang (signal/timeout) or success; stderr: " << r.err;
   ASSERT_FALSE(r.err.empty());
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line: " << r.err;
@@ -177,7 +177,7 @@ TEST(EngineCliBadInput, TensorPastEnd) {
   const uint64_t huge = 1ull << 40;
   std::memcpy(&s[type_at + 4], &huge, 8);  // the tensor's data offset
   const fs::path p = write_bytes("past-end.gguf", s);
-  const Run r = engine({"info", "-m", p.string()});
+  const CliRun r = engine({"info", "-m", p.string()});
   expect_one_line_error(r, "blk.0.attn_q.weight");
 }
 
@@ -187,7 +187,7 @@ TEST(EngineCliBadInput, UnknownTensorType) {
   const uint32_t type = 99;
   std::memcpy(&s[type_at], &type, 4);
   const fs::path p = write_bytes("type99.gguf", s);
-  const Run r = engine({"info", "-m", p.string()});
+  const CliRun r = engine({"info", "-m", p.string()});
   expect_one_line_error(r, "99");
   EXPECT_NE(r.err.find("blk.0.attn_q.weight"), std::string::npos) << r.err;
 }
@@ -208,7 +208,7 @@ class EngineCliBadOption : public ::testing::TestWithParam<std::pair<std::string
 TEST_P(EngineCliBadOption, RejectsValue) {
   REQUIRE_SHARED("stories260K.gguf");
   const auto& [option, value] = GetParam();
-  const Run r = engine({"run", "-m", test::shared_model("stories260K.gguf").string(), "-p", "x", option, value});
+  const CliRun r = engine({"run", "-m", test::shared_model("stories260K.gguf").string(), "-p", "x", option, value});
   expect_one_line_error(r, option);
 }
 

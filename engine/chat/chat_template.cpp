@@ -41,7 +41,10 @@ Expected<ChatTemplate> ChatTemplate::parse(std::string_view source) {
   }
 }
 
-const std::string& ChatTemplate::source() const { return program_->source; }
+const std::string& ChatTemplate::source() const {
+  static const std::string empty;
+  return program_ ? program_->source : empty;
+}
 
 Expected<std::string> ChatTemplate::render(const std::vector<ChatMessage>& messages, const ChatTemplateOptions& options) const {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
@@ -58,6 +61,7 @@ Expected<std::string> ChatTemplate::render(const std::vector<ChatMessage>& messa
 }
 
 Expected<std::string> ChatTemplate::render_json(const nlohmann::ordered_json& messages, const ChatTemplateOptions& options) const {
+  if (!program_) return make_error(Code::InvalidArgument, "chat template: none loaded (default-constructed ChatTemplate)");
   if (!messages.is_array()) return make_error(Code::InvalidArgument, "chat messages must be a JSON array");
   if (!options.extra_context.is_object() && !options.extra_context.is_null())
     return make_error(Code::InvalidArgument, "chat template extra_context must be a JSON object");

@@ -35,6 +35,7 @@ struct ChatTemplateOptions {
 
 class ChatTemplate {
  public:
+  ChatTemplate() = default;  // holds no template: render() returns an error until assigned a parsed one
   // Syntax errors come back as InvalidArgument naming line and column: "chat template line 3 column 12: ...".
   static Expected<ChatTemplate> parse(std::string_view source);
 

@@ -195,6 +195,7 @@ Value apply_filter(const std::string& name, const Value& input, CallArgs& args) 
     if (input.is_safe() && f != "forceescape") return input;
     return Value::safe_string(html_escape(to_str(input)));
   }
+  if ((f == "int" || f == "float") && input.is_undefined()) undefined_error(input);  // int(Undefined) raises
   if (f == "int") {
     bool ok = false;
     int64_t i = parse_int(input, args.get(0, "default", Value(int64_t{0})), ok);
@@ -216,6 +217,7 @@ Value apply_filter(const std::string& name, const Value& input, CallArgs& args) 
     fail("bad operand type for abs(): '" + input.type_name() + "'");
   }
   if (f == "round") {
+    if (!input.is_number()) fail("type " + input.type_name() + " doesn't define __round__ method");
     int64_t precision = args.get(0, "precision", Value(int64_t{0})).as_int();
     std::string method = to_str(args.get(1, "method", Value("common")));
     double scale = std::pow(10.0, static_cast<double>(precision));
@@ -334,6 +336,7 @@ Value apply_filter(const std::string& name, const Value& input, CallArgs& args) 
     return Value::iterator(std::move(items));
   }
   if (f == "indent") {
+    if (!input.is_string()) fail("indent needs a string, not " + input.type_name());
     Value width = args.get(0, "width", Value(int64_t{4}));
     bool first = args.get(1, "first", Value(false)).truthy();
     bool blank = args.get(2, "blank", Value(false)).truthy();
@@ -402,12 +405,11 @@ bool apply_test(const std::string& name, const Value& v, CallArgs& args) {
   if (t == "iterable" || t == "sequence") return v.is_list() || v.is_dict() || v.is_string() || v.is_undefined();
   if (t == "callable") return v.is_callable();
   if (t == "escaped") return v.is_safe();
-  if (t == "lower") return to_str(v) == lower_ascii(to_str(v));
-  if (t == "upper") {
-    std::string s = to_str(v), u = s;
-    for (char& c : u)
-      if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 32);
-    return s == u;
+  if (t == "lower" || t == "upper") {  // Python's str.islower()/isupper(): needs a cased character
+    std::string s = to_str(v);
+    bool has_lower = std::any_of(s.begin(), s.end(), [](char c) { return c >= 'a' && c <= 'z'; });
+    bool has_upper = std::any_of(s.begin(), s.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+    return t == "lower" ? has_lower && !has_upper : has_upper && !has_lower;
   }
   if (t == "odd" || t == "even" || t == "divisibleby") {
     if (!v.is_number() || v.is_float()) fail("test '" + t + "' needs an integer, not " + v.type_name());

@@ -78,7 +78,7 @@ std::string percent_format(const std::string& fmt, const Value& args) {
       fail(std::string("unsupported format character '") + c + "'");
     }
   }
-  if (next < values.size() && args.is_tuple()) fail("not all arguments converted during string formatting");
+  if (next < values.size() && !args.is_dict()) fail("not all arguments converted during string formatting");
   return out;
 }
 
@@ -124,19 +124,19 @@ std::string brace_format(const std::string& fmt, CallArgs& args) {
 std::vector<Value> split(const std::string& s, const Value& sep_value, int64_t maxsplit) {
   std::vector<Value> parts;
   if (sep_value.is_undefined() || sep_value.is_none()) {
+    // Runs of Unicode whitespace separate; decoded first so UTF-8 continuation bytes are never spaces.
+    std::u32string u = decode_utf8(s);
     size_t i = 0;
     while (true) {
-      while (i < s.size() && is_py_space(static_cast<unsigned char>(s[i]))) ++i;
-      if (i >= s.size()) break;
+      while (i < u.size() && is_py_space(u[i])) ++i;
+      if (i >= u.size()) break;
       if (maxsplit >= 0 && static_cast<int64_t>(parts.size()) == maxsplit) {
-        size_t end = s.size();
-        while (end > i && is_py_space(static_cast<unsigned char>(s[end - 1]))) --end;
-        parts.emplace_back(s.substr(i, end - i));
+        parts.emplace_back(encode_utf8(std::u32string_view(u).substr(i)));  // the rest, as is
         break;
       }
       size_t j = i;
-      while (j < s.size() && !is_py_space(static_cast<unsigned char>(s[j]))) ++j;
-      parts.emplace_back(s.substr(i, j - i));
+      while (j < u.size() && !is_py_space(u[j])) ++j;
+      parts.emplace_back(encode_utf8(std::u32string_view(u).substr(i, j - i)));
       i = j;
     }
     return parts;
@@ -285,7 +285,7 @@ Value string_method(const Value& self, const std::string& name) {
     if (name == "isdigit") return Value(all([](char c) { return c >= '0' && c <= '9'; }));
     if (name == "isalpha") return Value(all([](char c) { return ascii_alpha(c); }));
     if (name == "isalnum") return Value(all([](char c) { return ascii_alpha(c) || (c >= '0' && c <= '9'); }));
-    if (name == "isspace") return Value(all([](char c) { return is_py_space(static_cast<unsigned char>(c)); }));
+    if (name == "isspace") return Value(all([](char c) { return c == ' ' || (c >= 0x09 && c <= 0x0D); }));
     bool has_cased = std::any_of(s.begin(), s.end(), ascii_alpha);
     if (name == "islower") return Value(has_cased && lower(s) == s);
     return Value(has_cased && upper(s) == s);  // isupper
@@ -464,7 +464,9 @@ bool contains(const Value& container, const Value& item) {
       return container.str().find(item.str()) != std::string::npos;
     case ValueKind::List:  // a generator is searched without being consumed; no template relies on either
       return std::any_of(container.items().begin(), container.items().end(), [&](const Value& v) { return equals(v, item); });
-    case ValueKind::Dict: return item.is_string() && container.dict_object().find(item.str()) != nullptr;
+    case ValueKind::Dict:
+      if (item.is_list() || item.is_dict()) fail("unhashable type: '" + item.type_name() + "'");
+      return item.is_string() && container.dict_object().find(item.str()) != nullptr;
     case ValueKind::Undefined: return false;
     default: fail("argument of type '" + container.type_name() + "' is not iterable");
   }
@@ -554,7 +556,7 @@ Value slice(const Value& obj, const Value& start, const Value& stop, const Value
   } else if (obj.is_list() && !obj.is_iterator()) {
     size = obj.items().size();
   } else {
-    fail("'" + obj.type_name() + "' object is not subscriptable");
+    fail("'" + obj.type_name() + "' object is not subscriptable");  // Jinja compiles slices as plain subscripts
   }
   const int64_t n = static_cast<int64_t>(size);
   auto adjust = [&](const Value& v, int64_t fallback) {

@@ -665,8 +665,10 @@ class Parser {
           const Token& p = peek();
           bool starts_primary = p.kind == TokenKind::Name || p.kind == TokenKind::String || p.kind == TokenKind::Int ||
                                 p.kind == TokenKind::Float || is_op("(") || is_op("[") || is_op("{");
-          if (starts_primary && !is_name("else") && !is_name("or") && !is_name("and"))
+          if (starts_primary && !is_name("else") && !is_name("or") && !is_name("and")) {
+            if (is_name("is")) error(peek(), "tests cannot be chained with 'is' here: `" + t->name + " is`");
             t->args.push_back(parse_postfix(parse_primary()));
+          }
         }
         e = std::move(t);
       } else if (is_op("(")) {

@@ -1,5 +1,7 @@
-// engine/exec/session.h — one sequence being evaluated on the CPU: its KV cache, the tokens
-// already in it, and the forward pass that extends it. Driven by one thread at a time.
+// engine/exec/session.h — one sequence of a (possibly split) model: the tokens in its KV cache
+// and the forward pass that extends it. A session either owns a single-CPU pipeline (the
+// simple case) or is one sequence slot of a shared multi-device Pipeline.
+// Driven by one thread at a time.
 #pragma once
 
 #include <cstdint>
@@ -8,8 +10,8 @@
 #include <vector>
 
 #include "engine/core/status.h"
-#include "engine/exec/cpu_transformer.h"
-#include "engine/exec/kv_cache.h"
+#include "engine/exec/device.h"
+#include "engine/exec/pipeline.h"
 #include "engine/model/model.h"
 #include "kernels/cpu/thread_pool.h"
 
@@ -17,10 +19,12 @@ namespace strata::exec {
 
 class Session {
  public:
-  // n_ctx: positions of the KV cache; 0 means the model's training context.
-  // max_batch: tokens per forward pass when processing a prompt (the rest goes in further passes).
+  // Everything on the CPU, using `pool`. n_ctx 0: the model's training context.
+  // max_batch: tokens per forward pass when processing a prompt.
   static Expected<std::unique_ptr<Session>> create(const model::Model& model, kernels::ThreadPool& pool,
                                                    int64_t n_ctx, int64_t max_batch = 256);
+  // Sequence `seq` of a pipeline owned elsewhere.
+  Session(Pipeline& pipeline, int32_t seq);
 
   // Appends tokens at the current position; returns the logits of the last one ([n_vocab],
   // valid until the next call). OutOfRange when they do not fit in the context.
@@ -30,23 +34,30 @@ class Session {
   // so a chat turn only evaluates what is new. Returns the number of tokens kept.
   int64_t keep_common_prefix(std::span<const int32_t> tokens);
 
-  void reset() { history_.clear(); }
+  void reset();
   int64_t position() const { return static_cast<int64_t>(history_.size()); }
-  int64_t n_ctx() const { return kv_.n_ctx(); }
+  int64_t n_ctx() const { return pipeline_->n_ctx(); }
+  int32_t seq() const { return seq_; }
   const std::vector<int32_t>& history() const { return history_; }
-  const model::Model& model() const { return model_; }
-  uint64_t kv_bytes() const { return kv_.n_bytes(); }
+  const model::Model& model() const { return pipeline_->model(); }
+  Pipeline& pipeline() { return *pipeline_; }
+
+  // For drivers that batch several sessions into one Pipeline::eval: record that tokens were
+  // evaluated for this sequence outside eval().
+  void note_evaluated(std::span<const int32_t> tokens) { history_.insert(history_.end(), tokens.begin(), tokens.end()); }
+  float* logits() { return logits_.data(); }
 
  private:
-  Session(const model::Model& model, kernels::ThreadPool& pool, KvCache kv, int64_t max_batch);
-
-  const model::Model& model_;
-  CpuTransformer transformer_;
-  KvCache kv_;
-  int64_t max_batch_;
-  std::vector<int32_t> history_;  // tokens whose keys and values are in kv_
-  std::vector<float> hidden_;     // [max_batch][n_embd]
+  std::unique_ptr<CpuDevice> own_device_;
+  std::unique_ptr<Pipeline> own_pipeline_;
+  Pipeline* pipeline_ = nullptr;
+  int32_t seq_ = 0;
+  std::vector<int32_t> history_;  // tokens whose keys and values are in the cache
   std::vector<float> logits_;     // [n_vocab]
 };
+
+// The placement of everything on one device.
+plan::Placement single_device_placement(const model::ModelConfig& config, const std::string& device, int64_t n_ctx,
+                                        int64_t n_seq, int64_t max_batch);
 
 }  // namespace strata::exec

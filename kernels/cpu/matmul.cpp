@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/quant.h"
 #include "kernels/cpu/type_kernels.h"
@@ -16,16 +17,87 @@ namespace {
 constexpr int64_t kTokenBlock = 64;  // tokens per tile: their activations stay in L2
 constexpr int64_t kRowBlockPrompt = 16;  // weight rows per tile in prompt mode (L1-sized)
 
+// Packed-tile path (gemm.h): tokens per work item (their packed activations stay in L2) and
+// weight rows per work item; from how many tokens on it beats VecDot4.
+constexpr int64_t kGemmTokenChunk = 64;
+constexpr int64_t kGemmRowChunk = 16;
+constexpr int64_t kGemmMinTokens = 4;
+
 struct alignas(64) WorkCounter {
   std::atomic<int64_t> next{0};
 };
 
+uint8_t* align64(uint8_t* p) {
+  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t{63});
+}
+
+void matmul_packed(ThreadPool& pool, const GemmKernels& gk, const void* w, int64_t w_row_bytes, int64_t rows,
+                   int64_t cols, const float* x, int64_t n_tokens, float* y, std::vector<uint8_t>& scratch) {
+  const int nth = pool.n_threads();
+  const int64_t n_groups = (n_tokens + kGemmTokenGroup - 1) / kGemmTokenGroup;
+  const int64_t gb = gk.group_bytes(cols);
+  const int64_t wsb = (gk.scratch_bytes(cols) + 63) / 64 * 64;
+  const size_t need = static_cast<size_t>(64 + n_groups * gb + nth * wsb);
+  if (scratch.size() < need) scratch.resize(need);
+  uint8_t* act = align64(scratch.data());
+  uint8_t* wscratch = act + n_groups * gb;
+
+  struct Job {
+    const GemmKernels* gk;
+    const uint8_t* w;
+    const float* x;
+    float* y;
+    uint8_t *act, *wscratch;
+    int64_t w_row_bytes, rows, cols, n_tokens, n_groups, gb, wsb, n_tc, n_items;
+    WorkCounter counter;
+  };
+  Job job{&gk, static_cast<const uint8_t*>(w), x, y, act, wscratch, w_row_bytes, rows, cols, n_tokens, n_groups, gb,
+          wsb, 0, 0, {}};
+  job.n_tc = (n_tokens + kGemmTokenChunk - 1) / kGemmTokenChunk;
+  job.n_items = (rows + kGemmRowChunk - 1) / kGemmRowChunk * job.n_tc;
+
+  // 1. Quantize and pack the activations, 16 tokens per group, groups split across threads.
+  static constexpr auto pack = [](Job* j, int ith, int n) {
+    for (int64_t g = ith; g < j->n_groups; g += n) j->gk->pack_group(j->x, j->cols, j->n_tokens, g, j->act + g * j->gb);
+  };
+  // 2. Row chunks x token chunks, handed out dynamically.
+  static constexpr auto work = [](Job* j, int ith) {
+    uint8_t* ws = j->wscratch + ith * j->wsb;
+    for (;;) {
+      const int64_t item = j->counter.next.fetch_add(1, std::memory_order_relaxed);
+      if (item >= j->n_items) return;
+      const int64_t r0 = (item / j->n_tc) * kGemmRowChunk, r1 = std::min(j->rows, r0 + kGemmRowChunk);
+      const int64_t t0 = (item % j->n_tc) * kGemmTokenChunk, t1 = std::min(j->n_tokens, t0 + kGemmTokenChunk);
+      j->gk->rows(j->w + r0 * j->w_row_bytes, j->w_row_bytes, r1 - r0, j->cols, j->act + (t0 / kGemmTokenGroup) * j->gb,
+                  t1 - t0, j->y + t0 * j->rows + r0, j->rows, ws);
+    }
+  };
+  if (nth == 1) {
+    pack(&job, 0, 1);
+    work(&job, 0);
+    return;
+  }
+  pool.run([j = &job](int ith, int n) { pack(j, ith, n); });  // one pointer: no allocation
+  pool.run([j = &job](int ith, int) { work(j, ith); });
+}
+
 }  // namespace
+
+const GemmKernels* gemm_kernels(DType wtype, Isa isa) {
+  if (isa != Isa::Avx512 || !isa_supported(isa)) return nullptr;
+  return detail::avx512_gemm(wtype);
+}
 
 void matmul(ThreadPool& pool, DType wtype, const void* w, int64_t rows, int64_t cols,
             const float* x, int64_t n_tokens, float* y, std::vector<uint8_t>& scratch) {
   if (rows <= 0 || n_tokens <= 0) return;
   const Isa isa = active_isa();
+  if (n_tokens >= kGemmMinTokens) {
+    if (const GemmKernels* gk = gemm_kernels(wtype, isa)) {
+      matmul_packed(pool, *gk, w, row_bytes(wtype, cols), rows, cols, x, n_tokens, y, scratch);
+      return;
+    }
+  }
   const DType at = vec_dot_type(wtype);
   const TypeKernels& wk = best_type_kernels(wtype, isa);
   const TypeKernels& ak = best_type_kernels(at, isa);

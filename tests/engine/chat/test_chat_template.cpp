@@ -247,6 +247,14 @@ TEST(ChatTemplateApi, StrftimeNowUsesTheGivenTime) {
   EXPECT_EQ(live->size(), std::string("07 Jan 2025|2025-01-07 09:30").size());
 }
 
+TEST(ChatTemplateApi, DefaultConstructedRendersAnError) {
+  ChatTemplate empty;
+  EXPECT_EQ(empty.source(), "");
+  auto out = empty.render({{"user", "hi"}}, ChatTemplateOptions{});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error().code, Code::InvalidArgument);
+}
+
 TEST(ChatTemplateApi, BadArgumentsAreErrors) {
   auto t = ChatTemplate::parse("x");
   ASSERT_TRUE(t.ok());

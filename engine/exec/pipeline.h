@@ -1,0 +1,105 @@
+// engine/exec/pipeline.h — runs a model placed across devices. A stage is a run of consecutive
+// blocks on one target (one device, or a tensor-parallel group); each stage has its own thread
+// that takes micro-batches in order, runs them on its device workers and hands the hidden
+// state to the next stage, so several micro-batches (sequences, or chunks of a long prompt)
+// are in different stages at once. Calling thread: one driver at a time calls eval/apply.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/comm/communicator.h"
+#include "engine/core/status.h"
+#include "engine/exec/device.h"
+#include "engine/exec/device_worker.h"
+#include "engine/exec/layer_compute.h"
+#include "engine/exec/placed_weights.h"
+#include "engine/model/model.h"
+#include "engine/plan/placement.h"
+#include "engine/trace/recorder.h"
+
+namespace strata::exec {
+
+class Pipeline {
+ public:
+  // devices: every device the placement may name (owned by the caller, outliving the pipeline).
+  // recorder: optional; lanes named after the devices are added to it.
+  static Expected<std::unique_ptr<Pipeline>> create(const model::Model& model, std::vector<Device*> devices,
+                                                    const plan::Placement& placement,
+                                                    trace::Recorder* recorder = nullptr);
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  struct Request {
+    int32_t seq = 0;                    // sequence slot [0, n_seq)
+    std::span<const int32_t> tokens;    // appended at the sequence's position
+    float* logits = nullptr;            // [n_vocab] <- logits after the last token; may be null
+  };
+  // Evaluates all requests (distinct sequences) concurrently through the stages. OutOfRange
+  // when a sequence would pass n_ctx; InvalidArgument for bad ids. Nothing is evaluated then.
+  Status eval(std::span<const Request> requests);
+
+  int64_t position(int32_t seq) const { return positions_[static_cast<size_t>(seq)]; }
+  // Forgets positions >= n of a sequence (their keys and values become free to overwrite).
+  void truncate(int32_t seq, int64_t n);
+  int64_t n_ctx() const { return placement_.n_ctx; }
+  int64_t n_seq() const { return placement_.n_seq; }
+  const model::Model& model() const { return model_; }
+  const plan::Placement& placement() const { return placement_; }
+
+  // Moves to a new placement. Blocks whose target and KV device are unchanged keep their
+  // memory; the others are placed anew and their KV contents copied. Returns blocks moved.
+  Expected<int64_t> apply(const plan::Placement& placement);
+
+  // Per device: bytes held, by use (what the planner's estimate is checked against).
+  std::map<std::string, MemoryUse> memory_by_device() const;
+  // Records one memory snapshot per device lane into the recorder (if any).
+  void snapshot_memory() const;
+
+ private:
+  struct LayerSlot;
+  struct DeviceRuntime;
+  struct StageRuntime;
+  struct MicroBatch;
+
+  Pipeline(const model::Model& model, std::vector<Device*> devices, trace::Recorder* recorder);
+
+  Expected<Device*> device(const std::string& id) const;
+  Expected<std::unique_ptr<LayerSlot>> build_layer(int64_t index, const plan::LayerPlacement& where);
+  Status build_runtimes(const plan::Placement& placement);
+  void start_stages();
+  void stop_stages();
+  void stage_loop(StageRuntime* stage);
+  void run_stage(StageRuntime& stage, MicroBatch& mb);
+  void run_single(StageRuntime& stage, MicroBatch& mb);
+  void run_group(StageRuntime& stage, MicroBatch& mb);
+  KvView kv_view(const LayerSlot& slot, size_t member, int32_t seq) const;
+  int32_t lane_of(const Device* d) const;
+
+  const model::Model& model_;
+  std::vector<Device*> devices_;
+  trace::Recorder* recorder_;
+  comm::HostCommunicator comm_;
+  plan::Placement placement_;
+
+  std::vector<std::unique_ptr<LayerSlot>> layers_;
+  std::map<const Device*, std::unique_ptr<DeviceRuntime>> runtimes_;
+  std::vector<std::unique_ptr<StageRuntime>> stages_;
+  std::vector<int64_t> positions_;  // per sequence
+
+  // Completion of eval(): micro-batches that left the last stage.
+  std::mutex done_mutex_;
+  std::condition_variable done_cv_;
+  int64_t done_count_ = 0;
+};
+
+}  // namespace strata::exec

@@ -1,0 +1,116 @@
+// engine/exec/placed_weights.cpp — row and column slicing of (quantized) matrices into buffers.
+#include "engine/exec/placed_weights.h"
+
+#include <cstring>
+
+namespace strata::exec {
+namespace {
+
+using model::TensorView;
+
+bool reads_in_place(const Device& device) { return device.info().kind == DeviceKind::Cpu; }
+
+// Packs slices into one buffer, in the order they are added.
+class Packer {
+ public:
+  explicit Packer(uint8_t* base) : cursor_(base) {}
+
+  // Rows [r0, r1) of a matrix (or elements of a vector, rows == 1 with cols sliced by caller).
+  TensorView rows(const TensorView& t, int64_t r0, int64_t r1) {
+    const int64_t rb = kernels::row_bytes(t.type, t.cols);
+    TensorView out = t;
+    out.rows = r1 - r0;
+    out.n_bytes = static_cast<uint64_t>(out.rows * rb);
+    out.data = cursor_;
+    std::memcpy(cursor_, t.data + r0 * rb, out.n_bytes);
+    cursor_ += out.n_bytes;
+    return out;
+  }
+  // Elements [a, b) of a 1-D f32 vector.
+  TensorView elements(const TensorView& t, int64_t a, int64_t b) {
+    if (!t.present()) return t;
+    TensorView out = t;
+    out.cols = b - a;
+    out.n_bytes = static_cast<uint64_t>(out.cols) * sizeof(float);
+    out.data = cursor_;
+    std::memcpy(cursor_, t.data + a * static_cast<int64_t>(sizeof(float)), out.n_bytes);
+    cursor_ += out.n_bytes;
+    return out;
+  }
+  // Columns [c0, c1) of every row; c0, c1 are multiples of the block size (tensor_split ensures it).
+  TensorView cols(const TensorView& t, int64_t c0, int64_t c1) {
+    const kernels::DTypeTraits& tr = kernels::traits(t.type);
+    const int64_t rb = kernels::row_bytes(t.type, t.cols);
+    const int64_t off = c0 / tr.block_elems * tr.block_bytes;
+    const int64_t nb = kernels::row_bytes(t.type, c1 - c0);
+    TensorView out = t;
+    out.cols = c1 - c0;
+    out.n_bytes = static_cast<uint64_t>(nb * t.rows);
+    out.data = cursor_;
+    for (int64_t r = 0; r < t.rows; ++r) std::memcpy(cursor_ + r * nb, t.data + r * rb + off, static_cast<size_t>(nb));
+    cursor_ += out.n_bytes;
+    return out;
+  }
+
+ private:
+  uint8_t* cursor_;
+};
+
+}  // namespace
+
+Expected<TensorView> place_tensor(Device& device, const TensorView& t, BufferList& keep) {
+  if (!t.present()) return t;
+  if (reads_in_place(device)) {
+    STRATA_ASSIGN_OR_RETURN(auto buf, device.adopt(t.data, t.n_bytes, BufferUse::Weights));
+    keep.push_back(std::move(buf));
+    return t;
+  }
+  STRATA_ASSIGN_OR_RETURN(auto buf, device.allocate(t.n_bytes, BufferUse::Weights));
+  TensorView out = t;
+  std::memcpy(buf->data(), t.data, t.n_bytes);
+  out.data = buf->data();
+  keep.push_back(std::move(buf));
+  return out;
+}
+
+Expected<ShardWeights> place_shard(Device& device, const model::ModelConfig& c, const model::LayerWeights& l,
+                                   const plan::LayerShard& s, BufferList& keep) {
+  ShardWeights w;
+  const int64_t group = c.n_heads / c.n_kv_heads;
+  w.n_kv_heads = s.n_kv_heads();
+  w.n_heads = w.n_kv_heads * group;
+  w.n_ff = s.n_ff();
+  const plan::LayerShard whole = plan::whole_layer(c);
+  const bool is_whole = s.kv_head_begin == 0 && s.kv_head_end == whole.kv_head_end && s.ff_begin == 0 &&
+                        s.ff_end == whole.ff_end;
+  if (is_whole && reads_in_place(device)) {
+    STRATA_ASSIGN_OR_RETURN(auto buf, device.adopt(l.wq.data, l.n_bytes(), BufferUse::Weights));
+    keep.push_back(std::move(buf));
+    w.attn_norm = l.attn_norm, w.wq = l.wq, w.wk = l.wk, w.wv = l.wv, w.bq = l.bq, w.bk = l.bk, w.bv = l.bv;
+    w.wo = l.wo, w.ffn_norm = l.ffn_norm, w.w_gate = l.w_gate, w.w_up = l.w_up, w.w_down = l.w_down;
+    return w;
+  }
+  const uint64_t bytes = plan::shard_weight_bytes(c, l, s);
+  STRATA_ASSIGN_OR_RETURN(auto buf, device.allocate(bytes, BufferUse::Weights));
+  Packer p(buf->data());
+  const int64_t hd = c.head_dim;
+  const int64_t q0 = s.kv_head_begin * group * hd, q1 = s.kv_head_end * group * hd;
+  const int64_t k0 = s.kv_head_begin * hd, k1 = s.kv_head_end * hd;
+  // f32 vectors first so they stay 4-byte aligned.
+  w.attn_norm = p.elements(l.attn_norm, 0, c.n_embd);
+  w.ffn_norm = p.elements(l.ffn_norm, 0, c.n_embd);
+  w.bq = p.elements(l.bq, q0, q1);
+  w.bk = p.elements(l.bk, k0, k1);
+  w.bv = p.elements(l.bv, k0, k1);
+  w.wq = p.rows(l.wq, q0, q1);
+  w.wk = p.rows(l.wk, k0, k1);
+  w.wv = p.rows(l.wv, k0, k1);
+  w.wo = p.cols(l.wo, q0, q1);
+  w.w_gate = p.rows(l.w_gate, s.ff_begin, s.ff_end);
+  w.w_up = p.rows(l.w_up, s.ff_begin, s.ff_end);
+  w.w_down = p.cols(l.w_down, s.ff_begin, s.ff_end);
+  keep.push_back(std::move(buf));
+  return w;
+}
+
+}  // namespace strata::exec

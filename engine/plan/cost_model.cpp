@@ -1,0 +1,246 @@
+// engine/plan/cost_model.cpp — predicted milliseconds per token for a placement (see cost_model.h
+// and docs/placement.md). Pure arithmetic on declared sizes and speeds.
+#include "engine/plan/cost_model.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "engine/plan/placement_validate.h"
+
+namespace strata::plan {
+
+namespace {
+
+double bandwidth_bytes_per_ms(const exec::DeviceInfo& d) {
+  return (d.bandwidth_gbps > 0 ? d.bandwidth_gbps : kDefaultBandwidthGbps) * 1e6;  // GB/s -> bytes/ms
+}
+double flops_per_ms(const exec::DeviceInfo& d) { return (d.tflops > 0 ? d.tflops : kDefaultTflops) * 1e9; }
+
+// bytes over the slowest declared link among these devices, plus the largest latency once per
+// `batch` tokens. Links of 0 GB/s do not limit (in-process copies).
+double link_ms(uint64_t bytes, const std::vector<const exec::DeviceInfo*>& ds, int64_t batch) {
+  double gbps = std::numeric_limits<double>::infinity();
+  double latency_us = 0;
+  for (const exec::DeviceInfo* d : ds) {
+    if (d->link_gbps > 0) gbps = std::min(gbps, d->link_gbps);
+    latency_us = std::max(latency_us, d->link_latency_us);
+  }
+  double ms = latency_us * 1e-3 / static_cast<double>(std::max<int64_t>(batch, 1));
+  if (gbps != std::numeric_limits<double>::infinity()) ms += static_cast<double>(bytes) / (gbps * 1e6);
+  return ms;
+}
+
+std::vector<const exec::DeviceInfo*> infos(const std::vector<std::string>& ids,
+                                           const std::vector<exec::DeviceInfo>& devices) {
+  std::vector<const exec::DeviceInfo*> out;
+  for (const auto& id : ids) out.push_back(find_device(devices, id));
+  return out;
+}
+
+// Moving the hidden state from target a to target b: free when b's devices already hold it.
+double boundary_ms(const Target& a, const Target& b, uint64_t bytes, const std::vector<exec::DeviceInfo>& devices,
+                   int64_t batch) {
+  const bool held = std::all_of(b.devices.begin(), b.devices.end(), [&](const std::string& id) {
+    return std::find(a.devices.begin(), a.devices.end(), id) != a.devices.end();
+  });
+  if (held) return 0.0;
+  std::vector<std::string> ids = a.devices;
+  for (const auto& id : b.devices)
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  return link_ms(bytes, infos(ids, devices), batch);
+}
+
+}  // namespace
+
+uint64_t hidden_state_bytes(const model::ModelConfig& c) { return static_cast<uint64_t>(c.n_embd) * sizeof(float); }
+
+uint64_t shard_parameters(const model::ModelConfig& c, const model::LayerWeights& l, const LayerShard& s) {
+  const int64_t group = c.n_heads / std::max<int64_t>(c.n_kv_heads, 1);
+  const auto q_rows = static_cast<uint64_t>(s.n_kv_heads() * group * c.head_dim);
+  const auto kv_rows = static_cast<uint64_t>(s.n_kv_heads() * c.head_dim);
+  const auto e = static_cast<uint64_t>(c.n_embd);
+  uint64_t n = e * (q_rows + 2 * kv_rows) + e * q_rows + 3 * e * static_cast<uint64_t>(s.n_ff()) + 2 * e;
+  if (l.bq.present() || l.bq.n_bytes > 0) n += q_rows + 2 * kv_rows;
+  return n;
+}
+
+double compute_ms(uint64_t weight_bytes, double flops, const exec::DeviceInfo& d, int64_t batch) {
+  const double read = static_cast<double>(weight_bytes) / bandwidth_bytes_per_ms(d) /
+                      static_cast<double>(std::max<int64_t>(batch, 1));
+  return std::max(read, flops / flops_per_ms(d));
+}
+
+double block_ms(const model::ModelConfig& c, const model::LayerWeights& l, const LayerShard& s, bool whole,
+                const exec::DeviceInfo& d, int64_t batch) {
+  const uint64_t bytes = whole ? l.n_bytes() : shard_weight_bytes(c, l, s);
+  return compute_ms(bytes, 2.0 * static_cast<double>(shard_parameters(c, l, s)), d, batch);
+}
+
+double embedding_ms(const model::ModelConfig& c, const model::ModelWeights& w, const exec::DeviceInfo& d) {
+  const uint64_t row = c.n_vocab > 0 ? w.token_embd.n_bytes / static_cast<uint64_t>(c.n_vocab) : 0;
+  return compute_ms(row, 0.0, d, 1);
+}
+
+double head_ms(const model::ModelConfig& c, const model::ModelWeights& w, const exec::DeviceInfo& d, int64_t batch) {
+  const uint64_t bytes = w.output_norm.n_bytes + w.output.n_bytes;
+  return compute_ms(bytes, 2.0 * static_cast<double>(c.n_vocab) * static_cast<double>(c.n_embd), d, batch);
+}
+
+double transfer_ms(uint64_t bytes, const exec::DeviceInfo& a, const exec::DeviceInfo& b) {
+  if (a.id == b.id) return 0.0;
+  return link_ms(bytes, {&a, &b}, 1);
+}
+
+Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfig& c, const model::ModelWeights& w,
+                                     const std::vector<exec::DeviceInfo>& devices) {
+  STRATA_RETURN_IF_ERROR(validate_placement(p, c, w, devices));
+  const int64_t batch = p.max_batch;
+  const uint64_t hidden = hidden_state_bytes(c);
+  // Per token with KV elsewhere: q, k, v out (q_dim + 2 kv_dim floats), attention output back (q_dim).
+  const uint64_t kv_move = static_cast<uint64_t>(2 * c.q_dim() + 2 * c.kv_dim()) * sizeof(float);
+  std::vector<DeviceCost> busy;
+  auto busy_of = [&](const std::string& id) -> DeviceCost& {
+    for (auto& b : busy)
+      if (b.device == id) return b;
+    busy.push_back(DeviceCost{id, 0, 0});
+    return busy.back();
+  };
+
+  std::vector<StageCost> out;
+  const std::vector<Stage> stages = stages_of(p);
+  const std::string& emb = p.embedding.devices[0];
+  const std::string& head = p.head.devices[0];
+  if (stages.empty() || stages.front().target != p.embedding) {
+    StageCost s;
+    s.target = p.embedding;
+    s.has_embedding = true;
+    out.push_back(s);
+  }
+  for (const Stage& st : stages) {
+    StageCost s;
+    s.target = st.target;
+    s.kv_device = st.kv_device;
+    s.first_layer = st.first_layer;
+    s.end_layer = st.end_layer;
+    out.push_back(s);
+  }
+  if (out.size() == 1 && out[0].has_embedding && out[0].target == p.head) {
+    out[0].has_head = true;
+  } else if (stages.empty() || stages.back().target != p.head) {
+    StageCost s;
+    s.target = p.head;
+    s.has_head = true;
+    s.first_layer = s.end_layer = c.n_layers;
+    out.push_back(s);
+  } else {
+    out.back().has_head = true;
+  }
+  if (!out.front().has_embedding) out.front().has_embedding = true;  // merged: the first stage is on emb
+
+  for (size_t si = 0; si < out.size(); ++si) {
+    StageCost& s = out[si];
+    const auto members = infos(s.target.devices, devices);
+    if (s.has_embedding) {
+      const double t = embedding_ms(c, w, *find_device(devices, emb));
+      s.compute_ms += t;
+      s.prefill_ms += t;
+      busy_of(emb).decode_ms += t;
+      busy_of(emb).prefill_ms += t;
+    }
+    for (int64_t i = s.first_layer; i < s.end_layer; ++i) {
+      const model::LayerWeights& lw = w.layers[static_cast<size_t>(i)];
+      if (!s.target.is_group()) {
+        const double t = block_ms(c, lw, whole_layer(c), true, *members[0], 1);
+        const double tp = block_ms(c, lw, whole_layer(c), true, *members[0], batch);
+        s.compute_ms += t;
+        s.prefill_ms += tp;
+        busy_of(members[0]->id).decode_ms += t;
+        busy_of(members[0]->id).prefill_ms += tp;
+      } else {
+        STRATA_ASSIGN_OR_RETURN(auto shards, split_layer(c, lw, s.target.ratio, i));
+        double slowest = 0, slowest_p = 0;
+        for (size_t m = 0; m < members.size(); ++m) {
+          const double t = block_ms(c, lw, shards[m], false, *members[m], 1);
+          const double tp = block_ms(c, lw, shards[m], false, *members[m], batch);
+          slowest = std::max(slowest, t);
+          slowest_p = std::max(slowest_p, tp);
+          busy_of(members[m]->id).decode_ms += t;
+          busy_of(members[m]->id).prefill_ms += tp;
+        }
+        s.compute_ms += slowest;
+        s.prefill_ms += slowest_p;
+        const double ar = 2.0 * link_ms(hidden, members, 1);
+        s.allreduce_ms += ar;
+        s.prefill_ms += 2.0 * link_ms(hidden, members, batch);
+      }
+      const bool kv_elsewhere = !s.kv_device.empty() && std::find(s.target.devices.begin(), s.target.devices.end(),
+                                                                  s.kv_device) == s.target.devices.end();
+      if (kv_elsewhere) {
+        auto ds = members;
+        ds.push_back(find_device(devices, s.kv_device));
+        s.kv_transfer_ms += 2.0 * link_ms(kv_move / 2, ds, 1);
+        s.prefill_ms += 2.0 * link_ms(kv_move / 2, ds, batch);
+      }
+    }
+    if (s.has_head) {
+      const exec::DeviceInfo& hd = *find_device(devices, head);
+      const double t = head_ms(c, w, hd, 1);
+      s.compute_ms += t;
+      s.prefill_ms += t / static_cast<double>(batch);  // logits for the last prompt token only
+      busy_of(head).decode_ms += t;
+      busy_of(head).prefill_ms += t / static_cast<double>(batch);
+    }
+    if (si > 0) {
+      s.recv_ms = boundary_ms(out[si - 1].target, s.target, hidden, devices, 1);
+      s.prefill_ms += boundary_ms(out[si - 1].target, s.target, hidden, devices, batch);
+    }
+    s.decode_ms = s.recv_ms + s.compute_ms + s.allreduce_ms + s.kv_transfer_ms;
+  }
+
+  CostEstimate est;
+  est.n_seq = p.n_seq;
+  est.stages = std::move(out);
+  for (const auto& s : est.stages) {
+    est.decode_ms_per_token += s.decode_ms;
+    est.bottleneck_ms = std::max(est.bottleneck_ms, s.decode_ms);
+    est.prefill_ms_per_token += s.prefill_ms;
+  }
+  const double round_ms =
+      std::max(est.decode_ms_per_token, static_cast<double>(p.n_seq) * est.bottleneck_ms);  // n_seq tokens
+  est.decode_tokens_per_s = round_ms > 0 ? 1000.0 * static_cast<double>(p.n_seq) / round_ms : 0.0;
+  est.prefill_tokens_per_s = est.prefill_ms_per_token > 0 ? 1000.0 / est.prefill_ms_per_token : 0.0;
+  for (const auto& d : devices)
+    for (const auto& b : busy)
+      if (b.device == d.id) est.devices.push_back(b);
+  return est;
+}
+
+nlohmann::json to_json(const CostEstimate& cost) {
+  nlohmann::json j;
+  j["n_seq"] = cost.n_seq;
+  j["decode_ms_per_token"] = cost.decode_ms_per_token;
+  j["bottleneck_ms"] = cost.bottleneck_ms;
+  j["decode_tokens_per_s"] = cost.decode_tokens_per_s;
+  j["prefill_ms_per_token"] = cost.prefill_ms_per_token;
+  j["prefill_tokens_per_s"] = cost.prefill_tokens_per_s;
+  j["stages"] = nlohmann::json::array();
+  for (const auto& s : cost.stages) {
+    j["stages"].push_back({{"devices", s.target.devices},
+                           {"first_layer", s.first_layer},
+                           {"end_layer", s.end_layer},
+                           {"has_embedding", s.has_embedding},
+                           {"has_head", s.has_head},
+                           {"recv_ms", s.recv_ms},
+                           {"compute_ms", s.compute_ms},
+                           {"allreduce_ms", s.allreduce_ms},
+                           {"kv_transfer_ms", s.kv_transfer_ms},
+                           {"decode_ms", s.decode_ms},
+                           {"prefill_ms", s.prefill_ms}});
+  }
+  j["devices"] = nlohmann::json::array();
+  for (const auto& d : cost.devices)
+    j["devices"].push_back({{"device", d.device}, {"decode_ms", d.decode_ms}, {"prefill_ms", d.prefill_ms}});
+  return j;
+}
+
+}  // namespace strata::plan

@@ -1,0 +1,85 @@
+// engine/plan/cost_model.h — predicted time per token of a placement: compute per block from
+// weight bytes / memory bandwidth and FLOPs / compute rate, transfers at stage boundaries and
+// all-reduces from link bandwidth and latency. Formulas in docs/placement.md ("Cost model").
+// Depends on plan/ and model/ descriptions and DeviceInfo's declared speeds; runs nothing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/core/status.h"
+#include "engine/exec/device_info.h"
+#include "engine/model/model_config.h"
+#include "engine/model/model_weights.h"
+#include "engine/plan/placement.h"
+#include "engine/plan/tensor_split.h"
+
+namespace strata::plan {
+
+// Used when a device declares 0 (unknown): a modest desktop CPU.
+inline constexpr double kDefaultBandwidthGbps = 20.0;  // GB/s
+inline constexpr double kDefaultTflops = 0.5;          // 1e12 FLOP/s
+
+// A pipeline stage as the cost model sees it: a run of blocks on one target, possibly with the
+// embedding in front and the head behind (when they share its single device), or the embedding
+// or the head alone on a device of their own.
+struct StageCost {
+  Target target;
+  std::string kv_device;
+  int64_t first_layer = 0, end_layer = 0;  // blocks [first, end); equal for embedding/head-only stages
+  bool has_embedding = false, has_head = false;
+  // Milliseconds per decoded token (one sequence):
+  double recv_ms = 0;         // receiving the hidden state from the previous stage (0 for the first)
+  double compute_ms = 0;      // blocks (slowest member for a group), embedding lookup, head
+  double allreduce_ms = 0;    // 2 per block of a group
+  double kv_transfer_ms = 0;  // q/k/v out and attention back, for blocks whose KV lives elsewhere
+  double decode_ms = 0;       // the four above
+  double prefill_ms = 0;      // per prompt token, weights read once per batch of max_batch tokens
+};
+
+struct DeviceCost {
+  std::string device;
+  double decode_ms = 0;   // compute busy time per decoded token
+  double prefill_ms = 0;  // per prompt token
+};
+
+struct CostEstimate {
+  std::vector<StageCost> stages;
+  std::vector<DeviceCost> devices;   // devices that compute, in device-list order
+  int64_t n_seq = 1;
+  double decode_ms_per_token = 0;    // one sequence, one token through every stage: the sum
+  double bottleneck_ms = 0;          // the slowest stage
+  double decode_tokens_per_s = 0;    // n_seq sequences pipelined: 1000 n_seq / max(sum, n_seq x slowest)
+  double prefill_ms_per_token = 0;   // one batch at a time through every stage: the sum
+  double prefill_tokens_per_s = 0;
+  // Milliseconds per generated token over all sequences; what the auto-planner minimises.
+  double objective_ms() const { return decode_tokens_per_s > 0 ? 1000.0 / decode_tokens_per_s : 0.0; }
+};
+
+// Validates the placement, then predicts. Devices' bandwidth_gbps / tflops of 0 use the defaults
+// above; a link_gbps of 0 means no bandwidth limit (in-process copies): only latency counts.
+Expected<CostEstimate> estimate_cost(const Placement& placement, const model::ModelConfig& config,
+                                     const model::ModelWeights& weights, const std::vector<exec::DeviceInfo>& devices);
+
+nlohmann::json to_json(const CostEstimate& cost);
+
+// Building blocks, shared with the auto-planner.
+uint64_t hidden_state_bytes(const model::ModelConfig& config);  // n_embd x 4: one token's activations
+// Elements of the matrices and vectors of one shard (FLOPs per token = 2 x this).
+uint64_t shard_parameters(const model::ModelConfig& config, const model::LayerWeights& layer, const LayerShard& shard);
+// max(bytes / bandwidth / batch, flops / rate) in ms, per token, weights read once per batch.
+double compute_ms(uint64_t weight_bytes, double flops, const exec::DeviceInfo& device, int64_t batch);
+// One block (whole, or a shard of a group) per token.
+double block_ms(const model::ModelConfig& config, const model::LayerWeights& layer, const LayerShard& shard,
+                bool whole, const exec::DeviceInfo& device, int64_t batch);
+double embedding_ms(const model::ModelConfig& config, const model::ModelWeights& weights,
+                    const exec::DeviceInfo& device);
+double head_ms(const model::ModelConfig& config, const model::ModelWeights& weights, const exec::DeviceInfo& device,
+               int64_t batch);
+// bytes / min(link) + max(latency) in ms; 0 between a device and itself.
+double transfer_ms(uint64_t bytes, const exec::DeviceInfo& a, const exec::DeviceInfo& b);
+
+}  // namespace strata::plan

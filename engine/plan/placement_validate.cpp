@@ -1,0 +1,114 @@
+// engine/plan/placement_validate.cpp — a placement checked against a model and devices.
+// No memory arithmetic here (memory_estimate.cpp) and no device is touched.
+#include "engine/plan/placement_validate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "engine/plan/tensor_split.h"
+
+namespace strata::plan {
+
+std::string device_id_list(const std::vector<exec::DeviceInfo>& devices) {
+  std::string out;
+  for (const auto& d : devices) out += (out.empty() ? "" : ", ") + d.id;
+  return out.empty() ? "(no devices)" : out;
+}
+
+const exec::DeviceInfo* find_device(const std::vector<exec::DeviceInfo>& devices, const std::string& id) {
+  for (const auto& d : devices)
+    if (d.id == id) return &d;
+  return nullptr;
+}
+
+namespace {
+
+Error bad(Code code, const std::string& message) { return Error{code, message}; }
+
+Status check_device(const std::string& id, const std::string& where, const std::vector<exec::DeviceInfo>& devices) {
+  if (find_device(devices, id)) return {};
+  return bad(Code::NotFound, where + ": placement names device '" + id + "', which is not among: " +
+                                 device_id_list(devices));
+}
+
+Status check_target(const Target& t, const std::string& where, const std::vector<exec::DeviceInfo>& devices) {
+  if (t.devices.empty()) return bad(Code::InvalidArgument, where + ": no device");
+  for (size_t i = 0; i < t.devices.size(); ++i) {
+    STRATA_RETURN_IF_ERROR(check_device(t.devices[i], where, devices));
+    for (size_t k = 0; k < i; ++k)
+      if (t.devices[k] == t.devices[i])
+        return bad(Code::InvalidArgument, where + ": device '" + t.devices[i] + "' appears twice in the group");
+  }
+  if (!t.is_group()) {
+    if (!t.ratio.empty() && t.ratio.size() != 1)
+      return bad(Code::InvalidArgument, where + ": one device with " + std::to_string(t.ratio.size()) + " ratios");
+    return {};
+  }
+  if (t.ratio.size() != t.devices.size())
+    return bad(Code::InvalidArgument, where + ": " + std::to_string(t.ratio.size()) + " ratios for a group of " +
+                                          std::to_string(t.devices.size()) + " devices");
+  for (size_t i = 0; i < t.ratio.size(); ++i) {
+    if (!(t.ratio[i] > 0.0) || !std::isfinite(t.ratio[i])) {
+      std::ostringstream os;
+      os << where << ": ratio " << t.ratio[i] << " of device '" << t.devices[i] << "' must be > 0";
+      return bad(Code::InvalidArgument, os.str());
+    }
+  }
+  return {};
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+Status check_limit(const char* name, int64_t value, int64_t lo, int64_t hi) {
+  if (value >= lo && value <= hi) return {};
+  return bad(Code::OutOfRange, std::string("placement: ") + name + " " + std::to_string(value) + " is outside " +
+                                   std::to_string(lo) + ".." + std::to_string(hi));
+}
+
+}  // namespace
+
+Status validate_placement(const Placement& p, const model::ModelConfig& config, const model::ModelWeights& weights,
+                          const std::vector<exec::DeviceInfo>& devices) {
+  STRATA_RETURN_IF_ERROR(check_limit("n_ctx", p.n_ctx, 1, kMaxCtx));
+  STRATA_RETURN_IF_ERROR(check_limit("n_seq", p.n_seq, 1, kMaxSeq));
+  STRATA_RETURN_IF_ERROR(check_limit("max_batch", p.max_batch, 1, kMaxBatch));
+  if (static_cast<int64_t>(p.layers.size()) != config.n_layers)
+    return bad(Code::InvalidArgument, "placement has " + std::to_string(p.layers.size()) + " layers, the model " +
+                                          std::to_string(config.n_layers));
+  if (static_cast<int64_t>(weights.layers.size()) != config.n_layers)
+    return bad(Code::Internal, "model weights have " + std::to_string(weights.layers.size()) +
+                                   " layers, its config " + std::to_string(config.n_layers));
+  for (size_t i = 0; i < devices.size(); ++i)
+    for (size_t k = 0; k < i; ++k)
+      if (devices[k].id == devices[i].id)
+        return bad(Code::InvalidArgument, "device id '" + devices[i].id + "' is given twice");
+
+  STRATA_RETURN_IF_ERROR(check_target(p.embedding, "embedding", devices));
+  if (p.embedding.is_group())
+    return bad(Code::InvalidArgument, "the embedding must be on one device, not a group of " +
+                                          std::to_string(p.embedding.devices.size()) + " (" +
+                                          join(p.embedding.devices) + ")");
+  STRATA_RETURN_IF_ERROR(check_target(p.head, "head", devices));
+  if (p.head.is_group())
+    return bad(Code::InvalidArgument, "the output head must be on one device, not a group of " +
+                                          std::to_string(p.head.devices.size()) + " (" + join(p.head.devices) + ")");
+
+  for (size_t i = 0; i < p.layers.size(); ++i) {
+    const std::string where = "layer " + std::to_string(i);
+    const LayerPlacement& l = p.layers[i];
+    STRATA_RETURN_IF_ERROR(check_target(l.target, where, devices));
+    if (!l.kv_device.empty()) STRATA_RETURN_IF_ERROR(check_device(l.kv_device, where + " kv_device", devices));
+    if (l.target.is_group()) {
+      auto shards = split_layer(config, weights.layers[i], l.target.ratio, static_cast<int64_t>(i));
+      if (!shards.ok()) return shards.error();
+    }
+  }
+  return {};
+}
+
+}  // namespace strata::plan

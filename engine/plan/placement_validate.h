@@ -1,0 +1,34 @@
+// engine/plan/placement_validate.h — checks a placement against a model and a device list:
+// devices exist, embedding/head are single devices, groups can be cut, sizes within limits.
+// Depends on plan/ data and the model description only; does not estimate memory.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "engine/exec/device_info.h"
+#include "engine/model/model_config.h"
+#include "engine/model/model_weights.h"
+#include "engine/plan/placement.h"
+
+namespace strata::plan {
+
+// Limits a placement's sizes must respect.
+inline constexpr int64_t kMaxCtx = int64_t{1} << 24;  // KV positions per sequence
+inline constexpr int64_t kMaxSeq = 256;               // sequences at once
+inline constexpr int64_t kMaxBatch = 65536;           // tokens per forward pass
+
+// Ok, or the first problem found (InvalidArgument / NotFound / Unsupported), naming the layer,
+// the device and the numbers.
+Status validate_placement(const Placement& placement, const model::ModelConfig& config,
+                          const model::ModelWeights& weights, const std::vector<exec::DeviceInfo>& devices);
+
+// "cpu, gpu0, gpu1": the ids of a device list, for messages.
+std::string device_id_list(const std::vector<exec::DeviceInfo>& devices);
+
+// The device with this id, or nullptr.
+const exec::DeviceInfo* find_device(const std::vector<exec::DeviceInfo>& devices, const std::string& id);
+
+}  // namespace strata::plan

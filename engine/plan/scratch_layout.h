@@ -1,0 +1,60 @@
+// engine/plan/scratch_layout.h — the activation buffers a device needs to run its share of the
+// model, in floats and bytes. The memory estimate and the executor both size from this, so what
+// the planner predicts is what a device allocates.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "engine/model/model_config.h"
+#include "engine/plan/tensor_split.h"
+
+namespace strata::plan {
+
+struct ScratchLayout {
+  // Sizes in floats unless named bytes. max_batch = tokens per forward pass.
+  int64_t hidden = 0;     // [max_batch][n_embd]  the stage's input/output rows
+  int64_t norm = 0;       // [max_batch][n_embd]
+  int64_t q = 0;          // [max_batch][local q dim]
+  int64_t k = 0;          // [max_batch][local kv dim]
+  int64_t v = 0;          // [max_batch][local kv dim]
+  int64_t attn_out = 0;   // [max_batch][local q dim]
+  int64_t proj = 0;       // [max_batch][n_embd]  partial sums before the all-reduce
+  int64_t gate = 0;       // [max_batch][local n_ff]
+  int64_t up = 0;         // [max_batch][local n_ff]
+  int64_t scores = 0;     // [threads][n_ctx]     attention scores
+  int64_t logits = 0;     // [n_seq][n_vocab]     only where the head runs
+  int64_t matmul_bytes = 0;  // quantized activations: [max_batch][widest input row] at <= 4 B each
+
+  int64_t floats() const { return hidden + norm + q + k + v + attn_out + proj + gate + up + scores + logits; }
+  uint64_t bytes() const { return static_cast<uint64_t>(floats()) * sizeof(float) + static_cast<uint64_t>(matmul_bytes); }
+};
+
+// widest: the largest shard on the device (heads and FFN units); has_head: the device runs the
+// output head. threads: host threads of the device's worker.
+inline ScratchLayout scratch_layout(const model::ModelConfig& c, const LayerShard& widest, bool has_layers,
+                                    bool has_head, int64_t max_batch, int64_t n_ctx, int64_t n_seq, int threads) {
+  ScratchLayout s;
+  const int64_t group = c.n_heads / c.n_kv_heads;
+  const int64_t q_local = widest.n_kv_heads() * group * c.head_dim;
+  const int64_t kv_local = widest.n_kv_heads() * c.head_dim;
+  s.hidden = max_batch * c.n_embd;
+  s.norm = max_batch * c.n_embd;
+  int64_t widest_input = c.n_embd;
+  if (has_layers) {
+    s.q = max_batch * q_local;
+    s.k = max_batch * kv_local;
+    s.v = max_batch * kv_local;
+    s.attn_out = max_batch * q_local;
+    s.proj = max_batch * c.n_embd;
+    s.gate = max_batch * widest.n_ff();
+    s.up = max_batch * widest.n_ff();
+    s.scores = static_cast<int64_t>(threads) * n_ctx;
+    widest_input = std::max<int64_t>({c.n_embd, q_local, widest.n_ff()});
+  }
+  if (has_head) s.logits = n_seq * c.n_vocab;
+  s.matmul_bytes = max_batch * widest_input * 4;
+  return s;
+}
+
+}  // namespace strata::plan

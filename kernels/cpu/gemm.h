@@ -1,0 +1,47 @@
+// kernels/cpu/gemm.h — prompt-shape matrix products on packed tiles (internal to kernels/cpu;
+// matmul uses them for n_tokens > 1). Depends on dtype.h and isa.h only; no engine types.
+//
+// Variants: Avx512 (AVX-512 VNNI, 512-bit) for Q4_0, Q5_0, Q8_0 (activations Q8_0) and Q4_K,
+// Q5_K, Q6_K (activations Q8_K). Activations are quantized with the ISA's own quantizer (the
+// same bits as the vec_dot path) and packed in groups of 16 tokens: for every 4-element step,
+// one 64-byte vector holds that step of all 16 tokens. Weights are unpacked, 4 rows at a time,
+// into per-thread scratch as unsigned bytes; the micro-kernel then broadcasts 4 weight bytes of
+// a row and does one vpdpbusd per (row, 16 tokens): a 4 rows x 32 tokens register tile. Integer
+// sums are scaled per group (vpmulld) and per block (float); offsets of signed weights come
+// from per-token activation sums packed beside the activations. The other ISAs and types have
+// no such kernel (nullptr): matmul then uses vec_dot / VecDot4.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/dtype.h"
+#include "kernels/cpu/isa.h"
+
+namespace strata::kernels {
+
+constexpr int64_t kGemmTokenGroup = 16;  // tokens per packed activation group
+
+struct GemmKernels {
+  // Bytes of one packed group of 16 tokens of `cols` activations.
+  int64_t (*group_bytes)(int64_t cols);
+  // Quantizes tokens [16 * group, 16 * group + 16) of x ([n_tokens][cols] f32, cols a multiple
+  // of the weight type's block) into dst (group_bytes(cols), 64-byte aligned); tokens at or
+  // past n_tokens are packed as zeros.
+  void (*pack_group)(const float* x, int64_t cols, int64_t n_tokens, int64_t group, uint8_t* dst);
+  // Bytes of the per-thread weight scratch `rows` needs for rows of `cols` elements.
+  int64_t (*scratch_bytes)(int64_t cols);
+  // y[t * y_stride + r] = dot(w row r, token t) for r in [0, nr), t in [0, n_tokens): w row r
+  // at w + r * w_row_bytes; act: the packed groups of those tokens, one after the other;
+  // scratch: scratch_bytes(cols), 64-byte aligned, owned by the calling thread.
+  void (*rows)(const uint8_t* w, int64_t w_row_bytes, int64_t nr, int64_t cols, const uint8_t* act,
+               int64_t n_tokens, float* y, int64_t y_stride, uint8_t* scratch);
+};
+
+// nullptr when wtype has no packed kernel at that ISA (or the CPU lacks the ISA).
+const GemmKernels* gemm_kernels(DType wtype, Isa isa);
+
+namespace detail {
+const GemmKernels* avx512_gemm(DType wtype);  // gemm_avx512.cpp; call only if Avx512 is supported
+}  // namespace detail
+
+}  // namespace strata::kernels

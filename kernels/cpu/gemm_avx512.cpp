@@ -1,0 +1,463 @@
+// kernels/cpu/gemm_avx512.cpp — the AVX-512 VNNI packed-tile kernels of gemm.h: activation
+// packing, weight unpacking into scratch, and the 4-row x 32-token micro-kernels. Compiled with
+// the AVX-512 flags (file suffix); reached only through gemm_kernels() after a cpuid check.
+// No engine types.
+//
+// Layouts (all little-endian, 64-byte vectors of 16 lanes, lane t = token t of the group):
+//   Q8_0 activations, per 32-element block: corr[16] i32 (-128 * sum q), d[16] f32,
+//     q[8 steps][16 tokens][4] i8                                            = 640 bytes
+//   Q8_K activations, per 256-element block: d[16] f32, bs16[8][16] (two int16 sums of 16,
+//     groups 2p and 2p+1), bs32[4][16] (two int16 sums of 32), q[64][16][4] i8 = 4928 bytes
+//   Weights for Q8_0 activations, per block of 4 rows: d[4] f32, q[4 rows][32] u8 = w + 128
+//   Q4_K / Q5_K weights per block of 4 rows: d[4], dmin[4] f32, sc[8][4] i32, min pairs[4][4]
+//     (two int16), q[4 rows][256] u8 (0..15 / 0..31)
+//   Q6_K weights per block of 4 rows: d[4] f32, sc[16][4] i32, offset pairs[8][4] (two int16
+//     -32 * scale), q[4 rows][256] u8 (0..63)
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/cpu/blocks.h"
+#include "kernels/cpu/fp16.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/type_kernels.h"
+
+namespace strata::kernels::gemm_avx512 {
+namespace {
+
+constexpr int kG = 16;  // tokens per group
+constexpr int kR = 4;   // weight rows per micro-tile
+
+inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
+inline __m512i bcast32(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+inline float loadf(const uint8_t* p) {
+  float v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline void put32(uint8_t* p, int32_t v) { std::memcpy(p, &v, 4); }
+inline void putf(uint8_t* p, float v) { std::memcpy(p, &v, 4); }
+inline __m256i loadu256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline void storeu256(void* p, __m256i v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
+
+// Writes the 4 x 16 x G results of a micro-tile: out[r][g][l] -> y[(16 g + l) * ys + r].
+template <int G>
+inline void store_tile(const __m512 (&acc)[kR][G], int64_t nr, int64_t nt, float* y, int64_t ys) {
+  alignas(64) float o[kR][G][kG];
+  for (int r = 0; r < kR; ++r)
+    for (int g = 0; g < G; ++g) _mm512_store_ps(o[r][g], acc[r][g]);
+  for (int g = 0; g < G; ++g)
+    for (int l = 0; l < kG; ++l) {
+      const int64_t t = g * kG + l;
+      if (t >= nt) return;
+      for (int64_t r = 0; r < nr; ++r) y[t * ys + r] = o[r][g][l];
+    }
+}
+
+// ---- activations: Q8_0 (for Q4_0, Q5_0, Q8_0 weights) ------------------------------------
+
+constexpr int64_t kA80Block = 64 + 64 + 8 * 64;
+int64_t group_bytes_q8_0(int64_t cols) { return cols / 32 * kA80Block; }
+
+void pack_group_q8_0(const float* x, int64_t cols, int64_t n_tokens, int64_t group, uint8_t* dst) {
+  const int64_t nb = cols / 32;
+  const TypeKernels* qk = detail::avx512_kernels(DType::Q8_0);
+  for (int t = 0; t < kG; ++t) {
+    const int64_t tok = group * kG + t;
+    for (int64_t k = 0; k < nb; ++k) {
+      uint8_t* o = dst + k * kA80Block;
+      BlockQ8_0 b;
+      int32_t sum = 0;
+      if (tok < n_tokens) {
+        qk->quantize_row(x + tok * cols + k * 32, &b, 32);
+        for (int j = 0; j < 32; ++j) sum += b.qs[j];
+      } else {
+        std::memset(&b, 0, sizeof b);
+      }
+      put32(o + 4 * t, -128 * sum);
+      putf(o + 64 + 4 * t, h2f(b.d));
+      for (int j = 0; j < 8; ++j) std::memcpy(o + 128 + 64 * j + 4 * t, b.qs + 4 * j, 4);
+    }
+  }
+}
+
+// ---- activations: Q8_K (for Q4_K, Q5_K, Q6_K weights) ------------------------------------
+
+constexpr int64_t kA8KBs16 = 64, kA8KBs32 = 64 + 512, kA8KQ = 64 + 512 + 256;
+constexpr int64_t kA8KBlock = kA8KQ + 64 * 64;
+int64_t group_bytes_q8_k(int64_t cols) { return cols / 256 * kA8KBlock; }
+
+void pack_group_q8_k(const float* x, int64_t cols, int64_t n_tokens, int64_t group, uint8_t* dst) {
+  const int64_t nb = cols / 256;
+  const TypeKernels* qk = detail::avx512_kernels(DType::Q8_K);
+  for (int t = 0; t < kG; ++t) {
+    const int64_t tok = group * kG + t;
+    for (int64_t k = 0; k < nb; ++k) {
+      uint8_t* o = dst + k * kA8KBlock;
+      BlockQ8_K b;
+      if (tok < n_tokens) qk->quantize_row(x + tok * cols + k * 256, &b, 256);
+      else std::memset(&b, 0, sizeof b);
+      putf(o + 4 * t, b.d);
+      for (int p = 0; p < 8; ++p) {
+        std::memcpy(o + kA8KBs16 + 64 * p + 4 * t, &b.bsums[2 * p], 4);
+      }
+      for (int p = 0; p < 4; ++p) {
+        const int16_t s[2] = {static_cast<int16_t>(b.bsums[4 * p] + b.bsums[4 * p + 1]),
+                              static_cast<int16_t>(b.bsums[4 * p + 2] + b.bsums[4 * p + 3])};
+        std::memcpy(o + kA8KBs32 + 64 * p + 4 * t, s, 4);
+      }
+      for (int s = 0; s < 64; ++s) std::memcpy(o + kA8KQ + 64 * s + 4 * t, b.qs + 4 * s, 4);
+    }
+  }
+}
+
+// ---- weights with Q8_0 activations: Q8_0, Q4_0, Q5_0 as u8 = q + 128 -----------------------
+
+constexpr int64_t kW80Block = 16 + kR * 32;
+int64_t scratch_bytes_w80(int64_t cols) { return cols / 32 * kW80Block; }
+
+// Unpacked 32 signed values of block k of a row, plus 128, and its scale.
+template <DType T>
+inline __m256i unpack_s8_plus128(const uint8_t* row, int64_t k, float* d) {
+  if constexpr (T == DType::Q8_0) {
+    const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(row) + k;
+    *d = h2f(b->d);
+    return _mm256_xor_si256(loadu256(b->qs), _mm256_set1_epi8(static_cast<char>(0x80)));
+  } else if constexpr (T == DType::Q4_0) {
+    const BlockQ4_0* b = reinterpret_cast<const BlockQ4_0*>(row) + k;
+    *d = h2f(b->d);
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs));
+    const __m128i m = _mm_set1_epi8(0x0F);
+    const __m256i n = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+    return _mm256_add_epi8(n, _mm256_set1_epi8(120));  // (q - 8) + 128
+  } else {  // Q5_0
+    const BlockQ5_0* b = reinterpret_cast<const BlockQ5_0*>(row) + k;
+    *d = h2f(b->d);
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs));
+    const __m128i m = _mm_set1_epi8(0x0F);
+    const __m256i n = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+    uint32_t qh;
+    std::memcpy(&qh, b->qh, 4);
+    const __m256i hi = _mm256_maskz_set1_epi8(_cvtu32_mask32(qh), 16);
+    return _mm256_add_epi8(_mm256_or_si256(n, hi), _mm256_set1_epi8(112));  // (q - 16) + 128
+  }
+}
+
+template <DType T>
+void pack_w80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
+  for (int64_t k = 0; k < nb; ++k) {
+    uint8_t* o = ws + k * kW80Block;
+    for (int r = 0; r < kR; ++r) {
+      float d = 0.f;
+      __m256i q = _mm256_setzero_si256();
+      if (r < nr) q = unpack_s8_plus128<T>(w + r * wrb, k, &d);
+      putf(o + 4 * r, d);
+      storeu256(o + 16 + 32 * r, q);
+    }
+  }
+}
+
+// 4 rows x 16G tokens over all nb blocks.
+template <int G>
+inline void tile_w80(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t gb, __m512 (&facc)[kR][G]) {
+  for (int r = 0; r < kR; ++r)
+    for (int g = 0; g < G; ++g) facc[r][g] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < nb; ++k) {
+    const uint8_t* wb = ws + k * kW80Block;
+    const uint8_t* ab[G];
+    __m512i acc[kR][G];
+    for (int g = 0; g < G; ++g) {
+      ab[g] = act + g * gb + k * kA80Block;
+      const __m512i c = _mm512_load_si512(ab[g]);
+      for (int r = 0; r < kR; ++r) acc[r][g] = c;
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+      __m512i a[G];
+      for (int g = 0; g < G; ++g) a[g] = _mm512_load_si512(ab[g] + 128 + 64 * j);
+      for (int r = 0; r < kR; ++r) {
+        const __m512i b = bcast32(wb + 16 + 32 * r + 4 * j);
+        for (int g = 0; g < G; ++g) acc[r][g] = _mm512_dpbusd_epi32(acc[r][g], b, a[g]);
+      }
+    }
+    for (int g = 0; g < G; ++g) {
+      const __m512 da = _mm512_load_ps(ab[g] + 64);
+      for (int r = 0; r < kR; ++r)
+        facc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r][g]), _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + 4 * r))),
+                                     facc[r][g]);
+    }
+  }
+}
+
+// ---- K-quant weights (Q8_K activations) -----------------------------------------------------
+
+// Q4_K / Q5_K block of 4 rows.
+constexpr int64_t kW45D = 0, kW45Dmin = 16, kW45Sc = 32, kW45Mp = 32 + 128, kW45Q = 32 + 128 + 64;
+constexpr int64_t kW45Block = kW45Q + kR * 256;
+// Q6_K block of 4 rows.
+constexpr int64_t kW6D = 0, kW6Sc = 16, kW6Op = 16 + 256, kW6Q = 16 + 256 + 128;
+constexpr int64_t kW6Block = kW6Q + kR * 256;
+
+int64_t scratch_bytes_w45(int64_t cols) { return cols / 256 * kW45Block; }
+int64_t scratch_bytes_w6(int64_t cols) { return cols / 256 * kW6Block; }
+
+inline int32_t pair16(int a, int b) {
+  return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(a)) |
+                              (static_cast<uint32_t>(static_cast<uint16_t>(b)) << 16));
+}
+
+template <bool kFive>
+void pack_w45(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+  for (int64_t k = 0; k < nb; ++k) {
+    uint8_t* o = ws + k * kW45Block;
+    for (int r = 0; r < kR; ++r) {
+      uint8_t* q = o + kW45Q + 256 * r;
+      if (r >= nr) {
+        putf(o + kW45D + 4 * r, 0.f);
+        putf(o + kW45Dmin + 4 * r, 0.f);
+        for (int g = 0; g < 8; ++g) put32(o + kW45Sc + 16 * g + 4 * r, 0);
+        for (int p = 0; p < 4; ++p) put32(o + kW45Mp + 16 * p + 4 * r, 0);
+        for (int c = 0; c < 8; ++c) storeu256(q + 32 * c, _mm256_setzero_si256());
+        continue;
+      }
+      const uint8_t *qs, *qh = nullptr, *scales;
+      uint16_t d, dmin;
+      if constexpr (kFive) {
+        const BlockQ5_K& b = reinterpret_cast<const BlockQ5_K*>(w + r * wrb)[k];
+        qs = b.qs; qh = b.qh; scales = b.scales; d = b.d; dmin = b.dmin;
+      } else {
+        const BlockQ4_K& b = reinterpret_cast<const BlockQ4_K*>(w + r * wrb)[k];
+        qs = b.qs; scales = b.scales; d = b.d; dmin = b.dmin;
+      }
+      putf(o + kW45D + 4 * r, h2f(d));
+      putf(o + kW45Dmin + 4 * r, h2f(dmin));
+      uint8_t sc[8], mn[8];
+      for (int g = 0; g < 8; ++g) k4_scale_min(g, scales, &sc[g], &mn[g]);
+      for (int g = 0; g < 8; ++g) put32(o + kW45Sc + 16 * g + 4 * r, sc[g]);
+      for (int p = 0; p < 4; ++p) put32(o + kW45Mp + 16 * p + 4 * r, pair16(mn[2 * p], mn[2 * p + 1]));
+      __m256i hb = kFive ? loadu256(qh) : _mm256_setzero_si256();
+      for (int c = 0; c < 4; ++c) {
+        const __m256i v = loadu256(qs + 32 * c);
+        __m256i lo = _mm256_and_si256(v, m4);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        if constexpr (kFive) {
+          lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(hb, one), 4));
+          hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 1), one), 4));
+          hb = _mm256_srli_epi16(hb, 2);
+        }
+        storeu256(q + 64 * c, lo);
+        storeu256(q + 64 * c + 32, hi);
+      }
+    }
+  }
+}
+
+void pack_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x03);
+  for (int64_t k = 0; k < nb; ++k) {
+    uint8_t* o = ws + k * kW6Block;
+    for (int r = 0; r < kR; ++r) {
+      uint8_t* q = o + kW6Q + 256 * r;
+      if (r >= nr) {
+        putf(o + kW6D + 4 * r, 0.f);
+        for (int g = 0; g < 16; ++g) put32(o + kW6Sc + 16 * g + 4 * r, 0);
+        for (int p = 0; p < 8; ++p) put32(o + kW6Op + 16 * p + 4 * r, 0);
+        for (int c = 0; c < 8; ++c) storeu256(q + 32 * c, _mm256_setzero_si256());
+        continue;
+      }
+      const BlockQ6_K& b = reinterpret_cast<const BlockQ6_K*>(w + r * wrb)[k];
+      putf(o + kW6D + 4 * r, h2f(b.d));
+      for (int g = 0; g < 16; ++g) put32(o + kW6Sc + 16 * g + 4 * r, b.scales[g]);
+      for (int p = 0; p < 8; ++p) put32(o + kW6Op + 16 * p + 4 * r, pair16(-32 * b.scales[2 * p], -32 * b.scales[2 * p + 1]));
+      for (int n = 0; n < 2; ++n) {
+        const __m256i ql0 = loadu256(b.ql + 64 * n), ql1 = loadu256(b.ql + 64 * n + 32);
+        const __m256i qh = loadu256(b.qh + 32 * n);
+        auto hi2 = [&](int shift) { return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, shift), m3), 4); };
+        storeu256(q + 128 * n, _mm256_or_si256(_mm256_and_si256(ql0, m4), hi2(0)));
+        storeu256(q + 128 * n + 32, _mm256_or_si256(_mm256_and_si256(ql1, m4), hi2(2)));
+        storeu256(q + 128 * n + 64, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), hi2(4)));
+        storeu256(q + 128 * n + 96, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), hi2(6)));
+      }
+    }
+  }
+}
+
+// Integer sums of `steps` consecutive 4-element steps starting at step s0 into acc.
+template <int G, int kSteps>
+inline void dp_steps(const uint8_t* wq, const uint8_t* const (&aq)[G], int s0, __m512i (&acc)[kR][G]) {
+  for (int r = 0; r < kR; ++r)
+    for (int g = 0; g < G; ++g) acc[r][g] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+  for (int s = s0; s < s0 + kSteps; ++s) {
+    __m512i a[G];
+    for (int g = 0; g < G; ++g) a[g] = _mm512_load_si512(aq[g] + 64 * s);
+    for (int r = 0; r < kR; ++r) {
+      const __m512i b = bcast32(wq + 256 * r + 4 * s);
+      for (int g = 0; g < G; ++g) acc[r][g] = _mm512_dpbusd_epi32(acc[r][g], b, a[g]);
+    }
+  }
+}
+
+template <int G>
+inline void tile_w45(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t gb, __m512 (&facc)[kR][G]) {
+  for (int r = 0; r < kR; ++r)
+    for (int g = 0; g < G; ++g) facc[r][g] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < nb; ++k) {
+    const uint8_t* wb = ws + k * kW45Block;
+    const uint8_t* ab[G];
+    const uint8_t* aq[G];
+    for (int g = 0; g < G; ++g) {
+      ab[g] = act + g * gb + k * kA8KBlock;
+      aq[g] = ab[g] + kA8KQ;
+    }
+    __m512i isum[kR][G], acc[kR][G];
+    for (int r = 0; r < kR; ++r)
+      for (int g = 0; g < G; ++g) isum[r][g] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int grp = 0; grp < 8; ++grp) {
+      dp_steps<G, 8>(wb + kW45Q, aq, 8 * grp, acc);
+      for (int r = 0; r < kR; ++r) {
+        const __m512i sc = bcast32(wb + kW45Sc + 16 * grp + 4 * r);
+        for (int g = 0; g < G; ++g) isum[r][g] = _mm512_add_epi32(isum[r][g], _mm512_mullo_epi32(acc[r][g], sc));
+      }
+    }
+    // mins: sum over groups of m * (sum of the group's activations)
+    for (int r = 0; r < kR; ++r)
+      for (int g = 0; g < G; ++g) acc[r][g] = _mm512_setzero_si512();
+    for (int p = 0; p < 4; ++p) {
+      __m512i bs[G];
+      for (int g = 0; g < G; ++g) bs[g] = _mm512_load_si512(ab[g] + kA8KBs32 + 64 * p);
+      for (int r = 0; r < kR; ++r) {
+        const __m512i m = bcast32(wb + kW45Mp + 16 * p + 4 * r);
+        for (int g = 0; g < G; ++g) acc[r][g] = _mm512_dpwssd_epi32(acc[r][g], bs[g], m);
+      }
+    }
+    for (int g = 0; g < G; ++g) {
+      const __m512 da = _mm512_load_ps(ab[g]);
+      for (int r = 0; r < kR; ++r) {
+        const __m512 dd = _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + kW45D + 4 * r)));
+        const __m512 dm = _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + kW45Dmin + 4 * r)));
+        facc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][g]), dd, facc[r][g]);
+        facc[r][g] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(acc[r][g]), dm, facc[r][g]);
+      }
+    }
+  }
+}
+
+template <int G>
+inline void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t gb, __m512 (&facc)[kR][G]) {
+  for (int r = 0; r < kR; ++r)
+    for (int g = 0; g < G; ++g) facc[r][g] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < nb; ++k) {
+    const uint8_t* wb = ws + k * kW6Block;
+    const uint8_t* ab[G];
+    const uint8_t* aq[G];
+    for (int g = 0; g < G; ++g) {
+      ab[g] = act + g * gb + k * kA8KBlock;
+      aq[g] = ab[g] + kA8KQ;
+    }
+    __m512i isum[kR][G], acc[kR][G];
+    // q - 32: start from -32 * sum_g sc[g] * bsum16[g].
+    for (int r = 0; r < kR; ++r)
+      for (int g = 0; g < G; ++g) isum[r][g] = _mm512_setzero_si512();
+    for (int p = 0; p < 8; ++p) {
+      __m512i bs[G];
+      for (int g = 0; g < G; ++g) bs[g] = _mm512_load_si512(ab[g] + kA8KBs16 + 64 * p);
+      for (int r = 0; r < kR; ++r) {
+        const __m512i o = bcast32(wb + kW6Op + 16 * p + 4 * r);
+        for (int g = 0; g < G; ++g) isum[r][g] = _mm512_dpwssd_epi32(isum[r][g], bs[g], o);
+      }
+    }
+#pragma GCC unroll 16
+    for (int grp = 0; grp < 16; ++grp) {
+      dp_steps<G, 4>(wb + kW6Q, aq, 4 * grp, acc);
+      for (int r = 0; r < kR; ++r) {
+        const __m512i sc = bcast32(wb + kW6Sc + 16 * grp + 4 * r);
+        for (int g = 0; g < G; ++g) isum[r][g] = _mm512_add_epi32(isum[r][g], _mm512_mullo_epi32(acc[r][g], sc));
+      }
+    }
+    for (int g = 0; g < G; ++g) {
+      const __m512 da = _mm512_load_ps(ab[g]);
+      for (int r = 0; r < kR; ++r) {
+        const __m512 dd = _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + kW6D + 4 * r)));
+        facc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][g]), dd, facc[r][g]);
+      }
+    }
+  }
+}
+
+// ---- drivers ------------------------------------------------------------------------------
+
+using PackW = void (*)(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws);
+
+// Row quads: unpack 4 weight rows once, then run them against every pair of token groups.
+template <PackW kPack, int64_t kElemsPerBlock, template <int> class Tile>
+void rows_driver(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens,
+                 float* y, int64_t ys, uint8_t* ws, int64_t gb) {
+  const int64_t nb = cols / kElemsPerBlock;
+  const int64_t n_groups = (n_tokens + kG - 1) / kG;
+  for (int64_t r0 = 0; r0 < nr; r0 += kR) {
+    const int64_t rq = nr - r0 < kR ? nr - r0 : kR;
+    kPack(w + r0 * wrb, wrb, rq, nb, ws);
+    int64_t g0 = 0;
+    for (; g0 + 2 <= n_groups; g0 += 2) {
+      __m512 facc[kR][2];
+      Tile<2>::run(ws, nb, act + g0 * gb, gb, facc);
+      store_tile<2>(facc, rq, n_tokens - g0 * kG, y + g0 * kG * ys + r0, ys);
+    }
+    if (g0 < n_groups) {
+      __m512 facc[kR][1];
+      Tile<1>::run(ws, nb, act + g0 * gb, gb, facc);
+      store_tile<1>(facc, rq, n_tokens - g0 * kG, y + g0 * kG * ys + r0, ys);
+    }
+  }
+}
+
+template <int G> struct TileW80 { static void run(const uint8_t* ws, int64_t nb, const uint8_t* a, int64_t gb, __m512 (&f)[kR][G]) { tile_w80<G>(ws, nb, a, gb, f); } };
+template <int G> struct TileW45 { static void run(const uint8_t* ws, int64_t nb, const uint8_t* a, int64_t gb, __m512 (&f)[kR][G]) { tile_w45<G>(ws, nb, a, gb, f); } };
+template <int G> struct TileW6 { static void run(const uint8_t* ws, int64_t nb, const uint8_t* a, int64_t gb, __m512 (&f)[kR][G]) { tile_w6<G>(ws, nb, a, gb, f); } };
+
+template <DType T>
+void rows_w80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
+              int64_t ys, uint8_t* ws) {
+  rows_driver<&pack_w80<T>, 32, TileW80>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_0(cols));
+}
+template <bool kFive>
+void rows_w45(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
+              int64_t ys, uint8_t* ws) {
+  rows_driver<&pack_w45<kFive>, 256, TileW45>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_k(cols));
+}
+void rows_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
+             int64_t ys, uint8_t* ws) {
+  rows_driver<&pack_w6, 256, TileW6>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_k(cols));
+}
+
+const GemmKernels kQ8_0{&group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q8_0>};
+const GemmKernels kQ4_0{&group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q4_0>};
+const GemmKernels kQ5_0{&group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q5_0>};
+const GemmKernels kQ4_K{&group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w45, &rows_w45<false>};
+const GemmKernels kQ5_K{&group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w45, &rows_w45<true>};
+const GemmKernels kQ6_K{&group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w6, &rows_w6};
+
+}  // namespace
+}  // namespace strata::kernels::gemm_avx512
+
+namespace strata::kernels::detail {
+const GemmKernels* avx512_gemm(DType t) {
+  using namespace gemm_avx512;
+  switch (t) {
+    case DType::Q8_0: return &kQ8_0;
+    case DType::Q4_0: return &kQ4_0;
+    case DType::Q5_0: return &kQ5_0;
+    case DType::Q4_K: return &kQ4_K;
+    case DType::Q5_K: return &kQ5_K;
+    case DType::Q6_K: return &kQ6_K;
+    default: return nullptr;
+  }
+}
+}  // namespace strata::kernels::detail

@@ -51,6 +51,8 @@ std::string range_text(int64_t first, int64_t last) {
 std::string type_name(const json& j) {
   if (j.is_number_integer() || j.is_number_unsigned()) return "an integer";
   if (j.is_number_float()) return "a number";
+  if (j.is_array()) return "an array";
+  if (j.is_object()) return "an object";
   return std::string("a ") + j.type_name();
 }
 

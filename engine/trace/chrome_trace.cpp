@@ -6,7 +6,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <climits>
 #include <set>
+#include <vector>
 
 #include "engine/trace/json_text.h"
 
@@ -26,33 +28,61 @@ void open_event(std::string& out, const char* ph, int32_t tid) {
   json::append_int(out, tid);
 }
 
-std::string lane_name(const Recorder& recorder, int32_t lane) {
-  const auto& lanes = recorder.lanes();
-  if (lane >= 0 && static_cast<size_t>(lane) < lanes.size()) return lanes[static_cast<size_t>(lane)].name;
-  return "lane " + std::to_string(lane);
-}
+// Lane texts computed once per export: the JSON literal of each label, and each plain name.
+struct LaneTexts {
+  const Recorder& recorder;
+  std::vector<std::string> quoted_labels;  // "\"gpu0 (simulated)\"" by registered lane id
+  std::vector<std::string> names;          // gpu0
 
-void append_span_name(std::string& out, const Recorder& recorder, const Event& e) {
-  std::string name;
+  explicit LaneTexts(const Recorder& r) : recorder(r) {
+    for (const LaneInfo& lane : r.lanes()) {
+      std::string q;
+      json::append_string(q, r.lane_label(lane.id));
+      quoted_labels.push_back(std::move(q));
+      names.push_back(lane.name);
+    }
+  }
+  bool known(int32_t lane) const { return lane >= 0 && static_cast<size_t>(lane) < names.size(); }
+  void append_label(std::string& out, int32_t lane) const {
+    if (known(lane)) {
+      out += quoted_labels[static_cast<size_t>(lane)];
+    } else {
+      json::append_string(out, recorder.lane_label(lane));
+    }
+  }
+  std::string name(int32_t lane) const {
+    return known(lane) ? names[static_cast<size_t>(lane)] : "lane " + std::to_string(lane);
+  }
+};
+
+void append_span_name(std::string& out, const LaneTexts& lanes, const Event& e) {
   switch (e.kind) {
     case EventKind::Compute:
-      name = e.layer >= 0 ? "layer " + std::to_string(e.layer) : "compute";
+      if (e.layer >= 0) {
+        out += "\"layer ";
+        json::append_int(out, e.layer);
+        out.push_back('"');
+        return;
+      }
       break;
-    case EventKind::Transfer:
-      name = "transfer " + format_bytes(e.bytes);
-      if (e.peer_lane >= 0) name += " -> " + lane_name(recorder, e.peer_lane);
-      break;
+    case EventKind::Transfer: {
+      std::string name = "transfer " + format_bytes(e.bytes);
+      if (e.peer_lane >= 0) name += " -> " + lanes.name(e.peer_lane);
+      json::append_string(out, name);
+      return;
+    }
     default:
-      name = event_kind_name(e.kind);
       break;
   }
-  json::append_string(out, name);
+  out.push_back('"');
+  out += event_kind_name(e.kind);  // plain ASCII, nothing to escape
+  out.push_back('"');
 }
 
-void append_metadata(std::string& out, const Recorder& recorder, int32_t lane) {
+void append_metadata(std::string& out, const LaneTexts& lanes, int32_t lane) {
   open_event(out, "M", lane);
   out += ",\"name\":\"thread_name\",\"args\":{\"name\":";
-  json::append_string(out, recorder.lane_label(lane));
+  lanes.append_label(out, lane);
   out += "}},\n";
   open_event(out, "M", lane);
   out += ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":";
@@ -117,14 +147,19 @@ std::string to_chrome_json(const Recorder& recorder, int64_t since_ns) {
   // Registered lanes, then any lane id that appears only in the events.
   std::set<int32_t> lanes;
   for (const LaneInfo& lane : recorder.lanes()) lanes.insert(lane.id);
-  for (const Event& e : events) lanes.insert(e.lane);
+  int32_t prev_lane = INT32_MIN;
+  for (const Event& e : events) {
+    if (e.lane != prev_lane) lanes.insert(e.lane);
+    prev_lane = e.lane;
+  }
   for (const MemorySnapshot& m : memory) lanes.insert(m.lane);
-  for (int32_t lane : lanes) append_metadata(out, recorder, lane);
+  const LaneTexts texts(recorder);
+  for (int32_t lane : lanes) append_metadata(out, texts, lane);
 
   for (const Event& e : events) {
     open_event(out, "X", e.lane);
     out += ",\"name\":";
-    append_span_name(out, recorder, e);
+    append_span_name(out, texts, e);
     out += ",\"cat\":\"";
     out += event_kind_name(e.kind);
     out += "\",\"ts\":";
@@ -162,7 +197,7 @@ std::string to_chrome_json(const Recorder& recorder, int64_t since_ns) {
     }
     if (e.peer_lane >= 0) {
       key("peer");
-      json::append_string(out, recorder.lane_label(e.peer_lane));
+      texts.append_label(out, e.peer_lane);
       key("peer_lane");
       json::append_int(out, e.peer_lane);
     }
@@ -194,7 +229,7 @@ std::string to_chrome_json(const Recorder& recorder, int64_t since_ns) {
   for (const MemorySnapshot& m : memory) {
     open_event(out, "C", m.lane);
     out += ",\"name\":";
-    json::append_string(out, "memory " + recorder.lane_label(m.lane));
+    json::append_string(out, "memory " + recorder.lane_label(m.lane));  // few: sampled per ms
     out += ",\"ts\":";
     json::append_us(out, m.time_ns);
     out += ",\"args\":{\"weights\":";

@@ -24,7 +24,7 @@ namespace strata::trace {
 //  - per memory snapshot with time_ns >= since_ns, a counter ("C") named "memory <lane label>"
 //    on the lane's tid, args in bytes: weights, kv_used, kv_spare (= reserved - used), scratch,
 //    other, free — stacked they add up to the device's total.
-// Called from any thread (reads a snapshot). Cost: about 0.2 µs per event.
+// Called from any thread (reads a snapshot). Cost: about 0.5 µs per event (bench/trace_bench).
 std::string to_chrome_json(const Recorder& recorder, int64_t since_ns = 0);
 
 // Writes to_chrome_json to `path` (replaced). Io error naming the path when it cannot.

@@ -25,6 +25,19 @@ const char* event_kind_name(EventKind kind) {
 
 namespace {
 
+// Sorts by start_ns, ties in recording order (the order of `events` on entry). Spans arrive in
+// end order, so the input is nearly sorted: checked first, else 16-byte keys are sorted, not events.
+void sort_by_start(std::vector<Event>& events) {
+  const auto by_start = [](const Event& a, const Event& b) { return a.start_ns < b.start_ns; };
+  if (std::is_sorted(events.begin(), events.end(), by_start)) return;
+  std::vector<std::pair<int64_t, uint32_t>> keys(events.size());
+  for (size_t i = 0; i < events.size(); ++i) keys[i] = {events[i].start_ns, static_cast<uint32_t>(i)};
+  std::sort(keys.begin(), keys.end());
+  std::vector<Event> sorted(events.size());
+  for (size_t i = 0; i < keys.size(); ++i) sorted[i] = events[keys[i].second];
+  events.swap(sorted);
+}
+
 size_t round_up_pow2(size_t n) {
   size_t p = 2;
   while (p < n) p <<= 1;
@@ -49,6 +62,19 @@ void Span::end() {
   recorder_ = nullptr;
   event_.duration_ns = std::max<int64_t>(0, r->now_ns() - event_.start_ns);
   r->record(event_);
+}
+
+void Span::next(EventKind kind, int32_t layer) {
+  if (recorder_ == nullptr) return;
+  const int64_t now = recorder_->now_ns();
+  event_.duration_ns = std::max<int64_t>(0, now - event_.start_ns);
+  recorder_->record(event_);
+  event_.kind = kind;
+  event_.layer = layer;
+  event_.start_ns = now;
+  event_.duration_ns = 0;
+  event_.bytes = 0;
+  event_.peer_lane = -1;
 }
 
 Recorder::Recorder(size_t capacity_events, size_t capacity_memory)
@@ -124,7 +150,7 @@ std::vector<Event> Recorder::events_since(int64_t since_ns) const {
   for (uint64_t n = lo; n < head; ++n) {
     if (read_slot(n, e) == SlotRead::Ok && e.start_ns >= since_ns) out.push_back(e);
   }
-  std::stable_sort(out.begin(), out.end(), [](const Event& a, const Event& b) { return a.start_ns < b.start_ns; });
+  sort_by_start(out);
   return out;
 }
 
@@ -149,8 +175,7 @@ EventBatch Recorder::events_after(uint64_t cursor) const {
     batch.events.push_back(e);
   }
   batch.next_sequence = n;
-  std::stable_sort(batch.events.begin(), batch.events.end(),
-                   [](const Event& a, const Event& b) { return a.start_ns < b.start_ns; });
+  sort_by_start(batch.events);
   return batch;
 }
 

@@ -34,6 +34,9 @@ class Span {
   void set_peer(int32_t peer_lane) { event_.peer_lane = peer_lane; }
   void set_n_tokens(int32_t n_tokens) { event_.n_tokens = n_tokens; }
   void end();                                  // record now; later calls do nothing
+  // Back-to-back spans with one clock read: ends this span now and starts the next one at the
+  // same instant on the same lane, seq, token and n_tokens (bytes and peer reset). Inert spans stay inert.
+  void next(EventKind kind, int32_t layer);
   void cancel() { recorder_ = nullptr; }       // record nothing
   const Event& event() const { return event_; }
 

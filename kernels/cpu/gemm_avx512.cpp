@@ -17,6 +17,11 @@
 
 #include <cstring>
 
+// GCC 12 reports the _mm512_undefined_ps() inside _mm512_cvtepi32_ps as maybe-uninitialized.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 #include "kernels/cpu/blocks.h"
 #include "kernels/cpu/fp16.h"
 #include "kernels/cpu/gemm.h"

@@ -180,8 +180,10 @@ const BadCase kBadCases[] = {
     {"unknown_layer_field", R"([{"layers": "0-21", "device": "gpu0", "kv_devce": "cpu"}])",
      "unknown field 'kv_devce'"},
     {"no_layers_key", R"([{"device": "gpu0"}])", "layers[0]: missing 'layers'"},
-    {"entry_not_object", R"([["0-21", "gpu0"]])", "layers[0] must be an object, not a array"},
-    {"layers_not_array", R"({"layers": "0-21"})", "'layers' must be an array"},
+    {"entry_not_object", R"([["0-21", "gpu0"]])", "layers[0] must be an object, not an array"},
+    {"layers_not_array", R"({"version": 1, "n_ctx": 8, "embedding": {"device": "a"}, "layers": "0-21",
+       "head": {"device": "a"}})",
+     "'layers' must be an array, not a string"},
     {"unknown_top_field", R"({"version": 1, "n_ctx": 8, "n_sequences": 2, "embedding": {"device": "a"},
        "layers": [{"layers": "0-21", "device": "a"}], "head": {"device": "a"}})",
      "placement: unknown field 'n_sequences'"},
@@ -218,7 +220,7 @@ INSTANTIATE_TEST_SUITE_P(All, PlacementJsonError, ::testing::ValuesIn(kBadCases)
 TEST(PlacementJson, TopLevelMustBeObject) {
   auto p = placement_from_json(json::array(), 4);
   ASSERT_FALSE(p.ok());
-  EXPECT_NE(p.error().message.find("must be a JSON object, not a array"), std::string::npos) << p.error().message;
+  EXPECT_NE(p.error().message.find("must be a JSON object, not an array"), std::string::npos) << p.error().message;
 }
 
 }  // namespace

@@ -214,6 +214,38 @@ TEST(TraceRecorder, SpanSettersMoveEndAndCancel) {
   EXPECT_EQ(events[0].layer, -1);
 }
 
+TEST(TraceRecorder, SpanNextChainsLayersWithoutGaps) {
+  Recorder r(64);
+  {
+    auto span = r.span(1, EventKind::Embed, -1, 3, 40);
+    span.set_n_tokens(4);
+    span.set_bytes(99);
+    for (int layer = 0; layer < 3; ++layer) span.next(EventKind::Compute, layer);
+    span.next(EventKind::Head, -1);
+  }
+  const auto events = r.snapshot();
+  ASSERT_EQ(events.size(), 5u);
+  const EventKind kinds[] = {EventKind::Embed, EventKind::Compute, EventKind::Compute, EventKind::Compute,
+                             EventKind::Head};
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(events[i].kind, kinds[i]);
+    EXPECT_EQ(events[i].layer, i == 0 || i == 4 ? -1 : static_cast<int32_t>(i - 1));
+    EXPECT_EQ(events[i].lane, 1);
+    EXPECT_EQ(events[i].seq, 3);
+    EXPECT_EQ(events[i].token, 40);
+    EXPECT_EQ(events[i].n_tokens, 4);
+    EXPECT_EQ(events[i].bytes, i == 0 ? 99u : 0u);
+    EXPECT_GE(events[i].duration_ns, 0);
+    if (i > 0) {
+      EXPECT_EQ(events[i].start_ns, events[i - 1].end_ns());  // the shared clock read
+    }
+  }
+  Span inert;
+  inert.next(EventKind::Compute, 0);
+  EXPECT_FALSE(inert.active());
+  EXPECT_EQ(r.snapshot().size(), 5u);
+}
+
 TEST(TraceRecorder, EventsAfterCursorHasNoDuplicatesOrGaps) {
   Recorder r(8);
   auto b0 = r.events_after(0);

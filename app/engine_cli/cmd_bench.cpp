@@ -14,6 +14,7 @@
 
 #include "app/engine_cli/commands.h"
 #include "app/engine_cli/common.h"
+#include "app/engine_cli/placement_cli.h"
 #include "engine/exec/session.h"
 #include "kernels/cpu/bandwidth.h"
 #include "kernels/cpu/isa.h"
@@ -23,6 +24,8 @@ namespace strata::cli {
 namespace {
 struct BenchOptions {
   ModelOptions model;
+  DeviceOptions devices;
+  int parallel = 1;
   int n_prompt = 64;
   int n_gen = 32;
   int reps = 3;
@@ -65,53 +68,77 @@ int bench(const BenchOptions& o) {
   if (!loaded.ok()) return report(loaded.error());
   const model::Model& m = **loaded;
   const int threads = resolve_threads(o.model.threads);
-  kernels::ThreadPool pool(threads);
-  const int64_t n_ctx = o.model.ctx > 0 ? o.model.ctx : std::max<int64_t>(o.n_prompt, o.n_gen + 1);
-  if (o.n_prompt > n_ctx || o.n_gen + 1 > n_ctx)
+  const int k = o.parallel;
+  ModelOptions mo = o.model;
+  if (mo.ctx == 0) mo.ctx = std::max<int64_t>(o.n_prompt, o.n_gen + 1);
+  if (o.n_prompt > mo.ctx || o.n_gen + 1 > mo.ctx)
     return report(Error{Code::InvalidArgument, "-p " + std::to_string(o.n_prompt) + " / -n " + std::to_string(o.n_gen) +
-                                                   " do not fit in --ctx " + std::to_string(n_ctx)});
-  auto session = exec::Session::create(m, pool, n_ctx, std::max(o.n_prompt, 1));
-  if (!session.ok()) return report(session.error());
-  exec::Session& s = **session;
+                                                   " do not fit in --ctx " + std::to_string(mo.ctx)});
+  DeviceOptions dopt = o.devices;
+  if (dopt.max_batch == 256) dopt.max_batch = std::max(o.n_prompt, 1);
+  auto runtime = build_runtime(m, mo, dopt, k);
+  if (!runtime.ok()) return report(runtime.error());
+  Runtime& rt = *runtime;
+  exec::Pipeline& pipe = *rt.pipeline;
+  std::vector<std::vector<float>> logits(static_cast<size_t>(k), std::vector<float>(static_cast<size_t>(m.config().n_vocab)));
 
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(m.config().n_vocab - 1));
   using clock = std::chrono::steady_clock;
   auto seconds = [](clock::time_point a) { return std::chrono::duration<double>(clock::now() - a).count(); };
-
-  Series pp{"pp" + std::to_string(o.n_prompt), o.n_prompt, {}};
-  Series tg{"tg" + std::to_string(o.n_gen), o.n_gen, {}};
+  auto reset_all = [&] {
+    for (int s = 0; s < k; ++s) pipe.truncate(s, 0);
+  };
+  // One step: every sequence gets its tokens; pipelined (all in flight) or one after another.
+  auto step = [&](const std::vector<std::vector<int32_t>>& tokens, bool pipelined) -> Status {
+    std::vector<exec::Pipeline::Request> reqs;
+    for (int s = 0; s < k; ++s) reqs.push_back({s, tokens[static_cast<size_t>(s)], logits[static_cast<size_t>(s)].data()});
+    if (pipelined) return pipe.eval(reqs);
+    for (const auto& r : reqs) STRATA_RETURN_IF_ERROR(pipe.eval(std::span<const exec::Pipeline::Request>(&r, 1)));
+    return {};
+  };
+  const std::string suffix = k > 1 ? " x" + std::to_string(k) : "";
+  Series pp{"pp" + std::to_string(o.n_prompt) + suffix, o.n_prompt, {}};
+  Series tg{"tg" + std::to_string(o.n_gen) + suffix, o.n_gen, {}};
+  Series tg_serial{"tg" + std::to_string(o.n_gen) + suffix + " one in flight", o.n_gen, {}};
   if (o.n_prompt > 0) {
-    std::vector<int32_t> prompt(static_cast<size_t>(o.n_prompt));
+    std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(k), std::vector<int32_t>(static_cast<size_t>(o.n_prompt)));
     for (int r = -1; r < o.reps; ++r) {  // r == -1: warm-up, not counted
-      for (auto& t : prompt) t = token(rng);
-      s.reset();
+      for (auto& p : prompts)
+        for (auto& t : p) t = token(rng);
+      reset_all();
       const auto t0 = clock::now();
-      auto res = s.eval(prompt);
-      const double sec = seconds(t0);
-      if (!res.ok()) return report(res.error());
-      if (r >= 0) pp.tps.push_back(o.n_prompt / sec);
+      if (Status st = step(prompts, true); !st.ok()) return report(st.error());
+      if (r >= 0) pp.tps.push_back(static_cast<double>(k) * o.n_prompt / seconds(t0));
     }
   }
-  if (o.n_gen > 0) {
+  auto generation = [&](Series& series, bool pipelined) -> Status {
     for (int r = -1; r < o.reps; ++r) {
-      s.reset();
-      int32_t next = m.tokenizer().vocab().bos_id >= 0 ? m.tokenizer().vocab().bos_id : 0;
-      auto first = s.eval(std::span<const int32_t>(&next, 1));
-      if (!first.ok()) return report(first.error());
+      reset_all();
+      const int32_t bos = m.tokenizer().vocab().bos_id >= 0 ? m.tokenizer().vocab().bos_id : 0;
+      STRATA_RETURN_IF_ERROR(step(std::vector<std::vector<int32_t>>(static_cast<size_t>(k), {bos}), true));
+      std::vector<std::vector<int32_t>> next(static_cast<size_t>(k), std::vector<int32_t>(1));
       const auto t0 = clock::now();
       for (int i = 0; i < o.n_gen; ++i) {
-        next = token(rng);
-        auto res = s.eval(std::span<const int32_t>(&next, 1));
-        if (!res.ok()) return report(res.error());
+        for (auto& n : next) n[0] = token(rng);
+        STRATA_RETURN_IF_ERROR(step(next, pipelined));
       }
-      if (r >= 0) tg.tps.push_back(o.n_gen / seconds(t0));
+      if (r >= 0) series.tps.push_back(static_cast<double>(k) * o.n_gen / seconds(t0));
+    }
+    return {};
+  };
+  if (o.n_gen > 0) {
+    if (Status st = generation(tg, true); !st.ok()) return report(st.error());
+    if (k > 1) {
+      if (Status st = generation(tg_serial, false); !st.ok()) return report(st.error());
     }
   }
+  finish_trace(rt, dopt);
 
   // Bytes a decode step streams from memory: every layer, the final norm and the output head
   // (the embedding contributes one row, which we ignore unless it is the tied head).
   const uint64_t bytes_per_token = m.weight_bytes() - (m.config().tied_output ? 0 : m.weights().token_embd.n_bytes);
+  kernels::ThreadPool pool(threads);
   const double bandwidth_gbps = o.no_bandwidth ? 0.0 : kernels::measure_read_bandwidth_gbps(pool);
   const double roofline_tps = bandwidth_gbps > 0 ? bandwidth_gbps * 1e9 / static_cast<double>(bytes_per_token) : 0;
   const double roofline_fraction = roofline_tps > 0 && !tg.tps.empty() ? tg.mean() / roofline_tps : 0;
@@ -130,7 +157,9 @@ int bench(const BenchOptions& o) {
     j["bytes_per_token"] = bytes_per_token;
     j["roofline_tokens_per_s"] = roofline_tps;
     j["roofline_fraction"] = roofline_fraction;
-    for (const Series* series : {&pp, &tg}) {
+    j["parallel"] = k;
+    j["placement"] = plan::to_json(rt.plan.placement);
+    for (const Series* series : {&pp, &tg, &tg_serial}) {
       if (series->tps.empty()) continue;
       j["results"].push_back({{"test", series->name}, {"n_tokens", series->n_tokens}, {"reps", series->tps.size()},
                               {"tokens_per_s", series->mean()}, {"stddev", series->stddev()}, {"samples", series->tps}});
@@ -140,7 +169,7 @@ int bench(const BenchOptions& o) {
   }
   std::printf("| model | types | size | params | threads | isa | test | t/s |\n");
   std::printf("|---|---|---:|---:|---:|---|---:|---:|\n");
-  for (const Series* series : {&pp, &tg}) {
+  for (const Series* series : {&pp, &tg, &tg_serial}) {
     if (series->tps.empty()) continue;
     std::printf("| %s | %s | %.2f GiB | %.2f B | %d | %s | %s | %.2f ± %.2f |\n", m.config().name.c_str(),
                 dominant_types(m).c_str(), m.weight_bytes() / 1073741824.0, m.parameter_count() / 1e9, threads,
@@ -160,6 +189,9 @@ Command add_bench_command(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* cmd = app.add_subcommand("bench", "measure prompt and generation tokens/s (like llama-bench)");
   add_model_options(*cmd, o->model);
+  add_device_options(*cmd, o->devices);
+  cmd->add_option("--parallel", o->parallel, "sequences generated at once (pipelined across stages)")
+      ->check(CLI::Range(1, 256));
   cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens per test (0 = skip)")->check(CLI::Range(0, 65536));
   cmd->add_option("-n,--n-gen", o->n_gen, "generated tokens per test (0 = skip)")->check(CLI::Range(0, 65536));
   cmd->add_option("-r,--repetitions", o->reps, "repetitions of each test")->check(CLI::Range(1, 1000));

@@ -10,6 +10,7 @@
 
 #include "app/engine_cli/commands.h"
 #include "app/engine_cli/common.h"
+#include "app/engine_cli/placement_cli.h"
 #include "engine/chat/chat_template.h"
 #include "engine/exec/generate.h"
 #include "engine/exec/session.h"
@@ -19,6 +20,7 @@ namespace strata::cli {
 namespace {
 struct ChatOptions {
   ModelOptions model;
+  DeviceOptions devices;
   sample::SamplerParams sampling;
   std::string system;
   std::string template_name;  // a built-in template instead of the model's
@@ -30,9 +32,9 @@ int chat(const ChatOptions& o) {
   if (!loaded.ok()) return report(loaded.error());
   const model::Model& m = **loaded;
   const tokenizer::Tokenizer& tok = m.tokenizer();
-  kernels::ThreadPool pool(resolve_threads(o.model.threads));
-  auto session = exec::Session::create(m, pool, o.model.ctx);
-  if (!session.ok()) return report(session.error());
+  auto runtime = build_runtime(m, o.model, o.devices, 1);
+  if (!runtime.ok()) return report(runtime.error());
+  auto session = std::make_unique<exec::Session>(*runtime->pipeline, 0);
 
   std::string source = m.chat_template();
   if (!o.template_name.empty()) {
@@ -54,7 +56,7 @@ int chat(const ChatOptions& o) {
   const bool interactive = isatty(STDIN_FILENO);
   std::fprintf(stderr, "strata chat: %s (%s, %lld layers, ctx %lld)%s. /reset clears, /exit or Ctrl-D quits.\n",
                m.config().name.c_str(), model::arch_name(m.config().arch), (long long)m.config().n_layers,
-               (long long)(*session)->n_ctx(), tmpl ? "" : " — no chat template: plain completion");
+               (long long)session->n_ctx(), tmpl ? "" : " — no chat template: plain completion");
 
   std::vector<chat::ChatMessage> messages;
   if (!o.system.empty()) messages.push_back({"system", o.system});
@@ -67,7 +69,7 @@ int chat(const ChatOptions& o) {
     if (line == "/reset") {
       messages.resize(o.system.empty() ? 0 : 1);
       transcript.clear();
-      (*session)->reset();
+      session->reset();
       continue;
     }
     if (line.empty()) continue;
@@ -86,7 +88,7 @@ int chat(const ChatOptions& o) {
     exec::GenerateOptions g;
     g.max_tokens = o.max_tokens;
     g.sampling = o.sampling;
-    auto result = exec::generate(**session, prompt, g, [](std::string_view piece) {
+    auto result = exec::generate(*session, prompt, g, [](std::string_view piece) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);
       return true;
@@ -116,6 +118,7 @@ Command add_chat_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("chat", "chat in the terminal with the model's chat template");
   add_model_options(*cmd, o->model);
   add_sampling_options(*cmd, o->sampling);
+  add_device_options(*cmd, o->devices, /*with_trace=*/false);
   cmd->add_option("--system", o->system, "system prompt");
   cmd->add_option("--chat-template", o->template_name, "use a built-in template: chatml llama2 llama3 mistral gemma phi3 deepseek-r1");
   cmd->add_option("-n,--max-tokens", o->max_tokens, "tokens per reply at most")

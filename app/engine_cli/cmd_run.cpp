@@ -9,6 +9,7 @@
 
 #include "app/engine_cli/commands.h"
 #include "app/engine_cli/common.h"
+#include "app/engine_cli/placement_cli.h"
 #include "engine/exec/generate.h"
 #include "engine/exec/session.h"
 
@@ -17,6 +18,7 @@ namespace strata::cli {
 namespace {
 struct RunOptions {
   ModelOptions model;
+  DeviceOptions devices;
   sample::SamplerParams sampling;
   std::string prompt;
   int64_t max_tokens = 256;
@@ -29,23 +31,32 @@ int run(const RunOptions& o) {
   auto model = load_model(o.model);
   if (!model.ok()) return report(model.error());
   const model::Model& m = **model;
-  kernels::ThreadPool pool(resolve_threads(o.model.threads));
-  auto session = exec::Session::create(m, pool, o.model.ctx);
-  if (!session.ok()) return report(session.error());
+  auto runtime = build_runtime(m, o.model, o.devices, 1);
+  if (!runtime.ok()) return report(runtime.error());
+  Runtime& rt = *runtime;
+  exec::Session session(*rt.pipeline, 0);
 
-  const std::vector<int32_t> prompt = m.tokenizer().encode(o.prompt, /*add_special=*/true, /*parse_special=*/true);
+  std::vector<int32_t> prompt;
+  {
+    trace::Span span;
+    if (rt.recorder) span = rt.recorder->span(rt.host_lane, trace::EventKind::Tokenize);
+    prompt = m.tokenizer().encode(o.prompt, /*add_special=*/true, /*parse_special=*/true);
+  }
   exec::GenerateOptions g;
   g.max_tokens = o.max_tokens;
   g.sampling = o.sampling;
   g.stop = o.stop;
   g.echo_prompt = !o.no_echo;
-  auto result = exec::generate(**session, prompt, g, [](std::string_view piece) {
+  g.recorder = rt.recorder.get();
+  g.host_lane = rt.host_lane;
+  auto result = exec::generate(session, prompt, g, [](std::string_view piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
     return true;
   });
   if (!result.ok()) return report(result.error());
   if (isatty(STDOUT_FILENO)) std::fputc('\n', stdout);
+  finish_trace(rt, o.devices);
   if (o.stats) {
     const auto& r = *result;
     std::fprintf(stderr, "prompt %lld tokens in %.1f ms (%.1f tok/s); generated %zu tokens in %.1f ms (%.1f tok/s); finish %s\n",
@@ -62,6 +73,7 @@ Command add_run_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("run", "complete a prompt; the text goes to stdout");
   add_model_options(*cmd, o->model);
   add_sampling_options(*cmd, o->sampling);
+  add_device_options(*cmd, o->devices);
   cmd->add_option("-p,--prompt", o->prompt, "prompt text (special tokens such as <|im_start|> are parsed)");
   cmd->add_option("-n,--max-tokens", o->max_tokens, "tokens to generate at most")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));

@@ -16,5 +16,7 @@ Command add_tokenize_command(CLI::App& app);
 Command add_info_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_make_model_command(CLI::App& app);
+Command add_plan_command(CLI::App& app);
+Command add_devices_command(CLI::App& app);
 
 }  // namespace strata::cli

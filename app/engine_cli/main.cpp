@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   commands["info"] = strata::cli::add_info_command(app);
   commands["bench"] = strata::cli::add_bench_command(app);
   commands["make-model"] = strata::cli::add_make_model_command(app);
+  commands["plan"] = strata::cli::add_plan_command(app);
+  commands["devices"] = strata::cli::add_devices_command(app);
 
   try {
     app.parse(argc, argv);

@@ -71,7 +71,12 @@ Expected<GenerateResult> generate(Session& session, std::span<const int32_t> pro
   std::vector<float> work(logits, logits + n_vocab);
   result.finish = FinishReason::Length;
   for (int64_t i = 0; i < options.max_tokens; ++i) {
-    const int32_t next = sampler.sample(work.data());
+    int32_t next = 0;
+    {
+      trace::Span span;
+      if (options.recorder) span = options.recorder->span(options.host_lane, trace::EventKind::Sample, -1, session.seq(), session.position());
+      next = sampler.sample(work.data());
+    }
     // BOS counts as the end too: the model has started a new document (llama2.c's rule).
     const bool end = tok.is_eog(next) || next == tok.vocab().bos_id;
     if (end && !options.ignore_eog) {
@@ -80,7 +85,13 @@ Expected<GenerateResult> generate(Session& session, std::span<const int32_t> pro
     }
     result.tokens.push_back(next);
     sampler.accept(next);
-    emit(stops.push(decoder.push(next)), true);
+    std::string piece;
+    {
+      trace::Span span;
+      if (options.recorder) span = options.recorder->span(options.host_lane, trace::EventKind::Detokenize, -1, session.seq(), session.position());
+      piece = stops.push(decoder.push(next));
+    }
+    emit(piece, true);
     if (stops.stopped()) {
       result.finish = FinishReason::Stop;
       break;

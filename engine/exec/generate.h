@@ -12,6 +12,7 @@
 #include "engine/core/status.h"
 #include "engine/exec/session.h"
 #include "engine/sample/sampler.h"
+#include "engine/trace/recorder.h"
 
 namespace strata::exec {
 
@@ -24,6 +25,8 @@ struct GenerateOptions {
   std::vector<std::string> stop;          // stop strings (not included in the text)
   bool echo_prompt = false;               // stream the prompt's text first (llama2.c / llama-simple)
   bool ignore_eog = false;                // keep going past end-of-generation tokens (benchmarks)
+  trace::Recorder* recorder = nullptr;    // optional: sampling / detokenizing spans on host_lane
+  int32_t host_lane = -1;
 };
 
 struct GenerateResult {

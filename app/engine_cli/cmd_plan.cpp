@@ -1,0 +1,149 @@
+// app/engine_cli/cmd_plan.cpp — `strata-engine plan`: the placement and its memory table,
+// predicted speed and the planner's reasons, without loading any weights; and
+// `strata-engine devices`: what there is to place on.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "app/engine_cli/commands.h"
+#include "app/engine_cli/common.h"
+#include "app/engine_cli/placement_cli.h"
+#include "engine/gguf/gguf_file.h"
+#include "engine/model/model_config.h"
+#include "engine/model/model_weights.h"
+#include "engine/plan/cost_model.h"
+#include "engine/plan/memory_estimate.h"
+
+namespace strata::cli {
+
+namespace {
+struct PlanOptions {
+  ModelOptions model;
+  DeviceOptions devices;
+  int64_t n_seq = 1;
+  bool json = false;
+  std::string save;
+};
+
+int plan_command(const PlanOptions& o) {
+  // Header and tensor table only: bind_weights records pointers into the mapping but reads no
+  // weight bytes, so planning a 70B model on a laptop is instant.
+  auto path = resolve_model_path(o.model.model);
+  if (!path.ok()) return report(path.error());
+  auto file = gguf::GgufFile::open(*path);
+  if (!file.ok()) return report(file.error());
+  auto config = model::read_model_config(*file);
+  if (!config.ok()) return report(config.error());
+  auto weights = model::bind_weights(*file, *config);
+  if (!weights.ok()) return report(weights.error());
+  const bool measure = o.devices.placement == "auto" || o.devices.devices != "cpu";
+  auto rt = make_runtime_devices(o.model, o.devices, measure);
+  if (!rt.ok()) return report(rt.error());
+
+  plan::PlacementRequest req;
+  req.placement = o.devices.placement;
+  auto mode = plan::parse_split_mode(o.devices.split_mode);
+  if (!mode.ok()) return report(mode.error());
+  req.split_mode = *mode;
+  if (!o.devices.split_ratio.empty()) {
+    auto ratio = plan::parse_split_ratio(o.devices.split_ratio);
+    if (!ratio.ok()) return report(ratio.error());
+    req.split_ratio = *ratio;
+  }
+  req.gpu_layers = o.devices.gpu_layers;
+  req.kv_on_cpu = o.devices.kv_on_cpu;
+  req.main_device = o.devices.main_device;
+  req.n_ctx = o.model.ctx;
+  req.n_seq = o.n_seq;
+  req.max_batch = o.devices.max_batch;
+  auto goal = plan::parse_plan_goal(o.devices.goal);
+  if (!goal.ok()) return report(goal.error());
+  req.goal = *goal;
+  auto result = plan::plan_from_options(*config, *weights, rt->infos, req);
+  if (!result.ok()) return report(result.error());
+  const Status fits = plan::check_fits(result->memory);
+  if (!o.save.empty()) {
+    if (Status s = plan::save_placement_file(result->placement, o.save); !s.ok()) return report(s.error());
+  }
+  if (o.json) {
+    nlohmann::json j;
+    j["model"] = config->name.empty() ? path->stem().string() : config->name;
+    j["placement"] = plan::to_json(result->placement);
+    j["memory"] = plan::to_json(result->memory);
+    j["cost"] = plan::to_json(result->cost);
+    j["explanation"] = result->explanation;
+    j["fits"] = fits.ok();
+    if (!fits.ok()) j["error"] = fits.error().message;
+    std::printf("%s\n", j.dump(2).c_str());
+    return fits.ok() ? 0 : 1;
+  }
+  std::printf("model %s: %lld blocks, ctx %lld, %lld sequence(s)\n", path->filename().string().c_str(),
+              (long long)config->n_layers, (long long)result->placement.n_ctx, (long long)result->placement.n_seq);
+  std::printf("\ndevices\n");
+  for (const auto& info : rt->infos)
+    std::printf("  %-8s %s, %s, %.0f GB/s%s\n", info.id.c_str(), info.name.c_str(),
+                plan::format_bytes(info.bytes_total).c_str(), info.bandwidth_gbps,
+                info.simulated ? ", simulated" : "");
+  std::printf("\nplacement\n%s\n", plan::to_json(result->placement).dump(2).c_str());
+  std::printf("\nmemory\n%s", plan::format_memory_table(result->memory).c_str());
+  std::printf("\npredicted: %.1f tokens/s decode, %.1f tokens/s prefill\n", result->cost.decode_tokens_per_s,
+              result->cost.prefill_tokens_per_s);
+  std::printf("\nwhy\n");
+  for (const std::string& line : result->explanation) std::printf("  %s\n", line.c_str());
+  if (!fits.ok()) return report(fits.error());
+  return 0;
+}
+
+struct DevicesOptions {
+  ModelOptions model;
+  std::string devices = "cpu";
+  bool json = false;
+};
+
+int devices_command(const DevicesOptions& o) {
+  DeviceOptions d;
+  d.devices = o.devices;
+  auto rt = make_runtime_devices(o.model, d, /*measure_cpu=*/true);
+  if (!rt.ok()) return report(rt.error());
+  if (o.json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& i : rt->infos)
+      j.push_back({{"id", i.id}, {"kind", exec::device_kind_name(i.kind)}, {"name", i.name}, {"simulated", i.simulated},
+                   {"bytes_total", i.bytes_total}, {"bytes_free", i.bytes_free}, {"bandwidth_gbps", i.bandwidth_gbps},
+                   {"tflops", i.tflops}, {"link_gbps", i.link_gbps}, {"threads", i.threads}});
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("| id | kind | name | memory | bandwidth | compute | link |\n|---|---|---|---:|---:|---:|---:|\n");
+  for (const auto& i : rt->infos)
+    std::printf("| %s | %s | %s | %s | %.1f GB/s | %.2f TFLOPS | %.1f GB/s |\n", i.id.c_str(),
+                exec::device_kind_name(i.kind), i.name.c_str(), plan::format_bytes(i.bytes_total).c_str(),
+                i.bandwidth_gbps, i.tflops, i.link_gbps);
+  std::printf("CUDA: built without CUDA (0 devices)\n");
+  return 0;
+}
+}  // namespace
+
+Command add_plan_command(CLI::App& app) {
+  auto o = std::make_shared<PlanOptions>();
+  CLI::App* cmd = app.add_subcommand("plan", "show the placement, memory per device and predicted speed (loads no weights)");
+  add_model_options(*cmd, o->model);
+  add_device_options(*cmd, o->devices, /*with_trace=*/false);
+  cmd->add_option("--parallel", o->n_seq, "sequences decoded at once")->check(CLI::Range(int64_t{1}, int64_t{256}));
+  cmd->add_option("--save", o->save, "write the placement JSON to this file");
+  cmd->add_flag("--json", o->json, "print JSON");
+  return [o] { return plan_command(*o); };
+}
+
+Command add_devices_command(CLI::App& app) {
+  auto o = std::make_shared<DevicesOptions>();
+  CLI::App* cmd = app.add_subcommand("devices", "list the devices (CPU, simulated, CUDA)");
+  cmd->add_option("--devices", o->devices, "as for run: cpu,sim:gpu0:24GiB,...");
+  cmd->add_option("-t,--threads", o->model.threads, "CPU threads")->check(CLI::Range(0, 1024));
+  cmd->add_flag("--json", o->json, "print JSON");
+  return [o] { return devices_command(*o); };
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,90 @@
+// app/engine_cli/placement_cli.cpp — option parsing to devices, plan, pipeline.
+#include "app/engine_cli/placement_cli.h"
+
+#include <cstdio>
+
+#include "engine/plan/memory_estimate.h"
+#include "engine/trace/chrome_trace.h"
+#include "engine/trace/trace_summary.h"
+#include "kernels/cpu/bandwidth.h"
+
+namespace strata::cli {
+
+void add_device_options(CLI::App& cmd, DeviceOptions& o, bool with_trace) {
+  cmd.add_option("--devices", o.devices,
+                 "devices: cpu,sim:gpu0:24GiB[:bw=900GB/s:tflops=80:link=25GB/s:threads=1:overhead=256MiB]");
+  cmd.add_option("--split-mode", o.split_mode, "none | layer | tensor");
+  cmd.add_option("--split-ratio,--tensor-split", o.split_ratio, "share per accelerator, e.g. 3,1 (default: by memory)");
+  cmd.add_option("--gpu-layers,--n-gpu-layers", o.gpu_layers, "blocks on the accelerators, the rest on the CPU (default: all)")
+      ->check(CLI::Range(int64_t{-1}, int64_t{1} << 20));
+  cmd.add_flag("--kv-on-cpu", o.kv_on_cpu, "keep every block's KV cache on the CPU");
+  cmd.add_option("--placement", o.placement, "auto | FILE.json (overrides the split options)");
+  cmd.add_option("--plan-goal", o.goal, "for --placement auto: fit | balance | fewest-transfers");
+  cmd.add_option("--main-device", o.main_device, "device of the unsplit parts (split-mode none / tensor)");
+  cmd.add_option("--batch", o.max_batch, "tokens per forward pass in prompt processing")
+      ->check(CLI::Range(int64_t{1}, int64_t{65536}));
+  if (with_trace) cmd.add_option("--trace", o.trace_path, "write a Chrome trace (Perfetto) of the run to this file");
+}
+
+Expected<Runtime> make_runtime_devices(const ModelOptions& mo, const DeviceOptions& o, bool measure_cpu) {
+  Runtime rt;
+  const int threads = resolve_threads(mo.threads);
+  double cpu_bw = 0.0;
+  if (measure_cpu) {
+    kernels::ThreadPool probe(threads);
+    cpu_bw = kernels::measure_read_bandwidth_gbps(probe, int64_t{64} << 20);
+  }
+  STRATA_ASSIGN_OR_RETURN(rt.devices, exec::make_devices(o.devices, threads, cpu_bw));
+  for (const auto& d : rt.devices) rt.infos.push_back(d->info());
+  return rt;
+}
+
+Expected<plan::PlanResult> make_plan(const model::Model& model, const Runtime& rt, const ModelOptions& mo,
+                                     const DeviceOptions& o, int64_t n_seq) {
+  plan::PlacementRequest req;
+  req.placement = o.placement;
+  STRATA_ASSIGN_OR_RETURN(req.split_mode, plan::parse_split_mode(o.split_mode));
+  if (!o.split_ratio.empty()) {
+    STRATA_ASSIGN_OR_RETURN(req.split_ratio, plan::parse_split_ratio(o.split_ratio));
+  }
+  req.gpu_layers = o.gpu_layers;
+  req.kv_on_cpu = o.kv_on_cpu;
+  req.main_device = o.main_device;
+  req.n_ctx = mo.ctx;
+  req.n_seq = n_seq;
+  req.max_batch = o.max_batch;
+  STRATA_ASSIGN_OR_RETURN(req.goal, plan::parse_plan_goal(o.goal));
+  STRATA_ASSIGN_OR_RETURN(plan::PlanResult result,
+                          plan::plan_from_options(model.config(), model.weights(), rt.infos, req));
+  STRATA_RETURN_IF_ERROR(plan::check_fits(result.memory));
+  return result;
+}
+
+Expected<Runtime> build_runtime(const model::Model& model, const ModelOptions& mo, const DeviceOptions& o,
+                                int64_t n_seq) {
+  const bool only_cpu = o.devices == "cpu" || o.devices.rfind("cpu:", 0) == 0;
+  STRATA_ASSIGN_OR_RETURN(Runtime rt, make_runtime_devices(mo, o, /*measure_cpu=*/!only_cpu || o.placement == "auto"));
+  STRATA_ASSIGN_OR_RETURN(rt.plan, make_plan(model, rt, mo, o, n_seq));
+  if (!o.trace_path.empty()) {
+    rt.recorder = std::make_unique<trace::Recorder>();
+    for (const auto& info : rt.infos) rt.recorder->add_lane(info.id, info.simulated);
+    rt.host_lane = rt.recorder->add_lane("host", false);
+  }
+  std::vector<exec::Device*> list;
+  for (const auto& d : rt.devices) list.push_back(d.get());
+  STRATA_ASSIGN_OR_RETURN(rt.pipeline, exec::Pipeline::create(model, list, rt.plan.placement, rt.recorder.get()));
+  return rt;
+}
+
+void finish_trace(const Runtime& rt, const DeviceOptions& o) {
+  if (!rt.recorder || o.trace_path.empty()) return;
+  rt.pipeline->snapshot_memory();
+  if (Status s = trace::write_chrome_json(*rt.recorder, o.trace_path); !s.ok()) {
+    report(s.error());
+    return;
+  }
+  std::fprintf(stderr, "%s", trace::format_summary(trace::summarize(*rt.recorder)).c_str());
+  std::fprintf(stderr, "trace written to %s\n", o.trace_path.c_str());
+}
+
+}  // namespace strata::cli

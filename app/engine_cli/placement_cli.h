@@ -1,0 +1,57 @@
+// app/engine_cli/placement_cli.h — the device and placement options shared by run, chat, bench
+// and plan (--devices, --split-mode, --split-ratio, --gpu-layers, --kv-on-cpu, --placement,
+// --trace), and the runtime they build: devices, the plan, the pipeline, the trace recorder.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/engine_cli/common.h"
+#include "engine/exec/device.h"
+#include "engine/exec/pipeline.h"
+#include "engine/plan/auto_planner.h"
+#include "engine/plan/placement_options.h"
+#include "engine/trace/recorder.h"
+
+namespace strata::cli {
+
+struct DeviceOptions {
+  std::string devices = "cpu";
+  std::string split_mode = "layer";
+  std::string split_ratio;
+  int64_t gpu_layers = -1;
+  bool kv_on_cpu = false;
+  std::string placement;   // "", "auto", FILE.json
+  std::string goal = "balance";
+  std::string main_device;
+  std::string trace_path;  // --trace out.json
+  int64_t max_batch = 256;
+};
+
+void add_device_options(CLI::App& cmd, DeviceOptions& o, bool with_trace = true);
+
+struct Runtime {
+  std::vector<std::unique_ptr<exec::Device>> devices;
+  std::vector<exec::DeviceInfo> infos;
+  plan::PlanResult plan;
+  std::unique_ptr<trace::Recorder> recorder;  // only with --trace
+  int32_t host_lane = -1;                     // tokenize / sample lane
+  std::unique_ptr<exec::Pipeline> pipeline;
+};
+
+// Devices and their infos (CPU bandwidth measured when the plan needs it).
+Expected<Runtime> make_runtime_devices(const ModelOptions& model_options, const DeviceOptions& o, bool measure_cpu);
+// The placement asked for, its estimate checked against every device (OutOfMemory with the
+// shortfall per device); n_seq sequences at once.
+Expected<plan::PlanResult> make_plan(const model::Model& model, const Runtime& runtime, const ModelOptions& mo,
+                                     const DeviceOptions& o, int64_t n_seq);
+// All of it: devices, plan, recorder, pipeline.
+Expected<Runtime> build_runtime(const model::Model& model, const ModelOptions& mo, const DeviceOptions& o,
+                                int64_t n_seq);
+// Writes the Chrome trace if --trace was given; errors are reported, not fatal.
+void finish_trace(const Runtime& runtime, const DeviceOptions& o);
+
+}  // namespace strata::cli

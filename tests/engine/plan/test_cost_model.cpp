@@ -1,0 +1,117 @@
+// tests/engine/plan/test_cost_model.cpp — predicted times against hand-computed values on a
+// synthetic F32 model (4 blocks, n_embd 256, n_ff 512, 8 heads, 1000 tokens).
+#include <gtest/gtest.h>
+
+#include "engine/plan/cost_model.h"
+#include "plan_test_models.h"
+
+namespace strata::plan {
+namespace {
+
+// One block: 4 x 256^2 + 3 x 256 x 512 + 2 x 256 = 655872 parameters, 2623488 bytes (F32).
+constexpr double kBlockBytes = 2623488;
+constexpr double kBlockFlops = 2.0 * 655872;
+
+Placement one_device(const std::string& id, int64_t n) {
+  Placement p;
+  p.n_ctx = 64;
+  p.max_batch = 16;
+  p.layers.resize(static_cast<size_t>(n));
+  for (auto& l : p.layers) l.target.devices = {id};
+  p.embedding.devices = p.head.devices = {id};
+  return p;
+}
+
+TEST(CostModel, BlockIsBandwidthOrComputeBound) {
+  auto m = test::synthetic_model(4);
+  EXPECT_EQ(m.weights.layers[0].n_bytes(), kBlockBytes);
+  EXPECT_EQ(shard_parameters(m.config, m.weights.layers[0], whole_layer(m.config)), 655872u);
+  const auto d = test::device("g", 1 << 30, /*bw*/ 100, /*tflops*/ 10);
+  // Decode: 2623488 B / 100 GB/s = 0.02623488 ms; FLOPs 1311744 / 10 TFLOPS = 0.000131 ms.
+  EXPECT_NEAR(block_ms(m.config, m.weights.layers[0], whole_layer(m.config), true, d, 1), kBlockBytes / 1e8, 1e-12);
+  // Prefill, batch 1000: bytes per token 0.0000262 ms < compute 0.000131 ms.
+  EXPECT_NEAR(block_ms(m.config, m.weights.layers[0], whole_layer(m.config), true, d, 1000), kBlockFlops / 1e10, 1e-12);
+  // Unknown speeds fall back to 20 GB/s.
+  const auto unknown = test::device("u", 1 << 30, 0, 0);
+  EXPECT_NEAR(block_ms(m.config, m.weights.layers[0], whole_layer(m.config), true, unknown, 1),
+              kBlockBytes / (kDefaultBandwidthGbps * 1e6), 1e-12);
+}
+
+TEST(CostModel, OneDeviceSumsBlocksEmbeddingAndHead) {
+  auto m = test::synthetic_model(4);
+  const std::vector<exec::DeviceInfo> devices = {test::device("g", 1 << 30, 100, 10)};
+  auto c = estimate_cost(one_device("g", 4), m.config, m.weights, devices);
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  ASSERT_EQ(c->stages.size(), 1u);
+  // embedding row 1024 B; head 1024 + 1024000 B; FLOPs 2 x 1000 x 256.
+  const double emb = 1024 / 1e8, head = std::max(1025024 / 1e8, 512000 / 1e10);
+  const double expect = 4 * kBlockBytes / 1e8 + emb + head;
+  EXPECT_NEAR(c->decode_ms_per_token, expect, 1e-12);
+  EXPECT_NEAR(c->bottleneck_ms, expect, 1e-12);
+  EXPECT_NEAR(c->decode_tokens_per_s, 1000 / expect, 1e-6);
+  EXPECT_TRUE(c->stages[0].has_embedding);
+  EXPECT_TRUE(c->stages[0].has_head);
+  EXPECT_EQ(c->stages[0].recv_ms, 0.0);
+  ASSERT_EQ(c->devices.size(), 1u);
+  EXPECT_NEAR(c->devices[0].decode_ms, expect, 1e-12);
+  // Prefill (batch 16): per block max(bytes/16, flops) = 2623488/16/1e8; head once per batch.
+  const double prefill = emb + 4 * std::max(kBlockBytes / 16 / 1e8, kBlockFlops / 1e10) + head / 16;
+  EXPECT_NEAR(c->prefill_ms_per_token, prefill, 1e-12);
+}
+
+TEST(CostModel, PipelineTransfersAndSequences) {
+  auto m = test::synthetic_model(4);
+  // a: 100 GB/s, link 10 GB/s, 10 us; b: 50 GB/s, link 5 GB/s, 20 us.
+  const std::vector<exec::DeviceInfo> devices = {test::device("a", 1 << 30, 100, 10, 10, 10),
+                                                 test::device("b", 1 << 30, 50, 10, 5, 20)};
+  Placement p = one_device("a", 4);
+  p.layers[2].target.devices = p.layers[3].target.devices = {"b"};
+  p.head.devices = {"b"};
+  p.n_seq = 4;
+  auto c = estimate_cost(p, m.config, m.weights, devices);
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  ASSERT_EQ(c->stages.size(), 2u);
+  const double s0 = 1024 / 1e8 + 2 * kBlockBytes / 1e8;
+  // Into b: 1024 B at min(10, 5) GB/s + max(10, 20) us.
+  const double recv = 1024 / 5e6 + 0.020;
+  const double s1 = recv + 2 * kBlockBytes / 5e7 + 1025024 / 5e7;
+  EXPECT_NEAR(c->stages[0].decode_ms, s0, 1e-12);
+  EXPECT_NEAR(c->stages[1].recv_ms, recv, 1e-12);
+  EXPECT_NEAR(c->stages[1].decode_ms, s1, 1e-12);
+  EXPECT_NEAR(c->decode_ms_per_token, s0 + s1, 1e-12);
+  EXPECT_NEAR(c->bottleneck_ms, s1, 1e-12);
+  // 4 sequences: 4 tokens per max(sum, 4 x slowest).
+  EXPECT_NEAR(c->decode_tokens_per_s, 4000 / std::max(s0 + s1, 4 * s1), 1e-6);
+  EXPECT_NEAR(c->objective_ms(), std::max(s0 + s1, 4 * s1) / 4, 1e-12);
+}
+
+TEST(CostModel, TensorGroupAllReducesAndKvElsewhere) {
+  auto m = test::synthetic_model(2);
+  const std::vector<exec::DeviceInfo> devices = {test::device("a", 1 << 30, 100, 10, 10, 10),
+                                                 test::device("b", 1 << 30, 100, 10, 10, 10),
+                                                 test::device("cpu", 1 << 30, 20, 1, 0, 0)};
+  Placement p = one_device("a", 2);
+  for (auto& l : p.layers) l.target = Target{{"a", "b"}, {1, 1}};
+  auto c = estimate_cost(p, m.config, m.weights, devices);
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  ASSERT_EQ(c->stages.size(), 3u);  // embedding on a, the group, head on a
+  const double ar = 2 * (1024 / 1e7 + 0.010);
+  EXPECT_NEAR(c->stages[1].allreduce_ms, 2 * ar, 1e-12);
+  // Half shards: (2623488 + 2048) / 2 bytes each.
+  EXPECT_NEAR(c->stages[1].compute_ms, 2 * (kBlockBytes + 2048) / 2 / 1e8, 1e-12);
+  EXPECT_EQ(c->stages[1].recv_ms, 1024 / 1e7 + 0.010);  // a -> {a, b}: b needs it
+  EXPECT_EQ(c->stages[2].recv_ms, 0.0);                  // {a, b} -> a: a holds it
+
+  Placement k = one_device("a", 2);
+  k.layers[1].kv_device = "cpu";
+  auto ck = estimate_cost(k, m.config, m.weights, devices);
+  ASSERT_TRUE(ck.ok());
+  // Per block with KV on the CPU: (2 x 256 + 2 x 256) floats over a's 10 GB/s link (cpu has none),
+  // two latencies of 10 us.
+  ASSERT_EQ(ck->stages.size(), 2u);
+  EXPECT_NEAR(ck->stages[1].kv_transfer_ms, 4096 / 1e7 + 0.020, 1e-12);
+  EXPECT_EQ(ck->stages[1].recv_ms, 0.0);  // same device a
+}
+
+}  // namespace
+}  // namespace strata::plan

@@ -248,7 +248,9 @@ Expected<std::vector<std::unique_ptr<Device>>> make_devices(const std::string& s
     s.id = parts[1];
     if (s.id == "cpu" || std::find(ids.begin(), ids.end(), s.id) != ids.end())
       return Error{Code::InvalidArgument, "device name '" + s.id + "' is used twice"};
-    STRATA_ASSIGN_OR_RETURN(s.capacity_bytes, parse_bytes(parts[2]));
+    auto capacity = parse_bytes(parts[2]);
+    if (!capacity.ok()) return Error{Code::InvalidArgument, "device '" + s.id + "': " + capacity.error().message};
+    s.capacity_bytes = *capacity;
     for (size_t i = 3; i < parts.size(); ++i) {
       const size_t eq = parts[i].find('=');
       if (eq == std::string::npos)

@@ -433,7 +433,7 @@ Status check_options(const model::ModelConfig& c, const std::vector<exec::Device
 
 Expected<PlanResult> auto_plan(const model::ModelConfig& c, const model::ModelWeights& w,
                                const std::vector<exec::DeviceInfo>& devices, const AutoPlanOptions& o) {
-  const int64_t n_ctx = o.n_ctx > 0 ? o.n_ctx : default_n_ctx(c);
+  const int64_t n_ctx = o.n_ctx != 0 ? o.n_ctx : default_n_ctx(c);
   STRATA_RETURN_IF_ERROR(check_options(c, devices, o, n_ctx));
   if (static_cast<int64_t>(w.layers.size()) != c.n_layers)
     return Error{Code::Internal, "auto placement: weights have " + std::to_string(w.layers.size()) +

@@ -12,45 +12,17 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/gguf/gguf_writer.h"
+#include "app/cli_runner.h"
 #include "test_support.h"
 
 namespace strata {
 namespace {
 
+using test::CliRun;
+using test::engine;
+using test::expect_one_line_error;
+using test::slurp;
 namespace fs = std::filesystem;
-
-struct CliRun {
-  int exit_code = -1;  // -1: killed by a signal (a crash) or timed out
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-CliRun engine(const std::vector<std::string>& args) {
-  static const fs::path dir = test::temp_dir("cli");
-  std::string cmd = "timeout 120 " + quote(STRATA_ENGINE_BINARY);
-  for (const auto& a : args) cmd += " " + quote(a);
-  // Keep the user's "last model" record out of the tests.
-  cmd = "XDG_CONFIG_HOME=" + quote((dir / "config").string()) + " " + cmd + " >" + quote((dir / "out").string()) +
-        " 2>" + quote((dir / "err").string()) + " </dev/null";
-  const int status = std::system(cmd.c_str());
-  CliRun r;
-  if (WIFEXITED(status) && WEXITSTATUS(status) != 124) r.exit_code = WEXITSTATUS(status);
-  r.out = slurp(dir / "out");
-  r.err = slurp(dir / "err");
-  return r;
-}
 
 nlohmann::json golden() {
   std::ifstream in(test::shared_model("stories260K.golden.json"));
@@ -128,14 +100,6 @@ struct BadCase {
   std::vector<std::string> args;
   std::string expect_in_error;  // a word the error line must contain
 };
-
-void expect_one_line_error(const CliRun& r, const std::string& word) {
-  EXPECT_GT(r.exit_code, 0) << "crash or hang (signal/timeout) or success; stderr: " << r.err;
-  ASSERT_FALSE(r.err.empty());
-  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line: " << r.err;
-  EXPECT_NE(r.err.find(word), std::string::npos) << r.err;
-  EXPECT_EQ(r.out, "");
-}
 
 fs::path write_bytes(const std::string& name, const std::string& bytes) {
   const fs::path p = test::temp_dir("cli") / name;

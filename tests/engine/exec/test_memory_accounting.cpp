@@ -127,7 +127,7 @@ TEST(AutoPlan, ModelThatFitsNoSingleDeviceIsSplitWithinCapacity) {
 
 TEST(AutoPlan, NothingFitsReportsShortfallPerDeviceAndLargestContext) {
   if (!test::have(test::shared_model("stories260K.gguf"))) GTEST_SKIP();
-  Fixture f = load("sim:gpu0:700KiB,sim:gpu1:700KiB");
+  Fixture f = load("sim:gpu0:800KiB,sim:gpu1:800KiB");
   plan::AutoPlanOptions opts;
   opts.n_ctx = 512;
   opts.max_batch = 8;

@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(build-essential cmake ninja-build libcli11-dev nlohmann-json3-dev libgtest-dev libcpp-httplib-dev python3)
+packages=(build-essential cmake ninja-build libcli11-dev nlohmann-json3-dev libgtest-dev libcpp-httplib-dev python3
+          qt6-base-dev qt6-base-dev-tools libqcustomplot-dev libqcustomplot2.1-qt6 qt6-qpa-plugins qt6-svg-dev
+          libqt6sql6-sqlite libxkbcommon-dev xvfb xauth libgl1-mesa-dri)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -15,6 +17,20 @@ if ((${#missing[@]})); then
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Python packages the tests use: numpy + gguf (the reference forward pass). Debian's system
+# Python refuses plain pip installs (PEP 668), hence the fallback flag.
+python_modules=(numpy:numpy gguf:gguf)
+need_pip=()
+for entry in "${python_modules[@]}"; do
+  python3 -c "import ${entry%%:*}" 2>/dev/null || need_pip+=("${entry##*:}")
+done
+if ((${#need_pip[@]})); then
+  echo "setup: pip installing ${need_pip[*]}" >&2
+  python3 -m pip install --quiet "${need_pip[@]}" 2>/dev/null ||
+    python3 -m pip install --quiet --break-system-packages "${need_pip[@]}" ||
+    echo "setup: pip install failed; the tests that need ${need_pip[*]} will be skipped" >&2
 fi
 
 BUILD_DIR=${BUILD_DIR:-build}

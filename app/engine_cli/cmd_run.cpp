@@ -25,6 +25,7 @@ struct RunOptions {
   std::vector<std::string> stop;
   bool no_echo = false;
   bool stats = false;
+  std::string dump_logits;  // float32 logits after the prompt, for reference checks
 };
 
 int run(const RunOptions& o) {
@@ -41,6 +42,16 @@ int run(const RunOptions& o) {
     trace::Span span;
     if (rt.recorder) span = rt.recorder->span(rt.host_lane, trace::EventKind::Tokenize);
     prompt = m.tokenizer().encode(o.prompt, /*add_special=*/true, /*parse_special=*/true);
+  }
+  if (!o.dump_logits.empty()) {
+    auto logits = session.eval(prompt);
+    if (!logits.ok()) return report(logits.error());
+    std::FILE* f = std::fopen(o.dump_logits.c_str(), "wb");
+    if (!f) return report(Error{Code::Io, "cannot write " + o.dump_logits});
+    const size_t n = static_cast<size_t>(m.config().n_vocab);
+    const bool written = std::fwrite(*logits, sizeof(float), n, f) == n;
+    std::fclose(f);
+    if (!written) return report(Error{Code::Io, "short write to " + o.dump_logits});
   }
   exec::GenerateOptions g;
   g.max_tokens = o.max_tokens;
@@ -80,6 +91,7 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--stop", o->stop, "stop string (repeatable); not printed");
   cmd->add_flag("--no-echo", o->no_echo, "do not print the prompt before the continuation");
   cmd->add_flag("--stats", o->stats, "print timing to stderr");
+  cmd->add_option("--dump-logits", o->dump_logits, "write the float32 logits after the prompt to this file");
   return [o] { return run(*o); };
 }
 

@@ -183,6 +183,16 @@ Status Pipeline::build_runtimes(const plan::Placement& placement) {
       n.widest.ff_end = std::max(n.widest.ff_end, slot->shards[i].n_ff());
     }
   }
+  // Devices that only hold KV caches still carry their runtime overhead.
+  for (const auto& slot : layers_) {
+    if (!slot->shared_kv) continue;
+    STRATA_ASSIGN_OR_RETURN(Device * kv_dev, device(slot->where.kv_device));
+    if (needs.count(kv_dev) || kv_only_overhead_.count(kv_dev)) continue;
+    const uint64_t overhead = kv_dev->info().runtime_overhead_bytes;
+    if (overhead == 0) continue;
+    STRATA_ASSIGN_OR_RETURN(auto buf, kv_dev->adopt(nullptr, overhead, BufferUse::Overhead));
+    kv_only_overhead_[kv_dev] = std::move(buf);
+  }
   for (auto& [dev, need] : needs) {
     auto rt = std::make_unique<DeviceRuntime>();
     rt->device = dev;
@@ -228,6 +238,9 @@ Status Pipeline::build_runtimes(const plan::Placement& placement) {
     fresh[dev] = std::move(rt);
   }
   runtimes_ = std::move(fresh);
+  for (auto it = kv_only_overhead_.begin(); it != kv_only_overhead_.end();) {
+    it = needs.count(const_cast<Device*>(it->first)) ? kv_only_overhead_.erase(it) : std::next(it);
+  }
 
   // Stages: embedding, the runs of blocks, the head; single-device neighbours merge.
   stages_.clear();
@@ -569,6 +582,7 @@ Expected<int64_t> Pipeline::apply(const plan::Placement& next) {
   const plan::Placement previous = placement_;
   placement_ = next;
   runtimes_.clear();
+  kv_only_overhead_.clear();
   if (Status s = build_runtimes(next); !s.ok()) {
     placement_ = previous;
     (void)build_runtimes(previous);

@@ -93,6 +93,7 @@ class Pipeline {
 
   std::vector<std::unique_ptr<LayerSlot>> layers_;
   std::map<const Device*, std::unique_ptr<DeviceRuntime>> runtimes_;
+  std::map<const Device*, std::unique_ptr<Buffer>> kv_only_overhead_;  // devices holding only KV
   std::vector<std::unique_ptr<StageRuntime>> stages_;
   std::vector<int64_t> positions_;  // per sequence
 

@@ -122,8 +122,11 @@ Expected<MemoryEstimate> estimate_memory(const Placement& p, const model::ModelC
     DeviceMemory& m = a.mem;
     const bool has_layers = m.n_blocks > 0;
     if (has_layers) m.weight_bytes += weights.rope_freqs.n_bytes;
-    m.scratch_bytes = device_scratch_bytes(config, a.widest, has_layers, m.has_head, p.max_batch, p.n_ctx, p.n_seq,
-                                           d.threads);
+    // A device that only holds KV caches (kv_device) computes nothing: no activation buffers.
+    const bool computes = has_layers || m.has_head || m.has_embedding;
+    m.scratch_bytes = computes ? device_scratch_bytes(config, a.widest, has_layers, m.has_head, p.max_batch, p.n_ctx,
+                                                      p.n_seq, d.threads)
+                               : 0;
     m.overhead_bytes = d.runtime_overhead_bytes;
     m.total_bytes = m.weight_bytes + m.kv_bytes + m.scratch_bytes + m.overhead_bytes;
     m.capacity_bytes = d.bytes_total;

@@ -177,8 +177,7 @@ inline void tile_w80(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t 
     __m512i acc[kR][G];
     for (int g = 0; g < G; ++g) {
       ab[g] = act + g * gb + k * kA80Block;
-      const __m512i c = _mm512_load_si512(ab[g]);
-      for (int r = 0; r < kR; ++r) acc[r][g] = c;
+      for (int r = 0; r < kR; ++r) acc[r][g] = _mm512_setzero_si512();
     }
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
@@ -191,9 +190,10 @@ inline void tile_w80(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t 
     }
     for (int g = 0; g < G; ++g) {
       const __m512 da = _mm512_load_ps(ab[g] + 64);
+      const __m512i corr = _mm512_load_si512(ab[g]);
       for (int r = 0; r < kR; ++r)
-        facc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r][g]), _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + 4 * r))),
-                                     facc[r][g]);
+        facc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc[r][g], corr)),
+                                     _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + 4 * r))), facc[r][g]);
     }
   }
 }
@@ -323,7 +323,7 @@ inline void tile_w45(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t 
     __m512i isum[kR][G], acc[kR][G];
     for (int r = 0; r < kR; ++r)
       for (int g = 0; g < G; ++g) isum[r][g] = _mm512_setzero_si512();
-#pragma GCC unroll 8
+#pragma GCC unroll 1
     for (int grp = 0; grp < 8; ++grp) {
       dp_steps<G, 8>(wb + kW45Q, aq, 8 * grp, acc);
       for (int r = 0; r < kR; ++r) {
@@ -378,7 +378,7 @@ inline void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t g
         for (int g = 0; g < G; ++g) isum[r][g] = _mm512_dpwssd_epi32(isum[r][g], bs[g], o);
       }
     }
-#pragma GCC unroll 16
+#pragma GCC unroll 2
     for (int grp = 0; grp < 16; ++grp) {
       dp_steps<G, 4>(wb + kW6Q, aq, 4 * grp, acc);
       for (int r = 0; r < kR; ++r) {

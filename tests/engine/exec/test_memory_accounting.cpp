@@ -55,7 +55,7 @@ Placement tensor_split(const model::ModelConfig& c) {
 
 Placement kv_on_cpu(const model::ModelConfig& c) {
   Placement p = layer_split(c);
-  for (auto& l : p.layers) l.kv_device = "cpu";
+  for (auto& l : p.layers) l.kv_device = "kvhost";  // a device that only holds KV caches
   p.layers[1].target = plan::Target{{"gpu0", "gpu1"}, {1, 1}};
   return p;
 }
@@ -64,7 +64,7 @@ class MemoryAccounting : public ::testing::TestWithParam<int> {};
 
 TEST_P(MemoryAccounting, EstimateEqualsAllocatedBytesPerDevice) {
   if (!test::have(test::shared_model("stories260K.gguf"))) GTEST_SKIP();
-  Fixture f = load("cpu,sim:gpu0:64MiB:overhead=1MiB,sim:gpu1:64MiB");
+  Fixture f = load("cpu,sim:gpu0:64MiB:overhead=1MiB,sim:gpu1:64MiB,sim:kvhost:64MiB:overhead=2MiB");
   const model::ModelConfig& c = f.model->config();
   const Placement p = GetParam() == 0 ? layer_split(c) : GetParam() == 1 ? tensor_split(c) : kv_on_cpu(c);
   auto estimate = plan::estimate_memory(p, c, f.model->weights(), f.infos);

@@ -1,0 +1,445 @@
+// engine/exec/scheduler.cpp — the slot / queue / step machinery of the multi-request scheduler.
+// Depends on the pipeline, sampler, stop strings and stream decoder; nothing above exec/.
+#include "engine/exec/scheduler.h"
+
+#include <algorithm>
+#include <exception>
+
+#include "engine/sample/stop_strings.h"
+#include "engine/tokenizer/stream_decoder.h"
+
+namespace strata::exec {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+constexpr auto kRateWindow = std::chrono::seconds(2);
+}  // namespace
+
+// One sequence slot of the pipeline. Touched only by the scheduler thread (and by shutdown()
+// after that thread has been joined).
+struct Scheduler::Slot {
+  int32_t seq = 0;
+  bool busy = false;
+  uint64_t id = 0;
+  GenerationRequest req;
+  std::unique_ptr<sample::Sampler> sampler;
+  std::unique_ptr<sample::StopStrings> stops;
+  std::unique_ptr<tokenizer::StreamDecoder> decoder;
+  std::vector<int32_t> history;  // tokens whose keys and values are in this sequence's cache
+  size_t prompt_done = 0;        // prompt tokens in the cache
+  int32_t pending = -1;          // sampled token evaluated by the next step
+  bool callback_stopped = false; // on_text returned false
+  std::vector<float> logits;     // [n_vocab]
+  GenerationResult result;
+  Clock::time_point submitted, started;
+};
+
+Scheduler::Scheduler(Pipeline& pipeline, SchedulerOptions options)
+    : pipeline_(pipeline), options_(options) {
+  n_slots_ = pipeline.n_seq();
+  n_ctx_ = pipeline.n_ctx();
+  n_vocab_ = static_cast<int32_t>(pipeline.model().config().n_vocab);
+  if (options_.prompt_chunk <= 0) options_.prompt_chunk = pipeline.placement().max_batch;
+  for (int64_t i = 0; i < n_slots_; ++i) {
+    auto s = std::make_unique<Slot>();
+    s->seq = static_cast<int32_t>(i);
+    s->logits.resize(static_cast<size_t>(n_vocab_));
+    slots_.push_back(std::move(s));
+  }
+  thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() { shutdown(); }
+
+Expected<uint64_t> Scheduler::submit(GenerationRequest request) {
+  if (request.prompt.empty()) return Error{Code::InvalidArgument, "empty prompt: at least one token is needed"};
+  if (static_cast<int64_t>(request.prompt.size()) > n_ctx_)
+    return Error{Code::InvalidArgument, "prompt of " + std::to_string(request.prompt.size()) +
+                                            " tokens exceeds the context length " + std::to_string(n_ctx_)};
+  for (int32_t t : request.prompt) {
+    if (t < 0 || t >= n_vocab_)
+      return Error{Code::InvalidArgument, "token id " + std::to_string(t) + " outside [0, " + std::to_string(n_vocab_) + ")"};
+  }
+  if (request.max_tokens < 0 || request.max_tokens > (int64_t{1} << 24))
+    return Error{Code::InvalidArgument, "max tokens " + std::to_string(request.max_tokens) + " outside [0, 16777216]"};
+  STRATA_RETURN_IF_ERROR(sample::validate(request.sampling));
+  uint64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stop_) return Error{Code::Cancelled, "the scheduler is shut down"};
+    const int64_t free_slots = n_slots_ - active_;
+    if (static_cast<int64_t>(waiting_.size()) - free_slots >= options_.max_waiting)
+      return Error{Code::OutOfRange, "the queue is full: " + std::to_string(waiting_.size()) + " requests waiting for " +
+                                         std::to_string(n_slots_) + " slots"};
+    id = next_id_++;
+    waiting_.push_back(Waiting{id, std::move(request), Clock::now()});
+  }
+  cv_.notify_all();
+  return id;
+}
+
+void Scheduler::cancel(uint64_t id) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stop_) return;
+    auto it = std::find_if(waiting_.begin(), waiting_.end(), [&](const Waiting& w) { return w.id == id; });
+    if (it != waiting_.end()) {
+      cancelled_waiting_.push_back(std::move(*it));
+      waiting_.erase(it);
+    } else {
+      cancel_requests_.push_back(id);
+    }
+  }
+  cv_.notify_all();
+}
+
+Status Scheduler::run_exclusive(std::function<Status(Pipeline&)> fn) {
+  Task task;
+  task.fn = std::move(fn);
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (stop_) return Error{Code::Cancelled, "the scheduler is shut down"};
+  tasks_.push_back(&task);
+  cv_.notify_all();
+  cv_.wait(lock, [&] { return task.done; });
+  return task.result;
+}
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  SchedulerStats s;
+  s.active = active_;
+  s.waiting = static_cast<int64_t>(waiting_.size());
+  s.slots = n_slots_;
+  s.tokens_generated = tokens_generated_;
+  s.prompt_tokens = prompt_tokens_;
+  s.requests_done = requests_done_;
+  const auto now = Clock::now();
+  int64_t n = 0;
+  Clock::time_point first = now;
+  for (const RateSample& r : rate_) {
+    if (now - r.t1 > kRateWindow) continue;
+    n += r.n;
+    first = std::min(first, r.t0);
+  }
+  if (n > 0) s.decode_tokens_per_s = n / std::max(1e-3, std::chrono::duration<double>(now - first).count());
+  return s;
+}
+
+void Scheduler::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (!thread_.joinable()) return;
+  thread_.join();
+  // The scheduler thread is gone: finish everything here.
+  std::deque<Waiting> waiting;
+  std::vector<Waiting> cancelled;
+  std::deque<Task*> tasks;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    waiting.swap(waiting_);
+    cancelled.swap(cancelled_waiting_);
+    tasks.swap(tasks_);
+    for (Task* t : tasks) {
+      t->result = Error{Code::Cancelled, "the scheduler is shut down"};
+      t->done = true;
+    }
+  }
+  cv_.notify_all();
+  for (auto& slot : slots_) {
+    if (slot->busy) finish(*slot, FinishReason::Cancelled);
+  }
+  for (auto* list : {&cancelled}) {
+    for (Waiting& w : *list) waiting.push_back(std::move(w));
+  }
+  for (Waiting& w : waiting) {
+    GenerationResult r;
+    r.finish = FinishReason::Cancelled;
+    r.n_prompt = static_cast<int64_t>(w.request.prompt.size());
+    r.total_ms = ms_between(w.submitted, Clock::now());
+    if (w.request.on_done) w.request.on_done(r);
+  }
+}
+
+void Scheduler::admit_locked(std::vector<std::pair<Slot*, Waiting>>& admitted) {
+  while (!waiting_.empty() && active_ < n_slots_) {
+    Waiting& w = waiting_.front();
+    Slot* best = nullptr;
+    size_t best_len = 0;
+    for (auto& s : slots_) {
+      if (s->busy) continue;
+      size_t n = 0;
+      if (options_.reuse_prefix) {
+        while (n < s->history.size() && n < w.request.prompt.size() && s->history[n] == w.request.prompt[n]) ++n;
+      }
+      if (!best || n > best_len) {
+        best = s.get();
+        best_len = n;
+      }
+    }
+    if (!best) break;
+    best->busy = true;
+    ++active_;
+    admitted.emplace_back(best, std::move(w));
+    waiting_.pop_front();
+  }
+}
+
+void Scheduler::start(Slot& slot, Waiting w) {
+  slot.id = w.id;
+  slot.req = std::move(w.request);
+  slot.submitted = w.submitted;
+  slot.started = Clock::now();
+  slot.result = GenerationResult{};
+  slot.result.n_prompt = static_cast<int64_t>(slot.req.prompt.size());
+  slot.result.queue_ms = ms_between(slot.submitted, slot.started);
+  slot.callback_stopped = false;
+  slot.pending = -1;
+  const std::vector<int32_t>& prompt = slot.req.prompt;
+  // Prefix reuse: keep what the cache shares with the prompt, but evaluate at least the last
+  // prompt token (its logits give the first sampled token).
+  size_t kept = 0;
+  if (options_.reuse_prefix) {
+    while (kept < slot.history.size() && kept < prompt.size() && slot.history[kept] == prompt[kept]) ++kept;
+  }
+  if (kept == prompt.size()) --kept;
+  slot.history.resize(kept);
+  pipeline_.truncate(slot.seq, static_cast<int64_t>(kept));
+  slot.prompt_done = kept;
+  slot.result.n_prompt_cached = static_cast<int64_t>(kept);
+
+  const tokenizer::Tokenizer& tok = pipeline_.model().tokenizer();
+  slot.sampler = std::make_unique<sample::Sampler>(slot.req.sampling, n_vocab_);
+  slot.stops = std::make_unique<sample::StopStrings>(slot.req.stop);
+  slot.decoder = std::make_unique<tokenizer::StreamDecoder>(tok);
+  // As generate(): the prompt goes through the sampler's history and the decoder (the SPM
+  // leading-space rule applies to the prompt's first piece), without being streamed.
+  for (int32_t t : prompt) {
+    slot.sampler->accept(t);
+    (void)slot.decoder->push(t);
+  }
+  if (slot.req.max_tokens == 0) finish(slot, FinishReason::Length);
+}
+
+void Scheduler::emit(Slot& slot, const std::string& text) {
+  if (text.empty() || slot.callback_stopped) return;
+  slot.result.text += text;
+  if (!slot.req.on_text) return;
+  try {
+    if (!slot.req.on_text(text)) slot.callback_stopped = true;
+  } catch (...) {
+    slot.callback_stopped = true;  // a throwing consumer is a gone consumer
+  }
+}
+
+void Scheduler::finish(Slot& slot, FinishReason reason, Status status) {
+  if (status.ok() && reason != FinishReason::Stop && reason != FinishReason::Cancelled) {
+    emit(slot, slot.stops->push(slot.decoder->flush()));
+    if (slot.stops->stopped()) reason = FinishReason::Stop;
+    emit(slot, slot.stops->flush());
+  }
+  slot.result.finish = reason;
+  slot.result.status = std::move(status);
+  slot.result.total_ms = ms_between(slot.submitted, Clock::now());
+  slot.busy = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --active_;
+    ++requests_done_;
+  }
+  // The slot is free: a callback that throws must not leave it in use.
+  GenerationRequest req = std::move(slot.req);
+  slot.req = GenerationRequest{};
+  if (req.on_done) {
+    try {
+      req.on_done(slot.result);
+    } catch (...) {
+    }
+  }
+}
+
+void Scheduler::after_logits(Slot& slot) {
+  const tokenizer::Tokenizer& tok = pipeline_.model().tokenizer();
+  trace::Recorder* rec = options_.recorder;
+  const int64_t position = static_cast<int64_t>(slot.history.size());
+  if (slot.result.n_generated == 0) slot.result.first_token_ms = ms_between(slot.started, Clock::now());
+  int32_t next = 0;
+  {
+    trace::Span span;
+    if (rec) span = rec->span(options_.host_lane, trace::EventKind::Sample, -1, slot.seq, position);
+    next = slot.sampler->sample(slot.logits.data());
+  }
+  // BOS counts as the end too (generate()'s rule).
+  const bool end = tok.is_eog(next) || next == tok.vocab().bos_id;
+  if (end && !slot.req.ignore_eog) return finish(slot, FinishReason::EndOfGeneration);
+  ++slot.result.n_generated;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++tokens_generated_;
+  }
+  slot.sampler->accept(next);
+  std::string piece;
+  {
+    trace::Span span;
+    if (rec) span = rec->span(options_.host_lane, trace::EventKind::Detokenize, -1, slot.seq, position);
+    piece = slot.stops->push(slot.decoder->push(next));
+  }
+  emit(slot, piece);
+  if (slot.stops->stopped()) return finish(slot, FinishReason::Stop);
+  if (slot.callback_stopped) return finish(slot, FinishReason::Cancelled);
+  if (slot.result.n_generated >= slot.req.max_tokens) return finish(slot, FinishReason::Length);
+  if (position >= n_ctx_) return finish(slot, FinishReason::ContextFull);
+  slot.pending = next;
+}
+
+void Scheduler::step() {
+  std::vector<Pipeline::Request> requests;
+  std::vector<Slot*> in_step;
+  int64_t prompt_tokens = 0;
+  for (auto& s : slots_) {
+    Slot& slot = *s;
+    if (!slot.busy) continue;
+    Pipeline::Request r;
+    r.seq = slot.seq;
+    const std::vector<int32_t>& prompt = slot.req.prompt;
+    if (slot.prompt_done < prompt.size()) {
+      const size_t n = std::min(prompt.size() - slot.prompt_done, static_cast<size_t>(options_.prompt_chunk));
+      r.tokens = std::span<const int32_t>(prompt.data() + slot.prompt_done, n);
+      r.logits = slot.prompt_done + n == prompt.size() ? slot.logits.data() : nullptr;
+      prompt_tokens += static_cast<int64_t>(n);
+    } else {
+      r.tokens = std::span<const int32_t>(&slot.pending, 1);
+      r.logits = slot.logits.data();
+    }
+    requests.push_back(r);
+    in_step.push_back(&slot);
+  }
+  if (requests.empty()) return;
+  const auto t0 = Clock::now();
+  Status status = pipeline_.eval(requests);
+  const auto t1 = Clock::now();
+  if (!status.ok()) {
+    for (Slot* slot : in_step) {
+      slot->history.clear();
+      pipeline_.truncate(slot->seq, 0);
+      finish(*slot, FinishReason::Cancelled, status);
+    }
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    prompt_tokens_ += static_cast<uint64_t>(prompt_tokens);
+  }
+  int64_t sampled = 0;
+  for (size_t i = 0; i < in_step.size(); ++i) {
+    Slot& slot = *in_step[i];
+    const Pipeline::Request& r = requests[i];
+    slot.history.insert(slot.history.end(), r.tokens.begin(), r.tokens.end());
+    if (slot.prompt_done < slot.req.prompt.size()) slot.prompt_done += r.tokens.size();
+    if (r.logits) {
+      const int64_t before = slot.result.n_generated;
+      after_logits(slot);
+      sampled += slot.result.n_generated - before;
+    }
+  }
+  note_rate(t0, Clock::now(), sampled);
+  (void)t1;
+}
+
+void Scheduler::note_rate(Clock::time_point t0, Clock::time_point t1, int64_t n) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  rate_.push_back(RateSample{t0, t1, n});
+  while (!rate_.empty() && t1 - rate_.front().t1 > kRateWindow) rate_.pop_front();
+}
+
+void Scheduler::maybe_snapshot(bool busy) {
+  if (options_.memory_snapshot_ms <= 0) return;
+  const auto now = Clock::now();
+  const auto interval = std::chrono::milliseconds(busy ? options_.memory_snapshot_ms : 1000);
+  if (now - last_snapshot_ < interval) return;
+  last_snapshot_ = now;
+  pipeline_.snapshot_memory();
+}
+
+void Scheduler::loop() {
+  while (true) {
+    std::deque<Task*> tasks;
+    std::vector<uint64_t> cancels;
+    std::vector<Waiting> cancelled;
+    std::vector<std::pair<Slot*, Waiting>> admitted;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      auto ready = [&] {
+        return stop_ || !tasks_.empty() || !cancel_requests_.empty() || !cancelled_waiting_.empty() || active_ > 0 ||
+               (!waiting_.empty() && active_ < n_slots_);
+      };
+      if (!ready()) cv_.wait_for(lock, std::chrono::seconds(1), ready);
+      if (stop_) break;
+      tasks.swap(tasks_);
+      cancels.swap(cancel_requests_);
+      cancelled.swap(cancelled_waiting_);
+    }
+    // Exclusive tasks run with no eval in flight (placement changes, memory queries).
+    for (Task* t : tasks) {
+      Status result;
+      try {
+        result = t->fn(pipeline_);
+      } catch (const std::exception& e) {
+        result = Error{Code::Internal, std::string("exclusive task threw: ") + e.what()};
+      } catch (...) {
+        result = Error{Code::Internal, "exclusive task threw"};
+      }
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        t->result = std::move(result);
+        t->done = true;
+      }
+      cv_.notify_all();
+    }
+    for (Waiting& w : cancelled) {
+      GenerationResult r;
+      r.finish = FinishReason::Cancelled;
+      r.n_prompt = static_cast<int64_t>(w.request.prompt.size());
+      r.total_ms = ms_between(w.submitted, Clock::now());
+      if (w.request.on_done) {
+        try {
+          w.request.on_done(r);
+        } catch (...) {
+        }
+      }
+    }
+    for (uint64_t id : cancels) {
+      for (auto& s : slots_) {
+        if (s->busy && s->id == id) finish(*s, FinishReason::Cancelled);
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      admit_locked(admitted);
+    }
+    for (auto& [slot, w] : admitted) start(*slot, std::move(w));
+    bool busy = false;
+    for (auto& s : slots_) busy = busy || s->busy;
+    if (busy) {
+      try {
+        step();
+      } catch (const std::exception& e) {
+        // A callback or the pipeline threw: fail the requests of this step, keep serving.
+        for (auto& s : slots_) {
+          if (!s->busy) continue;
+          s->history.clear();
+          pipeline_.truncate(s->seq, 0);
+          finish(*s, FinishReason::Cancelled, Error{Code::Internal, std::string("generation step threw: ") + e.what()});
+        }
+      }
+    }
+    maybe_snapshot(busy);
+  }
+}
+
+}  // namespace strata::exec

@@ -1,0 +1,151 @@
+// engine/exec/scheduler.h — generation for many requests at once over one shared Pipeline: N
+// sequence slots, a bounded waiting queue, one scheduler thread. Qt-free and HTTP-free.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "engine/exec/generate.h"
+#include "engine/exec/pipeline.h"
+#include "engine/sample/sampler.h"
+#include "engine/trace/recorder.h"
+
+namespace strata::exec {
+
+struct GenerationResult {
+  Status status;                 // not ok: the engine failed (finish is then Cancelled)
+  FinishReason finish = FinishReason::Length;
+  std::string text;              // everything streamed through on_text
+  int64_t n_prompt = 0;          // prompt tokens
+  int64_t n_prompt_cached = 0;   // of those, reused from the slot's cache (not evaluated again)
+  int64_t n_generated = 0;       // sampled tokens (an end-of-generation token not counted)
+  double queue_ms = 0;           // submit -> slot taken
+  double first_token_ms = 0;     // slot taken -> first token sampled
+  double total_ms = 0;           // submit -> done
+};
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;   // >= 1 token, <= the context length
+  sample::SamplerParams sampling;
+  int64_t max_tokens = 256;      // 0: nothing is generated (finish Length)
+  std::vector<std::string> stop; // stop strings, not included in the text
+  bool ignore_eog = false;
+  // Called on the scheduler thread with each piece of valid UTF-8, in order; return false to
+  // cancel the generation (finish Cancelled). May be empty.
+  std::function<bool(std::string_view)> on_text;
+  // Called exactly once per accepted request: on the scheduler thread, or on the thread that
+  // shuts the scheduler down (finish Cancelled). Must not call back into the scheduler's
+  // submit/run_exclusive (cancel is fine). May be empty.
+  std::function<void(const GenerationResult&)> on_done;
+};
+
+struct SchedulerOptions {
+  int64_t max_waiting = 64;              // requests queued behind busy slots; more: submit fails
+  int64_t prompt_chunk = 0;              // prompt tokens per sequence per step; 0: placement max_batch
+  bool reuse_prefix = true;              // a new request takes the free slot sharing the longest prefix
+  trace::Recorder* recorder = nullptr;   // Sample / Detokenize spans on host_lane; may be null
+  int32_t host_lane = -1;
+  int64_t memory_snapshot_ms = 50;       // pipeline.snapshot_memory() at most this often while busy
+};
+
+struct SchedulerStats {
+  int64_t active = 0;            // slots generating
+  int64_t waiting = 0;           // queued requests
+  int64_t slots = 0;             // placement n_seq
+  double decode_tokens_per_s = 0;// generated tokens per second over the last ~2 s (0 when idle)
+  uint64_t tokens_generated = 0; // since start
+  uint64_t prompt_tokens = 0;    // evaluated prompt tokens since start
+  uint64_t requests_done = 0;
+};
+
+// Each step the scheduler thread evaluates every active sequence in ONE Pipeline::eval — prompt
+// chunks for new sequences, one token for decoding ones — so sequences overlap in the pipeline
+// stages (micro-batching across requests); then it samples, streams and frees finished slots.
+// Thread rules: submit / cancel / stats / run_exclusive from any thread; callbacks on the
+// scheduler thread. Stop protocol: shutdown() (or the destructor) cancels waiting and active
+// requests (their on_done runs with Cancelled), then joins the thread; the pipeline must
+// outlive shutdown().
+class Scheduler {
+ public:
+  Scheduler(Pipeline& pipeline, SchedulerOptions options);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a request; returns its id. InvalidArgument for a bad request (empty prompt, prompt
+  // past the context, bad sampling values); OutOfRange when the waiting queue is full;
+  // Cancelled after shutdown.
+  Expected<uint64_t> submit(GenerationRequest request);
+  // Any thread; unknown or finished ids are ignored. on_done follows on the scheduler thread.
+  void cancel(uint64_t id);
+  // Runs fn on the scheduler thread between steps (no eval in flight) and returns its status;
+  // blocks the caller. Cancelled when the scheduler is shut down.
+  Status run_exclusive(std::function<Status(Pipeline&)> fn);
+  SchedulerStats stats() const;
+  void shutdown();
+
+  int64_t slots() const { return n_slots_; }
+  int64_t n_ctx() const { return n_ctx_; }
+
+ private:
+  struct Slot;
+  struct Waiting {
+    uint64_t id = 0;
+    GenerationRequest request;
+    std::chrono::steady_clock::time_point submitted;
+  };
+  struct Task {
+    std::function<Status(Pipeline&)> fn;
+    Status result;
+    bool done = false;
+  };
+
+  void loop();
+  void admit_locked(std::vector<std::pair<Slot*, Waiting>>& admitted);
+  void start(Slot& slot, Waiting waiting);
+  void step();
+  void after_logits(Slot& slot);
+  void finish(Slot& slot, FinishReason reason, Status status = {});
+  void emit(Slot& slot, const std::string& text);
+  void note_rate(std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point t1, int64_t n);
+  void maybe_snapshot(bool force);
+
+  Pipeline& pipeline_;
+  SchedulerOptions options_;
+  int64_t n_slots_ = 0;
+  int64_t n_ctx_ = 0;
+  int32_t n_vocab_ = 0;
+  std::vector<std::unique_ptr<Slot>> slots_;  // touched by the scheduler thread only
+
+  mutable std::mutex mutex_;                  // guards everything below
+  std::condition_variable cv_;
+  std::deque<Waiting> waiting_;
+  std::vector<uint64_t> cancel_requests_;     // ids of active slots to cancel
+  std::vector<Waiting> cancelled_waiting_;    // removed from the queue, on_done pending
+  std::deque<Task*> tasks_;
+  bool stop_ = false;
+  uint64_t next_id_ = 1;
+  int64_t active_ = 0;
+  uint64_t tokens_generated_ = 0, prompt_tokens_ = 0, requests_done_ = 0;
+  struct RateSample {
+    std::chrono::steady_clock::time_point t0, t1;
+    int64_t n;
+  };
+  std::deque<RateSample> rate_;               // recent decode steps
+
+  std::chrono::steady_clock::time_point last_snapshot_{};
+  std::thread thread_;
+};
+
+}  // namespace strata::exec

@@ -1,0 +1,216 @@
+// ui/chat/chat_controller.cpp — conversation bookkeeping and the streaming reply state machine.
+#include "ui/chat/chat_controller.h"
+
+#include <QJsonArray>
+
+#include "ui/client/chat_stream.h"
+#include "ui/client/engine_client.h"
+#include "ui/storage/conversation_store.h"
+
+ChatController::ChatController(ConversationStore* store, EngineClient* client, QObject* parent)
+    : QObject(parent), store_(store), client_(client), defaultSampling_(defaultSampling()) {
+  persistTimer_.setInterval(1000);
+  connect(&persistTimer_, &QTimer::timeout, this, &ChatController::persistStreaming);
+  connect(&conversations_, &ConversationListModel::titleEdited, this, [this](qint64 id, const QString& title) {
+    StoredConversation c = id == current_.id ? current_ : store_->conversation(id);
+    if (c.id == 0) return;
+    c.title = title;
+    if (id == current_.id) current_.title = title;
+    store_->updateConversation(c);
+  });
+}
+
+ChatController::~ChatController() {
+  if (stream_) endReply(QStringLiteral("stopped"), true);
+}
+
+QJsonObject ChatController::defaultSampling() {
+  return QJsonObject{{QStringLiteral("temperature"), 0.7}, {QStringLiteral("top_p"), 0.9},
+                     {QStringLiteral("max_tokens"), 1024}};
+}
+
+void ChatController::loadConversations() {
+  const QList<StoredConversation> all = store_->conversations();
+  conversations_.setConversations(all);
+  if (!all.isEmpty()) openConversation(all.first().id);
+  else newConversation();
+}
+
+void ChatController::newConversation() {
+  if (stream_) stop();
+  current_ = StoredConversation{};
+  current_.title = tr("New chat");
+  current_.systemPrompt = defaultSystemPrompt_;
+  current_.sampling = defaultSampling_;
+  chat_.setMessages({});
+  emit currentConversationChanged(0);
+  emit settingsChanged();
+}
+
+void ChatController::openConversation(qint64 id) {
+  if (id == current_.id && id != 0) return;
+  if (stream_) stop();
+  const StoredConversation c = store_->conversation(id);
+  if (c.id == 0) return;
+  current_ = c;
+  if (current_.sampling.isEmpty()) current_.sampling = defaultSampling_;
+  chat_.setMessages(store_->messages(id));
+  emit currentConversationChanged(id);
+  emit settingsChanged();
+}
+
+void ChatController::deleteConversation(qint64 id) {
+  if (id == current_.id && stream_) stop();
+  store_->deleteConversation(id);
+  conversations_.remove(id);
+  if (id == current_.id) {
+    if (conversations_.rowCount() > 0) openConversation(conversations_.conversation(0).id);
+    else newConversation();
+  }
+}
+
+bool ChatController::ensureConversation(const QString& firstText) {
+  if (current_.id != 0) return true;
+  QString title = firstText.simplified();
+  if (title.size() > 48) title = title.left(47) + QChar(0x2026);
+  if (title.isEmpty()) title = tr("New chat");
+  current_.title = title;
+  current_.id = store_->createConversation(current_.title, current_.systemPrompt, current_.sampling);
+  if (current_.id == 0) {
+    emit storageError(store_->lastError());
+    return false;
+  }
+  current_ = store_->conversation(current_.id);
+  conversations_.upsert(current_);
+  emit currentConversationChanged(current_.id);
+  return true;
+}
+
+bool ChatController::send(const QString& text) {
+  if (stream_ || text.trimmed().isEmpty()) return false;
+  if (!ensureConversation(text)) return false;
+  StoredMessage m;
+  m.conversationId = current_.id;
+  m.position = chat_.rowCount();
+  m.role = QStringLiteral("user");
+  m.content = text;
+  m.id = store_->addMessage(m);  // stored before anything is sent
+  if (m.id == 0) emit storageError(store_->lastError());
+  chat_.appendMessage(m);
+  startReply();
+  return true;
+}
+
+bool ChatController::regenerate() {
+  if (stream_) return false;
+  int last = chat_.rowCount() - 1;
+  if (last < 0) return false;
+  if (chat_.message(last).role == QLatin1String("assistant")) {
+    store_->deleteMessagesFrom(current_.id, chat_.message(last).position);
+    chat_.removeFrom(last);
+  }
+  if (chat_.rowCount() == 0) return false;
+  startReply();
+  return true;
+}
+
+bool ChatController::editAndResend(int row, const QString& text) {
+  if (stream_ || row < 0 || row >= chat_.rowCount() || text.trimmed().isEmpty()) return false;
+  StoredMessage m = chat_.message(row);
+  if (m.role != QLatin1String("user")) return false;
+  store_->deleteMessagesFrom(current_.id, m.position + 1);
+  chat_.removeFrom(row + 1);
+  m.content = text;
+  store_->updateMessage(m);
+  chat_.setMessage(row, m);
+  startReply();
+  return true;
+}
+
+void ChatController::setSystemPrompt(const QString& prompt) {
+  if (prompt == current_.systemPrompt) return;
+  current_.systemPrompt = prompt;
+  if (current_.id != 0) store_->updateConversation(current_);
+  emit settingsChanged();
+}
+
+void ChatController::setSampling(const QJsonObject& sampling) {
+  if (sampling == current_.sampling) return;
+  current_.sampling = sampling;
+  if (current_.id != 0) store_->updateConversation(current_);
+  emit settingsChanged();
+}
+
+QJsonArray ChatController::requestMessages() const {
+  QJsonArray out;
+  if (!current_.systemPrompt.trimmed().isEmpty())
+    out.append(QJsonObject{{QStringLiteral("role"), QStringLiteral("system")},
+                           {QStringLiteral("content"), current_.systemPrompt}});
+  for (const StoredMessage& m : chat_.messages()) {
+    if (m.role == QLatin1String("assistant") && m.content.isEmpty()) continue;
+    out.append(QJsonObject{{QStringLiteral("role"), m.role}, {QStringLiteral("content"), m.content}});
+  }
+  return out;
+}
+
+void ChatController::startReply() {
+  const QJsonArray messages = requestMessages();
+  StoredMessage reply;
+  reply.conversationId = current_.id;
+  reply.position = chat_.rowCount() > 0 ? chat_.message(chat_.rowCount() - 1).position + 1 : 0;
+  reply.role = QStringLiteral("assistant");
+  reply.complete = false;
+  reply.id = store_->addMessage(reply);  // the reply row exists from the start; its text follows
+  streamRow_ = chat_.appendMessage(reply);
+  chat_.setStreaming(streamRow_, true);
+  dirty_ = false;
+
+  stream_ = client_->streamChat(messages, current_.sampling, this);
+  connect(stream_, &ChatStream::contentDelta, this, [this](const QString& piece) {
+    chat_.appendContent(streamRow_, piece);
+    dirty_ = true;
+  });
+  connect(stream_, &ChatStream::finished, this, [this](const QString& reason) { endReply(reason, true); });
+  connect(stream_, &ChatStream::failed, this, [this](const QString& message) {
+    endReply(QStringLiteral("error: ") + message, false);
+  });
+  persistTimer_.start();
+  emit streamingChanged(true);
+  emit replyStarted(streamRow_);
+}
+
+void ChatController::persistStreaming() {
+  if (!dirty_ || streamRow_ < 0) return;
+  dirty_ = false;
+  store_->updateMessage(chat_.message(streamRow_));
+}
+
+void ChatController::stop() {
+  if (stream_) stream_->abort();  // emits finished("stopped") → endReply
+}
+
+void ChatController::endReply(const QString& finishReason, bool complete) {
+  if (!stream_) return;
+  ChatStream* s = stream_;
+  stream_ = nullptr;
+  persistTimer_.stop();
+  const int row = streamRow_;
+  streamRow_ = -1;
+  StoredMessage m = chat_.message(row);
+  m.content = s->text();
+  m.complete = complete;
+  m.finishReason = finishReason;
+  m.tokens = s->completionTokens();
+  m.tokensPerSecond = s->tokensPerSecond();
+  m.ttftMs = s->timeToFirstTokenMs();
+  s->disconnect(this);
+  s->deleteLater();
+  if (!store_->updateMessage(m)) emit storageError(store_->lastError());
+  chat_.setMessage(row, m);
+  chat_.setStreaming(row, false);
+  current_.updated = QDateTime::currentDateTime();
+  conversations_.upsert(current_);
+  emit streamingChanged(false);
+  if (complete) emit replyFinished(row);
+  else emit replyFailed(row, finishReason);
+}

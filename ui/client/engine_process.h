@@ -1,0 +1,94 @@
+// ui/client/engine_process.h — the local engine as a child process: starts `strata-engine serve`
+// on a free loopback port with a random API key, waits until it answers, restarts it after a crash
+// and then reloads the model and placement it had. Everything is asynchronous (GUI thread).
+#pragma once
+
+#include <QElapsedTimer>
+#include <QJsonObject>
+#include <QObject>
+#include <QProcess>
+#include <QStringList>
+#include <QTimer>
+#include <QUrl>
+
+class EngineClient;
+
+class EngineProcess : public QObject {
+  Q_OBJECT
+ public:
+  enum class State { Stopped, Starting, Loading, Ready, Crashed };
+  Q_ENUM(State)
+
+  struct Options {
+    QString program;        // strata-engine; empty: found by findEngineBinary()
+    QString devices;        // --devices, e.g. "cpu,sim:gpu0:24GiB"; empty: the engine's default
+    int ctx = 0;            // --ctx; 0: the model's
+    int threads = 0;        // --threads; 0: the engine's default
+    QStringList extraArgs;  // appended as they are
+    int startTimeoutMs = 60000;
+  };
+
+  // Uses `client` (pointing it at the child) to wait for readiness and to reload.
+  EngineProcess(EngineClient* client, QObject* parent = nullptr);
+  ~EngineProcess() override;
+
+  void setOptions(const Options& options) { options_ = options; }
+  Options options() const { return options_; }
+
+  // What to bring back after a restart. setModel is remembered; a placement applied through the
+  // GUI is remembered with setPlacement (null: the engine's automatic one).
+  void setModel(const QString& path) { modelPath_ = path; }
+  QString modelPath() const { return modelPath_; }
+  void setPlacement(const QJsonObject& placement) { placement_ = placement; }
+  QJsonObject placement() const { return placement_; }
+
+  void start();
+  void stop();                       // deliberate: no restart
+  void restart();
+  State state() const { return state_; }
+  static QString stateName(State s);
+  qint64 pid() const;                // 0 when not running
+  int restartCount() const { return restarts_; }
+  QString lastError() const { return lastError_; }
+  QString recentOutput() const { return output_.join('\n'); }
+  QStringList arguments() const;     // of the next start, for display and tests
+
+  // strata-engine next to this executable, in the build tree, then on PATH.
+  static QString findEngineBinary();
+  static quint16 freeLoopbackPort();
+  static QString randomKey();
+
+ signals:
+  void stateChanged(EngineProcess::State state);
+  void ready(const QJsonObject& status);   // answered and (when a model was set) the model is back
+  void crashed(const QString& reason);     // a restart follows
+  void outputLine(const QString& line);    // stderr/stdout of the child, line by line
+
+ private:
+  void setState(State s);
+  void launch();
+  void poll();
+  void onStatus(const QJsonObject& status);
+  void onFinished(int exitCode, QProcess::ExitStatus status);
+  void readOutput();
+
+  EngineClient* client_;
+  Options options_;
+  QString modelPath_;
+  QJsonObject placement_;
+  QProcess* proc_ = nullptr;
+  State state_ = State::Stopped;
+  QTimer pollTimer_;
+  QTimer restartTimer_;
+  QElapsedTimer startClock_;
+  QElapsedTimer upClock_;
+  bool reloadSent_ = false;
+  bool reloadDone_ = false;
+  bool pollInFlight_ = false;
+  int launches_ = 0;
+  bool stopping_ = false;
+  int restarts_ = 0;
+  int backoffMs_ = 250;
+  QString lastError_;
+  QStringList output_;  // last lines
+};

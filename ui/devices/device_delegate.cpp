@@ -1,0 +1,78 @@
+// ui/devices/device_delegate.cpp — DeviceDelegate painting (reads DeviceModel roles only).
+#include "ui/devices/device_delegate.h"
+
+#include <QApplication>
+#include <QPainter>
+
+#include "ui/devices/device_model.h"
+#include "ui/devices/memory_bar.h"
+
+namespace strata::ui {
+
+namespace {
+constexpr int kMargin = 4;
+constexpr int kBarHeight = 14;
+}  // namespace
+
+DeviceDelegate::DeviceDelegate(QObject* parent) : QStyledItemDelegate(parent) {}
+
+QRect DeviceDelegate::barRect(const QRect& row, const QFontMetrics& fm) {
+  return QRect(row.left() + kMargin, row.top() + kMargin + fm.height() + 2, row.width() - 2 * kMargin, kBarHeight);
+}
+
+QSize DeviceDelegate::sizeHint(const QStyleOptionViewItem& option, const QModelIndex&) const {
+  const QFontMetrics fm(option.font);
+  return {220, 2 * kMargin + 2 * fm.height() + kBarHeight + 6};
+}
+
+void DeviceDelegate::paint(QPainter* p, const QStyleOptionViewItem& option, const QModelIndex& index) const {
+  p->save();
+  const QFontMetrics fm(option.font);
+  const QPalette& pal = option.palette;
+  if (option.state & QStyle::State_Selected) p->fillRect(option.rect, pal.color(QPalette::Highlight).lighter(170));
+
+  MemoryBreakdown m;
+  m.capacity = index.data(DeviceModel::CapacityRole).toULongLong();
+  m.weights = index.data(DeviceModel::WeightsRole).toULongLong();
+  m.kvUsed = index.data(DeviceModel::KvUsedRole).toULongLong();
+  m.kvReserved = index.data(DeviceModel::KvReservedRole).toULongLong();
+  m.scratch = index.data(DeviceModel::ScratchRole).toULongLong();
+  m.other = index.data(DeviceModel::OtherRole).toULongLong();
+  m.free = index.data(DeviceModel::FreeRole).toULongLong();
+  const bool simulated = index.data(DeviceModel::SimulatedRole).toBool();
+
+  // Line 1: id, name, capacity; "simulated" tag at the right.
+  const QRect line1(option.rect.left() + kMargin, option.rect.top() + kMargin, option.rect.width() - 2 * kMargin,
+                    fm.height());
+  QString title = QStringLiteral("%1  %2  %3")
+                      .arg(index.data(DeviceModel::IdRole).toString(), index.data(DeviceModel::NameRole).toString(),
+                           formatBytes(m.capacity));
+  QString tag;
+  if (simulated) tag = QStringLiteral("simulated");
+  const int tagWidth = tag.isEmpty() ? 0 : fm.horizontalAdvance(tag) + 8;
+  p->setPen(pal.color(QPalette::Text));
+  p->drawText(line1.adjusted(0, 0, -tagWidth, 0), Qt::AlignLeft | Qt::AlignVCenter,
+              fm.elidedText(title, Qt::ElideRight, line1.width() - tagWidth));
+  if (!tag.isEmpty()) {
+    const QRect tagRect(line1.right() - tagWidth + 1, line1.top(), tagWidth, line1.height());
+    p->setPen(QColor(0x9a, 0x5b, 0x00));
+    p->drawText(tagRect, Qt::AlignRight | Qt::AlignVCenter, tag);
+  }
+
+  // Line 2: the bar.
+  const QRect bar = barRect(option.rect, fm);
+  paintMemoryBar(*p, bar, m, simulated);
+
+  // Line 3: used / capacity and percentage.
+  const QRect line3(bar.left(), bar.bottom() + 3, bar.width(), fm.height());
+  const double fraction = index.data(DeviceModel::UsedFractionRole).toDouble();
+  const QString used = QStringLiteral("%1 / %2  %3%  ·  KV %4 of %5  ·  free %6")
+                           .arg(formatBytes(m.usedBytes()), formatBytes(m.capacity))
+                           .arg(qRound(fraction * 100.0))
+                           .arg(formatBytes(m.kvUsed), formatBytes(m.kvReserved), formatBytes(m.freeBytes()));
+  p->setPen(m.shortfall() > 0 ? QColor(0xc0, 0x20, 0x20) : pal.color(QPalette::PlaceholderText));
+  p->drawText(line3, Qt::AlignLeft | Qt::AlignVCenter, fm.elidedText(used, Qt::ElideRight, line3.width()));
+  p->restore();
+}
+
+}  // namespace strata::ui

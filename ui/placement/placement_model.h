@@ -1,0 +1,139 @@
+// ui/placement/placement_model.h — the placement editor's item model: rows are the model's tiles
+// (embedding, blk 0..n-1, head), column 0 the model, then one lane per device and per tensor group.
+// Holds the placement, the model's byte sizes and the devices; estimates memory and speed locally
+// for instant feedback; drops (MIME application/x-strata-layers) become validated, undoable edits.
+// GUI thread only; no HTTP, no engine headers.
+#pragma once
+
+#include <QAbstractTableModel>
+#include <QJsonArray>
+#include <QJsonObject>
+#include <QUndoStack>
+
+#include <optional>
+
+#include "ui/placement/placement_data.h"
+#include "ui/placement/placement_edit.h"
+#include "ui/placement/placement_estimate.h"
+
+namespace strata::ui {
+
+class PlacementModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  enum Roles {
+    TileKindRole = Qt::UserRole + 1,  // "embedding" | "block" | "head"
+    LayerRole,          // block index, -1 for the embedding and the head
+    TileBytesRole,      // quint64 weight bytes of the whole tile
+    TargetRole,         // the tile's target: "gpu0", "gpu0+gpu1 2:1"
+    PlacedRole,         // bool: the tile's target is exactly this lane (lane columns)
+    ShareBytesRole,     // quint64 weight bytes of this tile held by this lane's device
+    // Lane roles: headerData(column, Qt::Horizontal, role)
+    LaneKindRole,       // "model" | "device" | "group"
+    LaneDevicesRole,    // QStringList
+    LaneSimulatedRole,  // bool (device lanes)
+    LaneWeightsRole,    // quint64 bytes (device lanes; the preview while a drag hovers)
+    LaneKvRole,
+    LaneScratchRole,
+    LaneOverheadRole,
+    LaneTotalRole,
+    LaneCapacityRole,
+    LaneFitsRole,       // bool
+    LaneShortfallRole,  // quint64 bytes, 0 when it fits
+  };
+  Q_ENUM(Roles)
+
+  static constexpr const char* kMimeType = "application/x-strata-layers";
+
+  explicit PlacementModel(QObject* parent = nullptr);
+
+  // QAbstractItemModel
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+  Qt::ItemFlags flags(const QModelIndex& index) const override;
+  QHash<int, QByteArray> roleNames() const override;
+  QStringList mimeTypes() const override;
+  QMimeData* mimeData(const QModelIndexList& indexes) const override;  // the tiles' rows, as a range
+  bool canDropMimeData(const QMimeData* data, Qt::DropAction action, int row, int column,
+                       const QModelIndex& parent) const override;
+  bool dropMimeData(const QMimeData* data, Qt::DropAction action, int row, int column,
+                    const QModelIndex& parent) override;
+  Qt::DropActions supportedDropActions() const override { return Qt::MoveAction | Qt::CopyAction; }
+  Qt::DropActions supportedDragActions() const override { return Qt::MoveAction; }
+
+  // Inputs.
+  // The model's sizes; see ModelInfo in placement_estimate.h for the JSON. Resets the placement to
+  // everything on the first accelerator (or the first device) unless it already matches n_layers.
+  void setModelInfo(const QJsonObject& info);
+  // /strata/v1/devices "devices" (or declared simulated devices, same shape).
+  void setDevices(const QJsonArray& devices);
+  // The engine's current placement: the baseline "Apply" compares with; clears undo history.
+  bool resetPlacement(const QJsonObject& placement, QString* error = nullptr);
+  // A new placement (auto-plan result, a loaded file): undoable. False with *error when it does
+  // not parse for this model or names unknown devices.
+  bool setPlacement(const QJsonObject& placement, QString* error = nullptr);
+
+  // State.
+  const ModelInfo& modelInfo() const { return model_; }
+  const QList<DeviceSpec>& devices() const { return devices_; }
+  const PlacementData& placement() const { return placement_; }
+  QJsonObject placementJson() const { return placement_.toJson(); }
+  QUndoStack* undoStack() const { return undo_; }
+  int tileCount() const { return model_.nLayers > 0 ? model_.nLayers + 2 : 0; }
+
+  // Lanes: column 0 the model, 1..devices the devices, then the tensor groups.
+  int laneCount() const { return columnCount(); }
+  Lane lane(int column) const;
+  int laneOfDevice(const QString& id) const;  // -1 when unknown
+  // Adds a tensor-group lane (or returns the existing one's column). Validity is checked on drop.
+  int addGroupLane(const QStringList& devices, const QList<double>& ratio);
+  bool removeGroupLane(int column);  // only a lane no block uses
+
+  // Figures for the placement (or the preview while a drag hovers), one per device in device order.
+  QList<DeviceMemoryEstimate> memory() const;
+  DeviceMemoryEstimate memoryOf(const QString& device) const;
+  CostPrediction prediction() const;
+  bool fits() const;
+  // Empty when Apply may run; else why not ("gpu1: needs 13.9 GiB, has 12.0 GiB: short 1.9 GiB").
+  QString applyBlocker() const;
+  int changedTileCount() const;  // tiles whose target differs from the applied baseline
+  void markApplied();            // the current placement is now the engine's
+
+  // Edits.
+  PlacementEdit editFromMime(const QMimeData* data, int column, QString* error) const;
+  bool applyEdit(const PlacementEdit& edit, QString* error = nullptr);  // validate, then push
+  bool setKvDeviceForAll(const QString& device);  // "" = KV with its block; undoable
+  bool setContext(int nCtx, int nSeq);            // undoable
+  void previewEdit(const PlacementEdit& edit);    // figures as if applied (invalid edits: none)
+  void clearPreview();
+  bool isPreviewing() const { return preview_.has_value(); }
+  QString lastError() const { return lastError_; }
+
+  static QMimeData* makeMime(int firstTile, int lastTile);
+
+ signals:
+  void placementChanged(const QJsonObject& placement);
+  void estimateChanged();           // memory / prediction / apply state changed (also previews)
+  void editRejected(const QString& reason);
+
+ private:
+  void setPlacementData(const PlacementData& p);  // the undo commands' setter
+  void pushPlacement(const PlacementData& next, const QString& text);
+  void ensureGroupLanes(const PlacementData& p);
+  QString checkDevices(const PlacementData& p) const;
+  QStringList deviceIds() const;
+  const PlacementData& shown() const { return preview_ ? *preview_ : placement_; }
+
+  ModelInfo model_;
+  QList<DeviceSpec> devices_;
+  QList<LayerTarget> groups_;      // group lanes, in column order after the devices
+  PlacementData placement_;
+  PlacementData applied_;
+  std::optional<PlacementData> preview_;
+  QUndoStack* undo_;
+  QString lastError_;
+};
+
+}  // namespace strata::ui

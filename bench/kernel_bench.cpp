@@ -5,6 +5,7 @@
 // Usage: kernel_bench [threads=2] [rows=5632] [cols=2048] [isa=best|scalar|avx2|avx512] [types=q4_k,q8_0,...]
 //                     [tokens=1,64]
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -86,12 +87,25 @@ int main(int argc, char** argv) {
               static_cast<long long>(rows), static_cast<long long>(cols));
   const double bw = measure_read_bandwidth_gbps(pool);
   std::printf("measured read bandwidth: %.1f GB/s\n", bw);
+  {
+    // ThreadPool::run() overhead: empty runs back to back (decode does ~200 per token).
+    std::atomic<int> sink{0};
+    double best = 1e9;
+    for (int rep = 0; rep < 20; ++rep) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < 1000; ++i) pool.run([&sink](int ith, int) { sink.fetch_add(ith, std::memory_order_relaxed); });
+      best = std::min(best, seconds_since(t0) / 1000);
+    }
+    std::printf("empty ThreadPool::run: %.2f us (best of 20 x 1000)\n", best * 1e6);
+  }
 
   std::vector<uint8_t> scratch;
   for (DType t : types) {
     const int64_t wbytes = row_bytes(t, cols) * rows;
-    // Enough distinct copies that decode streams from memory, not from the 32 MB L3.
-    const int copies = static_cast<int>(std::max<int64_t>(1, (int64_t{160} << 20) / wbytes));
+    // Enough distinct copies that decode streams from memory, not from the 32 MB L3; with
+    // STRATA_BENCH_HOT=1 one copy (it stays in cache if small: the kernels' compute ceiling).
+    const bool hot = std::getenv("STRATA_BENCH_HOT") != nullptr;
+    const int copies = hot ? 1 : static_cast<int>(std::max<int64_t>(1, (int64_t{160} << 20) / wbytes));
     std::vector<std::vector<uint8_t>> ws;
     ws.push_back(make_weights(t, rows, cols));
     for (int c = 1; c < copies; ++c) ws.push_back(ws[0]);

@@ -18,5 +18,6 @@ Command add_bench_command(CLI::App& app);
 Command add_make_model_command(CLI::App& app);
 Command add_plan_command(CLI::App& app);
 Command add_devices_command(CLI::App& app);
+Command add_serve_command(CLI::App& app);
 
 }  // namespace strata::cli

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   commands["make-model"] = strata::cli::add_make_model_command(app);
   commands["plan"] = strata::cli::add_plan_command(app);
   commands["devices"] = strata::cli::add_devices_command(app);
+  commands["serve"] = strata::cli::add_serve_command(app);
 
   try {
     app.parse(argc, argv);

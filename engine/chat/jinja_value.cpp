@@ -2,6 +2,8 @@
 // json.dumps and the JSON bridge. Knows nothing of templates, parsing or evaluation.
 #include "engine/chat/jinja_value.h"
 
+#include "engine/core/utf8.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -170,23 +172,7 @@ std::u32string decode_utf8(std::string_view s) {
 std::string encode_utf8(std::u32string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (char32_t cp : s) {
-    if (cp < 0x80) {
-      out.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-      out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
-  }
+  for (char32_t cp : s) append_utf8(out, static_cast<uint32_t>(cp));
   return out;
 }
 

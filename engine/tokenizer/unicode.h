@@ -2,6 +2,8 @@
 // Depends only on the generated tables; no engine types.
 #pragma once
 
+#include "engine/core/utf8.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -46,6 +48,6 @@ std::size_t utf8_sequence_length(uint8_t lead);
 // first invalid or truncated sequence).
 std::size_t valid_utf8_prefix(std::string_view bytes);
 
-void append_utf8(std::string& out, uint32_t cp);
+using strata::append_utf8;  // engine/core/utf8.h
 
 }  // namespace strata::tokenizer

@@ -32,9 +32,12 @@ struct GemmKernels {
   int64_t (*scratch_bytes)(int64_t cols);
   // y[t * y_stride + r] = dot(w row r, token t) for r in [0, nr), t in [0, n_tokens): w row r
   // at w + r * w_row_bytes; act: the packed groups of those tokens, one after the other;
-  // scratch: scratch_bytes(cols), 64-byte aligned, owned by the calling thread.
+  // scratch: scratch_bytes(cols), 64-byte aligned, owned by the calling thread. next_w /
+  // next_nr: the rows (same row bytes) the caller will pass next, prefetched into L2 while the
+  // last rows compute (nullptr / 0: none).
   void (*rows)(const uint8_t* w, int64_t w_row_bytes, int64_t nr, int64_t cols, const uint8_t* act,
-               int64_t n_tokens, float* y, int64_t y_stride, uint8_t* scratch);
+               int64_t n_tokens, float* y, int64_t y_stride, uint8_t* scratch, const uint8_t* next_w,
+               int64_t next_nr);
 };
 
 // nullptr when wtype has no packed kernel at that ISA (or the CPU lacks the ISA).

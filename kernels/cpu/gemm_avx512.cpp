@@ -9,12 +9,13 @@
 //   Q8_K activations, per 256-element block: d[16] f32, bs16[8][16] (two int16 sums of 16,
 //     groups 2p and 2p+1), bs32[4][16] (two int16 sums of 32), q[64][16][4] i8 = 4928 bytes
 //   Weights for Q8_0 activations, per block of 4 rows: d[4] f32, q[4 rows][32] u8 = w + 128
-//   Q4_K / Q5_K weights per block of 4 rows: d[4], dmin[4] f32, sc[8][4] i32, min pairs[4][4]
-//     (two int16), q[4 rows][256] u8 (0..15 / 0..31)
-//   Q6_K weights per block of 4 rows: d[4] f32, sc[16][4] i32, offset pairs[8][4] (two int16
-//     -32 * scale), q[4 rows][256] u8 (0..63)
+//   Q4_K / Q5_K weights per block of 4 rows: d[4], dmin[4] f32, sc[4 rows][8] i32, min pairs
+//     [4 rows][4] (two int16), q[4 rows][256] u8 (0..15 / 0..31)
+//   Q6_K weights per block of 4 rows: d[4] f32, sc[4 rows][16] i32, offset pairs[4 rows][8] (two
+//     int16: -32 * scale), q[4 rows][256] u8 (0..63)
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 // GCC 12 reports the _mm512_undefined_ps() inside _mm512_cvtepi32_ps as maybe-uninitialized.
@@ -61,6 +62,18 @@ inline void store_tile(const __m512 (&acc)[kR][G], int64_t nr, int64_t nt, float
       if (t >= nt) return;
       for (int64_t r = 0; r < nr; ++r) y[t * ys + r] = o[r][g][l];
     }
+}
+
+// Weight rows to bring into L2 while a tile computes (the rows the next unpack reads): `step`
+// bytes (a multiple of 64) per block iteration k, starting at p; p == nullptr: none.
+struct Prefetch {
+  const uint8_t* p = nullptr;
+  int64_t step = 0;
+};
+inline void prefetch_part(const Prefetch& pf, int64_t k) {
+  if (!pf.p) return;
+  const uint8_t* s = pf.p + k * pf.step;
+  for (int64_t o = 0; o < pf.step; o += 64) _mm_prefetch(reinterpret_cast<const char*>(s + o), _MM_HINT_T1);
 }
 
 // ---- activations: Q8_0 (for Q4_0, Q5_0, Q8_0 weights) ------------------------------------
@@ -168,10 +181,12 @@ void pack_w80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws
 
 // 4 rows x 16G tokens over all nb blocks.
 template <int G>
-inline void tile_w80(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t gb, __m512 (&facc)[kR][G]) {
+inline void tile_w80(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t gb, const Prefetch& pf,
+                     __m512 (&facc)[kR][G]) {
   for (int r = 0; r < kR; ++r)
     for (int g = 0; g < G; ++g) facc[r][g] = _mm512_setzero_ps();
   for (int64_t k = 0; k < nb; ++k) {
+    prefetch_part(pf, k);
     const uint8_t* wb = ws + k * kW80Block;
     const uint8_t* ab[G];
     __m512i acc[kR][G];
@@ -210,9 +225,16 @@ constexpr int64_t kW6Block = kW6Q + kR * 256;
 int64_t scratch_bytes_w45(int64_t cols) { return cols / 256 * kW45Block; }
 int64_t scratch_bytes_w6(int64_t cols) { return cols / 256 * kW6Block; }
 
-inline int32_t pair16(int a, int b) {
-  return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(a)) |
-                              (static_cast<uint32_t>(static_cast<uint16_t>(b)) << 16));
+
+// Q4_K / Q5_K 12 packed bytes -> 8 scales (low 8 bytes) and 8 mins (high 8 bytes), 6-bit each.
+inline void k4_unpack_scales(const uint8_t* scales, uint64_t* sc, uint64_t* mn) {
+  uint32_t u[3];
+  std::memcpy(u, scales, 12);
+  const uint32_t m6 = 0x3f3f3f3f, m4 = 0x0f0f0f0f, m2 = 0x03030303;
+  const uint32_t sc_hi = (u[2] & m4) | (((u[0] >> 6) & m2) << 4);
+  const uint32_t mn_hi = ((u[2] >> 4) & m4) | (((u[1] >> 6) & m2) << 4);
+  *sc = (u[0] & m6) | (static_cast<uint64_t>(sc_hi) << 32);
+  *mn = (u[1] & m6) | (static_cast<uint64_t>(mn_hi) << 32);
 }
 
 template <bool kFive>
@@ -225,8 +247,8 @@ void pack_w45(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws
       if (r >= nr) {
         putf(o + kW45D + 4 * r, 0.f);
         putf(o + kW45Dmin + 4 * r, 0.f);
-        for (int g = 0; g < 8; ++g) put32(o + kW45Sc + 16 * g + 4 * r, 0);
-        for (int p = 0; p < 4; ++p) put32(o + kW45Mp + 16 * p + 4 * r, 0);
+        storeu256(o + kW45Sc + 32 * r, _mm256_setzero_si256());
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(o + kW45Mp + 16 * r), _mm_setzero_si128());
         for (int c = 0; c < 8; ++c) storeu256(q + 32 * c, _mm256_setzero_si256());
         continue;
       }
@@ -241,10 +263,11 @@ void pack_w45(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws
       }
       putf(o + kW45D + 4 * r, h2f(d));
       putf(o + kW45Dmin + 4 * r, h2f(dmin));
-      uint8_t sc[8], mn[8];
-      for (int g = 0; g < 8; ++g) k4_scale_min(g, scales, &sc[g], &mn[g]);
-      for (int g = 0; g < 8; ++g) put32(o + kW45Sc + 16 * g + 4 * r, sc[g]);
-      for (int p = 0; p < 4; ++p) put32(o + kW45Mp + 16 * p + 4 * r, pair16(mn[2 * p], mn[2 * p + 1]));
+      uint64_t sc, mn;
+      k4_unpack_scales(scales, &sc, &mn);
+      storeu256(o + kW45Sc + 32 * r, _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(sc))));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + kW45Mp + 16 * r),
+                       _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(mn))));
       __m256i hb = kFive ? loadu256(qh) : _mm256_setzero_si256();
       for (int c = 0; c < 4; ++c) {
         const __m256i v = loadu256(qs + 32 * c);
@@ -270,15 +293,18 @@ void pack_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws)
       uint8_t* q = o + kW6Q + 256 * r;
       if (r >= nr) {
         putf(o + kW6D + 4 * r, 0.f);
-        for (int g = 0; g < 16; ++g) put32(o + kW6Sc + 16 * g + 4 * r, 0);
-        for (int p = 0; p < 8; ++p) put32(o + kW6Op + 16 * p + 4 * r, 0);
+        _mm512_storeu_si512(o + kW6Sc + 64 * r, _mm512_setzero_si512());
+        storeu256(o + kW6Op + 32 * r, _mm256_setzero_si256());
         for (int c = 0; c < 8; ++c) storeu256(q + 32 * c, _mm256_setzero_si256());
         continue;
       }
       const BlockQ6_K& b = reinterpret_cast<const BlockQ6_K*>(w + r * wrb)[k];
       putf(o + kW6D + 4 * r, h2f(b.d));
-      for (int g = 0; g < 16; ++g) put32(o + kW6Sc + 16 * g + 4 * r, b.scales[g]);
-      for (int p = 0; p < 8; ++p) put32(o + kW6Op + 16 * p + 4 * r, pair16(-32 * b.scales[2 * p], -32 * b.scales[2 * p + 1]));
+      const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+      _mm512_storeu_si512(o + kW6Sc + 64 * r, _mm512_cvtepi8_epi32(sc8));
+      // int16 pairs (-32 sc[2p], -32 sc[2p + 1]).
+      storeu256(o + kW6Op + 32 * r,
+                _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc8), 5)));
       for (int n = 0; n < 2; ++n) {
         const __m256i ql0 = loadu256(b.ql + 64 * n), ql1 = loadu256(b.ql + 64 * n + 32);
         const __m256i qh = loadu256(b.qh + 32 * n);
@@ -309,10 +335,12 @@ inline void dp_steps(const uint8_t* wq, const uint8_t* const (&aq)[G], int s0, _
 }
 
 template <int G>
-inline void tile_w45(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t gb, __m512 (&facc)[kR][G]) {
+inline void tile_w45(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t gb, const Prefetch& pf,
+                     __m512 (&facc)[kR][G]) {
   for (int r = 0; r < kR; ++r)
     for (int g = 0; g < G; ++g) facc[r][g] = _mm512_setzero_ps();
   for (int64_t k = 0; k < nb; ++k) {
+    prefetch_part(pf, k);
     const uint8_t* wb = ws + k * kW45Block;
     const uint8_t* ab[G];
     const uint8_t* aq[G];
@@ -327,7 +355,7 @@ inline void tile_w45(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t 
     for (int grp = 0; grp < 8; ++grp) {
       dp_steps<G, 8>(wb + kW45Q, aq, 8 * grp, acc);
       for (int r = 0; r < kR; ++r) {
-        const __m512i sc = bcast32(wb + kW45Sc + 16 * grp + 4 * r);
+        const __m512i sc = bcast32(wb + kW45Sc + 32 * r + 4 * grp);
         for (int g = 0; g < G; ++g) isum[r][g] = _mm512_add_epi32(isum[r][g], _mm512_mullo_epi32(acc[r][g], sc));
       }
     }
@@ -338,7 +366,7 @@ inline void tile_w45(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t 
       __m512i bs[G];
       for (int g = 0; g < G; ++g) bs[g] = _mm512_load_si512(ab[g] + kA8KBs32 + 64 * p);
       for (int r = 0; r < kR; ++r) {
-        const __m512i m = bcast32(wb + kW45Mp + 16 * p + 4 * r);
+        const __m512i m = bcast32(wb + kW45Mp + 16 * r + 4 * p);
         for (int g = 0; g < G; ++g) acc[r][g] = _mm512_dpwssd_epi32(acc[r][g], bs[g], m);
       }
     }
@@ -355,10 +383,12 @@ inline void tile_w45(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t 
 }
 
 template <int G>
-inline void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t gb, __m512 (&facc)[kR][G]) {
+inline void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t gb, const Prefetch& pf,
+                     __m512 (&facc)[kR][G]) {
   for (int r = 0; r < kR; ++r)
     for (int g = 0; g < G; ++g) facc[r][g] = _mm512_setzero_ps();
   for (int64_t k = 0; k < nb; ++k) {
+    prefetch_part(pf, k);
     const uint8_t* wb = ws + k * kW6Block;
     const uint8_t* ab[G];
     const uint8_t* aq[G];
@@ -374,7 +404,7 @@ inline void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t g
       __m512i bs[G];
       for (int g = 0; g < G; ++g) bs[g] = _mm512_load_si512(ab[g] + kA8KBs16 + 64 * p);
       for (int r = 0; r < kR; ++r) {
-        const __m512i o = bcast32(wb + kW6Op + 16 * p + 4 * r);
+        const __m512i o = bcast32(wb + kW6Op + 32 * r + 4 * p);
         for (int g = 0; g < G; ++g) isum[r][g] = _mm512_dpwssd_epi32(isum[r][g], bs[g], o);
       }
     }
@@ -382,7 +412,7 @@ inline void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t g
     for (int grp = 0; grp < 16; ++grp) {
       dp_steps<G, 4>(wb + kW6Q, aq, 4 * grp, acc);
       for (int r = 0; r < kR; ++r) {
-        const __m512i sc = bcast32(wb + kW6Sc + 16 * grp + 4 * r);
+        const __m512i sc = bcast32(wb + kW6Sc + 64 * r + 4 * grp);
         for (int g = 0; g < G; ++g) isum[r][g] = _mm512_add_epi32(isum[r][g], _mm512_mullo_epi32(acc[r][g], sc));
       }
     }
@@ -400,46 +430,67 @@ inline void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t g
 
 using PackW = void (*)(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws);
 
-// Row quads: unpack 4 weight rows once, then run them against every pair of token groups.
+// Row quads: unpack 4 weight rows once, then run them against every pair of token groups. The
+// first tile of each quad prefetches the rows the next unpack reads (the next quad, or after
+// the last quad the first rows of next_w, the caller's next work item).
 template <PackW kPack, int64_t kElemsPerBlock, template <int> class Tile>
 void rows_driver(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens,
-                 float* y, int64_t ys, uint8_t* ws, int64_t gb) {
+                 float* y, int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr, int64_t gb) {
   const int64_t nb = cols / kElemsPerBlock;
   const int64_t n_groups = (n_tokens + kG - 1) / kG;
   for (int64_t r0 = 0; r0 < nr; r0 += kR) {
     const int64_t rq = nr - r0 < kR ? nr - r0 : kR;
     kPack(w + r0 * wrb, wrb, rq, nb, ws);
+    Prefetch pf;
+    const int64_t pf_rows = r0 + kR < nr ? std::min<int64_t>(kR, nr - r0 - kR) : std::min<int64_t>(kR, next_nr);
+    if (pf_rows > 0) {
+      pf.p = r0 + kR < nr ? w + (r0 + kR) * wrb : next_w;
+      pf.step = (pf_rows * wrb + nb * 64 - 1) / (nb * 64) * 64;
+    }
     int64_t g0 = 0;
     for (; g0 + 2 <= n_groups; g0 += 2) {
       __m512 facc[kR][2];
-      Tile<2>::run(ws, nb, act + g0 * gb, gb, facc);
+      Tile<2>::run(ws, nb, act + g0 * gb, gb, pf, facc);
       store_tile<2>(facc, rq, n_tokens - g0 * kG, y + g0 * kG * ys + r0, ys);
+      pf.p = nullptr;
     }
     if (g0 < n_groups) {
       __m512 facc[kR][1];
-      Tile<1>::run(ws, nb, act + g0 * gb, gb, facc);
+      Tile<1>::run(ws, nb, act + g0 * gb, gb, pf, facc);
       store_tile<1>(facc, rq, n_tokens - g0 * kG, y + g0 * kG * ys + r0, ys);
     }
   }
 }
 
-template <int G> struct TileW80 { static void run(const uint8_t* ws, int64_t nb, const uint8_t* a, int64_t gb, __m512 (&f)[kR][G]) { tile_w80<G>(ws, nb, a, gb, f); } };
-template <int G> struct TileW45 { static void run(const uint8_t* ws, int64_t nb, const uint8_t* a, int64_t gb, __m512 (&f)[kR][G]) { tile_w45<G>(ws, nb, a, gb, f); } };
-template <int G> struct TileW6 { static void run(const uint8_t* ws, int64_t nb, const uint8_t* a, int64_t gb, __m512 (&f)[kR][G]) { tile_w6<G>(ws, nb, a, gb, f); } };
+#define STRATA_TILE(Name, fn)                                                                                  \
+  template <int G>                                                                                            \
+  struct Name {                                                                                               \
+    static void run(const uint8_t* ws, int64_t nb, const uint8_t* a, int64_t gb, const Prefetch& pf,        \
+                    __m512 (&f)[kR][G]) {                                                                     \
+      fn<G>(ws, nb, a, gb, pf, f);                                                                            \
+    }                                                                                                         \
+  };
+STRATA_TILE(TileW80, tile_w80)
+STRATA_TILE(TileW45, tile_w45)
+STRATA_TILE(TileW6, tile_w6)
+#undef STRATA_TILE
 
 template <DType T>
 void rows_w80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
-              int64_t ys, uint8_t* ws) {
-  rows_driver<&pack_w80<T>, 32, TileW80>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_0(cols));
+              int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
+  rows_driver<&pack_w80<T>, 32, TileW80>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr,
+                                         group_bytes_q8_0(cols));
 }
 template <bool kFive>
 void rows_w45(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
-              int64_t ys, uint8_t* ws) {
-  rows_driver<&pack_w45<kFive>, 256, TileW45>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_k(cols));
+              int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
+  rows_driver<&pack_w45<kFive>, 256, TileW45>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr,
+                                              group_bytes_q8_k(cols));
 }
 void rows_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
-             int64_t ys, uint8_t* ws) {
-  rows_driver<&pack_w6, 256, TileW6>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_k(cols));
+             int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
+  rows_driver<&pack_w6, 256, TileW6>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr,
+                                     group_bytes_q8_k(cols));
 }
 
 const GemmKernels kQ8_0{&group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q8_0>};

@@ -63,13 +63,23 @@ void matmul_packed(ThreadPool& pool, const GemmKernels& gk, const void* w, int64
   // 2. Row chunks x token chunks, handed out dynamically.
   static constexpr auto work = [](Job* j, int ith) {
     uint8_t* ws = j->wscratch + ith * j->wsb;
-    for (;;) {
-      const int64_t item = j->counter.next.fetch_add(1, std::memory_order_relaxed);
-      if (item >= j->n_items) return;
+    // Each thread claims its next item before computing the current one, so the kernel can
+    // prefetch that item's first weight rows.
+    int64_t item = j->counter.next.fetch_add(1, std::memory_order_relaxed);
+    while (item < j->n_items) {
+      const int64_t next = j->counter.next.fetch_add(1, std::memory_order_relaxed);
       const int64_t r0 = (item / j->n_tc) * kGemmRowChunk, r1 = std::min(j->rows, r0 + kGemmRowChunk);
       const int64_t t0 = (item % j->n_tc) * kGemmTokenChunk, t1 = std::min(j->n_tokens, t0 + kGemmTokenChunk);
+      const uint8_t* next_w = nullptr;
+      int64_t next_nr = 0;
+      if (next < j->n_items) {
+        const int64_t nr0 = (next / j->n_tc) * kGemmRowChunk;
+        next_w = j->w + nr0 * j->w_row_bytes;
+        next_nr = std::min(j->rows, nr0 + kGemmRowChunk) - nr0;
+      }
       j->gk->rows(j->w + r0 * j->w_row_bytes, j->w_row_bytes, r1 - r0, j->cols, j->act + (t0 / kGemmTokenGroup) * j->gb,
-                  t1 - t0, j->y + t0 * j->rows + r0, j->rows, ws);
+                  t1 - t0, j->y + t0 * j->rows + r0, j->rows, ws, next_w, next_nr);
+      item = next;
     }
   };
   if (nth == 1) {

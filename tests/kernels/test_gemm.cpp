@@ -40,7 +40,7 @@ void check_gemm(const GemmKernels& gk, DType wt, const Case& c, uint32_t seed) {
 
   const int64_t ys = c.rows + 3;  // a gap after each token's outputs must stay untouched
   std::vector<float> y(static_cast<size_t>(c.tokens * ys), NAN);
-  gk.rows(w.data(), wrb, c.rows, c.cols, act, c.tokens, y.data(), ys, align64(ws_buf));
+  gk.rows(w.data(), wrb, c.rows, c.cols, act, c.tokens, y.data(), ys, align64(ws_buf), nullptr, 0);
 
   std::vector<uint8_t> a(static_cast<size_t>(arb));
   for (int64_t t = 0; t < c.tokens; ++t) {
@@ -110,7 +110,7 @@ TEST(Gemm, ZeroActivationsGiveZeros) {
     uint8_t* act = align64(act_buf);
     for (int64_t g = 0; g < 2; ++g) gk->pack_group(x.data(), cols, tokens, g, act + g * gk->group_bytes(cols));
     std::vector<float> y(static_cast<size_t>(tokens * rows), NAN);
-    gk->rows(w.data(), wrb, rows, cols, act, tokens, y.data(), rows, align64(ws_buf));
+    gk->rows(w.data(), wrb, rows, cols, act, tokens, y.data(), rows, align64(ws_buf), w.data(), rows);
     for (float v : y) ASSERT_EQ(v, 0.f) << dtype_name(wt);
   }
 }

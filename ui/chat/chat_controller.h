@@ -10,8 +10,8 @@
 
 #include "ui/chat/chat_model.h"
 #include "ui/chat/conversation_list_model.h"
+#include "ui/client/chat_stream.h"
 
-class ChatStream;
 class ConversationStore;
 class EngineClient;
 

@@ -93,41 +93,83 @@ QString formatBytes(quint64 bytes) {
   return QStringLiteral("%1 %2").arg(v, 0, 'f', 1).arg(QLatin1String(units[u]));
 }
 
+namespace {
+
+struct LegendEntry {
+  QColor colour;
+  bool hatched;
+  QString text;
+};
+
+QList<LegendEntry> legendEntries() {
+  QList<LegendEntry> out;
+  for (int i = 0; i < kMemorySegmentCount; ++i) {
+    const auto s = static_cast<MemorySegment>(i);
+    out.append({memorySegmentColor(s), false, memorySegmentName(s)});
+  }
+  out.append({memorySegmentColor(MemorySegment::Free), true, QStringLiteral("simulated")});
+  return out;
+}
+
+// Top-left of each entry when laid out in `width`; returns the number of lines.
+int layoutLegend(const QFontMetrics& fm, int width, QList<QPoint>* at) {
+  const int lineHeight = fm.height() + 4;
+  int x = 0, line = 0;
+  for (const LegendEntry& e : legendEntries()) {
+    const int w = fm.height() + fm.horizontalAdvance(e.text) + 10;
+    if (x > 0 && x + w > width) {
+      x = 0;
+      ++line;
+    }
+    if (at) at->append(QPoint(x, line * lineHeight));
+    x += w;
+  }
+  return line + 1;
+}
+
+}  // namespace
+
 MemoryLegend::MemoryLegend(QWidget* parent) : QWidget(parent) {
-  setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
+  QSizePolicy policy(QSizePolicy::Preferred, QSizePolicy::Fixed);
+  policy.setHeightForWidth(true);
+  setSizePolicy(policy);
 }
 
 QSize MemoryLegend::sizeHint() const {
   const QFontMetrics fm(font());
-  int w = 0;
-  for (int i = 0; i < kMemorySegmentCount; ++i)
-    w += fm.height() + 4 + fm.horizontalAdvance(memorySegmentName(static_cast<MemorySegment>(i))) + 10;
-  w += fm.height() + 4 + fm.horizontalAdvance(QStringLiteral("simulated"));
-  return {w, fm.height() + 4};
+  int oneLine = 0;
+  for (const LegendEntry& e : legendEntries()) oneLine += fm.height() + fm.horizontalAdvance(e.text) + 10;
+  return {oneLine, fm.height() + 4};
+}
+
+int MemoryLegend::heightForWidth(int width) const {
+  const QFontMetrics fm(font());
+  return layoutLegend(fm, width, nullptr) * (fm.height() + 4);
+}
+
+void MemoryLegend::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  const int h = heightForWidth(width());
+  if (h != height()) setFixedHeight(h);
 }
 
 void MemoryLegend::paintEvent(QPaintEvent*) {
   QPainter p(this);
   const QFontMetrics fm(font());
   const int box = fm.height() - 4;
-  int x = 0;
-  const int y = (height() - box) / 2;
-  auto swatch = [&](const QColor& colour, bool hatched, const QString& text) {
-    const QRect r(x, y, box, box);
-    p.fillRect(r, colour);
-    if (hatched) p.fillRect(r, QBrush(QColor(0, 0, 0, 110), Qt::BDiagPattern));
+  QList<QPoint> at;
+  layoutLegend(fm, width(), &at);
+  const QList<LegendEntry> entries = legendEntries();
+  for (int i = 0; i < entries.size(); ++i) {
+    const LegendEntry& e = entries[i];
+    const QRect r(at[i].x(), at[i].y() + 4, box, box);
+    p.fillRect(r, e.colour);
+    if (e.hatched) p.fillRect(r, QBrush(QColor(0, 0, 0, 110), Qt::BDiagPattern));
     p.setPen(palette().color(QPalette::Mid));
     p.drawRect(r.adjusted(0, 0, -1, -1));
     p.setPen(palette().color(QPalette::WindowText));
-    x += box + 4;
-    p.drawText(QRect(x, 0, fm.horizontalAdvance(text) + 2, height()), Qt::AlignVCenter, text);
-    x += fm.horizontalAdvance(text) + 10;
-  };
-  for (int i = 0; i < kMemorySegmentCount; ++i) {
-    const auto s = static_cast<MemorySegment>(i);
-    swatch(memorySegmentColor(s), false, memorySegmentName(s));
+    p.drawText(QRect(r.right() + 4, at[i].y(), fm.horizontalAdvance(e.text) + 2, fm.height() + 4), Qt::AlignVCenter, e.text);
   }
-  swatch(memorySegmentColor(MemorySegment::Free), true, QStringLiteral("simulated"));
 }
 
 }  // namespace strata::ui

@@ -41,15 +41,18 @@ void paintMemoryBar(QPainter& painter, const QRectF& rect, const MemoryBreakdown
 // "22.6 GiB", "180.5 MiB", "12 B": binary units, one decimal (as the engine's format_bytes).
 QString formatBytes(quint64 bytes);
 
-// A row of colour swatches with the segment names, plus "hatched: simulated".
+// Colour swatches with the segment names, plus "hatched: simulated"; wraps when narrow.
 class MemoryLegend : public QWidget {
   Q_OBJECT
  public:
   explicit MemoryLegend(QWidget* parent = nullptr);
   QSize sizeHint() const override;
+  bool hasHeightForWidth() const override { return true; }
+  int heightForWidth(int width) const override;  // wraps onto more lines when narrow
 
  protected:
   void paintEvent(QPaintEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;  // takes the wrapped height
 };
 
 }  // namespace strata::ui

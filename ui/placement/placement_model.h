@@ -125,6 +125,7 @@ class PlacementModel : public QAbstractTableModel {
   QString checkDevices(const PlacementData& p) const;
   QStringList deviceIds() const;
   const PlacementData& shown() const { return preview_ ? *preview_ : placement_; }
+  void recompute();  // memory_ and cost_ for shown(); emits estimateChanged and lane headers
 
   ModelInfo model_;
   QList<DeviceSpec> devices_;
@@ -132,6 +133,8 @@ class PlacementModel : public QAbstractTableModel {
   PlacementData placement_;
   PlacementData applied_;
   std::optional<PlacementData> preview_;
+  QList<DeviceMemoryEstimate> memory_;  // of shown()
+  CostPrediction cost_;
   QUndoStack* undo_;
   QString lastError_;
 };

@@ -14,6 +14,8 @@ namespace {
 QJsonObject parseObject(const QString& text) { return QJsonDocument::fromJson(text.toUtf8()).object(); }
 QString toText(const QJsonObject& o) { return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact)); }
 qint64 nowMs() { return QDateTime::currentMSecsSinceEpoch(); }
+// A null QString binds as SQL NULL; the text columns are NOT NULL, so bind "" instead.
+QString text(const QString& s) { return s.isNull() ? QStringLiteral("") : s; }
 }  // namespace
 
 ConversationStore::~ConversationStore() {
@@ -100,8 +102,8 @@ qint64 ConversationStore::createConversation(const QString& title, const QString
   q.prepare(QStringLiteral("INSERT INTO conversations (title, system_prompt, sampling, created_ms, updated_ms)"
                            " VALUES (?, ?, ?, ?, ?)"));
   const qint64 now = nowMs();
-  q.addBindValue(title);
-  q.addBindValue(systemPrompt);
+  q.addBindValue(text(title));
+  q.addBindValue(text(systemPrompt));
   q.addBindValue(toText(sampling));
   q.addBindValue(now);
   q.addBindValue(now);
@@ -115,8 +117,8 @@ qint64 ConversationStore::createConversation(const QString& title, const QString
 bool ConversationStore::updateConversation(const StoredConversation& c) {
   QSqlQuery q(QSqlDatabase::database(connection_));
   q.prepare(QStringLiteral("UPDATE conversations SET title = ?, system_prompt = ?, sampling = ?, updated_ms = ? WHERE id = ?"));
-  q.addBindValue(c.title);
-  q.addBindValue(c.systemPrompt);
+  q.addBindValue(text(c.title));
+  q.addBindValue(text(c.systemPrompt));
   q.addBindValue(toText(c.sampling));
   q.addBindValue(nowMs());
   q.addBindValue(c.id);
@@ -166,13 +168,13 @@ qint64 ConversationStore::addMessage(const StoredMessage& m) {
                            " tokens_per_s, ttft_ms, finish_reason, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   q.addBindValue(m.conversationId);
   q.addBindValue(m.position);
-  q.addBindValue(m.role);
-  q.addBindValue(m.content);
+  q.addBindValue(text(m.role));
+  q.addBindValue(text(m.content));
   q.addBindValue(m.complete ? 1 : 0);
   q.addBindValue(m.tokens);
   q.addBindValue(m.tokensPerSecond);
   q.addBindValue(m.ttftMs);
-  q.addBindValue(m.finishReason);
+  q.addBindValue(text(m.finishReason));
   q.addBindValue(nowMs());
   if (!q.exec()) {
     lastError_ = q.lastError().text();
@@ -186,12 +188,12 @@ bool ConversationStore::updateMessage(const StoredMessage& m) {
   QSqlQuery q(QSqlDatabase::database(connection_));
   q.prepare(QStringLiteral("UPDATE messages SET content = ?, complete = ?, tokens = ?, tokens_per_s = ?, ttft_ms = ?,"
                            " finish_reason = ? WHERE id = ?"));
-  q.addBindValue(m.content);
+  q.addBindValue(text(m.content));
   q.addBindValue(m.complete ? 1 : 0);
   q.addBindValue(m.tokens);
   q.addBindValue(m.tokensPerSecond);
   q.addBindValue(m.ttftMs);
-  q.addBindValue(m.finishReason);
+  q.addBindValue(text(m.finishReason));
   q.addBindValue(m.id);
   if (q.exec()) return true;
   lastError_ = q.lastError().text();

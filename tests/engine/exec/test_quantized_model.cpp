@@ -83,16 +83,6 @@ std::vector<float> logits_after(const fs::path& path, const std::vector<int32_t>
   return std::vector<float>(logits, logits + (*m)->config().n_vocab);
 }
 
-// max |a - b| / max |b|
-double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!std::isfinite(a[i])) return INFINITY;
-    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
-  }
-  return diff / scale;
-}
 
 const std::vector<int32_t> kPrompt = {1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338};
 
@@ -107,7 +97,7 @@ TEST_P(QuantizedModel, LogitsMatchDequantizedF32Copy) {
   const auto lf = logits_after(f, kPrompt, 2, false);
   ASSERT_EQ(lq.size(), 512u);
   ASSERT_EQ(lf.size(), 512u);
-  EXPECT_LT(relative_error(lq, lf), tolerance) << type;
+  EXPECT_LT(test::relative_error(lq, lf), tolerance) << type;
 }
 
 TEST_P(QuantizedModel, BatchedPromptEqualsTokenByToken) {
@@ -116,13 +106,13 @@ TEST_P(QuantizedModel, BatchedPromptEqualsTokenByToken) {
   const auto batched = logits_after(q, kPrompt, 2, false);
   const auto single = logits_after(q, kPrompt, 2, true);
   // Same arithmetic per token; only the summation order of tiled products may differ.
-  EXPECT_LT(relative_error(batched, single), 1e-4);
+  EXPECT_LT(test::relative_error(batched, single), 1e-4);
 }
 
 TEST_P(QuantizedModel, ThreadCountDoesNotChangeLogits) {
   if (!test::have(vocab_file())) GTEST_SKIP() << "missing " << vocab_file();
   const fs::path q = make_model(GetParam().first);
-  EXPECT_LT(relative_error(logits_after(q, kPrompt, 1, false), logits_after(q, kPrompt, 2, false)), 1e-5);
+  EXPECT_LT(test::relative_error(logits_after(q, kPrompt, 1, false), logits_after(q, kPrompt, 2, false)), 1e-5);
 }
 
 // Tolerances (max |error| over max |logit|): activations are quantized to 8 bits for the integer
@@ -145,8 +135,8 @@ TEST(Qwen2Model, BiasesAndNeoxRopeRun) {
   EXPECT_EQ((*m)->config().rope_style, model::RopeStyle::Neox);
   EXPECT_TRUE((*m)->weights().layers[0].bq.present());
   const fs::path f = dequantized_copy(q);
-  EXPECT_LT(relative_error(logits_after(q, kPrompt, 2, false), logits_after(f, kPrompt, 2, false)), 3e-2);
-  EXPECT_LT(relative_error(logits_after(q, kPrompt, 2, false), logits_after(q, kPrompt, 2, true)), 1e-4);
+  EXPECT_LT(test::relative_error(logits_after(q, kPrompt, 2, false), logits_after(f, kPrompt, 2, false)), 3e-2);
+  EXPECT_LT(test::relative_error(logits_after(q, kPrompt, 2, false), logits_after(q, kPrompt, 2, true)), 1e-4);
 }
 
 }  // namespace

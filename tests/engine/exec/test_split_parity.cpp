@@ -99,15 +99,6 @@ RunResult run(const model::Model& m, const Devices& devices, const Placement& p,
   return r;
 }
 
-double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!std::isfinite(a[i])) return INFINITY;
-    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
-  }
-  return diff / scale;
-}
 
 enum class Plan { Layer2, Layer3, Tensor2, Mixed, KvOnCpu, HeadElsewhere };
 
@@ -173,7 +164,7 @@ TEST_P(SplitParity, TokensAndLogitsMatchSingleDevice) {
   EXPECT_EQ(got.tokens, want.tokens);
   const bool layer_only = which == Plan::Layer2 || which == Plan::Layer3 || which == Plan::HeadElsewhere;
   const double tolerance = layer_only ? 0.0 : model_name == "random-q8_0" ? 2e-2 : 1e-4;
-  EXPECT_LE(relative_error(got.first_logits, want.first_logits), tolerance);
+  EXPECT_LE(test::relative_error(got.first_logits, want.first_logits), tolerance);
 }
 
 INSTANTIATE_TEST_SUITE_P(Plans, SplitParity,

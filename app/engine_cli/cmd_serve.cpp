@@ -1,0 +1,143 @@
+// app/engine_cli/cmd_serve.cpp — `strata-engine serve`: loads a model onto the devices and serves
+// the OpenAI and control APIs (engine/serve) until SIGINT/SIGTERM. Prints only to stderr.
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <pthread.h>
+
+#include "app/engine_cli/commands.h"
+#include "app/engine_cli/common.h"
+#include "app/engine_cli/placement_cli.h"
+
+#ifdef STRATA_HAVE_SERVER
+#include "engine/serve/engine_host.h"
+#include "engine/serve/server.h"
+#endif
+
+namespace strata::cli {
+
+namespace {
+struct ServeOptions {
+  ModelOptions model;
+  DeviceOptions devices;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string api_key;
+  int64_t parallel = 4;
+  int64_t queue = 64;
+  std::string max_body = "8MiB";
+  int64_t max_streams = 32;
+  int http_threads = 0;
+};
+
+#ifdef STRATA_HAVE_SERVER
+int serve(const ServeOptions& o) {
+  // Signals go to one waiting thread; block them before any thread starts.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  std::string key = o.api_key;
+  if (key.empty()) {
+    if (const char* env = std::getenv("STRATA_API_KEY")) key = env;
+  }
+  if (!serve::is_loopback_host(o.host) && key.empty())
+    return report(Error{Code::InvalidArgument, "refusing to listen on " + o.host +
+                                                   " without --api-key: only loopback addresses may go without a key"});
+  auto max_body = exec::parse_bytes(o.max_body);
+  if (!max_body.ok()) return report(max_body.error());
+
+  auto model = load_model(o.model, /*remember=*/false);
+  if (!model.ok()) return report(model.error());
+  const bool only_cpu = o.devices.devices == "cpu" || o.devices.devices.rfind("cpu:", 0) == 0;
+  auto rt = make_runtime_devices(o.model, o.devices, !only_cpu || o.devices.placement == "auto");
+  if (!rt.ok()) return report(rt.error());
+  auto plan = make_plan(**model, *rt, o.model, o.devices, o.parallel);
+  if (!plan.ok()) return report(plan.error());
+
+  serve::HostOptions ho;
+  ho.n_seq = o.parallel;
+  ho.max_waiting = o.queue;
+  plan::PlacementRequest& req = ho.default_request;  // for loads with "placement": null
+  req.split_mode = plan::parse_split_mode(o.devices.split_mode).ok() ? *plan::parse_split_mode(o.devices.split_mode)
+                                                                      : plan::SplitMode::Layer;
+  if (!o.devices.split_ratio.empty()) {
+    if (auto r = plan::parse_split_ratio(o.devices.split_ratio); r.ok()) req.split_ratio = *r;
+  }
+  req.gpu_layers = o.devices.gpu_layers;
+  req.kv_on_cpu = o.devices.kv_on_cpu;
+  req.main_device = o.devices.main_device;
+  req.n_ctx = o.model.ctx;
+  req.max_batch = o.devices.max_batch;
+  if (auto g = plan::parse_plan_goal(o.devices.goal); g.ok()) req.goal = *g;
+
+  const std::string model_name = (*model)->path().stem().string();
+  serve::EngineHost host(std::move(rt->devices), ho);
+  if (Status s = host.adopt(std::move(*model), plan->placement); !s.ok()) return report(s.error());
+
+  serve::ServerOptions so;
+  so.host = o.host;
+  so.port = o.port;
+  so.api_key = key;
+  so.max_body_bytes = *max_body;
+  so.max_streams = o.max_streams;
+  so.threads = o.http_threads;
+  auto server = serve::Server::create(host, so);
+  if (!server.ok()) return report(server.error());
+  auto port = (*server)->bind();
+  if (!port.ok()) return report(port.error());
+  for (const std::string& line : plan->explanation) std::fprintf(stderr, "  %s\n", line.c_str());
+  std::fprintf(stderr, "strata-engine serve: %s, %lld slots, ctx %lld%s\n", model_name.c_str(),
+               static_cast<long long>(o.parallel), static_cast<long long>(plan->placement.n_ctx),
+               key.empty() ? "" : ", API key required");
+  std::fprintf(stderr, "listening on %s:%d\n", o.host.c_str(), *port);
+  std::fflush(stderr);
+
+  serve::Server* srv = server->get();
+  std::thread waiter([srv, set] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    srv->stop();
+  });
+  Status s = srv->listen();
+  pthread_kill(waiter.native_handle(), SIGTERM);  // wakes the waiter if listen() ended by itself
+  waiter.join();
+  server->reset();
+  host.unload();
+  std::fprintf(stderr, "strata-engine serve: stopped\n");
+  if (!s.ok()) return report(s.error());
+  return 0;
+}
+#endif
+}  // namespace
+
+Command add_serve_command(CLI::App& app) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* cmd = app.add_subcommand("serve", "serve the OpenAI-compatible HTTP API and the control API (docs/api.md)");
+  add_model_options(*cmd, o->model);
+  add_device_options(*cmd, o->devices, /*with_trace=*/false);
+  cmd->add_option("--host", o->host, "address to listen on (non-loopback needs --api-key)");
+  cmd->add_option("--port", o->port, "port (0: any free port; the chosen one is printed)")->check(CLI::Range(0, 65535));
+  cmd->add_option("--api-key", o->api_key, "require 'Authorization: Bearer KEY' on every route (or STRATA_API_KEY)");
+  cmd->add_option("--parallel", o->parallel, "sequence slots generating at once")->check(CLI::Range(int64_t{1}, int64_t{256}));
+  cmd->add_option("--queue", o->queue, "requests waiting for a slot before 429")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  cmd->add_option("--max-body", o->max_body, "largest request body (e.g. 8MiB)");
+  cmd->add_option("--max-streams", o->max_streams, "concurrent streaming responses")->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  cmd->add_option("--http-threads", o->http_threads, "HTTP worker threads (default: max streams + 16)")->check(CLI::Range(0, 4096));
+#ifdef STRATA_HAVE_SERVER
+  return [o] { return serve(*o); };
+#else
+  return [] {
+    std::fprintf(stderr, "error: strata-engine was built without the HTTP server (install libcpp-httplib-dev and rebuild)\n");
+    return 1;
+  };
+#endif
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,73 @@
+// app/gui/main.cpp — `strata`, the desktop workstation: command line, theme, the Workstation (engine
+// child or remote engine, conversations) and the main window; optionally a screenshot run.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QDir>
+#include <QTimer>
+
+#include "ui/app/app_settings.h"
+#include "ui/app/main_window.h"
+#include "ui/app/screenshot_script.h"
+#include "ui/app/theme.h"
+#include "ui/app/workstation.h"
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName(QStringLiteral("Strata"));
+  QApplication::setApplicationName(QStringLiteral("Strata"));
+  QApplication::setApplicationVersion(QStringLiteral(STRATA_GUI_VERSION));
+
+  QCommandLineParser cli;
+  cli.setApplicationDescription(QStringLiteral("Strata: chat, place and profile LLMs across your devices."));
+  cli.addHelpOption();
+  cli.addVersionOption();
+  const QCommandLineOption model({QStringLiteral("m"), QStringLiteral("model")}, QStringLiteral("GGUF model to load"), QStringLiteral("path"));
+  const QCommandLineOption devices(QStringLiteral("devices"), QStringLiteral("--devices for the local engine, e.g. cpu,sim:gpu0:24GiB"), QStringLiteral("spec"));
+  const QCommandLineOption ctx(QStringLiteral("ctx"), QStringLiteral("context length"), QStringLiteral("n"));
+  const QCommandLineOption threads(QStringLiteral("threads"), QStringLiteral("engine CPU threads"), QStringLiteral("n"));
+  const QCommandLineOption engine(QStringLiteral("engine"), QStringLiteral("path of strata-engine"), QStringLiteral("path"));
+  const QCommandLineOption remote(QStringLiteral("remote"), QStringLiteral("attach to an engine at this URL"), QStringLiteral("url"));
+  const QCommandLineOption key(QStringLiteral("api-key"), QStringLiteral("API key of the remote engine"), QStringLiteral("key"));
+  const QCommandLineOption dataDir(QStringLiteral("data-dir"), QStringLiteral("folder of the conversation database (default: the user's data folder)"), QStringLiteral("dir"));
+  const QCommandLineOption noSettings(QStringLiteral("no-settings"), QStringLiteral("ignore and do not change saved settings"));
+  const QCommandLineOption shots(QStringLiteral("screenshot-script"), QStringLiteral("save screenshots into this folder and quit (also STRATA_SCREENSHOT_DIR)"), QStringLiteral("dir"));
+  const QCommandLineOption prompt(QStringLiteral("prompt"), QStringLiteral("prompt of the screenshot run"), QStringLiteral("text"), QStringLiteral("Once upon a time"));
+  cli.addOptions({model, devices, ctx, threads, engine, remote, key, dataDir, noSettings, shots, prompt});
+  cli.process(app);
+
+  QString shotDir = cli.value(shots);
+  if (shotDir.isEmpty()) shotDir = qEnvironmentVariable("STRATA_SCREENSHOT_DIR");
+  const bool persist = !cli.isSet(noSettings) && shotDir.isEmpty();
+
+  AppSettings settings = persist ? AppSettings::load() : AppSettings{};
+  if (!persist) settings.defaultSampling = {};
+  if (cli.isSet(model)) {
+    settings.lastModel = QDir::current().absoluteFilePath(cli.value(model));
+    settings.lastPlacement = {};
+  }
+  if (cli.isSet(devices)) settings.devices = cli.value(devices);
+  if (cli.isSet(ctx)) settings.ctx = cli.value(ctx).toInt();
+  if (cli.isSet(threads)) settings.threads = cli.value(threads).toInt();
+  if (cli.isSet(engine)) settings.enginePath = cli.value(engine);
+  if (cli.isSet(remote)) {
+    settings.engineMode = AppSettings::EngineMode::Remote;
+    settings.remoteUrl = cli.value(remote);
+    settings.remoteKey = cli.value(key);
+  }
+  theme::apply(app, settings.theme);
+
+  Workstation ws(settings, persist);
+  const QString db = cli.isSet(dataDir) ? QDir(cli.value(dataDir)).filePath(QStringLiteral("strata.sqlite3")) : QString();
+  ws.openStore(db);
+  MainWindow window(&ws);
+  if (!shotDir.isEmpty()) window.resize(1600, 1000);
+  window.show();
+  ws.start();
+  ws.rescanModels();
+
+  if (!shotDir.isEmpty()) {
+    auto* script = new ScreenshotScript(&window, shotDir, cli.value(prompt), &window);
+    QTimer::singleShot(0, script, &ScreenshotScript::start);
+  }
+  return app.exec();
+}

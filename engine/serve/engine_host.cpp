@@ -1,0 +1,209 @@
+// engine/serve/engine_host.cpp — devices, recorder, model load/unload and the control JSON.
+// Depends on the engine core only (no HTTP library).
+#include "engine/serve/engine_host.h"
+
+#include <thread>
+
+#include "engine/plan/memory_estimate.h"
+#include "engine/plan/placement_validate.h"
+
+namespace strata::serve {
+
+LoadedModel::~LoadedModel() {
+  if (scheduler) scheduler->shutdown();
+}
+
+EngineHost::EngineHost(std::vector<std::unique_ptr<exec::Device>> devices, HostOptions options)
+    : devices_(std::move(devices)), options_(std::move(options)), started_(std::chrono::steady_clock::now()) {
+  for (const auto& d : devices_) {
+    infos_.push_back(d->info());
+    recorder_.add_lane(d->id(), d->info().simulated);
+  }
+  host_lane_ = recorder_.add_lane("host", false);
+}
+
+EngineHost::~EngineHost() { unload(); }
+
+std::shared_ptr<LoadedModel> EngineHost::current() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return current_;
+}
+
+std::string EngineHost::state() const {
+  if (loading_.load()) return "loading";
+  return current() ? "ready" : "empty";
+}
+
+std::vector<exec::DeviceInfo> EngineHost::device_infos() const {
+  std::vector<exec::DeviceInfo> out;
+  for (const auto& d : devices_) out.push_back(d->info());
+  return out;
+}
+
+void EngineHost::unload() {
+  std::shared_ptr<LoadedModel> old;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    old.swap(current_);
+  }
+  if (!old) return;
+  old->scheduler->shutdown();  // every request finishes (Cancelled); streams let go of `old`
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (old.use_count() > 1 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  old.reset();
+}
+
+Status EngineHost::install(std::unique_ptr<model::Model> model, const plan::Placement& placement) {
+  auto loaded = std::make_shared<LoadedModel>();
+  loaded->id = model->path().stem().string();
+  loaded->own_template = !model->chat_template().empty();
+  auto tmpl = chat::template_for_model(model->chat_template());
+  if (tmpl.ok()) {
+    loaded->tmpl = std::move(*tmpl);
+  } else {
+    loaded->template_error = tmpl.error().message;
+  }
+  std::vector<exec::Device*> list;
+  for (const auto& d : devices_) list.push_back(d.get());
+  STRATA_ASSIGN_OR_RETURN(loaded->pipeline, exec::Pipeline::create(*model, list, placement, &recorder_));
+  loaded->model = std::move(model);
+  exec::SchedulerOptions so;
+  so.max_waiting = options_.max_waiting;
+  so.recorder = &recorder_;
+  so.host_lane = host_lane_;
+  loaded->scheduler = std::make_shared<exec::Scheduler>(*loaded->pipeline, so);
+  loaded->loaded_at = std::chrono::system_clock::now();
+  loaded->pipeline->snapshot_memory();
+  std::lock_guard<std::mutex> lock(mutex_);
+  current_ = std::move(loaded);
+  return {};
+}
+
+Status EngineHost::adopt(std::unique_ptr<model::Model> model, const plan::Placement& placement) {
+  std::lock_guard<std::mutex> load_lock(load_mutex_);
+  unload();
+  return install(std::move(model), placement);
+}
+
+Status EngineHost::load(const std::filesystem::path& path, const nlohmann::json& placement_json, int64_t n_ctx,
+                        int64_t n_seq) {
+  std::unique_lock<std::mutex> load_lock(load_mutex_, std::try_to_lock);
+  if (!load_lock.owns_lock()) return Error{Code::Unsupported, "another model load is running"};
+  loading_ = true;
+  struct Done {
+    std::atomic<bool>& flag;
+    ~Done() { flag = false; }
+  } done{loading_};
+
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> model, model::Model::load(path));
+  plan::PlacementRequest req = options_.default_request;
+  if (n_ctx > 0) req.n_ctx = n_ctx;
+  req.n_seq = n_seq > 0 ? n_seq : options_.n_seq;
+  plan::Placement placement;
+  if (placement_json.is_object()) {
+    STRATA_ASSIGN_OR_RETURN(placement, plan::placement_from_json(placement_json, model->config().n_layers));
+    if (n_ctx > 0) placement.n_ctx = n_ctx;
+    if (n_seq > 0) placement.n_seq = n_seq;
+    STRATA_ASSIGN_OR_RETURN(plan::MemoryEstimate est,
+                            plan::estimate_memory(placement, model->config(), model->weights(), infos_));
+    STRATA_RETURN_IF_ERROR(plan::check_fits(est));
+  } else {
+    if (placement_json.is_string()) {
+      if (placement_json.get<std::string>() != "auto")
+        return Error{Code::InvalidArgument, "'placement' must be a placement object, \"auto\" or null"};
+      req.placement = "auto";
+    } else if (!placement_json.is_null()) {
+      return Error{Code::InvalidArgument, "'placement' must be a placement object, \"auto\" or null"};
+    }
+    STRATA_ASSIGN_OR_RETURN(plan::PlanResult plan,
+                            plan::plan_from_options(model->config(), model->weights(), infos_, req));
+    STRATA_RETURN_IF_ERROR(plan::check_fits(plan.memory));
+    placement = plan.placement;
+  }
+  unload();
+  return install(std::move(model), placement);
+}
+
+Expected<plan::Placement> EngineHost::parse_placement(const LoadedModel& loaded, const nlohmann::json& json) const {
+  return plan::placement_from_json(json, loaded.model->config().n_layers);
+}
+
+nlohmann::json EngineHost::devices_json() const {
+  nlohmann::json list = nlohmann::json::array();
+  for (const exec::DeviceInfo& i : device_infos()) {
+    list.push_back({{"id", i.id},
+                    {"kind", exec::device_kind_name(i.kind)},
+                    {"name", i.name},
+                    {"simulated", i.simulated},
+                    {"bytes_total", i.bytes_total},
+                    {"bytes_free", i.bytes_free},
+                    {"bandwidth_gbps", i.bandwidth_gbps},
+                    {"tflops", i.tflops},
+                    {"link_gbps", i.link_gbps}});
+  }
+  return {{"devices", list}};
+}
+
+nlohmann::json EngineHost::memory_json(const LoadedModel& loaded) const {
+  std::map<std::string, exec::MemoryUse> use;
+  // The pipeline's layers change only on the scheduler thread: ask there.
+  Status s = loaded.scheduler->run_exclusive([&](exec::Pipeline& p) {
+    use = p.memory_by_device();
+    return Status{};
+  });
+  nlohmann::json out = nlohmann::json::array();
+  if (!s.ok()) return out;
+  for (const exec::DeviceInfo& info : infos_) {
+    auto it = use.find(info.id);
+    if (it == use.end()) continue;
+    const exec::MemoryUse& m = it->second;
+    out.push_back({{"device", info.id},
+                   {"weights", m.weights},
+                   {"kv", m.kv},
+                   {"scratch", m.scratch},
+                   {"overhead", m.overhead},
+                   {"total", m.total()},
+                   {"capacity", info.bytes_total}});
+  }
+  return out;
+}
+
+nlohmann::json EngineHost::status_json() const {
+  nlohmann::json j;
+  j["state"] = state();
+  std::shared_ptr<LoadedModel> loaded = current();
+  const double uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  if (!loaded) {
+    j["model"] = nullptr;
+    j["placement"] = nullptr;
+    j["memory"] = nlohmann::json::array();
+    j["tokens_per_s"] = 0.0;
+    j["queue"] = {{"active", 0}, {"waiting", 0}, {"slots", 0}};
+    j["uptime_s"] = uptime;
+    return j;
+  }
+  const model::ModelConfig& c = loaded->model->config();
+  nlohmann::json placement;
+  Status s = loaded->scheduler->run_exclusive([&](exec::Pipeline& p) {
+    placement = plan::to_json(p.placement());
+    return Status{};
+  });
+  j["model"] = {{"id", loaded->id},
+                {"path", loaded->model->path().string()},
+                {"architecture", model::arch_name(c.arch)},
+                {"n_layers", c.n_layers},
+                {"n_ctx", loaded->pipeline->n_ctx()},
+                {"parameters", loaded->model->parameter_count()},
+                {"weight_bytes", loaded->model->weight_bytes()},
+                {"chat_template", loaded->own_template ? "model" : "completion"}};
+  j["placement"] = s.ok() ? placement : nlohmann::json(nullptr);
+  j["memory"] = memory_json(*loaded);
+  const exec::SchedulerStats st = loaded->scheduler->stats();
+  j["tokens_per_s"] = st.decode_tokens_per_s;
+  j["queue"] = {{"active", st.active}, {"waiting", st.waiting}, {"slots", st.slots}};
+  j["uptime_s"] = uptime;
+  return j;
+}
+
+}  // namespace strata::serve

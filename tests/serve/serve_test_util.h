@@ -1,0 +1,247 @@
+// tests/serve/serve_test_util.h — starts the real `strata-engine serve` as a child process on a
+// free loopback port (it prints "listening on 127.0.0.1:PORT" on stderr) and talks to it with
+// httplib::Client: JSON requests and server-sent-event streams. The child is always killed.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "app/cli_runner.h"
+#include "test_support.h"
+
+namespace strata::test {
+
+using Json = nlohmann::json;
+
+inline std::string stories_model() { return shared_model("stories260K.gguf").string(); }
+
+// A random-weight llama model (stories260K's vocabulary, ~5 ms a token here): generations long
+// enough to kill a client mid-stream or to watch the trace stream. Made once per test binary.
+inline std::string slow_model() {
+  static const std::string path = [] {
+    const auto p = temp_dir("serve_slow") / "slow.gguf";
+    if (!std::filesystem::exists(p)) {
+      CliRun r = engine({"make-model", "--vocab-from", stories_model(), "--dim", "256", "--layers", "8", "--heads", "8",
+                         "--ffn", "768", "--ctx", "4096", "--type", "q8_0", "--seed", "7", "-o", p.string()});
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+    }
+    return p.string();
+  }();
+  return path;
+}
+
+class ServerProcess {
+ public:
+  // Starts `strata-engine serve --port 0 ARGS...`; port() is 0 when it did not come up.
+  explicit ServerProcess(std::vector<std::string> args, std::chrono::seconds timeout = std::chrono::seconds(60)) {
+    int fds[2];
+    if (pipe(fds) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(fds[1], STDERR_FILENO);
+      close(fds[0]);
+      close(fds[1]);
+      std::vector<std::string> all = {STRATA_ENGINE_BINARY, "serve", "--port", "0"};
+      all.insert(all.end(), args.begin(), args.end());
+      std::vector<char*> argv;
+      for (auto& a : all) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    close(fds[1]);
+    err_fd_ = fds[0];
+    reader_ = std::thread([this] { read_stderr(); });
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait_for(lock, timeout, [&] { return port_ != 0 || eof_; });
+  }
+  ~ServerProcess() { stop(); }
+
+  int port() const { return port_; }
+  std::string stderr_text() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return err_;
+  }
+  // SIGTERM, then SIGKILL after 10 s; returns the exit code (-1: killed by a signal).
+  int stop() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      int status = 0;
+      for (int i = 0; i < 1000; ++i) {
+        if (waitpid(pid_, &status, WNOHANG) == pid_) break;
+        if (i == 999) {
+          kill(pid_, SIGKILL);
+          waitpid(pid_, &status, 0);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      pid_ = -1;
+    }
+    if (reader_.joinable()) reader_.join();
+    if (err_fd_ >= 0) close(err_fd_), err_fd_ = -1;
+    return exit_code_;
+  }
+
+ private:
+  void read_stderr() {
+    char buf[4096];
+    while (true) {
+      const ssize_t n = read(err_fd_, buf, sizeof buf);
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (n <= 0) {
+        eof_ = true;
+        cv_.notify_all();
+        return;
+      }
+      err_.append(buf, static_cast<size_t>(n));
+      const auto at = err_.find("listening on 127.0.0.1:");
+      if (port_ == 0 && at != std::string::npos && err_.find('\n', at) != std::string::npos) {
+        port_ = std::atoi(err_.c_str() + at + std::string("listening on 127.0.0.1:").size());
+        cv_.notify_all();
+      }
+    }
+  }
+
+  pid_t pid_ = -1;
+  int err_fd_ = -1;
+  int exit_code_ = -1;
+  std::thread reader_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::string err_;
+  int port_ = 0;
+  bool eof_ = false;
+};
+
+struct Reply {
+  int status = 0;  // 0: no response (connection failed)
+  std::string body;
+  Json json() const { return Json::parse(body, nullptr, false); }
+};
+
+inline httplib::Headers auth_headers(const std::string& key) {
+  httplib::Headers h;
+  if (!key.empty()) h.emplace("Authorization", "Bearer " + key);
+  return h;
+}
+
+inline Reply request(int port, const std::string& method, const std::string& path, const std::string& body = "",
+                     const std::string& key = "") {
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_read_timeout(120, 0);
+  httplib::Result r = method == "GET"   ? cli.Get(path.c_str(), auth_headers(key))
+                     : method == "PUT" ? cli.Put(path.c_str(), auth_headers(key), body, "application/json")
+                                       : cli.Post(path.c_str(), auth_headers(key), body, "application/json");
+  Reply out;
+  if (r) {
+    out.status = r->status;
+    out.body = r->body;
+  }
+  return out;
+}
+inline Reply get(int port, const std::string& path, const std::string& key = "") { return request(port, "GET", path, "", key); }
+inline Reply post(int port, const std::string& path, const Json& body, const std::string& key = "") {
+  return request(port, "POST", path, body.dump(), key);
+}
+
+// Splits server-sent events as they arrive; on_event gets each event's data (joined data: lines).
+class SseParser {
+ public:
+  explicit SseParser(std::function<bool(const std::string&)> on_event) : on_event_(std::move(on_event)) {}
+  bool feed(const char* data, size_t n) {
+    buf_.append(data, n);
+    size_t end;
+    while ((end = buf_.find("\n\n")) != std::string::npos) {
+      const std::string block = buf_.substr(0, end);
+      buf_.erase(0, end + 2);
+      std::string payload;
+      size_t pos = 0;
+      while (pos <= block.size()) {
+        size_t nl = block.find('\n', pos);
+        if (nl == std::string::npos) nl = block.size();
+        const std::string line = block.substr(pos, nl - pos);
+        if (line.rfind("data: ", 0) == 0) payload += (payload.empty() ? "" : "\n") + line.substr(6);
+        pos = nl + 1;
+      }
+      if (!payload.empty() && !on_event_(payload)) return false;
+    }
+    return true;
+  }
+
+ private:
+  std::function<bool(const std::string&)> on_event_;
+  std::string buf_;
+};
+
+// POSTs with "stream": true; on_event gets each data payload (return false to hang up).
+inline int post_stream(int port, const std::string& path, const Json& body,
+                       const std::function<bool(const std::string&)>& on_event, const std::string& key = "") {
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_read_timeout(120, 0);
+  SseParser parser(on_event);
+  httplib::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.headers = auth_headers(key);
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) { return parser.feed(data, n); };
+  auto r = cli.send(req);
+  return r ? r->status : 0;
+}
+
+// A streamed chat/text completion: the concatenated content, the finish reason, "[DONE]" seen.
+struct Streamed {
+  int status = 0;
+  std::string text, finish;
+  bool done = false;
+  int chunks = 0;
+  Json usage;
+};
+
+inline Streamed stream_completion(int port, const std::string& path, Json body, const std::string& key = "") {
+  body["stream"] = true;
+  Streamed s;
+  const bool chat = path.find("chat") != std::string::npos;
+  s.status = post_stream(port, path, body, [&](const std::string& data) {
+    if (data == "[DONE]") {
+      s.done = true;
+      return true;
+    }
+    Json j = Json::parse(data, nullptr, false);
+    if (j.is_discarded()) return false;
+    ++s.chunks;
+    if (j.contains("usage") && !j["usage"].is_null()) s.usage = j["usage"];
+    if (!j.contains("choices") || j["choices"].empty()) return true;
+    const Json& c = j["choices"][0];
+    if (chat && c["delta"].contains("content")) s.text += c["delta"]["content"].get<std::string>();
+    if (!chat) s.text += c["text"].get<std::string>();
+    if (!c["finish_reason"].is_null()) s.finish = c["finish_reason"].get<std::string>();
+    return true;
+  }, key);
+  return s;
+}
+
+inline Json chat_body(const std::string& user, int max_tokens) {
+  return Json{{"model", "stories260K"},
+              {"messages", Json::array({Json{{"role", "user"}, {"content", user}}})},
+              {"temperature", 0},
+              {"max_tokens", max_tokens}};
+}
+
+}  // namespace strata::test

@@ -1,0 +1,190 @@
+// tests/serve/test_serve_control.cpp — the control API and the trace stream of the real
+// `strata-engine serve`: trace events per device lane while generating, placement changes that
+// keep the text, memory estimates, load/unload, and the refusal of an open address without a key.
+#include "serve/serve_test_util.h"
+
+namespace strata::test {
+namespace {
+
+TEST(ServeControl, TraceStreamHasEventsOnEveryDeviceWhileGenerating) {
+  ServerProcess server({"-m", slow_model(), "--ctx", "1024", "--devices", "sim:gpu0:1GiB,sim:gpu1:1GiB"});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  const int port = server.port();
+  const Json status = get(port, "/strata/v1/status").json();
+  ASSERT_EQ(status["placement"]["layers"].size(), 2u) << status.dump();  // one range per device
+
+  struct Batch {
+    std::chrono::steady_clock::time_point at;
+    Json data;
+  };
+  std::vector<Batch> batches;
+  std::mutex mutex;
+  std::atomic<bool> stop{false};
+  std::thread reader([&] {
+    httplib::Client cli("127.0.0.1", port);
+    cli.set_read_timeout(30, 0);
+    SseParser parser([&](const std::string& data) {
+      std::lock_guard<std::mutex> lock(mutex);
+      batches.push_back({std::chrono::steady_clock::now(), Json::parse(data, nullptr, false)});
+      return !stop.load();
+    });
+    cli.Get("/strata/v1/trace/stream", [&](const char* d, size_t n) { return parser.feed(d, n); });
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto t0 = std::chrono::steady_clock::now();
+  Reply r = post(port, "/v1/completions",
+                 {{"prompt", "Once upon a time"}, {"max_tokens", 300}, {"ignore_eos", true}, {"temperature", 0}});
+  const auto t1 = std::chrono::steady_clock::now();
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["usage"]["completion_tokens"], 300);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  stop = true;
+  reader.join();
+
+  std::lock_guard<std::mutex> lock(mutex);
+  ASSERT_FALSE(batches.empty());
+  std::map<std::string, int> lane_id;
+  for (const Json& l : batches.front().data["lanes"]) lane_id[l["name"].get<std::string>()] = l["id"].get<int>();
+  ASSERT_TRUE(lane_id.count("gpu0") && lane_id.count("gpu1") && lane_id.count("host"));
+  std::map<int, std::map<std::string, int>> kinds;  // lane -> kind -> count
+  int memory_snapshots = 0, during = 0;
+  for (const Batch& b : batches) {
+    ASSERT_TRUE(b.data.is_object());
+    for (const Json& e : b.data["events"]) ++kinds[e["lane"].get<int>()][e["kind"].get<std::string>()];
+    memory_snapshots += static_cast<int>(b.data["memory"].size());
+    if (b.at >= t0 && b.at <= t1) ++during;
+  }
+  const int gpu0 = lane_id["gpu0"], gpu1 = lane_id["gpu1"], host = lane_id["host"];
+  // gpu0 has the embedding and the first blocks, gpu1 the last blocks and the head.
+  EXPECT_GE(kinds[gpu0]["compute"], 300 * 1) << "gpu0 computed too little";
+  EXPECT_GE(kinds[gpu1]["compute"], 300 * 1) << "gpu1 computed too little";
+  EXPECT_GE(kinds[gpu0]["embed"], 300);
+  EXPECT_GE(kinds[gpu1]["head"], 300);
+  EXPECT_GE(kinds[gpu0]["transfer"], 300) << "hidden states cross from gpu0 to gpu1";
+  EXPECT_GE(kinds[host]["sample"], 300);
+  EXPECT_GT(memory_snapshots, 2);
+  const double seconds = std::chrono::duration<double>(t1 - t0).count();
+  ASSERT_GT(seconds, 0.3) << "the generation was too short to measure the batch rate";
+  EXPECT_GE(during / seconds, 10.0) << during << " batches in " << seconds << " s of generation";
+}
+
+Json layers_on(const std::vector<std::pair<Json, std::string>>& ranges) {
+  Json layers = Json::array();
+  for (const auto& [range, device] : ranges) layers.push_back({{"layers", range}, {"device", device}});
+  return layers;
+}
+
+TEST(ServeControl, PutPlacementMovesLayersAndKeepsTheText) {
+  ServerProcess server({"-m", stories_model(), "--devices", "cpu,sim:gpu0:1GiB,sim:gpu1:1GiB", "--parallel", "2"});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  const int port = server.port();
+  Reply before = post(port, "/v1/chat/completions", chat_body("Once upon a time", 40));
+  ASSERT_EQ(before.status, 200);
+  const std::string text = before.json()["choices"][0]["message"]["content"].get<std::string>();
+
+  Json placement = get(port, "/strata/v1/placement").json();
+  ASSERT_TRUE(placement.contains("layers")) << placement.dump();
+  const Json original = placement;
+  placement["layers"] = layers_on({{"0-1", "gpu1"}, {"2-3", "cpu"}, {4, "gpu0"}});
+  placement["embedding"] = {{"device", "gpu1"}};
+  Reply put = request(port, "PUT", "/strata/v1/placement", placement.dump());
+  ASSERT_EQ(put.status, 200) << put.body;
+  EXPECT_GT(put.json()["moved_layers"].get<int>(), 0);
+  EXPECT_EQ(put.json()["placement"]["layers"], placement["layers"]);
+  const Json now = get(port, "/strata/v1/placement").json();
+  EXPECT_EQ(now["layers"], placement["layers"]);
+  EXPECT_EQ(now["embedding"]["device"], "gpu1");
+  bool cpu_has_kv = false;
+  const Json put_reply = put.json();
+  for (const Json& m : put_reply["memory"]) cpu_has_kv = cpu_has_kv || (m["device"] == "cpu" && m["kv"].get<uint64_t>() > 0);
+  EXPECT_TRUE(cpu_has_kv) << put.json()["memory"].dump();
+
+  Reply after = post(port, "/v1/chat/completions", chat_body("Once upon a time", 40));
+  ASSERT_EQ(after.status, 200);
+  EXPECT_EQ(after.json()["choices"][0]["message"]["content"], text);
+  Streamed s = stream_completion(port, "/v1/chat/completions", chat_body("Once upon a time", 40));
+  EXPECT_EQ(s.text, text);
+
+  // Putting the same placement again moves nothing; a bad one is a 400 and changes nothing.
+  Reply same = request(port, "PUT", "/strata/v1/placement", placement.dump());
+  ASSERT_EQ(same.status, 200) << same.body;
+  EXPECT_EQ(same.json()["moved_layers"], 0);
+  Json bad = placement;
+  bad["layers"] = layers_on({{"0-4", "gpu7"}});
+  Reply rejected = request(port, "PUT", "/strata/v1/placement", bad.dump());
+  EXPECT_EQ(rejected.status, 400) << rejected.body;
+  EXPECT_TRUE(rejected.json().contains("error"));
+  EXPECT_EQ(get(port, "/strata/v1/placement").json()["layers"], placement["layers"]);
+}
+
+TEST(ServeControl, EstimateSaysWhetherAPlacementFitsWithoutApplyingIt) {
+  ServerProcess server({"-m", stories_model(), "--devices", "cpu,sim:gpu0:1GiB,sim:gpu1:1GiB"});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  const int port = server.port();
+  const Json current = get(port, "/strata/v1/placement").json();
+
+  Reply ok = post(port, "/strata/v1/placement/estimate", current);
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(ok.json()["fits"], true);
+  EXPECT_TRUE(ok.json()["error"].is_null());
+  EXPECT_TRUE(ok.json()["cost"].is_object());
+
+  // Every block and its KV cache for 4 x 8M positions on gpu0: far more than 1 GiB.
+  Json huge = current;
+  huge["n_ctx"] = 1 << 23;
+  huge["embedding"] = {{"device", "gpu0"}};
+  huge["head"] = {{"device", "gpu0"}};
+  huge["layers"] = layers_on({{"0-4", "gpu0"}});
+  Reply no = post(port, "/strata/v1/placement/estimate", huge);
+  ASSERT_EQ(no.status, 200) << no.body;
+  const Json j = no.json();
+  EXPECT_EQ(j["fits"], false);
+  EXPECT_GT(j["shortfall_bytes"]["gpu0"].get<uint64_t>(), uint64_t{1} << 30);
+  EXPECT_NE(j["error"].get<std::string>().find("gpu0"), std::string::npos) << j["error"];
+  EXPECT_EQ(get(port, "/strata/v1/placement").json(), current) << "the estimate must not apply anything";
+
+  Reply plan = post(port, "/strata/v1/plan", {{"goal", "fit"}});
+  ASSERT_EQ(plan.status, 200) << plan.body;
+  EXPECT_TRUE(plan.json()["placement"].contains("layers"));
+  EXPECT_FALSE(plan.json()["explanation"].empty());
+  Reply devices = get(port, "/strata/v1/devices");
+  ASSERT_EQ(devices.status, 200);
+  ASSERT_EQ(devices.json()["devices"].size(), 3u);
+  EXPECT_EQ(devices.json()["devices"][1]["id"], "gpu0");
+  EXPECT_EQ(devices.json()["devices"][1]["simulated"], true);
+  EXPECT_EQ(devices.json()["devices"][1]["bytes_total"], uint64_t{1} << 30);
+  Reply trace = get(port, "/strata/v1/trace.json?seconds=60");
+  ASSERT_EQ(trace.status, 200);
+  EXPECT_TRUE(trace.json().contains("traceEvents"));
+}
+
+TEST(ServeControl, UnloadAndLoad) {
+  ServerProcess server({"-m", stories_model()});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  const int port = server.port();
+  const std::string text =
+      post(port, "/v1/chat/completions", chat_body("Once upon a time", 20)).json()["choices"][0]["message"]["content"];
+  Reply unloaded = post(port, "/strata/v1/model/unload", Json::object());
+  ASSERT_EQ(unloaded.status, 200) << unloaded.body;
+  EXPECT_EQ(unloaded.json()["state"], "empty");
+  EXPECT_EQ(post(port, "/v1/chat/completions", chat_body("Once upon a time", 20)).status, 503);
+  EXPECT_EQ(get(port, "/v1/models").json()["data"].size(), 0u);
+  Reply missing = post(port, "/strata/v1/model/load", {{"path", "/nonexistent/model.gguf"}});
+  EXPECT_EQ(missing.status, 404) << missing.body;
+  Reply loaded = post(port, "/strata/v1/model/load", {{"path", stories_model()}, {"placement", nullptr}, {"n_seq", 2}});
+  ASSERT_EQ(loaded.status, 200) << loaded.body;
+  EXPECT_EQ(loaded.json()["state"], "ready");
+  EXPECT_EQ(loaded.json()["queue"]["slots"], 2);
+  EXPECT_EQ(post(port, "/v1/chat/completions", chat_body("Once upon a time", 20)).json()["choices"][0]["message"]["content"],
+            text);
+}
+
+TEST(ServeControl, RefusesAnOpenAddressWithoutAKey) {
+  CliRun r = engine({"serve", "-m", stories_model(), "--host", "0.0.0.0", "--port", "0"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--api-key"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("listening"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace strata::test

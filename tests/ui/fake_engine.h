@@ -1,0 +1,131 @@
+// tests/ui/fake_engine.h — a scripted stand-in for `strata-engine serve` on loopback, for client and
+// chat tests that must not depend on the engine: /strata/v1/status and a streaming
+// /v1/chat/completions (chunked SSE, one piece every `pieceIntervalMs`). Header-only, no moc.
+#pragma once
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QList>
+#include <QPointer>
+#include <QTcpServer>
+#include <QTcpSocket>
+#include <QTimer>
+
+class FakeEngine : public QObject {
+ public:
+  QStringList pieces{QStringLiteral("Hello"), QStringLiteral(", "), QStringLiteral("**world**"), QStringLiteral("!")};
+  int pieceIntervalMs = 5;
+  QString apiKey;                 // when set, requests without "Bearer apiKey" get 401
+  int chatStatus = 200;           // e.g. 503 to test errors
+  QList<QJsonObject> chatBodies;  // every chat request body received
+  int statusRequests = 0;
+
+  FakeEngine() {
+    server_.listen(QHostAddress::LocalHost, 0);
+    QObject::connect(&server_, &QTcpServer::newConnection, this, [this] {
+      while (QTcpSocket* s = server_.nextPendingConnection()) {
+        s->setParent(this);
+        QObject::connect(s, &QTcpSocket::readyRead, this, [this, s] { onData(s); });
+      }
+    });
+  }
+  QString url() const { return QStringLiteral("http://127.0.0.1:%1").arg(server_.serverPort()); }
+  // Closes every connection at once (an engine crash, as the client sees it).
+  void dropAll() {
+    for (QTcpSocket* s : findChildren<QTcpSocket*>()) s->abort();
+  }
+
+ private:
+  void onData(QTcpSocket* s) {
+    QByteArray& buf = buffers_[s];
+    buf += s->readAll();
+    const qsizetype end = buf.indexOf("\r\n\r\n");
+    if (end < 0) return;
+    const QByteArray head = buf.left(end);
+    const QList<QByteArray> lines = head.split('\n');
+    const QList<QByteArray> first = lines.value(0).trimmed().split(' ');
+    qsizetype length = 0;
+    QByteArray auth;
+    for (const QByteArray& l : lines) {
+      const QByteArray lower = l.toLower();
+      if (lower.startsWith("content-length:")) length = l.mid(15).trimmed().toLongLong();
+      if (lower.startsWith("authorization:")) auth = l.mid(14).trimmed();
+    }
+    if (buf.size() < end + 4 + length) return;
+    const QByteArray body = buf.mid(end + 4, length);
+    buffers_.remove(s);
+    const QByteArray method = first.value(0), path = first.value(1);
+    if (!apiKey.isEmpty() && auth != "Bearer " + apiKey.toUtf8()) {
+      reply(s, 401, R"({"error":{"message":"missing or wrong API key","type":"authentication_error"}})");
+      return;
+    }
+    if (path.startsWith("/strata/v1/status")) {
+      ++statusRequests;
+      reply(s, 200, QJsonDocument(QJsonObject{{"state", "ready"},
+                                              {"model", QJsonObject{{"id", "fake"}, {"path", "/models/fake.gguf"},
+                                                                    {"architecture", "llama"}, {"n_layers", 2},
+                                                                    {"n_ctx", 512}, {"parameters", 260000},
+                                                                    {"weight_bytes", 1000000}}},
+                                              {"placement", QJsonValue::Null}})
+                            .toJson(QJsonDocument::Compact));
+    } else if (path.startsWith("/v1/chat/completions") && method == "POST") {
+      chatBodies.append(QJsonDocument::fromJson(body).object());
+      if (chatStatus != 200) {
+        reply(s, chatStatus, R"({"error":{"message":"no model loaded","type":"invalid_request_error"}})");
+        return;
+      }
+      stream(s);
+    } else {
+      reply(s, 404, R"({"error":{"message":"unknown route","type":"invalid_request_error"}})");
+    }
+  }
+
+  static void reply(QTcpSocket* s, int status, const QByteArray& json) {
+    s->write("HTTP/1.1 " + QByteArray::number(status) + " X\r\nContent-Type: application/json\r\nContent-Length: " +
+             QByteArray::number(json.size()) + "\r\nConnection: close\r\n\r\n" + json);
+    s->disconnectFromHost();
+  }
+
+  static void chunk(QTcpSocket* s, const QByteArray& data) {
+    s->write(QByteArray::number(data.size(), 16) + "\r\n" + data + "\r\n");
+  }
+
+  static QByteArray event(const QJsonObject& delta, const QJsonValue& finish) {
+    const QJsonObject o{{"object", "chat.completion.chunk"},
+                        {"choices", QJsonArray{QJsonObject{{"index", 0}, {"delta", delta}, {"finish_reason", finish}}}}};
+    return "data: " + QJsonDocument(o).toJson(QJsonDocument::Compact) + "\n\n";
+  }
+
+  void stream(QTcpSocket* s) {
+    s->write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n");
+    chunk(s, event(QJsonObject{{"role", "assistant"}}, QJsonValue::Null));
+    auto* timer = new QTimer(s);
+    auto next = std::make_shared<int>(0);
+    QPointer<QTcpSocket> sock(s);
+    QObject::connect(timer, &QTimer::timeout, s, [this, sock, timer, next] {
+      if (!sock || sock->state() != QAbstractSocket::ConnectedState) return timer->stop();
+      if (*next < pieces.size()) {
+        // Split each event in two writes to exercise the incremental parser.
+        const QByteArray e = event(QJsonObject{{"content", pieces.at(*next)}}, QJsonValue::Null);
+        chunk(sock, e.left(e.size() / 2));
+        chunk(sock, e.mid(e.size() / 2));
+        ++*next;
+        return;
+      }
+      timer->stop();
+      chunk(sock, event(QJsonObject{}, QStringLiteral("stop")));
+      const QJsonObject usage{{"choices", QJsonArray{}},
+                              {"usage", QJsonObject{{"prompt_tokens", 3}, {"completion_tokens", int(pieces.size())},
+                                                    {"total_tokens", 3 + int(pieces.size())}}}};
+      chunk(sock, "data: " + QJsonDocument(usage).toJson(QJsonDocument::Compact) + "\n\n");
+      chunk(sock, "data: [DONE]\n\n");
+      sock->write("0\r\n\r\n");
+      sock->disconnectFromHost();
+    });
+    timer->start(pieceIntervalMs);
+  }
+
+  QTcpServer server_;
+  QHash<QTcpSocket*, QByteArray> buffers_;
+};

@@ -1,0 +1,153 @@
+// tests/ui/test_devices_model.cpp — DeviceModel from devices/status/trace JSON (exact bytes), the
+// memory bar's segment colours and the simulated hatch (pixels), model tester.
+#include <QAbstractItemModelTester>
+#include <QImage>
+#include <QJsonArray>
+#include <QListView>
+#include <QPainter>
+#include <QtTest>
+
+#include "ui/devices/device_delegate.h"
+#include "ui/devices/device_model.h"
+#include "ui/devices/devices_panel.h"
+#include "ui/devices/memory_bar.h"
+
+using namespace strata::ui;
+
+namespace {
+
+constexpr quint64 GiB = 1ull << 30;
+
+QJsonArray devices() {
+  return QJsonArray{QJsonObject{{"id", "cpu"}, {"kind", "cpu"}, {"name", "CPU"}, {"simulated", false},
+                                {"bytes_total", double(64 * GiB)}, {"bytes_free", double(60 * GiB)}, {"bandwidth_gbps", 50}},
+                    QJsonObject{{"id", "gpu0"}, {"kind", "sim"}, {"name", "sim-gpu0 24 GiB (simulated)"}, {"simulated", true},
+                                {"bytes_total", double(24 * GiB)}, {"bytes_free", double(24 * GiB)}, {"bandwidth_gbps", 1008}}};
+}
+
+QJsonObject lanesBatch(const QJsonArray& memory) {
+  return QJsonObject{{"lanes", QJsonArray{QJsonObject{{"id", 0}, {"name", "gpu0"}, {"simulated", true}},
+                                          QJsonObject{{"id", 1}, {"name", "cpu"}, {"simulated", false}}}},
+                     {"events", QJsonArray{}},
+                     {"memory", memory}};
+}
+
+}  // namespace
+
+class TestDevicesModel : public QObject {
+  Q_OBJECT
+ private slots:
+  void fromJson_data() {
+    QTest::addColumn<QString>("source");  // which JSON is applied after setDevices
+    QTest::addColumn<QString>("device");
+    QTest::addColumn<QList<quint64>>("expected");  // capacity, weights, kvUsed, kvReserved, scratch, other, free
+    QTest::newRow("devices only") << "none" << "cpu" << QList<quint64>{64 * GiB, 0, 0, 0, 0, 4 * GiB, 60 * GiB};
+    QTest::newRow("status") << "status" << "gpu0"
+                            << QList<quint64>{24 * GiB, 10 * GiB, 0, 2 * GiB, GiB / 2, GiB / 4, 24 * GiB - 10 * GiB - 2 * GiB - GiB / 2 - GiB / 4};
+    QTest::newRow("trace snapshot") << "trace" << "gpu0" << QList<quint64>{24 * GiB, 10 * GiB, GiB, 2 * GiB, GiB, 0, 11 * GiB};
+    QTest::newRow("older snapshot ignored") << "trace+old" << "gpu0" << QList<quint64>{24 * GiB, 10 * GiB, GiB, 2 * GiB, GiB, 0, 11 * GiB};
+    QTest::newRow("status keeps KV used") << "trace+status" << "gpu0"
+                                          << QList<quint64>{24 * GiB, 10 * GiB, GiB, 2 * GiB, GiB / 2, GiB / 4, 24 * GiB - 10 * GiB - 2 * GiB - GiB / 2 - GiB / 4};
+  }
+  void fromJson() {
+    QFETCH(QString, source);
+    QFETCH(QString, device);
+    QFETCH(QList<quint64>, expected);
+    DeviceModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setDevices(devices());
+    const QJsonObject status{{"state", "ready"},
+                             {"memory", QJsonArray{QJsonObject{{"device", "gpu0"}, {"weights", double(10 * GiB)},
+                                                               {"kv", double(2 * GiB)}, {"scratch", double(GiB / 2)},
+                                                               {"overhead", double(GiB / 4)}, {"total", 0},
+                                                               {"capacity", double(24 * GiB)}}}}};
+    auto snapshot = [](double timeNs, quint64 kvUsed) {
+      return QJsonObject{{"lane", 0}, {"time_ns", timeNs}, {"weights", double(10 * GiB)}, {"kv_used", double(kvUsed)},
+                         {"kv_reserved", double(2 * GiB)}, {"scratch", double(GiB)}, {"other", 0},
+                         {"free", double(11 * GiB)}, {"total", double(24 * GiB)}};
+    };
+    if (source.startsWith("trace")) model.applyMemorySnapshot(lanesBatch(QJsonArray{snapshot(2e9, GiB)}));
+    if (source == "trace+old") model.applyMemorySnapshot(lanesBatch(QJsonArray{snapshot(1e9, 5)}));
+    if (source.endsWith("status")) model.setStatus(status);
+
+    const QModelIndex i = model.index(model.rowOf(device));
+    const QList<quint64> got{i.data(DeviceModel::CapacityRole).toULongLong(), i.data(DeviceModel::WeightsRole).toULongLong(),
+                             i.data(DeviceModel::KvUsedRole).toULongLong(),   i.data(DeviceModel::KvReservedRole).toULongLong(),
+                             i.data(DeviceModel::ScratchRole).toULongLong(),  i.data(DeviceModel::OtherRole).toULongLong(),
+                             i.data(DeviceModel::FreeRole).toULongLong()};
+    QCOMPARE(got, expected);
+  }
+
+  void simulatedLabelAndRoles() {
+    DeviceModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setDevices(devices());
+    QCOMPARE(model.rowCount(), 2);
+    QCOMPARE(model.index(1).data(DeviceModel::SimulatedRole).toBool(), true);
+    QVERIFY(model.index(1).data(Qt::DisplayRole).toString().contains("simulated"));
+    QCOMPARE(model.index(0).data(DeviceModel::KindRole).toString(), QString("cpu"));
+    model.setDevices(QJsonArray{devices()[1]});  // cpu gone: a reset
+    QCOMPARE(model.rowCount(), 1);
+    QCOMPARE(model.rowOf("gpu0"), 0);
+  }
+
+  void barColours_data() {
+    QTest::addColumn<bool>("simulated");
+    QTest::newRow("real") << false;
+    QTest::newRow("simulated") << true;
+  }
+  void barColours() {
+    QFETCH(bool, simulated);
+    // 1000 px bar, capacity 1000: weights 400, KV used 100, KV spare 100, scratch 100, other 100, free 200.
+    MemoryBreakdown m;
+    m.capacity = 1000;
+    m.weights = 400;
+    m.kvUsed = 100;
+    m.kvReserved = 200;
+    m.scratch = 100;
+    m.other = 100;
+    QCOMPARE(m.freeBytes(), 200ull);
+    QImage image(1000, 20, QImage::Format_ARGB32);
+    image.fill(Qt::white);
+    {
+      QPainter p(&image);
+      paintMemoryBar(p, QRectF(0, 0, 1000, 20), m, simulated);
+    }
+    const QList<QPair<int, MemorySegment>> samples{{200, MemorySegment::Weights},  {450, MemorySegment::KvUsed},
+                                                   {550, MemorySegment::KvReserved}, {650, MemorySegment::Scratch},
+                                                   {750, MemorySegment::Other},      {900, MemorySegment::Free}};
+    for (const auto& [x, segment] : samples) {
+      int plain = 0, hatched = 0;
+      for (int y = 3; y < 17; ++y) {
+        const QColor c = image.pixelColor(x, y);
+        (c == memorySegmentColor(segment) ? plain : hatched)++;
+      }
+      if (simulated) {
+        QVERIFY2(plain > 0 && hatched > 0, qPrintable(memorySegmentName(segment)));  // hatch lines over the colour
+      } else {
+        QCOMPARE(plain, 14);
+      }
+    }
+  }
+
+  void delegatePaintsBar() {
+    DevicesPanel panel;
+    panel.resize(400, 300);
+    panel.setDevices(devices());
+    panel.applyMemorySnapshot(lanesBatch(QJsonArray{QJsonObject{{"lane", 1}, {"time_ns", 1.0}, {"weights", double(32 * GiB)},
+                                                                {"kv_used", 0}, {"kv_reserved", 0}, {"scratch", 0},
+                                                                {"other", 0}, {"free", double(32 * GiB)}, {"total", double(64 * GiB)}}}));
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    QListView* view = panel.view();
+    const QRect row = view->visualRect(panel.model()->index(0));
+    const QRect bar = DeviceDelegate::barRect(row, view->fontMetrics());
+    const QImage image = view->viewport()->grab().toImage();
+    // The CPU: half weights, half free.
+    QCOMPARE(image.pixelColor(bar.left() + bar.width() / 4, bar.center().y()), memorySegmentColor(MemorySegment::Weights));
+    QCOMPARE(image.pixelColor(bar.left() + 3 * bar.width() / 4, bar.center().y()), memorySegmentColor(MemorySegment::Free));
+  }
+};
+
+QTEST_MAIN(TestDevicesModel)
+#include "test_devices_model.moc"

@@ -1,0 +1,216 @@
+// tests/ui/test_profiler_timeline.cpp — TimelineModel (ordering, bounding, lane mapping, bubble %),
+// the timeline plot's spans per lane, tooltips, chart series, pause/resume and the Chrome export.
+#include <QAbstractItemModelTester>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "ui/profiler/profiler_panel.h"
+#include "ui/profiler/profiler_series.h"
+#include "ui/profiler/timeline_model.h"
+#include "ui/profiler/timeline_plot.h"
+
+using namespace strata::ui;
+
+namespace {
+
+constexpr qint64 ms = 1'000'000;  // ns
+
+QJsonObject traceEvent(int lane, const char* kind, int layer, qint64 startMs, qint64 durMs, double bytes = 0, int peer = -1) {
+  return QJsonObject{{"lane", lane}, {"kind", kind}, {"layer", layer}, {"seq", 0}, {"token", 7},
+                     {"start_ns", double(startMs * ms)}, {"duration_ns", double(durMs * ms)}, {"bytes", bytes},
+                     {"peer_lane", peer}, {"n_tokens", 1}};
+}
+
+QJsonArray lanes() {
+  return QJsonArray{QJsonObject{{"id", 0}, {"name", "gpu0"}, {"simulated", true}},
+                    QJsonObject{{"id", 1}, {"name", "gpu1"}, {"simulated", false}},
+                    QJsonObject{{"id", 2}, {"name", "host"}, {"simulated", false}}};
+}
+
+// gpu0 busy [0,11) + [20,30) = 21 of 40 ms; gpu1 busy [10,25) + [30,40) = 25 (an idle span
+// [25,30) does not count); host busy [39,40).
+QJsonObject handMadeBatch() {
+  return QJsonObject{
+      {"lanes", lanes()},
+      {"events", QJsonArray{traceEvent(1, "compute", 2, 10, 10), traceEvent(0, "compute", 0, 0, 10),
+                            traceEvent(0, "transfer", -1, 10, 1, 16384000, 1), traceEvent(1, "compute", 3, 15, 10),
+                            traceEvent(0, "compute", 1, 20, 10), traceEvent(1, "idle", -1, 25, 5),
+                            traceEvent(1, "compute", 4, 30, 10), traceEvent(2, "sample", -1, 39, 1)}},
+      {"memory", QJsonArray{QJsonObject{{"lane", 0}, {"time_ns", double(40 * ms)}, {"weights", 1 << 30},
+                                        {"kv_used", 1 << 20}, {"kv_reserved", 1 << 29}, {"scratch", 1 << 28},
+                                        {"other", 0}, {"free", 0}, {"total", 1LL << 34}}}},
+      {"tokens_per_s", 41.25},
+      {"now_ns", double(40 * ms)}};
+}
+
+using Spans = QList<QPair<double, double>>;
+
+}  // namespace
+
+class TestProfilerTimeline : public QObject {
+  Q_OBJECT
+ private slots:
+  void bubblesAndPlotSpans() {
+    TimelineModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    TimelinePlot plot;
+    plot.resize(800, 300);
+    plot.setModel(&model);
+    model.appendBatch(handMadeBatch());
+    plot.replotNow();  // lays out the axis rect (pixels per ms for the hover tolerance)
+
+    QCOMPARE(model.rowCount(), 8);
+    for (int i = 1; i < model.rowCount(); ++i)
+      QVERIFY(model.span(i - 1).startNs <= model.span(i).startNs);
+    const QMap<int, double> bubble = model.bubblePercent();
+    QCOMPARE(bubble.value(0), 100.0 * (1.0 - 21.0 / 40.0));  // 47.5
+    QCOMPARE(bubble.value(1), 100.0 * (1.0 - 25.0 / 40.0));  // 37.5
+    QCOMPARE(bubble.value(2), 100.0 * (1.0 - 1.0 / 40.0));   // 97.5
+
+    QCOMPARE(plot.spanCount(), 8);
+    QCOMPARE(plot.laneSpans(0), (Spans{{0, 10}, {10, 11}, {20, 30}}));
+    QCOMPARE(plot.laneSpans(1), (Spans{{10, 20}, {15, 25}, {25, 30}, {30, 40}}));
+    QCOMPARE(plot.laneSpans(2), (Spans{{39, 40}}));
+
+    // Colours: compute by layer (two layers differ), transfer and all-reduce distinct from compute.
+    TraceSpan c0{0, "compute", 0}, c1{0, "compute", 1}, t{0, "transfer"}, a{0, "all-reduce"};
+    QVERIFY(TimelinePlot::spanColor(c0) != TimelinePlot::spanColor(c1));
+    QVERIFY(TimelinePlot::spanColor(t) != TimelinePlot::spanColor(c0));
+    QVERIFY(TimelinePlot::spanColor(a) != TimelinePlot::spanColor(t));
+
+    const QString tip = plot.tooltipAt(10.5, 0.1);
+    QVERIFY2(tip.contains("transfer on gpu0 (simulated)"), qPrintable(tip));
+    QVERIFY2(tip.contains("15.6 MiB, 16.38 GB/s"), qPrintable(tip));
+    QVERIFY2(tip.contains("gpu0 (simulated) → gpu1"), qPrintable(tip));
+    QVERIFY2(plot.tooltipAt(2, 1.0).isEmpty(), "gpu1 is idle at 2 ms");
+    const QString compute = plot.tooltipAt(35, 1.0);
+    QVERIFY2(compute.contains("layer 4") && compute.contains("token 7") && compute.contains("duration 10.000 ms"),
+             qPrintable(compute));
+  }
+
+  void ordering_data() {
+    QTest::addColumn<QList<qint64>>("firstBatchMs");
+    QTest::addColumn<QList<qint64>>("secondBatchMs");
+    QTest::addColumn<QList<qint64>>("expectedMs");
+    QTest::newRow("in order") << QList<qint64>{0, 5} << QList<qint64>{10, 15} << QList<qint64>{0, 5, 10, 15};
+    QTest::newRow("late events") << QList<qint64>{0, 20} << QList<qint64>{10, 5} << QList<qint64>{0, 5, 10, 20};
+    QTest::newRow("unsorted batch") << QList<qint64>{30, 10, 20} << QList<qint64>{} << QList<qint64>{10, 20, 30};
+  }
+  void ordering() {
+    QFETCH(QList<qint64>, firstBatchMs);
+    QFETCH(QList<qint64>, secondBatchMs);
+    QFETCH(QList<qint64>, expectedMs);
+    TimelineModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    for (const auto& starts : {firstBatchMs, secondBatchMs}) {
+      QJsonArray events;
+      for (qint64 s : starts) events.append(traceEvent(0, "compute", 0, s, 1));
+      model.appendBatch(QJsonObject{{"lanes", lanes()}, {"events", events}});
+    }
+    QList<qint64> got;
+    for (int i = 0; i < model.rowCount(); ++i) got << model.data(model.index(i), TimelineModel::StartNsRole).toLongLong() / ms;
+    QCOMPARE(got, expectedMs);
+  }
+
+  void bounding_data() {
+    QTest::addColumn<qint64>("windowMs");
+    QTest::addColumn<qint64>("nowMs");
+    QTest::addColumn<QList<qint64>>("keptMs");
+    QTest::newRow("keeps the last 100 ms") << qint64(100) << qint64(210) << QList<qint64>{120, 200};
+    QTest::newRow("keeps all") << qint64(1000) << qint64(210) << QList<qint64>{0, 50, 120, 200};
+    QTest::newRow("latest end decides") << qint64(100) << qint64(0) << QList<qint64>{120, 200};  // end 205
+  }
+  void bounding() {
+    QFETCH(qint64, windowMs);
+    QFETCH(qint64, nowMs);
+    QFETCH(QList<qint64>, keptMs);
+    TimelineModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setWindowNs(windowMs * ms);
+    QJsonArray events;
+    for (qint64 s : {0, 50, 120, 200}) events.append(traceEvent(0, "compute", 0, s, 5));
+    QJsonObject batch{{"lanes", lanes()}, {"events", events}};
+    if (nowMs > 0) batch.insert("now_ns", double(nowMs * ms));
+    model.appendBatch(batch);
+    QList<qint64> got;
+    for (int i = 0; i < model.rowCount(); ++i) got << model.span(i).startNs / ms;
+    QCOMPARE(got, keptMs);
+    QCOMPARE(model.originNs(), qint64(0));  // x stays anchored at the first event ever seen
+  }
+
+  void laneMapping() {
+    TimelineModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.appendBatch(QJsonObject{{"events", QJsonArray{traceEvent(7, "compute", 0, 0, 1), traceEvent(3, "compute", 1, 1, 1)}}});
+    QCOMPARE(model.lanes().size(), 2);
+    QCOMPARE(model.laneRow(3), 0);  // rows in lane-id order
+    QCOMPARE(model.laneRow(7), 1);
+    QCOMPARE(model.laneLabel(7), QString("lane 7"));
+    model.appendBatch(QJsonObject{{"lanes", QJsonArray{QJsonObject{{"id", 7}, {"name", "gpu3"}, {"simulated", true}},
+                                                       QJsonObject{{"id", 5}, {"name", "cpu"}}}}});
+    QCOMPARE(model.laneLabel(7), QString("gpu3 (simulated)"));
+    QCOMPARE(model.laneRow(5), 1);
+    QCOMPARE(model.laneRow(7), 2);
+    QCOMPARE(model.data(model.index(0), TimelineModel::LaneRowRole).toInt(), 2);  // the lane-7 event
+    QCOMPARE(model.data(model.index(0), TimelineModel::LaneNameRole).toString(), QString("gpu3 (simulated)"));
+  }
+
+  void seriesFromBatches() {
+    ProfilerSeries series;
+    series.appendBatch(handMadeBatch());
+    QJsonObject second{{"events", QJsonArray{traceEvent(0, "transfer", -1, 50, 1, 1e8, 1)}}, {"tokens_per_s", 40.0},
+                       {"now_ns", double(140 * ms)}};
+    series.appendBatch(second);
+    QCOMPARE(series.tokensPerS().size(), 2);
+    QCOMPARE(series.tokensPerS().last(), QPointF(0.1, 40.0));
+    const auto link = series.linkGbps().value("gpu0 (simulated) → gpu1");
+    QCOMPARE(link.size(), 1);
+    QCOMPARE(link.first(), QPointF(0.1, 1.0));  // 1e8 bytes in 100 ms
+    const auto mem = series.memoryUsed().value("gpu0 (simulated)");
+    QCOMPARE(mem.size(), 1);
+    QCOMPARE(mem.first().y(), double((1 << 30) + (1 << 29) + (1 << 28)));
+    series.addReplyStats(180, 212, 41.3);
+    QCOMPARE(series.lastTtftMs(), 180.0);
+  }
+
+  void panelPauseSummaryExport() {
+    ProfilerPanel panel;
+    panel.resize(900, 400);
+    panel.addReplyStats(180, 212, 41.3);
+    panel.setPaused(true);
+    panel.appendBatch(handMadeBatch());
+    QCOMPARE(panel.timelineModel()->rowCount(), 0);
+    QCOMPARE(panel.heldBatches(), 1);
+    QVERIFY(panel.summaryText().contains("paused (1 batches held)"));
+    panel.setPaused(false);
+    QCOMPARE(panel.timelineModel()->rowCount(), 8);
+    QCOMPARE(panel.summaryText(), QString("tok/s 41.3 · TTFT 180 ms · bubble gpu0 (simulated) 48%, gpu1 38%, host 98%"));
+    panel.setCollapsed(true);
+    QVERIFY(panel.isCollapsed());
+
+    QTemporaryDir dir;
+    const QString path = dir.filePath("trace.json");
+    QVERIFY(panel.exportChromeTrace(path));
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QJsonArray events = QJsonDocument::fromJson(f.readAll()).object().value("traceEvents").toArray();
+    int spans = 0, names = 0;
+    for (const QJsonValue& v : events) {
+      const QJsonObject e = v.toObject();
+      if (e.value("ph") == "X") ++spans;
+      if (e.value("ph") == "M") ++names;
+      if (e.value("name") == "transfer") {
+        QCOMPARE(e.value("ts").toDouble(), 10000.0);  // microseconds
+        QCOMPARE(e.value("dur").toDouble(), 1000.0);
+        QCOMPARE(e.value("args").toObject().value("bytes").toDouble(), 16384000.0);
+      }
+    }
+    QCOMPARE(spans, 8);
+    QCOMPARE(names, 3);
+  }
+};
+
+QTEST_MAIN(TestProfilerTimeline)
+#include "test_profiler_timeline.moc"

@@ -1,0 +1,312 @@
+// ui/app/main_window.cpp — layout of the window and the wiring of panels to the engine client.
+#include "ui/app/main_window.h"
+
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QJsonArray>
+#include <QLabel>
+#include <QListView>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QToolBar>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include "ui/app/workstation.h"
+#include "ui/chat/chat_controller.h"
+#include "ui/chat/chat_view.h"
+#include "ui/client/engine_client.h"
+#include "ui/client/engine_process.h"
+#include "ui/devices/devices_panel.h"
+#include "ui/models/model_files_model.h"
+#include "ui/models/models_panel.h"
+#include "ui/placement/placement_editor.h"
+#include "ui/profiler/profiler_series.h"
+#include "ui/profiler/timeline_model.h"
+#include "ui/profiler/timeline_plot.h"
+
+using namespace strata::ui;
+
+MainWindow::MainWindow(Workstation* workstation, QWidget* parent) : QMainWindow(parent), ws_(workstation) {
+  setWindowTitle(tr("Strata"));
+  setObjectName(QStringLiteral("mainWindow"));
+  setAcceptDrops(true);
+  setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowTabbedDocks);
+  buildCentral();
+  buildDocks();
+  buildToolbar();
+  buildMenus();
+  wirePanels();
+  updateStateLabel();
+  resize(1400, 900);
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::buildCentral() {
+  auto* splitter = new QSplitter(Qt::Horizontal, this);
+
+  auto* side = new QWidget(splitter);
+  auto* sideLayout = new QVBoxLayout(side);
+  sideLayout->setContentsMargins(6, 6, 0, 6);
+  auto* sideHeader = new QHBoxLayout;
+  sideHeader->addWidget(new QLabel(tr("<b>Chats</b>"), side), 1);
+  auto* newChat = new QToolButton(side);
+  newChat->setText(QStringLiteral("+"));
+  newChat->setToolTip(tr("New chat (Ctrl+N)"));
+  sideHeader->addWidget(newChat);
+  sideLayout->addLayout(sideHeader);
+  conversations_ = new QListView(side);
+  conversations_->setObjectName(QStringLiteral("conversations"));
+  conversations_->setModel(ws_->chat()->conversationModel());
+  conversations_->setEditTriggers(QAbstractItemView::EditKeyPressed | QAbstractItemView::DoubleClicked);
+  conversations_->setContextMenuPolicy(Qt::ActionsContextMenu);
+  sideLayout->addWidget(conversations_, 1);
+  connect(newChat, &QToolButton::clicked, ws_->chat(), &ChatController::newConversation);
+  connect(conversations_->selectionModel(), &QItemSelectionModel::currentChanged, this, [this](const QModelIndex& i) {
+    if (i.isValid()) ws_->chat()->openConversation(i.data(ConversationListModel::IdRole).toLongLong());
+  });
+  connect(ws_->chat(), &ChatController::currentConversationChanged, this, [this](qint64 id) {
+    const int row = ws_->chat()->conversationModel()->rowOf(id);
+    QSignalBlocker block(conversations_->selectionModel());
+    if (row >= 0) conversations_->setCurrentIndex(ws_->chat()->conversationModel()->index(row));
+    else conversations_->clearSelection();
+  });
+
+  tabs_ = new QTabWidget(splitter);
+  tabs_->setObjectName(QStringLiteral("mainTabs"));
+  chatView_ = new ChatView(ws_->chat(), tabs_);
+  tabs_->addTab(chatView_, tr("Chat"));
+  placementEditor_ = new PlacementEditor(tabs_);
+  tabs_->addTab(placementEditor_, tr("Placement"));
+  modelsPanel_ = new ModelsPanel(ws_->modelFiles(), tabs_);
+  tabs_->addTab(modelsPanel_, tr("Models"));
+
+  splitter->addWidget(side);
+  splitter->addWidget(tabs_);
+  splitter->setStretchFactor(0, 0);
+  splitter->setStretchFactor(1, 1);
+  splitter->setSizes({220, 900});
+  setCentralWidget(splitter);
+  statusBar()->showMessage(tr("Welcome to Strata"), 3000);
+}
+
+void MainWindow::buildDocks() {
+  devicesDock_ = new QDockWidget(tr("Devices"), this);
+  devicesDock_->setObjectName(QStringLiteral("devicesDock"));
+  devicesPanel_ = new DevicesPanel(devicesDock_);
+  devicesDock_->setWidget(devicesPanel_);
+  addDockWidget(Qt::RightDockWidgetArea, devicesDock_);
+
+  profilerDock_ = new QDockWidget(tr("Profiler"), this);
+  profilerDock_->setObjectName(QStringLiteral("profilerDock"));
+  auto* prof = new QWidget(profilerDock_);
+  auto* pl = new QVBoxLayout(prof);
+  pl->setContentsMargins(4, 2, 4, 4);
+  auto* bar = new QHBoxLayout;
+  auto* pause = new QToolButton(prof);
+  pause->setText(tr("▌▌ pause"));
+  pause->setCheckable(true);
+  auto* exportTrace = new QToolButton(prof);
+  exportTrace->setText(tr("⤓ export trace"));
+  profilerSummary_ = new QLabel(prof);
+  profilerSummary_->setObjectName(QStringLiteral("profilerSummary"));
+  bar->addWidget(pause);
+  bar->addWidget(exportTrace);
+  bar->addWidget(profilerSummary_, 1);
+  pl->addLayout(bar);
+  timelineModel_ = new TimelineModel(this);
+  profilerSeries_ = new ProfilerSeries(this);
+  timelinePlot_ = new TimelinePlot(prof);
+  timelinePlot_->setModel(timelineModel_);
+  timelinePlot_->setMinimumHeight(160);
+  pl->addWidget(timelinePlot_, 1);
+  profilerDock_->setWidget(prof);
+  addDockWidget(Qt::BottomDockWidgetArea, profilerDock_);
+
+  connect(pause, &QToolButton::toggled, this, [this, pause](bool on) {
+    profilerPaused_ = on;
+    pause->setText(on ? tr("▶ resume") : tr("▌▌ pause"));
+  });
+  connect(exportTrace, &QToolButton::clicked, this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export a Chrome trace"), QStringLiteral("strata-trace.json"),
+                                                      tr("Chrome trace (*.json)"));
+    if (path.isEmpty()) return;
+    ws_->client()->fetchTraceJson(60, this, [this, path](const EngineResult& r) {
+      QFile f(path);
+      if (!r.ok() || !f.open(QIODevice::WriteOnly)) {
+        statusBar()->showMessage(tr("export failed: %1").arg(r.ok() ? f.errorString() : r.error), 8000);
+        return;
+      }
+      f.write(r.body);
+      statusBar()->showMessage(tr("trace written to %1 (open it in ui.perfetto.dev)").arg(path), 8000);
+    });
+  });
+}
+
+void MainWindow::buildToolbar() {
+  QToolBar* tb = addToolBar(tr("Model"));
+  tb->setObjectName(QStringLiteral("modelToolbar"));
+  tb->setMovable(false);
+  modelCombo_ = new QComboBox(tb);
+  modelCombo_->setObjectName(QStringLiteral("modelCombo"));
+  modelCombo_->setModel(ws_->modelFiles());
+  modelCombo_->setMinimumWidth(320);
+  modelCombo_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  modelCombo_->setPlaceholderText(tr("Choose a model…"));
+  modelCombo_->setCurrentIndex(-1);
+  tb->addWidget(modelCombo_);
+  connect(modelCombo_, &QComboBox::activated, this, [this](int row) {
+    const QString path = ws_->modelFiles()->file(row).path;
+    if (!path.isEmpty() && path != ws_->modelFiles()->loadedPath()) loadModelFile(path);
+  });
+  ctxLabel_ = new QLabel(tb);
+  ctxLabel_->setContentsMargins(12, 0, 12, 0);
+  tb->addWidget(ctxLabel_);
+  auto* placement = new QPushButton(tr("Placement…"), tb);
+  connect(placement, &QPushButton::clicked, this, [this] { showTab(Tab::Placement); });
+  tb->addWidget(placement);
+  auto* spacer = new QWidget(tb);
+  spacer->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
+  tb->addWidget(spacer);
+  stateLabel_ = new QLabel(tb);
+  stateLabel_->setObjectName(QStringLiteral("engineState"));
+  stateLabel_->setContentsMargins(8, 0, 8, 0);
+  tb->addWidget(stateLabel_);
+}
+
+void MainWindow::showTab(Tab tab) { tabs_->setCurrentIndex(int(tab)); }
+
+QJsonObject MainWindow::modelInfoFromStatus(const QJsonObject& status) {
+  const QJsonObject m = status.value(QStringLiteral("model")).toObject();
+  const int n = m.value(QStringLiteral("n_layers")).toInt();
+  if (n <= 0) return {};
+  QJsonObject info{{QStringLiteral("name"), m.value(QStringLiteral("id")).toString()}, {QStringLiteral("n_layers"), n}};
+  if (m.contains(QStringLiteral("layer_bytes"))) {
+    for (const char* k : {"layer_bytes", "embedding_bytes", "head_bytes", "head_tied", "kv_bytes_per_token", "n_embd",
+                          "scratch_bytes"})
+      if (m.contains(QLatin1String(k))) info.insert(QLatin1String(k), m.value(QLatin1String(k)));
+    return info;
+  }
+  const double total = m.value(QStringLiteral("weight_bytes")).toDouble();
+  const qint64 share = qint64(total / (n + 2));
+  info.insert(QStringLiteral("name"), m.value(QStringLiteral("id")).toString() + tr(" (sizes approximate)"));
+  info.insert(QStringLiteral("layer_bytes"), share);
+  info.insert(QStringLiteral("embedding_bytes"), share);
+  info.insert(QStringLiteral("head_bytes"), share);
+  return info;
+}
+
+void MainWindow::wirePanels() {
+  EngineClient* client = ws_->client();
+  connect(ws_, &Workstation::stateChanged, this, &MainWindow::updateStateLabel);
+  connect(ws_, &Workstation::statusChanged, this, &MainWindow::onStatus);
+  connect(ws_, &Workstation::notice, this, [this](const QString& t) { statusBar()->showMessage(t, 10000); });
+  connect(ws_, &Workstation::engineRestarted, this, [this](int n) {
+    statusBar()->showMessage(tr("the engine was restarted (%1); the model and placement are back").arg(n), 10000);
+  });
+
+  // Devices.
+  connect(ws_, &Workstation::devicesChanged, devicesPanel_, &DevicesPanel::setDevices);
+  connect(ws_, &Workstation::devicesChanged, placementEditor_, &PlacementEditor::setDevices);
+
+  // Placement editor: plans, applies, simulated devices.
+  connect(placementEditor_, &PlacementEditor::requestAutoPlan, this, [this, client](const QString& goal) {
+    client->plan(goal, ws_->settings().ctx, 0);
+  });
+  connect(client, &EngineClient::planReceived, placementEditor_, &PlacementEditor::setPlacement);
+  connect(placementEditor_, &PlacementEditor::applyRequested, ws_, &Workstation::applyPlacement);
+  connect(client, &EngineClient::placementApplied, placementEditor_, [this](const QJsonObject&) {
+    placementEditor_->applySucceeded();
+  });
+  connect(client, &EngineClient::requestFailed, this, [this](const QString& op, const QString& message) {
+    if (op == QLatin1String("plan") || op == QLatin1String("apply placement")) placementEditor_->showError(message);
+  });
+  connect(placementEditor_, &PlacementEditor::devicesDeclared, this, [this](const QString& spec) {
+    ws_->settings().devices = spec;
+    ws_->saveSettings();
+    if (ws_->process()) {
+      EngineProcess::Options o = ws_->process()->options();
+      o.devices = spec;
+      ws_->process()->setOptions(o);
+      ws_->process()->setPlacement({});
+      ws_->process()->restart();
+      statusBar()->showMessage(tr("restarting the engine with devices %1").arg(spec), 8000);
+    }
+  });
+
+  // Trace stream: devices' live memory, the timeline, the charts' series.
+  connect(client, &EngineClient::traceBatch, this, [this](const QJsonObject& batch) {
+    devicesPanel_->applyMemorySnapshot(batch);
+    if (profilerPaused_) return;
+    timelineModel_->appendBatch(batch);
+    profilerSeries_->appendBatch(batch);
+  });
+  connect(profilerSeries_, &ProfilerSeries::changed, this, [this] {
+    const double tps = profilerSeries_->tokensPerS().isEmpty() ? 0.0 : profilerSeries_->tokensPerS().last().y();
+    profilerSummary_->setText(tr("tok/s %1   TTFT %2 ms").arg(tps, 0, 'f', 1).arg(profilerSeries_->lastTtftMs(), 0, 'f', 0));
+  });
+  connect(ws_->chat(), &ChatController::replyFinished, this, [this](int row) {
+    const StoredMessage m = ws_->chat()->chatModel()->message(row);
+    profilerSeries_->addReplyStats(double(m.ttftMs), m.tokens, m.tokensPerSecond);
+  });
+  client->startTraceStream();
+
+  // Models.
+  connect(modelsPanel_, &ModelsPanel::loadRequested, this, &MainWindow::loadModelFile);
+  connect(modelsPanel_, &ModelsPanel::folderAdded, ws_, &Workstation::addModelFolder);
+  connect(modelsPanel_, &ModelsPanel::rescanRequested, ws_, &Workstation::rescanModels);
+}
+
+void MainWindow::onStatus(const QJsonObject& status) {
+  devicesPanel_->setStatus(status);
+  modelsPanel_->setStatus(status);
+  const QJsonObject model = status.value(QStringLiteral("model")).toObject();
+  const int row = ws_->modelFiles()->rowOfPath(model.value(QStringLiteral("path")).toString());
+  if (row >= 0 && modelCombo_->currentIndex() != row) modelCombo_->setCurrentIndex(row);
+  const int nCtx = model.value(QStringLiteral("n_ctx")).toInt();
+  ctxLabel_->setText(nCtx > 0 ? tr("ctx %1").arg(nCtx) : QString());
+
+  const QString key = model.value(QStringLiteral("path")).toString() + QLatin1Char('#') +
+                      QString::number(model.value(QStringLiteral("n_layers")).toInt());
+  if (!model.isEmpty() && key != modelKey_) {
+    modelKey_ = key;
+    placementSeen_ = {};
+    placementEditor_->setModelInfo(modelInfoFromStatus(status));
+  }
+  const QJsonObject placement = status.value(QStringLiteral("placement")).toObject();
+  if (!placement.isEmpty() && placement != placementSeen_) {
+    placementSeen_ = placement;
+    placementEditor_->resetPlacement(placement);
+  }
+  updateStateLabel();
+}
+
+void MainWindow::updateStateLabel() {
+  using S = Workstation::EngineState;
+  const S s = ws_->state();
+  const char* colour = s == S::Ready ? "#2e9d4f" : (s == S::Crashed || s == S::Unreachable || s == S::Stopped) ? "#d0342c" : "#d08a1c";
+  stateLabel_->setText(QStringLiteral("<span style='color:%1'>●</span> %2").arg(QLatin1String(colour), ws_->stateText().toHtmlEscaped()));
+  stateLabel_->setToolTip(ws_->process() ? ws_->process()->recentOutput().right(2000) : ws_->client()->baseUrl().toString());
+}
+
+void MainWindow::loadModelFile(const QString& path) {
+  if (!QFileInfo(path).isFile()) {
+    QMessageBox::warning(this, tr("Open model"), tr("%1 is not a file").arg(path));
+    return;
+  }
+  ws_->loadModel(path);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  ws_->chat()->stop();
+  ws_->saveSettings();
+  QMainWindow::closeEvent(event);
+}

@@ -1,0 +1,89 @@
+// ui/app/main_window.h — the workstation window: model picker and engine state on top, conversations
+// | chat / placement / models tabs, devices dock on the right, profiler dock at the bottom. Wires the
+// panels (which take engine JSON and emit user actions) to the Workstation's client; no HTTP here.
+#pragma once
+
+#include <QJsonObject>
+#include <QMainWindow>
+
+class ChatView;
+class ModelsPanel;
+class QComboBox;
+class QDockWidget;
+class QLabel;
+class QListView;
+class QTabWidget;
+class Workstation;
+
+namespace strata::ui {
+class DevicesPanel;
+class PlacementEditor;
+class ProfilerSeries;
+class TimelineModel;
+class TimelinePlot;
+}  // namespace strata::ui
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  enum class Tab { Chat, Placement, Models };
+
+  explicit MainWindow(Workstation* workstation, QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  Workstation* workstation() const { return ws_; }
+  ChatView* chatView() const { return chatView_; }
+  ModelsPanel* modelsPanel() const { return modelsPanel_; }
+  strata::ui::DevicesPanel* devicesPanel() const { return devicesPanel_; }
+  strata::ui::PlacementEditor* placementEditor() const { return placementEditor_; }
+  strata::ui::TimelinePlot* timelinePlot() const { return timelinePlot_; }
+  strata::ui::TimelineModel* timelineModel() const { return timelineModel_; }
+  QDockWidget* profilerDock() const { return profilerDock_; }
+  QListView* conversationList() const { return conversations_; }
+  void showTab(Tab tab);
+
+  // The placement editor's ModelInfo JSON from a /status "model" object: the per-block byte sizes
+  // when the engine gives them, else an even split of weight_bytes (marked approximate).
+  static QJsonObject modelInfoFromStatus(const QJsonObject& status);
+
+ public slots:
+  void openModelDialog();
+  void showSettings();
+  void attachRemoteDialog();
+  void loadModelFile(const QString& path);
+
+ protected:
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+  void changeEvent(QEvent* event) override;
+  void closeEvent(QCloseEvent* event) override;
+
+ private:
+  void buildCentral();
+  void buildDocks();
+  void buildToolbar();
+  void buildMenus();       // main_window_actions.cpp
+  void wirePanels();
+  void onStatus(const QJsonObject& status);
+  void updateStateLabel();
+
+  Workstation* ws_;
+  ChatView* chatView_ = nullptr;
+  ModelsPanel* modelsPanel_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
+  QListView* conversations_ = nullptr;
+  QComboBox* modelCombo_ = nullptr;
+  QLabel* ctxLabel_ = nullptr;
+  QLabel* stateLabel_ = nullptr;
+  QLabel* profilerSummary_ = nullptr;
+  QDockWidget* devicesDock_ = nullptr;
+  QDockWidget* profilerDock_ = nullptr;
+  strata::ui::DevicesPanel* devicesPanel_ = nullptr;
+  strata::ui::PlacementEditor* placementEditor_ = nullptr;
+  strata::ui::TimelineModel* timelineModel_ = nullptr;
+  strata::ui::TimelinePlot* timelinePlot_ = nullptr;
+  strata::ui::ProfilerSeries* profilerSeries_ = nullptr;
+  QString modelKey_;        // path + n_layers the placement editor was given
+  QJsonObject placementSeen_;
+  bool profilerPaused_ = false;
+};

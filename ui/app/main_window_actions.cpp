@@ -1,0 +1,169 @@
+// ui/app/main_window_actions.cpp — MainWindow's menus, keyboard shortcuts, dialogs, drag-and-drop
+// of .gguf files, and following system palette changes.
+#include <QAction>
+#include <QApplication>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QInputDialog>
+#include <QListView>
+#include <QMenuBar>
+#include <QMimeData>
+#include <QPlainTextEdit>
+#include <QStatusBar>
+
+#include "ui/app/about_box.h"
+#include "ui/app/main_window.h"
+#include "ui/app/settings_dialog.h"
+#include "ui/app/theme.h"
+#include "ui/app/workstation.h"
+#include "ui/chat/chat_controller.h"
+#include "ui/chat/chat_view.h"
+#include "ui/client/engine_process.h"
+
+namespace {
+QString ggufFromMime(const QMimeData* mime) {
+  if (!mime || !mime->hasUrls()) return {};
+  for (const QUrl& url : mime->urls()) {
+    const QString path = url.toLocalFile();
+    if (path.endsWith(QLatin1String(".gguf"), Qt::CaseInsensitive) && QFileInfo(path).isFile()) return path;
+  }
+  return {};
+}
+}  // namespace
+
+void MainWindow::buildMenus() {
+  ChatController* chat = ws_->chat();
+  auto add = [this](QMenu* menu, const QString& text, const QKeySequence& keys, auto&& slot) {
+    QAction* a = menu->addAction(text);
+    if (!keys.isEmpty()) a->setShortcut(keys);
+    connect(a, &QAction::triggered, this, slot);
+    return a;
+  };
+
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  add(file, tr("&New chat"), QKeySequence::New, [chat] { chat->newConversation(); });
+  add(file, tr("&Open model…"), QKeySequence::Open, [this] { openModelDialog(); });
+  add(file, tr("Add model &folder…"), {}, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Add a folder of GGUF models"));
+    if (!dir.isEmpty()) ws_->addModelFolder(dir);
+  });
+  file->addSeparator();
+  add(file, tr("&Settings…"), QKeySequence(QStringLiteral("Ctrl+,")), [this] { showSettings(); });
+  file->addSeparator();
+  add(file, tr("&Quit"), QKeySequence::Quit, [this] { close(); });
+
+  QMenu* chatMenu = menuBar()->addMenu(tr("&Chat"));
+  add(chatMenu, tr("&Stop reply"), QKeySequence(QStringLiteral("Ctrl+.")), [chat] { chat->stop(); });
+  add(chatMenu, tr("&Regenerate reply"), QKeySequence(QStringLiteral("Ctrl+R")), [chat] { chat->regenerate(); });
+  add(chatMenu, tr("&Edit last message"), QKeySequence(QStringLiteral("Ctrl+E")), [this, chat] {
+    for (int row = chat->chatModel()->rowCount() - 1; row >= 0; --row)
+      if (chat->chatModel()->message(row).role == QLatin1String("user")) {
+        showTab(Tab::Chat);
+        chatView_->startEdit(row);
+        return;
+      }
+  });
+  add(chatMenu, tr("&Focus message box"), QKeySequence(QStringLiteral("Ctrl+L")), [this] {
+    showTab(Tab::Chat);
+    chatView_->focusInput();
+  });
+  QAction* rename = add(chatMenu, tr("Re&name chat"), QKeySequence(Qt::Key_F2), [this] {
+    if (conversations_->currentIndex().isValid()) conversations_->edit(conversations_->currentIndex());
+  });
+  QAction* del = add(chatMenu, tr("&Delete chat"), QKeySequence(QStringLiteral("Ctrl+Shift+Backspace")), [chat] {
+    if (chat->currentConversation() != 0) chat->deleteConversation(chat->currentConversation());
+  });
+  conversations_->addAction(rename);
+  conversations_->addAction(del);
+
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  add(view, tr("&Chat"), QKeySequence(QStringLiteral("Ctrl+1")), [this] { showTab(Tab::Chat); });
+  add(view, tr("&Placement"), QKeySequence(QStringLiteral("Ctrl+2")), [this] { showTab(Tab::Placement); });
+  add(view, tr("&Models"), QKeySequence(QStringLiteral("Ctrl+3")), [this] { showTab(Tab::Models); });
+  view->addSeparator();
+  QAction* devices = devicesDock_->toggleViewAction();
+  devices->setShortcut(QKeySequence(QStringLiteral("Ctrl+Shift+D")));
+  view->addAction(devices);
+  QAction* profiler = profilerDock_->toggleViewAction();
+  profiler->setShortcut(QKeySequence(QStringLiteral("Ctrl+Shift+P")));
+  view->addAction(profiler);
+
+  QMenu* engine = menuBar()->addMenu(tr("&Engine"));
+  add(engine, tr("&Restart engine"), QKeySequence(QStringLiteral("Ctrl+Shift+R")), [this] {
+    if (ws_->process()) ws_->process()->restart();
+    else ws_->start();
+  });
+  add(engine, tr("&Attach to a remote engine…"), {}, [this] { attachRemoteDialog(); });
+  add(engine, tr("Use the &local engine"), {}, [this] { ws_->useLocalEngine(); });
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  add(help, tr("&About Strata"), {}, [this] { showAboutBox(this, ws_->lastStatus(), ws_->stateText()); });
+  add(help, tr("About &Qt"), {}, [] { QApplication::aboutQt(); });
+}
+
+void MainWindow::openModelDialog() {
+  const QString path = QFileDialog::getOpenFileName(this, tr("Open a GGUF model"), QString(),
+                                                    tr("GGUF models (*.gguf);;All files (*)"));
+  if (!path.isEmpty()) loadModelFile(path);
+}
+
+void MainWindow::showSettings() {
+  SettingsDialog dialog(ws_->settings(), this);
+  if (dialog.exec() != QDialog::Accepted) return;
+  const AppSettings before = ws_->settings();
+  const AppSettings after = dialog.settings();
+  ws_->settings() = after;
+  ws_->saveSettings();
+  ws_->chat()->setDefaultSampling(after.defaultSampling);
+  ws_->chat()->setDefaultSystemPrompt(after.defaultSystemPrompt);
+  if (after.theme != before.theme) theme::apply(*qApp, after.theme);
+  const bool engineChanged = after.engineMode != before.engineMode || after.enginePath != before.enginePath ||
+                             after.devices != before.devices || after.ctx != before.ctx ||
+                             after.threads != before.threads || after.remoteUrl != before.remoteUrl ||
+                             after.remoteKey != before.remoteKey;
+  if (!engineChanged) return;
+  if (after.engineMode == AppSettings::EngineMode::Remote) {
+    ws_->attachRemote(after.remoteUrl, after.remoteKey);
+  } else if (ws_->process()) {
+    EngineProcess::Options o = ws_->process()->options();
+    o.program = after.enginePath;
+    o.devices = after.devices;
+    o.ctx = after.ctx;
+    o.threads = after.threads;
+    ws_->process()->setOptions(o);
+    ws_->process()->restart();
+  } else {
+    ws_->useLocalEngine();
+  }
+}
+
+void MainWindow::attachRemoteDialog() {
+  bool ok = false;
+  const QString url = QInputDialog::getText(this, tr("Attach to an engine"), tr("Engine URL:"), QLineEdit::Normal,
+                                            ws_->settings().remoteUrl.isEmpty() ? QStringLiteral("http://") : ws_->settings().remoteUrl, &ok);
+  if (!ok || url.isEmpty()) return;
+  const QString key = QInputDialog::getText(this, tr("Attach to an engine"), tr("API key (empty: none):"),
+                                            QLineEdit::Password, ws_->settings().remoteKey, &ok);
+  if (!ok) return;
+  ws_->attachRemote(url, key);
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+  if (!ggufFromMime(event->mimeData()).isEmpty()) event->acceptProposedAction();
+  else QMainWindow::dragEnterEvent(event);
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+  const QString path = ggufFromMime(event->mimeData());
+  if (path.isEmpty()) return QMainWindow::dropEvent(event);
+  event->acceptProposedAction();
+  loadModelFile(path);
+}
+
+void MainWindow::changeEvent(QEvent* event) {
+  QMainWindow::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange || event->type() == QEvent::ThemeChange) updateStateLabel();
+}

@@ -1,0 +1,134 @@
+// ui/app/screenshot_script.cpp — the screenshot steps, each waiting asynchronously for the last.
+#include "ui/app/screenshot_script.h"
+
+#include <QApplication>
+#include <QDir>
+#include <QDockWidget>
+#include <QElapsedTimer>
+#include <QJsonArray>
+#include <QPixmap>
+#include <QTimer>
+#include <cstdio>
+
+#include "ui/app/main_window.h"
+#include "ui/app/workstation.h"
+#include "ui/chat/chat_controller.h"
+#include "ui/client/engine_client.h"
+#include "ui/placement/placement_editor.h"
+#include "ui/placement/placement_model.h"
+
+ScreenshotScript::ScreenshotScript(MainWindow* window, const QString& outDir, const QString& prompt, QObject* parent)
+    : QObject(parent), window_(window), outDir_(outDir), prompt_(prompt) {}
+
+void ScreenshotScript::start() {
+  QDir().mkpath(outDir_);
+  Workstation* ws = window_->workstation();
+  connect(ws->chat(), &ChatController::replyFinished, this, [this] { replyDone_ = true; });
+  connect(ws->chat(), &ChatController::replyFailed, this, [this](int, const QString& m) { fail(m); });
+  connect(ws->client(), &EngineClient::placementApplied, this, [this] { applied_ = true; });
+  connect(ws->client(), &EngineClient::requestFailed, this, [this](const QString& op, const QString& m) {
+    if (op == QLatin1String("apply placement")) {
+      std::fprintf(stderr, "screenshots: split placement refused (%s); continuing\n", qPrintable(m));
+      applied_ = true;
+    }
+  });
+  step(0);
+}
+
+void ScreenshotScript::waitFor(std::function<bool()> done, int timeoutMs, int next, const QString& what) {
+  auto clock = std::make_shared<QElapsedTimer>();
+  clock->start();
+  auto* timer = new QTimer(this);
+  timer->setInterval(100);
+  connect(timer, &QTimer::timeout, this, [this, timer, clock, done, timeoutMs, next, what] {
+    if (done()) {
+      timer->deleteLater();
+      step(next);
+    } else if (clock->elapsed() > timeoutMs) {
+      timer->deleteLater();
+      fail(QStringLiteral("timed out waiting for ") + what);
+    }
+  });
+  timer->start();
+}
+
+void ScreenshotScript::step(int n) {
+  Workstation* ws = window_->workstation();
+  switch (n) {
+    case 0:
+      waitFor([ws] { return ws->state() == Workstation::EngineState::Ready; }, 120000, 1, QStringLiteral("the engine"));
+      return;
+    case 1: {
+      // Split the blocks over the first two accelerators (simulated GPUs): embedding on the first,
+      // head on the second, so the timeline shows two lanes and the transfers between them.
+      const QJsonObject status = ws->lastStatus();
+      const int nLayers = status.value(QStringLiteral("model")).toObject().value(QStringLiteral("n_layers")).toInt();
+      QStringList accel;
+      for (const QJsonValue& d : status.value(QStringLiteral("memory")).toArray()) {
+        const QString id = d.toObject().value(QStringLiteral("device")).toString();
+        if (id != QLatin1String("cpu") && !accel.contains(id)) accel << id;
+      }
+      QJsonObject placement = status.value(QStringLiteral("placement")).toObject();
+      if (accel.size() < 2 || nLayers < 2 || placement.isEmpty()) {
+        applied_ = true;
+      } else {
+        const int cut = (nLayers + 1) / 2;
+        placement.insert(QStringLiteral("embedding"), QJsonObject{{QStringLiteral("device"), accel[0]}});
+        placement.insert(QStringLiteral("head"), QJsonObject{{QStringLiteral("device"), accel[1]}});
+        placement.insert(QStringLiteral("layers"),
+                         QJsonArray{QJsonObject{{QStringLiteral("layers"), QStringLiteral("0-%1").arg(cut - 1)},
+                                                {QStringLiteral("device"), accel[0]}},
+                                    QJsonObject{{QStringLiteral("layers"), QStringLiteral("%1-%2").arg(cut).arg(nLayers - 1)},
+                                                {QStringLiteral("device"), accel[1]}}});
+        ws->applyPlacement(placement);
+      }
+      waitFor([this] { return applied_; }, 60000, 2, QStringLiteral("the placement"));
+      return;
+    }
+    case 2: {
+      QJsonObject sampling = ws->chat()->sampling();
+      sampling.insert(QStringLiteral("temperature"), 0.0);
+      sampling.insert(QStringLiteral("max_tokens"), 200);
+      ws->chat()->setSampling(sampling);
+      window_->showTab(MainWindow::Tab::Chat);
+      ws->chat()->send(prompt_);
+      waitFor([this] { return replyDone_; }, 120000, 3, QStringLiteral("the reply"));
+      return;
+    }
+    case 3:
+      QTimer::singleShot(1500, this, [this] { step(4); });  // a few more trace batches
+      return;
+    case 4: {
+      window_->showTab(MainWindow::Tab::Chat);
+      QApplication::processEvents();
+      bool ok = save(window_, QStringLiteral("chat.png"));
+      window_->showTab(MainWindow::Tab::Placement);
+      // Show a tensor-group lane as well: blocks can be dropped there to split their tensors.
+      strata::ui::PlacementModel* pm = window_->placementEditor()->model();
+      if (pm->laneOfDevice(QStringLiteral("gpu0")) >= 0 && pm->laneOfDevice(QStringLiteral("gpu1")) >= 0)
+        pm->addGroupLane({QStringLiteral("gpu0"), QStringLiteral("gpu1")}, {2.0, 1.0});
+      QApplication::processEvents();
+      ok = save(window_, QStringLiteral("placement.png")) && ok;
+      window_->showTab(MainWindow::Tab::Chat);
+      window_->resizeDocks({window_->profilerDock()}, {420}, Qt::Vertical);
+      QApplication::processEvents();
+      QTimer::singleShot(300, this, [this, ok] {
+        const bool all = save(window_->profilerDock(), QStringLiteral("profiler.png")) && ok;
+        QApplication::exit(all ? 0 : 1);
+      });
+      return;
+    }
+  }
+}
+
+bool ScreenshotScript::save(QWidget* w, const QString& name) {
+  const QString path = QDir(outDir_).filePath(name);
+  const bool ok = w->grab().save(path);
+  std::fprintf(stderr, "screenshots: %s %s\n", ok ? "wrote" : "could not write", qPrintable(path));
+  return ok;
+}
+
+void ScreenshotScript::fail(const QString& why) {
+  std::fprintf(stderr, "screenshots: %s\n", qPrintable(why));
+  QApplication::exit(1);
+}

@@ -1,0 +1,77 @@
+// ui/app/workstation.h — the GUI's non-widget core: settings, the conversation store, the engine
+// client and (local mode) the engine child process, the chat controller, the model files list, and
+// the engine state the window shows. Widgets are built over it by MainWindow; tests drive it directly.
+#pragma once
+
+#include <QJsonObject>
+#include <QObject>
+#include <QTimer>
+#include <memory>
+
+#include "ui/app/app_settings.h"
+
+class ChatController;
+class ConversationStore;
+class EngineClient;
+class EngineProcess;
+class ModelFilesModel;
+
+class Workstation : public QObject {
+  Q_OBJECT
+ public:
+  enum class EngineState { Stopped, Starting, Loading, NoModel, Ready, Crashed, Unreachable };
+  Q_ENUM(EngineState)
+
+  // `persist`: write settings changes back to QSettings (false in tests and screenshot runs).
+  explicit Workstation(const AppSettings& settings, bool persist = true, QObject* parent = nullptr);
+  ~Workstation() override;
+
+  // Opens the SQLite store (empty: the default file in the user's data folder) and the conversations.
+  bool openStore(const QString& path = {});
+  // Local mode: starts the engine child (with the last model when there is one). Remote: attaches.
+  void start();
+  void attachRemote(const QString& url, const QString& key);
+  void useLocalEngine();
+  void rescanModels();
+  void addModelFolder(const QString& folder);
+
+  void loadModel(const QString& path);               // remembered for restarts
+  void applyPlacement(const QJsonObject& placement);  // PUT, remembered for restarts on success
+
+  AppSettings& settings() { return settings_; }
+  void saveSettings();
+  EngineClient* client() const { return client_; }
+  EngineProcess* process() const { return process_; }  // null in remote mode
+  ConversationStore* store() const { return store_.get(); }
+  ChatController* chat() const { return chat_; }
+  ModelFilesModel* modelFiles() const { return modelFiles_; }
+
+  EngineState state() const { return state_; }
+  QString stateText() const;       // "engine ready", "engine crashed — restarting (2)", ...
+  QJsonObject lastStatus() const { return status_; }
+  bool isRemote() const { return settings_.engineMode == AppSettings::EngineMode::Remote; }
+
+ signals:
+  void stateChanged(Workstation::EngineState state);
+  void statusChanged(const QJsonObject& status);
+  void devicesChanged(const QJsonArray& devices);
+  void notice(const QString& text);    // one line for the status bar
+  void engineRestarted(int count);
+
+ private:
+  void setState(EngineState s);
+  void onStatus(const QJsonObject& status);
+  void connectProcess();
+
+  AppSettings settings_;
+  bool persist_;
+  std::unique_ptr<ConversationStore> store_;
+  EngineClient* client_;
+  EngineProcess* process_ = nullptr;
+  ChatController* chat_;
+  ModelFilesModel* modelFiles_;
+  QTimer statusTimer_;
+  EngineState state_ = EngineState::Stopped;
+  QJsonObject status_;
+  int statusFailures_ = 0;
+};

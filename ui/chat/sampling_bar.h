@@ -1,0 +1,28 @@
+// ui/chat/sampling_bar.h — the per-conversation sampling settings under the message box:
+// temperature, top-p, top-k, max tokens. Edits come out as the OpenAI request fields.
+#pragma once
+
+#include <QJsonObject>
+#include <QWidget>
+
+class QDoubleSpinBox;
+class QSpinBox;
+
+class SamplingBar : public QWidget {
+  Q_OBJECT
+ public:
+  explicit SamplingBar(QWidget* parent = nullptr);
+  void setSampling(const QJsonObject& sampling);  // does not emit
+  QJsonObject sampling() const;
+
+ signals:
+  void samplingEdited(const QJsonObject& sampling);
+
+ private:
+  QDoubleSpinBox* temperature_;
+  QDoubleSpinBox* topP_;
+  QSpinBox* topK_;
+  QSpinBox* maxTokens_;
+  QJsonObject extra_;  // fields this bar does not edit, kept as they are
+  bool updating_ = false;
+};

@@ -1,0 +1,68 @@
+// ui/models/model_files_model.h — the GGUF files found on this machine, one row each (name, size,
+// where it was found), with the loaded one marked and described by the engine's /status.
+// Scanning runs on a worker thread; the rows change on the GUI thread only.
+#pragma once
+
+#include <QAbstractTableModel>
+#include <QDateTime>
+#include <QJsonObject>
+#include <QList>
+
+#include "ui/models/model_locations.h"
+
+struct ModelFile {
+  QString path;      // as found (canonical)
+  QString fileName;
+  qint64 sizeBytes = 0;
+  QString source;    // "LM Studio", "Hugging Face", "llama.cpp", "added", "opened"
+  QDateTime modified;
+};
+
+class ModelFilesModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  enum Roles {
+    PathRole = Qt::UserRole + 1,  // QString
+    FileNameRole,                 // QString
+    SizeBytesRole,                // qint64
+    SourceRole,                   // QString
+    ModifiedRole,                 // QDateTime
+    LoadedRole,                   // bool: the engine has this file loaded
+  };
+  Q_ENUM(Roles)
+  enum Column { NameColumn, SizeColumn, SourceColumn, ColumnCount };
+
+  explicit ModelFilesModel(QObject* parent = nullptr);
+  ~ModelFilesModel() override;
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+  QHash<int, QByteArray> roleNames() const override;
+
+  // Scans `locations` on a worker thread; rows are replaced when it is done (scanFinished).
+  void scan(const QList<ModelLocation>& locations);
+  bool isScanning() const { return scanning_; }
+  void setFiles(const QList<ModelFile>& files);
+  void addFile(const QString& path, const QString& source);  // e.g. opened by dialog or drop
+  // The engine's /strata/v1/status: marks the row of status.model.path as loaded.
+  void setStatus(const QJsonObject& status);
+  QString loadedPath() const { return loadedPath_; }
+  ModelFile file(int row) const { return files_.value(row); }
+  int rowOfPath(const QString& path) const;
+
+  // Blocking directory walk (used by the worker; public for tests). Depth-limited, follows
+  // links (the HF cache links snapshots to blobs), one row per canonical file.
+  static QList<ModelFile> findFiles(const QList<ModelLocation>& locations, int maxDepth = 6);
+  static QString formatSize(qint64 bytes);
+
+ signals:
+  void scanFinished(int files);
+
+ private:
+  QList<ModelFile> files_;
+  QString loadedPath_;
+  bool scanning_ = false;
+  int scanGeneration_ = 0;
+};

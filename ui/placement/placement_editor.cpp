@@ -1,0 +1,239 @@
+// ui/placement/placement_editor.cpp — PlacementEditor layout, buttons and file handling.
+#include "ui/placement/placement_editor.h"
+
+#include <QAction>
+#include <QFile>
+#include <QFileDialog>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QJsonDocument>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QRadioButton>
+#include <QRegularExpression>
+#include <QToolButton>
+#include <QUndoStack>
+#include <QVBoxLayout>
+
+#include "ui/devices/memory_bar.h"
+#include "ui/placement/placement_model.h"
+#include "ui/placement/placement_view.h"
+#include "ui/placement/simulated_devices.h"
+
+namespace strata::ui {
+
+PlacementEditor::PlacementEditor(QWidget* parent)
+    : QWidget(parent), model_(new PlacementModel(this)), view_(new PlacementView(this)),
+      footer_(new LaneFooter(view_, this)), simulated_(new SimulatedDevicesWidget(this)), title_(new QLabel(this)),
+      prediction_(new QLabel(this)), message_(new QLabel(this)), blocked_(new QLabel(this)),
+      groupSpec_(new QLineEdit(this)), kvWithLayer_(new QRadioButton(tr("with its layer"), this)),
+      kvOnCpu_(new QRadioButton(tr("on CPU"), this)), apply_(new QPushButton(tr("Apply"), this)) {
+  setObjectName(QStringLiteral("placementEditor"));
+  view_->setPlacementModel(model_);
+  message_->setWordWrap(true);
+  blocked_->setStyleSheet(QStringLiteral("color: #c02020"));
+  blocked_->setWordWrap(true);
+  QFont bold = title_->font();
+  bold.setBold(true);
+  title_->setFont(bold);
+
+  // Row 1: auto-plan, undo/redo, files.
+  auto* top = new QHBoxLayout;
+  top->addWidget(new QLabel(tr("Auto:"), this));
+  const QList<QPair<QString, QString>> goals = {{tr("Fit memory"), "fit"}, {tr("Balance speed"), "balance"},
+                                                {tr("Fewest transfers"), "fewest-transfers"}};
+  for (const auto& [text, goal] : goals) {
+    auto* b = new QPushButton(text, this);
+    b->setObjectName(QStringLiteral("auto-") + goal);
+    connect(b, &QPushButton::clicked, this, [this, g = goal] { emit requestAutoPlan(g); });
+    top->addWidget(b);
+  }
+  top->addSpacing(12);
+  for (QAction* a : {model_->undoStack()->createUndoAction(this, tr("Undo")), model_->undoStack()->createRedoAction(this, tr("Redo"))}) {
+    auto* b = new QToolButton(this);
+    b->setDefaultAction(a);
+    addAction(a);
+    top->addWidget(b);
+  }
+  auto* save = new QPushButton(tr("Save…"), this);
+  auto* load = new QPushButton(tr("Load…"), this);
+  connect(save, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Save placement"), QString(), tr("Placement JSON (*.json)"));
+    QString error;
+    if (!path.isEmpty() && !savePlacement(path, &error)) showError(error);
+  });
+  connect(load, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Load placement"), QString(), tr("Placement JSON (*.json)"));
+    QString error;
+    if (!path.isEmpty() && !loadPlacement(path, &error)) showError(error);
+  });
+  top->addStretch(1);
+  top->addWidget(save);
+  top->addWidget(load);
+
+  // Planning mode (hidden until asked for).
+  auto* planning = new QGroupBox(tr("Planning mode: declare devices you do not have"), this);
+  planning->setObjectName(QStringLiteral("planningBox"));
+  auto* planningLayout = new QVBoxLayout(planning);
+  planningLayout->addWidget(simulated_);
+  planning->setVisible(false);
+  planning->setMaximumHeight(220);
+  connect(simulated_, &SimulatedDevicesWidget::devicesJsonChanged, this, &PlacementEditor::setDevices);
+  connect(simulated_, &SimulatedDevicesWidget::devicesDeclared, this, &PlacementEditor::devicesDeclared);
+  connect(simulated_, &SimulatedDevicesWidget::declareFailed, this, &PlacementEditor::showError);
+
+  // Tensor group, KV location.
+  auto* groupRow = new QHBoxLayout;
+  groupSpec_->setPlaceholderText(tr("gpu0+gpu1 2:1"));
+  auto* addGroup = new QPushButton(tr("Add tensor group"), this);
+  connect(addGroup, &QPushButton::clicked, this, &PlacementEditor::addGroupFromText);
+  connect(groupSpec_, &QLineEdit::returnPressed, this, &PlacementEditor::addGroupFromText);
+  groupRow->addWidget(new QLabel(tr("Tensor group:"), this));
+  groupRow->addWidget(groupSpec_);
+  groupRow->addWidget(addGroup);
+  groupRow->addSpacing(16);
+  groupRow->addWidget(new QLabel(tr("KV cache:"), this));
+  groupRow->addWidget(kvWithLayer_);
+  groupRow->addWidget(kvOnCpu_);
+  groupRow->addStretch(1);
+  kvWithLayer_->setChecked(true);
+  connect(kvOnCpu_, &QRadioButton::toggled, this, [this](bool on) {
+    if (!model_->setKvDeviceForAll(on ? QStringLiteral("cpu") : QString())) refresh();
+  });
+
+  // Bottom: prediction, reason, Apply.
+  auto* bottom = new QHBoxLayout;
+  bottom->addWidget(prediction_, 1);
+  bottom->addWidget(blocked_, 1);
+  bottom->addWidget(apply_);
+  connect(apply_, &QPushButton::clicked, this, [this] {
+    if (model_->applyBlocker().isEmpty()) emit applyRequested(model_->placementJson());
+  });
+
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(title_);
+  layout->addLayout(top);
+  layout->addWidget(planning);
+  layout->addWidget(view_, 1);
+  layout->addWidget(footer_);
+  layout->addLayout(groupRow);
+  layout->addWidget(message_);
+  layout->addLayout(bottom);
+
+  connect(model_, &PlacementModel::estimateChanged, this, &PlacementEditor::refresh);
+  connect(model_, &PlacementModel::editRejected, this, &PlacementEditor::showError);
+  connect(model_, &PlacementModel::placementChanged, this, [this] { message_->clear(); });
+  refresh();
+}
+
+void PlacementEditor::setModelInfo(const QJsonObject& info) { model_->setModelInfo(info); }
+void PlacementEditor::setDevices(const QJsonArray& devices) { model_->setDevices(devices); }
+
+void PlacementEditor::resetPlacement(const QJsonObject& placement) {
+  QString error;
+  if (!model_->resetPlacement(placement, &error)) showError(error);
+}
+
+void PlacementEditor::setPlacement(const QJsonObject& planOrPlacement) {
+  const bool isPlan = planOrPlacement.contains(QLatin1String("placement"));
+  const QJsonObject placement = isPlan ? planOrPlacement.value(QLatin1String("placement")).toObject() : planOrPlacement;
+  QString error;
+  if (!model_->setPlacement(placement, &error)) return showError(error);
+  QStringList lines;
+  for (const QJsonValue& v : planOrPlacement.value(QLatin1String("explanation")).toArray()) lines << v.toString();
+  message_->setStyleSheet(QString());
+  message_->setText(lines.join(QLatin1Char('\n')));
+}
+
+void PlacementEditor::applySucceeded() {
+  model_->markApplied();
+  message_->setStyleSheet(QString());
+  message_->setText(tr("Applied."));
+}
+
+void PlacementEditor::showError(const QString& message) {
+  message_->setStyleSheet(QStringLiteral("color: #c02020"));
+  message_->setText(message);
+}
+
+void PlacementEditor::setPlanningMode(bool on) {
+  if (auto* box = findChild<QGroupBox*>(QStringLiteral("planningBox"))) box->setVisible(on);
+  if (on && simulated_->devices().isEmpty()) {
+    simulated_->addPreset(0);
+    simulated_->addPreset(3);
+  }
+}
+
+QString PlacementEditor::applyBlockedReason() const { return model_->applyBlocker(); }
+
+void PlacementEditor::addGroupFromText() {
+  // "gpu0+gpu1 2:1" or "gpu0,gpu1" (equal ratio).
+  const QStringList parts = groupSpec_->text().simplified().split(QLatin1Char(' '), Qt::SkipEmptyParts);
+  if (parts.isEmpty()) return;
+  QStringList devices = parts[0].split(QRegularExpression(QStringLiteral("[+,]")), Qt::SkipEmptyParts);
+  QList<double> ratio;
+  if (parts.size() > 1)
+    for (const QString& r : parts[1].split(QLatin1Char(':'))) ratio << r.toDouble();
+  if (!ratio.isEmpty() && ratio.size() != devices.size())
+    return showError(tr("'ratio' has %1 values for a group of %2 devices").arg(ratio.size()).arg(devices.size()));
+  model_->addGroupLane(devices, ratio);
+  groupSpec_->clear();
+}
+
+bool PlacementEditor::savePlacement(const QString& path, QString* error) const {
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
+    if (error) *error = QStringLiteral("cannot write '%1': %2").arg(path, f.errorString());
+    return false;
+  }
+  f.write(QJsonDocument(model_->placementJson()).toJson(QJsonDocument::Indented));
+  return true;
+}
+
+bool PlacementEditor::loadPlacement(const QString& path, QString* error) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) {
+    if (error) *error = QStringLiteral("cannot read '%1': %2").arg(path, f.errorString());
+    return false;
+  }
+  QJsonParseError parse;
+  const QJsonDocument doc = QJsonDocument::fromJson(f.readAll(), &parse);
+  if (parse.error != QJsonParseError::NoError || !doc.isObject()) {
+    if (error) *error = QStringLiteral("placement file '%1' is not valid JSON: %2").arg(path, parse.errorString());
+    return false;
+  }
+  return model_->setPlacement(doc.object(), error);
+}
+
+void PlacementEditor::refresh() {
+  const auto& info = model_->modelInfo();
+  const auto& p = model_->placement();
+  title_->setText(info.nLayers > 0 ? tr("Placement — %1, %2 layers, ctx %3, %4 sequence(s)")
+                                         .arg(info.name.isEmpty() ? tr("model") : info.name)
+                                         .arg(info.nLayers).arg(p.nCtx).arg(p.nSeq)
+                                   : tr("Placement — no model"));
+  const CostPrediction c = model_->prediction();
+  prediction_->setText(info.nLayers > 0 ? tr("Predicted: %1 tok/s decode (%2 ms/token) · %3 boundar%4 · %5 moved per token%6")
+                                              .arg(c.decodeTokensPerS, 0, 'f', 1)
+                                              .arg(c.decodeMsPerToken, 0, 'f', 2)
+                                              .arg(c.boundaries)
+                                              .arg(c.boundaries == 1 ? "y" : "ies")
+                                              .arg(formatBytes(c.transferBytesPerToken))
+                                              .arg(model_->isPreviewing() ? tr(" — if dropped here") : QString())
+                                        : QString());
+  const QString reason = model_->applyBlocker();
+  const int moved = model_->changedTileCount();
+  apply_->setText(moved > 0 ? tr("Apply: move %1 layer(s)").arg(moved) : tr("Apply"));
+  apply_->setEnabled(reason.isEmpty());
+  apply_->setToolTip(reason);
+  blocked_->setText(reason.isEmpty() || moved == 0 ? QString() : reason);
+  const bool kvCpu = !p.layers.isEmpty() && p.layers.first().kvDevice == QLatin1String("cpu");
+  QSignalBlocker b1(kvWithLayer_), b2(kvOnCpu_);
+  kvOnCpu_->setChecked(kvCpu);
+  kvWithLayer_->setChecked(!kvCpu);
+  footer_->update();
+}
+
+}  // namespace strata::ui

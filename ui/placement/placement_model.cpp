@@ -1,0 +1,436 @@
+// ui/placement/placement_model.cpp — PlacementModel: tiles x lanes, drops as undoable edits, and the
+// local estimate refreshed after every change. GUI thread only.
+#include "ui/placement/placement_model.h"
+
+#include <QBrush>
+#include <QColor>
+#include <QJsonDocument>
+#include <QMimeData>
+
+#include "ui/devices/memory_bar.h"
+
+namespace strata::ui {
+
+namespace {
+
+QColor layerColor(int tile, int tiles) {
+  const int hue = tiles > 0 ? (tile * 300 / std::max(tiles, 1)) % 360 : 0;
+  return QColor::fromHsv(hue, 60, 245);
+}
+
+}  // namespace
+
+PlacementModel::PlacementModel(QObject* parent) : QAbstractTableModel(parent), undo_(new QUndoStack(this)) {}
+
+int PlacementModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : tileCount(); }
+
+int PlacementModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : 1 + static_cast<int>(devices_.size() + groups_.size());
+}
+
+Lane PlacementModel::lane(int column) const {
+  Lane l;
+  if (column <= 0 || column >= columnCount()) return l;
+  if (column <= devices_.size()) {
+    l.kind = Lane::Kind::Device;
+    l.target.devices = QStringList{devices_[column - 1].id};
+  } else {
+    l.kind = Lane::Kind::Group;
+    l.target = groups_[column - 1 - devices_.size()];
+  }
+  return l;
+}
+
+int PlacementModel::laneOfDevice(const QString& id) const {
+  for (int i = 0; i < devices_.size(); ++i)
+    if (devices_[i].id == id) return i + 1;
+  return -1;
+}
+
+QStringList PlacementModel::deviceIds() const {
+  QStringList ids;
+  for (const DeviceSpec& d : devices_) ids << d.id;
+  return ids;
+}
+
+QVariant PlacementModel::data(const QModelIndex& index, int role) const {
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
+  const int tile = index.row();
+  const int n = model_.nLayers;
+  const PlacementData& p = shown();
+  LayerTarget target;
+  if (tile == 0) target.devices = {p.embeddingDevice};
+  else if (tile == n + 1) target.devices = {p.headDevice};
+  else target = p.layers.value(tile - 1);
+  const quint64 bytes = model_.tileBytes(tile);
+
+  const Lane l = lane(index.column());
+  bool placed = false;
+  quint64 share = 0;
+  if (l.kind == Lane::Kind::Device) {
+    const int member = static_cast<int>(target.devices.indexOf(l.target.devices.first()));
+    placed = target.devices.size() == 1 && member == 0;
+    if (member >= 0) share = placed ? bytes : static_cast<quint64>(static_cast<double>(bytes) * target.fraction(member));
+  } else if (l.kind == Lane::Kind::Group) {
+    placed = target.isGroup() && target.sameTarget(l.target);
+    share = placed ? bytes : 0;
+  }
+
+  switch (role) {
+    case Qt::DisplayRole:
+      if (index.column() == 0) return tileName(tile, n);
+      if (placed) return QStringLiteral("%1  %2").arg(tileName(tile, n), formatBytes(bytes));
+      if (share > 0) return QStringLiteral("%1  %2 (split)").arg(tileName(tile, n), formatBytes(share));
+      return {};
+    case Qt::ToolTipRole:
+      return QStringLiteral("%1: %2 on %3%4")
+          .arg(tileName(tile, n), formatBytes(bytes), target.label(),
+               target.kvDevice.isEmpty() ? QString() : QStringLiteral(", KV on ") + target.kvDevice);
+    case Qt::BackgroundRole:
+      if (index.column() == 0 || placed) return QBrush(layerColor(tile, tileCount()));
+      if (share > 0) return QBrush(layerColor(tile, tileCount()).lighter(110));
+      return {};
+    case TileKindRole:
+      return tile == 0 ? QStringLiteral("embedding") : tile == n + 1 ? QStringLiteral("head") : QStringLiteral("block");
+    case LayerRole: return tile >= 1 && tile <= n ? tile - 1 : -1;
+    case TileBytesRole: return bytes;
+    case TargetRole: return target.label();
+    case PlacedRole: return placed;
+    case ShareBytesRole: return share;
+    default: return {};
+  }
+}
+
+QVariant PlacementModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation == Qt::Vertical) {
+    if (section < 0 || section >= rowCount()) return {};
+    return role == Qt::DisplayRole ? QVariant(tileName(section, model_.nLayers)) : QVariant();
+  }
+  if (section < 0 || section >= columnCount()) return {};
+  const Lane l = lane(section);
+  const bool isDevice = l.kind == Lane::Kind::Device;
+  const DeviceSpec* dev = isDevice ? &devices_[section - 1] : nullptr;
+  const DeviceMemoryEstimate mem = isDevice && section - 1 < memory_.size() ? memory_[section - 1] : DeviceMemoryEstimate{};
+  switch (role) {
+    case Qt::DisplayRole:
+      if (!isDevice) return l.label();
+      return QStringLiteral("%1 %2%3").arg(dev->id, formatBytes(dev->capacity),
+                                            dev->simulated ? QStringLiteral(" (simulated)") : QString());
+    case Qt::ToolTipRole:
+      if (!isDevice) return l.kind == Lane::Kind::Group ? QStringLiteral("drop blocks here to split their tensors")
+                                                        : QStringLiteral("the model's tiles: drag them onto a lane");
+      return QStringLiteral("%1 (%2): weights %3, KV %4, scratch %5, overhead %6 = %7 of %8%9")
+          .arg(dev->id, dev->name, formatBytes(mem.weights), formatBytes(mem.kv), formatBytes(mem.scratch),
+               formatBytes(mem.overhead), formatBytes(mem.total), formatBytes(mem.capacity),
+               mem.fits ? QString() : QStringLiteral(": short ") + formatBytes(mem.shortfall));
+    case Qt::ForegroundRole:
+      return isDevice && !mem.fits ? QVariant(QBrush(QColor(0xc0, 0x20, 0x20))) : QVariant();
+    case LaneKindRole:
+      return l.kind == Lane::Kind::Model ? QStringLiteral("model") : isDevice ? QStringLiteral("device") : QStringLiteral("group");
+    case LaneDevicesRole: return l.target.devices;
+    case LaneSimulatedRole: return dev ? dev->simulated : false;
+    case LaneWeightsRole: return mem.weights;
+    case LaneKvRole: return mem.kv;
+    case LaneScratchRole: return mem.scratch;
+    case LaneOverheadRole: return mem.overhead;
+    case LaneTotalRole: return mem.total;
+    case LaneCapacityRole: return mem.capacity;
+    case LaneFitsRole: return mem.fits;
+    case LaneShortfallRole: return mem.shortfall;
+    default: return {};
+  }
+}
+
+Qt::ItemFlags PlacementModel::flags(const QModelIndex& index) const {
+  if (!index.isValid()) return Qt::ItemIsDropEnabled;
+  Qt::ItemFlags f = Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemIsDropEnabled;
+  if (index.column() == 0 || data(index, PlacedRole).toBool() || data(index, ShareBytesRole).toULongLong() > 0)
+    f |= Qt::ItemIsDragEnabled;
+  return f;
+}
+
+QHash<int, QByteArray> PlacementModel::roleNames() const {
+  QHash<int, QByteArray> r = QAbstractTableModel::roleNames();
+  r.insert({{TileKindRole, "tileKind"}, {LayerRole, "layer"}, {TileBytesRole, "tileBytes"}, {TargetRole, "target"},
+            {PlacedRole, "placed"}, {ShareBytesRole, "shareBytes"}, {LaneKindRole, "laneKind"},
+            {LaneDevicesRole, "laneDevices"}, {LaneSimulatedRole, "laneSimulated"}, {LaneWeightsRole, "laneWeights"},
+            {LaneKvRole, "laneKv"}, {LaneScratchRole, "laneScratch"}, {LaneOverheadRole, "laneOverhead"},
+            {LaneTotalRole, "laneTotal"}, {LaneCapacityRole, "laneCapacity"}, {LaneFitsRole, "laneFits"},
+            {LaneShortfallRole, "laneShortfall"}});
+  return r;
+}
+
+QStringList PlacementModel::mimeTypes() const { return {QString::fromLatin1(kMimeType)}; }
+
+QMimeData* PlacementModel::makeMime(int firstTile, int lastTile) {
+  auto* mime = new QMimeData;
+  const QJsonObject payload{{"first_tile", firstTile}, {"last_tile", lastTile}};
+  mime->setData(QString::fromLatin1(kMimeType), QJsonDocument(payload).toJson(QJsonDocument::Compact));
+  return mime;
+}
+
+QMimeData* PlacementModel::mimeData(const QModelIndexList& indexes) const {
+  int first = -1, last = -1;
+  for (const QModelIndex& i : indexes) {
+    if (!i.isValid()) continue;
+    first = first < 0 ? i.row() : std::min(first, i.row());
+    last = std::max(last, i.row());
+  }
+  return first < 0 ? nullptr : makeMime(first, last);
+}
+
+PlacementEdit PlacementModel::editFromMime(const QMimeData* data, int column, QString* error) const {
+  PlacementEdit e;
+  e.firstTile = e.lastTile = -1;
+  if (!data || !data->hasFormat(QString::fromLatin1(kMimeType))) {
+    if (error) *error = QStringLiteral("not layer tiles");
+    return e;
+  }
+  const QJsonObject o = QJsonDocument::fromJson(data->data(QString::fromLatin1(kMimeType))).object();
+  e.firstTile = o.value(QLatin1String("first_tile")).toInt(-1);
+  e.lastTile = o.value(QLatin1String("last_tile")).toInt(-1);
+  e.lane = lane(column);
+  if (error) {
+    *error = column < 0 || column >= columnCount() ? QStringLiteral("drop onto a lane (column %1 does not exist)").arg(column)
+                                                   : validateEdit(e, placement_, model_, deviceIds());
+  }
+  return e;
+}
+
+bool PlacementModel::canDropMimeData(const QMimeData* data, Qt::DropAction, int, int column,
+                                     const QModelIndex& parent) const {
+  QString error;
+  const PlacementEdit e = editFromMime(data, parent.isValid() ? parent.column() : column, &error);
+  return error.isEmpty() && ui::applyEdit(e, placement_) != placement_;  // a drop that moves nothing is refused
+}
+
+bool PlacementModel::dropMimeData(const QMimeData* data, Qt::DropAction action, int, int column,
+                                  const QModelIndex& parent) {
+  clearPreview();
+  if (action == Qt::IgnoreAction) return true;
+  QString error;
+  const PlacementEdit e = editFromMime(data, parent.isValid() ? parent.column() : column, &error);
+  if (!error.isEmpty()) {
+    lastError_ = error;
+    emit editRejected(error);
+    return false;
+  }
+  return applyEdit(e, &error);
+}
+
+bool PlacementModel::applyEdit(const PlacementEdit& edit, QString* error) {
+  QString why = validateEdit(edit, placement_, model_, deviceIds());
+  const PlacementData next = why.isEmpty() ? ui::applyEdit(edit, placement_) : PlacementData{};
+  if (why.isEmpty() && next == placement_) why = QStringLiteral("nothing moves: %1 is already there").arg(edit.description(model_.nLayers));
+  if (!why.isEmpty()) {
+    lastError_ = why;
+    if (error) *error = why;
+    emit editRejected(why);
+    return false;
+  }
+  lastError_.clear();
+  pushPlacement(next, edit.description(model_.nLayers));
+  return true;
+}
+
+void PlacementModel::pushPlacement(const PlacementData& next, const QString& text) {
+  undo_->push(new PlacementCommand([this](const PlacementData& p) { setPlacementData(p); }, placement_, next, text));
+}
+
+void PlacementModel::setPlacementData(const PlacementData& p) {
+  ensureGroupLanes(p);
+  placement_ = p;
+  preview_.reset();
+  if (rowCount() > 0 && columnCount() > 0) emit dataChanged(index(0, 0), index(rowCount() - 1, columnCount() - 1));
+  recompute();
+  emit placementChanged(placement_.toJson());
+}
+
+void PlacementModel::ensureGroupLanes(const PlacementData& p) {
+  for (const LayerTarget& t : p.layers) {
+    if (!t.isGroup()) continue;
+    bool known = false;
+    for (const LayerTarget& g : groups_) known = known || g.sameTarget(t);
+    if (!known) addGroupLane(t.devices, t.ratio);
+  }
+}
+
+int PlacementModel::addGroupLane(const QStringList& devices, const QList<double>& ratio) {
+  const LayerTarget t{devices, ratio, {}};
+  for (int i = 0; i < groups_.size(); ++i)
+    if (groups_[i].sameTarget(t) && groups_[i].ratio.size() == ratio.size()) return 1 + static_cast<int>(devices_.size()) + i;
+  const int column = columnCount();
+  beginInsertColumns({}, column, column);
+  groups_.append(t);
+  endInsertColumns();
+  return column;
+}
+
+bool PlacementModel::removeGroupLane(int column) {
+  const Lane l = lane(column);
+  if (l.kind != Lane::Kind::Group) return false;
+  for (const LayerTarget& t : placement_.layers)
+    if (t.isGroup() && t.sameTarget(l.target)) return false;
+  beginRemoveColumns({}, column, column);
+  groups_.removeAt(column - 1 - devices_.size());
+  endRemoveColumns();
+  return true;
+}
+
+void PlacementModel::setModelInfo(const QJsonObject& info) {
+  beginResetModel();
+  model_ = ModelInfo::fromJson(info);
+  undo_->clear();
+  preview_.reset();
+  if (placement_.layerCount() != model_.nLayers) {
+    QString first = devices_.isEmpty() ? QStringLiteral("cpu") : devices_.first().id;
+    for (const DeviceSpec& d : devices_)
+      if (d.kind != QLatin1String("cpu")) {
+        first = d.id;
+        break;
+      }
+    placement_ = PlacementData::allOn(first, model_.nLayers, placement_.nCtx);
+    applied_ = PlacementData{};
+  }
+  endResetModel();
+  recompute();
+  emit placementChanged(placement_.toJson());
+}
+
+void PlacementModel::setDevices(const QJsonArray& devices) {
+  beginResetModel();
+  devices_ = DeviceSpec::listFromJson(devices);
+  preview_.reset();
+  endResetModel();
+  recompute();
+}
+
+QString PlacementModel::checkDevices(const PlacementData& p) const {
+  const QStringList ids = deviceIds();
+  auto check = [&](const QString& id, const QString& where) {
+    return id.isEmpty() || ids.contains(id)
+               ? QString()
+               : QStringLiteral("%1: placement names device '%2', which is not among: %3")
+                     .arg(where, id, ids.join(QStringLiteral(", ")));
+  };
+  QString e = check(p.embeddingDevice, QStringLiteral("embedding"));
+  if (e.isEmpty()) e = check(p.headDevice, QStringLiteral("head"));
+  for (int b = 0; e.isEmpty() && b < p.layers.size(); ++b) {
+    for (const QString& d : p.layers[b].devices) e = e.isEmpty() ? check(d, QStringLiteral("layer %1").arg(b)) : e;
+    if (e.isEmpty()) e = check(p.layers[b].kvDevice, QStringLiteral("layer %1").arg(b));
+  }
+  return e;
+}
+
+bool PlacementModel::setPlacement(const QJsonObject& json, QString* error) {
+  QString why;
+  const PlacementData p = PlacementData::fromJson(json, model_.nLayers, &why);
+  if (why.isEmpty()) why = checkDevices(p);
+  if (!why.isEmpty()) {
+    lastError_ = why;
+    if (error) *error = why;
+    emit editRejected(why);
+    return false;
+  }
+  if (p != placement_) pushPlacement(p, QStringLiteral("new placement"));
+  return true;
+}
+
+bool PlacementModel::resetPlacement(const QJsonObject& json, QString* error) {
+  QString why;
+  const PlacementData p = PlacementData::fromJson(json, model_.nLayers, &why);
+  if (why.isEmpty()) why = checkDevices(p);
+  if (!why.isEmpty()) {
+    lastError_ = why;
+    if (error) *error = why;
+    return false;
+  }
+  undo_->clear();
+  applied_ = p;
+  setPlacementData(p);
+  return true;
+}
+
+bool PlacementModel::setKvDeviceForAll(const QString& device) {
+  if (!device.isEmpty() && !deviceIds().contains(device)) return false;
+  PlacementData next = placement_;
+  for (LayerTarget& t : next.layers) t.kvDevice = t.devices.size() == 1 && t.devices.first() == device ? QString() : device;
+  if (next == placement_) return false;
+  pushPlacement(next, device.isEmpty() ? QStringLiteral("KV with its layer") : QStringLiteral("KV on %1").arg(device));
+  return true;
+}
+
+bool PlacementModel::setContext(int nCtx, int nSeq) {
+  if (nCtx < 1 || nCtx > (1 << 24) || nSeq < 1 || nSeq > 256) return false;
+  PlacementData next = placement_;
+  next.nCtx = nCtx;
+  next.nSeq = nSeq;
+  if (next == placement_) return false;
+  pushPlacement(next, QStringLiteral("context %1 x %2").arg(nCtx).arg(nSeq));
+  return true;
+}
+
+void PlacementModel::previewEdit(const PlacementEdit& edit) {
+  if (!validateEdit(edit, placement_, model_, deviceIds()).isEmpty()) {
+    clearPreview();
+    return;
+  }
+  const PlacementData next = ui::applyEdit(edit, placement_);
+  if (preview_ && *preview_ == next) return;
+  preview_ = next;
+  recompute();
+}
+
+void PlacementModel::clearPreview() {
+  if (!preview_) return;
+  preview_.reset();
+  recompute();
+}
+
+void PlacementModel::recompute() {
+  memory_ = estimateMemory(shown(), model_, devices_);
+  cost_ = predictCost(shown(), model_, devices_);
+  if (columnCount() > 1) emit headerDataChanged(Qt::Horizontal, 1, columnCount() - 1);
+  emit estimateChanged();
+}
+
+QList<DeviceMemoryEstimate> PlacementModel::memory() const { return memory_; }
+
+DeviceMemoryEstimate PlacementModel::memoryOf(const QString& device) const {
+  for (const DeviceMemoryEstimate& m : memory_)
+    if (m.device == device) return m;
+  return {};
+}
+
+CostPrediction PlacementModel::prediction() const { return cost_; }
+
+bool PlacementModel::fits() const {
+  for (const DeviceMemoryEstimate& m : memory_)
+    if (!m.fits) return false;
+  return true;
+}
+
+QString PlacementModel::applyBlocker() const {
+  if (model_.nLayers <= 0) return QStringLiteral("no model loaded");
+  const QList<DeviceMemoryEstimate> mem = estimateMemory(placement_, model_, devices_);
+  QStringList over;
+  for (const DeviceMemoryEstimate& m : mem)
+    if (!m.fits)
+      over << QStringLiteral("%1: needs %2, has %3: short %4")
+                  .arg(m.device, formatBytes(m.total), formatBytes(m.capacity), formatBytes(m.shortfall));
+  if (!over.isEmpty()) return over.join(QStringLiteral("; "));
+  if (changedTileCount() == 0) return QStringLiteral("nothing moved");
+  return {};
+}
+
+int PlacementModel::changedTileCount() const {
+  if (applied_.layerCount() != placement_.layerCount()) return tileCount();
+  return changedTiles(applied_, placement_) + (applied_.nCtx != placement_.nCtx || applied_.nSeq != placement_.nSeq ? 1 : 0);
+}
+
+void PlacementModel::markApplied() {
+  applied_ = placement_;
+  emit estimateChanged();
+}
+
+}  // namespace strata::ui

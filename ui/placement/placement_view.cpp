@@ -1,0 +1,143 @@
+// ui/placement/placement_view.cpp — PlacementView drag and drop and the LaneFooter painting.
+#include "ui/placement/placement_view.h"
+
+#include <QDrag>
+#include <QDragEnterEvent>
+#include <QHeaderView>
+#include <QMimeData>
+#include <QPainter>
+#include <QScrollBar>
+
+#include "ui/devices/memory_bar.h"
+#include "ui/placement/placement_model.h"
+
+namespace strata::ui {
+
+PlacementView::PlacementView(QWidget* parent) : QTableView(parent) {
+  setSelectionMode(QAbstractItemView::ContiguousSelection);
+  setDragEnabled(true);
+  setAcceptDrops(true);
+  setDropIndicatorShown(false);
+  setDragDropMode(QAbstractItemView::DragDrop);
+  setDefaultDropAction(Qt::MoveAction);
+  setEditTriggers(QAbstractItemView::NoEditTriggers);
+  setShowGrid(false);
+  verticalHeader()->hide();
+  verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 6);
+  horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+  setVerticalScrollMode(QAbstractItemView::ScrollPerPixel);
+}
+
+void PlacementView::setPlacementModel(PlacementModel* model) {
+  model_ = model;
+  setModel(model);
+}
+
+void PlacementView::startDrag(Qt::DropActions) {
+  // Our own QDrag: the base class would try to remove the dragged rows after a move.
+  const QModelIndexList selected = selectedIndexes();
+  if (!model_ || selected.isEmpty()) return;
+  QMimeData* mime = model_->mimeData(selected);
+  if (!mime) return;
+  auto* drag = new QDrag(this);
+  drag->setMimeData(mime);
+  drag->exec(Qt::MoveAction | Qt::CopyAction, Qt::MoveAction);
+  setHover(-1);
+  model_->clearPreview();
+}
+
+void PlacementView::setHover(int column) {
+  if (hoverColumn_ == column) return;
+  hoverColumn_ = column;
+  viewport()->update();
+}
+
+void PlacementView::dragEnterEvent(QDragEnterEvent* event) {
+  if (model_ && event->mimeData()->hasFormat(QString::fromLatin1(PlacementModel::kMimeType))) event->acceptProposedAction();
+  else event->ignore();
+}
+
+void PlacementView::dragMoveEvent(QDragMoveEvent* event) {
+  if (!model_) return event->ignore();
+  const int column = columnAt(event->position().toPoint().x());
+  QString error;
+  const PlacementEdit edit = model_->editFromMime(event->mimeData(), column, &error);
+  if (!error.isEmpty() || !model_->canDropMimeData(event->mimeData(), event->dropAction(), -1, column, {})) {
+    setHover(-1);
+    model_->clearPreview();
+    event->ignore();
+    return;
+  }
+  setHover(column);
+  model_->previewEdit(edit);  // memory bars and prediction follow the hover
+  event->setDropAction(Qt::MoveAction);
+  event->accept();
+}
+
+void PlacementView::dragLeaveEvent(QDragLeaveEvent* event) {
+  setHover(-1);
+  if (model_) model_->clearPreview();
+  QTableView::dragLeaveEvent(event);
+}
+
+void PlacementView::dropEvent(QDropEvent* event) {
+  setHover(-1);
+  if (!model_) return event->ignore();
+  const int column = columnAt(event->position().toPoint().x());
+  if (model_->dropMimeData(event->mimeData(), Qt::MoveAction, -1, column, {})) {
+    event->setDropAction(Qt::CopyAction);  // nothing to remove at the source
+    event->accept();
+  } else {
+    event->ignore();
+  }
+}
+
+void PlacementView::paintEvent(QPaintEvent* event) {
+  QTableView::paintEvent(event);
+  if (hoverColumn_ < 0) return;
+  QPainter p(viewport());
+  const QRect r(columnViewportPosition(hoverColumn_), 0, columnWidth(hoverColumn_), viewport()->height());
+  p.fillRect(r, QColor(0x3b, 0x7d, 0xd8, 40));
+  p.setPen(QPen(QColor(0x3b, 0x7d, 0xd8), 2));
+  p.drawRect(r.adjusted(1, 1, -1, -1));
+}
+
+LaneFooter::LaneFooter(PlacementView* view, QWidget* parent) : QWidget(parent), view_(view) {
+  setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+  connect(view->horizontalHeader(), &QHeaderView::sectionResized, this, qOverload<>(&QWidget::update));
+  connect(view->horizontalScrollBar(), &QScrollBar::valueChanged, this, qOverload<>(&QWidget::update));
+}
+
+QSize LaneFooter::sizeHint() const { return {400, 3 * fontMetrics().height() + 12}; }
+
+void LaneFooter::paintEvent(QPaintEvent*) {
+  auto* model = view_->placementModel();
+  if (!model) return;
+  QPainter p(this);
+  const QFontMetrics fm(font());
+  const int offset = view_->viewport()->mapToGlobal(QPoint(0, 0)).x() - mapToGlobal(QPoint(0, 0)).x();
+  for (int c = 1; c < model->columnCount(); ++c) {
+    if (model->headerData(c, Qt::Horizontal, PlacementModel::LaneKindRole).toString() != QLatin1String("device")) continue;
+    const QRect col(offset + view_->columnViewportPosition(c) + 3, 2, view_->columnWidth(c) - 6, height() - 4);
+    MemoryBreakdown m;
+    m.capacity = model->headerData(c, Qt::Horizontal, PlacementModel::LaneCapacityRole).toULongLong();
+    m.weights = model->headerData(c, Qt::Horizontal, PlacementModel::LaneWeightsRole).toULongLong();
+    m.kvUsed = m.kvReserved = model->headerData(c, Qt::Horizontal, PlacementModel::LaneKvRole).toULongLong();
+    m.scratch = model->headerData(c, Qt::Horizontal, PlacementModel::LaneScratchRole).toULongLong();
+    m.other = model->headerData(c, Qt::Horizontal, PlacementModel::LaneOverheadRole).toULongLong();
+    const bool fits = model->headerData(c, Qt::Horizontal, PlacementModel::LaneFitsRole).toBool();
+    const bool simulated = model->headerData(c, Qt::Horizontal, PlacementModel::LaneSimulatedRole).toBool();
+    paintMemoryBar(p, QRectF(col.left(), col.top(), col.width(), fm.height()), m, simulated);
+    const QString line1 = QStringLiteral("%1 / %2 %3")
+                              .arg(formatBytes(m.usedBytes()), formatBytes(m.capacity),
+                                   fits ? QStringLiteral("✓") : QStringLiteral("✗"));
+    p.setPen(fits ? palette().color(QPalette::WindowText) : QColor(0xc0, 0x20, 0x20));
+    p.drawText(QRect(col.left(), col.top() + fm.height() + 2, col.width(), fm.height()), Qt::AlignLeft, line1);
+    if (!fits)
+      p.drawText(QRect(col.left(), col.top() + 2 * fm.height() + 2, col.width(), fm.height()), Qt::AlignLeft,
+                 QStringLiteral("short %1").arg(formatBytes(model->headerData(c, Qt::Horizontal,
+                                                                              PlacementModel::LaneShortfallRole).toULongLong())));
+  }
+}
+
+}  // namespace strata::ui

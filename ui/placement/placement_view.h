@@ -1,0 +1,48 @@
+// ui/placement/placement_view.h — the tiles x lanes table of the placement editor: drag a tile or a
+// shift-selected range onto a lane (the lane highlights and the figures preview while hovering), and
+// the footer of memory bars under the device lanes. Reads and edits a PlacementModel only.
+#pragma once
+
+#include <QTableView>
+
+namespace strata::ui {
+
+class PlacementModel;
+
+class PlacementView : public QTableView {
+  Q_OBJECT
+ public:
+  explicit PlacementView(QWidget* parent = nullptr);
+  void setPlacementModel(PlacementModel* model);
+  PlacementModel* placementModel() const { return model_; }
+  int hoverColumn() const { return hoverColumn_; }
+
+ protected:
+  void startDrag(Qt::DropActions supportedActions) override;
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dragMoveEvent(QDragMoveEvent* event) override;
+  void dragLeaveEvent(QDragLeaveEvent* event) override;
+  void dropEvent(QDropEvent* event) override;  // onto the lane under the cursor, whatever the row
+  void paintEvent(QPaintEvent* event) override;
+
+ private:
+  void setHover(int column);
+  PlacementModel* model_ = nullptr;
+  int hoverColumn_ = -1;
+};
+
+// Memory bars with "used / capacity ✓" or "✗ short X" under each device lane, aligned to the view's columns.
+class LaneFooter : public QWidget {
+  Q_OBJECT
+ public:
+  LaneFooter(PlacementView* view, QWidget* parent = nullptr);
+  QSize sizeHint() const override;
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+
+ private:
+  PlacementView* view_;
+};
+
+}  // namespace strata::ui

@@ -1,0 +1,38 @@
+// ui/profiler/profiler_charts.h — the profiler's chart tabs (QCustomPlot): tokens/s over time, time
+// to first token per reply, memory per device over time, link bandwidth over time. Reads a
+// ProfilerSeries; qcustomplot.h is included only by the .cpp.
+#pragma once
+
+#include <QObject>
+
+class QCustomPlot;
+class QTabWidget;
+
+namespace strata::ui {
+
+class ProfilerSeries;
+
+class ProfilerCharts : public QObject {
+  Q_OBJECT
+ public:
+  // Adds four tabs to `tabs`, fed from `series`.
+  ProfilerCharts(ProfilerSeries* series, QTabWidget* tabs, QObject* parent = nullptr);
+
+  QCustomPlot* tokensPlot() const { return tokens_; }
+  QCustomPlot* ttftPlot() const { return ttft_; }
+  QCustomPlot* memoryPlot() const { return memory_; }
+  QCustomPlot* linkPlot() const { return links_; }
+
+ public slots:
+  void refresh();  // re-reads the series into the plots; replots (queued) the visible one
+
+ private:
+  ProfilerSeries* series_;
+  QTabWidget* tabs_;
+  QCustomPlot* tokens_;
+  QCustomPlot* ttft_;
+  QCustomPlot* memory_;
+  QCustomPlot* links_;
+};
+
+}  // namespace strata::ui

@@ -1,0 +1,228 @@
+// ui/profiler/timeline_model.cpp — TimelineModel: batch parsing, ordered insertion, bounding,
+// bubble percentages and the Chrome trace export.
+#include "ui/profiler/timeline_model.h"
+
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+
+#include <algorithm>
+
+namespace strata::ui {
+
+namespace {
+
+qint64 int64Of(const QJsonValue& v, qint64 fallback = 0) {
+  return v.isDouble() ? static_cast<qint64>(v.toDouble()) : fallback;
+}
+
+// Kinds by the engine's enum order, for batches that send numbers.
+QString kindName(const QJsonValue& v) {
+  static const char* names[] = {"compute", "transfer", "all-reduce", "tokenize", "sample",
+                                "detokenize", "embed", "head", "idle"};
+  if (v.isString()) return v.toString();
+  const int k = v.toInt(0);
+  return QString::fromLatin1(k >= 0 && k < 9 ? names[k] : "compute");
+}
+
+}  // namespace
+
+QString TraceLane::label() const { return simulated ? name + QStringLiteral(" (simulated)") : name; }
+
+TimelineModel::TimelineModel(QObject* parent) : QAbstractListModel(parent) {}
+
+int TimelineModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : spans_.size(); }
+
+int TimelineModel::laneRow(int laneId) const {
+  for (int i = 0; i < lanes_.size(); ++i)
+    if (lanes_[i].id == laneId) return i;
+  return -1;
+}
+
+QString TimelineModel::laneLabel(int laneId) const {
+  const int row = laneRow(laneId);
+  return row >= 0 ? lanes_[row].label() : QStringLiteral("lane %1").arg(laneId);
+}
+
+QVariant TimelineModel::data(const QModelIndex& index, int role) const {
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
+  const TraceSpan& s = spans_.at(index.row());
+  const double gbps = s.durationNs > 0 && s.bytes > 0 ? static_cast<double>(s.bytes) / static_cast<double>(s.durationNs) : 0.0;
+  switch (role) {
+    case Qt::DisplayRole:
+      return QStringLiteral("%1 %2%3 %4 ms")
+          .arg(laneLabel(s.lane), s.kind, s.layer >= 0 ? QStringLiteral(" blk %1").arg(s.layer) : QString())
+          .arg(static_cast<double>(s.durationNs) / 1e6, 0, 'f', 3);
+    case LaneRole: return s.lane;
+    case LaneRowRole: return laneRow(s.lane);
+    case LaneNameRole: return laneLabel(s.lane);
+    case KindRole: return s.kind;
+    case LayerRole: return s.layer;
+    case SeqRole: return s.seq;
+    case TokenRole: return s.token;
+    case StartNsRole: return s.startNs;
+    case DurationNsRole: return s.durationNs;
+    case BytesRole: return s.bytes;
+    case PeerLaneRole: return s.peerLane;
+    case NTokensRole: return s.nTokens;
+    case StartMsRole: return static_cast<double>(s.startNs - originNs_) / 1e6;
+    case DurationMsRole: return static_cast<double>(s.durationNs) / 1e6;
+    case GbpsRole: return gbps;  // bytes per ns = GB/s
+    default: return {};
+  }
+}
+
+QHash<int, QByteArray> TimelineModel::roleNames() const {
+  QHash<int, QByteArray> r = QAbstractListModel::roleNames();
+  r.insert({{LaneRole, "lane"}, {LaneRowRole, "laneRow"}, {LaneNameRole, "laneName"}, {KindRole, "kind"},
+            {LayerRole, "layer"}, {SeqRole, "seq"}, {TokenRole, "token"}, {StartNsRole, "startNs"},
+            {DurationNsRole, "durationNs"}, {BytesRole, "bytes"}, {PeerLaneRole, "peerLane"},
+            {NTokensRole, "nTokens"}, {StartMsRole, "startMs"}, {DurationMsRole, "durationMs"}, {GbpsRole, "gbps"}});
+  return r;
+}
+
+void TimelineModel::setWindowNs(qint64 windowNs) {
+  windowNs_ = std::max<qint64>(windowNs, 1);
+  trim();
+}
+
+void TimelineModel::addLane(int id, const QString& name, bool simulated) {
+  const int row = laneRow(id);
+  if (row >= 0) {
+    if (lanes_[row].name == name && lanes_[row].simulated == simulated) return;
+    lanes_[row].name = name;
+    lanes_[row].simulated = simulated;
+  } else {
+    auto at = std::lower_bound(lanes_.begin(), lanes_.end(), id, [](const TraceLane& l, int v) { return l.id < v; });
+    lanes_.insert(at, TraceLane{id, name, simulated});
+  }
+  emit lanesChanged();
+}
+
+void TimelineModel::appendBatch(const QJsonObject& batch) {
+  for (const QJsonValue& v : batch.value(QLatin1String("lanes")).toArray()) {
+    const QJsonObject l = v.toObject();
+    const int id = l.value(QLatin1String("id")).toInt();
+    addLane(id, l.value(QLatin1String("name")).toString(QStringLiteral("lane %1").arg(id)),
+            l.value(QLatin1String("simulated")).toBool());
+  }
+  QList<TraceSpan> incoming;
+  for (const QJsonValue& v : batch.value(QLatin1String("events")).toArray()) {
+    const QJsonObject e = v.toObject();
+    TraceSpan s;
+    s.lane = e.value(QLatin1String("lane")).toInt();
+    s.kind = kindName(e.value(QLatin1String("kind")));
+    s.layer = e.value(QLatin1String("layer")).toInt(-1);
+    s.seq = e.value(QLatin1String("seq")).toInt(-1);
+    s.token = int64Of(e.value(QLatin1String("token")), -1);
+    s.startNs = int64Of(e.value(QLatin1String("start_ns")));
+    s.durationNs = std::max<qint64>(0, int64Of(e.value(QLatin1String("duration_ns"))));
+    s.bytes = static_cast<quint64>(std::max<qint64>(0, int64Of(e.value(QLatin1String("bytes")))));
+    s.peerLane = e.value(QLatin1String("peer_lane")).toInt(-1);
+    s.nTokens = e.value(QLatin1String("n_tokens")).toInt(1);
+    if (laneRow(s.lane) < 0) addLane(s.lane, QStringLiteral("lane %1").arg(s.lane), false);
+    incoming.append(s);
+  }
+  std::stable_sort(incoming.begin(), incoming.end(), [](const TraceSpan& a, const TraceSpan& b) { return a.startNs < b.startNs; });
+  if (originNs_ < 0) {
+    if (!incoming.isEmpty()) originNs_ = incoming.first().startNs;
+    else if (batch.contains(QLatin1String("now_ns"))) originNs_ = int64Of(batch.value(QLatin1String("now_ns")));
+  }
+  const auto byStart = [](const TraceSpan& a, const TraceSpan& b) { return a.startNs < b.startNs; };
+  if (!incoming.isEmpty() && (spans_.isEmpty() || incoming.first().startNs >= spans_.last().startNs)) {
+    beginInsertRows({}, spans_.size(), spans_.size() + incoming.size() - 1);
+    spans_.append(incoming);
+    endInsertRows();
+  } else {
+    for (const TraceSpan& s : incoming) {  // late events: each at its place
+      const int at = static_cast<int>(std::upper_bound(spans_.begin(), spans_.end(), s, byStart) - spans_.begin());
+      beginInsertRows({}, at, at);
+      spans_.insert(at, s);
+      endInsertRows();
+    }
+  }
+  for (const TraceSpan& s : incoming) latestNs_ = std::max(latestNs_, s.endNs());
+  latestNs_ = std::max(latestNs_, int64Of(batch.value(QLatin1String("now_ns"))));
+  if (batch.contains(QLatin1String("tokens_per_s"))) tokensPerS_ = batch.value(QLatin1String("tokens_per_s")).toDouble();
+  trim();
+  emit batchAppended();
+}
+
+void TimelineModel::trim() {
+  const qint64 cutoff = latestNs_ - windowNs_;
+  int n = 0;
+  while (n < spans_.size() && spans_[n].startNs < cutoff) ++n;
+  if (n == 0) return;
+  beginRemoveRows({}, 0, n - 1);
+  spans_.erase(spans_.begin(), spans_.begin() + n);
+  endRemoveRows();
+}
+
+void TimelineModel::clear() {
+  beginResetModel();
+  spans_.clear();
+  originNs_ = -1;
+  latestNs_ = 0;
+  tokensPerS_ = 0;
+  endResetModel();
+}
+
+QMap<int, double> TimelineModel::bubblePercent() const {
+  QMap<int, double> out;
+  if (spans_.isEmpty()) return out;
+  const qint64 t0 = spans_.first().startNs;
+  qint64 t1 = t0;
+  for (const TraceSpan& s : spans_) t1 = std::max(t1, s.endNs());
+  const double window = static_cast<double>(t1 - t0);
+  for (const TraceLane& lane : lanes_) {
+    // Busy spans of this lane are in start order already: merge overlaps.
+    qint64 busy = 0, runStart = 0, runEnd = -1;
+    bool any = false;
+    for (const TraceSpan& s : spans_) {
+      if (s.lane != lane.id) continue;
+      any = true;
+      if (!s.busy()) continue;
+      if (s.startNs > runEnd) {
+        if (runEnd > runStart) busy += runEnd - runStart;
+        runStart = s.startNs;
+        runEnd = s.endNs();
+      } else {
+        runEnd = std::max(runEnd, s.endNs());
+      }
+    }
+    if (runEnd > runStart) busy += runEnd - runStart;
+    if (any) out.insert(lane.id, window > 0 ? 100.0 * (1.0 - static_cast<double>(busy) / window) : 0.0);
+  }
+  return out;
+}
+
+QJsonObject TimelineModel::toChromeTrace() const {
+  QJsonArray events;
+  for (const TraceLane& l : lanes_)
+    events.append(QJsonObject{{"ph", "M"}, {"pid", 1}, {"tid", l.id}, {"name", "thread_name"},
+                              {"args", QJsonObject{{"name", l.label()}}}});
+  const qint64 origin = std::max<qint64>(originNs_, 0);
+  for (const TraceSpan& s : spans_) {
+    QJsonObject args{{"token", static_cast<double>(s.token)}, {"seq", s.seq}, {"n_tokens", s.nTokens}};
+    if (s.layer >= 0) args.insert("layer", s.layer);
+    if (s.bytes > 0) args.insert("bytes", static_cast<double>(s.bytes));
+    if (s.peerLane >= 0) args.insert("to", laneLabel(s.peerLane));
+    const QString name = s.layer >= 0 ? QStringLiteral("%1 blk %2").arg(s.kind).arg(s.layer) : s.kind;
+    events.append(QJsonObject{{"ph", "X"}, {"pid", 1}, {"tid", s.lane}, {"name", name}, {"cat", s.kind},
+                              {"ts", static_cast<double>(s.startNs - origin) / 1e3},
+                              {"dur", static_cast<double>(s.durationNs) / 1e3}, {"args", args}});
+  }
+  return QJsonObject{{"traceEvents", events}, {"displayTimeUnit", "ms"}};
+}
+
+bool TimelineModel::writeChromeTrace(const QString& path, QString* error) const {
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
+    if (error) *error = QStringLiteral("cannot write '%1': %2").arg(path, f.errorString());
+    return false;
+  }
+  f.write(QJsonDocument(toChromeTrace()).toJson(QJsonDocument::Compact));
+  return true;
+}
+
+}  // namespace strata::ui

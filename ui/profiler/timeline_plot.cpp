@@ -1,0 +1,218 @@
+// ui/profiler/timeline_plot.cpp — TimelinePlot and SpanLayer, a QCustomPlot plottable that draws all
+// spans in one pass (one item per span would be too slow at 10 batches a second).
+#include "ui/profiler/timeline_plot.h"
+
+#include <QMouseEvent>
+#include <QToolTip>
+#include <QVBoxLayout>
+
+#include <qcustomplot.h>
+
+#include "ui/devices/memory_bar.h"
+#include "ui/profiler/timeline_model.h"
+
+namespace strata::ui {
+
+namespace {
+constexpr double kRowHeight = 0.7;  // of a lane's unit height
+}  // namespace
+
+// Spans in plot coordinates: key = ms, value = lane row.
+class SpanLayer : public QCPAbstractPlottable {
+ public:
+  struct Item {
+    double x0, x1;  // ms
+    int row;
+    QColor color;
+    bool idle;
+    int modelRow;
+  };
+  SpanLayer(QCPAxis* key, QCPAxis* value) : QCPAbstractPlottable(key, value) {}
+
+  QList<Item> items;           // start order
+  QList<bool> simulatedRows;   // hatched lane backgrounds
+
+  double selectTest(const QPointF&, bool, QVariant*) const override { return -1; }
+  QCPRange getKeyRange(bool& found, QCP::SignDomain) const override {
+    found = !items.isEmpty();
+    if (!found) return {};
+    double lo = items.first().x0, hi = items.first().x1;
+    for (const Item& i : items) {
+      lo = std::min(lo, i.x0);
+      hi = std::max(hi, i.x1);
+    }
+    return {lo, hi};
+  }
+  QCPRange getValueRange(bool& found, QCP::SignDomain, const QCPRange&) const override {
+    found = true;
+    return {-0.5, std::max<double>(simulatedRows.size(), 1) - 0.5};
+  }
+
+ protected:
+  void draw(QCPPainter* painter) override {
+    QCPAxis* k = mKeyAxis.data();
+    QCPAxis* v = mValueAxis.data();
+    if (!k || !v) return;
+    const QCPRange visible = k->range();
+    const double left = k->coordToPixel(visible.lower), right = k->coordToPixel(visible.upper);
+    for (int r = 0; r < simulatedRows.size(); ++r) {
+      if (!simulatedRows[r]) continue;
+      const double y0 = v->coordToPixel(r - 0.5), y1 = v->coordToPixel(r + 0.5);
+      painter->fillRect(QRectF(QPointF(left, std::min(y0, y1)), QPointF(right, std::max(y0, y1))),
+                        QBrush(QColor(0, 0, 0, 28), Qt::BDiagPattern));
+    }
+    painter->setPen(Qt::NoPen);
+    for (const Item& i : items) {
+      if (i.x1 < visible.lower || i.x0 > visible.upper) continue;
+      const double px0 = k->coordToPixel(i.x0);
+      const double px1 = std::max(k->coordToPixel(i.x1), px0 + 1.0);  // never thinner than a pixel
+      const double py0 = v->coordToPixel(i.row - kRowHeight / 2), py1 = v->coordToPixel(i.row + kRowHeight / 2);
+      const QRectF rect(QPointF(px0, std::min(py0, py1)), QPointF(px1, std::max(py0, py1)));
+      painter->fillRect(rect, i.idle ? QBrush(i.color, Qt::Dense5Pattern) : QBrush(i.color));
+    }
+  }
+  void drawLegendIcon(QCPPainter* painter, const QRectF& rect) const override {
+    painter->fillRect(rect, QColor(0x3b, 0x7d, 0xd8));
+  }
+};
+
+TimelinePlot::TimelinePlot(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(this)) {
+  spans_ = new SpanLayer(plot_->xAxis, plot_->yAxis);
+  plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  plot_->axisRect()->setRangeDrag(Qt::Horizontal);
+  plot_->axisRect()->setRangeZoom(Qt::Horizontal);
+  plot_->xAxis->setLabel(tr("ms"));
+  plot_->yAxis->setRangeReversed(true);
+  plot_->yAxis->grid()->setVisible(false);
+  plot_->yAxis->setTicker(QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText));
+  plot_->xAxis->setRange(0, visibleMs_);
+  plot_->setMouseTracking(true);
+  plot_->installEventFilter(this);
+  connect(plot_, &QCustomPlot::mouseMove, this, &TimelinePlot::showTooltip);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(plot_);
+}
+
+TimelinePlot::~TimelinePlot() = default;
+
+void TimelinePlot::setModel(TimelineModel* model) {
+  if (model_) disconnect(model_, nullptr, this, nullptr);
+  model_ = model;
+  if (model_) {
+    connect(model_, &TimelineModel::batchAppended, this, &TimelinePlot::rebuild);
+    connect(model_, &TimelineModel::lanesChanged, this, &TimelinePlot::rebuild);
+    connect(model_, &TimelineModel::modelReset, this, &TimelinePlot::rebuild);
+  }
+  rebuild();
+}
+
+void TimelinePlot::setFollowLatest(bool follow) {
+  follow_ = follow;
+  if (follow) rebuild();
+}
+
+void TimelinePlot::setVisibleMs(double ms) {
+  visibleMs_ = std::max(ms, 0.001);
+  rebuild();
+}
+
+QColor TimelinePlot::spanColor(const TraceSpan& s) {
+  if (s.kind == QLatin1String("compute")) return QColor::fromHsv(((s.layer < 0 ? 0 : s.layer) * 37) % 360, 150, 215);
+  if (s.kind == QLatin1String("transfer")) return QColor(0x10, 0x90, 0x90);
+  if (s.kind == QLatin1String("all-reduce")) return QColor(0xd0, 0x30, 0x30);
+  if (s.kind == QLatin1String("idle")) return QColor(0xb0, 0xb0, 0xb0);
+  if (s.kind == QLatin1String("embed") || s.kind == QLatin1String("head")) return QColor(0x50, 0x50, 0x50);
+  return QColor(0xa0, 0x70, 0x40);  // host work: tokenize, sample, detokenize
+}
+
+void TimelinePlot::rebuild() {
+  spans_->items.clear();
+  spans_->simulatedRows.clear();
+  auto ticker = qSharedPointerCast<QCPAxisTickerText>(plot_->yAxis->ticker());
+  ticker->clear();
+  if (model_) {
+    const qint64 origin = model_->originNs();
+    for (int r = 0; r < model_->lanes().size(); ++r) {
+      ticker->addTick(r, model_->lanes()[r].label());
+      spans_->simulatedRows.append(model_->lanes()[r].simulated);
+    }
+    for (int i = 0; i < model_->rowCount(); ++i) {
+      const TraceSpan& s = model_->span(i);
+      const double x0 = static_cast<double>(s.startNs - origin) / 1e6;
+      spans_->items.append({x0, x0 + static_cast<double>(s.durationNs) / 1e6, model_->laneRow(s.lane), spanColor(s),
+                            !s.busy(), i});
+    }
+    plot_->yAxis->setRange(-0.5, std::max<double>(model_->lanes().size(), 1) - 0.5);
+    if (follow_ && model_->rowCount() > 0) {
+      const double latest = static_cast<double>(model_->latestNs() - origin) / 1e6;
+      plot_->xAxis->setRange(std::max(0.0, latest - visibleMs_), std::max(latest, visibleMs_));
+    }
+  }
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void TimelinePlot::replotNow() { plot_->replot(QCustomPlot::rpImmediateRefresh); }
+
+QList<QPair<double, double>> TimelinePlot::laneSpans(int laneRow) const {
+  QList<QPair<double, double>> out;
+  for (const SpanLayer::Item& i : spans_->items)
+    if (i.row == laneRow) out.append({i.x0, i.x1});
+  return out;
+}
+
+int TimelinePlot::spanCount() const { return static_cast<int>(spans_->items.size()); }
+
+QString TimelinePlot::tooltipAt(double xMs, double laneRow) const {
+  if (!model_) return {};
+  const int row = qRound(laneRow);
+  if (std::abs(laneRow - row) > kRowHeight / 2) return {};
+  // A span under the cursor (the latest started wins), else the nearest within two pixels, so that
+  // very short spans can be hovered.
+  const double range = plot_->xAxis->range().size();
+  const double tolerance = std::min(range / std::max(plot_->axisRect()->width(), 1) * 2, range / 100);
+  const SpanLayer::Item* hit = nullptr;
+  double best = tolerance;
+  for (const SpanLayer::Item& i : spans_->items) {
+    if (i.row != row) continue;
+    if (xMs >= i.x0 && xMs <= i.x1) {
+      hit = &i;
+      best = 0;
+    } else if (best > 0) {
+      const double d = xMs < i.x0 ? i.x0 - xMs : xMs - i.x1;
+      if (d <= best) {
+        hit = &i;
+        best = d;
+      }
+    }
+  }
+  if (hit) {
+    const TraceSpan& s = model_->span(hit->modelRow);
+    QString text = QStringLiteral("%1 on %2").arg(s.kind, model_->laneLabel(s.lane));
+    if (s.layer >= 0) text += QStringLiteral("\nlayer %1").arg(s.layer);
+    if (s.token >= 0) text += QStringLiteral("\ntoken %1%2").arg(s.token).arg(s.nTokens > 1 ? QStringLiteral(" (+%1)").arg(s.nTokens - 1) : QString());
+    text += QStringLiteral("\nduration %1 ms").arg(static_cast<double>(s.durationNs) / 1e6, 0, 'f', 3);
+    if (s.bytes > 0) {
+      text += QStringLiteral("\n%1").arg(formatBytes(s.bytes));
+      if (s.durationNs > 0) text += QStringLiteral(", %1 GB/s").arg(static_cast<double>(s.bytes) / static_cast<double>(s.durationNs), 0, 'f', 2);
+      if (s.peerLane >= 0) text += QStringLiteral("\n%1 → %2").arg(model_->laneLabel(s.lane), model_->laneLabel(s.peerLane));
+    }
+    return text;
+  }
+  return {};
+}
+
+void TimelinePlot::showTooltip(QMouseEvent* event) {
+  const QPointF pos = event->position();
+  const QString text = tooltipAt(plot_->xAxis->pixelToCoord(pos.x()), plot_->yAxis->pixelToCoord(pos.y()));
+  if (text.isEmpty()) QToolTip::hideText();
+  else QToolTip::showText(event->globalPosition().toPoint(), text, plot_);
+}
+
+bool TimelinePlot::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == plot_ && (event->type() == QEvent::Wheel || event->type() == QEvent::MouseButtonPress))
+    follow_ = false;  // the user zooms or pans: stop following the newest data
+  return QWidget::eventFilter(watched, event);
+}
+
+}  // namespace strata::ui

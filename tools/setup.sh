@@ -19,9 +19,10 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Python packages the tests use: numpy + gguf (the reference forward pass). Debian's system
+# Python packages the tests use: numpy + gguf (the reference forward pass), openai (the
+# server test with the OpenAI client). Debian's system
 # Python refuses plain pip installs (PEP 668), hence the fallback flag.
-python_modules=(numpy:numpy gguf:gguf)
+python_modules=(numpy:numpy gguf:gguf openai:openai)
 need_pip=()
 for entry in "${python_modules[@]}"; do
   python3 -c "import ${entry%%:*}" 2>/dev/null || need_pip+=("${entry##*:}")

@@ -1,5 +1,7 @@
 // app/engine_cli/cmd_serve.cpp — `strata-engine serve`: loads a model onto the devices and serves
 // the OpenAI and control APIs (engine/serve) until SIGINT/SIGTERM. Prints only to stderr.
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <memory>
@@ -100,12 +102,19 @@ int serve(const ServeOptions& o) {
   std::fflush(stderr);
 
   serve::Server* srv = server->get();
-  std::thread waiter([srv, set] {
+  std::atomic<bool> listen_returned{false};
+  // Waits for SIGINT/SIGTERM; stop() is repeated until listen() returns, since a signal may
+  // arrive between bind() and the moment listen() starts accepting.
+  std::thread waiter([srv, set, &listen_returned] {
     int sig = 0;
     sigwait(&set, &sig);
-    srv->stop();
+    while (!listen_returned.load()) {
+      srv->stop();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   });
   Status s = srv->listen();
+  listen_returned = true;
   pthread_kill(waiter.native_handle(), SIGTERM);  // wakes the waiter if listen() ended by itself
   waiter.join();
   server->reset();

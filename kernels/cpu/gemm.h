@@ -22,6 +22,9 @@ namespace strata::kernels {
 constexpr int64_t kGemmTokenGroup = 16;  // tokens per packed activation group
 
 struct GemmKernels {
+  // matmul uses these kernels from this many tokens on (below, the one-row VecDot4 / vec_dot
+  // path is faster: a group of 16 lanes is then mostly padding).
+  int64_t min_tokens;
   // Bytes of one packed group of 16 tokens of `cols` activations.
   int64_t (*group_bytes)(int64_t cols);
   // Quantizes tokens [16 * group, 16 * group + 16) of x ([n_tokens][cols] f32, cols a multiple

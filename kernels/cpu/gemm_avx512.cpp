@@ -493,12 +493,13 @@ void rows_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint
                                      group_bytes_q8_k(cols));
 }
 
-const GemmKernels kQ8_0{&group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q8_0>};
-const GemmKernels kQ4_0{&group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q4_0>};
-const GemmKernels kQ5_0{&group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q5_0>};
-const GemmKernels kQ4_K{&group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w45, &rows_w45<false>};
-const GemmKernels kQ5_K{&group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w45, &rows_w45<true>};
-const GemmKernels kQ6_K{&group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w6, &rows_w6};
+// min_tokens: where these beat VecDot4 + vec_dot (kernel_bench, 2048 x 2048, one thread on Zen 4).
+const GemmKernels kQ8_0{5, &group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q8_0>};
+const GemmKernels kQ4_0{5, &group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q4_0>};
+const GemmKernels kQ5_0{5, &group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q5_0>};
+const GemmKernels kQ4_K{6, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w45, &rows_w45<false>};
+const GemmKernels kQ5_K{6, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w45, &rows_w45<true>};
+const GemmKernels kQ6_K{7, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w6, &rows_w6};
 
 }  // namespace
 }  // namespace strata::kernels::gemm_avx512

@@ -1,6 +1,8 @@
 // kernels/cpu/matmul.cpp — matrix product over the thread pool: quantize activations once,
 // then dot products in row x token tiles handed out dynamically (an atomic counter), so threads
-// that finish early take more work.
+// that finish early take more work. Prompts go to the packed-tile kernels of gemm.h when the
+// type and ISA have them (activations packed in 16-token groups, 16-row x 64-token items, each
+// thread unpacking 4 weight rows at a time into its own scratch), else to VecDot4 / vec_dot.
 #include "kernels/cpu/matmul.h"
 
 #include <algorithm>
@@ -18,10 +20,9 @@ constexpr int64_t kTokenBlock = 64;  // tokens per tile: their activations stay 
 constexpr int64_t kRowBlockPrompt = 16;  // weight rows per tile in prompt mode (L1-sized)
 
 // Packed-tile path (gemm.h): tokens per work item (their packed activations stay in L2) and
-// weight rows per work item; from how many tokens on it beats VecDot4.
+// weight rows per work item.
 constexpr int64_t kGemmTokenChunk = 64;
 constexpr int64_t kGemmRowChunk = 16;
-constexpr int64_t kGemmMinTokens = 4;
 
 struct alignas(64) WorkCounter {
   std::atomic<int64_t> next{0};
@@ -102,8 +103,9 @@ void matmul(ThreadPool& pool, DType wtype, const void* w, int64_t rows, int64_t 
             const float* x, int64_t n_tokens, float* y, std::vector<uint8_t>& scratch) {
   if (rows <= 0 || n_tokens <= 0) return;
   const Isa isa = active_isa();
-  if (n_tokens >= kGemmMinTokens) {
-    if (const GemmKernels* gk = gemm_kernels(wtype, isa)) {
+  if (n_tokens > 1) {
+    const GemmKernels* gk = gemm_kernels(wtype, isa);
+    if (gk && n_tokens >= gk->min_tokens) {
       matmul_packed(pool, *gk, w, row_bytes(wtype, cols), rows, cols, x, n_tokens, y, scratch);
       return;
     }

@@ -16,7 +16,9 @@ namespace strata::kernels {
 // cols must be a multiple of wtype's block size (the caller validates). scratch grows as needed
 // and holds x quantized to vec_dot_type(wtype). Uses every thread of the pool and the ISA of
 // active_isa(). n_tokens == 1 (decode) splits rows across threads; n_tokens > 1 works in tiles
-// of a few weight rows x many tokens so each weight row is reused while in cache.
+// of a few weight rows x many tokens so each weight row is reused while in cache (with AVX-512
+// VNNI and enough tokens: the packed tiles of gemm.h, scratch then also holds the packed
+// activations and each thread's unpacked weight rows).
 void matmul(ThreadPool& pool, DType wtype, const void* w, int64_t rows, int64_t cols,
             const float* x, int64_t n_tokens, float* y, std::vector<uint8_t>& scratch);
 

@@ -1,6 +1,6 @@
 // tests/kernels/test_matmul.cpp — matmul of every weight type against a naive f32 product with
-// the dequantized weights: decode (1 token) and prompt shapes, odd row counts, 1 and 2 threads,
-// every ISA the CPU has.
+// the dequantized weights: decode (1 token) and prompt shapes (the one-row and the packed-tile
+// paths), odd row counts, 1 and 2 threads, every ISA the CPU has.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -52,7 +52,10 @@ TEST_P(MatmulTest, AllTypesAgainstNaiveF32) {
   if (!isa_supported(isa)) GTEST_SKIP() << isa_name(isa) << " not supported on this CPU";
   force_isa(isa);
   ASSERT_EQ(active_isa(), isa);
-  const Shape shapes[] = {{37, 256, 1}, {64, 512, 1}, {33, 256, 3}, {19, 512, 64}, {70, 256, 67}};
+  // Prompt shapes cross the switch to the packed kernels (gemm.h: 5-7 tokens) and its 16-token
+  // groups and 64-token chunks.
+  const Shape shapes[] = {{37, 256, 1}, {64, 512, 1}, {33, 256, 3}, {21, 512, 6},
+                          {40, 768, 17}, {19, 512, 64}, {70, 256, 67}};
   std::vector<uint8_t> scratch;
   for (int threads : {1, 2}) {
     ThreadPool pool(threads);

@@ -30,7 +30,7 @@ class TestChatModels : public QObject {
     StoredMessage done = m.message(row);
     done.complete = true;
     done.tokens = 212;
-    done.tokensPerSecond = 41.25;
+    done.tokensPerSecond = 41.26;
     done.ttftMs = 180;
     done.finishReason = QStringLiteral("stop");
     m.setMessage(row, done);
@@ -39,7 +39,7 @@ class TestChatModels : public QObject {
     QCOMPARE(m.index(1).data(ChatModel::TokensRole).toInt(), 212);
     QCOMPARE(m.index(1).data(ChatModel::TtftMsRole).toLongLong(), qint64(180));
     QCOMPARE(m.index(1).data(ChatModel::StatsTextRole).toString(),
-             QStringLiteral("212 tokens · 41.2 tok/s · first token 180 ms"));
+             QStringLiteral("212 tokens · 41.3 tok/s · first token 180 ms"));
     QCOMPARE(m.index(1).data(ChatModel::RoleRole).toString(), QStringLiteral("assistant"));
     QCOMPARE(m.index(1).data(ChatModel::MessageIdRole).toLongLong(), qint64(2));
     QCOMPARE(m.index(0).data(ChatModel::StatsTextRole).toString(), QString());  // user rows have none
@@ -108,7 +108,7 @@ class TestChatModels : public QObject {
     for (int r = 0; r < m.rowCount(); ++r) {
       names << m.index(r, 0).data(ModelFilesModel::FileNameRole).toString();
       QCOMPARE(m.index(r, 0).data(ModelFilesModel::SizeBytesRole).toLongLong(), qint64(1234));
-      QCOMPARE(m.index(r, ModelFilesModel::SizeColumn).data().toString(), QStringLiteral("1.2 KB"));
+      QCOMPARE(m.index(r, ModelFilesModel::SizeColumn).data().toString(), QStringLiteral("1.2 KiB"));
       QCOMPARE(m.index(r, ModelFilesModel::SourceColumn).data().toString(), QStringLiteral("added"));
       QCOMPARE(m.index(r, 0).data(ModelFilesModel::LoadedRole).toBool(), false);
     }

@@ -38,9 +38,9 @@ void ChatStream::abort() {
 
 void ChatStream::onReadyRead() {
   if (done_ || !reply_) return;
-  const QByteArray bytes = reply_->readAll();
   const int status = reply_->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
   if (status >= 400) return;  // the error body is read in onFinished
+  const QByteArray bytes = reply_->readAll();
   for (const SseEvent& e : parser_.feed(bytes)) {
     handleEvent(e.data);
     if (done_) return;

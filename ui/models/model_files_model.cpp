@@ -51,7 +51,16 @@ int ModelFilesModel::rowCount(const QModelIndex& parent) const { return parent.i
 int ModelFilesModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 QString ModelFilesModel::formatSize(qint64 bytes) {
-  return QLocale::c().formattedDataSize(bytes, 1, QLocale::DataSizeTraditionalFormat);
+  // Binary units with one decimal, as the engine prints them: "1.9 GiB", "512 B".
+  if (bytes < 1024) return QStringLiteral("%1 B").arg(bytes);
+  static const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double v = double(bytes) / 1024.0;
+  int u = 0;
+  while (v >= 1024.0 && u < 3) {
+    v /= 1024.0;
+    ++u;
+  }
+  return QStringLiteral("%1 %2").arg(v, 0, 'f', 1).arg(QLatin1String(units[u]));
 }
 
 QVariant ModelFilesModel::data(const QModelIndex& index, int role) const {

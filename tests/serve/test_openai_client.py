@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+# tests/serve/test_openai_client.py — the `openai` Python package against the real
+# `strata-engine serve`: a chat completion, non-streaming and streaming, equals `run`'s text.
+# Usage: test_openai_client.py STRATA_ENGINE MODEL.gguf. Exit 77 (CTest: skipped) only when the
+# openai package is missing; any other problem fails.
+import re
+import subprocess
+import sys
+import threading
+
+try:
+    import openai
+except ImportError:
+    print("openai package not installed (python3 -m pip install openai): skipped")
+    sys.exit(77)
+
+
+def main():
+    binary, model = sys.argv[1], sys.argv[2]
+    n = 48
+    expected = subprocess.run([binary, "run", "-m", model, "-p", "Once upon a time", "--temp", "0", "-n", str(n),
+                               "--no-echo"], check=True, capture_output=True, text=True, timeout=120).stdout
+    assert expected, "run printed nothing"
+
+    key = "test-key-123"
+    server = subprocess.Popen([binary, "serve", "-m", model, "--port", "0", "--api-key", key],
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        port = None
+        log = []
+        for line in server.stderr:
+            log.append(line)
+            m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
+            if m:
+                port = int(m.group(1))
+                break
+        assert port, "server did not start:\n" + "".join(log)
+        threading.Thread(target=lambda: [None for _ in server.stderr], daemon=True).start()  # keep draining
+
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=key, max_retries=0, timeout=60)
+        models = client.models.list()
+        assert [m.id for m in models.data] == ["stories260K"], models
+
+        messages = [{"role": "user", "content": "Once upon a time"}]
+        reply = client.chat.completions.create(model="stories260K", messages=messages, temperature=0, max_tokens=n)
+        text = reply.choices[0].message.content
+        assert text == expected, f"non-streaming text {text!r} != run's {expected!r}"
+        assert reply.choices[0].finish_reason == "length", reply
+        assert reply.usage.completion_tokens == n and reply.usage.prompt_tokens == 5, reply.usage
+
+        stream = client.chat.completions.create(model="stories260K", messages=messages, temperature=0, max_tokens=n,
+                                                stream=True, stream_options={"include_usage": True})
+        pieces, finish, usage = [], None, None
+        for chunk in stream:
+            if chunk.usage:
+                usage = chunk.usage
+            for choice in chunk.choices:
+                if choice.delta.content:
+                    pieces.append(choice.delta.content)
+                if choice.finish_reason:
+                    finish = choice.finish_reason
+        streamed = "".join(pieces)
+        assert streamed == expected, f"streamed text {streamed!r} != run's {expected!r}"
+        assert len(pieces) > 5, pieces
+        assert finish == "length", finish
+        assert usage is not None and usage.completion_tokens == n, usage
+
+        completion = client.completions.create(model="stories260K", prompt="Once upon a time", temperature=0,
+                                               max_tokens=n)
+        assert completion.choices[0].text == expected, completion
+
+        # Errors come back as the package's typed exceptions.
+        try:
+            client.chat.completions.create(model="no-such-model", messages=messages, max_tokens=4)
+            raise AssertionError("unknown model accepted")
+        except openai.NotFoundError as e:
+            assert e.status_code == 404
+        bad = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="wrong", max_retries=0)
+        try:
+            bad.chat.completions.create(model="stories260K", messages=messages, max_tokens=4)
+            raise AssertionError("wrong key accepted")
+        except openai.AuthenticationError as e:
+            assert e.status_code == 401
+        print(f"ok: openai {openai.__version__}: {len(pieces)} chunks, text {expected[:40]!r}...")
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -4,6 +4,9 @@
 // the GUI thread is never blocked for 50 ms or more while a reply streams.
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonObject>
 #include <QJsonDocument>
 #include <QPlainTextEdit>
 #include <QProcess>

@@ -112,6 +112,7 @@ void MainWindow::buildDocks() {
   pl->setContentsMargins(4, 2, 4, 4);
   auto* bar = new QHBoxLayout;
   auto* pause = new QToolButton(prof);
+  pauseButton_ = pause;
   pause->setText(tr("▌▌ pause"));
   pause->setCheckable(true);
   auto* exportTrace = new QToolButton(prof);
@@ -183,6 +184,8 @@ void MainWindow::buildToolbar() {
 }
 
 void MainWindow::showTab(Tab tab) { tabs_->setCurrentIndex(int(tab)); }
+
+void MainWindow::setProfilerPaused(bool paused) { pauseButton_->setChecked(paused); }
 
 QJsonObject MainWindow::modelInfoFromStatus(const QJsonObject& status) {
   const QJsonObject m = status.value(QStringLiteral("model")).toObject();

@@ -41,6 +41,7 @@ class MainWindow : public QMainWindow {
   QDockWidget* profilerDock() const { return profilerDock_; }
   QListView* conversationList() const { return conversations_; }
   void showTab(Tab tab);
+  void setProfilerPaused(bool paused);  // the timeline and charts stop taking trace batches
 
   // The placement editor's ModelInfo JSON from a /status "model" object: the per-block byte sizes
   // when the engine gives them, else an even split of weight_bytes (marked approximate).
@@ -76,6 +77,7 @@ class MainWindow : public QMainWindow {
   QLabel* ctxLabel_ = nullptr;
   QLabel* stateLabel_ = nullptr;
   QLabel* profilerSummary_ = nullptr;
+  class QToolButton* pauseButton_ = nullptr;
   QDockWidget* devicesDock_ = nullptr;
   QDockWidget* profilerDock_ = nullptr;
   strata::ui::DevicesPanel* devicesPanel_ = nullptr;

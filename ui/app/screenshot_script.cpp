@@ -16,6 +16,9 @@
 #include "ui/client/engine_client.h"
 #include "ui/placement/placement_editor.h"
 #include "ui/placement/placement_model.h"
+#include "ui/profiler/timeline_plot.h"
+
+#include <qcustomplot.h>
 
 ScreenshotScript::ScreenshotScript(MainWindow* window, const QString& outDir, const QString& prompt, QObject* parent)
     : QObject(parent), window_(window), outDir_(outDir), prompt_(prompt) {}
@@ -26,6 +29,7 @@ void ScreenshotScript::start() {
   connect(ws->chat(), &ChatController::replyFinished, this, [this] { replyDone_ = true; });
   connect(ws->chat(), &ChatController::replyFailed, this, [this](int, const QString& m) { fail(m); });
   connect(ws->client(), &EngineClient::placementApplied, this, [this] { applied_ = true; });
+  connect(ws->client(), &EngineClient::traceBatch, this, [this] { ++traceBatches_; });
   connect(ws->client(), &EngineClient::requestFailed, this, [this](const QString& op, const QString& m) {
     if (op == QLatin1String("apply placement")) {
       std::fprintf(stderr, "screenshots: split placement refused (%s); continuing\n", qPrintable(m));
@@ -82,7 +86,8 @@ void ScreenshotScript::step(int n) {
                                                 {QStringLiteral("device"), accel[1]}}});
         ws->applyPlacement(placement);
       }
-      waitFor([this] { return applied_; }, 60000, 2, QStringLiteral("the placement"));
+      // Then the trace stream must be flowing, so the reply's events reach the profiler.
+      waitFor([this] { return applied_ && traceBatches_ >= 3; }, 60000, 2, QStringLiteral("the placement and trace stream"));
       return;
     }
     case 2: {
@@ -96,9 +101,23 @@ void ScreenshotScript::step(int n) {
       return;
     }
     case 3:
-      QTimer::singleShot(1500, this, [this] { step(4); });  // a few more trace batches
+      QTimer::singleShot(250, this, [this] { step(4); });  // the last trace batches of the reply
       return;
     case 4: {
+      // Freeze the profiler on the reply: no idle batches after it, the view spanning its events.
+      window_->setProfilerPaused(true);
+      strata::ui::TimelinePlot* plot = window_->timelinePlot();
+      double lo = 1e300, hi = -1e300;
+      for (int lane = 0; lane < 16; ++lane)
+        for (const auto& span : plot->laneSpans(lane)) {
+          lo = qMin(lo, span.first);
+          hi = qMax(hi, span.second);
+        }
+      if (hi > lo) {
+        plot->setFollowLatest(false);
+        plot->plot()->xAxis->setRange(lo, lo + qMin(hi - lo, 60.0));  // about a dozen tokens
+        plot->replotNow();
+      }
       window_->showTab(MainWindow::Tab::Chat);
       QApplication::processEvents();
       bool ok = save(window_, QStringLiteral("chat.png"));

@@ -26,4 +26,5 @@ class ScreenshotScript : public QObject {
   QString prompt_;
   bool replyDone_ = false;
   bool applied_ = false;
+  int traceBatches_ = 0;
 };

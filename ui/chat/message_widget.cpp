@@ -54,8 +54,9 @@ MessageWidget::MessageWidget(QWidget* parent) : QFrame(parent) {
   };
   regenerate_ = makeButton(QStringLiteral("⟳ ") + tr("regenerate"), tr("Generate this reply again (Ctrl+R)"));
   edit_ = makeButton(QStringLiteral("✎ ") + tr("edit"), tr("Edit this message and send it again"));
-  copy_ = makeButton(QStringLiteral("⧉ ") + tr("copy"), tr("Copy the Markdown text"));
-  footer->addWidget(stats_, 1);
+  copy_ = makeButton(tr("copy"), tr("Copy the Markdown text"));
+  footer->addWidget(stats_);
+  footer->addStretch(1);
   layout->addLayout(footer);
 
   connect(regenerate_, &QToolButton::clicked, this, &MessageWidget::regenerateRequested);

@@ -1,9 +1,14 @@
 // engine/serve/control_routes.cpp — the control API under /strata/v1/: devices, status, model
 // load/unload, placement get/put/estimate, auto-plan. Pipeline changes run on the scheduler
 // thread (Scheduler::run_exclusive) between generation steps.
+#include "engine/exec/session.h"
+#include "engine/gguf/gguf_file.h"
+#include "engine/model/model_config.h"
+#include "engine/model/model_weights.h"
 #include "engine/plan/auto_planner.h"
 #include "engine/plan/cost_model.h"
 #include "engine/plan/memory_estimate.h"
+#include "engine/plan/placement_validate.h"
 #include "engine/serve/server_context.h"
 
 namespace strata::serve {
@@ -141,7 +146,76 @@ void handle_plan(ServerContext& ctx, const httplib::Request& req, httplib::Respo
 
 }  // namespace
 
+// A GGUF file's header summary and the memory it needs at a context, without loading weights:
+// the GUI's model list asks this for every file it shows.
+void handle_inspect(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  Json body;
+  if (auto e = parse_object(req.body, body)) return send_error(res, *e);
+  std::string path;
+  if (auto e = read_string(body, "path", path)) return send_error(res, *e);
+  if (path.empty()) return send_error(res, bad_request("'path' is required", "path"));
+  int64_t n_ctx = 0;
+  if (auto e = read_int(body, "n_ctx", 0, plan::kMaxCtx, n_ctx)) return send_error(res, *e);
+  auto file = gguf::GgufFile::open(path);
+  if (!file.ok()) {
+    ApiError e = from_engine_error(file.error(), "path");
+    if (file.error().code == Code::NotFound || file.error().code == Code::Io) e.status = 404;
+    return send_error(res, e);
+  }
+  Json out;
+  out["path"] = path;
+  out["file_bytes"] = file->file_size();
+  out["architecture"] = file->architecture();
+  uint64_t params = 0;
+  Json types = Json::object();
+  for (const gguf::TensorInfo& t : file->tensors()) {
+    params += t.n_elements;
+    Json& entry = types[kernels::dtype_name(t.type)];
+    if (entry.is_null()) entry = {{"tensors", 0}, {"bytes", uint64_t{0}}};
+    entry["tensors"] = entry["tensors"].get<int64_t>() + 1;
+    entry["bytes"] = entry["bytes"].get<uint64_t>() + t.n_bytes;
+  }
+  out["parameters"] = params;
+  out["types"] = types;
+  auto config = model::read_model_config(*file);
+  if (!config.ok()) {
+    out["runnable"] = false;
+    out["error"] = config.error().message;
+    return send_json(res, out);
+  }
+  auto weights = model::bind_weights(*file, *config);
+  if (!weights.ok()) {
+    out["runnable"] = false;
+    out["error"] = weights.error().message;
+    return send_json(res, out);
+  }
+  out["runnable"] = true;
+  out["name"] = config->name;
+  out["n_layers"] = config->n_layers;
+  out["n_ctx_train"] = config->n_ctx_train;
+  out["n_embd"] = config->n_embd;
+  if (n_ctx == 0) n_ctx = plan::default_n_ctx(*config);
+  out["n_ctx"] = n_ctx;
+  // Everything on one device: weights + KV at this context + activation buffers.
+  exec::DeviceInfo host;
+  host.id = "cpu";
+  host.bytes_total = UINT64_MAX / 2;
+  host.threads = 1;
+  auto estimate = plan::estimate_memory(exec::single_device_placement(*config, "cpu", n_ctx, 1, 256), *config,
+                                        *weights, {host});
+  if (estimate.ok() && !estimate->devices.empty()) {
+    const plan::DeviceMemory& d = estimate->devices[0];
+    out["memory"] = {{"weights", d.weight_bytes}, {"kv", d.kv_bytes}, {"scratch", d.scratch_bytes},
+                     {"total", d.total_bytes}};
+  }
+  (void)ctx;
+  send_json(res, out);
+}
+
 void register_control_routes(httplib::Server& http, ServerContext& ctx) {
+  http.Post("/strata/v1/models/inspect", guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
+    handle_inspect(ctx, req, res);
+  }));
   http.Get("/strata/v1/devices", guarded([&ctx](const httplib::Request&, httplib::Response& res) {
     send_json(res, ctx.host.devices_json());
   }));

@@ -197,6 +197,18 @@ nlohmann::json EngineHost::status_json() const {
                 {"parameters", loaded->model->parameter_count()},
                 {"weight_bytes", loaded->model->weight_bytes()},
                 {"chat_template", loaded->own_template ? "model" : "completion"}};
+  // Sizes the placement editor needs for instant local estimates while dragging.
+  const model::ModelWeights& w = loaded->model->weights();
+  nlohmann::json layer_bytes = nlohmann::json::array();
+  for (const model::LayerWeights& l : w.layers) layer_bytes.push_back(l.n_bytes());
+  j["model"]["n_embd"] = c.n_embd;
+  j["model"]["n_vocab"] = c.n_vocab;
+  j["model"]["n_ctx_train"] = c.n_ctx_train;
+  j["model"]["layer_bytes"] = layer_bytes;
+  j["model"]["embedding_bytes"] = w.token_embd.n_bytes;
+  j["model"]["head_bytes"] = w.output_norm.n_bytes + (c.tied_output ? 0 : w.output.n_bytes);
+  j["model"]["head_tied"] = c.tied_output;
+  j["model"]["kv_bytes_per_token"] = static_cast<uint64_t>(2 * c.kv_dim()) * sizeof(float);
   j["placement"] = s.ok() ? placement : nlohmann::json(nullptr);
   j["memory"] = memory_json(*loaded);
   const exec::SchedulerStats st = loaded->scheduler->stats();

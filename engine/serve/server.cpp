@@ -2,6 +2,10 @@
 // bodies for statuses httplib answers itself, request counting; route files do the rest.
 #include "engine/serve/server.h"
 
+#include <sys/socket.h>
+
+#include <netinet/in.h>
+
 #include <arpa/inet.h>
 
 #include <exception>
@@ -164,6 +168,29 @@ Expected<std::unique_ptr<Server>> Server::create(EngineHost& host, ServerOptions
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
+namespace {
+
+// cpp-httplib (Debian's compiled libcpp-httplib 0.11) listens with a backlog of 5, fixed when the
+// library was built. Twenty clients connecting at once then overflow the accept queue and some
+// see their connection dropped. Linux lets listen() be called again on a listening socket to
+// change its backlog, so find our socket by its bound port and raise it.
+void raise_listen_backlog(int port) {
+  for (int fd = 3; fd < 4096; ++fd) {
+    int accepting = 0;
+    socklen_t len = sizeof accepting;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) != 0 || !accepting) continue;
+    sockaddr_storage addr{};
+    socklen_t alen = sizeof addr;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &alen) != 0) continue;
+    int bound = -1;
+    if (addr.ss_family == AF_INET) bound = ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+    if (addr.ss_family == AF_INET6) bound = ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+    if (bound == port) ::listen(fd, SOMAXCONN);
+  }
+}
+
+}  // namespace
+
 Expected<int> Server::bind() {
   const ServerOptions& o = impl_->ctx.options;
   int port = o.port;
@@ -173,6 +200,7 @@ Expected<int> Server::bind() {
   } else if (!impl_->http.bind_to_port(o.host, port)) {
     return Error{Code::Io, "cannot bind to " + o.host + ":" + std::to_string(port) + " (in use, or not an address here)"};
   }
+  raise_listen_backlog(port);
   impl_->bound = true;
   return port;
 }

@@ -189,3 +189,34 @@ TEST(ServeControl, RefusesAnOpenAddressWithoutAKey) {
 
 }  // namespace
 }  // namespace strata::test
+
+namespace strata::test {
+namespace {
+
+TEST(ServeInspect, SummarizesAFileAndStatusCarriesLayerSizes) {
+  ServerProcess server({"-m", stories_model()});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  Reply r = post(server.port(), "/strata/v1/models/inspect", {{"path", stories_model()}, {"n_ctx", 256}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Json j = r.json();
+  EXPECT_EQ(j["architecture"], "llama");
+  EXPECT_TRUE(j["runnable"].get<bool>());
+  EXPECT_EQ(j["n_layers"], 5);
+  EXPECT_EQ(j["types"]["f32"]["tensors"], 48);
+  EXPECT_EQ(j["n_ctx"], 256);
+  // KV: 5 blocks x 256 positions x (2 x 32 floats) x 4 bytes.
+  EXPECT_EQ(j["memory"]["kv"].get<uint64_t>(), 5u * 256u * 2u * 32u * 4u);
+  EXPECT_EQ(post(server.port(), "/strata/v1/models/inspect", {{"path", "/nonexistent.gguf"}}).status, 404);
+
+  const Json status = get(server.port(), "/strata/v1/status").json();
+  const Json& m = status["model"];
+  ASSERT_EQ(m["layer_bytes"].size(), 5u);
+  uint64_t sum = m["embedding_bytes"].get<uint64_t>() + m["head_bytes"].get<uint64_t>();
+  for (const auto& b : m["layer_bytes"]) sum += b.get<uint64_t>();
+  EXPECT_EQ(sum, m["weight_bytes"].get<uint64_t>());  // rope_freqs: none in this model
+  EXPECT_EQ(m["kv_bytes_per_token"], 2 * 32 * 4);
+  EXPECT_EQ(m["n_embd"], 64);
+}
+
+}  // namespace
+}  // namespace strata::test

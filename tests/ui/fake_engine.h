@@ -1,6 +1,6 @@
 // tests/ui/fake_engine.h — a scripted stand-in for `strata-engine serve` on loopback, for client and
-// chat tests that must not depend on the engine: /strata/v1/status and a streaming
-// /v1/chat/completions (chunked SSE, one piece every `pieceIntervalMs`). Header-only, no moc.
+// chat tests that must not depend on the engine: /strata/v1/status, /strata/v1/models/inspect
+// (a path containing "bad" gets 400) and a streaming /v1/chat/completions (chunked SSE, one piece every `pieceIntervalMs`). Header-only, no moc.
 #pragma once
 
 #include <QJsonArray>
@@ -20,6 +20,7 @@ class FakeEngine : public QObject {
   int chatStatus = 200;           // e.g. 503 to test errors
   QList<QJsonObject> chatBodies;  // every chat request body received
   int statusRequests = 0;
+  QList<QJsonObject> inspectBodies;  // every models/inspect request body received
 
   FakeEngine() {
     server_.listen(QHostAddress::LocalHost, 0);
@@ -69,6 +70,25 @@ class FakeEngine : public QObject {
                                                                     {"weight_bytes", 1000000}}},
                                               {"placement", QJsonValue::Null}})
                             .toJson(QJsonDocument::Compact));
+    } else if (path.startsWith("/strata/v1/models/inspect") && method == "POST") {
+      const QJsonObject req = QJsonDocument::fromJson(body).object();
+      inspectBodies.append(req);
+      const QString file = req.value("path").toString();
+      if (file.contains("bad")) {
+        reply(s, 400, R"({"error":{"message":"not a GGUF file","type":"invalid_request_error"}})");
+        return;
+      }
+      const int nCtx = req.value("n_ctx").toInt() > 0 ? req.value("n_ctx").toInt() : 2048;
+      const qint64 kv = qint64(nCtx) * 1024;
+      reply(s, 200, QJsonDocument(QJsonObject{
+                        {"path", file}, {"file_bytes", 1000000}, {"architecture", "llama"}, {"parameters", 260000},
+                        {"types", QJsonObject{{"f32", QJsonObject{{"tensors", 5}, {"bytes", 1000}}},
+                                              {"q4_k", QJsonObject{{"tensors", 14}, {"bytes", 900000}}}}},
+                        {"runnable", true}, {"name", "fake"}, {"n_layers", 2}, {"n_ctx_train", 2048},
+                        {"n_embd", 64}, {"n_ctx", nCtx},
+                        {"memory", QJsonObject{{"weights", 901000}, {"kv", kv}, {"scratch", 4096},
+                                               {"total", 901000 + kv + 4096}}}})
+                        .toJson(QJsonDocument::Compact));
     } else if (path.startsWith("/v1/chat/completions") && method == "POST") {
       chatBodies.append(QJsonDocument::fromJson(body).object());
       if (chatStatus != 200) {

@@ -26,9 +26,10 @@
 #include "ui/client/engine_process.h"
 #include "ui/devices/devices_panel.h"
 #include "ui/models/model_files_model.h"
+#include "ui/models/model_inspector.h"
 #include "ui/models/models_panel.h"
 #include "ui/placement/placement_editor.h"
-#include "ui/profiler/profiler_series.h"
+#include "ui/profiler/profiler_panel.h"
 #include "ui/profiler/timeline_model.h"
 #include "ui/profiler/timeline_plot.h"
 
@@ -107,48 +108,15 @@ void MainWindow::buildDocks() {
 
   profilerDock_ = new QDockWidget(tr("Profiler"), this);
   profilerDock_->setObjectName(QStringLiteral("profilerDock"));
-  auto* prof = new QWidget(profilerDock_);
-  auto* pl = new QVBoxLayout(prof);
-  pl->setContentsMargins(4, 2, 4, 4);
-  auto* bar = new QHBoxLayout;
-  auto* pause = new QToolButton(prof);
-  pauseButton_ = pause;
-  pause->setText(tr("▌▌ pause"));
-  pause->setCheckable(true);
-  auto* exportTrace = new QToolButton(prof);
-  exportTrace->setText(tr("⤓ export trace"));
-  profilerSummary_ = new QLabel(prof);
-  profilerSummary_->setObjectName(QStringLiteral("profilerSummary"));
-  bar->addWidget(pause);
-  bar->addWidget(exportTrace);
-  bar->addWidget(profilerSummary_, 1);
-  pl->addLayout(bar);
-  timelineModel_ = new TimelineModel(this);
-  profilerSeries_ = new ProfilerSeries(this);
-  timelinePlot_ = new TimelinePlot(prof);
-  timelinePlot_->setModel(timelineModel_);
-  timelinePlot_->setMinimumHeight(160);
-  pl->addWidget(timelinePlot_, 1);
-  profilerDock_->setWidget(prof);
+  profilerPanel_ = new ProfilerPanel(profilerDock_);
+  profilerPanel_->setMinimumHeight(160);
+  profilerDock_->setWidget(profilerPanel_);
   addDockWidget(Qt::BottomDockWidgetArea, profilerDock_);
-
-  connect(pause, &QToolButton::toggled, this, [this, pause](bool on) {
-    profilerPaused_ = on;
-    pause->setText(on ? tr("▶ resume") : tr("▌▌ pause"));
+  connect(profilerPanel_, &ProfilerPanel::traceExported, this, [this](const QString& path) {
+    statusBar()->showMessage(tr("trace written to %1 (open it in ui.perfetto.dev)").arg(path), 8000);
   });
-  connect(exportTrace, &QToolButton::clicked, this, [this] {
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export a Chrome trace"), QStringLiteral("strata-trace.json"),
-                                                      tr("Chrome trace (*.json)"));
-    if (path.isEmpty()) return;
-    ws_->client()->fetchTraceJson(60, this, [this, path](const EngineResult& r) {
-      QFile f(path);
-      if (!r.ok() || !f.open(QIODevice::WriteOnly)) {
-        statusBar()->showMessage(tr("export failed: %1").arg(r.ok() ? f.errorString() : r.error), 8000);
-        return;
-      }
-      f.write(r.body);
-      statusBar()->showMessage(tr("trace written to %1 (open it in ui.perfetto.dev)").arg(path), 8000);
-    });
+  connect(profilerPanel_, &ProfilerPanel::exportFailed, this, [this](const QString& reason) {
+    statusBar()->showMessage(tr("export failed: %1").arg(reason), 8000);
   });
 }
 
@@ -185,7 +153,9 @@ void MainWindow::buildToolbar() {
 
 void MainWindow::showTab(Tab tab) { tabs_->setCurrentIndex(int(tab)); }
 
-void MainWindow::setProfilerPaused(bool paused) { pauseButton_->setChecked(paused); }
+void MainWindow::setProfilerPaused(bool paused) { profilerPanel_->setPaused(paused); }
+TimelinePlot* MainWindow::timelinePlot() const { return profilerPanel_->timelinePlot(); }
+TimelineModel* MainWindow::timelineModel() const { return profilerPanel_->timelineModel(); }
 
 QJsonObject MainWindow::modelInfoFromStatus(const QJsonObject& status) {
   const QJsonObject m = status.value(QStringLiteral("model")).toObject();
@@ -248,17 +218,11 @@ void MainWindow::wirePanels() {
   // Trace stream: devices' live memory, the timeline, the charts' series.
   connect(client, &EngineClient::traceBatch, this, [this](const QJsonObject& batch) {
     devicesPanel_->applyMemorySnapshot(batch);
-    if (profilerPaused_) return;
-    timelineModel_->appendBatch(batch);
-    profilerSeries_->appendBatch(batch);
-  });
-  connect(profilerSeries_, &ProfilerSeries::changed, this, [this] {
-    const double tps = profilerSeries_->tokensPerS().isEmpty() ? 0.0 : profilerSeries_->tokensPerS().last().y();
-    profilerSummary_->setText(tr("tok/s %1   TTFT %2 ms").arg(tps, 0, 'f', 1).arg(profilerSeries_->lastTtftMs(), 0, 'f', 0));
+    profilerPanel_->appendBatch(batch);  // held by the panel while paused
   });
   connect(ws_->chat(), &ChatController::replyFinished, this, [this](int row) {
     const StoredMessage m = ws_->chat()->chatModel()->message(row);
-    profilerSeries_->addReplyStats(double(m.ttftMs), m.tokens, m.tokensPerSecond);
+    profilerPanel_->addReplyStats(double(m.ttftMs), m.tokens, m.tokensPerSecond);
   });
   client->startTraceStream();
 
@@ -266,9 +230,13 @@ void MainWindow::wirePanels() {
   connect(modelsPanel_, &ModelsPanel::loadRequested, this, &MainWindow::loadModelFile);
   connect(modelsPanel_, &ModelsPanel::folderAdded, ws_, &Workstation::addModelFolder);
   connect(modelsPanel_, &ModelsPanel::rescanRequested, ws_, &Workstation::rescanModels);
+  // Each listed file described by the engine (architecture, parameters, types, memory at the context).
+  ws_->modelFiles()->setContextLength(ws_->settings().ctx);
+  modelsPanel_->setInspector(new ModelInspector(client, ws_->modelFiles(), this));
 }
 
 void MainWindow::onStatus(const QJsonObject& status) {
+  ws_->modelFiles()->setContextLength(ws_->settings().ctx);  // the settings may have changed it
   devicesPanel_->setStatus(status);
   modelsPanel_->setStatus(status);
   const QJsonObject model = status.value(QStringLiteral("model")).toObject();

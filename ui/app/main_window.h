@@ -18,7 +18,7 @@ class Workstation;
 namespace strata::ui {
 class DevicesPanel;
 class PlacementEditor;
-class ProfilerSeries;
+class ProfilerPanel;
 class TimelineModel;
 class TimelinePlot;
 }  // namespace strata::ui
@@ -36,8 +36,9 @@ class MainWindow : public QMainWindow {
   ModelsPanel* modelsPanel() const { return modelsPanel_; }
   strata::ui::DevicesPanel* devicesPanel() const { return devicesPanel_; }
   strata::ui::PlacementEditor* placementEditor() const { return placementEditor_; }
-  strata::ui::TimelinePlot* timelinePlot() const { return timelinePlot_; }
-  strata::ui::TimelineModel* timelineModel() const { return timelineModel_; }
+  strata::ui::ProfilerPanel* profilerPanel() const { return profilerPanel_; }
+  strata::ui::TimelinePlot* timelinePlot() const;
+  strata::ui::TimelineModel* timelineModel() const;
   QDockWidget* profilerDock() const { return profilerDock_; }
   QListView* conversationList() const { return conversations_; }
   void showTab(Tab tab);
@@ -76,16 +77,11 @@ class MainWindow : public QMainWindow {
   QComboBox* modelCombo_ = nullptr;
   QLabel* ctxLabel_ = nullptr;
   QLabel* stateLabel_ = nullptr;
-  QLabel* profilerSummary_ = nullptr;
-  class QToolButton* pauseButton_ = nullptr;
   QDockWidget* devicesDock_ = nullptr;
   QDockWidget* profilerDock_ = nullptr;
   strata::ui::DevicesPanel* devicesPanel_ = nullptr;
   strata::ui::PlacementEditor* placementEditor_ = nullptr;
-  strata::ui::TimelineModel* timelineModel_ = nullptr;
-  strata::ui::TimelinePlot* timelinePlot_ = nullptr;
-  strata::ui::ProfilerSeries* profilerSeries_ = nullptr;
+  strata::ui::ProfilerPanel* profilerPanel_ = nullptr;
   QString modelKey_;        // path + n_layers the placement editor was given
   QJsonObject placementSeen_;
-  bool profilerPaused_ = false;
 };

@@ -163,6 +163,12 @@ void EngineClient::fetchTraceJson(int seconds, QObject* context, Callback cb) {
        std::move(cb), QStringLiteral("trace.json"), 60000);
 }
 
+void EngineClient::inspectModel(const QString& path, int nCtx, QObject* context, Callback cb) {
+  QJsonObject body{{QStringLiteral("path"), path}};
+  if (nCtx > 0) body.insert(QStringLiteral("n_ctx"), nCtx);
+  send("POST", QStringLiteral("/strata/v1/models/inspect"), body, context, std::move(cb), {}, 60000);
+}
+
 ChatStream* EngineClient::streamChat(const QJsonArray& messages, const QJsonObject& sampling, QObject* parent) {
   QJsonObject body = sampling;
   body.insert(QStringLiteral("messages"), messages);

@@ -51,6 +51,12 @@ class EngineClient : public QObject {
   void loadModel(const QString& path, const QJsonValue& placement, int nCtx);
   void unloadModel();
   void fetchTraceJson(int seconds, QObject* context, Callback cb);
+  // POST /strata/v1/models/inspect {"path", "n_ctx"} (nCtx <= 0: the model's own context): what a
+  // GGUF file holds and the memory it needs, without loading it. `cb` gets the engine's answer
+  // ({path, file_bytes, architecture, parameters, types, runnable, error?, name, n_layers, n_ctx_train,
+  // n_embd, n_ctx, memory{weights, kv, scratch, total}}) on the GUI thread unless `context` is gone.
+  // Not superseded: each call gets its answer.
+  void inspectModel(const QString& path, int nCtx, QObject* context, Callback cb);
 
   // POST /v1/chat/completions with "stream": true. `sampling` holds the OpenAI fields
   // (temperature, top_p, max_tokens, ...). The stream is owned by `parent`.

@@ -9,11 +9,26 @@
 #include <QSet>
 #include <QThread>
 
+#include <algorithm>
+
 namespace {
 QString canonical(const QString& path) {
   const QFileInfo fi(path);
   const QString c = fi.canonicalFilePath();
   return c.isEmpty() ? fi.absoluteFilePath() : c;
+}
+
+QString inspectionKey(const QString& path, int nCtx) { return canonical(path) + QLatin1Char('\n') + QString::number(nCtx); }
+
+// Tensor type names of an inspection's "types" ({"q4_k": {"tensors", "bytes"}, ...}), most bytes first.
+QStringList typeNames(const QJsonObject& inspection) {
+  const QJsonObject types = inspection.value(QStringLiteral("types")).toObject();
+  QStringList names = types.keys();
+  std::stable_sort(names.begin(), names.end(), [&types](const QString& a, const QString& b) {
+    return types.value(a).toObject().value(QStringLiteral("bytes")).toInteger() >
+           types.value(b).toObject().value(QStringLiteral("bytes")).toInteger();
+  });
+  return names;
 }
 
 void walk(const QString& dir, const QString& source, int depth, int maxDepth, QSet<QString>& seenDirs,
@@ -63,9 +78,25 @@ QString ModelFilesModel::formatSize(qint64 bytes) {
   return QStringLiteral("%1 %2").arg(v, 0, 'f', 1).arg(QLatin1String(units[u]));
 }
 
+QString ModelFilesModel::formatParameters(qint64 n) {
+  if (n >= 1000000000) return QStringLiteral("%1 B").arg(double(n) / 1e9, 0, 'f', 1);
+  if (n >= 1000000) return QStringLiteral("%1 M").arg(double(n) / 1e6, 0, 'f', 1);
+  return QStringLiteral("%1 K").arg(double(n) / 1e3, 0, 'f', 0);
+}
+
 QVariant ModelFilesModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
   const ModelFile& f = files_.at(index.row());
+  const auto inspection = [&]() -> const QJsonObject* {
+    const auto it = inspections_.constFind(inspectionKey(f.path, nCtx_));
+    return it == inspections_.constEnd() ? nullptr : &it.value();
+  };
+  const QJsonObject* in = nullptr;
+  if (role >= InspectedRole || (role == Qt::DisplayRole && index.column() != NameColumn && index.column() != SizeColumn &&
+                                index.column() != SourceColumn) ||
+      role == Qt::ToolTipRole)
+    in = inspection();
+  const QString inError = in ? in->value(QStringLiteral("error")).toString() : QString();
   switch (role) {
     case Qt::DisplayRole:
       switch (index.column()) {
@@ -73,10 +104,39 @@ QVariant ModelFilesModel::data(const QModelIndex& index, int role) const {
         case SizeColumn: return formatSize(f.sizeBytes);
         case SourceColumn: return f.source;
       }
+      if (!in) return QString();
+      if (!inError.isEmpty() && !in->contains(QStringLiteral("architecture")))
+        return index.column() == ArchitectureColumn ? tr("unreadable") : QString();
+      switch (index.column()) {
+        case ArchitectureColumn: return in->value(QStringLiteral("architecture")).toString();
+        case ParametersColumn: return formatParameters(in->value(QStringLiteral("parameters")).toInteger());
+        case TypesColumn: return typeNames(*in).join(QStringLiteral(", "));
+        case ContextColumn: return QLocale::c().toString(in->value(QStringLiteral("n_ctx_train")).toInt());
+        case MemoryColumn: {
+          const qint64 total = in->value(QStringLiteral("memory")).toObject().value(QStringLiteral("total")).toInteger();
+          return total > 0 ? formatSize(total) : QString();
+        }
+      }
       return {};
-    case Qt::ToolTipRole: return f.path;
+    case Qt::ToolTipRole:
+      if (in && !inError.isEmpty()) return f.path + QStringLiteral("\n") + inError;
+      if (in && index.column() == MemoryColumn) {
+        const QJsonObject m = in->value(QStringLiteral("memory")).toObject();
+        return tr("at context %1: weights %2, KV %3, scratch %4")
+            .arg(in->value(QStringLiteral("n_ctx")).toInt())
+            .arg(formatSize(m.value(QStringLiteral("weights")).toInteger()),
+                 formatSize(m.value(QStringLiteral("kv")).toInteger()),
+                 formatSize(m.value(QStringLiteral("scratch")).toInteger()));
+      }
+      return f.path;
     case Qt::TextAlignmentRole:
-      return index.column() == SizeColumn ? QVariant(int(Qt::AlignRight | Qt::AlignVCenter)) : QVariant();
+      switch (index.column()) {
+        case SizeColumn:
+        case MemoryColumn:
+        case ParametersColumn:
+        case ContextColumn: return QVariant(int(Qt::AlignRight | Qt::AlignVCenter));
+      }
+      return {};
     case Qt::FontRole:
       if (canonical(f.path) == loadedPath_) {
         QFont bold;
@@ -90,6 +150,18 @@ QVariant ModelFilesModel::data(const QModelIndex& index, int role) const {
     case SourceRole: return f.source;
     case ModifiedRole: return f.modified;
     case LoadedRole: return !loadedPath_.isEmpty() && canonical(f.path) == loadedPath_;
+    case InspectedRole: return in != nullptr;
+    case InspectErrorRole: return in ? QVariant(inError) : QVariant();
+    case InspectionRole: return in ? QVariant(*in) : QVariant();
+  }
+  if (!in || (!inError.isEmpty() && !in->contains(QStringLiteral("architecture")))) return {};
+  switch (role) {
+    case ArchitectureRole: return in->value(QStringLiteral("architecture")).toString();
+    case ParametersRole: return in->value(QStringLiteral("parameters")).toInteger();
+    case TensorTypesRole: return typeNames(*in);
+    case ContextTrainRole: return in->value(QStringLiteral("n_ctx_train")).toInt();
+    case MemoryBytesRole: return in->value(QStringLiteral("memory")).toObject().value(QStringLiteral("total")).toInteger();
+    case RunnableRole: return in->value(QStringLiteral("runnable")).toBool();
     default: return {};
   }
 }
@@ -100,6 +172,11 @@ QVariant ModelFilesModel::headerData(int section, Qt::Orientation orientation, i
     case NameColumn: return tr("File");
     case SizeColumn: return tr("Size");
     case SourceColumn: return tr("Found in");
+    case ArchitectureColumn: return tr("Architecture");
+    case ParametersColumn: return tr("Parameters");
+    case TypesColumn: return tr("Tensor types");
+    case ContextColumn: return tr("Context");
+    case MemoryColumn: return nCtx_ > 0 ? tr("Memory at %1").arg(nCtx_) : tr("Memory");
   }
   return {};
 }
@@ -112,6 +189,15 @@ QHash<int, QByteArray> ModelFilesModel::roleNames() const {
   names.insert(SourceRole, "source");
   names.insert(ModifiedRole, "modified");
   names.insert(LoadedRole, "loaded");
+  names.insert(InspectedRole, "inspected");
+  names.insert(ArchitectureRole, "architecture");
+  names.insert(ParametersRole, "parameters");
+  names.insert(TensorTypesRole, "tensorTypes");
+  names.insert(ContextTrainRole, "contextTrain");
+  names.insert(MemoryBytesRole, "memoryBytes");
+  names.insert(RunnableRole, "runnable");
+  names.insert(InspectErrorRole, "inspectError");
+  names.insert(InspectionRole, "inspection");
   return names;
 }
 
@@ -180,4 +266,23 @@ void ModelFilesModel::setStatus(const QJsonObject& status) {
   const int newRow = next.isEmpty() ? -1 : rowOfPath(next);
   for (int row : {oldRow, newRow})
     if (row >= 0) emit dataChanged(index(row, 0), index(row, ColumnCount - 1));
+}
+
+void ModelFilesModel::setContextLength(int nCtx) {
+  nCtx = std::max(nCtx, 0);
+  if (nCtx == nCtx_) return;
+  nCtx_ = nCtx;
+  emit headerDataChanged(Qt::Horizontal, MemoryColumn, MemoryColumn);
+  if (!files_.isEmpty()) emit dataChanged(index(0, 0), index(int(files_.size()) - 1, ColumnCount - 1));
+}
+
+bool ModelFilesModel::hasInspection(const QString& path, int nCtx) const {
+  return inspections_.contains(inspectionKey(path, nCtx));
+}
+
+void ModelFilesModel::setInspection(const QString& path, int nCtx, const QJsonObject& result) {
+  inspections_.insert(inspectionKey(path, nCtx), result);
+  if (nCtx != nCtx_) return;
+  const int row = rowOfPath(path);
+  if (row >= 0) emit dataChanged(index(row, 0), index(row, ColumnCount - 1));
 }

@@ -1,10 +1,13 @@
 // ui/models/model_files_model.h — the GGUF files found on this machine, one row each (name, size,
-// where it was found), with the loaded one marked and described by the engine's /status.
+// where it was found), with the loaded one marked and described by the engine's /status, and what the
+// engine's /strata/v1/models/inspect says of each file (architecture, parameters, tensor types,
+// trained context, memory at the chosen context), cached per path + context.
 // Scanning runs on a worker thread; the rows change on the GUI thread only.
 #pragma once
 
 #include <QAbstractTableModel>
 #include <QDateTime>
+#include <QHash>
 #include <QJsonObject>
 #include <QList>
 
@@ -28,9 +31,29 @@ class ModelFilesModel : public QAbstractTableModel {
     SourceRole,                   // QString
     ModifiedRole,                 // QDateTime
     LoadedRole,                   // bool: the engine has this file loaded
+    // From the engine's inspection at contextLength(); invalid QVariant until it came.
+    InspectedRole,                // bool: an answer (or an engine error) is cached for this row
+    ArchitectureRole,             // QString, e.g. "llama"
+    ParametersRole,               // qint64
+    TensorTypesRole,              // QStringList: tensor types, most bytes first ("q4_k", "q6_k", "f32")
+    ContextTrainRole,             // int: n_ctx_train, the context the model was trained for
+    MemoryBytesRole,              // qint64: memory.total (weights + KV + scratch) at contextLength()
+    RunnableRole,                 // bool: the engine can run this file
+    InspectErrorRole,             // QString: why not / why inspection failed; empty when fine
+    InspectionRole,               // QJsonObject: the whole answer
   };
   Q_ENUM(Roles)
-  enum Column { NameColumn, SizeColumn, SourceColumn, ColumnCount };
+  enum Column {
+    NameColumn,
+    ArchitectureColumn,
+    ParametersColumn,
+    TypesColumn,
+    ContextColumn,
+    SizeColumn,
+    MemoryColumn,
+    SourceColumn,
+    ColumnCount
+  };
 
   explicit ModelFilesModel(QObject* parent = nullptr);
   ~ModelFilesModel() override;
@@ -56,6 +79,15 @@ class ModelFilesModel : public QAbstractTableModel {
   // links (the HF cache links snapshots to blobs), one row per canonical file.
   static QList<ModelFile> findFiles(const QList<ModelLocation>& locations, int maxDepth = 6);
   static QString formatSize(qint64 bytes);
+  static QString formatParameters(qint64 n);  // "3.2 B", "260.0 M", "12 K"
+
+  // The context the memory column is for (the n_ctx a load would use; 0: the model's own).
+  void setContextLength(int nCtx);
+  int contextLength() const { return nCtx_; }
+  // Caches the engine's inspection of `path` at `nCtx` (an answer with "error" for a file it cannot
+  // read); rows showing that path at that context change.
+  void setInspection(const QString& path, int nCtx, const QJsonObject& result);
+  bool hasInspection(const QString& path, int nCtx) const;
 
  signals:
   void scanFinished(int files);
@@ -63,6 +95,8 @@ class ModelFilesModel : public QAbstractTableModel {
  private:
   QList<ModelFile> files_;
   QString loadedPath_;
+  int nCtx_ = 0;
+  QHash<QString, QJsonObject> inspections_;  // key: canonical path + '\n' + n_ctx
   bool scanning_ = false;
   int scanGeneration_ = 0;
 };

@@ -8,12 +8,19 @@
 #include <QLabel>
 #include <QLocale>
 #include <QPushButton>
+#include <QScrollBar>
+#include <QTimer>
 #include <QTreeView>
 #include <QVBoxLayout>
 
 #include "ui/models/model_files_model.h"
+#include "ui/models/model_inspector.h"
 
-ModelsPanel::ModelsPanel(ModelFilesModel* model, QWidget* parent) : QWidget(parent), model_(model) {
+ModelsPanel::ModelsPanel(ModelFilesModel* model, QWidget* parent)
+    : QWidget(parent), model_(model), visibleTimer_(new QTimer(this)) {
+  visibleTimer_->setSingleShot(true);
+  visibleTimer_->setInterval(100);  // after scrolling / resets settle
+  connect(visibleTimer_, &QTimer::timeout, this, &ModelsPanel::requestVisibleInspections);
   auto* layout = new QVBoxLayout(this);
   loaded_ = new QLabel(tr("No model loaded. Open a GGUF file, drop one on the window, or pick one below."), this);
   loaded_->setObjectName(QStringLiteral("loadedModel"));
@@ -52,6 +59,42 @@ ModelsPanel::ModelsPanel(ModelFilesModel* model, QWidget* parent) : QWidget(pare
   connect(open, &QPushButton::clicked, this, &ModelsPanel::openFileDialog);
   connect(add, &QPushButton::clicked, this, &ModelsPanel::addFolderDialog);
   connect(rescan, &QPushButton::clicked, this, &ModelsPanel::rescanRequested);
+
+  auto later = [this] { visibleTimer_->start(); };
+  connect(view_->verticalScrollBar(), &QScrollBar::valueChanged, this, later);
+  connect(model_, &QAbstractItemModel::modelReset, this, later);
+  connect(model_, &QAbstractItemModel::rowsInserted, this, later);
+  connect(model_, &QAbstractItemModel::headerDataChanged, this, later);  // the context changed
+  connect(view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
+    if (inspector_ && current.isValid()) inspector_->request(current.row(), true);
+  });
+}
+
+void ModelsPanel::setInspector(ModelInspector* inspector) {
+  inspector_ = inspector;
+  visibleTimer_->start();
+}
+
+void ModelsPanel::requestVisibleInspections() {
+  if (!inspector_ || !isVisible() || model_->rowCount() == 0) return;
+  const QRect r = view_->viewport()->rect();
+  const QModelIndex top = view_->indexAt(r.topLeft() + QPoint(1, 1));
+  const QModelIndex bottom = view_->indexAt(QPoint(1, r.bottom() - 1));
+  const int first = top.isValid() ? top.row() : 0;
+  const int last = bottom.isValid() ? bottom.row() : model_->rowCount() - 1;
+  for (int row = first; row <= last; ++row) inspector_->request(row);
+  const QModelIndex current = view_->currentIndex();
+  if (current.isValid()) inspector_->request(current.row(), true);
+}
+
+void ModelsPanel::showEvent(QShowEvent* event) {
+  QWidget::showEvent(event);
+  visibleTimer_->start();
+}
+
+void ModelsPanel::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  visibleTimer_->start();
 }
 
 void ModelsPanel::setStatus(const QJsonObject& status) {
@@ -63,10 +106,7 @@ void ModelsPanel::setStatus(const QJsonObject& status) {
     return;
   }
   const QLocale c = QLocale::c();
-  const qint64 params = m.value(QStringLiteral("parameters")).toInteger();
-  const QString paramText = params >= 1000000000 ? tr("%1 B").arg(params / 1e9, 0, 'f', 1)
-                            : params >= 1000000  ? tr("%1 M").arg(params / 1e6, 0, 'f', 1)
-                                                 : tr("%1 K").arg(params / 1e3, 0, 'f', 0);
+  const QString paramText = ModelFilesModel::formatParameters(m.value(QStringLiteral("parameters")).toInteger());
   loaded_->setText(tr("<b>%1</b> — %2, %3 parameters, %4 layers, context %5, weights %6<br><small>%7</small>")
                        .arg(m.value(QStringLiteral("id")).toString().toHtmlEscaped(),
                             m.value(QStringLiteral("architecture")).toString().toHtmlEscaped(), paramText)

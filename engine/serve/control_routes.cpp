@@ -1,6 +1,8 @@
 // engine/serve/control_routes.cpp — the control API under /strata/v1/: devices, status, model
 // load/unload, placement get/put/estimate, auto-plan. Pipeline changes run on the scheduler
 // thread (Scheduler::run_exclusive) between generation steps.
+#include <optional>
+
 #include "engine/exec/session.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/model_config.h"
@@ -65,16 +67,40 @@ void handle_load(ServerContext& ctx, const httplib::Request& req, httplib::Respo
   send_json(res, ctx.host.status_json());
 }
 
+// A proposed placement from a request body and its memory estimate; on failure the error has
+// been sent and nullopt is returned. Shared by PUT /placement and POST /placement/estimate.
+struct ProposedPlacement {
+  plan::Placement placement;
+  plan::MemoryEstimate estimate;
+};
+std::optional<ProposedPlacement> propose_placement(ServerContext& ctx, const LoadedModel& loaded,
+                                                   const httplib::Request& req, httplib::Response& res) {
+  Json body;
+  if (auto e = parse_object(req.body, body)) {
+    send_error(res, *e);
+    return std::nullopt;
+  }
+  auto placement = ctx.host.parse_placement(loaded, body);
+  if (!placement.ok()) {
+    send_error(res, placement_error(placement.error()));
+    return std::nullopt;
+  }
+  const model::Model& m = *loaded.model;
+  auto estimate = plan::estimate_memory(*placement, m.config(), m.weights(), ctx.host.device_infos_at_start());
+  if (!estimate.ok()) {
+    send_error(res, placement_error(estimate.error()));
+    return std::nullopt;
+  }
+  return ProposedPlacement{std::move(*placement), std::move(*estimate)};
+}
+
 void handle_put_placement(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   std::shared_ptr<LoadedModel> loaded = need_model(ctx, res);
   if (!loaded) return;
-  Json body;
-  if (auto e = parse_object(req.body, body)) return send_error(res, *e);
-  auto placement = ctx.host.parse_placement(*loaded, body);
-  if (!placement.ok()) return send_error(res, placement_error(placement.error()));
-  const model::Model& m = *loaded->model;
-  auto estimate = plan::estimate_memory(*placement, m.config(), m.weights(), ctx.host.device_infos_at_start());
-  if (!estimate.ok()) return send_error(res, placement_error(estimate.error()));
+  std::optional<ProposedPlacement> proposed = propose_placement(ctx, *loaded, req, res);
+  if (!proposed) return;
+  const plan::Placement* placement = &proposed->placement;
+  const plan::MemoryEstimate* estimate = &proposed->estimate;
   if (Status fits = plan::check_fits(*estimate); !fits.ok()) {
     ApiError e = bad_request(fits.error().message, "placement", "placement_does_not_fit");
     return send_error(res, e);
@@ -94,14 +120,12 @@ void handle_put_placement(ServerContext& ctx, const httplib::Request& req, httpl
 void handle_estimate(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   std::shared_ptr<LoadedModel> loaded = need_model(ctx, res);
   if (!loaded) return;
-  Json body;
-  if (auto e = parse_object(req.body, body)) return send_error(res, *e);
-  auto placement = ctx.host.parse_placement(*loaded, body);
-  if (!placement.ok()) return send_error(res, placement_error(placement.error()));
+  std::optional<ProposedPlacement> proposed = propose_placement(ctx, *loaded, req, res);
+  if (!proposed) return;
+  const plan::Placement* placement = &proposed->placement;
+  const plan::MemoryEstimate* estimate = &proposed->estimate;
   const model::Model& m = *loaded->model;
   const std::vector<exec::DeviceInfo>& infos = ctx.host.device_infos_at_start();
-  auto estimate = plan::estimate_memory(*placement, m.config(), m.weights(), infos);
-  if (!estimate.ok()) return send_error(res, placement_error(estimate.error()));
   Json out;
   Status fits = plan::check_fits(*estimate);
   out["fits"] = fits.ok();

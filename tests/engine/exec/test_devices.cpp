@@ -1,0 +1,94 @@
+// tests/engine/exec/test_devices.cpp — device declarations (--devices), sizes, and the memory
+// accounting of host devices: an allocation past capacity fails with the device, the bytes
+// asked and the bytes free, and freed buffers return their bytes.
+#include <gtest/gtest.h>
+
+#include "engine/exec/device.h"
+
+namespace strata::exec {
+namespace {
+
+class ParseBytes : public ::testing::TestWithParam<std::pair<std::string, uint64_t>> {};
+
+TEST_P(ParseBytes, Value) {
+  auto v = parse_bytes(GetParam().first);
+  ASSERT_TRUE(v.ok()) << v.error().to_string();
+  EXPECT_EQ(*v, GetParam().second);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, ParseBytes,
+                         ::testing::Values(std::make_pair("24GiB", 24ull << 30), std::make_pair("512MiB", 512ull << 20),
+                                           std::make_pair("1.5GB", 1500000000ull), std::make_pair("100KiB", 102400ull),
+                                           std::make_pair("4096", 4096ull), std::make_pair("2tib", 2ull << 40)));
+
+TEST(ParseBytesErrors, RejectsZeroNegativeAndUnknownUnits) {
+  for (const char* bad : {"0GiB", "-1GiB", "12parsecs", "GiB", "", "1e30"}) {
+    auto v = parse_bytes(bad);
+    EXPECT_FALSE(v.ok()) << bad;
+  }
+}
+
+TEST(MakeDevices, ParsesCpuAndSimulatedWithOptions) {
+  auto d = make_devices("cpu,sim:gpu0:24GiB:bw=900GB/s:tflops=80:link=25GB/s:threads=1,sim:gpu1:12GiB", 2, 40.0);
+  ASSERT_TRUE(d.ok()) << d.error().to_string();
+  ASSERT_EQ(d->size(), 3u);
+  const DeviceInfo cpu = (*d)[0]->info();
+  EXPECT_EQ(cpu.kind, DeviceKind::Cpu);
+  EXPECT_FALSE(cpu.simulated);
+  EXPECT_EQ(cpu.threads, 2);
+  EXPECT_EQ(cpu.bandwidth_gbps, 40.0);
+  const DeviceInfo g0 = (*d)[1]->info();
+  EXPECT_EQ(g0.id, "gpu0");
+  EXPECT_TRUE(g0.simulated);
+  EXPECT_NE(g0.name.find("simulated"), std::string::npos);
+  EXPECT_EQ(g0.bytes_total, 24ull << 30);
+  EXPECT_EQ(g0.bandwidth_gbps, 900.0);
+  EXPECT_EQ(g0.tflops, 80.0);
+  EXPECT_EQ(g0.link_gbps, 25.0);
+  EXPECT_EQ((*d)[2]->info().bytes_total, 12ull << 30);
+}
+
+TEST(MakeDevices, ErrorsNameTheEntry) {
+  struct Case {
+    const char* spec;
+    const char* word;
+    Code code;
+  };
+  for (const Case& c : {Case{"sim:gpu0:0GiB", "gpu0", Code::InvalidArgument},
+                        Case{"sim:gpu0:1GiB,sim:gpu0:2GiB", "gpu0", Code::InvalidArgument},
+                        Case{"sim:gpu0", "gpu0", Code::InvalidArgument},
+                        Case{"sim:gpu0:1GiB:warp=9", "warp", Code::InvalidArgument},
+                        Case{"tpu:0", "tpu", Code::InvalidArgument},
+                        Case{"cuda:0", "built without CUDA", Code::NotCompiled},
+                        Case{"cpu,,sim:g:1GiB", "empty", Code::InvalidArgument}}) {
+    auto d = make_devices(c.spec, 1, 10.0);
+    ASSERT_FALSE(d.ok()) << c.spec;
+    EXPECT_EQ(d.error().code, c.code) << c.spec;
+    EXPECT_NE(d.error().message.find(c.word), std::string::npos) << c.spec << ": " << d.error().message;
+  }
+}
+
+TEST(DeviceMemory, AllocationPastCapacityNamesDeviceAndBytes) {
+  SimulatedSpec spec;
+  spec.id = "gpu7";
+  spec.capacity_bytes = 1000;
+  SimulatedDevice dev(spec);
+  auto a = dev.allocate(600, BufferUse::Weights);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(dev.memory_use().weights, 600u);
+  EXPECT_EQ(dev.bytes_free(), 400u);
+  auto b = dev.allocate(500, BufferUse::KvCache);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.error().code, Code::OutOfMemory);
+  EXPECT_NE(b.error().message.find("gpu7"), std::string::npos);
+  EXPECT_NE(b.error().message.find("500 bytes"), std::string::npos) << b.error().message;
+  EXPECT_NE(b.error().message.find("400 bytes"), std::string::npos) << b.error().message;
+  a->reset();
+  EXPECT_EQ(dev.memory_use().total(), 0u);
+  auto c = dev.allocate(1000, BufferUse::Scratch);
+  EXPECT_TRUE(c.ok());
+  EXPECT_EQ(dev.memory_use().scratch, 1000u);
+}
+
+}  // namespace
+}  // namespace strata::exec

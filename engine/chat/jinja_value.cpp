@@ -2,6 +2,7 @@
 // json.dumps and the JSON bridge. Knows nothing of templates, parsing or evaluation.
 #include "engine/chat/jinja_value.h"
 
+#include "engine/core/json_text.h"
 #include "engine/core/utf8.h"
 
 #include <algorithm>
@@ -381,20 +382,7 @@ static void json_string(std::string& out, const std::string& s, bool ensure_asci
     std::snprintf(buf, sizeof buf, "\\u%04x", unit);
     out += buf;
   };
-  auto ascii_char = [&](unsigned char c) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) escape_unit(c);
-        else out.push_back(static_cast<char>(c));
-    }
-  };
+  auto ascii_char = [&](unsigned char c) { append_json_ascii(out, c); };
   if (ensure_ascii && !is_ascii(s)) {
     for (char32_t c : decode_utf8(s)) {
       if (c < 0x80) {

@@ -8,32 +8,12 @@
 #include <string>
 #include <string_view>
 
+#include "engine/core/json_text.h"
+
 namespace strata::trace::json {
 
-// Appends `text` as a JSON string literal, quotes included; control characters become \uXXXX.
-inline void append_string(std::string& out, std::string_view text) {
-  static const char kHex[] = "0123456789abcdef";
-  out.push_back('"');
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (u < 0x20) {
-          out += "\\u00";
-          out.push_back(kHex[u >> 4]);
-          out.push_back(kHex[u & 15]);
-        } else {
-          out.push_back(c);  // UTF-8 bytes pass through
-        }
-    }
-  }
-  out.push_back('"');
-}
+// Appends `text` as a JSON string literal, quotes included (engine/core/json_text.h).
+inline void append_string(std::string& out, std::string_view text) { append_json_string(out, text); }
 
 template <typename Int>
 inline void append_int(std::string& out, Int value) {

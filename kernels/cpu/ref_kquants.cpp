@@ -300,6 +300,35 @@ void quantize_q2_k(const float* src, void* dst, int64_t n) {
   }
 }
 
+// The sixteen 16-value sub-block scales of a 256-value super-block (Q3_K, Q6_K): each from
+// make_qx with levels [-nmax, nmax), then quantized to integers in [-scale_max, scale_max)
+// against the scale of largest magnitude. ls receives the integers; returns the super-block
+// scale d (0 for an all-zero block).
+namespace {
+
+float quantize_group_scales(const float* src, int nmax, int scale_max, int ls[16]) {
+  float w[16], scales[16];
+  int8_t Lg[16];
+  float amax = 0.f, max_scale = 0.f;
+  for (int g = 0; g < 16; ++g) {
+    for (int k = 0; k < 16; ++k) w[k] = src[g * 16 + k] * src[g * 16 + k];
+    scales[g] = make_qx(16, nmax, src + g * 16, w, Lg);
+    if (std::fabs(scales[g]) > amax) {
+      amax = std::fabs(scales[g]);
+      max_scale = scales[g];
+    }
+  }
+  if (!(amax > 0.f)) {
+    for (int g = 0; g < 16; ++g) ls[g] = 0;
+    return 0.f;
+  }
+  const float iscale = -static_cast<float>(scale_max) / max_scale;
+  for (int g = 0; g < 16; ++g) ls[g] = std::clamp(nearest_int(iscale * scales[g]), -scale_max, scale_max - 1);
+  return 1.f / iscale;
+}
+
+}  // namespace
+
 // ---- Q3_K -------------------------------------------------------------------------------
 
 void dequantize_q3_k(const void* src, float* dst, int64_t n) { dequantize_k<BlockQ3_K>(src, dst, n); }
@@ -307,24 +336,9 @@ void vec_dot_q3_k(int64_t n, const void* w, const void* a, float* out) { vec_dot
 void quantize_q3_k(const float* src, void* dst, int64_t n) {
   BlockQ3_K* b = static_cast<BlockQ3_K*>(dst);
   for (int64_t i = 0; i < n / kQKK; ++i, src += kQKK) {
-    float w[16], scales[16];
-    int8_t Lg[16];
-    float amax = 0.f, max_scale = 0.f;
-    for (int g = 0; g < 16; ++g) {
-      for (int k = 0; k < 16; ++k) w[k] = src[g * 16 + k] * src[g * 16 + k];
-      scales[g] = make_qx(16, 4, src + g * 16, w, Lg);
-      if (std::fabs(scales[g]) > amax) { amax = std::fabs(scales[g]); max_scale = scales[g]; }
-    }
-    std::memset(b[i].scales, 0, sizeof b[i].scales);
     int ls[16];
-    float d = 0.f;
-    if (amax > 0.f) {
-      const float iscale = -32.f / max_scale;
-      for (int g = 0; g < 16; ++g) ls[g] = std::clamp(nearest_int(iscale * scales[g]), -32, 31);
-      d = 1.f / iscale;
-    } else {
-      for (int g = 0; g < 16; ++g) ls[g] = 0;
-    }
+    const float d = quantize_group_scales(src, 4, 32, ls);
+    std::memset(b[i].scales, 0, sizeof b[i].scales);
     for (int g = 0; g < 16; ++g) {
       const int u = ls[g] + 32;  // 0..63
       if (g < 8) b[i].scales[g] |= static_cast<uint8_t>(u & 0xF);
@@ -388,23 +402,8 @@ void vec_dot_q6_k(int64_t n, const void* w, const void* a, float* out) { vec_dot
 void quantize_q6_k(const float* src, void* dst, int64_t n) {
   BlockQ6_K* b = static_cast<BlockQ6_K*>(dst);
   for (int64_t i = 0; i < n / kQKK; ++i, src += kQKK) {
-    float w[16], scales[16];
-    int8_t Lg[16];
-    float amax = 0.f, max_scale = 0.f;
-    for (int g = 0; g < 16; ++g) {
-      for (int k = 0; k < 16; ++k) w[k] = src[g * 16 + k] * src[g * 16 + k];
-      scales[g] = make_qx(16, 32, src + g * 16, w, Lg);
-      if (std::fabs(scales[g]) > amax) { amax = std::fabs(scales[g]); max_scale = scales[g]; }
-    }
     int ls[16];
-    float d = 0.f;
-    if (amax > 0.f) {
-      const float iscale = -128.f / max_scale;
-      for (int g = 0; g < 16; ++g) ls[g] = std::clamp(nearest_int(iscale * scales[g]), -128, 127);
-      d = 1.f / iscale;
-    } else {
-      for (int g = 0; g < 16; ++g) ls[g] = 0;
-    }
+    const float d = quantize_group_scales(src, 32, 128, ls);
     b[i].d = f32_to_fp16(d);
     const float dq = fp16_to_f32(b[i].d);
     int L[kQKK];

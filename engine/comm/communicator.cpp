@@ -1,29 +1,55 @@
-// engine/comm/communicator.cpp — the host (in-process) communicator.
+// engine/comm/communicator.cpp — the host all-reduce, and the choice of communicator per group.
 #include "engine/comm/communicator.h"
 
 #include <cstring>
 
+#include "engine/backend/cuda/cuda_backend.h"
+#include "engine/exec/device.h"
+
 namespace strata::comm {
 
-Status HostCommunicator::send_recv(const float* src, float* dst, size_t n) {
-  if (src != dst && n > 0) std::memcpy(dst, src, n * sizeof(float));
-  return {};
+HostCommunicator::HostCommunicator(std::vector<exec::Device*> members) : members_(std::move(members)) {
+  staging_.resize(members_.size());
 }
 
 Status HostCommunicator::all_reduce_sum(std::span<float* const> buffers, size_t n) {
   if (buffers.empty()) return Error{Code::InvalidArgument, "all-reduce over zero buffers"};
-  float* acc = buffers[0];
-  for (size_t r = 1; r < buffers.size(); ++r) {
-    const float* b = buffers[r];
+  if (!members_.empty() && buffers.size() != members_.size())
+    return Error{Code::InvalidArgument, "all-reduce of " + std::to_string(buffers.size()) + " buffers in a group of " +
+                                            std::to_string(members_.size())};
+  const size_t bytes = n * sizeof(float);
+  // Host views of every buffer: the buffer itself where the host can read it, else staging.
+  std::vector<float*> host(buffers.size());
+  for (size_t r = 0; r < buffers.size(); ++r) {
+    exec::Device* d = members_.empty() ? nullptr : members_[r];
+    if (!d || d->host_visible()) {
+      host[r] = buffers[r];
+      continue;
+    }
+    staging_[r].resize(n);
+    host[r] = staging_[r].data();
+    STRATA_RETURN_IF_ERROR(d->copy_to_host({buffers[r], bytes, host[r], bytes, bytes, 1}));
+  }
+  float* acc = host[0];
+  for (size_t r = 1; r < host.size(); ++r) {
+    const float* b = host[r];
     for (size_t i = 0; i < n; ++i) acc[i] += b[i];
   }
-  for (size_t r = 1; r < buffers.size(); ++r) std::memcpy(buffers[r], acc, n * sizeof(float));
+  for (size_t r = 1; r < host.size(); ++r) {
+    if (host[r] != acc) std::memcpy(host[r], acc, bytes);
+  }
+  for (size_t r = 0; r < buffers.size(); ++r) {
+    exec::Device* d = members_.empty() ? nullptr : members_[r];
+    if (d && !d->host_visible()) STRATA_RETURN_IF_ERROR(d->copy_from_host({host[r], bytes, buffers[r], bytes, bytes, 1}));
+  }
   return {};
 }
 
-Status HostCommunicator::all_gather(std::span<const float* const> parts, size_t n, float* out) {
-  for (size_t r = 0; r < parts.size(); ++r) std::memcpy(out + r * n, parts[r], n * sizeof(float));
-  return {};
+Expected<std::unique_ptr<Communicator>> make_communicator(const std::vector<exec::Device*>& members) {
+  bool all_cuda = !members.empty();
+  for (const exec::Device* d : members) all_cuda = all_cuda && d->info().kind == exec::DeviceKind::Cuda;
+  if (all_cuda && members.size() > 1 && backend::cuda::compiled()) return backend::cuda::make_nccl_communicator(members);
+  return std::unique_ptr<Communicator>(std::make_unique<HostCommunicator>(members));
 }
 
 }  // namespace strata::comm

@@ -1,27 +1,35 @@
-// engine/comm/communicator.h — moves activations between devices: point-to-point copies at stage
-// boundaries and the all-reduce / all-gather of tensor-parallel groups. The host implementation
-// copies through process memory (CPU and simulated devices); an NCCL one implements the same
-// calls between GPUs. Calls are made from the pipeline's stage threads; each call blocks until
-// the data is in place.
+// engine/comm/communicator.h — the all-reduce / all-gather of a tensor-parallel group, made for
+// one group of devices. The host implementation reduces through process memory (staging through
+// the host for members whose memory it cannot read); the NCCL one (engine/backend/cuda/) runs
+// between GPUs. make_communicator picks per group: NCCL when every member is a CUDA device and
+// the build has it, the host reduction otherwise. Point-to-point copies are in transfer.h.
+// Calls are made from the pipeline's stage threads, after the members' ops have synchronized;
+// each call blocks until the data is in place.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "engine/core/status.h"
+
+namespace strata::exec {
+class Device;
+}
 
 namespace strata::comm {
 
 class Communicator {
  public:
   virtual ~Communicator() = default;
-  // dst[0, n) <- src[0, n) floats.
-  virtual Status send_recv(const float* src, float* dst, size_t n) = 0;
-  // Every buffer ends up holding the element-wise sum of all of them; each has n floats.
+  // "host" or "nccl", for the trace and the devices view.
+  virtual const char* kind() const = 0;
+  // buffers[i]: n floats in the memory of member i. Every buffer ends up holding the element-wise
+  // sum of all of them.
   virtual Status all_reduce_sum(std::span<float* const> buffers, size_t n) = 0;
-  // out: [parts][n] <- concatenation of parts[i][0, n).
-  virtual Status all_gather(std::span<const float* const> parts, size_t n, float* out) = 0;
   // Bytes a rank sends for an all-reduce of n floats over k ranks (ring algorithm: 2 (k-1)/k n).
   static uint64_t all_reduce_bytes_per_rank(size_t n, size_t k) {
     return k < 2 ? 0 : static_cast<uint64_t>(2.0 * static_cast<double>(k - 1) / static_cast<double>(k) *
@@ -29,12 +37,20 @@ class Communicator {
   }
 };
 
-// In-process copies; sums in a fixed order (rank 0 + rank 1 + ...) so results are reproducible.
+// Sums in a fixed order (member 0 + member 1 + ...) so results are reproducible; members whose
+// memory the host cannot read are copied to host staging and back.
 class HostCommunicator final : public Communicator {
  public:
-  Status send_recv(const float* src, float* dst, size_t n) override;
+  explicit HostCommunicator(std::vector<exec::Device*> members);
+  const char* kind() const override { return "host"; }
   Status all_reduce_sum(std::span<float* const> buffers, size_t n) override;
-  Status all_gather(std::span<const float* const> parts, size_t n, float* out) override;
+
+ private:
+  std::vector<exec::Device*> members_;
+  std::vector<std::vector<float>> staging_;  // per member not host-visible: [n]
 };
+
+// NCCL when every member is a CUDA device and the build has NCCL; the host reduction otherwise.
+Expected<std::unique_ptr<Communicator>> make_communicator(const std::vector<exec::Device*>& members);
 
 }  // namespace strata::comm

@@ -16,6 +16,7 @@ const char* code_name(Code code) {
     case Code::Io: return "i/o error";
     case Code::NotCompiled: return "not compiled";
     case Code::Cancelled: return "cancelled";
+    case Code::Device: return "device error";
     case Code::Internal: return "internal error";
   }
   return "unknown error";

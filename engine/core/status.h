@@ -20,6 +20,7 @@ enum class Code {
   Io,               // the operating system refused (open, mmap, write)
   NotCompiled,      // a backend that this build does not contain (CUDA without CUDA)
   Cancelled,        // stopped on request
+  Device,           // a device reported an error (CUDA, cuBLAS, NCCL); a sticky one marks it failed
   Internal,         // a broken invariant of our own
 };
 

@@ -1,9 +1,12 @@
 // engine/exec/device.cpp — host devices (CPU, simulated), their accounting, and --devices parsing.
 #include "engine/exec/device.h"
 
+#include "engine/backend/cuda/cuda_backend.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <new>
 #include <sstream>
@@ -48,21 +51,29 @@ std::string gib(uint64_t bytes) {
 }
 }  // namespace
 
-Buffer::Buffer(Device* device, BufferUse use, size_t bytes, std::unique_ptr<uint8_t[]> host, const void* external)
-    : device_(device), use_(use), bytes_(bytes), host_(std::move(host)), external_(external) {}
+Buffer::Buffer(Device* device, BufferUse use, size_t bytes, void* memory, bool owned)
+    : device_(device), use_(use), bytes_(bytes), memory_(memory), owned_(owned) {}
 
-Buffer::~Buffer() { device_->release(use_, bytes_); }
+Buffer::~Buffer() {
+  if (owned_ && memory_) device_->free_memory(memory_, bytes_);
+  device_->release(use_, bytes_);
+}
 
-Device::Device(std::string id, uint64_t capacity_bytes, int threads)
-    : id_(std::move(id)),
-      capacity_(capacity_bytes),
-      owned_pool_(std::make_unique<kernels::ThreadPool>(threads)),
-      pool_(owned_pool_.get()) {}
+uint8_t* Buffer::host() { return device_->host_visible() ? static_cast<uint8_t*>(memory_) : nullptr; }
 
-Device::Device(std::string id, uint64_t capacity_bytes, kernels::ThreadPool& external_pool)
-    : id_(std::move(id)), capacity_(capacity_bytes), pool_(&external_pool) {}
+Device::Device(std::string id, uint64_t capacity_bytes) : id_(std::move(id)), capacity_(capacity_bytes) {}
+
+void Device::set_capacity(uint64_t capacity_bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  capacity_ = capacity_bytes;
+}
+
+void* Device::allocate_memory(size_t bytes) { return new (std::nothrow) uint8_t[bytes == 0 ? 1 : bytes]; }
+
+void Device::free_memory(void* memory, size_t) { delete[] static_cast<uint8_t*>(memory); }
 
 Expected<std::unique_ptr<Buffer>> Device::allocate(size_t bytes, BufferUse use) {
+  if (failed_) return Error{Code::Device, "device '" + id_ + "' has failed: " + failure()};
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const uint64_t used = use_.total();
@@ -72,13 +83,14 @@ Expected<std::unique_ptr<Buffer>> Device::allocate(size_t bytes, BufferUse use) 
                                           " free of " + gib(capacity_)};
     slot(use_, use) += bytes;
   }
-  std::unique_ptr<uint8_t[]> host(new (std::nothrow) uint8_t[bytes == 0 ? 1 : bytes]);
-  if (!host) {
+  void* memory = allocate_memory(bytes);
+  if (!memory) {
     release(use, bytes);
-    return Error{Code::OutOfMemory, "device '" + id_ + "': the host refused " + gib(bytes) + " of " +
+    if (failed_) return Error{Code::Device, "device '" + id_ + "' has failed: " + failure()};
+    return Error{Code::OutOfMemory, "device '" + id_ + "': the device refused " + gib(bytes) + " of " +
                                         buffer_use_name(use)};
   }
-  return std::make_unique<Buffer>(this, use, bytes, std::move(host), nullptr);
+  return std::make_unique<Buffer>(this, use, bytes, memory, true);
 }
 
 Expected<std::unique_ptr<Buffer>> Device::adopt(const void* data, size_t bytes, BufferUse use) {
@@ -88,12 +100,67 @@ Expected<std::unique_ptr<Buffer>> Device::adopt(const void* data, size_t bytes, 
     return Error{Code::OutOfMemory, "device '" + id_ + "': cannot hold " + gib(bytes) + " of " + buffer_use_name(use) +
                                         ", " + gib(capacity_ - std::min(used, capacity_)) + " free"};
   slot(use_, use) += bytes;
-  return std::make_unique<Buffer>(this, use, bytes, nullptr, data);
+  return std::make_unique<Buffer>(this, use, bytes, const_cast<void*>(data), false);
 }
 
 void Device::release(BufferUse use, size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   slot(use_, use) -= bytes;
+}
+
+namespace {
+void host_copy_2d(const Copy2D& c) {
+  if (c.width == 0 || c.height == 0) return;
+  if (c.height == 1 || (c.src_pitch == c.width && c.dst_pitch == c.width)) {
+    std::memcpy(c.dst, c.src, c.width * c.height);
+    return;
+  }
+  for (size_t r = 0; r < c.height; ++r)
+    std::memcpy(static_cast<uint8_t*>(c.dst) + r * c.dst_pitch, static_cast<const uint8_t*>(c.src) + r * c.src_pitch,
+                c.width);
+}
+}  // namespace
+
+Status Device::copy_from_host(const Copy2D& copy) {
+  if (!host_visible()) return Error{Code::Internal, "device '" + id_ + "' has no host copy"};
+  host_copy_2d(copy);
+  return {};
+}
+
+Status Device::copy_to_host(const Copy2D& copy) {
+  if (!host_visible()) return Error{Code::Internal, "device '" + id_ + "' has no host copy"};
+  host_copy_2d(copy);
+  return {};
+}
+
+Status Device::copy_within(const Copy2D& copy) {
+  if (!host_visible()) return Error{Code::Internal, "device '" + id_ + "' has no local copy"};
+  host_copy_2d(copy);
+  return {};
+}
+
+Status Device::copy_to_peer(const Copy2D&, Device& peer) {
+  return Error{Code::Unsupported, "no direct copy from device '" + id_ + "' to '" + peer.id() + "'"};
+}
+
+Status Device::fill_zero(void* dst, size_t bytes) {
+  if (!host_visible()) return Error{Code::Internal, "device '" + id_ + "' has no fill"};
+  if (bytes) std::memset(dst, 0, bytes);
+  return {};
+}
+
+bool Device::failed() const { return failed_; }
+
+std::string Device::failure() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failure_;
+}
+
+void Device::mark_failed(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (failed_) return;
+  failure_ = reason;
+  failed_ = true;
 }
 
 MemoryUse Device::memory_use() const {
@@ -106,12 +173,20 @@ uint64_t Device::bytes_free() const {
   return capacity_ - std::min(use_.total(), capacity_);
 }
 
+HostDevice::HostDevice(std::string id, uint64_t capacity_bytes, int threads)
+    : Device(std::move(id), capacity_bytes),
+      owned_pool_(std::make_unique<kernels::ThreadPool>(threads)),
+      pool_(owned_pool_.get()) {}
+
+HostDevice::HostDevice(std::string id, uint64_t capacity_bytes, kernels::ThreadPool& external_pool)
+    : Device(std::move(id), capacity_bytes), pool_(&external_pool) {}
+
 CpuDevice::CpuDevice(int threads, uint64_t capacity_bytes, double bandwidth_gbps)
-    : Device("cpu", capacity_bytes, threads), threads_(threads), capacity_(capacity_bytes),
+    : HostDevice("cpu", capacity_bytes, threads), threads_(threads), capacity_(capacity_bytes),
       bandwidth_gbps_(bandwidth_gbps) {}
 
 CpuDevice::CpuDevice(kernels::ThreadPool& pool, uint64_t capacity_bytes, double bandwidth_gbps)
-    : Device("cpu", capacity_bytes, pool), threads_(pool.n_threads()), capacity_(capacity_bytes),
+    : HostDevice("cpu", capacity_bytes, pool), threads_(pool.n_threads()), capacity_(capacity_bytes),
       bandwidth_gbps_(bandwidth_gbps) {}
 
 DeviceInfo CpuDevice::info() const {
@@ -127,11 +202,13 @@ DeviceInfo CpuDevice::info() const {
   i.link_gbps = bandwidth_gbps_;  // "transfers" from the CPU are host copies
   i.link_latency_us = 2;
   i.threads = threads_;
+  i.failed = failed();
+  if (i.failed) i.failure = failure();
   return i;
 }
 
 SimulatedDevice::SimulatedDevice(SimulatedSpec spec)
-    : Device(spec.id, spec.capacity_bytes, spec.threads), spec_(std::move(spec)) {}
+    : HostDevice(spec.id, spec.capacity_bytes, spec.threads), spec_(std::move(spec)) {}
 
 DeviceInfo SimulatedDevice::info() const {
   DeviceInfo i;
@@ -149,6 +226,8 @@ DeviceInfo SimulatedDevice::info() const {
   i.link_latency_us = spec_.link_latency_us;
   i.runtime_overhead_bytes = spec_.runtime_overhead_bytes;
   i.threads = spec_.threads;
+  i.failed = failed();
+  if (i.failed) i.failure = failure();
   return i;
 }
 
@@ -209,6 +288,8 @@ std::vector<std::string> split(const std::string& s, char sep) {
 
 }  // namespace
 
+std::string default_devices_spec() { return backend::cuda::device_count() > 0 ? "cuda,cpu" : "cpu"; }
+
 uint64_t host_memory_available() {
   std::ifstream in("/proc/meminfo");
   std::string key;
@@ -239,9 +320,46 @@ Expected<std::vector<std::unique_ptr<Device>>> make_devices(const std::string& s
       devices.push_back(std::make_unique<CpuDevice>(cpu_threads, capacity, cpu_bandwidth_gbps));
       continue;
     }
-    if (parts[0] == "cuda") return Error{Code::NotCompiled, "device '" + entry + "': built without CUDA"};
+    if (parts[0] == "cuda") {
+      if (parts.size() > 2) return Error{Code::InvalidArgument, "device '" + entry + "': expected cuda or cuda:N"};
+      std::vector<int> ordinals;
+      if (parts.size() == 2) {
+        size_t pos = 0;
+        int n = -1;
+        try {
+          n = std::stoi(parts[1], &pos);
+        } catch (...) {
+          pos = 0;
+        }
+        if (pos != parts[1].size() || n < 0 || n > 1023)
+          return Error{Code::InvalidArgument, "device '" + entry + "': '" + parts[1] + "' is not a CUDA device number"};
+        if (!backend::cuda::compiled())
+          return Error{Code::NotCompiled, "device '" + entry + "': built without CUDA"};
+        if (n >= backend::cuda::device_count())
+          return Error{Code::NotFound, "device '" + entry + "': " + std::to_string(backend::cuda::device_count()) +
+                                           " CUDA device(s) found (" + backend::cuda::runtime_description() + ")"};
+        ordinals.push_back(n);
+      } else {
+        if (!backend::cuda::compiled())
+          return Error{Code::NotCompiled, "device '" + entry + "': built without CUDA"};
+        const int count = backend::cuda::device_count();
+        if (count == 0)
+          return Error{Code::NotFound, "device 'cuda': no CUDA device found (" + backend::cuda::runtime_description() + ")"};
+        for (int n = 0; n < count; ++n) ordinals.push_back(n);
+      }
+      for (int n : ordinals) {
+        const std::string id = "cuda" + std::to_string(n);
+        if (std::find(ids.begin(), ids.end(), id) != ids.end())
+          return Error{Code::InvalidArgument, "device '" + id + "' is listed twice"};
+        STRATA_ASSIGN_OR_RETURN(auto dev, backend::cuda::open_device(n, id));
+        ids.push_back(id);
+        devices.push_back(std::move(dev));
+      }
+      continue;
+    }
     if (parts[0] != "sim")
-      return Error{Code::InvalidArgument, "device '" + entry + "': expected cpu or sim:NAME:SIZE[:bw=..:tflops=..:link=..]"};
+      return Error{Code::InvalidArgument,
+                   "device '" + entry + "': expected cpu, cuda, cuda:N or sim:NAME:SIZE[:bw=..:tflops=..:link=..]"};
     if (parts.size() < 3 || parts[1].empty())
       return Error{Code::InvalidArgument, "device '" + entry + "': a simulated device needs a name and a size, e.g. sim:gpu0:24GiB"};
     SimulatedSpec s;

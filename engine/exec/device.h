@@ -1,7 +1,10 @@
-// engine/exec/device.h — a place where tensors live and work runs. Host devices (the CPU and
-// simulated accelerators) run on this machine's cores with their own memory accounting; the
-// CUDA backend implements the same interface. Queries are thread-safe; compute happens on the
-// device's worker thread (see DeviceWorker), which is the only user of its thread pool.
+// engine/exec/device.h — a place where tensors live and work runs: the device of the backend seam
+// (registry -> device -> ops/stream -> buffer; see engine/backend/). Host devices (the CPU and
+// simulated accelerators) run the CPU kernels on this machine's cores with their own memory
+// accounting; the CUDA backend (engine/backend/cuda/) implements the same interface over
+// cudaMalloc'd memory. Nothing here includes CUDA headers.
+// Threads: queries, allocate and the copy calls are thread-safe; an Ops object made by
+// create_ops() is used by one thread at a time (the device's worker, see DeviceWorker).
 #pragma once
 
 #include <atomic>
@@ -12,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend/ops.h"
 #include "engine/core/status.h"
 #include "engine/exec/device_info.h"
 #include "kernels/cpu/dtype.h"
@@ -30,26 +34,52 @@ struct MemoryUse {
 
 class Device;
 
-// Memory owned by a device; returns its bytes to the device's accounting when destroyed.
+// Memory owned by a device; frees it and returns its bytes to the device's accounting when
+// destroyed. data() is a pointer in the device's memory: dereference it on the host only where
+// host() is non-null (host devices), otherwise pass it to the device's Ops and copy calls.
 class Buffer {
  public:
-  Buffer(Device* device, BufferUse use, size_t bytes, std::unique_ptr<uint8_t[]> host, const void* external);
+  // memory: from Device::allocate_memory (freed through the device), or an external region that
+  // is only accounted (owned == false).
+  Buffer(Device* device, BufferUse use, size_t bytes, void* memory, bool owned);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
-  uint8_t* data() { return host_.get(); }            // null for an external (mapped) region
-  const uint8_t* cdata() const { return host_ ? host_.get() : static_cast<const uint8_t*>(external_); }
+  uint8_t* data() { return static_cast<uint8_t*>(memory_); }
+  const uint8_t* cdata() const { return static_cast<const uint8_t*>(memory_); }
+  float* floats() { return static_cast<float*>(memory_); }
+  uint8_t* host();  // data() where the host may read and write it, else null
   size_t size() const { return bytes_; }
   BufferUse use() const { return use_; }
-  float* floats() { return reinterpret_cast<float*>(host_.get()); }
+  Device& device() const { return *device_; }
 
  private:
   Device* device_;
   BufferUse use_;
   size_t bytes_;
-  std::unique_ptr<uint8_t[]> host_;
-  const void* external_;
+  void* memory_;
+  bool owned_;
+};
+
+// A strided copy: `height` rows of `width` bytes, rows `src_pitch` / `dst_pitch` bytes apart.
+struct Copy2D {
+  const void* src = nullptr;
+  size_t src_pitch = 0;
+  void* dst = nullptr;
+  size_t dst_pitch = 0;
+  size_t width = 0;
+  size_t height = 1;
+};
+
+// Scratch the runtime carves for a device's Ops (sized by plan::ScratchLayout, so the planner's
+// estimate is what is allocated). Host backends use scores for attention; others may ignore it.
+struct OpsWorkspace {
+  float* scores = nullptr;         // [threads][scores_per_thread] floats, device memory
+  int64_t scores_per_thread = 0;   // n_ctx
+  size_t matmul_bytes = 0;         // quantized-activation scratch to reserve (host backends)
+  int64_t max_ctx = 0;             // the longest context attention will see (sizes workspaces)
+  int64_t max_tokens = 0;          // the most tokens one op will see (max_batch)
 };
 
 class Device {
@@ -59,24 +89,48 @@ class Device {
   virtual DeviceInfo info() const = 0;
   // Whether matrices of this weight type can run here (the planner asks).
   virtual bool supports(kernels::DType weights) const = 0;
+  // Whether the KV cache may be stored in this type here (F32 everywhere).
+  virtual bool supports_kv(kernels::DType kv) const { return kv == kernels::DType::F32; }
+  // Whether the host may dereference this device's buffers (cpu, sim: yes; cuda: no).
+  virtual bool host_visible() const { return true; }
 
-  // Host memory charged to this device. OutOfMemory names the device, the bytes asked and the
-  // bytes free. Thread-safe.
+  // Memory charged to this device and allocated in it. OutOfMemory names the device, the use,
+  // the bytes asked and the bytes free. Thread-safe.
   Expected<std::unique_ptr<Buffer>> allocate(size_t bytes, BufferUse use);
-  // Accounts bytes that already live elsewhere (weights the CPU reads from the mapped file).
+  // Accounts bytes that already live elsewhere (weights the CPU reads from the mapped file, or
+  // the runtime's own overhead: data may be null then).
   Expected<std::unique_ptr<Buffer>> adopt(const void* data, size_t bytes, BufferUse use);
+
+  // The op table (a stream of ordered work) of this device, using `workspace` for its scratch.
+  virtual Expected<std::unique_ptr<backend::Ops>> create_ops(const OpsWorkspace& workspace) = 0;
+
+  // Copies, blocking until done. Host devices: memcpy. Others: their runtime's copies (CUDA:
+  // through pinned staging, overlapping the host read with the device write).
+  virtual Status copy_from_host(const Copy2D& copy);
+  virtual Status copy_to_host(const Copy2D& copy);
+  virtual Status copy_within(const Copy2D& copy);
+  // Device-to-device within one backend (CUDA peer copies). Unsupported by default: comm/ then
+  // stages through host memory.
+  virtual Status copy_to_peer(const Copy2D& copy, Device& peer);
+  // Zeroes [dst, dst + bytes) of this device's memory.
+  virtual Status fill_zero(void* dst, size_t bytes);
+
+  // A device that met a sticky error (a lost context, an illegal address) is failed: every
+  // later allocation and op fails cleanly with the reason, and the planner should stop using it.
+  bool failed() const;
+  std::string failure() const;
+  void mark_failed(const std::string& reason);
 
   MemoryUse memory_use() const;
   uint64_t bytes_free() const;
   const std::string& id() const { return id_; }
 
-  // Compute threads of this device; used only from its worker thread.
-  kernels::ThreadPool& pool() { return *pool_; }
-
  protected:
-  Device(std::string id, uint64_t capacity_bytes, int threads);
-  // Uses a pool owned by the caller (which must outlive the device).
-  Device(std::string id, uint64_t capacity_bytes, kernels::ThreadPool& external_pool);
+  Device(std::string id, uint64_t capacity_bytes);
+  // Raw memory of the device; null on failure (the caller reports OutOfMemory). Host: new[].
+  virtual void* allocate_memory(size_t bytes);
+  virtual void free_memory(void* memory, size_t bytes);
+  void set_capacity(uint64_t capacity_bytes);
 
  private:
   friend class Buffer;
@@ -86,17 +140,34 @@ class Device {
   uint64_t capacity_;
   mutable std::mutex mutex_;
   MemoryUse use_;
+  std::string failure_;
+  std::atomic<bool> failed_{false};
+};
+
+// A device whose work runs on this machine's cores (the CPU and simulated accelerators). It owns
+// (or borrows) the thread pool its Ops fan out to.
+class HostDevice : public Device {
+ public:
+  kernels::ThreadPool& pool() { return *pool_; }
+
+ protected:
+  HostDevice(std::string id, uint64_t capacity_bytes, int threads);
+  // Uses a pool owned by the caller (which must outlive the device).
+  HostDevice(std::string id, uint64_t capacity_bytes, kernels::ThreadPool& external_pool);
+
+ private:
   std::unique_ptr<kernels::ThreadPool> owned_pool_;
   kernels::ThreadPool* pool_;
 };
 
 // The CPU: capacity is the machine's RAM (MemAvailable at start), bandwidth measured.
-class CpuDevice final : public Device {
+class CpuDevice final : public HostDevice {
  public:
   CpuDevice(int threads, uint64_t capacity_bytes, double bandwidth_gbps);
   CpuDevice(kernels::ThreadPool& pool, uint64_t capacity_bytes, double bandwidth_gbps);
   DeviceInfo info() const override;
   bool supports(kernels::DType) const override { return true; }
+  Expected<std::unique_ptr<backend::Ops>> create_ops(const OpsWorkspace& workspace) override;
 
  private:
   int threads_;
@@ -104,8 +175,9 @@ class CpuDevice final : public Device {
   double bandwidth_gbps_;
 };
 
-// A simulated accelerator: runs on host cores with a declared capacity and speed, and says
-// everywhere that it is simulated.
+// A simulated accelerator: runs the CPU ops on host cores with a declared capacity and speed,
+// never finishes an op or a transfer faster than those allow (it waits out the difference, see
+// engine/backend/sim/), and says everywhere that it is simulated.
 struct SimulatedSpec {
   std::string id;                 // "gpu0"
   uint64_t capacity_bytes = 0;
@@ -117,20 +189,29 @@ struct SimulatedSpec {
   int threads = 1;
 };
 
-class SimulatedDevice final : public Device {
+class SimulatedDevice final : public HostDevice {
  public:
   explicit SimulatedDevice(SimulatedSpec spec);
   DeviceInfo info() const override;
   bool supports(kernels::DType) const override { return true; }
+  Expected<std::unique_ptr<backend::Ops>> create_ops(const OpsWorkspace& workspace) override;
+  // Transfers in and out wait out the declared link time (latency + bytes / link bandwidth).
+  Status copy_from_host(const Copy2D& copy) override;
+  Status copy_to_host(const Copy2D& copy) override;
+  const SimulatedSpec& spec() const { return spec_; }
 
  private:
   SimulatedSpec spec_;
 };
 
-// Parses "cpu,sim:gpu0:24GiB,sim:gpu1:12GiB:bw=900GB/s:tflops=80:link=25GB/s:threads=1" into
-// devices. cpu_threads / cpu_bandwidth_gbps describe the CPU entry. Errors name the entry.
+// Parses "cpu,cuda,cuda:1,sim:gpu0:24GiB,sim:gpu1:12GiB:bw=900GB/s:tflops=80:link=25GB/s:threads=1"
+// into devices. "cuda" opens every CUDA device found, "cuda:N" device N (NotCompiled in a build
+// without CUDA, NotFound when there is no such device). cpu_threads / cpu_bandwidth_gbps describe
+// the CPU entry. Errors name the entry.
 Expected<std::vector<std::unique_ptr<Device>>> make_devices(const std::string& spec, int cpu_threads,
                                                             double cpu_bandwidth_gbps);
+// The default device list: every CUDA device found, then the CPU ("cuda,cpu" or "cpu").
+std::string default_devices_spec();
 // "24GiB", "512MiB", "1.5GB", "1000000" -> bytes.
 Expected<uint64_t> parse_bytes(const std::string& text);
 // Bytes of RAM available to the process (MemAvailable), or 8 GiB when unknown.

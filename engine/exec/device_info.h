@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace strata::exec {
 
@@ -23,6 +24,12 @@ struct DeviceInfo {
   double link_latency_us = 0;// per-transfer latency, microseconds
   uint64_t runtime_overhead_bytes = 0;  // reserved by the runtime itself (context, workspaces)
   int threads = 1;           // host threads doing this device's work (CPU, simulated)
+  // Real GPUs only (empty elsewhere):
+  std::string compute_capability;     // "9.0"
+  int ordinal = -1;                   // CUDA device ordinal
+  std::vector<std::string> peers;     // ids of devices this one reads and writes directly (peer access)
+  bool failed = false;                // met a sticky error; see Device::failure()
+  std::string failure;
 };
 
 }  // namespace strata::exec

@@ -2,7 +2,11 @@
 // blocks on one target (one device, or a tensor-parallel group); each stage has its own thread
 // that takes micro-batches in order, runs them on its device workers and hands the hidden
 // state to the next stage, so several micro-batches (sequences, or chunks of a long prompt)
-// are in different stages at once. Calling thread: one driver at a time calls eval/apply.
+// are in different stages at once. Every device computes through its backend's Ops table
+// (engine/backend/), hidden states cross devices through comm/, and tensor-parallel groups
+// all-reduce through the communicator comm/ picks for them (NCCL between GPUs, host otherwise).
+// pipeline_build.cpp builds the runtime from a placement (and re-places); pipeline_run.cpp runs it.
+// Calling thread: one driver at a time calls eval/apply.
 #pragma once
 
 #include <condition_variable>
@@ -20,7 +24,7 @@
 #include "engine/core/status.h"
 #include "engine/exec/device.h"
 #include "engine/exec/device_worker.h"
-#include "engine/exec/layer_compute.h"
+#include "engine/exec/block_forward.h"
 #include "engine/exec/placed_weights.h"
 #include "engine/model/model.h"
 #include "engine/plan/placement.h"
@@ -58,6 +62,8 @@ class Pipeline {
 
   // Moves to a new placement. Blocks whose target and KV device are unchanged keep their
   // memory; the others are placed anew and their KV contents copied. Returns blocks moved.
+  // On failure (a block or a device's scratch that does not fit) nothing changes: the pipeline
+  // keeps running the old placement, with the same memory on every device, and the error says why.
   Expected<int64_t> apply(const plan::Placement& placement);
 
   // Per device: bytes held, by use (what the planner's estimate is checked against).
@@ -70,31 +76,37 @@ class Pipeline {
   struct DeviceRuntime;
   struct StageRuntime;
   struct MicroBatch;
+  struct RuntimeSet;
 
   Pipeline(const model::Model& model, std::vector<Device*> devices, trace::Recorder* recorder);
 
+  // --- building (pipeline_build.cpp) ---
   Expected<Device*> device(const std::string& id) const;
   Expected<std::unique_ptr<LayerSlot>> build_layer(int64_t index, const plan::LayerPlacement& where);
-  Status build_runtimes(const plan::Placement& placement);
+  // Device runtimes (ops, scratch, embedding/head copies) and stages for `layers` under `placement`.
+  Expected<std::unique_ptr<RuntimeSet>> build_runtimes(const plan::Placement& placement,
+                                                       const std::vector<LayerSlot*>& layers);
+  // Copies the live KV contents of `from` into `to` (same block index, any devices and shards).
+  Status copy_kv(const LayerSlot& from, const LayerSlot& to);
+  std::vector<LayerSlot*> layer_list() const;
+
+  // --- running (pipeline_run.cpp) ---
   void start_stages();
   void stop_stages();
   void stage_loop(StageRuntime* stage);
   void run_stage(StageRuntime& stage, MicroBatch& mb);
-  void run_single(StageRuntime& stage, MicroBatch& mb);
-  void run_group(StageRuntime& stage, MicroBatch& mb);
+  Status run_single(StageRuntime& stage, MicroBatch& mb);
+  Status run_group(StageRuntime& stage, MicroBatch& mb);
   KvView kv_view(const LayerSlot& slot, size_t member, int32_t seq) const;
   int32_t lane_of(const Device* d) const;
 
   const model::Model& model_;
   std::vector<Device*> devices_;
   trace::Recorder* recorder_;
-  comm::HostCommunicator comm_;
   plan::Placement placement_;
 
   std::vector<std::unique_ptr<LayerSlot>> layers_;
-  std::map<const Device*, std::unique_ptr<DeviceRuntime>> runtimes_;
-  std::map<const Device*, std::unique_ptr<Buffer>> kv_only_overhead_;  // devices holding only KV
-  std::vector<std::unique_ptr<StageRuntime>> stages_;
+  std::unique_ptr<RuntimeSet> runtime_;  // device runtimes and stages of the current placement
   std::vector<int64_t> positions_;  // per sequence
 
   // Completion of eval(): micro-batches that left the last stage.

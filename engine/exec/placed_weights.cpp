@@ -2,6 +2,7 @@
 #include "engine/exec/placed_weights.h"
 
 #include <cstring>
+#include <vector>
 
 namespace strata::exec {
 namespace {
@@ -10,10 +11,12 @@ using model::TensorView;
 
 bool reads_in_place(const Device& device) { return device.info().kind == DeviceKind::Cpu; }
 
-// Packs slices into one buffer, in the order they are added.
+// Packs slices into host memory (the device buffer itself where the host can write it, else a
+// staging copy), in the order they are added; the views it returns point at device memory
+// (device_base + the same offset).
 class Packer {
  public:
-  explicit Packer(uint8_t* base) : cursor_(base) {}
+  Packer(uint8_t* host_base, uint8_t* device_base) : cursor_(host_base), host_base_(host_base), device_base_(device_base) {}
 
   // Rows [r0, r1) of a matrix (or elements of a vector, rows == 1 with cols sliced by caller).
   TensorView rows(const TensorView& t, int64_t r0, int64_t r1) {
@@ -54,6 +57,14 @@ class Packer {
 
  private:
   uint8_t* cursor_;
+  uint8_t* host_base_;
+  uint8_t* device_base_;
+
+ public:
+  // Rebases the views of this packer from host to device addresses.
+  void rebase(TensorView& t) const {
+    if (t.present()) t.data = device_base_ + (t.data - host_base_);
+  }
 };
 
 }  // namespace
@@ -67,7 +78,7 @@ Expected<TensorView> place_tensor(Device& device, const TensorView& t, BufferLis
   }
   STRATA_ASSIGN_OR_RETURN(auto buf, device.allocate(t.n_bytes, BufferUse::Weights));
   TensorView out = t;
-  std::memcpy(buf->data(), t.data, t.n_bytes);
+  STRATA_RETURN_IF_ERROR(device.copy_from_host({t.data, t.n_bytes, buf->data(), t.n_bytes, t.n_bytes, 1}));
   out.data = buf->data();
   keep.push_back(std::move(buf));
   return out;
@@ -92,7 +103,13 @@ Expected<ShardWeights> place_shard(Device& device, const model::ModelConfig& c, 
   }
   const uint64_t bytes = plan::shard_weight_bytes(c, l, s);
   STRATA_ASSIGN_OR_RETURN(auto buf, device.allocate(bytes, BufferUse::Weights));
-  Packer p(buf->data());
+  std::vector<uint8_t> staging;
+  uint8_t* host = buf->host();
+  if (!host) {
+    staging.resize(bytes);
+    host = staging.data();
+  }
+  Packer p(host, buf->data());
   const int64_t hd = c.head_dim;
   const int64_t q0 = s.kv_head_begin * group * hd, q1 = s.kv_head_end * group * hd;
   const int64_t k0 = s.kv_head_begin * hd, k1 = s.kv_head_end * hd;
@@ -109,6 +126,12 @@ Expected<ShardWeights> place_shard(Device& device, const model::ModelConfig& c, 
   w.w_gate = p.rows(l.w_gate, s.ff_begin, s.ff_end);
   w.w_up = p.rows(l.w_up, s.ff_begin, s.ff_end);
   w.w_down = p.cols(l.w_down, s.ff_begin, s.ff_end);
+  if (!staging.empty()) {
+    STRATA_RETURN_IF_ERROR(device.copy_from_host({staging.data(), bytes, buf->data(), bytes, bytes, 1}));
+    for (TensorView* t : {&w.attn_norm, &w.ffn_norm, &w.bq, &w.bk, &w.bv, &w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up,
+                          &w.w_down})
+      p.rebase(*t);
+  }
   keep.push_back(std::move(buf));
   return w;
 }

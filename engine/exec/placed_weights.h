@@ -1,6 +1,7 @@
 // engine/exec/placed_weights.h — puts tensors, whole or sliced for a tensor-parallel shard, into a
 // device's memory. On the CPU a whole tensor is read in place from the mapped file (accounted,
-// not copied); anywhere else, and for every slice, the bytes are copied into a device buffer.
+// not copied); anywhere else, and for every slice, the bytes are copied into a device buffer
+// (through the device's copy_from_host: pinned staging on CUDA).
 #pragma once
 
 #include <memory>
@@ -8,7 +9,7 @@
 
 #include "engine/core/status.h"
 #include "engine/exec/device.h"
-#include "engine/exec/layer_compute.h"
+#include "engine/exec/block_forward.h"
 #include "engine/model/model_weights.h"
 #include "engine/plan/tensor_split.h"
 

@@ -6,6 +6,7 @@
 
 #include "engine/plan/memory_estimate.h"
 #include "engine/plan/placement_validate.h"
+#include "engine/serve/device_json.h"
 
 namespace strata::serve {
 
@@ -129,21 +130,7 @@ Expected<plan::Placement> EngineHost::parse_placement(const LoadedModel& loaded,
   return plan::placement_from_json(json, loaded.model->config().n_layers);
 }
 
-nlohmann::json EngineHost::devices_json() const {
-  nlohmann::json list = nlohmann::json::array();
-  for (const exec::DeviceInfo& i : device_infos()) {
-    list.push_back({{"id", i.id},
-                    {"kind", exec::device_kind_name(i.kind)},
-                    {"name", i.name},
-                    {"simulated", i.simulated},
-                    {"bytes_total", i.bytes_total},
-                    {"bytes_free", i.bytes_free},
-                    {"bandwidth_gbps", i.bandwidth_gbps},
-                    {"tflops", i.tflops},
-                    {"link_gbps", i.link_gbps}});
-  }
-  return {{"devices", list}};
-}
+nlohmann::json EngineHost::devices_json() const { return serve::devices_json(device_infos()); }
 
 nlohmann::json EngineHost::memory_json(const LoadedModel& loaded) const {
   std::map<std::string, exec::MemoryUse> use;

@@ -1,0 +1,167 @@
+// engine/backend/cpu/cpu_ops.cpp — the CPU op table over kernels/cpu, and the CPU device's factory.
+#include "engine/backend/cpu/cpu_ops.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/cpu/fp16.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/ops_f32.h"
+#include "kernels/cpu/quant.h"
+
+namespace strata::backend {
+
+namespace {
+
+class HostEvent final : public Event {
+ public:
+  HostEvent() : time_(std::chrono::steady_clock::now()) {}
+  Status synchronize() override { return {}; }
+  Expected<int64_t> elapsed_ns_since(const Event& earlier) override {
+    const auto* e = dynamic_cast<const HostEvent*>(&earlier);
+    if (!e) return Error{Code::InvalidArgument, "events from different backends"};
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(time_ - e->time_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point time_;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<Event>> host_event() { return std::unique_ptr<Event>(std::make_unique<HostEvent>()); }
+
+CpuOps::CpuOps(kernels::ThreadPool& pool, const exec::OpsWorkspace& workspace) : pool_(pool), workspace_(workspace) {
+  matmul_scratch_.reserve(workspace.matmul_bytes);
+}
+
+Status CpuOps::embed(const MatrixView& e, const int32_t* tokens, int64_t n, float* out) {
+  for (int64_t t = 0; t < n; ++t) {
+    if (tokens[t] < 0 || tokens[t] >= e.rows)
+      return Error{Code::InvalidArgument, "token id " + std::to_string(tokens[t]) + " outside the embedding's [0, " +
+                                              std::to_string(e.rows) + ")"};
+  }
+  const int64_t row = kernels::row_bytes(e.type, e.cols);
+  const uint8_t* base = static_cast<const uint8_t*>(e.data);
+  for (int64_t t = 0; t < n; ++t) kernels::dequantize_row(e.type, base + tokens[t] * row, out + t * e.cols, e.cols);
+  return {};
+}
+
+Status CpuOps::rms_norm(const float* x, const float* weight, float* out, int64_t n_rows, int64_t n, float eps) {
+  for (int64_t r = 0; r < n_rows; ++r) kernels::rms_norm_f32(x + r * n, weight, out + r * n, n, eps);
+  return {};
+}
+
+Status CpuOps::matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y) {
+  kernels::matmul(pool_, w.type, w.data, w.rows, w.cols, x, n_tokens, y, matmul_scratch_);
+  return {};
+}
+
+Status CpuOps::add(float* y, const float* x, int64_t n) {
+  kernels::add_f32(y, x, n);
+  return {};
+}
+
+Status CpuOps::add_rows(float* y, const float* bias, int64_t n_rows, int64_t n) {
+  for (int64_t r = 0; r < n_rows; ++r) kernels::add_f32(y + r * n, bias, n);
+  return {};
+}
+
+Status CpuOps::mul(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] *= x[i];
+  return {};
+}
+
+Status CpuOps::rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, int64_t pos0, const RopeParams& p) {
+  for (int64_t t = 0; t < n_tokens; ++t)
+    kernels::rope_f32(x + t * n_heads * head_dim, n_heads, head_dim, p.rope_dims, pos0 + t, p.freq_base, p.freq_scale,
+                      p.freq_divisors, p.interleaved);
+  return {};
+}
+
+Status CpuOps::attention(const AttentionArgs& a) {
+  if (a.kv_type != kernels::DType::F32)
+    return Error{Code::Unsupported, std::string("the CPU backend keeps its KV cache in f32, not ") +
+                                        kernels::dtype_name(a.kv_type)};
+  if (a.n_kv_heads <= 0 || a.n_heads % a.n_kv_heads != 0)
+    return Error{Code::InvalidArgument, "attention with " + std::to_string(a.n_heads) + " heads over " +
+                                            std::to_string(a.n_kv_heads) + " KV heads"};
+  if (a.pos0 < 0 || a.pos0 + a.n_tokens > a.n_ctx)
+    return Error{Code::OutOfRange, "attention over positions [" + std::to_string(a.pos0) + ", " +
+                                       std::to_string(a.pos0 + a.n_tokens) + ") of a " + std::to_string(a.n_ctx) +
+                                       "-position cache"};
+  const int64_t hd = a.head_dim;
+  const int64_t q_dim = a.n_heads * hd;
+  const int64_t kv_dim = a.n_kv_heads * hd;
+  float* kc = static_cast<float*>(a.k_cache);
+  float* vc = static_cast<float*>(a.v_cache);
+  for (int64_t t = 0; t < a.n_tokens; ++t) {
+    const int64_t pos = a.pos0 + t;
+    std::memcpy(kc + pos * a.kv_stride, a.k + t * kv_dim, static_cast<size_t>(kv_dim) * sizeof(float));
+    std::memcpy(vc + pos * a.kv_stride, a.v + t * kv_dim, static_cast<size_t>(kv_dim) * sizeof(float));
+  }
+  float* scores = workspace_.scores;
+  int64_t per_thread = workspace_.scores_per_thread;
+  if (!scores || per_thread < a.pos0 + a.n_tokens) {
+    per_thread = a.n_ctx;
+    own_scores_.resize(static_cast<size_t>(per_thread * pool_.n_threads()));
+    scores = own_scores_.data();
+  }
+  const int64_t group = a.n_heads / a.n_kv_heads;
+  const int64_t items = a.n_tokens * a.n_heads;
+  pool_.run([&](int thread, int n_threads) {
+    float* s = scores + thread * per_thread;
+    for (int64_t item = thread; item < items; item += n_threads) {
+      const int64_t t = item / a.n_heads;
+      const int64_t h = item % a.n_heads;
+      const int64_t kv_off = (h / group) * hd;
+      kernels::attention_head_f32(a.q + t * q_dim + h * hd, kc + kv_off, vc + kv_off, a.kv_stride, a.pos0 + t + 1, hd,
+                                  a.scale, s, a.out + t * q_dim + h * hd);
+    }
+  });
+  return {};
+}
+
+Status CpuOps::swiglu(float* gate, const float* up, int64_t n) {
+  kernels::swiglu_f32(gate, up, n);
+  return {};
+}
+
+Status CpuOps::zero(float* x, int64_t n) {
+  std::fill(x, x + n, 0.0f);
+  return {};
+}
+
+Status CpuOps::softmax(float* x, int64_t n_rows, int64_t n) {
+  for (int64_t r = 0; r < n_rows; ++r) kernels::softmax_f32(x + r * n, n);
+  return {};
+}
+
+Status CpuOps::to_host(const void* src, void* host_dst, size_t bytes) {
+  if (bytes && src != host_dst) std::memcpy(host_dst, src, bytes);
+  return {};
+}
+
+Status CpuOps::from_host(const void* host_src, void* dst, size_t bytes) {
+  if (bytes && host_src != dst) std::memcpy(dst, host_src, bytes);
+  return {};
+}
+
+Status CpuOps::copy(const void* src, void* dst, size_t bytes) {
+  if (bytes && src != dst) std::memmove(dst, src, bytes);
+  return {};
+}
+
+Expected<std::unique_ptr<Event>> CpuOps::record_event() { return host_event(); }
+
+}  // namespace strata::backend
+
+namespace strata::exec {
+
+Expected<std::unique_ptr<backend::Ops>> CpuDevice::create_ops(const OpsWorkspace& workspace) {
+  return std::unique_ptr<backend::Ops>(std::make_unique<backend::CpuOps>(pool(), workspace));
+}
+
+}  // namespace strata::exec

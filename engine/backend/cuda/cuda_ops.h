@@ -1,0 +1,114 @@
+// engine/backend/cuda/cuda_ops.h — the Ops table of one CUDA device: one non-blocking stream, one
+// cuBLAS handle bound to it, the scratch its kernels need (charged to the device's accounting as
+// BufferUse::Scratch, so memory numbers stay true), and pinned staging for host uploads. Calls only
+// the host entry points of kernels/cuda/cuda_kernels.h. Included only by engine/backend/cuda/cuda_*.cpp.
+// Threads: one thread at a time per CudaOps (the device's worker); ops return once queued on the
+// stream. A device that failed (a sticky error, from any Ops or copy of it) makes every op return
+// that failure at once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "engine/backend/ops.h"
+#include "engine/core/status.h"
+#include "engine/exec/device.h"
+
+namespace strata::backend::cuda {
+
+class CudaDevice;
+
+// Prompt batches of up to this many tokens run mmv in groups of kernels::cuda::kMmvMaxTokens (8)
+// rather than dequantizing the matrix: each group re-reads the quantized weights (~0.56 byte per
+// element for Q4_K), while the GEMM path reads them once, writes and reads an f16 copy (~4.6 bytes
+// per element in all). Four groups stay below that. To be tuned on the GPU.
+inline constexpr int64_t kMmvBatchedMaxTokens = 32;
+// The most bytes of f16 weights dequantized at once for a prompt GEMM; larger matrices (the output
+// projection of a large vocabulary) are multiplied in row tiles of at most this size.
+inline constexpr size_t kMaxDequantBytes = 256ull << 20;
+// Each of the two pinned slots that from_host and embed copy host data through first: bytes at most
+// (grown on demand up to this; larger uploads go through in chunks).
+inline constexpr size_t kOpsStagingBytes = 8ull << 20;
+
+class CudaOps final : public backend::Ops {
+ public:
+  // Creates the stream, the cuBLAS handle (cublasSetStream, and a workspace charged to the device:
+  // 32 MiB on Hopper and newer, 4 MiB before, as cuBLAS recommends) and the pinned slots' events.
+  // Other scratch is allocated at first use and grows to the largest shape seen (see the fields).
+  static Expected<std::unique_ptr<CudaOps>> create(CudaDevice& device, const exec::OpsWorkspace& workspace);
+  ~CudaOps() override;  // waits for the stream, then frees its scratch
+  CudaOps(const CudaOps&) = delete;
+  CudaOps& operator=(const CudaOps&) = delete;
+
+  Status embed(const MatrixView& table, const int32_t* tokens, int64_t n, float* out) override;
+  Status rms_norm(const float* x, const float* weight, float* out, int64_t n_rows, int64_t n, float eps) override;
+  // n_tokens <= 8: mmv. F32 weights: cublasSgemm in full f32 (no TF32: F32 matrices are small, and
+  // f32 is what the CPU reference computes). F16 weights: gemm_f16 straight on the weights.
+  // Others: up to kMmvBatchedMaxTokens tokens, mmv in groups of 8; more, dequantize_f16 into a
+  // scratch (in row tiles of <= kMaxDequantBytes) + convert x to f16 + gemm_f16 (f32 accumulate).
+  // BF16 weights take the f16 path too: values past f16's range (65504) would overflow; model
+  // weights stay far below it.
+  Status matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y) override;
+  Status add(float* y, const float* x, int64_t n) override;
+  Status add_rows(float* y, const float* bias, int64_t n_rows, int64_t n) override;
+  Status mul(float* y, const float* x, int64_t n) override;
+  Status rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, int64_t pos0,
+              const RopeParams& params) override;
+  Status attention(const AttentionArgs& args) override;
+  Status swiglu(float* gate, const float* up, int64_t n) override;
+  Status zero(float* x, int64_t n) override;  // cudaMemsetAsync
+  Status softmax(float* x, int64_t n_rows, int64_t n) override;
+
+  // Queued D2H copy, then waits for the stream (host_dst may be pageable).
+  Status to_host(const void* src, void* host_dst, size_t bytes) override;
+  // Copies host_src into a pinned slot and queues the upload: host_src may be reused at once.
+  Status from_host(const void* host_src, void* dst, size_t bytes) override;
+  Status copy(const void* src, void* dst, size_t bytes) override;
+  Status synchronize() override;
+  // A timing event (cudaEventCreate) recorded on the stream.
+  Expected<std::unique_ptr<Event>> record_event() override;
+
+  cudaStream_t stream() const { return stream_; }
+
+ private:
+  CudaOps(CudaDevice& device, const exec::OpsWorkspace& workspace);
+  Status init();
+  // The device is usable and current on the calling thread.
+  Status begin();
+  // `buffer` holds at least `bytes` (rounded up); a smaller one is freed after the stream has
+  // drained (queued work may still use it) and replaced. Charged to the device as Scratch.
+  Status ensure(std::unique_ptr<exec::Buffer>& buffer, size_t bytes, const char* what);
+  // Host bytes -> pinned slot -> queued copy to device memory `dst`.
+  Status upload(const void* host_src, void* dst, size_t bytes);
+  Status matmul_mmv_groups(const MatrixView& w, const float* x, int64_t n_tokens, float* y);
+  Status matmul_sgemm(const MatrixView& w, const float* x, int64_t n_tokens, float* y);
+  Status matmul_gemm_f16(const MatrixView& w, const float* x, int64_t n_tokens, float* y);
+
+  CudaDevice& device_;
+  exec::OpsWorkspace workspace_;  // max_tokens / max_ctx size the scratch below
+  cudaStream_t stream_ = nullptr;     // non-blocking: no implicit sync with the legacy stream
+  cublasHandle_t cublas_ = nullptr;   // bound to stream_
+
+  // Device scratch, each charged to the device (BufferUse::Scratch) and grown to the largest need:
+  std::unique_ptr<exec::Buffer> cublas_workspace_;  // cuBLAS' workspace (cublasSetWorkspace)
+  std::unique_ptr<exec::Buffer> w_f16_;     // [tile rows][cols] f16: dequantized weights, <= kMaxDequantBytes
+  std::unique_ptr<exec::Buffer> x_f16_;     // [max(n_tokens, max_tokens)][cols] f16: activations
+  std::unique_ptr<exec::Buffer> y_tile_;    // [max(n_tokens, max_tokens)][tile rows] f32: one row tile's output
+  std::unique_ptr<exec::Buffer> attention_workspace_;  // attention_workspace_bytes(max_tokens, max_ctx, ...)
+  std::unique_ptr<exec::Buffer> tokens_;    // [n] int32: embed's token ids
+
+  // Pinned host slots for upload(), used alternately; done: the copy that last read the slot ran.
+  struct PinnedSlot {
+    void* host = nullptr;
+    size_t bytes = 0;
+    cudaEvent_t done = nullptr;
+  };
+  PinnedSlot pinned_[2];
+  int next_slot_ = 0;
+};
+
+}  // namespace strata::backend::cuda

@@ -1,0 +1,117 @@
+// engine/backend/ops.h — the operations a decoder block needs, as one table per device (a
+// backend's "stream": work submitted through one Ops object runs in submission order on its
+// device). The architecture code (engine/exec/block_forward.*) is written once against this
+// table, so every architecture runs on every backend. Knows device pointers, shapes and types;
+// no model types, no Qt, no CUDA headers.
+//
+// Pointers: every float* / void* below is a pointer into the device's own memory (a Buffer's
+// data()), except where a parameter says "host". On host devices (cpu, sim) the two coincide.
+// Calling thread: one thread at a time per Ops object (the device's worker). An op returns
+// when its work is queued; results are visible to the host after synchronize() or to_host().
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "engine/core/status.h"
+#include "kernels/cpu/dtype.h"
+
+namespace strata::backend {
+
+// A matrix in device memory: [rows][cols] elements of `type`, row-major, row r at byte
+// r * kernels::row_bytes(type, cols). Vectors are rows == 1.
+struct MatrixView {
+  const void* data = nullptr;
+  kernels::DType type = kernels::DType::F32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+
+// Rotary position embedding of the first rope_dims dimensions of every head.
+// theta_i = position * freq_scale * freq_base^(-2i/rope_dims) / freq_divisors[i].
+struct RopeParams {
+  int64_t rope_dims = 0;
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;
+  const float* freq_divisors = nullptr;  // device memory, [rope_dims/2] floats, or null
+  bool interleaved = true;               // pairs (2i, 2i+1); false: NeoX pairs (i, i + rope_dims/2)
+};
+
+// One attention call: writes the keys and values of n_tokens new positions [pos0, pos0+n_tokens)
+// into the cache, then each new token t attends causally over cache positions [0, pos0+t].
+// GQA: query head h reads KV head h / (n_heads / n_kv_heads).
+struct AttentionArgs {
+  const float* q = nullptr;  // [n_tokens][n_heads * head_dim], already roped
+  const float* k = nullptr;  // [n_tokens][n_kv_heads * head_dim], already roped
+  const float* v = nullptr;  // [n_tokens][n_kv_heads * head_dim]
+  // Cache of one sequence: position p of KV head j starts at element p * kv_stride + j * head_dim.
+  void* k_cache = nullptr;
+  void* v_cache = nullptr;
+  kernels::DType kv_type = kernels::DType::F32;  // F32 everywhere; F16 where supports_kv(F16)
+  int64_t kv_stride = 0;  // elements between consecutive positions (>= n_kv_heads * head_dim)
+  int64_t n_ctx = 0;      // positions the cache holds; pos0 + n_tokens <= n_ctx
+  int64_t n_tokens = 0;
+  int64_t pos0 = 0;
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;
+  float scale = 1.0f;  // usually 1/sqrt(head_dim)
+  float* out = nullptr;  // [n_tokens][n_heads * head_dim]
+};
+
+// A point in a device's queue of work: for ordering and for trace timestamps.
+class Event {
+ public:
+  virtual ~Event() = default;
+  // Blocks the calling thread until the work before the event has run.
+  virtual Status synchronize() = 0;
+  // Nanoseconds between `earlier` and this event, once both have completed. Both events must come
+  // from the same Ops object.
+  virtual Expected<int64_t> elapsed_ns_since(const Event& earlier) = 0;
+};
+
+class Ops {
+ public:
+  virtual ~Ops() = default;
+
+  // out: [n][table.cols] f32 <- rows tokens[0..n) of table (any weight type, dequantized).
+  // tokens: host memory. InvalidArgument names the first token outside [0, table.rows).
+  virtual Status embed(const MatrixView& table, const int32_t* tokens, int64_t n, float* out) = 0;
+  // out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * weight; x, out: [n_rows][n]; weight: [n]. out may alias x.
+  virtual Status rms_norm(const float* x, const float* weight, float* out, int64_t n_rows, int64_t n, float eps) = 0;
+  // y[t][r] = sum_c W[r][c] * x[t][c]; x: [n_tokens][w.cols] f32, y: [n_tokens][w.rows] f32.
+  // n_tokens == 1 is a matrix-vector product (decode); more is a GEMM (prompt batches).
+  virtual Status matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y) = 0;
+  // y[i] += x[i]; [n].
+  virtual Status add(float* y, const float* x, int64_t n) = 0;
+  // y[r][i] += bias[i]; y: [n_rows][n], bias: [n].
+  virtual Status add_rows(float* y, const float* bias, int64_t n_rows, int64_t n) = 0;
+  // y[i] *= x[i]; [n].
+  virtual Status mul(float* y, const float* x, int64_t n) = 0;
+  // x: [n_tokens][n_heads * head_dim], token t at position pos0 + t; rotated in place.
+  virtual Status rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, int64_t pos0,
+                      const RopeParams& params) = 0;
+  virtual Status attention(const AttentionArgs& args) = 0;
+  // gate[i] = silu(gate[i]) * up[i]; [n].
+  virtual Status swiglu(float* gate, const float* up, int64_t n) = 0;
+  // x[i] = 0; [n].
+  virtual Status zero(float* x, int64_t n) = 0;
+  // Softmax of each row in place; x: [n_rows][n].
+  virtual Status softmax(float* x, int64_t n_rows, int64_t n) = 0;
+
+  // Copies within and across the host boundary. to_host blocks until the bytes are in host
+  // memory (it is how logits come back); from_host may return before the copy ran only where the
+  // backend keeps its own copy of the source (pinned staging).
+  virtual Status to_host(const void* src, void* host_dst, size_t bytes) = 0;
+  virtual Status from_host(const void* host_src, void* dst, size_t bytes) = 0;
+  virtual Status copy(const void* src, void* dst, size_t bytes) = 0;  // both in this device's memory
+
+  // Blocks until every op submitted so far has run. A device error surfaces here (or from the
+  // call that met it) as Code::Device; a sticky one also marks the device failed.
+  virtual Status synchronize() = 0;
+  // An event after the work submitted so far.
+  virtual Expected<std::unique_ptr<Event>> record_event() = 0;
+};
+
+}  // namespace strata::backend

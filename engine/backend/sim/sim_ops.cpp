@@ -1,0 +1,143 @@
+// engine/backend/sim/sim_ops.cpp — pacing of simulated devices, and their factory and copies.
+#include "engine/backend/sim/sim_ops.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "kernels/cpu/dtype.h"
+
+namespace strata::backend {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+constexpr double kF = sizeof(float);
+}  // namespace
+
+double SimCost::seconds(const exec::SimulatedSpec& spec) const {
+  const double by_bytes = spec.bandwidth_gbps > 0 ? bytes / (spec.bandwidth_gbps * 1e9) : 0.0;
+  const double by_flops = spec.tflops > 0 ? flops / (spec.tflops * 1e12) : 0.0;
+  return std::max(by_bytes, by_flops);
+}
+
+double SimCost::link_seconds(const exec::SimulatedSpec& spec, double bytes) {
+  return spec.link_latency_us * 1e-6 + (spec.link_gbps > 0 ? bytes / (spec.link_gbps * 1e9) : 0.0);
+}
+
+void wait_out(Clock::time_point start, double seconds) {
+  if (!(seconds > 0)) return;
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  // sleep_until never returns early on a steady clock: the declared time is a lower bound.
+  if (Clock::now() < deadline) std::this_thread::sleep_until(deadline);
+}
+
+SimOps::SimOps(const exec::SimulatedSpec& spec, kernels::ThreadPool& pool, const exec::OpsWorkspace& workspace)
+    : spec_(spec), cpu_(pool, workspace) {}
+
+template <typename Op>
+Status SimOps::paced(const SimCost& cost, Op&& op) {
+  const auto start = Clock::now();
+  Status s = op();
+  if (s.ok()) wait_out(start, cost.seconds(spec_));
+  return s;
+}
+
+Status SimOps::paced_link(double bytes, Status s, Clock::time_point start) {
+  if (s.ok()) wait_out(start, SimCost::link_seconds(spec_, bytes));
+  return s;
+}
+
+Status SimOps::embed(const MatrixView& t, const int32_t* tokens, int64_t n, float* out) {
+  const double row = static_cast<double>(kernels::row_bytes(t.type, t.cols));
+  return paced({n * (row + t.cols * kF), 0}, [&] { return cpu_.embed(t, tokens, n, out); });
+}
+
+Status SimOps::rms_norm(const float* x, const float* w, float* out, int64_t n_rows, int64_t n, float eps) {
+  return paced({(2.0 * n_rows + 1) * n * kF, 3.0 * n_rows * n},
+               [&] { return cpu_.rms_norm(x, w, out, n_rows, n, eps); });
+}
+
+Status SimOps::matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y) {
+  const double weight_bytes = static_cast<double>(kernels::row_bytes(w.type, w.cols)) * static_cast<double>(w.rows);
+  const double act_bytes = static_cast<double>(n_tokens) * static_cast<double>(w.cols + w.rows) * kF;
+  const double flops = 2.0 * static_cast<double>(w.rows) * static_cast<double>(w.cols) * static_cast<double>(n_tokens);
+  return paced({weight_bytes + act_bytes, flops}, [&] { return cpu_.matmul(w, x, n_tokens, y); });
+}
+
+Status SimOps::add(float* y, const float* x, int64_t n) {
+  return paced({3.0 * n * kF, static_cast<double>(n)}, [&] { return cpu_.add(y, x, n); });
+}
+
+Status SimOps::add_rows(float* y, const float* b, int64_t n_rows, int64_t n) {
+  return paced({(2.0 * n_rows + 1) * n * kF, static_cast<double>(n_rows * n)},
+               [&] { return cpu_.add_rows(y, b, n_rows, n); });
+}
+
+Status SimOps::mul(float* y, const float* x, int64_t n) {
+  return paced({3.0 * n * kF, static_cast<double>(n)}, [&] { return cpu_.mul(y, x, n); });
+}
+
+Status SimOps::rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, int64_t pos0, const RopeParams& p) {
+  const double elems = static_cast<double>(n_tokens * n_heads * head_dim);
+  return paced({2.0 * elems * kF, 6.0 * elems}, [&] { return cpu_.rope(x, n_tokens, n_heads, head_dim, pos0, p); });
+}
+
+Status SimOps::attention(const AttentionArgs& a) {
+  // Each token reads the keys and values of every position it attends to (one read per KV head
+  // group) and does two dot products per position and query head.
+  double positions = 0;
+  for (int64_t t = 0; t < a.n_tokens; ++t) positions += static_cast<double>(a.pos0 + t + 1);
+  const double kv_dim = static_cast<double>(a.n_kv_heads * a.head_dim);
+  const double bytes = positions * 2.0 * kv_dim * kF + static_cast<double>(a.n_tokens) * 4.0 * a.n_heads * a.head_dim * kF;
+  const double flops = positions * 4.0 * static_cast<double>(a.n_heads * a.head_dim);
+  return paced({bytes, flops}, [&] { return cpu_.attention(a); });
+}
+
+Status SimOps::swiglu(float* gate, const float* up, int64_t n) {
+  return paced({3.0 * n * kF, 6.0 * n}, [&] { return cpu_.swiglu(gate, up, n); });
+}
+
+Status SimOps::zero(float* x, int64_t n) {
+  return paced({static_cast<double>(n) * kF, 0}, [&] { return cpu_.zero(x, n); });
+}
+
+Status SimOps::softmax(float* x, int64_t n_rows, int64_t n) {
+  return paced({2.0 * n_rows * n * kF, 5.0 * n_rows * n}, [&] { return cpu_.softmax(x, n_rows, n); });
+}
+
+Status SimOps::to_host(const void* src, void* dst, size_t bytes) {
+  const auto start = Clock::now();
+  return paced_link(static_cast<double>(bytes), cpu_.to_host(src, dst, bytes), start);
+}
+
+Status SimOps::from_host(const void* src, void* dst, size_t bytes) {
+  const auto start = Clock::now();
+  return paced_link(static_cast<double>(bytes), cpu_.from_host(src, dst, bytes), start);
+}
+
+Status SimOps::copy(const void* src, void* dst, size_t bytes) {
+  return paced({2.0 * static_cast<double>(bytes), 0}, [&] { return cpu_.copy(src, dst, bytes); });
+}
+
+}  // namespace strata::backend
+
+namespace strata::exec {
+
+Expected<std::unique_ptr<backend::Ops>> SimulatedDevice::create_ops(const OpsWorkspace& workspace) {
+  return std::unique_ptr<backend::Ops>(std::make_unique<backend::SimOps>(spec_, pool(), workspace));
+}
+
+Status SimulatedDevice::copy_from_host(const Copy2D& copy) {
+  const auto start = std::chrono::steady_clock::now();
+  STRATA_RETURN_IF_ERROR(Device::copy_from_host(copy));
+  backend::wait_out(start, backend::SimCost::link_seconds(spec_, static_cast<double>(copy.width * copy.height)));
+  return {};
+}
+
+Status SimulatedDevice::copy_to_host(const Copy2D& copy) {
+  const auto start = std::chrono::steady_clock::now();
+  STRATA_RETURN_IF_ERROR(Device::copy_to_host(copy));
+  backend::wait_out(start, backend::SimCost::link_seconds(spec_, static_cast<double>(copy.width * copy.height)));
+  return {};
+}
+
+}  // namespace strata::exec

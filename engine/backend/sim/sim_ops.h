@@ -1,0 +1,62 @@
+// engine/backend/sim/sim_ops.h — the op table of a simulated accelerator: the CPU ops, each
+// followed by a wait until the op's declared time has passed. Declared time is what the device's
+// spec allows: max(bytes moved / bandwidth, FLOPs / rate), and latency + bytes / link speed for
+// copies across the host boundary. So a simulated device never finishes faster than the hardware
+// it stands for, its timeline and the planner's prediction describe that hardware, and a pipeline
+// speed-up measured on simulated devices measures pipelining, not a spare core. (It can finish
+// slower, when the host is slower than the declared device: the wait is then zero.)
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+
+#include "engine/backend/cpu/cpu_ops.h"
+#include "engine/exec/device.h"
+
+namespace strata::backend {
+
+// Declared seconds of work on a simulated device.
+struct SimCost {
+  double bytes = 0;  // memory traffic (weights, activations, KV)
+  double flops = 0;
+  double seconds(const exec::SimulatedSpec& spec) const;
+  static double link_seconds(const exec::SimulatedSpec& spec, double bytes);
+};
+
+// Sleeps until start + seconds (no-op when that has passed). Calling thread: the device's worker.
+void wait_out(std::chrono::steady_clock::time_point start, double seconds);
+
+class SimOps final : public Ops {
+ public:
+  SimOps(const exec::SimulatedSpec& spec, kernels::ThreadPool& pool, const exec::OpsWorkspace& workspace);
+
+  Status embed(const MatrixView& table, const int32_t* tokens, int64_t n, float* out) override;
+  Status rms_norm(const float* x, const float* weight, float* out, int64_t n_rows, int64_t n, float eps) override;
+  Status matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y) override;
+  Status add(float* y, const float* x, int64_t n) override;
+  Status add_rows(float* y, const float* bias, int64_t n_rows, int64_t n) override;
+  Status mul(float* y, const float* x, int64_t n) override;
+  Status rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, int64_t pos0,
+              const RopeParams& params) override;
+  Status attention(const AttentionArgs& args) override;
+  Status swiglu(float* gate, const float* up, int64_t n) override;
+  Status zero(float* x, int64_t n) override;
+  Status softmax(float* x, int64_t n_rows, int64_t n) override;
+  Status to_host(const void* src, void* host_dst, size_t bytes) override;
+  Status from_host(const void* host_src, void* dst, size_t bytes) override;
+  Status copy(const void* src, void* dst, size_t bytes) override;
+  Status synchronize() override { return {}; }
+  Expected<std::unique_ptr<Event>> record_event() override { return host_event(); }
+
+ private:
+  // Runs op, then waits out the declared cost.
+  template <typename Op>
+  Status paced(const SimCost& cost, Op&& op);
+  Status paced_link(double bytes, Status s, std::chrono::steady_clock::time_point start);
+
+  exec::SimulatedSpec spec_;
+  CpuOps cpu_;
+};
+
+}  // namespace strata::backend

@@ -1,0 +1,105 @@
+// engine/exec/block_forward.cpp — pre-norm llama / qwen2 block arithmetic over the Ops table.
+#include "engine/exec/block_forward.h"
+
+#include <cmath>
+
+namespace strata::exec {
+
+ScratchViews carve_scratch(float* base, const plan::ScratchLayout& l, int threads) {
+  ScratchViews s;
+  float* p = base;
+  auto take = [&p](int64_t n) {
+    float* out = n > 0 ? p : nullptr;
+    p += n;
+    return out;
+  };
+  s.hidden = take(l.hidden);
+  s.norm = take(l.norm);
+  s.q = take(l.q);
+  s.k = take(l.k);
+  s.v = take(l.v);
+  s.attn_out = take(l.attn_out);
+  s.proj = take(l.proj);
+  s.gate = take(l.gate);
+  s.up = take(l.up);
+  s.scores = take(l.scores);
+  s.logits = take(l.logits);
+  s.scores_per_thread = threads > 0 ? l.scores / threads : 0;
+  return s;
+}
+
+backend::MatrixView matrix(const model::TensorView& t) { return {t.data, t.type, t.rows, t.cols}; }
+
+BlockForward::BlockForward(const model::ModelConfig& config, backend::Ops& ops, ScratchViews scratch,
+                           const float* rope_freqs)
+    : config_(config), ops_(ops), scratch_(scratch), rope_freqs_(rope_freqs) {}
+
+Status BlockForward::embed(const model::TensorView& e, const int32_t* tokens, int64_t n, float* hidden) {
+  return ops_.embed(matrix(e), tokens, n, hidden);
+}
+
+namespace {
+const float* f32(const model::TensorView& t) { return reinterpret_cast<const float*>(t.data); }
+}  // namespace
+
+Status BlockForward::attention_partial(const ShardWeights& w, const float* hidden, int64_t n, int64_t pos0,
+                                       const KvView& kv, float* out) {
+  const model::ModelConfig& c = config_;
+  const int64_t hd = c.head_dim;
+  const int64_t q_dim = w.n_heads * hd;
+  const int64_t kv_dim = w.n_kv_heads * hd;
+  const ScratchViews& s = scratch_;
+  if (w.n_kv_heads == 0) return ops_.zero(out, n * c.n_embd);  // a shard with no heads adds nothing
+  STRATA_RETURN_IF_ERROR(ops_.rms_norm(hidden, f32(w.attn_norm), s.norm, n, c.n_embd, c.rms_eps));
+  STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.wq), s.norm, n, s.q));
+  STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.wk), s.norm, n, s.k));
+  STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.wv), s.norm, n, s.v));
+  if (w.bq.present()) STRATA_RETURN_IF_ERROR(ops_.add_rows(s.q, f32(w.bq), n, q_dim));
+  if (w.bk.present()) STRATA_RETURN_IF_ERROR(ops_.add_rows(s.k, f32(w.bk), n, kv_dim));
+  if (w.bv.present()) STRATA_RETURN_IF_ERROR(ops_.add_rows(s.v, f32(w.bv), n, kv_dim));
+  backend::RopeParams rope;
+  rope.rope_dims = c.rope_dims;
+  rope.freq_base = c.rope_freq_base;
+  rope.freq_scale = c.rope_freq_scale;
+  rope.freq_divisors = rope_freqs_;
+  rope.interleaved = c.rope_style == model::RopeStyle::Interleaved;
+  STRATA_RETURN_IF_ERROR(ops_.rope(s.q, n, w.n_heads, hd, pos0, rope));
+  STRATA_RETURN_IF_ERROR(ops_.rope(s.k, n, w.n_kv_heads, hd, pos0, rope));
+  backend::AttentionArgs a;
+  a.q = s.q;
+  a.k = s.k;
+  a.v = s.v;
+  a.k_cache = kv.k;
+  a.v_cache = kv.v;
+  a.kv_type = kv.kv_type;
+  a.kv_stride = kv.stride;
+  a.n_ctx = kv.n_ctx;
+  a.n_tokens = n;
+  a.pos0 = pos0;
+  a.n_heads = w.n_heads;
+  a.n_kv_heads = w.n_kv_heads;
+  a.head_dim = hd;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  a.out = s.attn_out;
+  STRATA_RETURN_IF_ERROR(ops_.attention(a));
+  return ops_.matmul(matrix(w.wo), s.attn_out, n, out);
+}
+
+Status BlockForward::ffn_partial(const ShardWeights& w, const float* hidden, int64_t n, float* out) {
+  const model::ModelConfig& c = config_;
+  const ScratchViews& s = scratch_;
+  if (w.n_ff == 0) return ops_.zero(out, n * c.n_embd);
+  STRATA_RETURN_IF_ERROR(ops_.rms_norm(hidden, f32(w.ffn_norm), s.norm, n, c.n_embd, c.rms_eps));
+  STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.w_gate), s.norm, n, s.gate));
+  STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.w_up), s.norm, n, s.up));
+  STRATA_RETURN_IF_ERROR(ops_.swiglu(s.gate, s.up, n * w.n_ff));
+  return ops_.matmul(matrix(w.w_down), s.gate, n, out);
+}
+
+Status BlockForward::head(const model::TensorView& output_norm, const model::TensorView& output, const float* row,
+                          float* logits) {
+  STRATA_RETURN_IF_ERROR(ops_.rms_norm(row, f32(output_norm), scratch_.norm, 1, config_.n_embd, config_.rms_eps));
+  return ops_.matmul(matrix(output), scratch_.norm, 1, logits);
+}
+
+}  // namespace strata::exec

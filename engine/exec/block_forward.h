@@ -1,0 +1,76 @@
+// engine/exec/block_forward.h — the arithmetic of a pre-norm llama / qwen2 decoder block, written
+// once against the backend Ops table so it runs on every backend (cpu, sim, cuda). Works on a whole
+// block or one tensor-parallel shard of it: attention and FFN each produce a partial sum of the
+// residual update ([n_tokens][n_embd]) that the caller adds (or all-reduces, then adds).
+// Calling thread: one device's worker; every pointer is in that device's memory.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/backend/ops.h"
+#include "engine/core/status.h"
+#include "engine/model/model_config.h"
+#include "engine/model/model_weights.h"
+#include "engine/plan/scratch_layout.h"
+
+namespace strata::exec {
+
+// One block's weights as one device holds them (whole, or a shard's rows/columns); data pointers
+// are in that device's memory.
+struct ShardWeights {
+  model::TensorView attn_norm, wq, wk, wv, bq, bk, bv, wo, ffn_norm, w_gate, w_up, w_down;
+  int64_t n_heads = 0;     // local query heads
+  int64_t n_kv_heads = 0;  // local KV heads
+  int64_t n_ff = 0;        // local FFN units
+};
+
+// One sequence's keys and values of one shard: position p of local KV head j at element
+// p * stride + j * head_dim of k (and of v), elements of kv_type.
+struct KvView {
+  void* k = nullptr;
+  void* v = nullptr;
+  kernels::DType kv_type = kernels::DType::F32;
+  int64_t stride = 0;  // elements between positions
+  int64_t n_ctx = 0;
+};
+
+// Scratch floats, carved from one device buffer according to a plan::ScratchLayout.
+struct ScratchViews {
+  float *hidden = nullptr, *norm = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *attn_out = nullptr,
+        *proj = nullptr, *gate = nullptr, *up = nullptr, *scores = nullptr, *logits = nullptr;
+  int64_t scores_per_thread = 0;  // n_ctx
+};
+ScratchViews carve_scratch(float* base, const plan::ScratchLayout& layout, int threads);
+
+// A weight tensor as the Ops table takes it.
+backend::MatrixView matrix(const model::TensorView& t);
+
+class BlockForward {
+ public:
+  // rope_freqs: optional per-pair divisors ([rope_dims/2] floats, device memory) or null.
+  BlockForward(const model::ModelConfig& config, backend::Ops& ops, ScratchViews scratch, const float* rope_freqs);
+
+  // hidden: [n][n_embd] <- rows of the embedding table; tokens in host memory.
+  Status embed(const model::TensorView& token_embd, const int32_t* tokens, int64_t n, float* hidden);
+
+  // out: [n][n_embd] <- this shard's share of attention(rms_norm(hidden)) · Wo. Writes the
+  // keys/values of positions pos0..pos0+n-1 into kv and attends over 0..pos.
+  Status attention_partial(const ShardWeights& w, const float* hidden, int64_t n, int64_t pos0, const KvView& kv,
+                           float* out);
+  // out: [n][n_embd] <- this shard's share of W_down · (silu(W_gate·x) * W_up·x), x = rms_norm(hidden).
+  Status ffn_partial(const ShardWeights& w, const float* hidden, int64_t n, float* out);
+
+  // logits: [n_vocab] (device memory) <- output(rms_norm(row)) for one hidden row.
+  Status head(const model::TensorView& output_norm, const model::TensorView& output, const float* row, float* logits);
+
+  const ScratchViews& scratch() const { return scratch_; }
+  backend::Ops& ops() { return ops_; }
+
+ private:
+  const model::ModelConfig& config_;
+  backend::Ops& ops_;
+  ScratchViews scratch_;
+  const float* rope_freqs_;
+};
+
+}  // namespace strata::exec

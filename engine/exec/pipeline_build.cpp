@@ -1,0 +1,376 @@
+// engine/exec/pipeline_build.cpp — placing a model on devices: the blocks' weights and KV caches,
+// each device's runtime (ops, scratch, embedding and head copies), the stages, and re-placement
+// with roll-back. Calling thread: the driver (create / apply), with the stage threads stopped.
+#include <algorithm>
+#include <cstring>
+
+#include "engine/comm/transfer.h"
+#include "engine/exec/pipeline_internal.h"
+
+namespace strata::exec {
+
+Pipeline::Pipeline(const model::Model& model, std::vector<Device*> devices, trace::Recorder* recorder)
+    : model_(model), devices_(std::move(devices)), recorder_(recorder) {}
+
+Pipeline::~Pipeline() { stop_stages(); }
+
+Expected<Device*> Pipeline::device(const std::string& id) const {
+  for (Device* d : devices_) {
+    if (d->id() == id) return d;
+  }
+  std::string known;
+  for (Device* d : devices_) known += (known.empty() ? "" : ", ") + d->id();
+  return Error{Code::NotFound, "placement names device '" + id + "', which is not among: " + known};
+}
+
+std::vector<Pipeline::LayerSlot*> Pipeline::layer_list() const {
+  std::vector<LayerSlot*> out;
+  for (const auto& l : layers_) out.push_back(l.get());
+  return out;
+}
+
+Expected<std::unique_ptr<Pipeline>> Pipeline::create(const model::Model& model, std::vector<Device*> devices,
+                                                     const plan::Placement& placement, trace::Recorder* recorder) {
+  const model::ModelConfig& c = model.config();
+  if (static_cast<int64_t>(placement.layers.size()) != c.n_layers)
+    return Error{Code::InvalidArgument, "placement has " + std::to_string(placement.layers.size()) +
+                                            " blocks, the model " + std::to_string(c.n_layers)};
+  if (placement.n_ctx <= 0 || placement.n_ctx > (1 << 24) || placement.n_seq <= 0 || placement.n_seq > 256 ||
+      placement.max_batch <= 0 || placement.max_batch > 65536)
+    return Error{Code::InvalidArgument, "placement n_ctx " + std::to_string(placement.n_ctx) + ", n_seq " +
+                                            std::to_string(placement.n_seq) + ", max_batch " +
+                                            std::to_string(placement.max_batch) + " out of range"};
+  if (placement.embedding.is_group() || placement.head.is_group() || placement.embedding.devices.empty() ||
+      placement.head.devices.empty())
+    return Error{Code::InvalidArgument, "the embedding and the head each need exactly one device"};
+  std::unique_ptr<Pipeline> p(new Pipeline(model, std::move(devices), recorder));
+  p->placement_ = placement;
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    STRATA_ASSIGN_OR_RETURN(auto slot, p->build_layer(l, placement.layers[static_cast<size_t>(l)]));
+    p->layers_.push_back(std::move(slot));
+  }
+  STRATA_ASSIGN_OR_RETURN(p->runtime_, p->build_runtimes(placement, p->layer_list()));
+  p->positions_.assign(static_cast<size_t>(placement.n_seq), 0);
+  p->start_stages();
+  return p;
+}
+
+Expected<std::unique_ptr<Pipeline::LayerSlot>> Pipeline::build_layer(int64_t index, const plan::LayerPlacement& where) {
+  const model::ModelConfig& c = model_.config();
+  const model::LayerWeights& lw = model_.weights().layers[static_cast<size_t>(index)];
+  auto slot = std::make_unique<LayerSlot>();
+  slot->where = where;
+  for (const std::string& id : where.target.devices) {
+    STRATA_ASSIGN_OR_RETURN(Device * d, device(id));
+    if (d->failed()) return Error{Code::Device, "layer " + std::to_string(index) + ": device '" + id + "' has failed: " + d->failure()};
+    slot->members.push_back(d);
+  }
+  if (slot->members.empty()) return Error{Code::InvalidArgument, "layer " + std::to_string(index) + " has no device"};
+  if (where.target.is_group()) {
+    STRATA_ASSIGN_OR_RETURN(slot->shards, plan::split_layer(c, lw, where.target.ratio, index));
+  } else {
+    slot->shards = {plan::whole_layer(c)};
+  }
+  for (size_t i = 0; i < slot->members.size(); ++i) {
+    Device& d = *slot->members[i];
+    for (const model::TensorView* t : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down}) {
+      if (!d.supports(t->type))
+        return Error{Code::Unsupported, "layer " + std::to_string(index) + ": device '" + d.id() + "' cannot run " +
+                                            kernels::dtype_name(t->type) + " weights ('" + t->name + "')"};
+    }
+    STRATA_ASSIGN_OR_RETURN(ShardWeights w, place_shard(d, c, lw, slot->shards[i], slot->weight_buffers));
+    slot->weights.push_back(w);
+  }
+  const int64_t n_ctx = placement_.n_ctx, n_seq = placement_.n_seq;
+  slot->shared_kv = !where.kv_device.empty();
+  auto add_kv = [&](Device* d, const plan::LayerShard& shard) -> Status {
+    const uint64_t bytes = plan::shard_kv_bytes(c, shard, n_ctx, n_seq);
+    STRATA_ASSIGN_OR_RETURN(auto buf, d->allocate(bytes, BufferUse::KvCache));
+    STRATA_RETURN_IF_ERROR(d->fill_zero(buf->data(), bytes));
+    slot->kv_devices.push_back(d);
+    slot->kv_buffers.push_back(std::move(buf));
+    return {};
+  };
+  if (slot->shared_kv) {
+    STRATA_ASSIGN_OR_RETURN(Device * kv_dev, device(where.kv_device));
+    // Members read the shared cache directly, so it must live where they all can: on a host
+    // device when any member computes on the host, or on the member itself.
+    for (Device* m : slot->members) {
+      if (m != kv_dev && (m->host_visible() != kv_dev->host_visible() || !m->host_visible()))
+        return Error{Code::Unsupported, "layer " + std::to_string(index) + ": device '" + m->id() +
+                                            "' cannot read a KV cache kept on '" + kv_dev->id() + "'"};
+    }
+    STRATA_RETURN_IF_ERROR(add_kv(kv_dev, plan::whole_layer(c)));
+  } else {
+    for (size_t i = 0; i < slot->members.size(); ++i) STRATA_RETURN_IF_ERROR(add_kv(slot->members[i], slot->shards[i]));
+  }
+  return slot;
+}
+
+Expected<std::unique_ptr<Pipeline::RuntimeSet>> Pipeline::build_runtimes(const plan::Placement& placement,
+                                                                          const std::vector<LayerSlot*>& layers) {
+  const model::ModelConfig& c = model_.config();
+  const model::ModelWeights& w = model_.weights();
+  auto set = std::make_unique<RuntimeSet>();
+  struct Needs {
+    bool layers = false, head = false, embed = false;
+    plan::LayerShard widest;
+  };
+  std::map<Device*, Needs> needs;
+  STRATA_ASSIGN_OR_RETURN(Device * embed_dev, device(placement.embedding.devices[0]));
+  STRATA_ASSIGN_OR_RETURN(Device * head_dev, device(placement.head.devices[0]));
+  needs[embed_dev].embed = true;
+  needs[head_dev].head = true;
+  for (const LayerSlot* slot : layers) {
+    for (size_t i = 0; i < slot->members.size(); ++i) {
+      Needs& n = needs[slot->members[i]];
+      n.layers = true;
+      n.widest.kv_head_end = std::max(n.widest.kv_head_end, slot->shards[i].n_kv_heads());
+      n.widest.ff_end = std::max(n.widest.ff_end, slot->shards[i].n_ff());
+    }
+  }
+  // Devices that only hold KV caches still carry their runtime overhead.
+  for (const LayerSlot* slot : layers) {
+    if (!slot->shared_kv) continue;
+    Device* kv_dev = slot->kv_devices[0];
+    if (needs.count(kv_dev) || set->kv_only_overhead.count(kv_dev)) continue;
+    const uint64_t overhead = kv_dev->info().runtime_overhead_bytes;
+    if (overhead == 0) continue;
+    STRATA_ASSIGN_OR_RETURN(auto buf, kv_dev->adopt(nullptr, overhead, BufferUse::Overhead));
+    set->kv_only_overhead[kv_dev] = std::move(buf);
+  }
+  for (auto& [dev, need] : needs) {
+    auto rt = std::make_unique<DeviceRuntime>();
+    rt->device = dev;
+    const DeviceInfo info = dev->info();
+    if (recorder_) {
+      rt->lane = -1;
+      for (const auto& lane : recorder_->lanes()) {
+        if (lane.name == dev->id()) rt->lane = lane.id;
+      }
+      if (rt->lane < 0) rt->lane = recorder_->add_lane(dev->id(), info.simulated);
+    }
+    if (info.runtime_overhead_bytes > 0) {
+      STRATA_ASSIGN_OR_RETURN(auto buf, dev->adopt(nullptr, info.runtime_overhead_bytes, BufferUse::Overhead));
+      rt->buffers.push_back(std::move(buf));
+    }
+    if (need.embed) {
+      STRATA_ASSIGN_OR_RETURN(rt->token_embd, place_tensor(*dev, w.token_embd, rt->buffers));
+    }
+    if (need.head) {
+      STRATA_ASSIGN_OR_RETURN(rt->output_norm, place_tensor(*dev, w.output_norm, rt->buffers));
+      if (c.tied_output && need.embed) {
+        rt->output = rt->token_embd;
+      } else {
+        STRATA_ASSIGN_OR_RETURN(rt->output, place_tensor(*dev, w.output, rt->buffers));
+      }
+    }
+    if (need.layers && w.rope_freqs.present()) {
+      STRATA_ASSIGN_OR_RETURN(model::TensorView rf, place_tensor(*dev, w.rope_freqs, rt->buffers));
+      rt->rope_freqs = reinterpret_cast<const float*>(rf.data);
+    }
+    rt->layout = plan::scratch_layout(c, need.widest, need.layers, need.head, placement.max_batch, placement.n_ctx,
+                                      placement.n_seq, info.threads);
+    const uint64_t float_bytes = static_cast<uint64_t>(rt->layout.floats()) * sizeof(float);
+    STRATA_ASSIGN_OR_RETURN(auto scratch, dev->allocate(float_bytes, BufferUse::Scratch));
+    float* base = scratch->floats();
+    rt->buffers.push_back(std::move(scratch));
+    // The quantized-activation buffer of host backends lives inside their Ops, reserved to this
+    // size; other backends allocate (and account) their own workspaces through the device.
+    if (dev->host_visible()) {
+      STRATA_ASSIGN_OR_RETURN(auto mm, dev->adopt(nullptr, static_cast<size_t>(rt->layout.matmul_bytes), BufferUse::Scratch));
+      rt->buffers.push_back(std::move(mm));
+    }
+    const ScratchViews views = carve_scratch(base, rt->layout, info.threads);
+    OpsWorkspace ws;
+    ws.scores = views.scores;
+    ws.scores_per_thread = views.scores_per_thread;
+    ws.matmul_bytes = static_cast<size_t>(rt->layout.matmul_bytes);
+    ws.max_ctx = placement.n_ctx;
+    ws.max_tokens = placement.max_batch;
+    STRATA_ASSIGN_OR_RETURN(rt->ops, dev->create_ops(ws));
+    rt->block = std::make_unique<BlockForward>(c, *rt->ops, views, rt->rope_freqs);
+    rt->worker = std::make_unique<DeviceWorker>();
+    set->runtimes[dev] = std::move(rt);
+  }
+
+  // Stages: embedding, the runs of blocks, the head; single-device neighbours merge.
+  auto& stages = set->stages;
+  for (const plan::Stage& s : plan::stages_of(placement)) {
+    auto st = std::make_unique<StageRuntime>();
+    st->first = s.first_layer;
+    st->end = s.end_layer;
+    std::vector<Device*> members;
+    for (const std::string& id : s.target.devices) {
+      STRATA_ASSIGN_OR_RETURN(Device * d, device(id));
+      st->members.push_back(set->runtimes.at(d).get());
+      members.push_back(d);
+    }
+    if (members.size() > 1) {
+      STRATA_ASSIGN_OR_RETURN(st->comm, comm::make_communicator(members));
+    }
+    stages.push_back(std::move(st));
+  }
+  auto single_on = [](const StageRuntime& st, const Device* d) {
+    return st.members.size() == 1 && st.members[0]->device == d;
+  };
+  if (!stages.empty() && single_on(*stages.front(), embed_dev)) {
+    stages.front()->has_embed = true;
+  } else {
+    auto st = std::make_unique<StageRuntime>();
+    st->has_embed = true;
+    st->members.push_back(set->runtimes.at(embed_dev).get());
+    stages.insert(stages.begin(), std::move(st));
+  }
+  if (single_on(*stages.back(), head_dev) && (stages.back()->end > 0 || stages.back()->has_embed)) {
+    stages.back()->has_head = true;
+  } else {
+    auto st = std::make_unique<StageRuntime>();
+    st->has_head = true;
+    st->members.push_back(set->runtimes.at(head_dev).get());
+    stages.push_back(std::move(st));
+  }
+  for (size_t i = 0; i + 1 < stages.size(); ++i) stages[i]->next = stages[i + 1].get();
+  return set;
+}
+
+Status Pipeline::copy_kv(const LayerSlot& from, const LayerSlot& to) {
+  const int64_t hd = model_.config().head_dim;
+  const size_t elem = static_cast<size_t>(kernels::traits(from.kv_type).block_bytes);
+  if (from.kv_type != to.kv_type)
+    return Error{Code::Unsupported, std::string("moving a KV cache from ") + kernels::dtype_name(from.kv_type) + " to " +
+                                        kernels::dtype_name(to.kv_type)};
+  for (int32_t seq = 0; seq < placement_.n_seq; ++seq) {
+    const int64_t live = positions_[static_cast<size_t>(seq)];
+    if (live == 0) continue;
+    for (size_t f = 0; f < from.members.size(); ++f) {
+      const KvView src = kv_view(from, f, seq);
+      const plan::LayerShard& fs = from.shards[f];
+      Device* src_dev = from.kv_devices[from.shared_kv ? 0 : f];
+      for (size_t t = 0; t < to.members.size(); ++t) {
+        const KvView dst = kv_view(to, t, seq);
+        const plan::LayerShard& ts = to.shards[t];
+        Device* dst_dev = to.kv_devices[to.shared_kv ? 0 : t];
+        const int64_t h0 = std::max(fs.kv_head_begin, ts.kv_head_begin), h1 = std::min(fs.kv_head_end, ts.kv_head_end);
+        if (h0 >= h1) continue;
+        for (int kv = 0; kv < 2; ++kv) {
+          Copy2D c;
+          c.src = static_cast<const uint8_t*>(kv == 0 ? src.k : src.v) + static_cast<size_t>((h0 - fs.kv_head_begin) * hd) * elem;
+          c.dst = static_cast<uint8_t*>(kv == 0 ? dst.k : dst.v) + static_cast<size_t>((h0 - ts.kv_head_begin) * hd) * elem;
+          c.src_pitch = static_cast<size_t>(src.stride) * elem;
+          c.dst_pitch = static_cast<size_t>(dst.stride) * elem;
+          c.width = static_cast<size_t>((h1 - h0) * hd) * elem;
+          c.height = static_cast<size_t>(live);
+          STRATA_RETURN_IF_ERROR(comm::copy(src_dev, dst_dev, c));
+        }
+      }
+    }
+  }
+  return {};
+}
+
+Expected<int64_t> Pipeline::apply(const plan::Placement& next) {
+  const model::ModelConfig& c = model_.config();
+  if (next.n_ctx != placement_.n_ctx || next.n_seq != placement_.n_seq || next.max_batch != placement_.max_batch)
+    return Error{Code::InvalidArgument, "a new placement may not change n_ctx, n_seq or max_batch (reload instead)"};
+  if (static_cast<int64_t>(next.layers.size()) != c.n_layers)
+    return Error{Code::InvalidArgument, "placement has " + std::to_string(next.layers.size()) + " blocks, the model " +
+                                            std::to_string(c.n_layers)};
+  for (const plan::Target* t : {&next.embedding, &next.head}) {
+    if (t->devices.size() != 1) return Error{Code::InvalidArgument, "the embedding and the head each need one device"};
+    STRATA_RETURN_IF_ERROR(device(t->devices[0]));
+  }
+  stop_stages();
+  // 1. Build every changed block beside the old ones, so a failure changes nothing.
+  std::vector<std::unique_ptr<LayerSlot>> fresh(layers_.size());
+  int64_t moved = 0;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (layers_[l]->where == next.layers[l]) continue;
+    auto slot = build_layer(static_cast<int64_t>(l), next.layers[l]);
+    if (!slot.ok()) {
+      start_stages();
+      return Error{slot.error().code, "re-placement failed at block " + std::to_string(l) + ", nothing changed: " +
+                                          slot.error().message};
+    }
+    fresh[l] = std::move(*slot);
+    ++moved;
+  }
+  std::vector<LayerSlot*> next_layers = layer_list();
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (fresh[l]) next_layers[l] = fresh[l].get();
+  }
+  // 2. The new runtimes. First beside the old ones; when that does not fit, without them (their
+  // scratch and copies freed), and when even that fails, the old ones again.
+  auto built = build_runtimes(next, next_layers);
+  if (!built.ok() && built.error().code == Code::OutOfMemory) {
+    runtime_.reset();
+    built = build_runtimes(next, next_layers);
+  }
+  if (!built.ok()) {
+    Error why = std::move(built).error();
+    fresh.clear();  // frees the new blocks before the old runtimes come back
+    if (!runtime_) {
+      auto old = build_runtimes(placement_, layer_list());
+      if (!old.ok())
+        return Error{Code::Internal, "re-placement failed (" + why.message + ") and the old placement could not be "
+                                     "restored: " + old.error().message};
+      runtime_ = std::move(*old);
+    }
+    start_stages();
+    return Error{why.code, "re-placement failed, nothing changed: " + why.message};
+  }
+  // 3. Carry the KV contents of live positions over, then commit.
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (!fresh[l]) continue;
+    if (Status s = copy_kv(*layers_[l], *fresh[l]); !s.ok()) {
+      built->reset();
+      fresh.clear();
+      if (!runtime_) {
+        auto old = build_runtimes(placement_, layer_list());
+        if (!old.ok()) return Error{Code::Internal, "re-placement failed copying KV (" + s.error().message +
+                                                        ") and the old placement could not be restored"};
+        runtime_ = std::move(*old);
+      }
+      start_stages();
+      return Error{s.error().code, "re-placement failed copying block " + std::to_string(l) +
+                                       "'s KV cache, nothing changed: " + s.error().message};
+    }
+  }
+  runtime_ = std::move(*built);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (fresh[l]) layers_[l] = std::move(fresh[l]);
+  }
+  placement_ = next;
+  start_stages();
+  return moved;
+}
+
+std::map<std::string, MemoryUse> Pipeline::memory_by_device() const {
+  std::map<std::string, MemoryUse> out;
+  for (const Device* d : devices_) out[d->id()] = d->memory_use();
+  return out;
+}
+
+void Pipeline::snapshot_memory() const {
+  if (!recorder_ || !runtime_) return;
+  int64_t live = 0;
+  for (int64_t p : positions_) live += p;
+  const double used_fraction =
+      static_cast<double>(live) / static_cast<double>(placement_.n_ctx * placement_.n_seq);
+  for (const auto& [dev, rt] : runtime_->runtimes) {
+    const MemoryUse m = dev->memory_use();
+    trace::MemorySnapshot s;
+    s.lane = rt->lane;
+    s.time_ns = recorder_->now_ns();
+    s.weights = m.weights;
+    s.kv_reserved = m.kv;
+    s.kv_used = static_cast<uint64_t>(static_cast<double>(m.kv) * used_fraction);
+    s.scratch = m.scratch;
+    s.other = m.overhead;
+    s.total = dev->info().bytes_total;
+    s.free = dev->bytes_free();
+    recorder_->record_memory(s);
+  }
+}
+
+}  // namespace strata::exec

@@ -1,0 +1,83 @@
+// engine/exec/pipeline_internal.h — the runtime state of a Pipeline, shared by its two halves
+// (pipeline_build.cpp builds it from a placement, pipeline_run.cpp runs micro-batches through it).
+// Private to those two files.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine/backend/ops.h"
+#include "engine/comm/communicator.h"
+#include "engine/exec/block_forward.h"
+#include "engine/exec/device_worker.h"
+#include "engine/exec/pipeline.h"
+
+namespace strata::exec {
+
+struct Pipeline::LayerSlot {
+  plan::LayerPlacement where;
+  std::vector<Device*> members;
+  std::vector<plan::LayerShard> shards;
+  std::vector<ShardWeights> weights;
+  BufferList weight_buffers;
+  // KV: shared_kv -> one buffer on the KV device with the whole layer, [2][n_seq][n_ctx][kv_dim];
+  // else one buffer per member with its shard, [2][n_seq][n_ctx][local kv dim]. Elements: kv_type.
+  bool shared_kv = false;
+  std::vector<Device*> kv_devices;  // the device of each kv_buffers entry
+  BufferList kv_buffers;
+  kernels::DType kv_type = kernels::DType::F32;
+};
+
+struct Pipeline::DeviceRuntime {
+  Device* device = nullptr;
+  int32_t lane = -1;
+  std::unique_ptr<DeviceWorker> worker;
+  BufferList buffers;  // embedding / head / rope copies, scratch, overhead
+  model::TensorView token_embd, output_norm, output;
+  const float* rope_freqs = nullptr;  // device memory
+  plan::ScratchLayout layout;
+  std::unique_ptr<backend::Ops> ops;    // the device's stream of work; used on its worker only
+  std::unique_ptr<BlockForward> block;  // block arithmetic over ops
+  // Held by a stage for the whole time it uses this device's scratch for one micro-batch: a
+  // device does one thing at a time even when it appears in several stages.
+  std::mutex busy;
+};
+
+struct Pipeline::StageRuntime {
+  bool has_embed = false, has_head = false;
+  int64_t first = 0, end = 0;  // blocks [first, end)
+  std::vector<DeviceRuntime*> members;
+  std::unique_ptr<comm::Communicator> comm;  // tensor-parallel groups only
+  StageRuntime* next = nullptr;
+  std::thread thread;
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::deque<MicroBatch*> queue;
+  bool stopping = false;
+};
+
+struct Pipeline::MicroBatch {
+  int32_t seq = 0;
+  const int32_t* tokens = nullptr;
+  int64_t n = 0;
+  int64_t pos0 = 0;
+  std::vector<float> hidden;        // [n][n_embd], host memory between stages
+  float* logits = nullptr;          // last chunk of a request that wants logits
+  const Device* holder = nullptr;   // device whose memory produced `hidden`
+  Status status;                    // the first error of any stage; later stages skip the batch
+};
+
+// Everything a placement needs beyond the blocks' weights and KV: one runtime per device used,
+// the overhead of devices holding only KV, and the stages in order.
+struct Pipeline::RuntimeSet {
+  std::map<const Device*, std::unique_ptr<DeviceRuntime>> runtimes;
+  std::map<const Device*, std::unique_ptr<Buffer>> kv_only_overhead;
+  std::vector<std::unique_ptr<StageRuntime>> stages;
+};
+
+}  // namespace strata::exec

@@ -1,0 +1,409 @@
+// engine/exec/pipeline_run.cpp — streaming micro-batches through the stages of a built pipeline.
+// Threads: the driver (eval), one thread per stage, one worker per device (the only thread that
+// uses that device's Ops). A stage's device work ends with a blocking copy to the host (or an
+// explicit synchronize), so a micro-batch handed to the next stage is complete.
+#include <algorithm>
+#include <cstring>
+#include <future>
+
+#include "engine/comm/transfer.h"
+#include "engine/exec/pipeline_internal.h"
+
+namespace strata::exec {
+
+namespace {
+
+// Trace spans for one device's work in one stage. Host backends run each op to completion, so
+// a clock read around the work is the truth; asynchronous backends (CUDA) record events into
+// their stream, converted to the recorder's clock once the stage has synchronized (flush()).
+class SpanClock {
+ public:
+  SpanClock(trace::Recorder* rec, backend::Ops& ops, bool async) : rec_(rec), ops_(ops), async_(async && rec) {
+    if (async_) {
+      auto e = ops_.record_event();
+      if (e.ok()) {
+        base_event_ = std::move(*e);
+        base_ns_ = rec_->now_ns();
+      } else {
+        async_ = false;
+      }
+    }
+  }
+  void begin(const trace::Event& proto) {
+    if (!rec_) return;
+    open_ = proto;
+    if (async_) {
+      auto e = ops_.record_event();
+      start_event_ = e.ok() ? std::move(*e) : nullptr;
+    } else {
+      open_.start_ns = rec_->now_ns();
+    }
+  }
+  void end() {
+    if (!rec_) return;
+    if (!async_) {
+      open_.duration_ns = rec_->now_ns() - open_.start_ns;
+      rec_->record(open_);
+      return;
+    }
+    auto e = ops_.record_event();
+    if (start_event_ && e.ok()) pending_.push_back({open_, std::move(start_event_), std::move(*e)});
+  }
+  // After the device synchronized: records the spans timed by events.
+  void flush() {
+    for (Pending& p : pending_) {
+      auto start = p.start->elapsed_ns_since(*base_event_);
+      auto length = p.end->elapsed_ns_since(*p.start);
+      if (!start.ok() || !length.ok()) continue;
+      p.event.start_ns = base_ns_ + *start;
+      p.event.duration_ns = std::max<int64_t>(0, *length);
+      rec_->record(p.event);
+    }
+    pending_.clear();
+  }
+
+ private:
+  struct Pending {
+    trace::Event event;
+    std::unique_ptr<backend::Event> start, end;
+  };
+  trace::Recorder* rec_;
+  backend::Ops& ops_;
+  bool async_;
+  std::unique_ptr<backend::Event> base_event_, start_event_;
+  int64_t base_ns_ = 0;
+  trace::Event open_;
+  std::vector<Pending> pending_;
+};
+
+trace::Event proto(int32_t lane, trace::EventKind kind, int32_t layer, int32_t seq, int64_t token, int64_t n) {
+  trace::Event e;
+  e.lane = lane;
+  e.kind = kind;
+  e.layer = layer;
+  e.seq = seq;
+  e.token = token;
+  e.n_tokens = static_cast<int32_t>(n);
+  return e;
+}
+
+// Copies a micro-batch's hidden state (host memory) onto a device, recording a transfer when it
+// comes from another device.
+Status transfer_in(trace::Recorder* rec, int32_t from_lane, int32_t to_lane, const Pipeline* /*unused*/,
+                   backend::Ops& ops, int32_t seq, int64_t token, int64_t n, const float* src, float* dst,
+                   size_t count) {
+  const bool crossing = from_lane >= 0 && from_lane != to_lane;
+  trace::Span span;
+  if (rec && crossing) {
+    span = rec->span(from_lane, trace::EventKind::Transfer, -1, seq, token);
+    span.set_peer(to_lane);
+    span.set_bytes(count * sizeof(float));
+    span.set_n_tokens(static_cast<int32_t>(n));
+  }
+  return ops.from_host(src, dst, count * sizeof(float));
+}
+
+}  // namespace
+
+KvView Pipeline::kv_view(const LayerSlot& slot, size_t member, int32_t seq) const {
+  const model::ModelConfig& c = model_.config();
+  const int64_t n_ctx = placement_.n_ctx, n_seq = placement_.n_seq;
+  const size_t elem = static_cast<size_t>(kernels::traits(slot.kv_type).block_bytes);
+  KvView v;
+  v.n_ctx = n_ctx;
+  v.kv_type = slot.kv_type;
+  uint8_t* base;
+  int64_t col = 0;
+  if (slot.shared_kv) {
+    base = slot.kv_buffers[0]->data();
+    v.stride = c.kv_dim();
+    col = slot.shards[member].kv_head_begin * c.head_dim;
+  } else {
+    base = slot.kv_buffers[member]->data();
+    v.stride = slot.shards[member].n_kv_heads() * c.head_dim;
+  }
+  v.k = base + static_cast<size_t>(static_cast<int64_t>(seq) * n_ctx * v.stride + col) * elem;
+  v.v = base + static_cast<size_t>((n_seq + static_cast<int64_t>(seq)) * n_ctx * v.stride + col) * elem;
+  return v;
+}
+
+int32_t Pipeline::lane_of(const Device* d) const {
+  if (!d || !runtime_) return -1;
+  auto it = runtime_->runtimes.find(d);
+  return it == runtime_->runtimes.end() ? -1 : it->second->lane;
+}
+
+void Pipeline::start_stages() {
+  if (!runtime_) return;
+  for (auto& st : runtime_->stages) {
+    st->stopping = false;
+    st->thread = std::thread([this, s = st.get()] { stage_loop(s); });
+  }
+}
+
+void Pipeline::stop_stages() {
+  if (!runtime_) return;
+  for (auto& st : runtime_->stages) {
+    {
+      std::lock_guard<std::mutex> lock(st->mutex);
+      st->stopping = true;
+    }
+    st->cv.notify_all();
+  }
+  for (auto& st : runtime_->stages) {
+    if (st->thread.joinable()) st->thread.join();
+  }
+}
+
+void Pipeline::stage_loop(StageRuntime* stage) {
+  while (true) {
+    MicroBatch* mb = nullptr;
+    {
+      std::unique_lock<std::mutex> lock(stage->mutex);
+      stage->cv.wait(lock, [stage] { return stage->stopping || !stage->queue.empty(); });
+      if (stage->queue.empty()) return;
+      mb = stage->queue.front();
+      stage->queue.pop_front();
+    }
+    if (mb->status.ok()) run_stage(*stage, *mb);
+    if (stage->next) {
+      {
+        std::lock_guard<std::mutex> lock(stage->next->mutex);
+        stage->next->queue.push_back(mb);
+      }
+      stage->next->cv.notify_one();
+    } else {
+      {
+        std::lock_guard<std::mutex> lock(done_mutex_);
+        ++done_count_;
+      }
+      done_cv_.notify_all();
+    }
+  }
+}
+
+void Pipeline::run_stage(StageRuntime& stage, MicroBatch& mb) {
+  // Lock member devices in address order (no deadlock between overlapping groups).
+  std::vector<DeviceRuntime*> order = stage.members;
+  std::sort(order.begin(), order.end());
+  std::vector<std::unique_lock<std::mutex>> held;
+  for (DeviceRuntime* rt : order) held.emplace_back(rt->busy);
+  Status s;
+  if (stage.members.size() == 1) {
+    stage.members[0]->worker->submit([&] { s = run_single(stage, mb); }).wait();
+  } else {
+    s = run_group(stage, mb);
+  }
+  if (!s.ok()) mb.status = std::move(s);
+}
+
+// Runs on the stage's device worker.
+Status Pipeline::run_single(StageRuntime& stage, MicroBatch& mb) {
+  const model::ModelConfig& c = model_.config();
+  DeviceRuntime& rt = *stage.members[0];
+  BlockForward& block = *rt.block;
+  backend::Ops& ops = *rt.ops;
+  const ScratchViews& s = block.scratch();
+  const size_t count = static_cast<size_t>(mb.n * c.n_embd);
+  SpanClock clock(recorder_, ops, !rt.device->host_visible());
+  if (stage.has_embed) {
+    clock.begin(proto(rt.lane, trace::EventKind::Embed, -1, mb.seq, mb.pos0, mb.n));
+    STRATA_RETURN_IF_ERROR(block.embed(rt.token_embd, mb.tokens, mb.n, s.hidden));
+    clock.end();
+  } else {
+    STRATA_RETURN_IF_ERROR(transfer_in(recorder_, lane_of(mb.holder), rt.lane, this, ops, mb.seq, mb.pos0, mb.n,
+                                       mb.hidden.data(), s.hidden, count));
+  }
+  for (int64_t l = stage.first; l < stage.end; ++l) {
+    const LayerSlot& slot = *layers_[static_cast<size_t>(l)];
+    clock.begin(proto(rt.lane, trace::EventKind::Compute, static_cast<int32_t>(l), mb.seq, mb.pos0, mb.n));
+    STRATA_RETURN_IF_ERROR(block.attention_partial(slot.weights[0], s.hidden, mb.n, mb.pos0, kv_view(slot, 0, mb.seq), s.proj));
+    STRATA_RETURN_IF_ERROR(ops.add(s.hidden, s.proj, static_cast<int64_t>(count)));
+    STRATA_RETURN_IF_ERROR(block.ffn_partial(slot.weights[0], s.hidden, mb.n, s.proj));
+    STRATA_RETURN_IF_ERROR(ops.add(s.hidden, s.proj, static_cast<int64_t>(count)));
+    clock.end();
+  }
+  if (stage.has_head && mb.logits) {
+    clock.begin(proto(rt.lane, trace::EventKind::Head, -1, mb.seq, mb.pos0 + mb.n - 1, 1));
+    float* logits = s.logits + static_cast<int64_t>(mb.seq) * c.n_vocab;
+    STRATA_RETURN_IF_ERROR(block.head(rt.output_norm, rt.output, s.hidden + (mb.n - 1) * c.n_embd, logits));
+    clock.end();
+    STRATA_RETURN_IF_ERROR(ops.to_host(logits, mb.logits, static_cast<size_t>(c.n_vocab) * sizeof(float)));
+  }
+  // Blocking: the stage's work is complete when this returns.
+  STRATA_RETURN_IF_ERROR(ops.to_host(s.hidden, mb.hidden.data(), count * sizeof(float)));
+  clock.flush();
+  mb.holder = rt.device;
+  return {};
+}
+
+// Runs on the stage thread; members compute concurrently on their own workers, each ending its
+// part with a synchronize so the all-reduce sees finished partial sums.
+Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
+  const model::ModelConfig& c = model_.config();
+  const size_t count = static_cast<size_t>(mb.n * c.n_embd);
+  const size_t k = stage.members.size();
+  std::vector<std::future<void>> pending(k);
+  std::vector<Status> results(k);
+  auto on_each = [&](auto&& work) -> Status {
+    for (size_t i = 0; i < k; ++i)
+      pending[i] = stage.members[i]->worker->submit([&, i] {
+        DeviceRuntime& rt = *stage.members[i];
+        Status s = work(i);
+        if (s.ok()) s = rt.ops->synchronize();
+        results[i] = std::move(s);
+      });
+    for (auto& f : pending) f.wait();
+    for (Status& s : results) {
+      if (!s.ok()) return std::move(s);
+    }
+    return {};
+  };
+  std::vector<float*> partials(k);
+  for (size_t i = 0; i < k; ++i) partials[i] = stage.members[i]->block->scratch().proj;
+  auto all_reduce = [&](int64_t layer) -> Status {
+    const int64_t t0 = recorder_ ? recorder_->now_ns() : 0;
+    STRATA_RETURN_IF_ERROR(stage.comm->all_reduce_sum(partials, count));
+    if (recorder_) {
+      const int64_t t1 = recorder_->now_ns();
+      for (size_t i = 0; i < k; ++i) {
+        trace::Event e = proto(stage.members[i]->lane, trace::EventKind::AllReduce, static_cast<int32_t>(layer), mb.seq,
+                               mb.pos0, mb.n);
+        e.start_ns = t0;
+        e.duration_ns = t1 - t0;
+        e.bytes = comm::Communicator::all_reduce_bytes_per_rank(count, k);
+        recorder_->record(e);
+      }
+    }
+    return {};
+  };
+  const int32_t from_lane = lane_of(mb.holder);
+  STRATA_RETURN_IF_ERROR(on_each([&](size_t i) {
+    DeviceRuntime& rt = *stage.members[i];
+    return transfer_in(recorder_, from_lane, rt.lane, this, *rt.ops, mb.seq, mb.pos0, mb.n, mb.hidden.data(),
+                       rt.block->scratch().hidden, count);
+  }));
+  for (int64_t l = stage.first; l < stage.end; ++l) {
+    const LayerSlot& slot = *layers_[static_cast<size_t>(l)];
+    STRATA_RETURN_IF_ERROR(on_each([&](size_t i) -> Status {
+      DeviceRuntime& rt = *stage.members[i];
+      SpanClock clock(recorder_, *rt.ops, !rt.device->host_visible());
+      clock.begin(proto(rt.lane, trace::EventKind::Compute, static_cast<int32_t>(l), mb.seq, mb.pos0, mb.n));
+      STRATA_RETURN_IF_ERROR(rt.block->attention_partial(slot.weights[i], rt.block->scratch().hidden, mb.n, mb.pos0,
+                                                         kv_view(slot, i, mb.seq), rt.block->scratch().proj));
+      clock.end();
+      STRATA_RETURN_IF_ERROR(rt.ops->synchronize());
+      clock.flush();
+      return {};
+    }));
+    STRATA_RETURN_IF_ERROR(all_reduce(l));
+    STRATA_RETURN_IF_ERROR(on_each([&](size_t i) -> Status {
+      DeviceRuntime& rt = *stage.members[i];
+      const ScratchViews& s = rt.block->scratch();
+      SpanClock clock(recorder_, *rt.ops, !rt.device->host_visible());
+      clock.begin(proto(rt.lane, trace::EventKind::Compute, static_cast<int32_t>(l), mb.seq, mb.pos0, mb.n));
+      STRATA_RETURN_IF_ERROR(rt.ops->add(s.hidden, s.proj, static_cast<int64_t>(count)));
+      STRATA_RETURN_IF_ERROR(rt.block->ffn_partial(slot.weights[i], s.hidden, mb.n, s.proj));
+      clock.end();
+      STRATA_RETURN_IF_ERROR(rt.ops->synchronize());
+      clock.flush();
+      return {};
+    }));
+    STRATA_RETURN_IF_ERROR(all_reduce(l));
+    STRATA_RETURN_IF_ERROR(on_each([&](size_t i) {
+      const ScratchViews& s = stage.members[i]->block->scratch();
+      return stage.members[i]->ops->add(s.hidden, s.proj, static_cast<int64_t>(count));
+    }));
+  }
+  DeviceRuntime& first = *stage.members[0];
+  Status out;
+  first.worker
+      ->submit([&] {
+        out = first.ops->to_host(first.block->scratch().hidden, mb.hidden.data(), count * sizeof(float));
+      })
+      .wait();
+  STRATA_RETURN_IF_ERROR(out);
+  mb.holder = first.device;
+  return {};
+}
+
+Status Pipeline::eval(std::span<const Request> requests) {
+  const model::ModelConfig& c = model_.config();
+  std::vector<bool> seen(static_cast<size_t>(placement_.n_seq), false);
+  for (const Request& r : requests) {
+    if (r.seq < 0 || r.seq >= placement_.n_seq)
+      return Error{Code::InvalidArgument, "sequence " + std::to_string(r.seq) + " outside [0, " +
+                                              std::to_string(placement_.n_seq) + ")"};
+    if (seen[static_cast<size_t>(r.seq)])
+      return Error{Code::InvalidArgument, "sequence " + std::to_string(r.seq) + " appears twice in one eval"};
+    seen[static_cast<size_t>(r.seq)] = true;
+    if (r.tokens.empty()) return Error{Code::InvalidArgument, "eval of zero tokens"};
+    const int64_t pos = positions_[static_cast<size_t>(r.seq)];
+    if (pos + static_cast<int64_t>(r.tokens.size()) > placement_.n_ctx)
+      return Error{Code::OutOfRange, std::to_string(r.tokens.size()) + " tokens at position " + std::to_string(pos) +
+                                         " exceed the context length " + std::to_string(placement_.n_ctx)};
+    for (int32_t t : r.tokens) {
+      if (t < 0 || t >= c.n_vocab)
+        return Error{Code::InvalidArgument, "token id " + std::to_string(t) + " outside [0, " +
+                                                std::to_string(c.n_vocab) + ")"};
+    }
+  }
+  if (!runtime_ || runtime_->stages.empty()) return Error{Code::Internal, "the pipeline has no stages"};
+  // Chunks, interleaved across requests so every sequence moves; a sequence's chunks keep order.
+  std::vector<std::vector<std::unique_ptr<MicroBatch>>> chunks(requests.size());
+  size_t most = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Request& r = requests[i];
+    const int64_t total = static_cast<int64_t>(r.tokens.size());
+    for (int64_t start = 0; start < total; start += placement_.max_batch) {
+      auto mb = std::make_unique<MicroBatch>();
+      mb->seq = r.seq;
+      mb->tokens = r.tokens.data() + start;
+      mb->n = std::min(placement_.max_batch, total - start);
+      mb->pos0 = positions_[static_cast<size_t>(r.seq)] + start;
+      mb->hidden.resize(static_cast<size_t>(mb->n * c.n_embd));
+      mb->logits = start + mb->n == total ? r.logits : nullptr;
+      chunks[i].push_back(std::move(mb));
+    }
+    most = std::max(most, chunks[i].size());
+  }
+  int64_t total_batches = 0;
+  {
+    std::lock_guard<std::mutex> lock(done_mutex_);
+    done_count_ = 0;
+  }
+  StageRuntime& first = *runtime_->stages.front();
+  {
+    std::lock_guard<std::mutex> lock(first.mutex);
+    for (size_t j = 0; j < most; ++j) {
+      for (auto& list : chunks) {
+        if (j < list.size()) {
+          first.queue.push_back(list[j].get());
+          ++total_batches;
+        }
+      }
+    }
+  }
+  first.cv.notify_one();
+  {
+    std::unique_lock<std::mutex> lock(done_mutex_);
+    done_cv_.wait(lock, [&] { return done_count_ == total_batches; });
+  }
+  // A failed micro-batch fails the whole eval: no position moves (the keys and values already
+  // written past a position are overwritten by the next eval of that sequence).
+  for (auto& list : chunks) {
+    for (auto& mb : list) {
+      if (!mb->status.ok()) return mb->status;
+    }
+  }
+  for (const Request& r : requests) positions_[static_cast<size_t>(r.seq)] += static_cast<int64_t>(r.tokens.size());
+  return {};
+}
+
+void Pipeline::truncate(int32_t seq, int64_t n) {
+  if (seq < 0 || seq >= placement_.n_seq) return;
+  int64_t& p = positions_[static_cast<size_t>(seq)];
+  p = std::clamp<int64_t>(n, 0, p);
+}
+
+}  // namespace strata::exec

@@ -1,0 +1,380 @@
+// kernels/cuda/attention.cu — causal multi-head attention with GQA over an f32 or f16 KV cache:
+// the write of the new keys / values into the cache, then attention of every new token.
+//
+// Variants:
+//   kv_write_kernel<F16>      new K / V rows -> cache positions [pos0, pos0 + n_tokens).
+//   attn_kernel<D, F16>       one kernel for decode and prompts: a block takes 16 query rows
+//                             (token, query head) that share one KV head (GQA: the group's heads
+//                             of consecutive tokens), stages K / V tiles in shared memory once for
+//                             all 16, and runs an online (flash-style) softmax in f32, base 2.
+//                             D = head_dim rounded up to 64, 128 or 256 (zero-padded).
+//   split-context decode      for up to kSplitMaxTokens tokens the context is cut into chunks
+//                             (grid.z), each block writes its unnormalised output with its running
+//                             max and sum to the workspace, and attn_merge_kernel combines the
+//                             chunks with a log-sum-exp reduction. Prompts (more tokens) have
+//                             enough blocks without it and write the output directly.
+#include <atomic>
+
+#include "kernels/cuda/common.cuh"
+
+namespace strata::kernels::cuda {
+namespace {
+
+constexpr int kAttnThreads = 128;
+constexpr int kAttnRows = 16;          // query rows per block (8 threads per row)
+constexpr int64_t kSplitMaxTokens = 8;  // the context split is for decode-sized calls only
+constexpr int64_t kMaxSplits = 64;
+constexpr int64_t kMinChunk = 128;      // keys per split at least
+constexpr int64_t kChunkAlign = 64;     // splits start at multiples of every tile size
+
+template <int D>
+struct AttnGeom {
+  static constexpr int kKT = D == 64 ? 64 : (D == 128 ? 32 : 16);  // keys per tile
+  static constexpr int kKPT = kKT / 8;                             // scores per thread per tile
+  static constexpr int kRowPad = D + 4;                            // K / V tile row (floats), odd in 16 B units
+  static constexpr int kOPT = D / 8;                               // output dims per thread
+  static constexpr int kPRow = kKT + 4;                            // probability tile row (floats)
+};
+
+struct AttnParams {
+  const float* q;                // [n_tokens][n_heads * head_dim]
+  const void* k_cache;           // position p of KV head j at p * kv_stride + j * head_dim
+  const void* v_cache;
+  int64_t kv_stride, n_tokens, pos0, n_heads, n_kv_heads, head_dim, group;  // group = n_heads / n_kv_heads
+  float q_scale;                 // scale * log2(e): scores in base 2
+  int64_t chunk;                 // keys per split
+  int n_splits;
+  float* out;                    // [n_tokens][n_heads * head_dim] (n_splits == 1)
+  float* part_o;                 // [n_splits][n_tokens * n_heads][head_dim] (n_splits > 1)
+  float* part_ml;                // [n_splits][n_tokens * n_heads][2]: running max (base 2), sum
+};
+
+__device__ __forceinline__ float4 load4_kv(const void* cache, int64_t off, bool f16) {
+  if (f16) {
+    const uint2 raw = __ldg(reinterpret_cast<const uint2*>(static_cast<const uint16_t*>(cache) + off));
+    return make_float4(f16_to_f32(static_cast<uint16_t>(raw.x & 0xffffu)), f16_to_f32(static_cast<uint16_t>(raw.x >> 16)),
+                       f16_to_f32(static_cast<uint16_t>(raw.y & 0xffffu)), f16_to_f32(static_cast<uint16_t>(raw.y >> 16)));
+  }
+  return __ldg(reinterpret_cast<const float4*>(static_cast<const float*>(cache) + off));
+}
+
+// K or V rows [k0, k0 + kKT) of KV head j into dst [kKT][kRowPad] (f32); rows at or past k_end
+// and dims past head_dim are zero. Coalesced: consecutive threads take consecutive 4-element
+// groups of a row.
+template <int D, bool kF16>
+__device__ __forceinline__ void attn_load_tile(float* dst, const void* cache, const AttnParams& p, int64_t j,
+                                               int64_t k0, int64_t k_end) {
+  using G = AttnGeom<D>;
+  constexpr int kGroups = D / 4;
+  static_assert(G::kKT * kGroups % kAttnThreads == 0);
+#pragma unroll
+  for (int it = 0; it < G::kKT * kGroups / kAttnThreads; ++it) {
+    const int e = threadIdx.x + it * kAttnThreads;
+    const int kk = e / kGroups, d = (e % kGroups) * 4;
+    const int64_t pos = k0 + kk;
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (pos < k_end && d < p.head_dim) v = load4_kv(cache, pos * p.kv_stride + j * p.head_dim + d, kF16);
+    *reinterpret_cast<float4*>(dst + kk * G::kRowPad + d) = v;
+  }
+}
+
+// Launch: grid (ceil(n_tokens * group / 16), n_kv_heads, n_splits), block 128.
+// Block (x, j, s): query rows rho in [16x, 16x + 16) of KV head j, rho = t * group + g -> token t,
+// query head j * group + g; keys [s * chunk, min((s + 1) * chunk, last key of its last row + 1)).
+// Thread: row r = tid / 8 and lane l8 = tid % 8 of that row's 8 threads. Per tile of kKT keys:
+// stage K (shared, row-major, padded), each thread computes kKPT scores (keys l8 + 8k) from
+// shared Q and K (float4), masks causally, the row's 8 threads agree on max / sum by shuffles,
+// write the probabilities to shared memory; stage V in the same buffer; each thread accumulates
+// its D / 8 output dims (float4 groups l8 * 4 + 32 i) in registers.
+template <int D, bool kF16>
+__global__ void __launch_bounds__(kAttnThreads) attn_kernel(const AttnParams p) {
+  using G = AttnGeom<D>;
+  __shared__ __align__(16) float qs[kAttnRows][D];
+  __shared__ __align__(16) float kv[G::kKT * G::kRowPad];
+  __shared__ __align__(16) float ps[kAttnRows][G::kPRow];
+
+  const int tid = threadIdx.x, r = tid / 8, l8 = tid % 8;
+  const int64_t j = blockIdx.y;
+  const int64_t split = blockIdx.z;
+  const int64_t n_rows = p.n_tokens * p.group;
+  const int64_t rho0 = static_cast<int64_t>(blockIdx.x) * kAttnRows;
+
+  // Q rows, pre-scaled; zero for padding dims and rows past the end.
+  static_assert(kAttnRows * D / 4 % kAttnThreads == 0);
+#pragma unroll
+  for (int it = 0; it < kAttnRows * D / 4 / kAttnThreads; ++it) {
+    const int e = tid + it * kAttnThreads;
+    const int rr = e / (D / 4), d = (e % (D / 4)) * 4;
+    const int64_t rho = rho0 + rr;
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (rho < n_rows && d < p.head_dim) {
+      const int64_t t = rho / p.group, h = j * p.group + rho % p.group;
+      v = __ldg(reinterpret_cast<const float4*>(p.q + (t * p.n_heads + h) * p.head_dim + d));
+      v.x *= p.q_scale; v.y *= p.q_scale; v.z *= p.q_scale; v.w *= p.q_scale;
+    }
+    *reinterpret_cast<float4*>(&qs[rr][d]) = v;
+  }
+
+  const int64_t my_rho = rho0 + r;
+  const bool row_ok = my_rho < n_rows;
+  const int64_t my_t = row_ok ? my_rho / p.group : 0;
+  const int64_t limit = row_ok ? p.pos0 + my_t : -1;  // last key this row sees
+  const int64_t last_rho = (rho0 + kAttnRows < n_rows ? rho0 + kAttnRows : n_rows) - 1;
+  const int64_t block_last_key = p.pos0 + last_rho / p.group;
+  const int64_t k_begin = split * p.chunk;
+  const int64_t k_end = k_begin + p.chunk < block_last_key + 1 ? k_begin + p.chunk : block_last_key + 1;
+
+  float m = -INFINITY, l = 0.f;
+  float o[G::kOPT];
+#pragma unroll
+  for (int i = 0; i < G::kOPT; ++i) o[i] = 0.f;
+
+  for (int64_t k0 = k_begin; k0 < k_end; k0 += G::kKT) {
+    __syncthreads();  // Q staged (first tile) / previous V no longer read
+    attn_load_tile<D, kF16>(kv, p.k_cache, p, j, k0, k_end);
+    __syncthreads();
+
+    float s[G::kKPT];
+#pragma unroll
+    for (int k = 0; k < G::kKPT; ++k) s[k] = 0.f;
+#pragma unroll 4
+    for (int d = 0; d < D; d += 4) {
+      const float4 qv = *reinterpret_cast<const float4*>(&qs[r][d]);
+#pragma unroll
+      for (int k = 0; k < G::kKPT; ++k) {
+        const float4 kv4 = *reinterpret_cast<const float4*>(&kv[(l8 + 8 * k) * G::kRowPad + d]);
+        s[k] += qv.x * kv4.x + qv.y * kv4.y + qv.z * kv4.z + qv.w * kv4.w;
+      }
+    }
+    float tile_max = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < G::kKPT; ++k) {
+      const int64_t pos = k0 + l8 + 8 * k;
+      if (pos >= k_end || pos > limit) s[k] = -INFINITY;
+      tile_max = fmaxf(tile_max, s[k]);
+    }
+#pragma unroll
+    for (int off = 1; off < 8; off <<= 1) tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, off));
+    const float m_new = fmaxf(m, tile_max);
+    const bool none = m_new == -INFINITY;  // nothing visible yet for this row
+    const float alpha = none ? 1.f : exp2f(m - m_new);
+    float psum = 0.f;
+#pragma unroll
+    for (int k = 0; k < G::kKPT; ++k) {
+      const float pk = none ? 0.f : exp2f(s[k] - m_new);
+      ps[r][l8 + 8 * k] = pk;
+      psum += pk;
+    }
+#pragma unroll
+    for (int off = 1; off < 8; off <<= 1) psum += __shfl_xor_sync(0xffffffffu, psum, off);
+    l = l * alpha + psum;
+    m = m_new;
+#pragma unroll
+    for (int i = 0; i < G::kOPT; ++i) o[i] *= alpha;
+
+    __syncthreads();  // K no longer read; probabilities visible
+    attn_load_tile<D, kF16>(kv, p.v_cache, p, j, k0, k_end);
+    __syncthreads();
+
+#pragma unroll 2
+    for (int kk = 0; kk < G::kKT; kk += 4) {
+      const float4 pv = *reinterpret_cast<const float4*>(&ps[r][kk]);
+      const float pc[4] = {pv.x, pv.y, pv.z, pv.w};
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const float* vrow = kv + (kk + c) * G::kRowPad + l8 * 4;
+#pragma unroll
+        for (int i = 0; i < D / 32; ++i) {
+          const float4 vv = *reinterpret_cast<const float4*>(vrow + 32 * i);
+          o[4 * i + 0] += pc[c] * vv.x;
+          o[4 * i + 1] += pc[c] * vv.y;
+          o[4 * i + 2] += pc[c] * vv.z;
+          o[4 * i + 3] += pc[c] * vv.w;
+        }
+      }
+    }
+  }
+
+  if (!row_ok) return;
+  const int64_t h = j * p.group + my_rho % p.group;
+  const int64_t out_row = my_t * p.n_heads + h;  // [t][h] row of head_dim outputs
+  if (p.n_splits == 1) {
+    const float inv = 1.0f / l;
+    float* dst = p.out + out_row * p.head_dim;
+#pragma unroll
+    for (int i = 0; i < D / 32; ++i) {
+      const int d = l8 * 4 + 32 * i;
+      if (d < p.head_dim)
+        *reinterpret_cast<float4*>(dst + d) = make_float4(o[4 * i] * inv, o[4 * i + 1] * inv, o[4 * i + 2] * inv, o[4 * i + 3] * inv);
+    }
+  } else {
+    const int64_t total_rows = p.n_tokens * p.n_heads;
+    float* dst = p.part_o + (split * total_rows + out_row) * p.head_dim;
+#pragma unroll
+    for (int i = 0; i < D / 32; ++i) {
+      const int d = l8 * 4 + 32 * i;
+      if (d < p.head_dim) *reinterpret_cast<float4*>(dst + d) = make_float4(o[4 * i], o[4 * i + 1], o[4 * i + 2], o[4 * i + 3]);
+    }
+    if (l8 == 0) {
+      p.part_ml[(split * total_rows + out_row) * 2] = m;
+      p.part_ml[(split * total_rows + out_row) * 2 + 1] = l;
+    }
+  }
+}
+
+// Launch: grid (n_tokens * n_heads), block 128. Block = one output row (token, head): the
+// weights 2^(m_s - M) of the splits (M their max; splits that saw no key have m = -inf, l = 0,
+// weight 0), then each thread strides over dims: out = sum_s w_s o_s / sum_s w_s l_s.
+__global__ void __launch_bounds__(128) attn_merge_kernel(const float* part_o, const float* part_ml, int n_splits,
+                                                        int64_t total_rows, int64_t head_dim, float* out) {
+  const int64_t row = blockIdx.x;
+  float mx = -INFINITY;
+  for (int s = 0; s < n_splits; ++s) mx = fmaxf(mx, part_ml[(s * total_rows + row) * 2]);
+  float denom = 0.f;
+  for (int s = 0; s < n_splits; ++s) {
+    const float ms = part_ml[(s * total_rows + row) * 2];
+    if (ms != -INFINITY) denom += part_ml[(s * total_rows + row) * 2 + 1] * exp2f(ms - mx);
+  }
+  const float inv = 1.0f / denom;
+  for (int64_t d = threadIdx.x; d < head_dim; d += blockDim.x) {
+    float acc = 0.f;
+    for (int s = 0; s < n_splits; ++s) {
+      const float ms = part_ml[(s * total_rows + row) * 2];
+      if (ms != -INFINITY) acc += part_o[(s * total_rows + row) * head_dim + d] * exp2f(ms - mx);
+    }
+    out[row * head_dim + d] = acc * inv;
+  }
+}
+
+// Launch: grid-stride over n_tokens * kv_dim elements, 256 threads; element (t, c) of k / v goes
+// to cache element (pos0 + t) * kv_stride + c (c = j * head_dim + d).
+template <bool kF16>
+__global__ void __launch_bounds__(256) kv_write_kernel(const float* k, const float* v, void* k_cache, void* v_cache,
+                                                       int64_t kv_stride, int64_t n_tokens, int64_t pos0, int64_t kv_dim) {
+  const int64_t n = n_tokens * kv_dim;
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t t = e / kv_dim, c = e % kv_dim;
+    const int64_t dst = (pos0 + t) * kv_stride + c;
+    if (kF16) {
+      static_cast<uint16_t*>(k_cache)[dst] = f32_to_f16_rn(k[e]);
+      static_cast<uint16_t*>(v_cache)[dst] = f32_to_f16_rn(v[e]);
+    } else {
+      static_cast<float*>(k_cache)[dst] = k[e];
+      static_cast<float*>(v_cache)[dst] = v[e];
+    }
+  }
+}
+
+int sm_count() {
+  static std::atomic<int> cache[64];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+  if (dev >= 0 && dev < 64) {
+    const int c = cache[dev].load(std::memory_order_relaxed);
+    if (c > 0) return c;
+  }
+  int n = 0;
+  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 0;
+  if (dev >= 0 && dev < 64) cache[dev].store(n, std::memory_order_relaxed);
+  return n;
+}
+
+int64_t max_splits_for(int64_t n_ctx) {
+  const int64_t s = ceil_div(n_ctx, kMinChunk);
+  return s < kMaxSplits ? s : kMaxSplits;
+}
+
+size_t split_bytes(int64_t n_splits, int64_t n_tokens, int64_t n_heads, int64_t head_dim) {
+  return static_cast<size_t>(n_splits * n_tokens * n_heads * (head_dim + 2)) * sizeof(float);
+}
+
+template <int D>
+void launch_attn(const AttnParams& p, dim3 grid, bool f16, cudaStream_t stream) {
+  if (f16) attn_kernel<D, true><<<grid, kAttnThreads, 0, stream>>>(p);
+  else attn_kernel<D, false><<<grid, kAttnThreads, 0, stream>>>(p);
+}
+
+}  // namespace
+
+size_t attention_workspace_bytes(int64_t max_tokens, int64_t max_ctx, int64_t n_heads, int64_t head_dim) {
+  const int64_t tokens = max_tokens < kSplitMaxTokens ? max_tokens : kSplitMaxTokens;
+  const int64_t splits = max_splits_for(max_ctx);
+  if (tokens <= 0 || n_heads <= 0 || head_dim <= 0 || splits <= 1) return 256;
+  return split_bytes(splits, tokens, n_heads, head_dim);
+}
+
+cudaError_t attention(const AttentionArgs& a, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  if (a.n_tokens < 0 || a.pos0 < 0 || a.n_heads <= 0 || a.n_kv_heads <= 0 || a.n_heads % a.n_kv_heads != 0 ||
+      a.head_dim <= 0 || a.head_dim > 256 || a.head_dim % 4 != 0 || a.kv_stride % 4 != 0 ||
+      a.kv_stride < a.n_kv_heads * a.head_dim)
+    return cudaErrorInvalidValue;
+  if (a.n_tokens == 0) return cudaSuccess;
+  const size_t cache_align = a.kv_f16 ? 8 : 16;
+  if (!aligned_to(a.q, 16) || !aligned_to(a.out, 16) || !aligned_to(a.k_cache, cache_align) ||
+      !aligned_to(a.v_cache, cache_align))
+    return cudaErrorInvalidValue;
+
+  // 1. the new keys and values into the cache.
+  const int64_t kv_dim = a.n_kv_heads * a.head_dim;
+  const unsigned wgrid = grid_for(a.n_tokens * kv_dim, 256);
+  if (a.kv_f16) kv_write_kernel<true><<<wgrid, 256, 0, stream>>>(a.k, a.v, a.k_cache, a.v_cache, a.kv_stride, a.n_tokens, a.pos0, kv_dim);
+  else kv_write_kernel<false><<<wgrid, 256, 0, stream>>>(a.k, a.v, a.k_cache, a.v_cache, a.kv_stride, a.n_tokens, a.pos0, kv_dim);
+  STRATA_CUDA_TRY(cudaGetLastError());
+
+  // 2. attention, split over the context when the call is decode-sized and the grid small.
+  AttnParams p;
+  p.q = a.q;
+  p.k_cache = a.k_cache;
+  p.v_cache = a.v_cache;
+  p.kv_stride = a.kv_stride;
+  p.n_tokens = a.n_tokens;
+  p.pos0 = a.pos0;
+  p.n_heads = a.n_heads;
+  p.n_kv_heads = a.n_kv_heads;
+  p.head_dim = a.head_dim;
+  p.group = a.n_heads / a.n_kv_heads;
+  p.q_scale = a.scale * 1.4426950408889634f;  // log2(e)
+  p.out = a.out;
+  p.part_o = nullptr;
+  p.part_ml = nullptr;
+
+  const int64_t n_ctx = a.pos0 + a.n_tokens;
+  const int64_t row_tiles = ceil_div(a.n_tokens * p.group, kAttnRows);
+  int64_t n_splits = 1;
+  if (a.n_tokens <= kSplitMaxTokens && workspace != nullptr && aligned_to(workspace, 16)) {
+    const int64_t base_blocks = row_tiles * a.n_kv_heads;
+    const int sms = sm_count();
+    const int64_t target = 4 * static_cast<int64_t>(sms > 0 ? sms : 80);
+    n_splits = ceil_div(target, base_blocks);
+    const int64_t cap = max_splits_for(n_ctx);
+    if (n_splits > cap) n_splits = cap;
+    while (n_splits > 1 && split_bytes(n_splits, a.n_tokens, a.n_heads, a.head_dim) > workspace_bytes) --n_splits;
+  }
+  int64_t chunk = n_ctx;
+  if (n_splits > 1) {
+    chunk = ceil_div(ceil_div(n_ctx, n_splits), kChunkAlign) * kChunkAlign;
+    n_splits = ceil_div(n_ctx, chunk);
+  }
+  p.chunk = chunk;
+  p.n_splits = static_cast<int>(n_splits);
+  if (n_splits > 1) {
+    p.part_o = static_cast<float*>(workspace);
+    p.part_ml = p.part_o + n_splits * a.n_tokens * a.n_heads * a.head_dim;
+  }
+
+  const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(a.n_kv_heads), static_cast<unsigned>(n_splits));
+  if (a.head_dim <= 64) launch_attn<64>(p, grid, a.kv_f16, stream);
+  else if (a.head_dim <= 128) launch_attn<128>(p, grid, a.kv_f16, stream);
+  else launch_attn<256>(p, grid, a.kv_f16, stream);
+  STRATA_CUDA_TRY(cudaGetLastError());
+
+  if (n_splits > 1) {
+    const int64_t total_rows = a.n_tokens * a.n_heads;
+    attn_merge_kernel<<<static_cast<unsigned>(total_rows), 128, 0, stream>>>(p.part_o, p.part_ml, p.n_splits, total_rows,
+                                                                             a.head_dim, a.out);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace strata::kernels::cuda

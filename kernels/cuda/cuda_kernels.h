@@ -1,0 +1,94 @@
+// kernels/cuda/cuda_kernels.h — host entry points of the CUDA kernels (one op per .cu file in this
+// folder). Knows device pointers, shapes and types; no engine types. Every entry enqueues on
+// `stream` and returns the launch status (cudaGetLastError after the launch); the engine glue
+// (engine/backend/cuda/) turns a non-success into a Status. Only the engine glue and the kernels
+// include this header.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "kernels/cpu/dtype.h"
+
+namespace strata::kernels::cuda {
+
+// A matrix in device memory: [rows][cols] of `type`, row-major (row r at r * row_bytes(type, cols)).
+struct MatView {
+  const void* data = nullptr;
+  DType type = DType::F32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+
+// --- matrix products -------------------------------------------------------------------------
+// Whether mmv (and dequantize_f16) handle this weight type: F32, F16, BF16, Q4_0, Q4_1, Q5_0,
+// Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
+bool supports_weight_type(DType type);
+// The most tokens mmv takes in one call; above it the engine uses dequantize_f16 + gemm_f16.
+constexpr int64_t kMmvMaxTokens = 8;
+// Decode: y[t][r] = sum_c W[r][c] * x[t][c] for t < n_tokens <= kMmvMaxTokens.
+// x: [n_tokens][w.cols] f32, y: [n_tokens][w.rows] f32. w.cols is a multiple of the block size.
+cudaError_t mmv(const MatView& w, const float* x, int64_t n_tokens, float* y, cudaStream_t stream);
+// out: [w.rows][w.cols] f16 (stored as uint16_t bits) <- W dequantized.
+cudaError_t dequantize_f16(const MatView& w, void* out_f16, cudaStream_t stream);
+// out: [n] f16 bits <- x [n] f32 (round to nearest even).
+cudaError_t convert_f32_to_f16(const float* x, void* out_f16, int64_t n, cudaStream_t stream);
+// Prompt batches on tensor cores: y[t][r] = sum_c W16[r][c] * X16[t][c], accumulated in f32.
+// w_f16: [rows][cols], x_f16: [n_tokens][cols], y: [n_tokens][rows] f32. `handle` is bound to
+// `stream` by the caller. Returns the cuBLAS status.
+cublasStatus_t gemm_f16(cublasHandle_t handle, const void* w_f16, const void* x_f16, float* y, int64_t rows,
+                        int64_t cols, int64_t n_tokens);
+
+// --- element-wise and normalisation ------------------------------------------------------------
+// out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * weight; [n_rows][n]; out may alias x.
+cudaError_t rms_norm(const float* x, const float* weight, float* out, int64_t n_rows, int64_t n, float eps,
+                     cudaStream_t stream);
+cudaError_t add(float* y, const float* x, int64_t n, cudaStream_t stream);                 // y += x
+cudaError_t add_rows(float* y, const float* bias, int64_t n_rows, int64_t n, cudaStream_t stream);  // y[r] += bias
+cudaError_t mul(float* y, const float* x, int64_t n, cudaStream_t stream);                 // y *= x
+cudaError_t swiglu(float* gate, const float* up, int64_t n, cudaStream_t stream);          // gate = silu(gate)*up
+cudaError_t softmax_rows(float* x, int64_t n_rows, int64_t n, cudaStream_t stream);        // in place per row
+
+// Rotates the first rope_dims dims of each head of x: [n_tokens][n_heads][head_dim], token t at
+// position pos0 + t. theta_i = pos * freq_scale * freq_base^(-2i/rope_dims) / divisors[i]
+// (divisors: device [rope_dims/2] or null). interleaved: pairs (2i, 2i+1); else (i, i + rope_dims/2).
+struct RopeArgs {
+  int64_t n_tokens = 0, n_heads = 0, head_dim = 0, pos0 = 0, rope_dims = 0;
+  float freq_base = 10000.0f, freq_scale = 1.0f;
+  const float* divisors = nullptr;
+  bool interleaved = true;
+};
+cudaError_t rope(float* x, const RopeArgs& args, cudaStream_t stream);
+
+// out: [n][table.cols] f32 <- rows tokens[0..n) of table, dequantized. tokens: device memory,
+// already checked to lie in [0, table.rows).
+cudaError_t embed_rows(const MatView& table, const int32_t* tokens, int64_t n, float* out, cudaStream_t stream);
+
+// --- attention ---------------------------------------------------------------------------------
+// Writes n_tokens new keys and values into the cache at positions [pos0, pos0 + n_tokens), then
+// each new token t attends causally over [0, pos0 + t]. GQA: query head h reads KV head
+// h / (n_heads / n_kv_heads). Cache: position p of KV head j at element p * kv_stride + j * head_dim,
+// F32 or F16 (kv_f16). head_dim <= 256.
+struct AttentionArgs {
+  const float* q = nullptr;   // [n_tokens][n_heads * head_dim]
+  const float* k = nullptr;   // [n_tokens][n_kv_heads * head_dim]
+  const float* v = nullptr;
+  void* k_cache = nullptr;
+  void* v_cache = nullptr;
+  bool kv_f16 = false;
+  int64_t kv_stride = 0, n_tokens = 0, pos0 = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  float scale = 1.0f;
+  float* out = nullptr;       // [n_tokens][n_heads * head_dim]
+};
+// Device workspace (bytes) the attention of up to max_tokens tokens at up to max_ctx positions
+// needs (split-context partial results for decode, score tiles for prompts).
+size_t attention_workspace_bytes(int64_t max_tokens, int64_t max_ctx, int64_t n_heads, int64_t head_dim);
+// Decode (n_tokens small) splits the context into chunks processed by separate blocks and merges
+// them with a log-sum-exp reduction; prompt batches use a tiled kernel. workspace: at least
+// attention_workspace_bytes(...) bytes of device memory.
+cudaError_t attention(const AttentionArgs& args, void* workspace, size_t workspace_bytes, cudaStream_t stream);
+
+}  // namespace strata::kernels::cuda

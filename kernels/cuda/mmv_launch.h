@@ -1,0 +1,24 @@
+// kernels/cuda/mmv_launch.h — internal interface between mmv.cu (the entry point and its type
+// dispatch) and the mmv_*.cu files that instantiate the kernel of mmv_kernel.cuh per type group.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace strata::kernels::cuda::detail {
+
+struct MmvParams {
+  const uint8_t* w = nullptr;      // [rows][row_bytes], 2-byte aligned (4 for F32)
+  const uint8_t* w_end = nullptr;  // w + rows * row_bytes: no load reaches past it
+  int64_t rows = 0, cols = 0, row_bytes = 0;
+  const float* x = nullptr;        // [n_tokens][cols]
+  float* y = nullptr;              // [n_tokens][rows]
+  int n_tokens = 0;                // 1 .. kMmvMaxTokens
+};
+
+// Defined in mmv_kernel.cuh; explicitly instantiated for each decoder in one of the mmv_*.cu.
+template <class Dec>
+cudaError_t mmv_launch(const MmvParams& p, cudaStream_t stream);
+
+}  // namespace strata::kernels::cuda::detail

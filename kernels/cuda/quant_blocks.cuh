@@ -1,0 +1,560 @@
+// kernels/cuda/quant_blocks.cuh — __host__ __device__ decode of every weight block type (Q4_0 ..
+// Q6_K, F32 / F16 / BF16), the one place the CUDA kernels learn the bit layouts of
+// kernels/cpu/blocks.h. Compiles with plain g++ too (tested there bit for bit against the CPU
+// dequantizers); depends on nothing but kernels/cpu/blocks.h and dtype.h (no CUDA headers on the
+// host path).
+//
+// The unit of decoding is an "oct": 8 consecutive elements [8i, 8i + 8) of one block, which always
+// share one scale (and min). A decoder fills an Oct with the 8 integer levels q (as exact floats)
+// and the oct's scale d and offset m; the element value is, in exactly the CPU reference's order:
+//   kMinNone:  d * q            (Q4_0, Q5_0, Q8_0, Q3_K, Q6_K; the K-quants' "- dmin*0" is exact)
+//   kMinAdd:   d * q + m        (Q4_1, Q5_1)
+//   kMinSub:   d * q - m        (Q2_K, Q4_K, Q5_K: d = d_super * sc, m = dmin * min)
+//   kRaw:      q                (F32, F16, BF16: q already holds the value)
+// On the device the products and sums use __fmul_rn / __fadd_rn so the compiler cannot fuse them
+// into FMAs: dequantize / embed give the CPU's floats bit for bit. mmv uses the same Oct but sums
+// d * sum(q x) + m * sum(x) (oct_dot), which reorders the arithmetic (a tolerance, not bits).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/cpu/blocks.h"
+#include "kernels/cpu/dtype.h"
+
+#if defined(__CUDACC__)
+#include <cuda_fp16.h>
+#define STRATA_HD __host__ __device__
+#define STRATA_HD_INLINE __host__ __device__ __forceinline__
+#else
+#define STRATA_HD
+#define STRATA_HD_INLINE inline
+#endif
+#if defined(__CUDA_ARCH__)  // the device pass only (host compilers warn about the pragma)
+#define STRATA_UNROLL _Pragma("unroll")
+#else
+#define STRATA_UNROLL
+#endif
+
+namespace strata::kernels::cuda {
+
+// ---- bits and small conversions ------------------------------------------------------------
+
+STRATA_HD_INLINE float qb_bits_to_f32(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+#endif
+}
+STRATA_HD_INLINE uint32_t qb_f32_to_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+#endif
+}
+
+// IEEE half -> f32, exact (every half is a float). Device: the hardware conversion.
+STRATA_HD_INLINE float f16_bits_to_f32(uint16_t h) {
+#if defined(__CUDA_ARCH__)
+  return __half2float(__ushort_as_half(h));
+#else
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  const uint32_t man = h & 0x3ffu;
+  if (exp == 0x1f) return qb_bits_to_f32(sign | 0x7f800000u | (man << 13));  // inf / nan
+  if (exp == 0) {                                                             // zero / subnormal
+    const float v = static_cast<float>(man) * qb_bits_to_f32(0x33800000u);   // man * 2^-24, exact
+    return qb_bits_to_f32(sign | qb_f32_to_bits(v));
+  }
+  return qb_bits_to_f32(sign | ((exp + 112u) << 23) | (man << 13));
+#endif
+}
+
+// f32 -> IEEE half bits, round to nearest even; overflow to inf; nan stays nan (the device gives
+// the canonical 0x7fff, the host keeps the payload like kernels/cpu/fp16.h).
+STRATA_HD_INLINE uint16_t f32_to_f16_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __half_as_ushort(__float2half_rn(f));
+#else
+  const uint32_t u = qb_f32_to_bits(f);
+  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
+  const uint32_t abs = u & 0x7fffffffu;
+  if (abs >= 0x7f800000u) {
+    if (abs == 0x7f800000u) return sign | 0x7c00u;
+    return static_cast<uint16_t>(sign | 0x7e00u | ((abs >> 13) & 0x3ffu));
+  }
+  if (abs >= 0x477ff000u) return sign | 0x7c00u;
+  if (abs < 0x38800000u) {
+    if (abs < 0x33000000u) return sign;
+    const uint32_t exp = abs >> 23;
+    const uint32_t man = (abs & 0x7fffffu) | 0x800000u;
+    const uint32_t shift = 126u - exp;
+    uint32_t q = man >> shift;
+    const uint32_t rem = man & ((1u << shift) - 1u);
+    const uint32_t half = 1u << (shift - 1u);
+    if (rem > half || (rem == half && (q & 1u))) ++q;
+    return static_cast<uint16_t>(sign | q);
+  }
+  uint32_t v = abs - 0x38000000u;
+  const uint32_t rem = v & 0x1fffu;
+  v >>= 13;
+  if (rem > 0x1000u || (rem == 0x1000u && (v & 1u))) ++v;
+  return static_cast<uint16_t>(sign | v);
+#endif
+}
+
+STRATA_HD_INLINE float bf16_bits_to_f32(uint16_t b) { return qb_bits_to_f32(static_cast<uint32_t>(b) << 16); }
+
+// float(u) - bias for 0 <= u < 2^22 and small bias, exact. The device builds the float from the
+// bits of 1.5 * 2^23 + u (two ALU ops instead of a slow int -> float conversion).
+STRATA_HD_INLINE float qb_level(uint32_t u, int bias) {
+#if defined(__CUDA_ARCH__)
+  return __fsub_rn(__uint_as_float(0x4B400000u | u), 12582912.0f + static_cast<float>(bias));
+#else
+  return static_cast<float>(static_cast<int>(u) - bias);
+#endif
+}
+// Exactly rounded product / sum / difference that the compiler may not contract into an FMA.
+STRATA_HD_INLINE float qb_mul(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+STRATA_HD_INLINE float qb_add(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+STRATA_HD_INLINE float qb_sub(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+
+// Little-endian loads from a block. Blocks are 2-byte aligned wherever they live (every block
+// size is even and tensors start aligned), so the device reads 16-bit words.
+STRATA_HD_INLINE uint32_t qb_u16(const uint8_t* p) {
+#if defined(__CUDA_ARCH__)
+  return *reinterpret_cast<const uint16_t*>(p);
+#else
+  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8);
+#endif
+}
+STRATA_HD_INLINE uint32_t qb_u32(const uint8_t* p) {  // p 2-byte aligned
+  return qb_u16(p) | (qb_u16(p + 2) << 16);
+}
+STRATA_HD_INLINE float qb_f32_at(const uint8_t* p) {  // p 4-byte aligned (F32 data)
+#if defined(__CUDA_ARCH__)
+  return *reinterpret_cast<const float*>(p);
+#else
+  float f;
+  std::memcpy(&f, p, 4);
+  return f;
+#endif
+}
+
+// ---- the oct --------------------------------------------------------------------------------
+
+enum class MinMode { kNone, kAdd, kSub, kRaw };
+
+struct Oct {
+  float q[8];  // integer levels (or the values themselves for kRaw)
+  float d;     // scale
+  float m;     // offset (kAdd, kSub)
+};
+
+// 8 nibbles of a little-endian 64-bit word pair, each minus bias.
+STRATA_HD_INLINE void qb_nibbles(uint32_t lo, uint32_t hi, int shift, int bias, float* q) {
+STRATA_UNROLL
+  for (int k = 0; k < 4; ++k) q[k] = qb_level((lo >> (8 * k + shift)) & 15u, bias);
+STRATA_UNROLL
+  for (int k = 0; k < 4; ++k) q[4 + k] = qb_level((hi >> (8 * k + shift)) & 15u, bias);
+}
+
+// Q4_K / Q5_K: 6-bit scale and min of group j (0..7) from the 12 packed bytes (blocks.h).
+STRATA_HD_INLINE void qb_k4_scale_min(int j, const uint8_t* q, uint32_t& sc, uint32_t& m) {
+  if (j < 4) {
+    sc = q[j] & 63u;
+    m = q[j + 4] & 63u;
+  } else {
+    sc = (q[j + 4] & 0xFu) | ((q[j - 4] >> 6) << 4);
+    m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+// Q3_K: signed scale of group j (0..15), -32..31.
+STRATA_HD_INLINE int qb_q3k_scale(int j, const uint8_t* s) {
+  const int low = j < 8 ? (s[j] & 0xF) : (s[j - 8] >> 4);
+  const int high = (s[8 + (j & 3)] >> (2 * (j >> 2))) & 3;
+  return (low | (high << 4)) - 32;
+}
+
+// --- the 32-element types (oct i in 0..3) ---
+
+struct DecQ4_0 {
+  static constexpr DType kType = DType::Q4_0;
+  static constexpr int kElems = 32, kBytes = 18;
+  static constexpr MinMode kMode = MinMode::kNone;
+  STRATA_HD_INLINE static void oct(const uint8_t* b, int i, Oct& o) {
+    const uint8_t* qs = b + 2 + (i & 1) * 8;  // elements j and j + 16 share byte qs[j]
+    o.d = f16_bits_to_f32(static_cast<uint16_t>(qb_u16(b)));
+    o.m = 0.f;
+    qb_nibbles(qb_u32(qs), qb_u32(qs + 4), (i >> 1) * 4, 8, o.q);
+  }
+};
+
+struct DecQ4_1 {
+  static constexpr DType kType = DType::Q4_1;
+  static constexpr int kElems = 32, kBytes = 20;
+  static constexpr MinMode kMode = MinMode::kAdd;
+  STRATA_HD_INLINE static void oct(const uint8_t* b, int i, Oct& o) {
+    const uint8_t* qs = b + 4 + (i & 1) * 8;
+    o.d = f16_bits_to_f32(static_cast<uint16_t>(qb_u16(b)));
+    o.m = f16_bits_to_f32(static_cast<uint16_t>(qb_u16(b + 2)));
+    qb_nibbles(qb_u32(qs), qb_u32(qs + 4), (i >> 1) * 4, 0, o.q);
+  }
+};
+
+// Q5: element e takes bit e of qh (little-endian u32) as its bit 4.
+STRATA_HD_INLINE void qb_q5_levels(const uint8_t* qh4, const uint8_t* qs16, int i, int bias, float* q) {
+  const uint8_t* qs = qs16 + (i & 1) * 8;
+  const uint32_t lo = qb_u32(qs), hi = qb_u32(qs + 4);
+  const uint32_t qh = qb_u32(qh4) >> (8 * i);  // bits of elements 8i .. 8i + 7
+  const int shift = (i >> 1) * 4;
+STRATA_UNROLL
+  for (int k = 0; k < 8; ++k) {
+    const uint32_t word = k < 4 ? lo : hi;
+    const uint32_t nib = (word >> (8 * (k & 3) + shift)) & 15u;
+    q[k] = qb_level(nib | (((qh >> k) & 1u) << 4), bias);
+  }
+}
+
+struct DecQ5_0 {
+  static constexpr DType kType = DType::Q5_0;
+  static constexpr int kElems = 32, kBytes = 22;
+  static constexpr MinMode kMode = MinMode::kNone;
+  STRATA_HD_INLINE static void oct(const uint8_t* b, int i, Oct& o) {
+    o.d = f16_bits_to_f32(static_cast<uint16_t>(qb_u16(b)));
+    o.m = 0.f;
+    qb_q5_levels(b + 2, b + 6, i, 16, o.q);
+  }
+};
+
+struct DecQ5_1 {
+  static constexpr DType kType = DType::Q5_1;
+  static constexpr int kElems = 32, kBytes = 24;
+  static constexpr MinMode kMode = MinMode::kAdd;
+  STRATA_HD_INLINE static void oct(const uint8_t* b, int i, Oct& o) {
+    o.d = f16_bits_to_f32(static_cast<uint16_t>(qb_u16(b)));
+    o.m = f16_bits_to_f32(static_cast<uint16_t>(qb_u16(b + 2)));
+    qb_q5_levels(b + 4, b + 8, i, 0, o.q);
+  }
+};
+
+struct DecQ8_0 {
+  static constexpr DType kType = DType::Q8_0;
+  static constexpr int kElems = 32, kBytes = 34;
+  static constexpr MinMode kMode = MinMode::kNone;
+  STRATA_HD_INLINE static void oct(const uint8_t* b, int i, Oct& o) {
+    const uint8_t* qs = b + 2 + 8 * i;
+    o.d = f16_bits_to_f32(static_cast<uint16_t>(qb_u16(b)));
+    o.m = 0.f;
+    const uint32_t lo = qb_u32(qs), hi = qb_u32(qs + 4);
+STRATA_UNROLL
+    for (int k = 0; k < 8; ++k) {
+      const uint32_t byte = ((k < 4 ? lo : hi) >> (8 * (k & 3))) & 255u;
+      o.q[k] = qb_level(byte ^ 128u, 128);  // int8 -> (byte ^ 0x80) - 128
+    }
+  }
+};
+
+// --- the K-quants (oct i in 0..31) ---
+
+struct DecQ2_K {
+  static constexpr DType kType = DType::Q2_K;
+  static constexpr int kElems = 256, kBytes = 84;
+  static constexpr MinMode kMode = MinMode::kSub;
+  STRATA_HD_INLINE static void oct(const uint8_t* b, int i, Oct& o) {
+    // element n*128 + j*32 + l -> qs[n*32 + l] bits 2j..2j+1; group = element / 16.
+    const int n = i >> 4, j = (i >> 2) & 3, l0 = (i & 3) * 8;
+    const uint32_t sc = b[i >> 1];
+    o.d = qb_mul(f16_bits_to_f32(static_cast<uint16_t>(qb_u16(b + 80))), qb_level(sc & 15u, 0));
+    o.m = qb_mul(f16_bits_to_f32(static_cast<uint16_t>(qb_u16(b + 82))), qb_level(sc >> 4, 0));
+    const uint8_t* qs = b + 16 + n * 32 + l0;
+    const uint32_t lo = qb_u32(qs), hi = qb_u32(qs + 4);
+STRATA_UNROLL
+    for (int k = 0; k < 8; ++k) o.q[k] = qb_level((((k < 4 ? lo : hi) >> (8 * (k & 3))) >> (2 * j)) & 3u, 0);
+  }
+};
+
+struct DecQ3_K {
+  static constexpr DType kType = DType::Q3_K;
+  static constexpr int kElems = 256, kBytes = 110;
+  static constexpr MinMode kMode = MinMode::kNone;
+  STRATA_HD_INLINE static void oct(const uint8_t* b, int i, Oct& o) {
+    // low 2 bits as Q2_K; bit 2 from hmask[l] bit (4n + j), set means "no -4".
+    const int n = i >> 4, j = (i >> 2) & 3, l0 = (i & 3) * 8;
+    o.d = qb_mul(f16_bits_to_f32(static_cast<uint16_t>(qb_u16(b + 108))),
+                 qb_level(static_cast<uint32_t>(qb_q3k_scale(i >> 1, b + 96) + 32), 32));
+    o.m = 0.f;
+    const uint8_t* qs = b + 32 + n * 32 + l0;
+    const uint8_t* hm = b + l0;
+    const uint32_t lo = qb_u32(qs), hi = qb_u32(qs + 4);
+    const uint32_t hlo = qb_u32(hm), hhi = qb_u32(hm + 4);
+    const int hbit = 4 * n + j;
+STRATA_UNROLL
+    for (int k = 0; k < 8; ++k) {
+      const uint32_t low = (((k < 4 ? lo : hi) >> (8 * (k & 3))) >> (2 * j)) & 3u;
+      const uint32_t high = (((k < 4 ? hlo : hhi) >> (8 * (k & 3))) >> hbit) & 1u;
+      o.q[k] = qb_level(low | (high << 2), 4);  // (low | high << 2) - 4 == low - (high ? 0 : 4)
+    }
+  }
+};
+
+// Q4_K / Q5_K: element j*64 + l (l < 32) low nibble of qs[j*32 + l], j*64 + 32 + l high nibble;
+// Q5_K's fifth bit: qh[l] bit 2j (low half) or 2j + 1 (high half). Group of 32 = i / 4.
+template <bool kFive>
+STRATA_HD_INLINE void qb_k45_oct(const uint8_t* b, int i, Oct& o) {
+  const int g = i >> 2, j = i >> 3, half = g & 1, l0 = (i & 3) * 8;
+  uint32_t sc, mn;
+  qb_k4_scale_min(g, b + 4, sc, mn);
+  o.d = qb_mul(f16_bits_to_f32(static_cast<uint16_t>(qb_u16(b))), qb_level(sc, 0));
+  o.m = qb_mul(f16_bits_to_f32(static_cast<uint16_t>(qb_u16(b + 2))), qb_level(mn, 0));
+  const uint8_t* qs = b + (kFive ? 48 : 16) + j * 32 + l0;
+  const uint32_t lo = qb_u32(qs), hi = qb_u32(qs + 4);
+  if constexpr (!kFive) {
+    qb_nibbles(lo, hi, 4 * half, 0, o.q);
+  } else {
+    const uint8_t* qh = b + 16 + l0;
+    const uint32_t hlo = qb_u32(qh), hhi = qb_u32(qh + 4);
+    const int hbit = 2 * j + half;
+STRATA_UNROLL
+    for (int k = 0; k < 8; ++k) {
+      const uint32_t nib = ((k < 4 ? lo : hi) >> (8 * (k & 3) + 4 * half)) & 15u;
+      const uint32_t top = (((k < 4 ? hlo : hhi) >> (8 * (k & 3))) >> hbit) & 1u;
+      o.q[k] = qb_level(nib | (top << 4), 0);
+    }
+  }
+}
+
+struct DecQ4_K {
+  static constexpr DType kType = DType::Q4_K;
+  static constexpr int kElems = 256, kBytes = 144;
+  static constexpr MinMode kMode = MinMode::kSub;
+  STRATA_HD_INLINE static void oct(const uint8_t* b, int i, Oct& o) { qb_k45_oct<false>(b, i, o); }
+};
+
+struct DecQ5_K {
+  static constexpr DType kType = DType::Q5_K;
+  static constexpr int kElems = 256, kBytes = 176;
+  static constexpr MinMode kMode = MinMode::kSub;
+  STRATA_HD_INLINE static void oct(const uint8_t* b, int i, Oct& o) { qb_k45_oct<true>(b, i, o); }
+};
+
+struct DecQ6_K {
+  static constexpr DType kType = DType::Q6_K;
+  static constexpr int kElems = 256, kBytes = 210;
+  static constexpr MinMode kMode = MinMode::kNone;
+  STRATA_HD_INLINE static void oct(const uint8_t* b, int i, Oct& o) {
+    // per half n: element l + 32k = nibble k/2 of ql[n*64 + l + 32*(k&1)] | qh[n*32 + l] bits 2k..2k+1 << 4.
+    const int n = i >> 4, k = (i >> 2) & 3, l0 = (i & 3) * 8;
+    const int sc = static_cast<int8_t>(b[192 + (i >> 1)]);
+    o.d = qb_mul(f16_bits_to_f32(static_cast<uint16_t>(qb_u16(b + 208))),
+                 qb_level(static_cast<uint32_t>(sc + 128), 128));
+    o.m = 0.f;
+    const uint8_t* ql = b + n * 64 + l0 + 32 * (k & 1);
+    const uint8_t* qh = b + 128 + n * 32 + l0;
+    const uint32_t lo = qb_u32(ql), hi = qb_u32(ql + 4);
+    const uint32_t hlo = qb_u32(qh), hhi = qb_u32(qh + 4);
+    const int nshift = 4 * (k >> 1);
+STRATA_UNROLL
+    for (int e = 0; e < 8; ++e) {
+      const uint32_t nib = ((e < 4 ? lo : hi) >> (8 * (e & 3) + nshift)) & 15u;
+      const uint32_t top = ((e < 4 ? hlo : hhi) >> (8 * (e & 3) + 2 * k)) & 3u;
+      o.q[e] = qb_level(nib | (top << 4), 32);
+    }
+  }
+};
+
+// --- float types: a "block" of 8 elements (so they share the mmv tiling); element decode for
+// rows whose length is not a multiple of 8 ---
+
+struct DecF32 {
+  static constexpr DType kType = DType::F32;
+  static constexpr int kElems = 8, kBytes = 32;
+  static constexpr MinMode kMode = MinMode::kRaw;
+  STRATA_HD_INLINE static float element(const uint8_t* row, int64_t c) {
+    return qb_f32_at(row + 4 * c);
+  }
+  STRATA_HD_INLINE static void oct(const uint8_t* b, int, Oct& o) {
+STRATA_UNROLL
+    for (int k = 0; k < 8; ++k) o.q[k] = qb_f32_at(b + 4 * k);
+    o.d = 1.f;
+    o.m = 0.f;
+  }
+};
+
+struct DecF16 {
+  static constexpr DType kType = DType::F16;
+  static constexpr int kElems = 8, kBytes = 16;
+  static constexpr MinMode kMode = MinMode::kRaw;
+  STRATA_HD_INLINE static float element(const uint8_t* row, int64_t c) {
+    return f16_bits_to_f32(static_cast<uint16_t>(qb_u16(row + 2 * c)));
+  }
+  STRATA_HD_INLINE static void oct(const uint8_t* b, int, Oct& o) {
+STRATA_UNROLL
+    for (int k = 0; k < 8; ++k) o.q[k] = f16_bits_to_f32(static_cast<uint16_t>(qb_u16(b + 2 * k)));
+    o.d = 1.f;
+    o.m = 0.f;
+  }
+};
+
+struct DecBF16 {
+  static constexpr DType kType = DType::BF16;
+  static constexpr int kElems = 8, kBytes = 16;
+  static constexpr MinMode kMode = MinMode::kRaw;
+  STRATA_HD_INLINE static float element(const uint8_t* row, int64_t c) {
+    return bf16_bits_to_f32(static_cast<uint16_t>(qb_u16(row + 2 * c)));
+  }
+  STRATA_HD_INLINE static void oct(const uint8_t* b, int, Oct& o) {
+STRATA_UNROLL
+    for (int k = 0; k < 8; ++k) o.q[k] = bf16_bits_to_f32(static_cast<uint16_t>(qb_u16(b + 2 * k)));
+    o.d = 1.f;
+    o.m = 0.f;
+  }
+};
+
+// ---- using an oct ---------------------------------------------------------------------------
+
+// Element k of a decoded oct: the CPU reference's float, bit for bit.
+template <class Dec>
+STRATA_HD_INLINE float oct_value(const Oct& o, int k) {
+  if constexpr (Dec::kMode == MinMode::kRaw) return o.q[k];
+  else if constexpr (Dec::kMode == MinMode::kNone) return qb_mul(o.d, o.q[k]);
+  else if constexpr (Dec::kMode == MinMode::kAdd) return qb_add(qb_mul(o.d, o.q[k]), o.m);
+  else return qb_sub(qb_mul(o.d, o.q[k]), o.m);
+}
+
+// Elements [8i, 8i + 8) of the block at b, as the CPU dequantizer gives them.
+template <class Dec>
+STRATA_HD_INLINE void decode_oct(const uint8_t* b, int i, float* out) {
+  Oct o;
+  Dec::oct(b, i, o);
+STRATA_UNROLL
+  for (int k = 0; k < 8; ++k) out[k] = oct_value<Dec>(o, k);
+}
+
+// Element c of a row (any type; the float types need no multiple of 8).
+template <class Dec>
+STRATA_HD_INLINE float decode_element(const uint8_t* row, int64_t c) {
+  if constexpr (Dec::kMode == MinMode::kRaw) {
+    return Dec::element(row, c);
+  } else {
+    Oct o;
+    Dec::oct(row + (c / Dec::kElems) * Dec::kBytes, static_cast<int>(c % Dec::kElems) / 8, o);
+    return oct_value<Dec>(o, static_cast<int>(c & 7));
+  }
+}
+
+// A whole block (kElems floats).
+template <class Dec>
+STRATA_HD_INLINE void decode_block(const uint8_t* b, float* out) {
+  for (int i = 0; i < Dec::kElems / 8; ++i) decode_oct<Dec>(b, i, out + 8 * i);
+}
+
+// sum_k value_k * x[k] of one oct, the way mmv sums it: d * sum(q x) + m * sum(x) (sum_x is
+// sum(x[0..8)), passed in so a caller shares it across rows). f32 throughout, FMAs allowed.
+template <class Dec>
+STRATA_HD_INLINE float oct_dot(const Oct& o, const float* x, float sum_x) {
+  float s = 0.f;
+STRATA_UNROLL
+  for (int k = 0; k < 8; ++k) s += o.q[k] * x[k];
+  if constexpr (Dec::kMode == MinMode::kRaw) return s;
+  else if constexpr (Dec::kMode == MinMode::kNone) return o.d * s;
+  else if constexpr (Dec::kMode == MinMode::kAdd) return o.d * s + o.m * sum_x;
+  else return o.d * s - o.m * sum_x;
+}
+template <class Dec>
+inline constexpr bool kOctNeedsSumX = Dec::kMode == MinMode::kAdd || Dec::kMode == MinMode::kSub;
+
+// ---- dispatch -------------------------------------------------------------------------------
+
+template <class Dec>
+struct DecTag {
+  using type = Dec;
+};
+
+// Calls f(DecTag<Dec>{}) for the decoder of t and returns true; false for a type without one
+// (Q8_1, Q8_K). Host code only (launch dispatch, tests).
+template <class F>
+inline bool visit_decoder(DType t, F&& f) {
+  switch (t) {
+    case DType::F32: f(DecTag<DecF32>{}); return true;
+    case DType::F16: f(DecTag<DecF16>{}); return true;
+    case DType::BF16: f(DecTag<DecBF16>{}); return true;
+    case DType::Q4_0: f(DecTag<DecQ4_0>{}); return true;
+    case DType::Q4_1: f(DecTag<DecQ4_1>{}); return true;
+    case DType::Q5_0: f(DecTag<DecQ5_0>{}); return true;
+    case DType::Q5_1: f(DecTag<DecQ5_1>{}); return true;
+    case DType::Q8_0: f(DecTag<DecQ8_0>{}); return true;
+    case DType::Q2_K: f(DecTag<DecQ2_K>{}); return true;
+    case DType::Q3_K: f(DecTag<DecQ3_K>{}); return true;
+    case DType::Q4_K: f(DecTag<DecQ4_K>{}); return true;
+    case DType::Q5_K: f(DecTag<DecQ5_K>{}); return true;
+    case DType::Q6_K: f(DecTag<DecQ6_K>{}); return true;
+    default: return false;
+  }
+}
+
+// Block geometry without the CPU library's table (the CUDA target does not link it).
+// Float types report 1 element per "block" here, as dtype.h does.
+struct QbGeometry {
+  int64_t block_elems = 0;
+  int64_t block_bytes = 0;
+};
+inline QbGeometry qb_geometry(DType t) {
+  switch (t) {
+    case DType::F32: return {1, 4};
+    case DType::F16: case DType::BF16: return {1, 2};
+    default: break;
+  }
+  QbGeometry g;
+  visit_decoder(t, [&](auto tag) {
+    using D = typename decltype(tag)::type;
+    g = {D::kElems, D::kBytes};
+  });
+  return g;
+}
+inline int64_t qb_row_bytes(DType t, int64_t cols) {
+  const QbGeometry g = qb_geometry(t);
+  return g.block_elems ? cols / g.block_elems * g.block_bytes : 0;
+}
+
+// The layouts above are those of blocks.h.
+static_assert(sizeof(BlockQ4_0) == DecQ4_0::kBytes && offsetof(BlockQ4_0, qs) == 2);
+static_assert(sizeof(BlockQ4_1) == DecQ4_1::kBytes && offsetof(BlockQ4_1, m) == 2 && offsetof(BlockQ4_1, qs) == 4);
+static_assert(sizeof(BlockQ5_0) == DecQ5_0::kBytes && offsetof(BlockQ5_0, qh) == 2 && offsetof(BlockQ5_0, qs) == 6);
+static_assert(sizeof(BlockQ5_1) == DecQ5_1::kBytes && offsetof(BlockQ5_1, qh) == 4 && offsetof(BlockQ5_1, qs) == 8);
+static_assert(sizeof(BlockQ8_0) == DecQ8_0::kBytes && offsetof(BlockQ8_0, qs) == 2);
+static_assert(sizeof(BlockQ2_K) == DecQ2_K::kBytes && offsetof(BlockQ2_K, qs) == 16 && offsetof(BlockQ2_K, d) == 80 &&
+              offsetof(BlockQ2_K, dmin) == 82);
+static_assert(sizeof(BlockQ3_K) == DecQ3_K::kBytes && offsetof(BlockQ3_K, qs) == 32 &&
+              offsetof(BlockQ3_K, scales) == 96 && offsetof(BlockQ3_K, d) == 108);
+static_assert(sizeof(BlockQ4_K) == DecQ4_K::kBytes && offsetof(BlockQ4_K, scales) == 4 && offsetof(BlockQ4_K, qs) == 16);
+static_assert(sizeof(BlockQ5_K) == DecQ5_K::kBytes && offsetof(BlockQ5_K, qh) == 16 && offsetof(BlockQ5_K, qs) == 48);
+static_assert(sizeof(BlockQ6_K) == DecQ6_K::kBytes && offsetof(BlockQ6_K, qh) == 128 &&
+              offsetof(BlockQ6_K, scales) == 192 && offsetof(BlockQ6_K, d) == 208);
+
+}  // namespace strata::kernels::cuda

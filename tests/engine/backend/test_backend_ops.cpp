@@ -1,0 +1,794 @@
+// tests/engine/backend/test_backend_ops.cpp — backend conformance, in the manner of ggml's
+// test-backend-ops: every op of backend::Ops on every backend present (cpu, sim, cuda), over shapes
+// and tensor types, against a plain reference written here (double accumulation, the scalar
+// dequantizers of kernels/cpu for weights). Each backend x op x type x shape is its own CTest case;
+// the cuda cases skip, with the reason, where there is no CUDA device. Data is made on the host
+// with a fixed seed, put on the device with Device::copy_from_host, run through
+// Device::create_ops and read back with Ops::to_host. Tolerances are stated next to each check.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/backend/cuda/cuda_backend.h"
+#include "engine/backend/ops.h"
+#include "engine/exec/device.h"
+#include "kernels/cpu/dtype.h"
+#include "kernels/cpu/fp16.h"
+#include "kernels/cpu/quant.h"
+
+namespace strata {
+namespace {
+
+using exec::BufferUse;
+using kernels::DType;
+
+// The workspace every backend gets: attention up to kMaxCtx positions, kMaxTokens tokens per op.
+constexpr int64_t kMaxCtx = 512;
+constexpr int64_t kMaxTokens = 256;
+constexpr int64_t kMaxCols = 4096;
+// The CUDA backend multiplies batches of more than this many tokens as a GEMM in F16 on tensor
+// cores (kernels/cuda: kMmvMaxTokens), fewer with its matrix-vector kernels.
+constexpr int64_t kCudaMmvMaxTokens = 8;
+
+// ---- failing a test from a helper -----------------------------------------------------------
+
+// Thrown after a failure has been recorded, to end the case (caught in the test body).
+struct CaseAborted : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+template <typename T>
+T must(Expected<T> e, const std::string& what) {
+  if (!e.ok()) {
+    ADD_FAILURE() << what << ": " << e.error().to_string();
+    throw CaseAborted(what);
+  }
+  return std::move(e).value();
+}
+
+void must(const Status& s, const std::string& what) {
+  if (!s.ok()) {
+    ADD_FAILURE() << what << ": " << s.error().to_string();
+    throw CaseAborted(what);
+  }
+}
+
+// ---- data -------------------------------------------------------------------------------------
+
+// splitmix64: the same numbers on every platform and standard library.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : s_(seed) {}
+  uint64_t next() {
+    uint64_t z = (s_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+  float sym(double scale = 1.0) { return static_cast<float>((2.0 * uniform() - 1.0) * scale); }
+  float normal() {  // Box-Muller
+    const double u1 = std::max(uniform(), 1e-300), u2 = uniform();
+    return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+  }
+  std::vector<float> sym_vec(size_t n, double scale = 1.0) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = sym(scale);
+    return v;
+  }
+  std::vector<float> normal_vec(size_t n) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = normal();
+    return v;
+  }
+
+ private:
+  uint64_t s_;
+};
+
+// A weight matrix of `type`: the bytes the device gets, and what they mean as floats (the scalar
+// dequantizer's reading, the reference's ground truth).
+struct Weights {
+  std::vector<uint8_t> bytes;
+  std::vector<float> values;  // [rows][cols]
+};
+
+Weights make_weights(DType type, int64_t rows, int64_t cols, uint64_t seed) {
+  Rng rng(seed);
+  const std::vector<float> src = rng.normal_vec(static_cast<size_t>(rows * cols));
+  const int64_t row_bytes = kernels::row_bytes(type, cols);
+  Weights w;
+  w.bytes.resize(static_cast<size_t>(rows * row_bytes));
+  w.values.resize(src.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    kernels::quantize_row(type, src.data() + r * cols, w.bytes.data() + r * row_bytes, cols);
+    kernels::dequantize_row(type, w.bytes.data() + r * row_bytes, w.values.data() + r * cols, cols);
+  }
+  return w;
+}
+
+// ---- comparison -------------------------------------------------------------------------------
+
+// ||got - ref||_2 / ||ref||_2; infinity if got holds a NaN or an infinity.
+double rel_l2(const float* got, const double* ref, int64_t n) {
+  double diff = 0, norm = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(got[i])) return INFINITY;
+    diff += (got[i] - ref[i]) * (got[i] - ref[i]);
+    norm += ref[i] * ref[i];
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+// Checks every row of `got` ([rows][row_len]) against `ref` by relative L2 error of the row, and
+// reports the worst row with its first few elements.
+void expect_rows_close(const std::vector<float>& got, const std::vector<double>& ref, int64_t row_len, double tol,
+                       const std::string& what) {
+  ASSERT_EQ(got.size(), ref.size()) << what;
+  ASSERT_GT(row_len, 0);
+  const int64_t rows = static_cast<int64_t>(ref.size()) / row_len;
+  double worst = -1;
+  int64_t worst_row = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const double e = rel_l2(got.data() + r * row_len, ref.data() + r * row_len, row_len);
+    if (!(e <= worst)) {
+      worst = e;
+      worst_row = r;
+    }
+    if (std::isinf(e)) break;
+  }
+  std::string sample;
+  for (int64_t i = 0; i < std::min<int64_t>(row_len, 4); ++i)
+    sample += " [" + std::to_string(i) + "] got " + std::to_string(got[static_cast<size_t>(worst_row * row_len + i)]) +
+              " want " + std::to_string(ref[static_cast<size_t>(worst_row * row_len + i)]) + ";";
+  // STRATA_OPS_VERBOSE=1 prints every measured error beside its tolerance (to see the margins).
+  if (std::getenv("STRATA_OPS_VERBOSE"))
+    std::printf("  %-70s worst relative L2 error %.3g (tolerance %.0e)\n", what.c_str(), worst, tol);
+  EXPECT_LE(worst, tol) << what << ": row " << worst_row << " of " << rows << " has relative L2 error " << worst
+                        << " (tolerance " << tol << ");" << sample;
+}
+
+std::vector<double> to_double(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
+
+// ---- one device under test ----------------------------------------------------------------------
+
+class Env {
+ public:
+  Env(exec::Device& device, std::string backend) : device_(device), backend_(std::move(backend)) {
+    const int threads = std::max(1, device.info().threads);
+    scores_ = alloc(static_cast<size_t>(threads * kMaxCtx) * sizeof(float));
+    exec::OpsWorkspace ws;
+    ws.scores = reinterpret_cast<float*>(scores_->data());
+    ws.scores_per_thread = kMaxCtx;
+    ws.matmul_bytes = static_cast<size_t>(kMaxTokens * kMaxCols * 4);
+    ws.max_ctx = kMaxCtx;
+    ws.max_tokens = kMaxTokens;
+    ops_ = must(device.create_ops(ws), device.id() + ": create_ops");
+  }
+
+  exec::Device& device() { return device_; }
+  backend::Ops& ops() { return *ops_; }
+  const std::string& backend() const { return backend_; }
+  bool cuda() const { return backend_ == "cuda"; }
+
+  std::unique_ptr<exec::Buffer> alloc(size_t bytes, BufferUse use = BufferUse::Scratch) {
+    return must(device_.allocate(std::max<size_t>(bytes, 1), use),
+                device_.id() + ": allocate " + std::to_string(bytes) + " bytes");
+  }
+  // A device buffer holding `bytes` bytes copied from the host (Device::copy_from_host).
+  std::unique_ptr<exec::Buffer> upload(const void* data, size_t bytes, BufferUse use = BufferUse::Scratch) {
+    auto buf = alloc(bytes, use);
+    exec::Copy2D c;
+    c.src = data;
+    c.src_pitch = bytes;
+    c.dst = buf->data();
+    c.dst_pitch = bytes;
+    c.width = bytes;
+    c.height = 1;
+    must(device_.copy_from_host(c), device_.id() + ": copy_from_host " + std::to_string(bytes) + " bytes");
+    return buf;
+  }
+  std::unique_ptr<exec::Buffer> upload(const std::vector<float>& v, BufferUse use = BufferUse::Scratch) {
+    return upload(v.data(), v.size() * sizeof(float), use);
+  }
+  // n floats from device memory (Ops::to_host, which waits for the work before it).
+  std::vector<float> download(const void* src, size_t n) {
+    std::vector<float> out(n);
+    must(ops_->to_host(src, out.data(), n * sizeof(float)), device_.id() + ": to_host");
+    return out;
+  }
+  std::vector<uint8_t> download_bytes(const void* src, size_t n) {
+    std::vector<uint8_t> out(n);
+    must(ops_->to_host(src, out.data(), n), device_.id() + ": to_host");
+    return out;
+  }
+
+ private:
+  exec::Device& device_;
+  std::string backend_;
+  std::unique_ptr<exec::Buffer> scores_;
+  std::unique_ptr<backend::Ops> ops_;
+};
+
+std::vector<std::unique_ptr<exec::Device>> open_devices(const std::string& backend) {
+  std::vector<std::unique_ptr<exec::Device>> devices;
+  if (backend == "cpu") {
+    devices.push_back(std::make_unique<exec::CpuDevice>(2, 8ull << 30, 10.0));
+  } else if (backend == "sim") {
+    // Declared speeds so high that pacing never waits: this suite checks results, not time
+    // (test_sim_pacing.cpp checks the pacing).
+    exec::SimulatedSpec spec;
+    spec.id = "sim0";
+    spec.capacity_bytes = 8ull << 30;
+    spec.bandwidth_gbps = 1e9;
+    spec.tflops = 1e9;
+    spec.link_gbps = 1e9;
+    spec.link_latency_us = 0;
+    spec.threads = 2;
+    devices.push_back(std::make_unique<exec::SimulatedDevice>(spec));
+  } else if (backend == "cuda") {
+    for (int i = 0; i < backend::cuda::device_count(); ++i)
+      devices.push_back(must(backend::cuda::open_device(i, "cuda" + std::to_string(i)), "open cuda:" + std::to_string(i)));
+  }
+  return devices;
+}
+
+// ---- cases --------------------------------------------------------------------------------------
+
+struct OpCase {
+  std::string name;  // letters, digits and '_' (a gtest name)
+  std::function<void(Env&)> run;
+};
+
+void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
+
+const std::vector<DType>& weight_types() {
+  static const std::vector<DType> types = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
+                                           DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
+                                           DType::Q4_K, DType::Q5_K, DType::Q6_K};
+  return types;
+}
+
+// Skips the case (with the reason) where the device does not hold this weight type.
+#define SKIP_UNSUPPORTED_TYPE(env, type)                                                                        \
+  if (!(env).device().supports(type))                                                                          \
+  GTEST_SKIP() << (env).device().id() << " does not support " << kernels::dtype_name(type)                     \
+               << " weights (Device::supports is false)"
+
+// -- embed --
+void embed_case(Env& env, DType type) {
+  SKIP_UNSUPPORTED_TYPE(env, type);
+  const int64_t rows = 37, cols = 256;
+  const Weights w = make_weights(type, rows, cols, 11 + static_cast<uint64_t>(type));
+  auto table = env.upload(w.bytes.data(), w.bytes.size(), BufferUse::Weights);
+  const std::vector<int32_t> tokens = {0, 36, 5, 5, 17};
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  auto out = env.alloc(static_cast<size_t>(n * cols) * sizeof(float));
+  must(env.ops().embed({table->data(), type, rows, cols}, tokens.data(), n, reinterpret_cast<float*>(out->data())),
+       "embed");
+  std::vector<double> ref;
+  for (int32_t t : tokens)
+    for (int64_t c = 0; c < cols; ++c) ref.push_back(w.values[static_cast<size_t>(t * cols + c)]);
+  // Tolerance: 1e-6 relative (L2 per row). Embedding rows are dequantized, not computed: the only
+  // freedom a backend has is the rounding of the scale multiply (and add) of each element.
+  expect_rows_close(env.download(out->data(), static_cast<size_t>(n * cols)), ref, cols, 1e-6,
+                    std::string("embed ") + kernels::dtype_name(type));
+}
+
+void embed_bad_token_case(Env& env) {
+  const int64_t rows = 10, cols = 32;
+  Rng rng(3);
+  auto table = env.upload(rng.sym_vec(static_cast<size_t>(rows * cols)), BufferUse::Weights);
+  auto out = env.alloc(static_cast<size_t>(4 * cols) * sizeof(float));
+  const backend::MatrixView view{table->data(), DType::F32, rows, cols};
+  for (const std::vector<int32_t>& tokens : {std::vector<int32_t>{3, 10}, std::vector<int32_t>{-1},
+                                             std::vector<int32_t>{0, 9, 1000000}}) {
+    Status s = env.ops().embed(view, tokens.data(), static_cast<int64_t>(tokens.size()),
+                               reinterpret_cast<float*>(out->data()));
+    const std::string bad = std::to_string(tokens.back());
+    ASSERT_FALSE(s.ok()) << "token " << bad << " of a " << rows << "-row table was accepted";
+    EXPECT_EQ(s.error().code, Code::InvalidArgument) << s.error().to_string();
+    EXPECT_NE(s.error().message.find(bad), std::string::npos) << "the error should name token " << bad << ": "
+                                                              << s.error().message;
+  }
+  // The device still works after the refusals.
+  const std::vector<int32_t> good = {9};
+  must(env.ops().embed(view, good.data(), 1, reinterpret_cast<float*>(out->data())), "embed after errors");
+  must(env.ops().synchronize(), "synchronize");
+}
+
+// -- rms_norm --
+void rms_norm_case(Env& env, int64_t n_rows, int64_t n, bool in_place) {
+  Rng rng(static_cast<uint64_t>(n_rows * 1000 + n));
+  std::vector<float> x = rng.sym_vec(static_cast<size_t>(n_rows * n), 3.0);
+  std::vector<float> w(static_cast<size_t>(n));
+  for (auto& v : w) v = 0.5f + static_cast<float>(rng.uniform());
+  const float eps = 1e-5f;
+  auto dx = env.upload(x);
+  auto dw = env.upload(w);
+  auto dout = in_place ? nullptr : env.alloc(x.size() * sizeof(float));
+  float* out = in_place ? reinterpret_cast<float*>(dx->data()) : reinterpret_cast<float*>(dout->data());
+  must(env.ops().rms_norm(reinterpret_cast<const float*>(dx->data()), reinterpret_cast<const float*>(dw->data()), out,
+                          n_rows, n, eps),
+       "rms_norm");
+  std::vector<double> ref(x.size());
+  for (int64_t r = 0; r < n_rows; ++r) {
+    double ss = 0;
+    for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[r * n + i]) * x[r * n + i];
+    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(n) + eps);
+    for (int64_t i = 0; i < n; ++i) ref[r * n + i] = x[r * n + i] * inv * w[i];
+  }
+  // Tolerance: 1e-5 relative (L2 per row): f32 sum of squares over n <= 4096 and one rsqrt.
+  expect_rows_close(env.download(out, x.size()), ref, n, 1e-5, "rms_norm");
+}
+
+// -- matmul --
+double matmul_tolerance(DType type, const std::string& backend, int64_t n_tokens) {
+  switch (type) {
+    case DType::F32:
+      // f32 weights and activations, f32 accumulation: 1e-5. CUDA prompt batches (more than
+      // kMmvMaxTokens tokens) multiply on tensor cores in F16: weights and activations are rounded
+      // to 11 significant bits (2^-11 relative each), so 2e-3 there.
+      return backend == "cuda" && n_tokens > kCudaMmvMaxTokens ? 2e-3 : 1e-5;
+    case DType::F16:
+    case DType::BF16:
+      // The weights are exact; activations may be rounded to F16 (GEMM paths): 1e-3.
+      return 1e-3;
+    default:
+      // Quantized weights: the CPU (and CUDA's matrix-vector kernels) quantize the activations to 8
+      // bits per block (Q8_0 / Q8_1 / Q8_K) before the integer dot product; with Gaussian data
+      // that is ~0.6% relative error of the output vector. 2e-2 relative (L2 per token row).
+      return 2e-2;
+  }
+}
+
+void matmul_case(Env& env, DType type, int64_t rows, int64_t cols, int64_t n_tokens) {
+  SKIP_UNSUPPORTED_TYPE(env, type);
+  const Weights w = make_weights(type, rows, cols, 1000 + static_cast<uint64_t>(type) * 7 + static_cast<uint64_t>(rows));
+  Rng rng(static_cast<uint64_t>(n_tokens * 31 + cols));
+  const std::vector<float> x = rng.sym_vec(static_cast<size_t>(n_tokens * cols));
+  auto dw = env.upload(w.bytes.data(), w.bytes.size(), BufferUse::Weights);
+  auto dx = env.upload(x);
+  // The output with a guard band after it: an op must not write past y.
+  const int64_t guard = 64;
+  const std::vector<float> fill(static_cast<size_t>(n_tokens * rows + guard), 12345.0f);
+  auto dy = env.upload(fill);
+  must(env.ops().matmul({dw->data(), type, rows, cols}, reinterpret_cast<const float*>(dx->data()), n_tokens,
+                        reinterpret_cast<float*>(dy->data())),
+       "matmul");
+  std::vector<float> got = env.download(dy->data(), fill.size());
+  for (int64_t i = n_tokens * rows; i < n_tokens * rows + guard; ++i)
+    ASSERT_EQ(got[static_cast<size_t>(i)], 12345.0f) << "matmul wrote past y: element " << i << " of the guard band";
+  got.resize(static_cast<size_t>(n_tokens * rows));
+  std::vector<double> ref(got.size());
+  for (int64_t t = 0; t < n_tokens; ++t)
+    for (int64_t r = 0; r < rows; ++r) {
+      double s = 0;
+      for (int64_t c = 0; c < cols; ++c)
+        s += static_cast<double>(w.values[static_cast<size_t>(r * cols + c)]) * x[static_cast<size_t>(t * cols + c)];
+      ref[static_cast<size_t>(t * rows + r)] = s;
+    }
+  expect_rows_close(got, ref, rows, matmul_tolerance(type, env.backend(), n_tokens),
+                    std::string("matmul ") + kernels::dtype_name(type) + " " + std::to_string(rows) + "x" +
+                        std::to_string(cols) + " by " + std::to_string(n_tokens) + " tokens (rows are tokens)");
+}
+
+// -- element-wise --
+// Tolerance for add, add_rows and mul: exact. Each output is one IEEE f32 add or multiply, whose
+// result is defined to the bit; the reference does the same operation in f32.
+void add_case(Env& env) {
+  const int64_t n = 4099;
+  Rng rng(21);
+  const std::vector<float> y = rng.sym_vec(n, 5.0), x = rng.sym_vec(n, 5.0);
+  auto dy = env.upload(y);
+  auto dx = env.upload(x);
+  must(env.ops().add(reinterpret_cast<float*>(dy->data()), reinterpret_cast<const float*>(dx->data()), n), "add");
+  const std::vector<float> got = env.download(dy->data(), n);
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], y[i] + x[i]) << "add: element " << i;
+}
+
+void add_rows_case(Env& env) {
+  const int64_t n_rows = 7, n = 300;
+  Rng rng(22);
+  const std::vector<float> y = rng.sym_vec(n_rows * n, 5.0), b = rng.sym_vec(n, 5.0);
+  auto dy = env.upload(y);
+  auto db = env.upload(b);
+  must(env.ops().add_rows(reinterpret_cast<float*>(dy->data()), reinterpret_cast<const float*>(db->data()), n_rows, n),
+       "add_rows");
+  const std::vector<float> got = env.download(dy->data(), y.size());
+  for (int64_t r = 0; r < n_rows; ++r)
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(got[r * n + i], y[r * n + i] + b[i]) << "add_rows: row " << r << " element " << i;
+}
+
+void mul_case(Env& env) {
+  const int64_t n = 4099;
+  Rng rng(23);
+  const std::vector<float> y = rng.sym_vec(n, 5.0), x = rng.sym_vec(n, 5.0);
+  auto dy = env.upload(y);
+  auto dx = env.upload(x);
+  must(env.ops().mul(reinterpret_cast<float*>(dy->data()), reinterpret_cast<const float*>(dx->data()), n), "mul");
+  const std::vector<float> got = env.download(dy->data(), n);
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], y[i] * x[i]) << "mul: element " << i;
+}
+
+void zero_case(Env& env) {
+  const int64_t n = 1001, guard = 16;
+  Rng rng(24);
+  const std::vector<float> x = rng.sym_vec(n + 2 * guard);
+  auto dx = env.upload(x);
+  must(env.ops().zero(reinterpret_cast<float*>(dx->data()) + guard, n), "zero");
+  const std::vector<float> got = env.download(dx->data(), x.size());
+  for (int64_t i = 0; i < n + 2 * guard; ++i) {
+    const bool inside = i >= guard && i < guard + n;
+    // Exact: zeros inside, the neighbours untouched.
+    ASSERT_EQ(got[i], inside ? 0.0f : x[i]) << "zero: element " << i - guard << (inside ? "" : " (outside the range)");
+  }
+}
+
+void swiglu_case(Env& env) {
+  const int64_t n = 4099;
+  Rng rng(25);
+  const std::vector<float> gate = rng.sym_vec(n, 10.0), up = rng.sym_vec(n, 3.0);
+  auto dg = env.upload(gate);
+  auto du = env.upload(up);
+  must(env.ops().swiglu(reinterpret_cast<float*>(dg->data()), reinterpret_cast<const float*>(du->data()), n), "swiglu");
+  std::vector<double> ref(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) ref[i] = gate[i] / (1.0 + std::exp(-static_cast<double>(gate[i]))) * up[i];
+  // Tolerance: 1e-5 relative (L2): one exp and a division per element (fast-math exp on CUDA is
+  // within a few ulp for |x| <= 10).
+  expect_rows_close(env.download(dg->data(), n), ref, n, 1e-5, "swiglu");
+}
+
+void softmax_case(Env& env, int64_t n_rows, int64_t n) {
+  Rng rng(static_cast<uint64_t>(26 + n));
+  std::vector<float> x = rng.sym_vec(n_rows * n, 8.0);
+  // Row 1 sits near 100: exp overflows f32 unless the row maximum is subtracted first.
+  if (n_rows > 1)
+    for (int64_t i = 0; i < n; ++i) x[n + i] += 100.0f;
+  auto dx = env.upload(x);
+  must(env.ops().softmax(reinterpret_cast<float*>(dx->data()), n_rows, n), "softmax");
+  std::vector<double> ref(x.size());
+  for (int64_t r = 0; r < n_rows; ++r) {
+    double m = -INFINITY, s = 0;
+    for (int64_t i = 0; i < n; ++i) m = std::max(m, static_cast<double>(x[r * n + i]));
+    for (int64_t i = 0; i < n; ++i) s += std::exp(x[r * n + i] - m);
+    for (int64_t i = 0; i < n; ++i) ref[r * n + i] = std::exp(x[r * n + i] - m) / s;
+  }
+  // Tolerance: 1e-5 relative (L2 per row): f32 exp and sum over n <= 1000.
+  expect_rows_close(env.download(dx->data(), x.size()), ref, n, 1e-5, "softmax");
+}
+
+// -- rope --
+struct RopeCase {
+  bool interleaved;
+  bool divisors;
+  int64_t rope_dims;  // < head_dim: the last head_dim - rope_dims dimensions stay as they are
+  int64_t pos0;
+  double tol;
+};
+
+void rope_reference(std::vector<double>& x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, int64_t pos0,
+                    const backend::RopeParams& p, const std::vector<float>& divisors) {
+  const int64_t half = p.rope_dims / 2;
+  for (int64_t t = 0; t < n_tokens; ++t)
+    for (int64_t h = 0; h < n_heads; ++h) {
+      double* v = x.data() + (t * n_heads + h) * head_dim;
+      for (int64_t i = 0; i < half; ++i) {
+        double theta = static_cast<double>(pos0 + t) * p.freq_scale *
+                       std::pow(static_cast<double>(p.freq_base), -2.0 * static_cast<double>(i) / p.rope_dims);
+        if (!divisors.empty()) theta /= divisors[i];
+        const int64_t a = p.interleaved ? 2 * i : i;
+        const int64_t b = p.interleaved ? 2 * i + 1 : i + half;
+        const double x0 = v[a], x1 = v[b];
+        v[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
+        v[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
+      }
+    }
+}
+
+void rope_case(Env& env, const RopeCase& rc) {
+  const int64_t n_tokens = 3, n_heads = 4, head_dim = 64;
+  Rng rng(static_cast<uint64_t>(27 + rc.rope_dims + rc.pos0 + (rc.interleaved ? 1 : 0)));
+  const std::vector<float> x = rng.sym_vec(n_tokens * n_heads * head_dim, 2.0);
+  std::vector<float> divisors;
+  std::unique_ptr<exec::Buffer> ddiv;
+  backend::RopeParams p;
+  p.rope_dims = rc.rope_dims;
+  p.interleaved = rc.interleaved;
+  if (rc.divisors) {  // Llama-3-style long-context factors, base and scale
+    divisors.resize(static_cast<size_t>(rc.rope_dims / 2));
+    for (auto& d : divisors) d = 1.0f + 7.0f * static_cast<float>(rng.uniform());
+    ddiv = env.upload(divisors);
+    p.freq_divisors = reinterpret_cast<const float*>(ddiv->data());
+    p.freq_base = 500000.0f;
+    p.freq_scale = 0.5f;
+  }
+  auto dx = env.upload(x);
+  must(env.ops().rope(reinterpret_cast<float*>(dx->data()), n_tokens, n_heads, head_dim, rc.pos0, p), "rope");
+  std::vector<double> ref = to_double(x);
+  rope_reference(ref, n_tokens, n_heads, head_dim, rc.pos0, p, divisors);
+  const std::vector<float> got = env.download(dx->data(), x.size());
+  // Dimensions past rope_dims pass through unchanged (exact).
+  for (int64_t t = 0; t < n_tokens * n_heads; ++t)
+    for (int64_t i = rc.rope_dims; i < head_dim; ++i)
+      ASSERT_EQ(got[t * head_dim + i], x[t * head_dim + i]) << "rope changed dimension " << i << " >= rope_dims";
+  expect_rows_close(got, ref, head_dim, rc.tol, "rope (rows are heads)");
+}
+
+// -- attention --
+struct AttentionCase {
+  DType kv_type;
+  int64_t prompt;  // tokens of the first call at position 0; then one decode token at `prompt`
+  int64_t n_ctx;
+};
+
+void attention_case(Env& env, const AttentionCase& ac) {
+  if (!env.device().supports_kv(ac.kv_type))
+    GTEST_SKIP() << env.device().id() << " does not keep a KV cache in " << kernels::dtype_name(ac.kv_type)
+                 << " (supports_kv is false)";
+  const int64_t n_heads = 4, n_kv = 2, hd = 64, group = n_heads / n_kv;
+  const int64_t q_dim = n_heads * hd, kv_dim = n_kv * hd, stride = kv_dim;
+  const bool f16 = ac.kv_type == DType::F16;
+  const size_t elem = f16 ? 2 : 4;
+  auto kc = env.alloc(static_cast<size_t>(ac.n_ctx * stride) * elem, BufferUse::KvCache);
+  auto vc = env.alloc(static_cast<size_t>(ac.n_ctx * stride) * elem, BufferUse::KvCache);
+  must(env.device().fill_zero(kc->data(), kc->size()), "fill_zero");
+  must(env.device().fill_zero(vc->data(), vc->size()), "fill_zero");
+  // The reference cache: what the device's cache should hold, as floats (F16: rounded).
+  std::vector<double> ref_k(static_cast<size_t>(ac.n_ctx * stride)), ref_v(ref_k.size());
+  auto stored = [&](float f) { return f16 ? kernels::fp16_to_f32(kernels::f32_to_fp16(f)) : f; };
+  Rng rng(static_cast<uint64_t>(28 + ac.prompt));
+
+  struct Step {
+    int64_t pos0, n_tokens;
+  };
+  for (const Step step : {Step{0, ac.prompt}, Step{ac.prompt, 1}}) {
+    const int64_t nt = step.n_tokens;
+    // Queries scaled up so that the softmax is far from uniform (scores of a few units).
+    const std::vector<float> q = rng.sym_vec(nt * q_dim, 4.0), k = rng.sym_vec(nt * kv_dim), v = rng.sym_vec(nt * kv_dim);
+    auto dq = env.upload(q), dk = env.upload(k), dv = env.upload(v);
+    auto dout = env.alloc(static_cast<size_t>(nt * q_dim) * sizeof(float));
+    backend::AttentionArgs a;
+    a.q = reinterpret_cast<const float*>(dq->data());
+    a.k = reinterpret_cast<const float*>(dk->data());
+    a.v = reinterpret_cast<const float*>(dv->data());
+    a.k_cache = kc->data();
+    a.v_cache = vc->data();
+    a.kv_type = ac.kv_type;
+    a.kv_stride = stride;
+    a.n_ctx = ac.n_ctx;
+    a.n_tokens = nt;
+    a.pos0 = step.pos0;
+    a.n_heads = n_heads;
+    a.n_kv_heads = n_kv;
+    a.head_dim = hd;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    a.out = reinterpret_cast<float*>(dout->data());
+    must(env.ops().attention(a), "attention at pos0 " + std::to_string(step.pos0));
+
+    for (int64_t t = 0; t < nt; ++t)
+      for (int64_t i = 0; i < kv_dim; ++i) {
+        ref_k[static_cast<size_t>((step.pos0 + t) * stride + i)] = stored(k[t * kv_dim + i]);
+        ref_v[static_cast<size_t>((step.pos0 + t) * stride + i)] = stored(v[t * kv_dim + i]);
+      }
+    std::vector<double> ref(static_cast<size_t>(nt * q_dim));
+    std::vector<double> scores(static_cast<size_t>(ac.n_ctx));
+    for (int64_t t = 0; t < nt; ++t)
+      for (int64_t h = 0; h < n_heads; ++h) {
+        const int64_t pos = step.pos0 + t, kv_off = (h / group) * hd;
+        const float* qh = q.data() + t * q_dim + h * hd;
+        double m = -INFINITY;
+        for (int64_t p = 0; p <= pos; ++p) {
+          double s = 0;
+          for (int64_t i = 0; i < hd; ++i) s += static_cast<double>(qh[i]) * ref_k[p * stride + kv_off + i];
+          scores[p] = s * a.scale;
+          m = std::max(m, scores[p]);
+        }
+        double sum = 0;
+        for (int64_t p = 0; p <= pos; ++p) sum += (scores[p] = std::exp(scores[p] - m));
+        for (int64_t i = 0; i < hd; ++i) {
+          double o = 0;
+          for (int64_t p = 0; p <= pos; ++p) o += scores[p] * ref_v[p * stride + kv_off + i];
+          ref[static_cast<size_t>(t * q_dim + h * hd + i)] = o / sum;
+        }
+      }
+    // Tolerance (relative L2 per head): F32 cache 1e-4 (f32 dot products, exp and weighted sums
+    // over <= 256 positions); F16 cache 2e-3 (the reference reads the same rounded keys and
+    // values, but a backend may also round queries and partial sums to F16).
+    const double tol = f16 ? 2e-3 : 1e-4;
+    expect_rows_close(env.download(dout->data(), ref.size()), ref, hd, tol,
+                      "attention output at pos0 " + std::to_string(step.pos0) + " (" + std::to_string(nt) +
+                          " tokens; rows are heads)");
+
+    // The cache holds exactly the keys and values given, at their positions (F16: rounded to
+    // nearest even, bit for bit).
+    const int64_t written = (step.pos0 + nt) * stride;
+    for (const auto& [buf, want, name] :
+         {std::tuple{kc.get(), &ref_k, "k_cache"}, std::tuple{vc.get(), &ref_v, "v_cache"}}) {
+      const std::vector<uint8_t> raw = env.download_bytes(buf->data(), static_cast<size_t>(written) * elem);
+      for (int64_t i = 0; i < written; ++i) {
+        float got;
+        if (f16) {
+          uint16_t h;
+          std::memcpy(&h, raw.data() + i * 2, 2);
+          got = kernels::fp16_to_f32(h);
+        } else {
+          std::memcpy(&got, raw.data() + i * 4, 4);
+        }
+        ASSERT_EQ(got, static_cast<float>((*want)[static_cast<size_t>(i)]))
+            << name << " after the call at pos0 " << step.pos0 << ": position " << i / stride << " element "
+            << i % stride;
+      }
+    }
+  }
+}
+
+// -- copies --
+void transfer_round_trip_case(Env& env, size_t bytes) {
+  Rng rng(static_cast<uint64_t>(29 + bytes));
+  std::vector<uint8_t> src(bytes);
+  for (auto& b : src) b = static_cast<uint8_t>(rng.next());
+  auto a = env.alloc(bytes);
+  auto b = env.alloc(bytes);
+  must(env.ops().from_host(src.data(), a->data(), bytes), "from_host");
+  must(env.ops().copy(a->data(), b->data(), bytes), "copy");
+  std::vector<uint8_t> back(bytes, 0);
+  must(env.ops().to_host(b->data(), back.data(), bytes), "to_host");
+  // Exact: bytes equal.
+  ASSERT_EQ(std::memcmp(src.data(), back.data(), bytes), 0) << bytes << " bytes changed in from_host / copy / to_host";
+  must(env.ops().synchronize(), "synchronize");
+}
+
+void device_copy_2d_case(Env& env) {
+  // Host rows of 100 bytes -> device rows of 64 -> (within) device rows of 80 at offset 8 -> host.
+  const size_t height = 7, width = 60;
+  Rng rng(30);
+  std::vector<uint8_t> src(100 * height);
+  for (auto& b : src) b = static_cast<uint8_t>(rng.next());
+  auto a = env.alloc(64 * height);
+  auto b = env.alloc(80 * height);
+  must(env.device().fill_zero(a->data(), a->size()), "fill_zero");
+  must(env.device().fill_zero(b->data(), b->size()), "fill_zero");
+  must(env.device().copy_from_host({src.data(), 100, a->data(), 64, width, height}), "copy_from_host 2D");
+  must(env.device().copy_within({a->data(), 64, b->data() + 8, 80, width, height}), "copy_within 2D");
+  std::vector<uint8_t> back(80 * height, 0xee);
+  must(env.device().copy_to_host({b->data(), 80, back.data(), 80, 80, height}), "copy_to_host 2D");
+  // Exact: the strided bytes land where the pitches put them, the gaps stay zero.
+  for (size_t r = 0; r < height; ++r)
+    for (size_t i = 0; i < 80; ++i) {
+      const uint8_t want = i >= 8 && i < 8 + width ? src[r * 100 + i - 8] : 0;
+      ASSERT_EQ(back[r * 80 + i], want) << "row " << r << " byte " << i;
+    }
+  // The op table sees the same bytes the device copies wrote.
+  const std::vector<uint8_t> via_ops = env.download_bytes(a->data(), a->size());
+  for (size_t r = 0; r < height; ++r)
+    ASSERT_EQ(std::memcmp(via_ops.data() + r * 64, src.data() + r * 100, width), 0) << "row " << r;
+}
+
+void events_case(Env& env) {
+  auto before = must(env.ops().record_event(), "record_event");
+  Rng rng(31);
+  auto x = env.upload(rng.sym_vec(4096));
+  must(env.ops().softmax(reinterpret_cast<float*>(x->data()), 4, 1024), "softmax");
+  auto after = must(env.ops().record_event(), "record_event");
+  must(after->synchronize(), "event synchronize");
+  const int64_t ns = must(after->elapsed_ns_since(*before), "elapsed_ns_since");
+  EXPECT_GE(ns, 0) << "an event recorded later reports a negative time since an earlier one";
+}
+
+std::string type_tag(DType t) { return kernels::dtype_name(t); }
+
+std::vector<OpCase> all_cases() {
+  std::vector<OpCase> cases;
+  for (DType t : weight_types())
+    cases.push_back({"embed_" + type_tag(t), [t](Env& e) { embed_case(e, t); }});
+  cases.push_back({"embed_bad_token", [](Env& e) { embed_bad_token_case(e); }});
+
+  cases.push_back({"rms_norm_1x64", [](Env& e) { rms_norm_case(e, 1, 64, false); }});
+  cases.push_back({"rms_norm_5x4096", [](Env& e) { rms_norm_case(e, 5, 4096, false); }});
+  cases.push_back({"rms_norm_3x1000_in_place", [](Env& e) { rms_norm_case(e, 3, 1000, true); }});
+
+  for (DType t : weight_types()) {
+    std::vector<std::pair<int64_t, int64_t>> shapes = {{67, 512}, {130, 1280}};  // odd row counts
+    if (kernels::traits(t).block_elems <= 32) shapes.push_back({19, 96});         // 3 blocks of 32
+    for (const auto& [rows, cols] : shapes)
+      for (int64_t n_tokens : {1, 3, 17}) {
+        const int64_t r = rows, c = cols;
+        cases.push_back({"matmul_" + type_tag(t) + "_" + std::to_string(r) + "x" + std::to_string(c) + "_t" +
+                             std::to_string(n_tokens),
+                         [t, r, c, n_tokens](Env& e) { matmul_case(e, t, r, c, n_tokens); }});
+      }
+  }
+
+  cases.push_back({"add", [](Env& e) { add_case(e); }});
+  cases.push_back({"add_rows", [](Env& e) { add_rows_case(e); }});
+  cases.push_back({"mul", [](Env& e) { mul_case(e); }});
+  cases.push_back({"zero", [](Env& e) { zero_case(e); }});
+  cases.push_back({"swiglu", [](Env& e) { swiglu_case(e); }});
+  cases.push_back({"softmax_4x1000", [](Env& e) { softmax_case(e, 4, 1000); }});
+  cases.push_back({"softmax_3x7", [](Env& e) { softmax_case(e, 3, 7); }});
+
+  // Rope tolerances (relative L2 per head): 1e-5 near the start of the context (f32 angles and
+  // sin/cos); at position 4000 an f32 angle carries ~4000 * 2^-24 rad of rounding, 2e-3.
+  for (bool interleaved : {true, false})
+    for (bool divisors : {false, true})
+      for (int64_t rope_dims : {64, 32}) {
+        const RopeCase rc{interleaved, divisors, rope_dims, 5, 1e-5};
+        cases.push_back({std::string("rope_") + (interleaved ? "interleaved" : "neox") +
+                             (divisors ? "_divisors" : "") + (rope_dims == 64 ? "_full" : "_partial32"),
+                         [rc](Env& e) { rope_case(e, rc); }});
+      }
+  cases.push_back({"rope_neox_pos4000", [](Env& e) { rope_case(e, RopeCase{false, false, 64, 4000, 2e-3}); }});
+  cases.push_back({"rope_interleaved_pos4000", [](Env& e) { rope_case(e, RopeCase{true, false, 64, 4000, 2e-3}); }});
+
+  // GQA 4 heads over 2 KV heads, head_dim 64: a prompt, then one decode token after it.
+  cases.push_back({"attention_f32_prompt7_decode", [](Env& e) { attention_case(e, {DType::F32, 7, 16}); }});
+  cases.push_back({"attention_f16_prompt7_decode", [](Env& e) { attention_case(e, {DType::F16, 7, 16}); }});
+  cases.push_back({"attention_f32_prompt200_decode", [](Env& e) { attention_case(e, {DType::F32, 200, 256}); }});
+  cases.push_back({"attention_f16_prompt200_decode", [](Env& e) { attention_case(e, {DType::F16, 200, 256}); }});
+
+  for (size_t bytes : {size_t{1}, size_t{4097}, size_t{(3u << 20) + 5}})
+    cases.push_back({"round_trip_" + std::to_string(bytes) + "_bytes", [bytes](Env& e) {
+                       transfer_round_trip_case(e, bytes);
+                     }});
+  cases.push_back({"device_copies_2d", [](Env& e) { device_copy_2d_case(e); }});
+  cases.push_back({"events", [](Env& e) { events_case(e); }});
+  return cases;
+}
+
+// ---- the parameterised test -----------------------------------------------------------------------
+
+struct Param {
+  std::string backend;  // cpu | sim | cuda
+  OpCase op;
+};
+
+void PrintTo(const Param& p, std::ostream* os) { *os << p.backend << "/" << p.op.name; }
+
+std::vector<Param> params(const std::string& backend) {
+  std::vector<Param> out;
+  for (OpCase& c : all_cases()) out.push_back({backend, std::move(c)});
+  return out;
+}
+
+class BackendOps : public ::testing::TestWithParam<Param> {};
+
+TEST_P(BackendOps, MatchesReference) {
+  const Param& p = GetParam();
+  if (p.backend == "cuda" && backend::cuda::device_count() == 0)
+    GTEST_SKIP() << "no CUDA device: " << backend::cuda::runtime_description();
+  try {
+    auto devices = open_devices(p.backend);
+    ASSERT_FALSE(devices.empty()) << "no " << p.backend << " device";
+    for (auto& device : devices) {
+      SCOPED_TRACE("device " + device->id() + " (" + p.backend + ")");
+      Env env(*device, p.backend);
+      p.op.run(env);
+      if (HasFatalFailure() || IsSkipped()) return;
+    }
+  } catch (const CaseAborted&) {
+    // The failure is recorded already.
+  }
+}
+
+std::string case_name(const ::testing::TestParamInfo<Param>& info) { return info.param.op.name; }
+
+// Test names read "<backend>/BackendOps.MatchesReference/<op>", e.g.
+// cuda/BackendOps.MatchesReference/matmul_q4_k_67x512_t17.
+INSTANTIATE_TEST_SUITE_P(cpu, BackendOps, ::testing::ValuesIn(params("cpu")), case_name);
+INSTANTIATE_TEST_SUITE_P(sim, BackendOps, ::testing::ValuesIn(params("sim")), case_name);
+INSTANTIATE_TEST_SUITE_P(cuda, BackendOps, ::testing::ValuesIn(params("cuda")), case_name);
+
+}  // namespace
+}  // namespace strata

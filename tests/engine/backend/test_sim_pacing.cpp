@@ -1,0 +1,225 @@
+// tests/engine/backend/test_sim_pacing.cpp — a simulated device never finishes faster than its
+// declared speed: a matmul on a 1 GB/s device takes at least weight bytes / 1e9 seconds, a
+// compute-bound one at least FLOPs / declared rate, and a transfer at least latency + bytes / link
+// speed. Lower bounds only (a busy machine may always be slower), so these cannot flake on timing.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/backend/ops.h"
+#include "engine/exec/device.h"
+#include "kernels/cpu/dtype.h"
+
+namespace strata {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using exec::BufferUse;
+using kernels::DType;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+#define ASSERT_OK(expr)                                                 \
+  do {                                                                  \
+    const auto& strata_s_ = (expr);                                     \
+    ASSERT_TRUE(strata_s_.ok()) << #expr << ": " << strata_s_.error().to_string(); \
+  } while (0)
+
+// A simulated device whose speeds are all "infinite" except the ones a test sets.
+exec::SimulatedSpec fast_spec() {
+  exec::SimulatedSpec s;
+  s.id = "gpu0";
+  s.capacity_bytes = 1ull << 30;
+  s.bandwidth_gbps = 1e9;
+  s.tflops = 1e9;
+  s.link_gbps = 1e9;
+  s.link_latency_us = 0;
+  s.threads = 1;
+  return s;
+}
+
+struct Fixture {
+  std::unique_ptr<exec::SimulatedDevice> device;
+  std::unique_ptr<exec::Buffer> scores;
+  std::unique_ptr<backend::Ops> ops;
+};
+
+// Device and op table (workspace as the runtime gives it: [threads][n_ctx] scores).
+Fixture make(const exec::SimulatedSpec& spec) {
+  Fixture f;
+  f.device = std::make_unique<exec::SimulatedDevice>(spec);
+  auto scores = f.device->allocate(64 * sizeof(float), BufferUse::Scratch);
+  if (!scores.ok()) return f;
+  f.scores = std::move(*scores);
+  exec::OpsWorkspace ws;
+  ws.scores = f.scores->floats();
+  ws.scores_per_thread = 64;
+  ws.matmul_bytes = 64 * 4096 * 4;
+  ws.max_ctx = 64;
+  ws.max_tokens = 64;
+  auto ops = f.device->create_ops(ws);
+  if (ops.ok()) f.ops = std::move(*ops);
+  return f;
+}
+
+std::unique_ptr<exec::Buffer> filled(exec::Device& d, size_t n_floats, float value, BufferUse use) {
+  auto b = d.allocate(n_floats * sizeof(float), use);
+  if (!b.ok()) return nullptr;
+  std::vector<float> host(n_floats, value);
+  std::memcpy((*b)->host(), host.data(), n_floats * sizeof(float));
+  return std::move(*b);
+}
+
+// Matmul on a 1 GB/s device: at least the weight's bytes / 1e9 seconds.
+TEST(SimPacing, MatmulTakesAtLeastWeightBytesOverBandwidth) {
+  exec::SimulatedSpec spec = fast_spec();
+  spec.bandwidth_gbps = 1;
+  Fixture f = make(spec);
+  ASSERT_TRUE(f.ops);
+  const int64_t rows = 2048, cols = 1024;  // F32: 8 MiB -> 8.4 ms at 1 GB/s
+  auto w = filled(*f.device, static_cast<size_t>(rows * cols), 0.001f, BufferUse::Weights);
+  auto x = filled(*f.device, static_cast<size_t>(4 * cols), 1.0f, BufferUse::Scratch);
+  auto y = filled(*f.device, static_cast<size_t>(4 * rows), 0.0f, BufferUse::Scratch);
+  ASSERT_TRUE(w && x && y);
+  const double weight_bytes = static_cast<double>(kernels::row_bytes(DType::F32, cols)) * rows;
+  for (int64_t n_tokens : {1, 4}) {
+    const auto t0 = Clock::now();
+    ASSERT_OK(f.ops->matmul({w->data(), DType::F32, rows, cols}, x->floats(), n_tokens, y->floats()));
+    ASSERT_OK(f.ops->synchronize());
+    const double elapsed = seconds_since(t0);
+    const double declared = weight_bytes / (spec.bandwidth_gbps * 1e9);
+    EXPECT_GE(elapsed, declared) << n_tokens << " tokens: a matmul over " << weight_bytes
+                                 << " bytes of weights finished in " << elapsed * 1e3 << " ms on a "
+                                 << spec.bandwidth_gbps << " GB/s device (declared at least " << declared * 1e3
+                                 << " ms)";
+    // The work was done, not skipped.
+    std::vector<float> out(static_cast<size_t>(n_tokens * rows));
+    ASSERT_OK(f.ops->to_host(y->data(), out.data(), out.size() * sizeof(float)));
+    EXPECT_NEAR(out[0], 0.001f * cols, 1e-3);
+  }
+}
+
+// The device's timeline (events) shows the paced time too, so traces describe the declared hardware.
+TEST(SimPacing, EventsSeeThePacedTime) {
+  exec::SimulatedSpec spec = fast_spec();
+  spec.bandwidth_gbps = 1;
+  Fixture f = make(spec);
+  ASSERT_TRUE(f.ops);
+  const int64_t rows = 1024, cols = 1024;  // 4 MiB -> 4.2 ms
+  auto w = filled(*f.device, static_cast<size_t>(rows * cols), 0.5f, BufferUse::Weights);
+  auto x = filled(*f.device, static_cast<size_t>(cols), 1.0f, BufferUse::Scratch);
+  auto y = filled(*f.device, static_cast<size_t>(rows), 0.0f, BufferUse::Scratch);
+  ASSERT_TRUE(w && x && y);
+  auto before = f.ops->record_event();
+  ASSERT_OK(before);
+  ASSERT_OK(f.ops->matmul({w->data(), DType::F32, rows, cols}, x->floats(), 1, y->floats()));
+  auto after = f.ops->record_event();
+  ASSERT_OK(after);
+  ASSERT_OK((*after)->synchronize());
+  auto ns = (*after)->elapsed_ns_since(**before);
+  ASSERT_OK(ns);
+  const double declared = static_cast<double>(rows * cols * 4) / 1e9;
+  EXPECT_GE(static_cast<double>(*ns) * 1e-9, declared) << "events around a paced matmul";
+}
+
+// Compute-bound: a device of 1 GFLOP/s (tflops 1e-3) with unbounded bandwidth takes at least
+// 2 * rows * cols * n_tokens / 1e9 seconds for a matmul.
+TEST(SimPacing, ComputeBoundMatmulTakesAtLeastFlopsOverRate) {
+  exec::SimulatedSpec spec = fast_spec();
+  spec.tflops = 1e-3;
+  Fixture f = make(spec);
+  ASSERT_TRUE(f.ops);
+  const int64_t rows = 512, cols = 512, n_tokens = 16;  // 8.4 MFLOP -> 8.4 ms
+  auto w = filled(*f.device, static_cast<size_t>(rows * cols), 0.25f, BufferUse::Weights);
+  auto x = filled(*f.device, static_cast<size_t>(n_tokens * cols), 1.0f, BufferUse::Scratch);
+  auto y = filled(*f.device, static_cast<size_t>(n_tokens * rows), 0.0f, BufferUse::Scratch);
+  ASSERT_TRUE(w && x && y);
+  const auto t0 = Clock::now();
+  ASSERT_OK(f.ops->matmul({w->data(), DType::F32, rows, cols}, x->floats(), n_tokens, y->floats()));
+  ASSERT_OK(f.ops->synchronize());
+  const double elapsed = seconds_since(t0);
+  const double flops = 2.0 * rows * cols * n_tokens;
+  const double declared = flops / (spec.tflops * 1e12);
+  EXPECT_GE(elapsed, declared) << flops << " FLOPs finished in " << elapsed * 1e3 << " ms on a " << spec.tflops * 1e3
+                               << " GFLOP/s device (declared at least " << declared * 1e3 << " ms)";
+}
+
+// An element-wise op is bandwidth work too: add reads y and x (8 bytes per element at the least).
+TEST(SimPacing, AddTakesAtLeastItsReadsOverBandwidth) {
+  exec::SimulatedSpec spec = fast_spec();
+  spec.bandwidth_gbps = 1;
+  Fixture f = make(spec);
+  ASSERT_TRUE(f.ops);
+  const int64_t n = 1 << 20;  // reads 8 MiB -> 8.4 ms
+  auto y = filled(*f.device, static_cast<size_t>(n), 1.0f, BufferUse::Scratch);
+  auto x = filled(*f.device, static_cast<size_t>(n), 2.0f, BufferUse::Scratch);
+  ASSERT_TRUE(x && y);
+  const auto t0 = Clock::now();
+  ASSERT_OK(f.ops->add(y->floats(), x->floats(), n));
+  ASSERT_OK(f.ops->synchronize());
+  const double elapsed = seconds_since(t0);
+  const double declared = 8.0 * static_cast<double>(n) / 1e9;
+  EXPECT_GE(elapsed, declared) << "add of " << n << " floats in " << elapsed * 1e3 << " ms (declared at least "
+                               << declared * 1e3 << " ms)";
+}
+
+// Transfers across the host boundary: at least latency + bytes / link speed, both through the op
+// table (from_host / to_host) and through the device's blocking copies.
+TEST(SimPacing, TransfersTakeAtLeastLatencyPlusBytesOverLink) {
+  exec::SimulatedSpec spec = fast_spec();
+  spec.link_gbps = 1;
+  spec.link_latency_us = 2000;
+  Fixture f = make(spec);
+  ASSERT_TRUE(f.ops);
+  const size_t bytes = 4u << 20;  // 4.2 ms + 2 ms
+  const double declared = spec.link_latency_us * 1e-6 + static_cast<double>(bytes) / (spec.link_gbps * 1e9);
+  auto buf = f.device->allocate(bytes, BufferUse::Scratch);
+  ASSERT_OK(buf);
+  std::vector<uint8_t> host(bytes, 7), back(bytes, 0);
+
+  auto t0 = Clock::now();
+  ASSERT_OK(f.ops->from_host(host.data(), (*buf)->data(), bytes));
+  ASSERT_OK(f.ops->synchronize());
+  double elapsed = seconds_since(t0);
+  EXPECT_GE(elapsed, declared) << "Ops::from_host of " << bytes << " bytes";
+
+  t0 = Clock::now();
+  ASSERT_OK(f.ops->to_host((*buf)->data(), back.data(), bytes));
+  elapsed = seconds_since(t0);
+  EXPECT_GE(elapsed, declared) << "Ops::to_host of " << bytes << " bytes";
+  EXPECT_EQ(back, host);
+
+  exec::Copy2D c;
+  c.src = host.data();
+  c.src_pitch = bytes;
+  c.dst = (*buf)->data();
+  c.dst_pitch = bytes;
+  c.width = bytes;
+  c.height = 1;
+  t0 = Clock::now();
+  ASSERT_OK(f.device->copy_from_host(c));
+  elapsed = seconds_since(t0);
+  EXPECT_GE(elapsed, declared) << "Device::copy_from_host of " << bytes << " bytes";
+
+  c.src = (*buf)->data();
+  c.dst = back.data();
+  t0 = Clock::now();
+  ASSERT_OK(f.device->copy_to_host(c));
+  elapsed = seconds_since(t0);
+  EXPECT_GE(elapsed, declared) << "Device::copy_to_host of " << bytes << " bytes";
+
+  // Latency alone: a one-byte copy still pays it.
+  t0 = Clock::now();
+  ASSERT_OK(f.ops->from_host(host.data(), (*buf)->data(), 1));
+  ASSERT_OK(f.ops->synchronize());
+  elapsed = seconds_since(t0);
+  EXPECT_GE(elapsed, spec.link_latency_us * 1e-6) << "a 1-byte from_host skipped the link latency";
+}
+
+}  // namespace
+}  // namespace strata

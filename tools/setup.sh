@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(build-essential cmake ninja-build libcli11-dev nlohmann-json3-dev libgtest-dev libcpp-httplib-dev python3
+packages=(build-essential cmake ninja-build ccache libcli11-dev nlohmann-json3-dev libgtest-dev libcpp-httplib-dev python3
           qt6-base-dev qt6-base-dev-tools libqcustomplot-dev libqcustomplot2.1-qt6 qt6-qpa-plugins qt6-svg-dev
           libqt6sql6-sqlite libxkbcommon-dev xvfb xauth libgl1-mesa-dri)
 missing=()

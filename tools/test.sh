@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
-# tools/test.sh — set up, build (Release) and run the whole test suite with CTest.
+# tools/test.sh — set up, build (Release) and run the whole test suite with CTest; then build the
+# GPU machine's configuration (CUDA on, sm_90, no Qt, no HTTP server) and run its GPU-labelled
+# tests, which report themselves skipped where there is no GPU (tools/gpu-check.sh --no-gpu), so
+# that configuration cannot break unseen. This is what CI runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
-cd build
-ctest --output-on-failure -j "$(nproc)" --timeout 900 "$@"
+(cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900 "$@")
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  tools/gpu-check.sh --no-gpu --jobs "$(nproc)"
+else
+  echo "test: no CUDA toolkit here; the GPU configuration was not built" >&2
+fi

@@ -1,6 +1,5 @@
 // app/engine_cli/cmd_plan.cpp — `strata-engine plan`: the placement and its memory table,
-// predicted speed and the planner's reasons, without loading any weights; and
-// `strata-engine devices`: what there is to place on.
+// predicted speed and the planner's reasons, without loading any weights.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -38,7 +37,7 @@ int plan_command(const PlanOptions& o) {
   if (!config.ok()) return report(config.error());
   auto weights = model::bind_weights(*file, *config);
   if (!weights.ok()) return report(weights.error());
-  const bool measure = o.devices.placement == "auto" || o.devices.devices != "cpu";
+  const bool measure = o.devices.placement == "auto" || !only_cpu(o.devices);
   auto rt = make_runtime_devices(o.model, o.devices, measure);
   if (!rt.ok()) return report(rt.error());
 
@@ -96,34 +95,6 @@ int plan_command(const PlanOptions& o) {
   return 0;
 }
 
-struct DevicesOptions {
-  ModelOptions model;
-  std::string devices = "cpu";
-  bool json = false;
-};
-
-int devices_command(const DevicesOptions& o) {
-  DeviceOptions d;
-  d.devices = o.devices;
-  auto rt = make_runtime_devices(o.model, d, /*measure_cpu=*/true);
-  if (!rt.ok()) return report(rt.error());
-  if (o.json) {
-    nlohmann::json j = nlohmann::json::array();
-    for (const auto& i : rt->infos)
-      j.push_back({{"id", i.id}, {"kind", exec::device_kind_name(i.kind)}, {"name", i.name}, {"simulated", i.simulated},
-                   {"bytes_total", i.bytes_total}, {"bytes_free", i.bytes_free}, {"bandwidth_gbps", i.bandwidth_gbps},
-                   {"tflops", i.tflops}, {"link_gbps", i.link_gbps}, {"threads", i.threads}});
-    std::printf("%s\n", j.dump(2).c_str());
-    return 0;
-  }
-  std::printf("| id | kind | name | memory | bandwidth | compute | link |\n|---|---|---|---:|---:|---:|---:|\n");
-  for (const auto& i : rt->infos)
-    std::printf("| %s | %s | %s | %s | %.1f GB/s | %.2f TFLOPS | %.1f GB/s |\n", i.id.c_str(),
-                exec::device_kind_name(i.kind), i.name.c_str(), plan::format_bytes(i.bytes_total).c_str(),
-                i.bandwidth_gbps, i.tflops, i.link_gbps);
-  std::printf("CUDA: built without CUDA (0 devices)\n");
-  return 0;
-}
 }  // namespace
 
 Command add_plan_command(CLI::App& app) {
@@ -135,15 +106,6 @@ Command add_plan_command(CLI::App& app) {
   cmd->add_option("--save", o->save, "write the placement JSON to this file");
   cmd->add_flag("--json", o->json, "print JSON");
   return [o] { return plan_command(*o); };
-}
-
-Command add_devices_command(CLI::App& app) {
-  auto o = std::make_shared<DevicesOptions>();
-  CLI::App* cmd = app.add_subcommand("devices", "list the devices (CPU, simulated, CUDA)");
-  cmd->add_option("--devices", o->devices, "as for run: cpu,sim:gpu0:24GiB,...");
-  cmd->add_option("-t,--threads", o->model.threads, "CPU threads")->check(CLI::Range(0, 1024));
-  cmd->add_flag("--json", o->json, "print JSON");
-  return [o] { return devices_command(*o); };
 }
 
 }  // namespace strata::cli

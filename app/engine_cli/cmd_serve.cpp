@@ -1,10 +1,12 @@
 // app/engine_cli/cmd_serve.cpp — `strata-engine serve`: loads a model onto the devices and serves
-// the OpenAI and control APIs (engine/serve) until SIGINT/SIGTERM. Prints only to stderr.
+// the OpenAI and control APIs (engine/serve) until SIGINT/SIGTERM — or, with --parent-pid, until
+// the workstation that started it dies (parent_watch.h). Prints only to stderr.
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -12,6 +14,7 @@
 
 #include "app/engine_cli/commands.h"
 #include "app/engine_cli/common.h"
+#include "app/engine_cli/parent_watch.h"
 #include "app/engine_cli/placement_cli.h"
 
 #ifdef STRATA_HAVE_SERVER
@@ -33,6 +36,7 @@ struct ServeOptions {
   std::string max_body = "8MiB";
   int64_t max_streams = 32;
   int http_threads = 0;
+  int parent_pid = 0;  // 0: not tied to a parent
 };
 
 #ifdef STRATA_HAVE_SERVER
@@ -44,6 +48,15 @@ int serve(const ServeOptions& o) {
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+  // Started by a workstation: stop when it dies, by the SIGTERM path below.
+  std::optional<ParentWatch> parent_watch;
+  if (o.parent_pid > 0) {
+    if (!die_with_parent(o.parent_pid)) {
+      std::fprintf(stderr, "strata-engine serve: the workstation (pid %d) is already gone: not starting\n", o.parent_pid);
+      return 0;
+    }
+    parent_watch.emplace(o.parent_pid);
+  }
 
   std::string key = o.api_key;
   if (key.empty()) {
@@ -57,8 +70,8 @@ int serve(const ServeOptions& o) {
 
   auto model = load_model(o.model, /*remember=*/false);
   if (!model.ok()) return report(model.error());
-  const bool only_cpu = o.devices.devices == "cpu" || o.devices.devices.rfind("cpu:", 0) == 0;
-  auto rt = make_runtime_devices(o.model, o.devices, !only_cpu || o.devices.placement == "auto");
+  if (stop_signal_pending(set)) return 0;  // asked to stop while the model loaded
+  auto rt = make_runtime_devices(o.model, o.devices, !only_cpu(o.devices) || o.devices.placement == "auto");
   if (!rt.ok()) return report(rt.error());
   auto plan = make_plan(**model, *rt, o.model, o.devices, o.parallel);
   if (!plan.ok()) return report(plan.error());
@@ -82,6 +95,7 @@ int serve(const ServeOptions& o) {
   const std::string model_name = (*model)->path().stem().string();
   serve::EngineHost host(std::move(rt->devices), ho);
   if (Status s = host.adopt(std::move(*model), plan->placement); !s.ok()) return report(s.error());
+  if (stop_signal_pending(set)) return 0;
 
   serve::ServerOptions so;
   so.host = o.host;
@@ -139,6 +153,9 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_option("--max-body", o->max_body, "largest request body (e.g. 8MiB)");
   cmd->add_option("--max-streams", o->max_streams, "concurrent streaming responses")->check(CLI::Range(int64_t{1}, int64_t{4096}));
   cmd->add_option("--http-threads", o->http_threads, "HTTP worker threads (default: max streams + 16)")->check(CLI::Range(0, 4096));
+  cmd->add_option("--parent-pid", o->parent_pid,
+                  "stop (as on SIGTERM) when process PID, the workstation that started this engine, ends")
+      ->check(CLI::Range(1, 1 << 30));
 #ifdef STRATA_HAVE_SERVER
   return [o] { return serve(*o); };
 #else

@@ -12,7 +12,8 @@ namespace strata::cli {
 
 void add_device_options(CLI::App& cmd, DeviceOptions& o, bool with_trace) {
   cmd.add_option("--devices", o.devices,
-                 "devices: cpu,sim:gpu0:24GiB[:bw=900GB/s:tflops=80:link=25GB/s:threads=1:overhead=256MiB]");
+                 "devices: cpu,cuda,cuda:N,sim:gpu0:24GiB[:bw=900GB/s:tflops=80:link=25GB/s:threads=1:overhead=256MiB] "
+                 "(default: every CUDA device found, then the CPU)");
   cmd.add_option("--split-mode", o.split_mode, "none | layer | tensor");
   cmd.add_option("--split-ratio,--tensor-split", o.split_ratio, "share per accelerator, e.g. 3,1 (default: by memory)");
   cmd.add_option("--gpu-layers,--n-gpu-layers", o.gpu_layers, "blocks on the accelerators, the rest on the CPU (default: all)")
@@ -26,6 +27,15 @@ void add_device_options(CLI::App& cmd, DeviceOptions& o, bool with_trace) {
   if (with_trace) cmd.add_option("--trace", o.trace_path, "write a Chrome trace (Perfetto) of the run to this file");
 }
 
+std::string resolved_devices(const DeviceOptions& o) {
+  return o.devices.empty() ? exec::default_devices_spec() : o.devices;
+}
+
+bool only_cpu(const DeviceOptions& o) {
+  const std::string d = resolved_devices(o);
+  return d == "cpu" || d.rfind("cpu:", 0) == 0;
+}
+
 Expected<Runtime> make_runtime_devices(const ModelOptions& mo, const DeviceOptions& o, bool measure_cpu) {
   Runtime rt;
   const int threads = resolve_threads(mo.threads);
@@ -34,7 +44,7 @@ Expected<Runtime> make_runtime_devices(const ModelOptions& mo, const DeviceOptio
     kernels::ThreadPool probe(threads);
     cpu_bw = kernels::measure_read_bandwidth_gbps(probe, int64_t{64} << 20);
   }
-  STRATA_ASSIGN_OR_RETURN(rt.devices, exec::make_devices(o.devices, threads, cpu_bw));
+  STRATA_ASSIGN_OR_RETURN(rt.devices, exec::make_devices(resolved_devices(o), threads, cpu_bw));
   for (const auto& d : rt.devices) rt.infos.push_back(d->info());
   return rt;
 }
@@ -62,8 +72,7 @@ Expected<plan::PlanResult> make_plan(const model::Model& model, const Runtime& r
 
 Expected<Runtime> build_runtime(const model::Model& model, const ModelOptions& mo, const DeviceOptions& o,
                                 int64_t n_seq) {
-  const bool only_cpu = o.devices == "cpu" || o.devices.rfind("cpu:", 0) == 0;
-  STRATA_ASSIGN_OR_RETURN(Runtime rt, make_runtime_devices(mo, o, /*measure_cpu=*/!only_cpu || o.placement == "auto"));
+  STRATA_ASSIGN_OR_RETURN(Runtime rt, make_runtime_devices(mo, o, /*measure_cpu=*/!only_cpu(o) || o.placement == "auto"));
   STRATA_ASSIGN_OR_RETURN(rt.plan, make_plan(model, rt, mo, o, n_seq));
   if (!o.trace_path.empty()) {
     rt.recorder = std::make_unique<trace::Recorder>();

@@ -19,7 +19,7 @@
 namespace strata::cli {
 
 struct DeviceOptions {
-  std::string devices = "cpu";
+  std::string devices;  // empty: every CUDA device found, then the CPU (exec::default_devices_spec)
   std::string split_mode = "layer";
   std::string split_ratio;
   int64_t gpu_layers = -1;
@@ -43,6 +43,10 @@ struct Runtime {
 };
 
 // Devices and their infos (CPU bandwidth measured when the plan needs it).
+// The --devices spec to use: as given, or the default (every CUDA device found, then the CPU).
+std::string resolved_devices(const DeviceOptions& o);
+// Whether the devices are the CPU alone (then its bandwidth need not be measured).
+bool only_cpu(const DeviceOptions& o);
 Expected<Runtime> make_runtime_devices(const ModelOptions& model_options, const DeviceOptions& o, bool measure_cpu);
 // The placement asked for, its estimate checked against every device (OutOfMemory with the
 // shortfall per device); n_seq sequences at once.

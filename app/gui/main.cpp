@@ -1,18 +1,25 @@
 // app/gui/main.cpp — `strata`, the desktop workstation: command line, theme, the Workstation (engine
 // child or remote engine, conversations) and the main window; optionally a screenshot run.
+// SIGTERM, SIGINT and SIGHUP end it like File ▸ Quit; a second instance attaches to the engine of
+// the first (shared_engine.h) unless told --own-engine.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
 #include <QTimer>
 
+#include <memory>
+
 #include "ui/app/app_settings.h"
 #include "ui/app/main_window.h"
+#include "ui/app/quit_signals.h"
 #include "ui/app/screenshot_script.h"
 #include "ui/app/theme.h"
 #include "ui/app/workstation.h"
+#include "ui/chat/chat_controller.h"
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
+  QuitSignals quitSignals;  // from here on a signal waits for the event loop (connected below)
   QApplication::setOrganizationName(QStringLiteral("Strata"));
   QApplication::setApplicationName(QStringLiteral("Strata"));
   QApplication::setApplicationVersion(QStringLiteral(STRATA_GUI_VERSION));
@@ -31,8 +38,9 @@ int main(int argc, char** argv) {
   const QCommandLineOption dataDir(QStringLiteral("data-dir"), QStringLiteral("folder of the conversation database (default: the user's data folder)"), QStringLiteral("dir"));
   const QCommandLineOption noSettings(QStringLiteral("no-settings"), QStringLiteral("ignore and do not change saved settings"));
   const QCommandLineOption shots(QStringLiteral("screenshot-script"), QStringLiteral("save screenshots into this folder and quit (also STRATA_SCREENSHOT_DIR)"), QStringLiteral("dir"));
-  const QCommandLineOption prompt(QStringLiteral("prompt"), QStringLiteral("prompt of the screenshot run"), QStringLiteral("text"), QStringLiteral("Once upon a time"));
-  cli.addOptions({model, devices, ctx, threads, engine, remote, key, dataDir, noSettings, shots, prompt});
+  const QCommandLineOption prompt(QStringLiteral("prompt"), QStringLiteral("send this in a new chat once the engine is ready (and the prompt of the screenshot run)"), QStringLiteral("text"), QStringLiteral("Once upon a time"));
+  const QCommandLineOption ownEngine(QStringLiteral("own-engine"), QStringLiteral("start an engine of our own even when another workstation of this user runs one"));
+  cli.addOptions({model, devices, ctx, threads, engine, remote, key, dataDir, noSettings, shots, prompt, ownEngine});
   cli.process(app);
 
   QString shotDir = cli.value(shots);
@@ -57,14 +65,34 @@ int main(int argc, char** argv) {
   theme::apply(app, settings.theme);
 
   Workstation ws(settings, persist);
+  ws.setShareEngine(shotDir.isEmpty() && !cli.isSet(ownEngine));
   const QString db = cli.isSet(dataDir) ? QDir(cli.value(dataDir)).filePath(QStringLiteral("strata.sqlite3")) : QString();
   ws.openStore(db);
   MainWindow window(&ws);
+  QObject::connect(&quitSignals, &QuitSignals::received, &window, [&window](int sig) {
+    static bool quitting = false;
+    if (quitting) return;
+    quitting = true;
+    qInfo("strata: %s: quitting", qPrintable(QuitSignals::signalName(sig)));
+    window.close();  // as File ▸ Quit: ends the reply in progress, saves the settings
+    QApplication::closeAllWindows();
+    QCoreApplication::quit();  // also leaves the event loop of a modal dialog; ~Workstation stops the engine
+  });
   if (!shotDir.isEmpty()) window.resize(1600, 1000);
   window.show();
   ws.start();
   ws.rescanModels();
 
+  if (shotDir.isEmpty() && cli.isSet(prompt)) {
+    const QString text = cli.value(prompt);
+    auto once = std::make_shared<QMetaObject::Connection>();
+    *once = QObject::connect(&ws, &Workstation::stateChanged, &ws, [&ws, text, once](Workstation::EngineState s) {
+      if (s != Workstation::EngineState::Ready) return;
+      QObject::disconnect(*once);
+      ws.chat()->newConversation();
+      ws.chat()->send(text);
+    });
+  }
   if (!shotDir.isEmpty()) {
     auto* script = new ScreenshotScript(&window, shotDir, cli.value(prompt), &window);
     QTimer::singleShot(0, script, &ScreenshotScript::start);

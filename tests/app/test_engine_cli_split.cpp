@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli_runner.h"
+#include "app/engine_cli/devices_table.h"
 #include "test_support.h"
 
 namespace strata {
@@ -73,7 +74,8 @@ TEST(EngineCliSplit, PlanPrintsPlacementMemoryAndReasons) {
 TEST(EngineCliSplit, DevicesListsSimulatedDevicesAsSimulated) {
   const CliRun r = engine({"devices", "--devices", "cpu,sim:gpu0:24GiB:bw=900GB/s,sim:gpu1:12GiB", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
+  const auto out = nlohmann::json::parse(r.out);
+  const auto& j = out["devices"];
   ASSERT_EQ(j.size(), 3u);
   EXPECT_EQ(j[1]["id"], "gpu0");
   EXPECT_TRUE(j[1]["simulated"].get<bool>());
@@ -81,6 +83,126 @@ TEST(EngineCliSplit, DevicesListsSimulatedDevicesAsSimulated) {
   EXPECT_NE(j[1]["name"].get<std::string>().find("simulated"), std::string::npos);
   EXPECT_EQ(j[1]["bandwidth_gbps"].get<double>(), 900.0);
   EXPECT_FALSE(j[0]["simulated"].get<bool>());
+  // The fields of real GPUs are there for every device, empty where they do not apply.
+  for (const auto& d : j) {
+    SCOPED_TRACE(d.dump());
+    EXPECT_EQ(d["compute_capability"], "");
+    EXPECT_EQ(d["ordinal"], -1);
+    EXPECT_TRUE(d["peers"].is_array());
+    EXPECT_TRUE(d["peers"].empty());
+    EXPECT_EQ(d["failed"], false);
+    EXPECT_EQ(d["failure"], "");
+    EXPECT_GE(d["threads"].get<int>(), 1);
+  }
+  // What the build and the runtime say about CUDA.
+  const auto& cuda = out["cuda"];
+#ifdef STRATA_WITH_CUDA
+  EXPECT_TRUE(cuda["compiled"].get<bool>());
+#else
+  EXPECT_FALSE(cuda["compiled"].get<bool>());
+  EXPECT_EQ(cuda["device_count"], 0);
+#endif
+  EXPECT_FALSE(cuda["description"].get<std::string>().empty());
+  EXPECT_GE(cuda["device_count"].get<int>(), 0);
+}
+
+// With no --devices: every CUDA device (on this machine: none), then the CPU. The same numbers in
+// the table, and the runtime's line.
+TEST(EngineCliSplit, DevicesByDefaultListsEveryCudaDeviceThenTheCpu) {
+  const CliRun r = engine({"devices", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto out = nlohmann::json::parse(r.out);
+  const auto& j = out["devices"];
+  ASSERT_FALSE(j.empty());
+  EXPECT_EQ(j.back()["id"], "cpu");
+  const int count = out["cuda"]["device_count"].get<int>();
+  ASSERT_EQ(static_cast<int>(j.size()), count + 1) << out.dump(2);
+  std::set<std::string> cuda_ids;
+  for (int n = 0; n < count; ++n) cuda_ids.insert(j[n]["id"].get<std::string>());
+  for (int n = 0; n < count; ++n) {
+    const auto& d = j[n];
+    SCOPED_TRACE(d.dump());
+    EXPECT_EQ(d["kind"], "cuda");
+    EXPECT_EQ(d["ordinal"], n);
+    EXPECT_FALSE(d["simulated"].get<bool>());
+    if (d["failed"].get<bool>()) {
+      EXPECT_FALSE(d["failure"].get<std::string>().empty());
+      continue;
+    }
+    const std::string cc = d["compute_capability"];
+    EXPECT_TRUE(cc.size() >= 3 && cc.find('.') != std::string::npos) << cc;
+    EXPECT_GT(d["bytes_total"].get<uint64_t>(), 0u);
+    for (const auto& p : d["peers"]) {
+      EXPECT_TRUE(cuda_ids.count(p.get<std::string>())) << p;
+      EXPECT_NE(p, d["id"]);
+    }
+  }
+  EXPECT_EQ(j.back()["compute_capability"], "");
+  EXPECT_EQ(j.back()["ordinal"], -1);
+
+  const CliRun text = engine({"devices"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("| cc | memory | free |"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("| cpu | cpu |"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("CUDA: " + out["cuda"]["description"].get<std::string>()), std::string::npos) << text.out;
+  if (count >= 2) {
+    EXPECT_NE(text.out.find("peer access"), std::string::npos) << text.out;
+  }
+  if (count == 0) {
+    // Asking for CUDA where there is none: one line that says why.
+    expect_one_line_error(engine({"devices", "--devices", "cuda"}), "cuda");
+  }
+}
+
+// The text of `devices` for a machine with GPUs, from made-up infos: two H200s with peer access
+// to each other, a third that failed (no peers), a simulated device and the CPU.
+TEST(EngineCliSplit, DevicesTextShowsComputeCapabilityPeersAndFailures) {
+  auto cuda = [](int n, std::vector<std::string> peers) {
+    exec::DeviceInfo i;
+    i.id = "cuda" + std::to_string(n);
+    i.kind = exec::DeviceKind::Cuda;
+    i.name = "NVIDIA H200";
+    i.bytes_total = 140ull << 30;
+    i.bytes_free = 139ull << 30;
+    i.bandwidth_gbps = 4800;
+    i.compute_capability = "9.0";
+    i.ordinal = n;
+    i.peers = std::move(peers);
+    return i;
+  };
+  exec::DeviceInfo failed = cuda(2, {});
+  failed.failed = true;
+  failed.failure = "cudaStreamSynchronize failed: an illegal memory access was encountered";
+  exec::DeviceInfo sim;
+  sim.id = "gpu0";
+  sim.kind = exec::DeviceKind::Simulated;
+  sim.name = "sim-gpu0 24 GiB (simulated)";
+  sim.simulated = true;
+  sim.bytes_total = sim.bytes_free = 24ull << 30;
+  exec::DeviceInfo cpu;
+  cpu.name = "CPU (2 threads)";
+  cpu.id = "cpu";
+  const std::vector<exec::DeviceInfo> infos{cuda(0, {"cuda1"}), cuda(1, {"cuda0"}), failed, sim, cpu};
+  const std::string text = cli::format_devices_text(infos, "CUDA runtime 13.0, driver 13.0", 3);
+  EXPECT_NE(text.find("| cuda0 | cuda | NVIDIA H200 | 9.0 | 140.0 GiB | 139.0 GiB | 4800.0 GB/s |"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("| cuda2 | cuda | NVIDIA H200 (failed) | 9.0 |"), std::string::npos) << text;
+  EXPECT_NE(text.find("\ncuda2 failed: cudaStreamSynchronize failed: an illegal memory access was encountered\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("| gpu0 | sim | sim-gpu0 24 GiB (simulated) | - |"), std::string::npos) << text;
+  EXPECT_NE(text.find("| cpu | cpu | CPU (2 threads) | - |"), std::string::npos) << text;
+  EXPECT_NE(text.find("peer access (row reads and writes column's memory directly):\n"
+                      "|  | cuda0 | cuda1 | cuda2 |\n"
+                      "|---|---|---|---|\n"
+                      "| cuda0 | - | yes | no |\n"
+                      "| cuda1 | yes | - | no |\n"
+                      "| cuda2 | no | no | - |\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.substr(text.rfind('\n', text.size() - 2) + 1), "CUDA: CUDA runtime 13.0, driver 13.0; 3 devices\n");
+  // One CUDA device: no pairs, no matrix.
+  EXPECT_EQ(cli::format_peer_matrix({cuda(0, {}), cpu}), "");
 }
 
 TEST(EngineCliSplit, TraceIsChromeJsonWithLanesLayersAndTransfers) {

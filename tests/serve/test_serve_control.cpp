@@ -154,6 +154,25 @@ TEST(ServeControl, EstimateSaysWhetherAPlacementFitsWithoutApplyingIt) {
   EXPECT_EQ(devices.json()["devices"][1]["id"], "gpu0");
   EXPECT_EQ(devices.json()["devices"][1]["simulated"], true);
   EXPECT_EQ(devices.json()["devices"][1]["bytes_total"], uint64_t{1} << 30);
+  // The fields of real GPUs, empty for the CPU and simulated devices; the CUDA runtime's summary.
+  const Json device_list = devices.json();
+  for (const Json& d : device_list["devices"]) {
+    SCOPED_TRACE(d.dump());
+    EXPECT_EQ(d["compute_capability"], "");
+    EXPECT_EQ(d["ordinal"], -1);
+    EXPECT_EQ(d["peers"], Json::array());
+    EXPECT_EQ(d["failed"], false);
+    EXPECT_EQ(d["failure"], "");
+  }
+  const Json& cuda = device_list["cuda"];
+#ifdef STRATA_WITH_CUDA
+  EXPECT_EQ(cuda["compiled"], true);
+#else
+  EXPECT_EQ(cuda["compiled"], false);
+  EXPECT_EQ(cuda["device_count"], 0);
+#endif
+  EXPECT_FALSE(cuda["description"].get<std::string>().empty());
+  EXPECT_GE(cuda["device_count"].get<int>(), 0);
   Reply trace = get(port, "/strata/v1/trace.json?seconds=60");
   ASSERT_EQ(trace.status, 200);
   EXPECT_TRUE(trace.json().contains("traceEvents"));

@@ -1,10 +1,12 @@
-// tests/ui/test_devices_model.cpp — DeviceModel from devices/status/trace JSON (exact bytes), the
-// memory bar's segment colours and the simulated hatch (pixels), model tester.
+// tests/ui/test_devices_model.cpp — DeviceModel from devices/status/trace JSON (exact bytes), real
+// GPUs' compute capability, peer access and failure (roles, label, tooltip), the memory bar's segment
+// colours and the simulated hatch (pixels), model tester.
 #include <QAbstractItemModelTester>
 #include <QImage>
 #include <QJsonArray>
 #include <QListView>
 #include <QPainter>
+#include <QSignalSpy>
 #include <QtTest>
 
 #include "ui/devices/device_delegate.h"
@@ -23,6 +25,25 @@ QJsonArray devices() {
                                 {"bytes_total", double(64 * GiB)}, {"bytes_free", double(60 * GiB)}, {"bandwidth_gbps", 50}},
                     QJsonObject{{"id", "gpu0"}, {"kind", "sim"}, {"name", "sim-gpu0 24 GiB (simulated)"}, {"simulated", true},
                                 {"bytes_total", double(24 * GiB)}, {"bytes_free", double(24 * GiB)}, {"bandwidth_gbps", 1008}}};
+}
+
+// Two CUDA devices that reach each other directly, a third that met a sticky error, a simulated
+// device and the CPU: what /strata/v1/devices says on a machine with GPUs.
+QJsonArray cudaDevices() {
+  auto cuda = [](int ordinal, const QJsonArray& peers, bool failed, const QString& failure) {
+    return QJsonObject{{"id", QStringLiteral("cuda%1").arg(ordinal)}, {"kind", "cuda"}, {"name", "NVIDIA H200"},
+                       {"simulated", false}, {"bytes_total", double(140 * GiB)}, {"bytes_free", double(139 * GiB)},
+                       {"bandwidth_gbps", 4800}, {"compute_capability", "9.0"}, {"ordinal", ordinal},
+                       {"peers", peers}, {"failed", failed}, {"failure", failure}};
+  };
+  const QString sticky = "cudaStreamSynchronize failed: an illegal memory access was encountered";
+  return QJsonArray{cuda(0, QJsonArray{"cuda1"}, false, ""), cuda(1, QJsonArray{"cuda0"}, false, ""),
+                    cuda(2, QJsonArray{}, true, sticky),
+                    QJsonObject{{"id", "gpu0"}, {"kind", "sim"}, {"name", "sim-gpu0 24 GiB (simulated)"},
+                                {"simulated", true}, {"bytes_total", double(24 * GiB)}, {"bytes_free", double(24 * GiB)},
+                                {"compute_capability", ""}, {"ordinal", -1}, {"peers", QJsonArray{}},
+                                {"failed", false}, {"failure", ""}},
+                    devices()[0]};  // the CPU as an older engine sends it: no GPU fields at all
 }
 
 QJsonObject lanesBatch(const QJsonArray& memory) {
@@ -91,6 +112,89 @@ class TestDevicesModel : public QObject {
     QCOMPARE(model.rowOf("gpu0"), 0);
   }
 
+  void realGpuRoles_data() {
+    QTest::addColumn<QString>("device");
+    QTest::addColumn<QString>("computeCapability");
+    QTest::addColumn<int>("ordinal");
+    QTest::addColumn<QStringList>("peers");
+    QTest::addColumn<bool>("failed");
+    QTest::addColumn<QString>("failure");
+    QTest::addColumn<QString>("display");
+    QTest::addColumn<QStringList>("toolTipHas");  // substrings of the tooltip
+    const QString sticky = "cudaStreamSynchronize failed: an illegal memory access was encountered";
+    QTest::newRow("cuda with a peer") << "cuda0" << "9.0" << 0 << QStringList{"cuda1"} << false << "" << "NVIDIA H200"
+                                      << QStringList{"CUDA device 0, compute capability 9.0", "peer access: cuda1"};
+    QTest::newRow("the peer's peer") << "cuda1" << "9.0" << 1 << QStringList{"cuda0"} << false << "" << "NVIDIA H200"
+                                     << QStringList{"CUDA device 1, compute capability 9.0", "peer access: cuda0"};
+    QTest::newRow("failed cuda") << "cuda2" << "9.0" << 2 << QStringList{} << true << sticky << "NVIDIA H200 (failed)"
+                                 << QStringList{"cuda2 failed: " + sticky, "peer access: none"};
+    QTest::newRow("simulated") << "gpu0" << "" << -1 << QStringList{} << false << "" << "sim-gpu0 24 GiB (simulated)"
+                               << QStringList{"simulated"};
+    QTest::newRow("cpu without gpu fields") << "cpu" << "" << -1 << QStringList{} << false << "" << "CPU"
+                                            << QStringList{"cpu — "};
+  }
+  void realGpuRoles() {
+    QFETCH(QString, device);
+    QFETCH(QString, computeCapability);
+    QFETCH(int, ordinal);
+    QFETCH(QStringList, peers);
+    QFETCH(bool, failed);
+    QFETCH(QString, failure);
+    QFETCH(QString, display);
+    QFETCH(QStringList, toolTipHas);
+    DeviceModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setDevices(cudaDevices());
+    QCOMPARE(model.rowCount(), 5);
+    const int row = model.rowOf(device);
+    QVERIFY(row >= 0);
+    const QModelIndex i = model.index(row);
+    QCOMPARE(i.data(DeviceModel::ComputeCapabilityRole).toString(), computeCapability);
+    QCOMPARE(i.data(DeviceModel::OrdinalRole).toInt(), ordinal);
+    QCOMPARE(i.data(DeviceModel::PeersRole).toStringList(), peers);
+    QCOMPARE(i.data(DeviceModel::FailedRole).toBool(), failed);
+    QCOMPARE(i.data(DeviceModel::FailureRole).toString(), failure);
+    QCOMPARE(i.data(Qt::DisplayRole).toString(), display);
+    const QString tip = i.data(Qt::ToolTipRole).toString();
+    for (const QString& part : toolTipHas) QVERIFY2(tip.contains(part), qPrintable(tip));
+    QCOMPARE(tip.contains("compute capability"), !computeCapability.isEmpty());
+    QCOMPARE(tip.contains("failed"), failed);
+    // The names QML and tests use for the new roles.
+    const QHash<int, QByteArray> names = model.roleNames();
+    QCOMPARE(names.value(DeviceModel::ComputeCapabilityRole), QByteArray("computeCapability"));
+    QCOMPARE(names.value(DeviceModel::PeersRole), QByteArray("peers"));
+    QCOMPARE(names.value(DeviceModel::FailureRole), QByteArray("failure"));
+  }
+
+  // A device list with the same ids updates in place: a device that fails turns failed, with its
+  // reason, and keeps its memory figures.
+  void deviceFailsInPlace() {
+    DeviceModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setDevices(cudaDevices());
+    QSignalSpy resets(&model, &QAbstractItemModel::modelReset);
+    QSignalSpy changes(&model, &QAbstractItemModel::dataChanged);
+    QJsonArray next = cudaDevices();
+    QJsonObject first = next[0].toObject();
+    first["failed"] = true;
+    first["failure"] = "CUDA context lost";
+    next[0] = first;
+    model.setDevices(next);
+    QCOMPARE(resets.count(), 0);
+    QVERIFY(changes.count() >= 1);
+    const QModelIndex i = model.index(0);
+    QCOMPARE(i.data(DeviceModel::FailedRole).toBool(), true);
+    QCOMPARE(i.data(DeviceModel::FailureRole).toString(), QString("CUDA context lost"));
+    QCOMPARE(i.data(DeviceModel::CapacityRole).toULongLong(), 140 * GiB);
+    QCOMPARE(i.data(DeviceModel::FreeRole).toULongLong(), 139 * GiB);
+    // A failure text without failed is not a failure.
+    first["failed"] = false;
+    next[0] = first;
+    model.setDevices(next);
+    QCOMPARE(i.data(DeviceModel::FailedRole).toBool(), false);
+    QCOMPARE(i.data(DeviceModel::FailureRole).toString(), QString());
+  }
+
   void barColours_data() {
     QTest::addColumn<bool>("simulated");
     QTest::newRow("real") << false;
@@ -146,6 +250,25 @@ class TestDevicesModel : public QObject {
     // The CPU: half weights, half free.
     QCOMPARE(image.pixelColor(bar.left() + bar.width() / 4, bar.center().y()), memorySegmentColor(MemorySegment::Weights));
     QCOMPARE(image.pixelColor(bar.left() + 3 * bar.width() / 4, bar.center().y()), memorySegmentColor(MemorySegment::Free));
+  }
+
+  // Real GPUs (one failed) paint their bars like any device: plain, not hatched.
+  void delegatePaintsCudaRows() {
+    DevicesPanel panel;
+    panel.resize(400, 600);
+    panel.setDevices(cudaDevices());
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    QListView* view = panel.view();
+    const QImage image = view->viewport()->grab().toImage();
+    for (int row : {0, 2}) {  // cuda0, and cuda2 (failed)
+      const QRect r = view->visualRect(panel.model()->index(row));
+      const QRect bar = DeviceDelegate::barRect(r, view->fontMetrics());
+      QVERIFY(image.rect().contains(bar.center()));
+      // 1 of 140 GiB used by others: free from a few pixels in, and no hatch lines over it.
+      for (int y = bar.top() + 3; y < bar.bottom() - 2; ++y)
+        QCOMPARE(image.pixelColor(bar.left() + 3 * bar.width() / 4, y), memorySegmentColor(MemorySegment::Free));
+    }
   }
 };
 

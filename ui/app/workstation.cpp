@@ -1,6 +1,8 @@
-// ui/app/workstation.cpp — engine lifecycle wiring (local child or remote), status polling and state.
+// ui/app/workstation.cpp — engine lifecycle wiring (local child, another workstation's engine, or
+// remote), status polling and state.
 #include "ui/app/workstation.h"
 
+#include <QCoreApplication>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QUrl>
@@ -29,6 +31,10 @@ Workstation::Workstation(const AppSettings& settings, bool persist, QObject* par
   connect(client_, &EngineClient::modelLoaded, this, &Workstation::onStatus);
   connect(client_, &EngineClient::requestFailed, this, [this](const QString& op, const QString& message) {
     if (op == QLatin1String("status")) {
+      if (isShared()) {
+        if (++statusFailures_ >= 2) onSharedUnreachable();
+        return;
+      }
       if (isRemote() && ++statusFailures_ >= 2) setState(EngineState::Unreachable);
       return;
     }
@@ -48,6 +54,7 @@ Workstation::Workstation(const AppSettings& settings, bool persist, QObject* par
 Workstation::~Workstation() {
   delete chat_;  // it stores the reply in progress: before the store goes
   chat_ = nullptr;
+  if (share_) SharedEngine::removeIfOwnedBy(QCoreApplication::applicationPid());  // before it goes
   delete process_;
   process_ = nullptr;
 }
@@ -80,6 +87,16 @@ void Workstation::connectProcess() {
     client_->fetchDevices();
     client_->fetchStatus();
     statusTimer_.start();
+    if (share_) {
+      // Published for the next workstation, unless another live one has published its own.
+      const qint64 self = QCoreApplication::applicationPid();
+      const SharedEngine listed = SharedEngine::read();
+      if (listed.ownerPid == self || !SharedEngine::processAlive(listed.ownerPid)) {
+        const SharedEngine me{client_->baseUrl(), client_->apiKey(), process_->pid(), self};
+        QString error;
+        if (!me.write(&error)) emit notice(tr("other workstations will not find this engine: %1").arg(error));
+      }
+    }
     if (process_->restartCount() > 0) emit engineRestarted(process_->restartCount());
   });
   connect(process_, &EngineProcess::crashed, this, [this](const QString& reason) {
@@ -89,10 +106,23 @@ void Workstation::connectProcess() {
 }
 
 void Workstation::start() {
+  leaveShared();
   if (isRemote()) {
     attachRemote(settings_.remoteUrl, settings_.remoteKey);
     return;
   }
+  if (share_ && !process_) {
+    const SharedEngine other = SharedEngine::read();
+    if (other.isValid() && other.ownerPid != QCoreApplication::applicationPid() &&
+        SharedEngine::processAlive(other.ownerPid)) {
+      attachShared(other);
+      return;
+    }
+  }
+  startLocal();
+}
+
+void Workstation::startLocal() {
   if (!process_) {
     process_ = new EngineProcess(client_, this);
     connectProcess();
@@ -111,8 +141,64 @@ void Workstation::start() {
   if (process_->state() == EngineProcess::State::Stopped) emit notice(process_->lastError());
 }
 
+void Workstation::attachShared(const SharedEngine& engine) {
+  const int id = ++attachId_;
+  statusTimer_.stop();
+  setState(EngineState::Starting);
+  client_->setEndpoint(engine.url, engine.apiKey);
+  client_->send("GET", QStringLiteral("/strata/v1/status"), QJsonValue::Undefined, this,
+                [this, id, engine](const EngineResult& r) {
+                  if (id != attachId_) return;
+                  const QString who = tr("the workstation already running (pid %1)").arg(engine.ownerPid);
+                  if (!r.ok()) {
+                    const QString why = tr("%1 has an engine at %2, but it does not answer (%3): starting an engine of its own")
+                                            .arg(who, engine.url.toString(), r.error);
+                    qInfo("strata: %s", qPrintable(why));
+                    emit notice(why);
+                    startLocal();
+                    return;
+                  }
+                  shared_ = engine;
+                  statusFailures_ = 0;
+                  const QString what = tr("attached to the engine of %1 at %2").arg(who, engine.url.toString());
+                  qInfo("strata: %s", qPrintable(what));
+                  emit notice(what);
+                  onStatus(r.object());
+                  client_->fetchDevices();
+                  statusTimer_.start();
+                },
+                QString(), 3000);
+}
+
+void Workstation::onSharedUnreachable() {
+  const SharedEngine was = shared_;
+  if (SharedEngine::processAlive(was.ownerPid)) {
+    // Its workstation is still there: it restarts its engine and lists the new one.
+    const SharedEngine now = SharedEngine::read();
+    if (now.isValid() && now.ownerPid == was.ownerPid && now.url != was.url) {
+      leaveShared();
+      attachShared(now);
+    } else {
+      setState(EngineState::Unreachable);
+    }
+    return;
+  }
+  leaveShared();
+  emit notice(tr("the workstation (pid %1) whose engine this one used has quit: starting an engine").arg(was.ownerPid));
+  start();  // another workstation may have published its engine meanwhile
+}
+
+void Workstation::leaveShared() {
+  ++attachId_;
+  if (!shared_.isValid()) return;
+  shared_ = {};
+  statusTimer_.stop();
+}
+
 void Workstation::attachRemote(const QString& url, const QString& key) {
+  leaveShared();
   if (process_) {
+    if (share_) SharedEngine::removeIfOwnedBy(QCoreApplication::applicationPid());
     process_->stop();
     process_->deleteLater();
     process_ = nullptr;
@@ -188,9 +274,13 @@ QString Workstation::stateText() const {
     case EngineState::Starting: return isRemote() ? tr("connecting to %1…").arg(settings_.remoteUrl) : tr("engine starting…");
     case EngineState::Loading: return tr("loading model…");
     case EngineState::NoModel: return tr("engine ready · no model");
-    case EngineState::Ready: return model.isEmpty() ? tr("engine ready") : tr("engine ready · %1").arg(model);
+    case EngineState::Ready:
+      if (isShared()) return tr("engine of workstation %1 ready%2").arg(shared_.ownerPid).arg(model.isEmpty() ? QString() : QStringLiteral(" · ") + model);
+      return model.isEmpty() ? tr("engine ready") : tr("engine ready · %1").arg(model);
     case EngineState::Crashed: return tr("engine crashed — restarting (%1)").arg(process_ ? process_->restartCount() : 0);
-    case EngineState::Unreachable: return tr("engine unreachable at %1").arg(settings_.remoteUrl);
+    case EngineState::Unreachable:
+      return isShared() ? tr("engine of workstation %1 unreachable at %2").arg(shared_.ownerPid).arg(shared_.url.toString())
+                        : tr("engine unreachable at %1").arg(settings_.remoteUrl);
   }
   return {};
 }

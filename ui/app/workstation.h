@@ -1,6 +1,9 @@
 // ui/app/workstation.h — the GUI's non-widget core: settings, the conversation store, the engine
 // client and (local mode) the engine child process, the chat controller, the model files list, and
 // the engine state the window shows. Widgets are built over it by MainWindow; tests drive it directly.
+// With sharing on (the `strata` executable), a local-mode workstation first looks for the engine of
+// a workstation already running for this user (shared_engine.h) and attaches to it; the one that
+// starts an engine publishes it there.
 #pragma once
 
 #include <QJsonObject>
@@ -9,6 +12,7 @@
 #include <memory>
 
 #include "ui/app/app_settings.h"
+#include "ui/app/shared_engine.h"
 
 class ChatController;
 class ConversationStore;
@@ -28,6 +32,8 @@ class Workstation : public QObject {
 
   // Opens the SQLite store (empty: the default file in the user's data folder) and the conversations.
   bool openStore(const QString& path = {});
+  // Off by default (tests, screenshot runs); set before start().
+  void setShareEngine(bool share) { share_ = share; }
   // Local mode: starts the engine child (with the last model when there is one). Remote: attaches.
   void start();
   void attachRemote(const QString& url, const QString& key);
@@ -50,6 +56,9 @@ class Workstation : public QObject {
   QString stateText() const;       // "engine ready", "engine crashed — restarting (2)", ...
   QJsonObject lastStatus() const { return status_; }
   bool isRemote() const { return settings_.engineMode == AppSettings::EngineMode::Remote; }
+  // Attached to the engine of another workstation (local mode, not remembered in the settings).
+  bool isShared() const { return shared_.isValid(); }
+  SharedEngine sharedEngine() const { return shared_; }
 
  signals:
   void stateChanged(Workstation::EngineState state);
@@ -62,6 +71,10 @@ class Workstation : public QObject {
   void setState(EngineState s);
   void onStatus(const QJsonObject& status);
   void connectProcess();
+  void startLocal();
+  void attachShared(const SharedEngine& engine);
+  void onSharedUnreachable();
+  void leaveShared();
 
   AppSettings settings_;
   bool persist_;
@@ -74,4 +87,7 @@ class Workstation : public QObject {
   EngineState state_ = EngineState::Stopped;
   QJsonObject status_;
   int statusFailures_ = 0;
+  bool share_ = false;
+  SharedEngine shared_;  // valid while attached to another workstation's engine
+  int attachId_ = 0;     // drops the answer of an attach check that was superseded
 };

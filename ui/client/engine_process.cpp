@@ -139,6 +139,10 @@ void EngineProcess::launch() {
   const QString key = randomKey();
   QStringList args = arguments();
   args << QStringLiteral("--port") << QString::number(port) << QStringLiteral("--api-key") << key;
+  // The engine stops when this process dies, whatever the signal (it also watches its stdin pipe,
+  // which QProcess keeps open for as long as we live).
+  if (options_.exitWithParent)
+    args << QStringLiteral("--parent-pid") << QString::number(QCoreApplication::applicationPid());
 
   proc_ = new QProcess(this);
   proc_->setProcessChannelMode(QProcess::MergedChannels);

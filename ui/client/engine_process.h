@@ -1,6 +1,7 @@
 // ui/client/engine_process.h — the local engine as a child process: starts `strata-engine serve`
 // on a free loopback port with a random API key, waits until it answers, restarts it after a crash
-// and then reloads the model and placement it had. Everything is asynchronous (GUI thread).
+// and then reloads the model and placement it had. The child is tied to this process: it stops when
+// this process dies, even by SIGKILL. Everything is asynchronous (GUI thread).
 #pragma once
 
 #include <QElapsedTimer>
@@ -26,6 +27,7 @@ class EngineProcess : public QObject {
     int threads = 0;        // --threads; 0: the engine's default
     QStringList extraArgs;  // appended as they are
     int startTimeoutMs = 60000;
+    bool exitWithParent = true;  // --parent-pid: the engine does not outlive this process
   };
 
   // Uses `client` (pointing it at the child) to wait for readiness and to reload.

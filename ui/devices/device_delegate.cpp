@@ -40,22 +40,34 @@ void DeviceDelegate::paint(QPainter* p, const QStyleOptionViewItem& option, cons
   m.other = index.data(DeviceModel::OtherRole).toULongLong();
   m.free = index.data(DeviceModel::FreeRole).toULongLong();
   const bool simulated = index.data(DeviceModel::SimulatedRole).toBool();
+  const bool failed = index.data(DeviceModel::FailedRole).toBool();
+  const QString cc = index.data(DeviceModel::ComputeCapabilityRole).toString();
 
-  // Line 1: id, name, capacity; "simulated" tag at the right.
+  // Line 1: id, name, capacity; a tag at the right: "failed", "simulated", or a real GPU's compute
+  // capability ("cc 9.0"; its peers are in the tooltip).
   const QRect line1(option.rect.left() + kMargin, option.rect.top() + kMargin, option.rect.width() - 2 * kMargin,
                     fm.height());
   QString title = QStringLiteral("%1  %2  %3")
                       .arg(index.data(DeviceModel::IdRole).toString(), index.data(DeviceModel::NameRole).toString(),
                            formatBytes(m.capacity));
   QString tag;
-  if (simulated) tag = QStringLiteral("simulated");
+  QColor tagColor(0x9a, 0x5b, 0x00);
+  if (failed) {
+    tag = QStringLiteral("failed");
+    tagColor = QColor(0xc0, 0x20, 0x20);
+  } else if (simulated) {
+    tag = QStringLiteral("simulated");
+  } else if (!cc.isEmpty()) {
+    tag = QStringLiteral("cc %1").arg(cc);
+    tagColor = pal.color(QPalette::PlaceholderText);
+  }
   const int tagWidth = tag.isEmpty() ? 0 : fm.horizontalAdvance(tag) + 8;
   p->setPen(pal.color(QPalette::Text));
   p->drawText(line1.adjusted(0, 0, -tagWidth, 0), Qt::AlignLeft | Qt::AlignVCenter,
               fm.elidedText(title, Qt::ElideRight, line1.width() - tagWidth));
   if (!tag.isEmpty()) {
     const QRect tagRect(line1.right() - tagWidth + 1, line1.top(), tagWidth, line1.height());
-    p->setPen(QColor(0x9a, 0x5b, 0x00));
+    p->setPen(tagColor);
     p->drawText(tagRect, Qt::AlignRight | Qt::AlignVCenter, tag);
   }
 
@@ -63,8 +75,16 @@ void DeviceDelegate::paint(QPainter* p, const QStyleOptionViewItem& option, cons
   const QRect bar = barRect(option.rect, fm);
   paintMemoryBar(*p, bar, m, simulated);
 
-  // Line 3: used / capacity and percentage.
+  // Line 3: used / capacity and percentage, or why the device failed.
   const QRect line3(bar.left(), bar.bottom() + 3, bar.width(), fm.height());
+  if (failed) {
+    const QString failure = index.data(DeviceModel::FailureRole).toString();
+    p->setPen(QColor(0xc0, 0x20, 0x20));
+    p->drawText(line3, Qt::AlignLeft | Qt::AlignVCenter,
+                fm.elidedText(QStringLiteral("failed: %1").arg(failure), Qt::ElideRight, line3.width()));
+    p->restore();
+    return;
+  }
   const double fraction = index.data(DeviceModel::UsedFractionRole).toDouble();
   const QString used = QStringLiteral("%1 / %2  %3%  ·  KV %4 of %5  ·  free %6")
                            .arg(formatBytes(m.usedBytes()), formatBytes(m.capacity))

@@ -1,5 +1,7 @@
-// ui/devices/device_delegate.h — draws one DeviceModel row: name line ("simulated" tag for simulated
-// devices), the stacked memory bar (hatched when simulated) and "used / capacity  NN%". Painting only.
+// ui/devices/device_delegate.h — draws one DeviceModel row: name line with a tag ("simulated" for
+// simulated devices, "failed" in red, else a real GPU's "cc 9.0"), the stacked memory bar (hatched when
+// simulated) and "used / capacity  NN%" (for a failed device: "failed: <reason>"). Painting only;
+// the tooltip (ToolTipRole) carries peer access and the failure in full.
 #pragma once
 
 #include <QStyledItemDelegate>

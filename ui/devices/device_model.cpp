@@ -13,6 +13,28 @@ quint64 bytesOf(const QJsonValue& v) {
   return d > 0 ? static_cast<quint64>(d) : 0;
 }
 
+// What a row's hover says: why it failed (first), the memory breakdown, and what kind of device it is:
+// compute capability and peer access for a CUDA device, "simulated" for a simulated one.
+QString deviceToolTip(const DeviceRow& d) {
+  const MemoryBreakdown& m = d.memory;
+  QStringList lines;
+  if (d.failed)
+    lines << QStringLiteral("%1 failed: %2").arg(d.id, d.failure.isEmpty() ? QStringLiteral("no reason given") : d.failure);
+  lines << QStringLiteral("%1 — %2 of %3 used; weights %4, KV %5 / %6, scratch %7, other %8, free %9")
+               .arg(d.id, formatBytes(m.usedBytes()), formatBytes(m.capacity), formatBytes(m.weights),
+                    formatBytes(m.kvUsed), formatBytes(m.kvReserved), formatBytes(m.scratch), formatBytes(m.other),
+                    formatBytes(m.freeBytes()));
+  if (d.kind == QLatin1String("cuda")) {
+    QString cuda = d.ordinal >= 0 ? QStringLiteral("CUDA device %1").arg(d.ordinal) : QStringLiteral("CUDA device");
+    if (!d.computeCapability.isEmpty()) cuda += QStringLiteral(", compute capability %1").arg(d.computeCapability);
+    lines << cuda;
+    lines << (d.peers.isEmpty() ? QStringLiteral("peer access: none")
+                                : QStringLiteral("peer access: %1").arg(d.peers.join(QLatin1String(", "))));
+  }
+  if (d.simulated) lines << QStringLiteral("simulated: declared memory and speeds, run on this machine's CPU");
+  return lines.join(QLatin1Char('\n'));
+}
+
 }  // namespace
 
 DeviceModel::DeviceModel(QObject* parent) : QAbstractListModel(parent) {}
@@ -30,14 +52,13 @@ QVariant DeviceModel::data(const QModelIndex& index, int role) const {
   const DeviceRow& d = rows_.at(index.row());
   const MemoryBreakdown& m = d.memory;
   switch (role) {
-    case Qt::DisplayRole:
-      return d.simulated ? QStringLiteral("%1 (simulated)").arg(d.name.isEmpty() ? d.id : d.name)
-                         : (d.name.isEmpty() ? d.id : d.name);
-    case Qt::ToolTipRole:
-      return QStringLiteral("%1 — %2 of %3 used; weights %4, KV %5 / %6, scratch %7, other %8, free %9")
-          .arg(d.id, formatBytes(m.usedBytes()), formatBytes(m.capacity), formatBytes(m.weights),
-               formatBytes(m.kvUsed), formatBytes(m.kvReserved), formatBytes(m.scratch), formatBytes(m.other),
-               formatBytes(m.freeBytes()));
+    case Qt::DisplayRole: {
+      QString text = d.name.isEmpty() ? d.id : d.name;
+      if (d.simulated && !text.contains(QLatin1String("simulated"))) text += QStringLiteral(" (simulated)");
+      if (d.failed) text += QStringLiteral(" (failed)");
+      return text;
+    }
+    case Qt::ToolTipRole: return deviceToolTip(d);
     case IdRole: return d.id;
     case NameRole: return d.name;
     case KindRole: return d.kind;
@@ -52,6 +73,11 @@ QVariant DeviceModel::data(const QModelIndex& index, int role) const {
     case UsedFractionRole:
       return m.capacity > 0 ? static_cast<double>(m.usedBytes()) / static_cast<double>(m.capacity) : 0.0;
     case BandwidthRole: return d.bandwidthGbps;
+    case ComputeCapabilityRole: return d.computeCapability;
+    case OrdinalRole: return d.ordinal;
+    case PeersRole: return d.peers;
+    case FailedRole: return d.failed;
+    case FailureRole: return d.failure;
     default: return {};
   }
 }
@@ -61,7 +87,9 @@ QHash<int, QByteArray> DeviceModel::roleNames() const {
   names.insert({{IdRole, "deviceId"}, {NameRole, "name"}, {KindRole, "kind"}, {SimulatedRole, "simulated"},
                 {CapacityRole, "capacity"}, {WeightsRole, "weights"}, {KvUsedRole, "kvUsed"},
                 {KvReservedRole, "kvReserved"}, {ScratchRole, "scratch"}, {OtherRole, "other"},
-                {FreeRole, "free"}, {UsedFractionRole, "usedFraction"}, {BandwidthRole, "bandwidthGbps"}});
+                {FreeRole, "free"}, {UsedFractionRole, "usedFraction"}, {BandwidthRole, "bandwidthGbps"},
+                {ComputeCapabilityRole, "computeCapability"}, {OrdinalRole, "ordinal"}, {PeersRole, "peers"},
+                {FailedRole, "failed"}, {FailureRole, "failure"}});
   return names;
 }
 
@@ -78,6 +106,12 @@ void DeviceModel::setDevices(const QJsonArray& devices) {
     d.kind = o.value(QLatin1String("kind")).toString();
     d.simulated = o.value(QLatin1String("simulated")).toBool(d.kind == QLatin1String("sim"));
     d.bandwidthGbps = o.value(QLatin1String("bandwidth_gbps")).toDouble();
+    d.computeCapability = o.value(QLatin1String("compute_capability")).toString();
+    d.ordinal = o.value(QLatin1String("ordinal")).toInt(-1);
+    for (const QJsonValue& peer : o.value(QLatin1String("peers")).toArray())
+      if (!peer.toString().isEmpty() && peer.toString() != d.id) d.peers.append(peer.toString());
+    d.failed = o.value(QLatin1String("failed")).toBool(false);
+    if (d.failed) d.failure = o.value(QLatin1String("failure")).toString();
     d.memory.capacity = bytesOf(o.value(QLatin1String("bytes_total")));
     if (old < 0 && o.contains(QLatin1String("bytes_free"))) {
       // Before any status: what is not free is "other" (used by someone, not by a known part).

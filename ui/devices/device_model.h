@@ -6,18 +6,25 @@
 #include <QJsonArray>
 #include <QJsonObject>
 #include <QList>
+#include <QStringList>
 
 #include "ui/devices/memory_bar.h"
 
 namespace strata::ui {
 
 struct DeviceRow {
-  QString id;             // as used in placements: "cpu", "gpu0"
+  QString id;             // as used in placements: "cpu", "gpu0", "cuda0"
   QString name;           // human: "NVIDIA H200", "sim-gpu0 24 GiB (simulated)"
   QString kind;           // "cpu" | "sim" | "cuda"
   bool simulated = false;
   double bandwidthGbps = 0;
   MemoryBreakdown memory;  // capacity and use, bytes
+  // Real GPUs only (empty / -1 elsewhere):
+  QString computeCapability;  // "9.0"
+  int ordinal = -1;           // CUDA device number
+  QStringList peers;          // ids of the devices whose memory this one reaches directly
+  bool failed = false;        // met a sticky error; the engine no longer uses it
+  QString failure;            // why
 };
 
 class DeviceModel : public QAbstractListModel {
@@ -37,6 +44,11 @@ class DeviceModel : public QAbstractListModel {
     FreeRole,          // quint64 bytes (reported, else capacity - used)
     UsedFractionRole,  // double 0..1 (may exceed 1 when over capacity)
     BandwidthRole,     // double GB/s
+    ComputeCapabilityRole,  // QString "9.0"; "" for devices that are not CUDA devices
+    OrdinalRole,            // int CUDA device number, -1 elsewhere
+    PeersRole,              // QStringList: ids of the devices with peer access from this one
+    FailedRole,             // bool
+    FailureRole,            // QString: why it failed ("" unless failed)
   };
   Q_ENUM(Roles)
 
@@ -50,7 +62,8 @@ class DeviceModel : public QAbstractListModel {
   int rowOf(const QString& id) const;  // -1 when unknown
 
  public slots:
-  // /strata/v1/devices "devices": [{id, kind, name, simulated, bytes_total, bytes_free, bandwidth_gbps, ...}].
+  // /strata/v1/devices "devices": [{id, kind, name, simulated, bytes_total, bytes_free, bandwidth_gbps,
+  // compute_capability, ordinal, peers, failed, failure, ...}].
   // Replaces the rows (kept rows keep their memory figures); a device list of the same ids updates in place.
   void setDevices(const QJsonArray& devices);
   // /strata/v1/status: its "memory": [{device, weights, kv, scratch, overhead, total, capacity}].

@@ -3,6 +3,7 @@
 // asked and the bytes free, and freed buffers return their bytes.
 #include <gtest/gtest.h>
 
+#include "engine/backend/cuda/cuda_backend.h"
 #include "engine/exec/device.h"
 
 namespace strata::exec {
@@ -59,13 +60,32 @@ TEST(MakeDevices, ErrorsNameTheEntry) {
                         Case{"sim:gpu0", "gpu0", Code::InvalidArgument},
                         Case{"sim:gpu0:1GiB:warp=9", "warp", Code::InvalidArgument},
                         Case{"tpu:0", "tpu", Code::InvalidArgument},
-                        Case{"cuda:0", "built without CUDA", Code::NotCompiled},
+                        Case{"cuda:x", "not a CUDA device number", Code::InvalidArgument},
+                        Case{"cuda:0:1", "cuda or cuda:N", Code::InvalidArgument},
                         Case{"cpu,,sim:g:1GiB", "empty", Code::InvalidArgument}}) {
     auto d = make_devices(c.spec, 1, 10.0);
     ASSERT_FALSE(d.ok()) << c.spec;
     EXPECT_EQ(d.error().code, c.code) << c.spec;
     EXPECT_NE(d.error().message.find(c.word), std::string::npos) << c.spec << ": " << d.error().message;
   }
+}
+
+// A CUDA device that is not there: NotCompiled in a build without CUDA, NotFound (with the
+// runtime's own account, e.g. "no CUDA driver") in a CUDA build on a machine without that device.
+TEST(MakeDevices, MissingCudaDeviceSaysWhy) {
+  if (backend::cuda::device_count() > 0) GTEST_SKIP() << "this machine has a CUDA device";
+  for (const char* spec : {"cuda:0", "cuda", "cpu,cuda:3"}) {
+    auto d = make_devices(spec, 1, 10.0);
+    ASSERT_FALSE(d.ok()) << spec;
+    if (backend::cuda::compiled()) {
+      EXPECT_EQ(d.error().code, Code::NotFound) << spec;
+      EXPECT_NE(d.error().message.find(backend::cuda::runtime_description()), std::string::npos) << d.error().message;
+    } else {
+      EXPECT_EQ(d.error().code, Code::NotCompiled) << spec;
+      EXPECT_NE(d.error().message.find("built without CUDA"), std::string::npos) << d.error().message;
+    }
+  }
+  EXPECT_EQ(default_devices_spec(), "cpu");
 }
 
 TEST(DeviceMemory, AllocationPastCapacityNamesDeviceAndBytes) {

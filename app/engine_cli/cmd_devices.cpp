@@ -1,0 +1,102 @@
+// app/engine_cli/cmd_devices.cpp — `strata-engine devices`: what there is to place on. Per device its
+// identity, compute capability (CUDA), memory total and free and declared speeds; which CUDA devices
+// reach each other's memory directly; and what the CUDA runtime says. --json: the shape of
+// GET /strata/v1/devices (engine/serve/device_json.h).
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "app/engine_cli/commands.h"
+#include "app/engine_cli/common.h"
+#include "app/engine_cli/devices_table.h"
+#include "engine/backend/cuda/cuda_backend.h"
+#include "engine/exec/device.h"
+#include "engine/serve/device_json.h"
+#include "kernels/cpu/bandwidth.h"
+
+namespace strata::cli {
+
+namespace {
+
+struct DevicesOptions {
+  ModelOptions model;
+  std::string devices;  // "" -> every CUDA device found, then the CPU
+  bool json = false;
+};
+
+// The devices of an explicit --devices list (any entry that cannot be made is an error, as for run),
+// or by default every CUDA device and then the CPU. In the default list a CUDA device that does not
+// open is still listed, as failed and with the reason, so that `devices` shows what is wrong with it.
+Expected<std::vector<exec::DeviceInfo>> list_devices(const DevicesOptions& o) {
+  const int threads = resolve_threads(o.model.threads);
+  double cpu_bw = 0;
+  {
+    kernels::ThreadPool probe(threads);
+    cpu_bw = kernels::measure_read_bandwidth_gbps(probe, int64_t{64} << 20);
+  }
+  std::vector<std::unique_ptr<exec::Device>> open;  // kept open until every info is read
+  std::vector<exec::DeviceInfo> failed;             // CUDA devices that did not open, by ordinal
+  if (!o.devices.empty()) {
+    STRATA_ASSIGN_OR_RETURN(open, exec::make_devices(o.devices, threads, cpu_bw));
+  } else {
+    const int count = backend::cuda::device_count();
+    for (int n = 0; n < count; ++n) {
+      const std::string id = "cuda" + std::to_string(n);
+      auto device = backend::cuda::open_device(n, id);
+      if (device.ok()) {
+        open.push_back(std::move(*device));
+        continue;
+      }
+      exec::DeviceInfo f;
+      f.id = id;
+      f.kind = exec::DeviceKind::Cuda;
+      f.name = "CUDA device " + std::to_string(n);
+      f.ordinal = n;
+      f.failed = true;
+      f.failure = device.error().message;
+      failed.push_back(std::move(f));
+    }
+    STRATA_ASSIGN_OR_RETURN(auto cpu, exec::make_devices("cpu", threads, cpu_bw));
+    for (auto& d : cpu) open.push_back(std::move(d));
+  }
+  std::vector<exec::DeviceInfo> infos;
+  for (const auto& d : open) infos.push_back(d->info());
+  // Failed CUDA devices go back in ordinal order among the CUDA devices (all of which come first).
+  for (exec::DeviceInfo& f : failed) {
+    auto at = std::find_if(infos.begin(), infos.end(), [&](const exec::DeviceInfo& i) {
+      return i.kind != exec::DeviceKind::Cuda || i.ordinal > f.ordinal;
+    });
+    infos.insert(at, std::move(f));
+  }
+  return infos;
+}
+
+int devices_command(const DevicesOptions& o) {
+  auto infos = list_devices(o);
+  if (!infos.ok()) return report(infos.error());
+  if (o.json) {
+    std::printf("%s\n", serve::devices_json(*infos).dump(2).c_str());
+    return 0;
+  }
+  std::fputs(format_devices_text(*infos, backend::cuda::runtime_description(), backend::cuda::device_count()).c_str(),
+             stdout);
+  return 0;
+}
+
+}  // namespace
+
+Command add_devices_command(CLI::App& app) {
+  auto o = std::make_shared<DevicesOptions>();
+  CLI::App* cmd = app.add_subcommand("devices", "list the devices (CPU, simulated, CUDA)");
+  cmd->add_option("--devices", o->devices,
+                  "as for run: cpu,cuda,cuda:N,sim:gpu0:24GiB,... (default: every CUDA device, then the CPU)");
+  cmd->add_option("-t,--threads", o->model.threads, "CPU threads")->check(CLI::Range(0, 1024));
+  cmd->add_flag("--json", o->json, "print JSON: {\"devices\": [...], \"cuda\": {compiled, description, device_count}}");
+  return [o] { return devices_command(*o); };
+}
+
+}  // namespace strata::cli

@@ -1,7 +1,8 @@
 // tests/ui/test_engine_gui.cpp — the GUI against the real `strata-engine serve` child process with
 // stories260K: a prompt typed into the chat view streams the greedy text (as `strata-engine run`
 // prints it); killing the engine mid-reply restarts it with the model and loses no stored message;
-// the GUI thread is never blocked for 50 ms or more while a reply streams.
+// the GUI thread is never blocked for 50 ms or more while a reply streams (time spent waiting for
+// a CPU, which the kernel counts per thread, is not the GUI thread's doing and is left out).
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
@@ -136,16 +137,29 @@ class TestEngineGui : public QObject {
     s.insert("max_tokens", 400);
     s.insert("temperature", 0.8);
     app.ws->chat()->setSampling(s);
+    // A gap between two 5 ms ticks is the GUI thread's own doing only for the part it was not
+    // waiting for a CPU: under CI's load the whole process can sit on the run queue for longer
+    // than 50 ms without the GUI thread doing anything wrong. The kernel counts that wait per
+    // thread (run_delay in /proc/thread-self/schedstat), so it is taken out of each gap; where the
+    // file is missing the wall-clock gap counts whole.
     QElapsedTimer clock;
-    qint64 last = -1, worst = 0;
+    qint64 last = -1, lastQueued = 0, worst = 0;
     bool measuring = false;
+    auto queuedUs = []() -> qint64 {
+      QFile f(QStringLiteral("/proc/thread-self/schedstat"));
+      if (!f.open(QIODevice::ReadOnly)) return 0;
+      const QList<QByteArray> parts = f.readAll().simplified().split(' ');
+      return parts.size() >= 2 ? parts[1].toLongLong() / 1000 : 0;  // ns -> µs
+    };
     QTimer watchdog;
     watchdog.setTimerType(Qt::PreciseTimer);
     watchdog.setInterval(5);
     connect(&watchdog, &QTimer::timeout, this, [&] {
       const qint64 now = clock.nsecsElapsed() / 1000;  // µs
-      if (measuring && last >= 0) worst = qMax(worst, now - last);
+      const qint64 queued = queuedUs();
+      if (measuring && last >= 0) worst = qMax(worst, (now - last) - (queued - lastQueued));
       last = now;
+      lastQueued = queued;
     });
     clock.start();
     watchdog.start();
@@ -169,7 +183,8 @@ class TestEngineGui : public QObject {
       ++replies;
       QCOMPARE(finished.size(), replies);
     }
-    qInfo("GUI thread watchdog: worst gap %.1f ms (timer every 5 ms) over %lld ms of streaming, %d replies",
+    qInfo("GUI thread watchdog: worst gap %.1f ms not spent waiting for a CPU (timer every 5 ms) over %lld ms of "
+          "streaming, %d replies",
           worst / 1000.0, watchedMs, replies);
     QVERIFY2(worst < 50000, qPrintable(QStringLiteral("GUI thread blocked for %1 ms").arg(worst / 1000.0)));
   }

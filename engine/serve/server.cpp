@@ -157,7 +157,10 @@ Expected<std::unique_ptr<Server>> Server::create(EngineHost& host, ServerOptions
     send_error(res, err);
   });
   std::shared_ptr<Metrics> metrics = ctx.metrics;
-  http.set_logger([metrics](const httplib::Request& req, const httplib::Response& res) {
+  // Counted in the post-routing handler, which httplib runs with the final status just before it
+  // writes the response: a client that has read its reply and then asks /metrics finds it counted.
+  // (The logger runs after the write, so that read raced the count.)
+  http.set_post_routing_handler([metrics](const httplib::Request& req, httplib::Response& res) {
     const std::string route = known_routes().count(req.path) ? req.path : "other";
     metrics->count_request(route, res.status);
   });

@@ -18,6 +18,17 @@ const char* route_name(Route route) {
   return "?";
 }
 
+namespace {
+// Through a packed host buffer: the source's copy out, then the destination's copy in (each side
+// pays its own link).
+Expected<Route> staged(exec::Device& src_dev, exec::Device& dst_dev, const exec::Copy2D& c) {
+  std::vector<uint8_t> staging(c.width * c.height);
+  STRATA_RETURN_IF_ERROR(src_dev.copy_to_host({c.src, c.src_pitch, staging.data(), c.width, c.width, c.height}));
+  STRATA_RETURN_IF_ERROR(dst_dev.copy_from_host({staging.data(), c.width, c.dst, c.dst_pitch, c.width, c.height}));
+  return Route::Staged;
+}
+}  // namespace
+
 Expected<Route> copy(exec::Device* src_dev, exec::Device* dst_dev, const exec::Copy2D& c) {
   if (c.width == 0 || c.height == 0) return Route::Local;
   const bool src_host = !src_dev || src_dev->host_visible();
@@ -29,20 +40,14 @@ Expected<Route> copy(exec::Device* src_dev, exec::Device* dst_dev, const exec::C
   if (!src_host && dst_host) {
     // A simulated destination still pays its link: stage through host memory then its copy-in.
     if (dst_dev && dst_dev->info().simulated) {
-      std::vector<uint8_t> staging(c.width * c.height);
-      STRATA_RETURN_IF_ERROR(src_dev->copy_to_host({c.src, c.src_pitch, staging.data(), c.width, c.width, c.height}));
-      STRATA_RETURN_IF_ERROR(dst_dev->copy_from_host({staging.data(), c.width, c.dst, c.dst_pitch, c.width, c.height}));
-      return Route::Staged;
+      return staged(*src_dev, *dst_dev, c);
     }
     STRATA_RETURN_IF_ERROR(src_dev->copy_to_host(c));
     return Route::ToHost;
   }
   if (src_host && !dst_host) {
     if (src_dev && src_dev->info().simulated) {
-      std::vector<uint8_t> staging(c.width * c.height);
-      STRATA_RETURN_IF_ERROR(src_dev->copy_to_host({c.src, c.src_pitch, staging.data(), c.width, c.width, c.height}));
-      STRATA_RETURN_IF_ERROR(dst_dev->copy_from_host({staging.data(), c.width, c.dst, c.dst_pitch, c.width, c.height}));
-      return Route::Staged;
+      return staged(*src_dev, *dst_dev, c);
     }
     STRATA_RETURN_IF_ERROR(dst_dev->copy_from_host(c));
     return Route::FromHost;
@@ -69,10 +74,7 @@ Expected<Route> copy(exec::Device* src_dev, exec::Device* dst_dev, const exec::C
   // Two devices the host cannot read: directly where the backend can, else through the host.
   if (Status s = src_dev->copy_to_peer(c, *dst_dev); s.ok()) return Route::Peer;
   else if (s.error().code != Code::Unsupported) return s.error();
-  std::vector<uint8_t> staging(c.width * c.height);
-  STRATA_RETURN_IF_ERROR(src_dev->copy_to_host({c.src, c.src_pitch, staging.data(), c.width, c.width, c.height}));
-  STRATA_RETURN_IF_ERROR(dst_dev->copy_from_host({staging.data(), c.width, c.dst, c.dst_pitch, c.width, c.height}));
-  return Route::Staged;
+  return staged(*src_dev, *dst_dev, c);
 }
 
 }  // namespace strata::comm

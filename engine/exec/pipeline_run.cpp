@@ -89,9 +89,8 @@ trace::Event proto(int32_t lane, trace::EventKind kind, int32_t layer, int32_t s
 
 // Copies a micro-batch's hidden state (host memory) onto a device, recording a transfer when it
 // comes from another device.
-Status transfer_in(trace::Recorder* rec, int32_t from_lane, int32_t to_lane, const Pipeline* /*unused*/,
-                   backend::Ops& ops, int32_t seq, int64_t token, int64_t n, const float* src, float* dst,
-                   size_t count) {
+Status transfer_in(trace::Recorder* rec, int32_t from_lane, int32_t to_lane, backend::Ops& ops, int32_t seq,
+                   int64_t token, int64_t n, const float* src, float* dst, size_t count) {
   const bool crossing = from_lane >= 0 && from_lane != to_lane;
   trace::Span span;
   if (rec && crossing) {
@@ -211,7 +210,7 @@ Status Pipeline::run_single(StageRuntime& stage, MicroBatch& mb) {
     STRATA_RETURN_IF_ERROR(block.embed(rt.token_embd, mb.tokens, mb.n, s.hidden));
     clock.end();
   } else {
-    STRATA_RETURN_IF_ERROR(transfer_in(recorder_, lane_of(mb.holder), rt.lane, this, ops, mb.seq, mb.pos0, mb.n,
+    STRATA_RETURN_IF_ERROR(transfer_in(recorder_, lane_of(mb.holder), rt.lane, ops, mb.seq, mb.pos0, mb.n,
                                        mb.hidden.data(), s.hidden, count));
   }
   for (int64_t l = stage.first; l < stage.end; ++l) {
@@ -280,7 +279,7 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
   const int32_t from_lane = lane_of(mb.holder);
   STRATA_RETURN_IF_ERROR(on_each([&](size_t i) {
     DeviceRuntime& rt = *stage.members[i];
-    return transfer_in(recorder_, from_lane, rt.lane, this, *rt.ops, mb.seq, mb.pos0, mb.n, mb.hidden.data(),
+    return transfer_in(recorder_, from_lane, rt.lane, *rt.ops, mb.seq, mb.pos0, mb.n, mb.hidden.data(),
                        rt.block->scratch().hidden, count);
   }));
   for (int64_t l = stage.first; l < stage.end; ++l) {

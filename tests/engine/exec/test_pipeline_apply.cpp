@@ -12,6 +12,7 @@
 #include "engine/exec/session.h"
 #include "engine/model/model.h"
 #include "engine/plan/tensor_split.h"
+#include "device_set.h"
 #include "test_support.h"
 
 namespace strata {
@@ -19,20 +20,8 @@ namespace {
 
 using plan::Placement;
 
-struct Devices {
-  std::vector<std::unique_ptr<exec::Device>> owned;
-  std::vector<exec::Device*> list() const {
-    std::vector<exec::Device*> v;
-    for (auto& d : owned) v.push_back(d.get());
-    return v;
-  }
-};
-
-Devices make(const std::string& spec) {
-  auto d = exec::make_devices(spec, 1, 20.0);
-  EXPECT_TRUE(d.ok()) << d.error().to_string();
-  return Devices{std::move(*d)};
-}
+using Devices = test::DeviceSet;
+Devices make(const std::string& spec) { return test::make_device_set(spec); }
 
 constexpr int64_t kCtx = 128;
 

@@ -20,6 +20,7 @@
 #include "engine/exec/session.h"
 #include "engine/model/model.h"
 #include "engine/model/random_model.h"
+#include "device_set.h"
 #include "test_support.h"
 
 namespace strata {
@@ -47,20 +48,8 @@ fs::path random_q8_model() {
   return out;
 }
 
-struct Devices {
-  std::vector<std::unique_ptr<exec::Device>> owned;
-  std::vector<exec::Device*> list() const {
-    std::vector<exec::Device*> v;
-    for (auto& d : owned) v.push_back(d.get());
-    return v;
-  }
-};
-
-Devices make(const std::string& spec) {
-  auto d = exec::make_devices(spec, 1, 20.0);
-  EXPECT_TRUE(d.ok()) << d.error().to_string();
-  return Devices{std::move(*d)};
-}
+using Devices = test::DeviceSet;
+Devices make(const std::string& spec) { return test::make_device_set(spec); }
 
 Placement base(const model::ModelConfig& c) { return exec::single_device_placement(c, "cpu", 128, 1, 16); }
 

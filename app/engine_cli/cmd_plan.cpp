@@ -53,6 +53,7 @@ int plan_command(const PlanOptions& o) {
   }
   req.gpu_layers = o.devices.gpu_layers;
   req.kv_on_cpu = o.devices.kv_on_cpu;
+  if (auto kv = plan::kv_type_from_name(o.devices.kv_type); kv.ok()) req.kv_type = *kv;
   req.main_device = o.devices.main_device;
   req.n_ctx = o.model.ctx;
   req.n_seq = o.n_seq;

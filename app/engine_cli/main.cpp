@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   commands["plan"] = strata::cli::add_plan_command(app);
   commands["devices"] = strata::cli::add_devices_command(app);
   commands["serve"] = strata::cli::add_serve_command(app);
+  commands["perplexity"] = strata::cli::add_perplexity_command(app);
 
   try {
     app.parse(argc, argv);

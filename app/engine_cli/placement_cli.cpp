@@ -19,6 +19,9 @@ void add_device_options(CLI::App& cmd, DeviceOptions& o, bool with_trace) {
   cmd.add_option("--gpu-layers,--n-gpu-layers", o.gpu_layers, "blocks on the accelerators, the rest on the CPU (default: all)")
       ->check(CLI::Range(int64_t{-1}, int64_t{1} << 20));
   cmd.add_flag("--kv-on-cpu", o.kv_on_cpu, "keep every block's KV cache on the CPU");
+  cmd.add_option("--kv-type,--cache-type", o.kv_type,
+                 "KV cache elements: f16 (default), f32, or q8_0 (about half of f16's memory; CPU and simulated devices)")
+      ->check(CLI::IsMember({"f32", "f16", "q8_0"}));
   cmd.add_option("--placement", o.placement, "auto | FILE.json (overrides the split options)");
   cmd.add_option("--plan-goal", o.goal, "for --placement auto: fit | balance | fewest-transfers");
   cmd.add_option("--main-device", o.main_device, "device of the unsplit parts (split-mode none / tensor)");
@@ -59,6 +62,7 @@ Expected<plan::PlanResult> make_plan(const model::Model& model, const Runtime& r
   }
   req.gpu_layers = o.gpu_layers;
   req.kv_on_cpu = o.kv_on_cpu;
+  STRATA_ASSIGN_OR_RETURN(req.kv_type, plan::kv_type_from_name(o.kv_type));
   req.main_device = o.main_device;
   req.n_ctx = mo.ctx;
   req.n_seq = n_seq;

@@ -24,6 +24,7 @@ struct DeviceOptions {
   std::string split_ratio;
   int64_t gpu_layers = -1;
   bool kv_on_cpu = false;
+  std::string kv_type = "f16";  // f32 | f16 | q8_0
   std::string placement;   // "", "auto", FILE.json
   std::string goal = "balance";
   std::string main_device;

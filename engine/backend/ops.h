@@ -29,18 +29,22 @@ struct MatrixView {
 };
 
 // Rotary position embedding of the first rope_dims dimensions of every head.
-// theta_i = position * freq_scale * freq_base^(-2i/rope_dims) / freq_divisors[i].
+// theta_i = position * freq_scale * freq_base^(-2i/rope_dims) / freq_divisors[i]; the rotation
+// uses attn_factor * cos(theta) and attn_factor * sin(theta) (phi3's long-context magnitude fix).
 struct RopeParams {
   int64_t rope_dims = 0;
   float freq_base = 10000.0f;
   float freq_scale = 1.0f;
   const float* freq_divisors = nullptr;  // device memory, [rope_dims/2] floats, or null
   bool interleaved = true;               // pairs (2i, 2i+1); false: NeoX pairs (i, i + rope_dims/2)
+  float attn_factor = 1.0f;
 };
 
 // One attention call: writes the keys and values of n_tokens new positions [pos0, pos0+n_tokens)
-// into the cache, then each new token t attends causally over cache positions [0, pos0+t].
-// GQA: query head h reads KV head h / (n_heads / n_kv_heads).
+// into the cache, then each new token t attends causally over cache positions [0, pos0+t], or,
+// with a sliding window W > 0, over (pos0+t-W, pos0+t]. GQA: query head h reads KV head
+// h / (n_heads / n_kv_heads). Cache elements: F32, F16, or Q8_0 (blocks of 32 along a position's
+// row, so kv_stride and head_dim are multiples of 32), where the device's supports_kv says so.
 struct AttentionArgs {
   const float* q = nullptr;  // [n_tokens][n_heads * head_dim], already roped
   const float* k = nullptr;  // [n_tokens][n_kv_heads * head_dim], already roped
@@ -48,7 +52,7 @@ struct AttentionArgs {
   // Cache of one sequence: position p of KV head j starts at element p * kv_stride + j * head_dim.
   void* k_cache = nullptr;
   void* v_cache = nullptr;
-  kernels::DType kv_type = kernels::DType::F32;  // F32 everywhere; F16 where supports_kv(F16)
+  kernels::DType kv_type = kernels::DType::F32;
   int64_t kv_stride = 0;  // elements between consecutive positions (>= n_kv_heads * head_dim)
   int64_t n_ctx = 0;      // positions the cache holds; pos0 + n_tokens <= n_ctx
   int64_t n_tokens = 0;
@@ -57,6 +61,7 @@ struct AttentionArgs {
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
   float scale = 1.0f;  // usually 1/sqrt(head_dim)
+  int64_t window = 0;  // 0: full causal attention; else the last `window` positions (the token's own included)
   float* out = nullptr;  // [n_tokens][n_heads * head_dim]
 };
 
@@ -95,6 +100,10 @@ class Ops {
   virtual Status attention(const AttentionArgs& args) = 0;
   // gate[i] = silu(gate[i]) * up[i]; [n].
   virtual Status swiglu(float* gate, const float* up, int64_t n) = 0;
+  // gate[i] = gelu_tanh(gate[i]) * up[i]; gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); [n].
+  virtual Status geglu(float* gate, const float* up, int64_t n) = 0;
+  // x[i] *= s; [n].
+  virtual Status scale(float* x, float s, int64_t n) = 0;
   // x[i] = 0; [n].
   virtual Status zero(float* x, int64_t n) = 0;
   // Softmax of each row in place; x: [n_rows][n].

@@ -1,4 +1,4 @@
-// engine/exec/block_forward.cpp — pre-norm llama / qwen2 block arithmetic over the Ops table.
+// engine/exec/block_forward.cpp — pre-norm decoder block arithmetic over the Ops table.
 #include "engine/exec/block_forward.h"
 
 #include <cmath>
@@ -35,15 +35,17 @@ BlockForward::BlockForward(const model::ModelConfig& config, backend::Ops& ops, 
     : config_(config), ops_(ops), scratch_(scratch), rope_freqs_(rope_freqs) {}
 
 Status BlockForward::embed(const model::TensorView& e, const int32_t* tokens, int64_t n, float* hidden) {
-  return ops_.embed(matrix(e), tokens, n, hidden);
+  STRATA_RETURN_IF_ERROR(ops_.embed(matrix(e), tokens, n, hidden));
+  if (config_.embd_scale != 1.0f) return ops_.scale(hidden, config_.embd_scale, n * config_.n_embd);
+  return {};
 }
 
 namespace {
 const float* f32(const model::TensorView& t) { return reinterpret_cast<const float*>(t.data); }
 }  // namespace
 
-Status BlockForward::attention_partial(const ShardWeights& w, const float* hidden, int64_t n, int64_t pos0,
-                                       const KvView& kv, float* out) {
+Status BlockForward::attention_partial(const ShardWeights& w, int64_t layer, const float* hidden, int64_t n,
+                                       int64_t pos0, const KvView& kv, float* out) {
   const model::ModelConfig& c = config_;
   const int64_t hd = c.head_dim;
   const int64_t q_dim = w.n_heads * hd;
@@ -57,11 +59,17 @@ Status BlockForward::attention_partial(const ShardWeights& w, const float* hidde
   if (w.bq.present()) STRATA_RETURN_IF_ERROR(ops_.add_rows(s.q, f32(w.bq), n, q_dim));
   if (w.bk.present()) STRATA_RETURN_IF_ERROR(ops_.add_rows(s.k, f32(w.bk), n, kv_dim));
   if (w.bv.present()) STRATA_RETURN_IF_ERROR(ops_.add_rows(s.v, f32(w.bv), n, kv_dim));
+  // Q/K norms: every head row normalised with the same [head_dim] weights, before RoPE.
+  if (w.q_norm.present()) STRATA_RETURN_IF_ERROR(ops_.rms_norm(s.q, f32(w.q_norm), s.q, n * w.n_heads, hd, c.rms_eps));
+  if (w.k_norm.present())
+    STRATA_RETURN_IF_ERROR(ops_.rms_norm(s.k, f32(w.k_norm), s.k, n * w.n_kv_heads, hd, c.rms_eps));
+  const model::LayerAttention la = c.layer_attention(layer);
   backend::RopeParams rope;
   rope.rope_dims = c.rope_dims;
-  rope.freq_base = c.rope_freq_base;
-  rope.freq_scale = c.rope_freq_scale;
+  rope.freq_base = la.rope_freq_base;
+  rope.freq_scale = la.rope_freq_scale;
   rope.freq_divisors = rope_freqs_;
+  rope.attn_factor = c.rope_attn_factor;
   rope.interleaved = c.rope_style == model::RopeStyle::Interleaved;
   STRATA_RETURN_IF_ERROR(ops_.rope(s.q, n, w.n_heads, hd, pos0, rope));
   STRATA_RETURN_IF_ERROR(ops_.rope(s.k, n, w.n_kv_heads, hd, pos0, rope));
@@ -79,7 +87,8 @@ Status BlockForward::attention_partial(const ShardWeights& w, const float* hidde
   a.n_heads = w.n_heads;
   a.n_kv_heads = w.n_kv_heads;
   a.head_dim = hd;
-  a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  a.scale = c.query_scale();
+  a.window = la.window;
   a.out = s.attn_out;
   STRATA_RETURN_IF_ERROR(ops_.attention(a));
   return ops_.matmul(matrix(w.wo), s.attn_out, n, out);
@@ -92,8 +101,19 @@ Status BlockForward::ffn_partial(const ShardWeights& w, const float* hidden, int
   STRATA_RETURN_IF_ERROR(ops_.rms_norm(hidden, f32(w.ffn_norm), s.norm, n, c.n_embd, c.rms_eps));
   STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.w_gate), s.norm, n, s.gate));
   STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.w_up), s.norm, n, s.up));
-  STRATA_RETURN_IF_ERROR(ops_.swiglu(s.gate, s.up, n * w.n_ff));
+  if (c.ffn_activation == model::FfnActivation::GeluTanh) {
+    STRATA_RETURN_IF_ERROR(ops_.geglu(s.gate, s.up, n * w.n_ff));
+  } else {
+    STRATA_RETURN_IF_ERROR(ops_.swiglu(s.gate, s.up, n * w.n_ff));
+  }
   return ops_.matmul(matrix(w.w_down), s.gate, n, out);
+}
+
+Status BlockForward::residual_add(const model::TensorView& post_norm, float* hidden, float* update, int64_t n) {
+  const int64_t count = n * config_.n_embd;
+  if (post_norm.present())
+    STRATA_RETURN_IF_ERROR(ops_.rms_norm(update, f32(post_norm), update, n, config_.n_embd, config_.rms_eps));
+  return ops_.add(hidden, update, count);
 }
 
 Status BlockForward::head(const model::TensorView& output_norm, const model::TensorView& output, const float* row,

@@ -1,7 +1,10 @@
-// engine/exec/block_forward.h — the arithmetic of a pre-norm llama / qwen2 decoder block, written
-// once against the backend Ops table so it runs on every backend (cpu, sim, cuda). Works on a whole
-// block or one tensor-parallel shard of it: attention and FFN each produce a partial sum of the
-// residual update ([n_tokens][n_embd]) that the caller adds (or all-reduces, then adds).
+// engine/exec/block_forward.h — the arithmetic of a pre-norm decoder block of every supported
+// architecture (llama/Mistral, qwen2, qwen3, gemma3, phi3), written once against the backend Ops
+// table so it runs on every backend (cpu, sim, cuda). The architectures differ only in what
+// ModelConfig says (Q/K norms, post-norms, activation, windows, RoPE); there is one code path.
+// Works on a whole block or one tensor-parallel shard of it: attention and FFN each produce a
+// partial sum of the residual update ([n_tokens][n_embd]) that the caller sums (all-reduce) and
+// hands to residual_add.
 // Calling thread: one device's worker; every pointer is in that device's memory.
 #pragma once
 
@@ -18,7 +21,8 @@ namespace strata::exec {
 // One block's weights as one device holds them (whole, or a shard's rows/columns); data pointers
 // are in that device's memory.
 struct ShardWeights {
-  model::TensorView attn_norm, wq, wk, wv, bq, bk, bv, wo, ffn_norm, w_gate, w_up, w_down;
+  model::TensorView attn_norm, wq, wk, wv, bq, bk, bv, q_norm, k_norm, wo, post_attn_norm, ffn_norm, w_gate, w_up,
+      w_down, post_ffn_norm;
   int64_t n_heads = 0;     // local query heads
   int64_t n_kv_heads = 0;  // local KV heads
   int64_t n_ff = 0;        // local FFN units
@@ -50,15 +54,20 @@ class BlockForward {
   // rope_freqs: optional per-pair divisors ([rope_dims/2] floats, device memory) or null.
   BlockForward(const model::ModelConfig& config, backend::Ops& ops, ScratchViews scratch, const float* rope_freqs);
 
-  // hidden: [n][n_embd] <- rows of the embedding table; tokens in host memory.
+  // hidden: [n][n_embd] <- rows of the embedding table (times config.embd_scale); tokens in host memory.
   Status embed(const model::TensorView& token_embd, const int32_t* tokens, int64_t n, float* hidden);
 
-  // out: [n][n_embd] <- this shard's share of attention(rms_norm(hidden)) · Wo. Writes the
-  // keys/values of positions pos0..pos0+n-1 into kv and attends over 0..pos.
-  Status attention_partial(const ShardWeights& w, const float* hidden, int64_t n, int64_t pos0, const KvView& kv,
-                           float* out);
-  // out: [n][n_embd] <- this shard's share of W_down · (silu(W_gate·x) * W_up·x), x = rms_norm(hidden).
+  // out: [n][n_embd] <- this shard's share of attention(rms_norm(hidden)) · Wo for block `layer`
+  // (which picks the layer's window and RoPE). Writes the keys/values of positions
+  // pos0..pos0+n-1 into kv and attends over 0..pos (the last `window` of them on local layers).
+  Status attention_partial(const ShardWeights& w, int64_t layer, const float* hidden, int64_t n, int64_t pos0,
+                           const KvView& kv, float* out);
+  // out: [n][n_embd] <- this shard's share of W_down · (act(W_gate·x) * W_up·x), x = rms_norm(hidden).
   Status ffn_partial(const ShardWeights& w, const float* hidden, int64_t n, float* out);
+  // hidden += post_norm(update) (post_norm: w.post_attn_norm or w.post_ffn_norm, where the
+  // architecture has them); update is the whole (summed) residual update, [n][n_embd], and is
+  // overwritten.
+  Status residual_add(const model::TensorView& post_norm, float* hidden, float* update, int64_t n);
 
   // logits: [n_vocab] (device memory) <- output(rms_norm(row)) for one hidden row.
   Status head(const model::TensorView& output_norm, const model::TensorView& output, const float* row, float* logits);

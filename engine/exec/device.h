@@ -89,8 +89,10 @@ class Device {
   virtual DeviceInfo info() const = 0;
   // Whether matrices of this weight type can run here (the planner asks).
   virtual bool supports(kernels::DType weights) const = 0;
-  // Whether the KV cache may be stored in this type here (F32 everywhere).
-  virtual bool supports_kv(kernels::DType kv) const { return kv == kernels::DType::F32; }
+  // Whether the KV cache may be stored in this type here. Host devices (cpu, sim) keep f32, f16 and q8_0 caches (kernels/cpu/attention.h).
+  virtual bool supports_kv(kernels::DType kv) const {
+    return kv == kernels::DType::F32 || kv == kernels::DType::F16 || kv == kernels::DType::Q8_0;
+  }
   // Whether the host may dereference this device's buffers (cpu, sim: yes; cuda: no).
   virtual bool host_visible() const { return true; }
 

@@ -83,8 +83,12 @@ Expected<std::unique_ptr<Pipeline::LayerSlot>> Pipeline::build_layer(int64_t ind
   }
   const int64_t n_ctx = placement_.n_ctx, n_seq = placement_.n_seq;
   slot->shared_kv = !where.kv_device.empty();
+  slot->kv_type = placement_.kv_type;
   auto add_kv = [&](Device* d, const plan::LayerShard& shard) -> Status {
-    const uint64_t bytes = plan::shard_kv_bytes(c, shard, n_ctx, n_seq);
+    if (!d->supports_kv(slot->kv_type))
+      return Error{Code::Unsupported, "layer " + std::to_string(index) + ": device '" + d->id() + "' cannot keep a " +
+                                          kernels::dtype_name(slot->kv_type) + " KV cache"};
+    const uint64_t bytes = plan::shard_kv_bytes(c, shard, n_ctx, n_seq, placement_.kv_type);
     STRATA_ASSIGN_OR_RETURN(auto buf, d->allocate(bytes, BufferUse::KvCache));
     STRATA_RETURN_IF_ERROR(d->fill_zero(buf->data(), bytes));
     slot->kv_devices.push_back(d);
@@ -165,8 +169,8 @@ Expected<std::unique_ptr<Pipeline::RuntimeSet>> Pipeline::build_runtimes(const p
         STRATA_ASSIGN_OR_RETURN(rt->output, place_tensor(*dev, w.output, rt->buffers));
       }
     }
-    if (need.layers && w.rope_freqs.present()) {
-      STRATA_ASSIGN_OR_RETURN(model::TensorView rf, place_tensor(*dev, w.rope_freqs, rt->buffers));
+    if (need.layers && w.rope_freqs_for(c, placement_.n_ctx).present()) {
+      STRATA_ASSIGN_OR_RETURN(model::TensorView rf, place_tensor(*dev, w.rope_freqs_for(c, placement_.n_ctx), rt->buffers));
       rt->rope_freqs = reinterpret_cast<const float*>(rf.data);
     }
     rt->layout = plan::scratch_layout(c, need.widest, need.layers, need.head, placement.max_batch, placement.n_ctx,
@@ -236,7 +240,9 @@ Expected<std::unique_ptr<Pipeline::RuntimeSet>> Pipeline::build_runtimes(const p
 
 Status Pipeline::copy_kv(const LayerSlot& from, const LayerSlot& to) {
   const int64_t hd = model_.config().head_dim;
-  const size_t elem = static_cast<size_t>(kernels::traits(from.kv_type).block_bytes);
+  // Byte counts of n cache elements (Q8_0: blocks of 32 elements in 34 bytes; rows and head
+  // columns are whole blocks).
+  auto bytes = [&](int64_t n) { return static_cast<size_t>(kernels::row_bytes(from.kv_type, n)); };
   if (from.kv_type != to.kv_type)
     return Error{Code::Unsupported, std::string("moving a KV cache from ") + kernels::dtype_name(from.kv_type) + " to " +
                                         kernels::dtype_name(to.kv_type)};
@@ -255,11 +261,11 @@ Status Pipeline::copy_kv(const LayerSlot& from, const LayerSlot& to) {
         if (h0 >= h1) continue;
         for (int kv = 0; kv < 2; ++kv) {
           Copy2D c;
-          c.src = static_cast<const uint8_t*>(kv == 0 ? src.k : src.v) + static_cast<size_t>((h0 - fs.kv_head_begin) * hd) * elem;
-          c.dst = static_cast<uint8_t*>(kv == 0 ? dst.k : dst.v) + static_cast<size_t>((h0 - ts.kv_head_begin) * hd) * elem;
-          c.src_pitch = static_cast<size_t>(src.stride) * elem;
-          c.dst_pitch = static_cast<size_t>(dst.stride) * elem;
-          c.width = static_cast<size_t>((h1 - h0) * hd) * elem;
+          c.src = static_cast<const uint8_t*>(kv == 0 ? src.k : src.v) + bytes((h0 - fs.kv_head_begin) * hd);
+          c.dst = static_cast<uint8_t*>(kv == 0 ? dst.k : dst.v) + bytes((h0 - ts.kv_head_begin) * hd);
+          c.src_pitch = bytes(src.stride);
+          c.dst_pitch = bytes(dst.stride);
+          c.width = bytes((h1 - h0) * hd);
           c.height = static_cast<size_t>(live);
           STRATA_RETURN_IF_ERROR(comm::copy(src_dev, dst_dev, c));
         }

@@ -107,7 +107,9 @@ Status transfer_in(trace::Recorder* rec, int32_t from_lane, int32_t to_lane, bac
 KvView Pipeline::kv_view(const LayerSlot& slot, size_t member, int32_t seq) const {
   const model::ModelConfig& c = model_.config();
   const int64_t n_ctx = placement_.n_ctx, n_seq = placement_.n_seq;
-  const size_t elem = static_cast<size_t>(kernels::traits(slot.kv_type).block_bytes);
+  // Byte offset of n cache elements (whole blocks: strides and head columns are multiples of 32
+  // for Q8_0).
+  auto bytes = [&](int64_t n) { return static_cast<size_t>(kernels::row_bytes(slot.kv_type, n)); };
   KvView v;
   v.n_ctx = n_ctx;
   v.kv_type = slot.kv_type;
@@ -121,8 +123,8 @@ KvView Pipeline::kv_view(const LayerSlot& slot, size_t member, int32_t seq) cons
     base = slot.kv_buffers[member]->data();
     v.stride = slot.shards[member].n_kv_heads() * c.head_dim;
   }
-  v.k = base + static_cast<size_t>(static_cast<int64_t>(seq) * n_ctx * v.stride + col) * elem;
-  v.v = base + static_cast<size_t>((n_seq + static_cast<int64_t>(seq)) * n_ctx * v.stride + col) * elem;
+  v.k = base + bytes(static_cast<int64_t>(seq) * n_ctx * v.stride + col);
+  v.v = base + bytes((n_seq + static_cast<int64_t>(seq)) * n_ctx * v.stride + col);
   return v;
 }
 
@@ -216,10 +218,11 @@ Status Pipeline::run_single(StageRuntime& stage, MicroBatch& mb) {
   for (int64_t l = stage.first; l < stage.end; ++l) {
     const LayerSlot& slot = *layers_[static_cast<size_t>(l)];
     clock.begin(proto(rt.lane, trace::EventKind::Compute, static_cast<int32_t>(l), mb.seq, mb.pos0, mb.n));
-    STRATA_RETURN_IF_ERROR(block.attention_partial(slot.weights[0], s.hidden, mb.n, mb.pos0, kv_view(slot, 0, mb.seq), s.proj));
-    STRATA_RETURN_IF_ERROR(ops.add(s.hidden, s.proj, static_cast<int64_t>(count)));
-    STRATA_RETURN_IF_ERROR(block.ffn_partial(slot.weights[0], s.hidden, mb.n, s.proj));
-    STRATA_RETURN_IF_ERROR(ops.add(s.hidden, s.proj, static_cast<int64_t>(count)));
+    const ShardWeights& w = slot.weights[0];
+    STRATA_RETURN_IF_ERROR(block.attention_partial(w, l, s.hidden, mb.n, mb.pos0, kv_view(slot, 0, mb.seq), s.proj));
+    STRATA_RETURN_IF_ERROR(block.residual_add(w.post_attn_norm, s.hidden, s.proj, mb.n));
+    STRATA_RETURN_IF_ERROR(block.ffn_partial(w, s.hidden, mb.n, s.proj));
+    STRATA_RETURN_IF_ERROR(block.residual_add(w.post_ffn_norm, s.hidden, s.proj, mb.n));
     clock.end();
   }
   if (stage.has_head && mb.logits) {
@@ -288,7 +291,7 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
       DeviceRuntime& rt = *stage.members[i];
       SpanClock clock(recorder_, *rt.ops, !rt.device->host_visible());
       clock.begin(proto(rt.lane, trace::EventKind::Compute, static_cast<int32_t>(l), mb.seq, mb.pos0, mb.n));
-      STRATA_RETURN_IF_ERROR(rt.block->attention_partial(slot.weights[i], rt.block->scratch().hidden, mb.n, mb.pos0,
+      STRATA_RETURN_IF_ERROR(rt.block->attention_partial(slot.weights[i], l, rt.block->scratch().hidden, mb.n, mb.pos0,
                                                          kv_view(slot, i, mb.seq), rt.block->scratch().proj));
       clock.end();
       STRATA_RETURN_IF_ERROR(rt.ops->synchronize());
@@ -301,7 +304,7 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
       const ScratchViews& s = rt.block->scratch();
       SpanClock clock(recorder_, *rt.ops, !rt.device->host_visible());
       clock.begin(proto(rt.lane, trace::EventKind::Compute, static_cast<int32_t>(l), mb.seq, mb.pos0, mb.n));
-      STRATA_RETURN_IF_ERROR(rt.ops->add(s.hidden, s.proj, static_cast<int64_t>(count)));
+      STRATA_RETURN_IF_ERROR(rt.block->residual_add(slot.weights[i].post_attn_norm, s.hidden, s.proj, mb.n));
       STRATA_RETURN_IF_ERROR(rt.block->ffn_partial(slot.weights[i], s.hidden, mb.n, s.proj));
       clock.end();
       STRATA_RETURN_IF_ERROR(rt.ops->synchronize());
@@ -311,7 +314,7 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
     STRATA_RETURN_IF_ERROR(all_reduce(l));
     STRATA_RETURN_IF_ERROR(on_each([&](size_t i) {
       const ScratchViews& s = stage.members[i]->block->scratch();
-      return stage.members[i]->ops->add(s.hidden, s.proj, static_cast<int64_t>(count));
+      return stage.members[i]->block->residual_add(slot.weights[i].post_ffn_norm, s.hidden, s.proj, mb.n);
     }));
   }
   DeviceRuntime& first = *stage.members[0];

@@ -99,6 +99,7 @@ Expected<ShardWeights> place_shard(Device& device, const model::ModelConfig& c, 
     keep.push_back(std::move(buf));
     w.attn_norm = l.attn_norm, w.wq = l.wq, w.wk = l.wk, w.wv = l.wv, w.bq = l.bq, w.bk = l.bk, w.bv = l.bv;
     w.wo = l.wo, w.ffn_norm = l.ffn_norm, w.w_gate = l.w_gate, w.w_up = l.w_up, w.w_down = l.w_down;
+    w.q_norm = l.q_norm, w.k_norm = l.k_norm, w.post_attn_norm = l.post_attn_norm, w.post_ffn_norm = l.post_ffn_norm;
     return w;
   }
   const uint64_t bytes = plan::shard_weight_bytes(c, l, s);
@@ -116,6 +117,10 @@ Expected<ShardWeights> place_shard(Device& device, const model::ModelConfig& c, 
   // f32 vectors first so they stay 4-byte aligned.
   w.attn_norm = p.elements(l.attn_norm, 0, c.n_embd);
   w.ffn_norm = p.elements(l.ffn_norm, 0, c.n_embd);
+  w.q_norm = p.elements(l.q_norm, 0, hd);
+  w.k_norm = p.elements(l.k_norm, 0, hd);
+  w.post_attn_norm = p.elements(l.post_attn_norm, 0, c.n_embd);
+  w.post_ffn_norm = p.elements(l.post_ffn_norm, 0, c.n_embd);
   w.bq = p.elements(l.bq, q0, q1);
   w.bk = p.elements(l.bk, k0, k1);
   w.bv = p.elements(l.bv, k0, k1);
@@ -128,7 +133,7 @@ Expected<ShardWeights> place_shard(Device& device, const model::ModelConfig& c, 
   w.w_down = p.cols(l.w_down, s.ff_begin, s.ff_end);
   if (!staging.empty()) {
     STRATA_RETURN_IF_ERROR(device.copy_from_host({staging.data(), bytes, buf->data(), bytes, bytes, 1}));
-    for (TensorView* t : {&w.attn_norm, &w.ffn_norm, &w.bq, &w.bk, &w.bv, &w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up,
+    for (TensorView* t : {&w.attn_norm, &w.ffn_norm, &w.q_norm, &w.k_norm, &w.post_attn_norm, &w.post_ffn_norm, &w.bq, &w.bk, &w.bv, &w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up,
                           &w.w_down})
       p.rebase(*t);
   }

@@ -23,7 +23,7 @@ Session::Session(Pipeline& pipeline, int32_t seq) : pipeline_(&pipeline), seq_(s
 }
 
 Expected<std::unique_ptr<Session>> Session::create(const model::Model& model, kernels::ThreadPool& pool, int64_t n_ctx,
-                                                   int64_t max_batch) {
+                                                   int64_t max_batch, kernels::DType kv_type) {
   const model::ModelConfig& c = model.config();
   if (n_ctx < 0 || n_ctx > (1 << 24))
     return Error{Code::InvalidArgument, "context length " + std::to_string(n_ctx) + " outside [1, 16777216]"};
@@ -31,8 +31,9 @@ Expected<std::unique_ptr<Session>> Session::create(const model::Model& model, ke
   if (max_batch <= 0 || max_batch > 65536)
     return Error{Code::InvalidArgument, "batch size " + std::to_string(max_batch) + " outside [1, 65536]"};
   auto device = std::make_unique<CpuDevice>(pool, host_memory_available() + model.weight_bytes(), 0.0);
-  STRATA_ASSIGN_OR_RETURN(
-      auto pipeline, Pipeline::create(model, {device.get()}, single_device_placement(c, "cpu", n_ctx, 1, max_batch)));
+  plan::Placement placement = single_device_placement(c, "cpu", n_ctx, 1, max_batch);
+  placement.kv_type = kv_type;
+  STRATA_ASSIGN_OR_RETURN(auto pipeline, Pipeline::create(model, {device.get()}, placement));
   auto session = std::make_unique<Session>(*pipeline, 0);
   session->own_device_ = std::move(device);
   session->own_pipeline_ = std::move(pipeline);

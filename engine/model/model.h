@@ -24,7 +24,10 @@ class Model {
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
   const tokenizer::Tokenizer& tokenizer() const { return tokenizer_; }
-  const std::string& chat_template() const { return chat_template_; }  // "" when the file has none
+  // The file's chat template; else the built-in one of its architecture (gemma3: "gemma"), with
+  // chat_template_builtin() true; "" when neither exists.
+  const std::string& chat_template() const { return chat_template_; }
+  bool chat_template_builtin() const { return chat_template_builtin_; }
 
   uint64_t weight_bytes() const;    // bytes of every tensor the forward pass reads
   uint64_t parameter_count() const; // elements of every tensor in the file
@@ -39,6 +42,7 @@ class Model {
   ModelWeights weights_;
   tokenizer::Tokenizer tokenizer_;
   std::string chat_template_;
+  bool chat_template_builtin_ = false;
 };
 
 }  // namespace strata::model

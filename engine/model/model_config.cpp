@@ -1,4 +1,5 @@
-// engine/model/model_config.cpp — GGUF metadata -> ModelConfig for llama and qwen2.
+// engine/model/model_config.cpp — GGUF metadata -> ModelConfig for llama (and Mistral), qwen2,
+// qwen3, gemma3 and phi3.
 #include "engine/model/model_config.h"
 
 #include <cmath>
@@ -9,6 +10,9 @@ const char* arch_name(Arch arch) {
   switch (arch) {
     case Arch::Llama: return "llama";
     case Arch::Qwen2: return "qwen2";
+    case Arch::Qwen3: return "qwen3";
+    case Arch::Gemma3: return "gemma3";
+    case Arch::Phi3: return "phi3";
   }
   return "?";
 }
@@ -25,6 +29,25 @@ Expected<int64_t> positive(const gguf::GgufFile& f, const std::string& key, int6
 
 }  // namespace
 
+LayerAttention ModelConfig::layer_attention(int64_t layer) const {
+  LayerAttention a;
+  if (layer_is_local(layer)) {
+    a.window = sliding_window;
+    // gemma3's local layers keep an unscaled RoPE of their own base; elsewhere (Mistral, P == 1)
+    // every layer is local and uses the model's RoPE.
+    a.rope_freq_base = arch == Arch::Gemma3 ? rope_freq_base_local : rope_freq_base;
+    a.rope_freq_scale = arch == Arch::Gemma3 ? 1.0f : rope_freq_scale;
+  } else {
+    a.rope_freq_base = rope_freq_base;
+    a.rope_freq_scale = rope_freq_scale;
+  }
+  return a;
+}
+
+float ModelConfig::query_scale() const {
+  return attn_scale > 0.0f ? attn_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+}
+
 Expected<ModelConfig> read_model_config(const gguf::GgufFile& f) {
   ModelConfig c;
   const std::string arch = f.architecture();
@@ -35,10 +58,26 @@ Expected<ModelConfig> read_model_config(const gguf::GgufFile& f) {
     c.arch = Arch::Qwen2;
     c.rope_style = RopeStyle::Neox;
     c.has_qkv_bias = true;
+  } else if (arch == "qwen3") {
+    c.arch = Arch::Qwen3;
+    c.rope_style = RopeStyle::Neox;
+    c.has_qk_norm = true;
+  } else if (arch == "gemma3") {
+    c.arch = Arch::Gemma3;
+    c.rope_style = RopeStyle::Neox;
+    c.ffn_activation = FfnActivation::GeluTanh;
+    c.has_qk_norm = true;
+    c.has_post_norms = true;
+  } else if (arch == "phi3") {
+    c.arch = Arch::Phi3;
+    c.rope_style = RopeStyle::Neox;
+    c.fused_qkv = true;
+    c.fused_gate_up = true;
   } else if (arch.empty()) {
     return Error{Code::NotFound, "key 'general.architecture' is missing: not a model file"};
   } else {
-    return Error{Code::Unsupported, "architecture '" + arch + "' is not supported (llama, qwen2 are)"};
+    return Error{Code::Unsupported,
+                 "architecture '" + arch + "' is not supported (llama, mistral as llama, qwen2, qwen3, gemma3, phi3 are)"};
   }
   const std::string p = arch + ".";
   STRATA_ASSIGN_OR_RETURN(c.name, f.get_string_or("general.name", ""));
@@ -87,9 +126,57 @@ Expected<ModelConfig> read_model_config(const gguf::GgufFile& f) {
     if (!(factor >= 1.0 && factor < 1e6))
       return Error{Code::Corrupt, "key '" + p + "rope.scaling.factor': " + std::to_string(factor)};
     c.rope_freq_scale = static_cast<float>(1.0 / factor);
+  } else if ((scaling == "longrope" || scaling == "su") && c.arch == Arch::Phi3) {
+    // The per-pair factors are tensors (rope_factors_long / _short); the metadata gives the
+    // context they switch at and the cos/sin multiplier.
   } else if (scaling != "none" && !scaling.empty()) {
-    return Error{Code::Unsupported, "rope scaling '" + scaling + "' is not supported (none, linear are)"};
+    return Error{Code::Unsupported, "rope scaling '" + scaling + "' of architecture '" + arch +
+                                        "' is not supported (none, linear are; longrope for phi3)"};
   }
+  STRATA_ASSIGN_OR_RETURN(uint64_t ctx_orig, f.get_uint_or(p + "rope.scaling.original_context_length", 0));
+  if (ctx_orig > (1u << 24))
+    return Error{Code::Corrupt, "key '" + p + "rope.scaling.original_context_length': " + std::to_string(ctx_orig)};
+  c.n_ctx_orig = static_cast<int64_t>(ctx_orig);
+  STRATA_ASSIGN_OR_RETURN(double attn_factor, f.get_float_or(p + "rope.scaling.attn_factor", 1.0));
+  if (!(attn_factor > 0.0 && attn_factor < 100.0))
+    return Error{Code::Corrupt, "key '" + p + "rope.scaling.attn_factor': " + std::to_string(attn_factor)};
+  c.rope_attn_factor = static_cast<float>(attn_factor);
+
+  STRATA_ASSIGN_OR_RETURN(double attn_scale, f.get_float_or(p + "attention.scale", 0.0));
+  if (!(attn_scale >= 0.0 && attn_scale < 1e3))
+    return Error{Code::Corrupt, "key '" + p + "attention.scale': " + std::to_string(attn_scale)};
+  c.attn_scale = static_cast<float>(attn_scale);
+
+  // Sliding-window attention. gemma3 interleaves 5 local layers with 1 global one (llama.cpp's
+  // fixed pattern, or the file's own); llama (Mistral) applies the window to every layer. phi3
+  // files carry a window too, but llama.cpp ignores it (its converters wrote wrong values), and so
+  // does Strata, so that both give the same logits for the same file.
+  STRATA_ASSIGN_OR_RETURN(uint64_t window, f.get_uint_or(p + "attention.sliding_window", 0));
+  if (window > (1u << 24))
+    return Error{Code::Corrupt, "key '" + p + "attention.sliding_window': " + std::to_string(window)};
+  if (c.arch != Arch::Phi3 && window > 0) {
+    c.sliding_window = static_cast<int64_t>(window);
+    const std::string key = p + "attention.sliding_window_pattern";
+    const gguf::Value* v = f.find(key);
+    c.local_layers.assign(static_cast<size_t>(c.n_layers), 1);
+    if (v && f.get_int_array(key).ok()) {  // one flag per layer
+      STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> flags, f.get_int_array(key));
+      if (static_cast<int64_t>(flags.size()) != c.n_layers)
+        return Error{Code::Corrupt, "key '" + key + "': " + std::to_string(flags.size()) + " flags for " +
+                                        std::to_string(c.n_layers) + " layers"};
+      for (size_t i = 0; i < flags.size(); ++i) c.local_layers[i] = flags[i] != 0;
+    } else {
+      STRATA_ASSIGN_OR_RETURN(uint64_t pattern, f.get_uint_or(key, c.arch == Arch::Gemma3 ? 6 : 0));
+      if (pattern > 4096) return Error{Code::Corrupt, "key '" + key + "': " + std::to_string(pattern)};
+      for (int64_t i = 0; i < c.n_layers && pattern > 0; ++i)
+        c.local_layers[static_cast<size_t>(i)] = (i + 1) % static_cast<int64_t>(pattern) != 0;
+    }
+  }
+  STRATA_ASSIGN_OR_RETURN(double base_local, f.get_float_or(p + "rope.freq_base_swa", 10000.0));
+  if (!(base_local > 1.0 && std::isfinite(base_local)))
+    return Error{Code::Corrupt, "key '" + p + "rope.freq_base_swa': " + std::to_string(base_local)};
+  c.rope_freq_base_local = static_cast<float>(base_local);
+  if (c.arch == Arch::Gemma3) c.embd_scale = std::sqrt(static_cast<float>(c.n_embd));
 
   const gguf::TensorInfo* embd = f.find_tensor("token_embd.weight");
   if (!embd) return Error{Code::NotFound, "tensor 'token_embd.weight' is missing"};

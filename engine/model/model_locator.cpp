@@ -28,16 +28,31 @@ bool is_first_or_only_part(const std::string& name) {
 
 }  // namespace
 
+fs::path strata_model_folder() {
+  if (auto p = env_path("STRATA_MODEL_HOME")) return *p;
+  return env_path("XDG_DATA_HOME").value_or(home() / ".local" / "share") / "strata" / "models";
+}
+
 std::vector<fs::path> model_search_folders() {
   std::vector<fs::path> out;
   const fs::path h = home();
+  const fs::path cache = env_path("XDG_CACHE_HOME").value_or(h / ".cache");
+  out.push_back(strata_model_folder());
   out.push_back(h / ".lmstudio" / "models");
-  out.push_back(h / ".cache" / "lm-studio" / "models");
+  out.push_back(cache / "lm-studio" / "models");
   if (auto p = env_path("HF_HUB_CACHE")) out.push_back(*p);
   if (auto p = env_path("HF_HOME")) out.push_back(*p / "hub");
-  out.push_back(h / ".cache" / "huggingface" / "hub");
-  if (auto p = env_path("LLAMA_CACHE")) out.push_back(*p);
-  out.push_back(h / ".cache" / "llama.cpp");
+  out.push_back(cache / "huggingface" / "hub");
+  out.push_back(env_path("LLAMA_CACHE").value_or(cache / "llama.cpp"));
+  if (const char* dirs = std::getenv("STRATA_MODEL_DIRS")) {
+    std::string list = dirs;
+    size_t start = 0;
+    while (start <= list.size()) {
+      const size_t colon = std::min(list.find(':', start), list.size());
+      if (colon > start) out.push_back(fs::path(list.substr(start, colon - start)));
+      start = colon + 1;
+    }
+  }
   return out;
 }
 
@@ -97,6 +112,9 @@ Status write_last_model(const fs::path& model) {
 
 Expected<fs::path> default_model(const std::vector<fs::path>& bundled_candidates) {
   if (auto last = read_last_model()) return *last;
+  std::error_code chat_ec;
+  const fs::path chat = strata_model_folder() / kDefaultChatModel;
+  if (fs::is_regular_file(chat, chat_ec)) return chat;
   const std::vector<fs::path> folders = model_search_folders();
   std::vector<fs::path> found = find_gguf_files(folders);
   if (!found.empty()) return found.front();

@@ -1,5 +1,6 @@
 // engine/model/model_locator.h — which GGUF to open when the user names none: the last one
-// used, else one found in the folders other tools download to, else the bundled test model.
+// used, else the chat model setup fetched, else one found in the folders other tools download to, else
+// the bundled test model.
 // Reads the file system and one small state file; no model parsing here.
 #pragma once
 
@@ -12,9 +13,18 @@
 
 namespace strata::model {
 
-// Folders searched for *.gguf, in order: LM Studio (~/.lmstudio/models, ~/.cache/lm-studio/models),
+// Strata's own model folder, where tools/fetch_models.sh puts the real chat models:
+// $STRATA_MODEL_HOME, else $XDG_DATA_HOME/strata/models, else ~/.local/share/strata/models.
+std::filesystem::path strata_model_folder();
+
+// The chat model setup fetches (SmolLM2-135M-Instruct, Apache-2.0), opened when nothing else was
+// chosen: its file name inside strata_model_folder().
+inline constexpr const char* kDefaultChatModel = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+// Folders searched for *.gguf, in order: Strata's own (above), LM Studio (~/.lmstudio/models, ~/.cache/lm-studio/models),
 // the Hugging Face hub cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub), llama.cpp's
-// cache ($LLAMA_CACHE, ~/.cache/llama.cpp).
+// cache ($LLAMA_CACHE, ~/.cache/llama.cpp), then each folder of $STRATA_MODEL_DIRS (colon-separated).
+// ~/.cache is $XDG_CACHE_HOME where set.
 std::vector<std::filesystem::path> model_search_folders();
 
 // Every *.gguf file under those folders (recursively, following HF snapshot symlinks), sorted
@@ -26,7 +36,8 @@ std::filesystem::path last_model_record();
 std::optional<std::filesystem::path> read_last_model();
 Status write_last_model(const std::filesystem::path& model);
 
-// The choice described above. `bundled_candidates` are paths of the bundled test model to try
+// The choice: the last model used, else kDefaultChatModel in strata_model_folder(), else the
+// first file found in the folders above, else the bundled test model. `bundled_candidates` are paths of the bundled test model to try
 // last (e.g. ../shared/models/stories260K.gguf beside the checkout). NotFound names the folders.
 Expected<std::filesystem::path> default_model(const std::vector<std::filesystem::path>& bundled_candidates);
 

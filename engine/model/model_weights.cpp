@@ -40,11 +40,23 @@ Expected<TensorView> bind(const gguf::GgufFile& f, const std::string& name, int6
   return v;
 }
 
+// Rows [first, first + n) of a matrix view, as a matrix of its own.
+TensorView row_range(const TensorView& m, const std::string& role, int64_t first, int64_t n) {
+  TensorView v = m;
+  const int64_t rb = kernels::row_bytes(m.type, m.cols);
+  v.name = m.name + "[" + role + "]";
+  v.data = m.data + first * rb;
+  v.rows = n;
+  v.n_bytes = static_cast<uint64_t>(n * rb);
+  return v;
+}
+
 }  // namespace
 
 uint64_t LayerWeights::n_bytes() const {
   uint64_t total = 0;
-  for (const TensorView* t : {&attn_norm, &wq, &wk, &wv, &bq, &bk, &bv, &wo, &ffn_norm, &w_gate, &w_up, &w_down})
+  for (const TensorView* t : {&attn_norm, &wq, &wk, &wv, &bq, &bk, &bv, &q_norm, &k_norm, &wo, &post_attn_norm,
+                              &ffn_norm, &w_gate, &w_up, &w_down, &post_ffn_norm})
     total += t->n_bytes;
   return total;
 }
@@ -55,24 +67,49 @@ Expected<ModelWeights> bind_weights(const gguf::GgufFile& f, const ModelConfig& 
   STRATA_ASSIGN_OR_RETURN(w.output_norm, bind(f, "output_norm.weight", c.n_embd, 0, false, true));
   STRATA_ASSIGN_OR_RETURN(w.output, bind(f, "output.weight", c.n_embd, c.n_vocab, true, false));
   if (!w.output.present()) w.output = w.token_embd;
-  STRATA_ASSIGN_OR_RETURN(w.rope_freqs, bind(f, "rope_freqs.weight", c.rope_dims / 2, 0, true, true));
+  if (c.arch == Arch::Phi3) {
+    STRATA_ASSIGN_OR_RETURN(w.rope_freqs, bind(f, "rope_factors_short.weight", c.rope_dims / 2, 0, true, true));
+    STRATA_ASSIGN_OR_RETURN(w.rope_freqs_long, bind(f, "rope_factors_long.weight", c.rope_dims / 2, 0, true, true));
+  } else {
+    STRATA_ASSIGN_OR_RETURN(w.rope_freqs, bind(f, "rope_freqs.weight", c.rope_dims / 2, 0, true, true));
+  }
 
   w.layers.resize(static_cast<size_t>(c.n_layers));
   for (int64_t i = 0; i < c.n_layers; ++i) {
     LayerWeights& l = w.layers[static_cast<size_t>(i)];
     const std::string b = "blk." + std::to_string(i) + ".";
     STRATA_ASSIGN_OR_RETURN(l.attn_norm, bind(f, b + "attn_norm.weight", c.n_embd, 0, false, true));
-    STRATA_ASSIGN_OR_RETURN(l.wq, bind(f, b + "attn_q.weight", c.n_embd, c.q_dim(), false, false));
-    STRATA_ASSIGN_OR_RETURN(l.wk, bind(f, b + "attn_k.weight", c.n_embd, c.kv_dim(), false, false));
-    STRATA_ASSIGN_OR_RETURN(l.wv, bind(f, b + "attn_v.weight", c.n_embd, c.kv_dim(), false, false));
+    if (c.fused_qkv) {
+      STRATA_ASSIGN_OR_RETURN(TensorView qkv, bind(f, b + "attn_qkv.weight", c.n_embd, c.q_dim() + 2 * c.kv_dim(),
+                                                   false, false));
+      l.wq = row_range(qkv, "q", 0, c.q_dim());
+      l.wk = row_range(qkv, "k", c.q_dim(), c.kv_dim());
+      l.wv = row_range(qkv, "v", c.q_dim() + c.kv_dim(), c.kv_dim());
+    } else {
+      STRATA_ASSIGN_OR_RETURN(l.wq, bind(f, b + "attn_q.weight", c.n_embd, c.q_dim(), false, false));
+      STRATA_ASSIGN_OR_RETURN(l.wk, bind(f, b + "attn_k.weight", c.n_embd, c.kv_dim(), false, false));
+      STRATA_ASSIGN_OR_RETURN(l.wv, bind(f, b + "attn_v.weight", c.n_embd, c.kv_dim(), false, false));
+    }
     STRATA_ASSIGN_OR_RETURN(l.wo, bind(f, b + "attn_output.weight", c.q_dim(), c.n_embd, false, false));
+    const bool no_qk_norm = !c.has_qk_norm;
+    STRATA_ASSIGN_OR_RETURN(l.q_norm, bind(f, b + "attn_q_norm.weight", c.head_dim, 0, no_qk_norm, true));
+    STRATA_ASSIGN_OR_RETURN(l.k_norm, bind(f, b + "attn_k_norm.weight", c.head_dim, 0, no_qk_norm, true));
+    const bool no_post = !c.has_post_norms;
+    STRATA_ASSIGN_OR_RETURN(l.post_attn_norm, bind(f, b + "post_attention_norm.weight", c.n_embd, 0, no_post, true));
+    STRATA_ASSIGN_OR_RETURN(l.post_ffn_norm, bind(f, b + "post_ffw_norm.weight", c.n_embd, 0, no_post, true));
     const bool bias_optional = !c.has_qkv_bias;
     STRATA_ASSIGN_OR_RETURN(l.bq, bind(f, b + "attn_q.bias", c.q_dim(), 0, bias_optional, true));
     STRATA_ASSIGN_OR_RETURN(l.bk, bind(f, b + "attn_k.bias", c.kv_dim(), 0, bias_optional, true));
     STRATA_ASSIGN_OR_RETURN(l.bv, bind(f, b + "attn_v.bias", c.kv_dim(), 0, bias_optional, true));
     STRATA_ASSIGN_OR_RETURN(l.ffn_norm, bind(f, b + "ffn_norm.weight", c.n_embd, 0, false, true));
-    STRATA_ASSIGN_OR_RETURN(l.w_gate, bind(f, b + "ffn_gate.weight", c.n_embd, c.n_ff, false, false));
-    STRATA_ASSIGN_OR_RETURN(l.w_up, bind(f, b + "ffn_up.weight", c.n_embd, c.n_ff, false, false));
+    if (c.fused_gate_up) {
+      STRATA_ASSIGN_OR_RETURN(TensorView gate_up, bind(f, b + "ffn_up.weight", c.n_embd, 2 * c.n_ff, false, false));
+      l.w_gate = row_range(gate_up, "gate", 0, c.n_ff);
+      l.w_up = row_range(gate_up, "up", c.n_ff, c.n_ff);
+    } else {
+      STRATA_ASSIGN_OR_RETURN(l.w_gate, bind(f, b + "ffn_gate.weight", c.n_embd, c.n_ff, false, false));
+      STRATA_ASSIGN_OR_RETURN(l.w_up, bind(f, b + "ffn_up.weight", c.n_embd, c.n_ff, false, false));
+    }
     STRATA_ASSIGN_OR_RETURN(l.w_down, bind(f, b + "ffn_down.weight", c.n_ff, c.n_embd, false, false));
     for (const TensorView* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
       const int64_t block = kernels::traits(m->type).block_elems;

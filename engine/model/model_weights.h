@@ -1,5 +1,7 @@
-// engine/model/model_weights.h — binds the tensors of a GGUF file to the roles of a llama /
-// qwen2 transformer, checking every shape and type. Views only: the bytes stay in the mapping.
+// engine/model/model_weights.h — binds the tensors of a GGUF file to the roles of a decoder block
+// (llama, qwen2, qwen3, gemma3, phi3), checking every shape and type. Views only: the bytes stay in
+// the mapping. Fused tensors (phi3's attn_qkv and gate+up ffn_up) become views of their row ranges,
+// so the rest of the engine sees separate Q, K, V, gate and up matrices.
 #pragma once
 
 #include <cstdint>
@@ -32,11 +34,15 @@ struct LayerWeights {
   TensorView wk;         // [kv_dim][n_embd]
   TensorView wv;         // [kv_dim][n_embd]
   TensorView bq, bk, bv; // [q_dim], [kv_dim], [kv_dim] f32 (qwen2 only)
+  TensorView q_norm;     // [head_dim] f32, shared by every head (qwen3, gemma3)
+  TensorView k_norm;     // [head_dim] f32
   TensorView wo;         // [n_embd][q_dim]
+  TensorView post_attn_norm;  // [n_embd] f32: norm of the attention output (gemma3)
   TensorView ffn_norm;   // [n_embd] f32
   TensorView w_gate;     // [n_ff][n_embd]
   TensorView w_up;       // [n_ff][n_embd]
   TensorView w_down;     // [n_embd][n_ff]
+  TensorView post_ffn_norm;   // [n_embd] f32: norm of the FFN output (gemma3)
 
   uint64_t n_bytes() const;  // all tensors of the layer
 };
@@ -45,7 +51,15 @@ struct ModelWeights {
   TensorView token_embd;   // [n_vocab rows][n_embd cols], any type (rows are dequantized on lookup)
   TensorView output_norm;  // [n_embd] f32
   TensorView output;       // [n_vocab][n_embd]; the token embedding when tied
-  TensorView rope_freqs;   // optional [head_dim/2] f32: per-pair frequency divisors (Llama 3.1)
+  TensorView rope_freqs;   // optional [rope_dims/2] f32: per-pair frequency divisors (Llama 3.1;
+                           // phi3's rope_factors_short)
+  TensorView rope_freqs_long;  // optional, phi3: the divisors for contexts beyond n_ctx_orig
+
+  // The divisors to use at context length n_ctx (may be absent).
+  const TensorView& rope_freqs_for(const ModelConfig& config, int64_t n_ctx) const {
+    return rope_freqs_long.present() && config.n_ctx_orig > 0 && n_ctx > config.n_ctx_orig ? rope_freqs_long
+                                                                                            : rope_freqs;
+  }
   std::vector<LayerWeights> layers;
 };
 

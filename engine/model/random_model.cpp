@@ -2,6 +2,7 @@
 #include "engine/model/random_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <thread>
 #include <vector>
@@ -91,9 +92,16 @@ Status validate(const RandomModelSpec& s) {
   auto bad = [](const std::string& m) { return Error{Code::InvalidArgument, m}; };
   if (s.n_embd <= 0 || s.n_embd > 65536) return bad("--dim " + std::to_string(s.n_embd) + " outside [1, 65536]");
   if (s.n_layers <= 0 || s.n_layers > 1024) return bad("--layers " + std::to_string(s.n_layers) + " outside [1, 1024]");
-  if (s.n_heads <= 0 || s.n_embd % s.n_heads != 0)
-    return bad("--heads " + std::to_string(s.n_heads) + " does not divide --dim " + std::to_string(s.n_embd));
-  if ((s.n_embd / s.n_heads) % 2 != 0) return bad("head size " + std::to_string(s.n_embd / s.n_heads) + " is odd");
+  if (s.n_heads <= 0 || s.n_heads > 4096) return bad("--heads " + std::to_string(s.n_heads) + " outside [1, 4096]");
+  if (s.head_dim == 0 && s.n_embd % s.n_heads != 0)
+    return bad("--heads " + std::to_string(s.n_heads) + " does not divide --dim " + std::to_string(s.n_embd) +
+               " (or give --head-dim)");
+  const int64_t head_dim = s.head_dim > 0 ? s.head_dim : s.n_embd / s.n_heads;
+  if (head_dim <= 0 || head_dim > 1024 || head_dim % 2 != 0)
+    return bad("head size " + std::to_string(head_dim) + " is not even in [2, 1024]");
+  if (s.sliding_window < 0 || s.sliding_window > (1 << 24))
+    return bad("--sliding-window " + std::to_string(s.sliding_window));
+  if (s.swa_pattern < 0 || s.swa_pattern > 4096) return bad("--swa-pattern " + std::to_string(s.swa_pattern));
   if (s.n_kv_heads <= 0 || s.n_heads % s.n_kv_heads != 0)
     return bad("--kv-heads " + std::to_string(s.n_kv_heads) + " does not divide --heads " + std::to_string(s.n_heads));
   if (s.n_ff <= 0 || s.n_ff > (1 << 20)) return bad("--ffn " + std::to_string(s.n_ff) + " outside [1, 1048576]");
@@ -115,7 +123,7 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
 
   gguf::GgufWriter w;
   const std::string a = arch_name(s.arch);
-  const int64_t head_dim = s.n_embd / s.n_heads;
+  const int64_t head_dim = s.head_dim > 0 ? s.head_dim : s.n_embd / s.n_heads;
   w.set_string("general.architecture", a);
   w.set_string("general.name", s.name);
   w.set_u32("general.file_type", mix.file_type);
@@ -125,9 +133,25 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
   w.set_u32(a + ".feed_forward_length", static_cast<uint32_t>(s.n_ff));
   w.set_u32(a + ".attention.head_count", static_cast<uint32_t>(s.n_heads));
   w.set_u32(a + ".attention.head_count_kv", static_cast<uint32_t>(s.n_kv_heads));
-  w.set_f32(a + ".attention.layer_norm_rms_epsilon", s.arch == Arch::Qwen2 ? 1e-6f : 1e-5f);
-  w.set_f32(a + ".rope.freq_base", s.arch == Arch::Qwen2 ? 1000000.0f : 10000.0f);
+  const bool qwen_or_gemma = s.arch == Arch::Qwen2 || s.arch == Arch::Qwen3 || s.arch == Arch::Gemma3;
+  w.set_f32(a + ".attention.layer_norm_rms_epsilon", qwen_or_gemma ? 1e-6f : 1e-5f);
+  w.set_f32(a + ".rope.freq_base", qwen_or_gemma ? 1000000.0f : 10000.0f);
   w.set_u32(a + ".rope.dimension_count", static_cast<uint32_t>(head_dim));
+  if (head_dim * s.n_heads != s.n_embd) {
+    w.set_u32(a + ".attention.key_length", static_cast<uint32_t>(head_dim));
+    w.set_u32(a + ".attention.value_length", static_cast<uint32_t>(head_dim));
+  }
+  if (s.sliding_window > 0) w.set_u32(a + ".attention.sliding_window", static_cast<uint32_t>(s.sliding_window));
+  if (s.swa_pattern > 0) w.set_u32(a + ".attention.sliding_window_pattern", static_cast<uint32_t>(s.swa_pattern));
+  const bool longrope = s.arch == Arch::Phi3 && s.longrope;
+  const int64_t ctx_orig = std::max<int64_t>(1, s.n_ctx / 4);
+  if (longrope) {
+    w.set_string(a + ".rope.scaling.type", "longrope");
+    w.set_u32(a + ".rope.scaling.original_context_length", static_cast<uint32_t>(ctx_orig));
+    const double factor = static_cast<double>(s.n_ctx) / static_cast<double>(ctx_orig);
+    w.set_f32(a + ".rope.scaling.attn_factor",
+              static_cast<float>(std::sqrt(1.0 + std::log(factor) / std::log(static_cast<double>(ctx_orig)))));
+  }
   w.set_u32(a + ".vocab_size", static_cast<uint32_t>(n_vocab));
   for (const auto& [key, value] : vocab_source.metadata()) {
     if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
@@ -143,15 +167,35 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
                                   random_fill(DType::F32, n, 1, stddev, value, name_hash(name, s.seed), 1));
   };
 
-  const int64_t q_dim = s.n_embd, kv_dim = s.n_kv_heads * head_dim;
+  const int64_t q_dim = s.n_heads * head_dim, kv_dim = s.n_kv_heads * head_dim;
+  const bool qk_norm = s.arch == Arch::Qwen3 || s.arch == Arch::Gemma3;
+  const bool post_norms = s.arch == Arch::Gemma3;
+  const bool fused = s.arch == Arch::Phi3;
   STRATA_RETURN_IF_ERROR(matrix("token_embd.weight", s.n_embd, n_vocab, mix.base));
+  if (longrope) {
+    // Per-pair divisors >= 1, as the long-context factors of real files are.
+    STRATA_RETURN_IF_ERROR(vector("rope_factors_short.weight", head_dim / 2, 0.05f, 1.1f));
+    STRATA_RETURN_IF_ERROR(vector("rope_factors_long.weight", head_dim / 2, 0.5f, 3.0f));
+  }
   for (int64_t l = 0; l < s.n_layers; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     const DType more = use_more_bits(l, s.n_layers) ? mix.more_bits : mix.base;
     STRATA_RETURN_IF_ERROR(vector(b + "attn_norm.weight", s.n_embd, 0.0f, 1.0f));
-    STRATA_RETURN_IF_ERROR(matrix(b + "attn_q.weight", s.n_embd, q_dim, mix.base));
-    STRATA_RETURN_IF_ERROR(matrix(b + "attn_k.weight", s.n_embd, kv_dim, mix.base));
-    STRATA_RETURN_IF_ERROR(matrix(b + "attn_v.weight", s.n_embd, kv_dim, more));
+    if (fused) {
+      STRATA_RETURN_IF_ERROR(matrix(b + "attn_qkv.weight", s.n_embd, q_dim + 2 * kv_dim, mix.base));
+    } else {
+      STRATA_RETURN_IF_ERROR(matrix(b + "attn_q.weight", s.n_embd, q_dim, mix.base));
+      STRATA_RETURN_IF_ERROR(matrix(b + "attn_k.weight", s.n_embd, kv_dim, mix.base));
+      STRATA_RETURN_IF_ERROR(matrix(b + "attn_v.weight", s.n_embd, kv_dim, more));
+    }
+    if (qk_norm) {
+      STRATA_RETURN_IF_ERROR(vector(b + "attn_q_norm.weight", head_dim, 0.1f, 1.0f));
+      STRATA_RETURN_IF_ERROR(vector(b + "attn_k_norm.weight", head_dim, 0.1f, 1.0f));
+    }
+    if (post_norms) {
+      STRATA_RETURN_IF_ERROR(vector(b + "post_attention_norm.weight", s.n_embd, 0.1f, 1.0f));
+      STRATA_RETURN_IF_ERROR(vector(b + "post_ffw_norm.weight", s.n_embd, 0.1f, 1.0f));
+    }
     if (s.arch == Arch::Qwen2) {
       STRATA_RETURN_IF_ERROR(vector(b + "attn_q.bias", q_dim, s.stddev, 0.0f));
       STRATA_RETURN_IF_ERROR(vector(b + "attn_k.bias", kv_dim, s.stddev, 0.0f));
@@ -159,12 +203,17 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
     }
     STRATA_RETURN_IF_ERROR(matrix(b + "attn_output.weight", q_dim, s.n_embd, mix.base));
     STRATA_RETURN_IF_ERROR(vector(b + "ffn_norm.weight", s.n_embd, 0.0f, 1.0f));
-    STRATA_RETURN_IF_ERROR(matrix(b + "ffn_gate.weight", s.n_embd, s.n_ff, mix.base));
-    STRATA_RETURN_IF_ERROR(matrix(b + "ffn_up.weight", s.n_embd, s.n_ff, mix.base));
+    if (fused) {
+      STRATA_RETURN_IF_ERROR(matrix(b + "ffn_up.weight", s.n_embd, 2 * s.n_ff, mix.base));
+    } else {
+      STRATA_RETURN_IF_ERROR(matrix(b + "ffn_gate.weight", s.n_embd, s.n_ff, mix.base));
+      STRATA_RETURN_IF_ERROR(matrix(b + "ffn_up.weight", s.n_embd, s.n_ff, mix.base));
+    }
     STRATA_RETURN_IF_ERROR(matrix(b + "ffn_down.weight", s.n_ff, s.n_embd, more));
   }
   STRATA_RETURN_IF_ERROR(vector("output_norm.weight", s.n_embd, 0.0f, 1.0f));
-  STRATA_RETURN_IF_ERROR(matrix("output.weight", s.n_embd, n_vocab, mix.more_bits));
+  // gemma3 ties its head to the embedding.
+  if (s.arch != Arch::Gemma3) STRATA_RETURN_IF_ERROR(matrix("output.weight", s.n_embd, n_vocab, mix.more_bits));
   return w.write(out);
 }
 

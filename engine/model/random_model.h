@@ -1,4 +1,5 @@
-// engine/model/random_model.h — writes a GGUF model of any llama / qwen2 shape and tensor type
+// engine/model/random_model.h — writes a GGUF model of any supported architecture (llama, qwen2,
+// qwen3, gemma3, phi3), shape and tensor type
 // with random weights (normal, std 0.02) and a real vocabulary copied from another GGUF file.
 // For tests and benchmarks: the shapes and bytes are real, the text it writes is not.
 #pragma once
@@ -22,6 +23,12 @@ struct RandomModelSpec {
   int64_t n_kv_heads = 4;
   int64_t n_ff = 512;
   int64_t n_ctx = 2048;
+  int64_t head_dim = 0;        // 0: n_embd / n_heads (written as attention.key_length when different)
+  int64_t sliding_window = 0;  // attention.sliding_window (llama: every layer; gemma3: the local ones)
+  int64_t swa_pattern = 0;     // attention.sliding_window_pattern; 0: not written (gemma3 then uses 6)
+  // phi3: write long-context RoPE (rope.scaling.type longrope, original_context_length n_ctx / 4,
+  // rope_factors_short / _long tensors and the attn_factor llama.cpp's converter derives).
+  bool longrope = true;
   // A single type ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k",
   // "q3_k", "q4_k", "q5_k", "q6_k") or a llama.cpp-style mix ("q4_k_m", "q5_k_m").
   std::string type = "f32";

@@ -49,6 +49,7 @@ struct Problem {
   std::vector<exec::DeviceInfo> order;
   int cpu = -1;  // index in order of the first CPU device, or -1
   int64_t n = 0, n_ctx = 0, n_seq = 1, max_batch = 1;
+  kernels::DType kv_type = kernels::DType::F16;
   double margin = 0.05;
   std::vector<uint64_t> budget;                 // usable bytes per device
   std::vector<uint64_t> prefix_bytes;           // weights + KV of layers [0, i)
@@ -68,10 +69,11 @@ Problem make_problem(const model::ModelConfig& c, const model::ModelWeights& w,
   p.n = c.n_layers;
   p.n_ctx = n_ctx;
   p.n_seq = o.n_seq;
+  p.kv_type = o.kv_type;
   p.max_batch = o.max_batch;
   p.margin = o.margin_fraction;
   const LayerShard whole = whole_layer(c);
-  const uint64_t kv = shard_kv_bytes(c, whole, n_ctx, o.n_seq);
+  const uint64_t kv = shard_kv_bytes(c, whole, n_ctx, o.n_seq, o.kv_type);
   p.prefix_bytes.assign(static_cast<size_t>(p.n) + 1, 0);
   for (int64_t i = 0; i < p.n; ++i) p.prefix_bytes[i + 1] = p.prefix_bytes[i] + w.layers[i].n_bytes() + kv;
   p.emb_bytes = w.token_embd.n_bytes;
@@ -287,6 +289,7 @@ Placement to_placement(const Problem& p, const Candidate& cand) {
   Placement pl;
   pl.n_ctx = p.n_ctx;
   pl.n_seq = p.n_seq;
+  pl.kv_type = p.kv_type;
   pl.max_batch = p.max_batch;
   pl.layers.resize(static_cast<size_t>(p.n));
   int64_t i = 0;

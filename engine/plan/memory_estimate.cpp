@@ -97,13 +97,13 @@ Expected<MemoryEstimate> estimate_memory(const Placement& p, const model::ModelC
       a.mem.weight_bytes += l.target.is_group() ? shard_weight_bytes(config, lw, shards[m]) : lw.n_bytes();
       widen(a, shards[m]);
       if (l.kv_device.empty()) {
-        a.mem.kv_bytes += shard_kv_bytes(config, shards[m], p.n_ctx, p.n_seq);
+        a.mem.kv_bytes += shard_kv_bytes(config, shards[m], p.n_ctx, p.n_seq, p.kv_type);
         a.mem.n_kv_blocks += 1;
       }
     }
     if (!l.kv_device.empty()) {
       Acc& k = at(l.kv_device);
-      k.mem.kv_bytes += shard_kv_bytes(config, whole, p.n_ctx, p.n_seq);
+      k.mem.kv_bytes += shard_kv_bytes(config, whole, p.n_ctx, p.n_seq, p.kv_type);
       k.mem.n_kv_blocks += 1;
     }
   }

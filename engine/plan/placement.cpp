@@ -199,12 +199,20 @@ Expected<Target> parse_single_part(const json& top, const char* key) {
 
 }  // namespace
 
+Expected<kernels::DType> kv_type_from_name(const std::string& name) {
+  if (name == "f16" || name == "F16") return kernels::DType::F16;
+  if (name == "f32" || name == "F32") return kernels::DType::F32;
+  if (name == "q8_0" || name == "Q8_0") return kernels::DType::Q8_0;
+  return bad("KV cache type '" + name + "' is not one of f32, f16, q8_0");
+}
+
 nlohmann::json to_json(const Placement& p) {
   json j = json::object();
   j["version"] = 1;
   j["n_ctx"] = p.n_ctx;
   j["n_seq"] = p.n_seq;
   j["max_batch"] = p.max_batch;
+  if (p.kv_type != kernels::DType::F16) j["kv_type"] = kernels::dtype_name(p.kv_type);  // f16: the default
   j["embedding"] = target_json(p.embedding);
   json layers = json::array();
   for (const Stage& s : stages_of(p)) {
@@ -228,7 +236,7 @@ Expected<Placement> placement_from_json(const nlohmann::json& top, int64_t n_lay
   if (n_layers < 1) return bad("placement: the model has " + std::to_string(n_layers) + " layers");
   if (!top.is_object()) return bad("placement must be a JSON object, not " + type_name(top));
   STRATA_RETURN_IF_ERROR(
-      check_keys(top, "placement", {"version", "n_ctx", "n_seq", "max_batch", "embedding", "layers", "head"}));
+      check_keys(top, "placement", {"version", "n_ctx", "n_seq", "max_batch", "kv_type", "embedding", "layers", "head"}));
   STRATA_ASSIGN_OR_RETURN(int64_t version, parse_count(top, "version", 1, true));
   if (version != 1) return bad("placement: version " + std::to_string(version) + " is not supported (only 1)");
 
@@ -236,6 +244,10 @@ Expected<Placement> placement_from_json(const nlohmann::json& top, int64_t n_lay
   STRATA_ASSIGN_OR_RETURN(p.n_ctx, parse_count(top, "n_ctx", 0, true));
   STRATA_ASSIGN_OR_RETURN(p.n_seq, parse_count(top, "n_seq", 1, false));
   STRATA_ASSIGN_OR_RETURN(p.max_batch, parse_count(top, "max_batch", 256, false));
+  if (top.contains("kv_type")) {
+    if (!top["kv_type"].is_string()) return bad("placement: 'kv_type' must be a string (f32, f16, q8_0)");
+    STRATA_ASSIGN_OR_RETURN(p.kv_type, kv_type_from_name(top["kv_type"].get<std::string>()));
+  }
   STRATA_ASSIGN_OR_RETURN(p.embedding, parse_single_part(top, "embedding"));
   STRATA_ASSIGN_OR_RETURN(p.head, parse_single_part(top, "head"));
 

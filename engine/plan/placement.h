@@ -2,6 +2,9 @@
 // the output head each get a target (one device, or a tensor-parallel group with split ratios),
 // and every block's KV cache gets a device. Plain data plus JSON (docs/placement.md).
 // Depends on the model's shape only; no devices are touched here.
+//
+// KV cache element types a placement may name, and their JSON / CLI names (f32, f16, q8_0).
+// Error (InvalidArgument) names the value and the choices.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/status.h"
+#include "kernels/cpu/dtype.h"
 
 namespace strata::plan {
 
@@ -38,6 +42,9 @@ struct Placement {
   int64_t n_ctx = 0;                  // KV positions per sequence
   int64_t n_seq = 1;                  // sequences decoded at once (KV caches per layer)
   int64_t max_batch = 256;            // tokens per forward pass in prompt processing
+  // Element type of every KV cache: F16 (default; half of F32's memory), F32, or Q8_0 (about a
+  // quarter; host devices only, head sizes multiples of 32).
+  kernels::DType kv_type = kernels::DType::F16;
 
   bool operator==(const Placement&) const = default;
 
@@ -53,6 +60,8 @@ struct Stage {
   int64_t end_layer = 0;  // exclusive
 };
 std::vector<Stage> stages_of(const Placement& placement);
+
+Expected<kernels::DType> kv_type_from_name(const std::string& name);
 
 nlohmann::json to_json(const Placement& placement);
 // Structural parsing: field types, layer ranges ("0-17", "18", 5), ratios. Checks against a

@@ -196,6 +196,7 @@ Expected<PlanResult> plan_from_options(const model::ModelConfig& c, const model:
     o.n_ctx = r.n_ctx;
     o.n_seq = r.n_seq > 0 ? r.n_seq : 1;
     o.max_batch = r.max_batch > 0 ? r.max_batch : 256;
+    o.kv_type = r.kv_type.value_or(kernels::DType::F16);
     o.goal = r.goal;
     o.margin_fraction = r.margin_fraction;
     return auto_plan(c, w, devices, o);
@@ -207,12 +208,14 @@ Expected<PlanResult> plan_from_options(const model::ModelConfig& c, const model:
     if (r.n_ctx > 0) p.n_ctx = r.n_ctx;
     if (r.n_seq > 0) p.n_seq = r.n_seq;
     if (r.max_batch > 0) p.max_batch = r.max_batch;
+    if (r.kv_type) p.kv_type = *r.kv_type;
     how = "from " + r.placement;
   } else {
     STRATA_ASSIGN_OR_RETURN(p, from_split_options(c, devices, r));
     p.n_ctx = r.n_ctx > 0 ? r.n_ctx : default_n_ctx(c);
     p.n_seq = r.n_seq > 0 ? r.n_seq : 1;
     p.max_batch = r.max_batch > 0 ? r.max_batch : 256;
+    p.kv_type = r.kv_type.value_or(kernels::DType::F16);
     how = std::string("split mode ") + split_mode_name(r.split_mode) +
           (r.gpu_layers >= 0 ? ", gpu layers " + std::to_string(r.gpu_layers) : "") +
           (r.kv_on_cpu ? ", KV on the CPU" : "");
@@ -254,11 +257,13 @@ Expected<Placement> placement_from_options(const model::ModelConfig& c, const mo
     if (r.n_ctx > 0) p.n_ctx = r.n_ctx;
     if (r.n_seq > 0) p.n_seq = r.n_seq;
     if (r.max_batch > 0) p.max_batch = r.max_batch;
+    if (r.kv_type) p.kv_type = *r.kv_type;
   } else {
     STRATA_ASSIGN_OR_RETURN(p, from_split_options(c, devices, r));
     p.n_ctx = r.n_ctx > 0 ? r.n_ctx : default_n_ctx(c);
     p.n_seq = r.n_seq > 0 ? r.n_seq : 1;
     p.max_batch = r.max_batch > 0 ? r.max_batch : 256;
+    p.kv_type = r.kv_type.value_or(kernels::DType::F16);
   }
   STRATA_RETURN_IF_ERROR(validate_placement(p, c, w, devices));
   return p;

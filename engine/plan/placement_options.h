@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,7 @@ struct PlacementRequest {
   int64_t n_ctx = 0;                // 0: default_n_ctx(config) (a file's own value for FILE.json)
   int64_t n_seq = 0;                // 0: 1 (or the file's)
   int64_t max_batch = 0;            // 0: 256 (or the file's)
+  std::optional<kernels::DType> kv_type;  // KV cache elements; unset: f16 (or the file's)
   PlanGoal goal = PlanGoal::BalanceSpeed;  // for "auto"
   double margin_fraction = 0.05;           // for "auto": share of each device kept free
 };

@@ -108,6 +108,33 @@ Status validate_placement(const Placement& p, const model::ModelConfig& config, 
       if (!shards.ok()) return shards.error();
     }
   }
+  return check_kv_type(p, config, devices);
+}
+
+Status check_kv_type(const Placement& p, const model::ModelConfig& config, const std::vector<exec::DeviceInfo>& devices) {
+  const kernels::DType t = p.kv_type;
+  if (t != kernels::DType::F32 && t != kernels::DType::F16 && t != kernels::DType::Q8_0)
+    return bad(Code::InvalidArgument, std::string("KV cache type ") + kernels::dtype_name(t) + " is not one of f32, f16, q8_0");
+  if (t != kernels::DType::Q8_0) return {};
+  if (config.head_dim % 32 != 0)
+    return bad(Code::Unsupported, "a q8_0 KV cache needs head sizes that are multiples of 32; this model's is " +
+                                      std::to_string(config.head_dim) + " (use --kv-type f16)");
+  // Tensor-parallel shards cut KV heads, so every shard row stays a whole number of blocks.
+  auto check = [&](const std::string& id, const std::string& where) -> Status {
+    for (const exec::DeviceInfo& d : devices)
+      if (d.id == id && d.kind == exec::DeviceKind::Cuda)
+        return bad(Code::Unsupported, where + ": device '" + id + "' (cuda) keeps f32 or f16 KV caches, not q8_0");
+    return {};
+  };
+  for (size_t i = 0; i < p.layers.size(); ++i) {
+    const LayerPlacement& l = p.layers[i];
+    const std::string where = "layer " + std::to_string(i);
+    if (!l.kv_device.empty()) {
+      STRATA_RETURN_IF_ERROR(check(l.kv_device, where));
+    } else {
+      for (const std::string& id : l.target.devices) STRATA_RETURN_IF_ERROR(check(id, where));
+    }
+  }
   return {};
 }
 

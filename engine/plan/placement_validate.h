@@ -25,6 +25,11 @@ inline constexpr int64_t kMaxBatch = 65536;           // tokens per forward pass
 Status validate_placement(const Placement& placement, const model::ModelConfig& config,
                           const model::ModelWeights& weights, const std::vector<exec::DeviceInfo>& devices);
 
+// The KV cache type against the model and the devices holding KV caches: f32 and f16 anywhere;
+// q8_0 on host devices (cpu, sim) when head sizes are multiples of 32. Part of validate_placement.
+Status check_kv_type(const Placement& placement, const model::ModelConfig& config,
+                     const std::vector<exec::DeviceInfo>& devices);
+
 // "cpu, gpu0, gpu1": the ids of a device list, for messages.
 std::string device_id_list(const std::vector<exec::DeviceInfo>& devices);
 

@@ -79,7 +79,9 @@ uint64_t shard_weight_bytes(const model::ModelConfig& c, const model::LayerWeigh
   auto rows = [](const model::TensorView& t, int64_t n) {
     return static_cast<uint64_t>(n) * static_cast<uint64_t>(kernels::row_bytes(t.type, t.cols));
   };
-  uint64_t b = l.attn_norm.n_bytes + l.ffn_norm.n_bytes;
+  // Norm vectors go whole to every shard.
+  uint64_t b = l.attn_norm.n_bytes + l.ffn_norm.n_bytes + l.q_norm.n_bytes + l.k_norm.n_bytes +
+               l.post_attn_norm.n_bytes + l.post_ffn_norm.n_bytes;
   b += rows(l.wq, q_rows) + rows(l.wk, kv_rows) + rows(l.wv, kv_rows);
   if (l.bq.present()) b += static_cast<uint64_t>(q_rows + 2 * kv_rows) * sizeof(float);
   b += static_cast<uint64_t>(c.n_embd) * static_cast<uint64_t>(kernels::row_bytes(l.wo.type, q_rows));
@@ -88,9 +90,10 @@ uint64_t shard_weight_bytes(const model::ModelConfig& c, const model::LayerWeigh
   return b;
 }
 
-uint64_t shard_kv_bytes(const model::ModelConfig& c, const LayerShard& s, int64_t n_ctx, int64_t n_seq) {
+uint64_t shard_kv_bytes(const model::ModelConfig& c, const LayerShard& s, int64_t n_ctx, int64_t n_seq,
+                        kernels::DType kv_type) {
   return 2ull * static_cast<uint64_t>(n_seq) * static_cast<uint64_t>(n_ctx) *
-         static_cast<uint64_t>(s.n_kv_heads() * c.head_dim) * sizeof(float);
+         static_cast<uint64_t>(kernels::row_bytes(kv_type, s.n_kv_heads() * c.head_dim));
 }
 
 }  // namespace strata::plan

@@ -36,6 +36,7 @@ uint64_t shard_weight_bytes(const model::ModelConfig& config, const model::Layer
                             const LayerShard& shard);
 
 // KV-cache bytes of one shard for n_seq sequences of n_ctx positions (float32 K and V).
-uint64_t shard_kv_bytes(const model::ModelConfig& config, const LayerShard& shard, int64_t n_ctx, int64_t n_seq);
+uint64_t shard_kv_bytes(const model::ModelConfig& config, const LayerShard& shard, int64_t n_ctx, int64_t n_seq,
+                        kernels::DType kv_type);
 
 }  // namespace strata::plan

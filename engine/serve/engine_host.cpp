@@ -183,7 +183,9 @@ nlohmann::json EngineHost::status_json() const {
                 {"n_ctx", loaded->pipeline->n_ctx()},
                 {"parameters", loaded->model->parameter_count()},
                 {"weight_bytes", loaded->model->weight_bytes()},
-                {"chat_template", loaded->own_template ? "model" : "completion"}};
+                {"chat_template", !loaded->own_template                     ? "completion"
+                                  : loaded->model->chat_template_builtin() ? "builtin"
+                                                                           : "model"}};
   // Sizes the placement editor needs for instant local estimates while dragging.
   const model::ModelWeights& w = loaded->model->weights();
   nlohmann::json layer_bytes = nlohmann::json::array();
@@ -195,7 +197,10 @@ nlohmann::json EngineHost::status_json() const {
   j["model"]["embedding_bytes"] = w.token_embd.n_bytes;
   j["model"]["head_bytes"] = w.output_norm.n_bytes + (c.tied_output ? 0 : w.output.n_bytes);
   j["model"]["head_tied"] = c.tied_output;
-  j["model"]["kv_bytes_per_token"] = static_cast<uint64_t>(2 * c.kv_dim()) * sizeof(float);
+  // K and V of one block for one position of one sequence, at the loaded cache's element type.
+  const kernels::DType kv_type = loaded->pipeline->placement().kv_type;
+  j["model"]["kv_type"] = kernels::dtype_name(kv_type);
+  j["model"]["kv_bytes_per_token"] = static_cast<uint64_t>(2 * kernels::row_bytes(kv_type, c.kv_dim()));
   j["placement"] = s.ok() ? placement : nlohmann::json(nullptr);
   j["memory"] = memory_json(*loaded);
   const exec::SchedulerStats st = loaded->scheduler->stats();

@@ -14,14 +14,14 @@ void rms_norm_f32(const float* x, const float* weight, float* out, int64_t n, fl
 }
 
 void rope_f32(float* x, int64_t n_heads, int64_t head_dim, int64_t rope_dims, int64_t position,
-              float freq_base, float freq_scale, const float* freq_divisors, bool interleaved) {
+              float freq_base, float freq_scale, const float* freq_divisors, bool interleaved, float attn_factor) {
   const int64_t half = rope_dims / 2;
   const float pos = static_cast<float>(position) * freq_scale;
   for (int64_t i = 0; i < half; ++i) {
     float theta = pos * std::pow(freq_base, -2.0f * static_cast<float>(i) / static_cast<float>(rope_dims));
     if (freq_divisors) theta /= freq_divisors[i];
-    const float c = std::cos(theta);
-    const float s = std::sin(theta);
+    const float c = std::cos(theta) * attn_factor;
+    const float s = std::sin(theta) * attn_factor;
     for (int64_t h = 0; h < n_heads; ++h) {
       float* head = x + h * head_dim;
       const int64_t a = interleaved ? 2 * i : i;
@@ -41,6 +41,18 @@ void swiglu_f32(float* gate, const float* up, int64_t n) {
   }
 }
 
+void geglu_f32(float* gate, const float* up, int64_t n) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = 0.5f * g * (1.0f + std::tanh(kSqrt2OverPi * (g + 0.044715f * g * g * g))) * up[i];
+  }
+}
+
+void scale_f32(float* x, float s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
 void add_f32(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
@@ -55,23 +67,6 @@ void softmax_f32(float* x, int64_t n) {
   }
   const float inv = 1.0f / sum;
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
-}
-
-void attention_head_f32(const float* q, const float* k, const float* v, int64_t kv_stride, int64_t n_pos,
-                        int64_t head_dim, float scale, float* scores, float* out) {
-  for (int64_t p = 0; p < n_pos; ++p) {
-    const float* kp = k + p * kv_stride;
-    float dot = 0.0f;
-    for (int64_t d = 0; d < head_dim; ++d) dot += q[d] * kp[d];
-    scores[p] = dot * scale;
-  }
-  softmax_f32(scores, n_pos);
-  for (int64_t d = 0; d < head_dim; ++d) out[d] = 0.0f;
-  for (int64_t p = 0; p < n_pos; ++p) {
-    const float* vp = v + p * kv_stride;
-    const float w = scores[p];
-    for (int64_t d = 0; d < head_dim; ++d) out[d] += w * vp[d];
-  }
 }
 
 }  // namespace strata::kernels

@@ -12,20 +12,23 @@ void rms_norm_f32(const float* x, const float* weight, float* out, int64_t n, fl
 // Rotates the first rope_dims dimensions of each of n_heads heads of x ([n_heads][head_dim]) by
 // position. theta_i = position * freq_scale * base^(-2i/rope_dims) / freq_divisors[i]
 // (freq_divisors may be null). interleaved: pairs (2i, 2i+1); else NeoX pairs (i, i + rope_dims/2).
+// The rotation uses attn_factor * cos and attn_factor * sin.
 void rope_f32(float* x, int64_t n_heads, int64_t head_dim, int64_t rope_dims, int64_t position,
-              float freq_base, float freq_scale, const float* freq_divisors, bool interleaved);
+              float freq_base, float freq_scale, const float* freq_divisors, bool interleaved,
+              float attn_factor = 1.0f);
 
 // x[i] = silu(gate[i]) * up[i], written into gate; [n].
 void swiglu_f32(float* gate, const float* up, int64_t n);
 
+// x[i] = gelu_tanh(gate[i]) * up[i], written into gate; [n].
+// gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+void geglu_f32(float* gate, const float* up, int64_t n);
+
+// x[i] *= s; [n].
+void scale_f32(float* x, float s, int64_t n);
+
 // y[i] += x[i]; [n].
 void add_f32(float* y, const float* x, int64_t n);
-
-// Causal attention of one query head over positions [0, n_pos) of a cache.
-// q: [head_dim]; k, v: base of head's column, row stride kv_stride floats ([n_pos][kv_stride]);
-// out: [head_dim]; scores: scratch [n_pos]. scale = 1/sqrt(head_dim).
-void attention_head_f32(const float* q, const float* k, const float* v, int64_t kv_stride, int64_t n_pos,
-                        int64_t head_dim, float scale, float* scores, float* out);
 
 // In-place softmax over [n].
 void softmax_f32(float* x, int64_t n);

@@ -50,6 +50,8 @@ cudaError_t add(float* y, const float* x, int64_t n, cudaStream_t stream);      
 cudaError_t add_rows(float* y, const float* bias, int64_t n_rows, int64_t n, cudaStream_t stream);  // y[r] += bias
 cudaError_t mul(float* y, const float* x, int64_t n, cudaStream_t stream);                 // y *= x
 cudaError_t swiglu(float* gate, const float* up, int64_t n, cudaStream_t stream);          // gate = silu(gate)*up
+cudaError_t geglu(float* gate, const float* up, int64_t n, cudaStream_t stream);           // gate = gelu_tanh(gate)*up
+cudaError_t scale(float* x, float s, int64_t n, cudaStream_t stream);                      // x *= s
 cudaError_t softmax_rows(float* x, int64_t n_rows, int64_t n, cudaStream_t stream);        // in place per row
 
 // Rotates the first rope_dims dims of each head of x: [n_tokens][n_heads][head_dim], token t at
@@ -60,6 +62,7 @@ struct RopeArgs {
   float freq_base = 10000.0f, freq_scale = 1.0f;
   const float* divisors = nullptr;
   bool interleaved = true;
+  float attn_factor = 1.0f;  // multiplies cos and sin
 };
 cudaError_t rope(float* x, const RopeArgs& args, cudaStream_t stream);
 
@@ -80,6 +83,7 @@ struct AttentionArgs {
   void* v_cache = nullptr;
   bool kv_f16 = false;
   int64_t kv_stride = 0, n_tokens = 0, pos0 = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  int64_t window = 0;  // 0: causal; else each token sees its last `window` positions
   float scale = 1.0f;
   float* out = nullptr;       // [n_tokens][n_heads * head_dim]
 };

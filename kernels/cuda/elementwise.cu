@@ -1,5 +1,5 @@
 // kernels/cuda/elementwise.cu — the f32 element-wise ops of a layer: y += x, y[r] += bias,
-// y *= x, gate = silu(gate) * up. One kernel template over the op: 4 elements per thread
+// y *= x, gate = silu(gate) * up, gate = gelu_tanh(gate) * up, x *= s. One kernel template over the op: 4 elements per thread
 // (16-byte accesses) when the pointers allow it, else one; a grid-stride loop.
 #include "kernels/cuda/common.cuh"
 
@@ -15,6 +15,20 @@ struct OpMul {
 struct OpSwiglu {  // y = gate, x = up
   __device__ static float apply(float g, float u) { return g / (1.0f + __expf(-g)) * u; }
 };
+
+struct OpGeglu {  // y = gate, x = up; GELU with the tanh approximation, as kernels/cpu/ops_f32.cpp
+  __device__ static float apply(float g, float u) {
+    constexpr float kSqrt2OverPi = 0.7978845608028654f;
+    return 0.5f * g * (1.0f + tanhf(kSqrt2OverPi * (g + 0.044715f * g * g * g))) * u;
+  }
+};
+
+// Launch: grid-stride over n elements, 256 threads per block.
+__global__ void __launch_bounds__(256) scale_kernel(float* x, float s, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    x[i] *= s;
+}
 
 // Launch: grid-stride over n / 4 groups of 4 (vec) or n elements, 256 threads per block.
 template <class Op>
@@ -61,6 +75,17 @@ cudaError_t add(float* y, const float* x, int64_t n, cudaStream_t stream) { retu
 cudaError_t mul(float* y, const float* x, int64_t n, cudaStream_t stream) { return launch_binary<OpMul>(y, x, n, stream); }
 cudaError_t swiglu(float* gate, const float* up, int64_t n, cudaStream_t stream) {
   return launch_binary<OpSwiglu>(gate, up, n, stream);
+}
+
+cudaError_t geglu(float* gate, const float* up, int64_t n, cudaStream_t stream) {
+  return launch_binary<OpGeglu>(gate, up, n, stream);
+}
+
+cudaError_t scale(float* x, float s, int64_t n, cudaStream_t stream) {
+  if (n < 0) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  scale_kernel<<<grid_for(n, 256), 256, 0, stream>>>(x, s, n);
+  return cudaGetLastError();
 }
 
 cudaError_t add_rows(float* y, const float* bias, int64_t n_rows, int64_t n, cudaStream_t stream) {

@@ -17,6 +17,7 @@ struct RopeParams {
   float freq_base, freq_scale;
   const float* divisors;
   bool interleaved;
+  float attn_factor;
 };
 
 // Launch: grid-stride over n_tokens * head_groups * rope_dims/2 items, 256 threads. Item
@@ -38,7 +39,7 @@ __global__ void __launch_bounds__(256) rope_kernel(const RopeParams p) {
     if (p.divisors) theta = __fdiv_rn(theta, p.divisors[i]);
     double sd, cd;
     sincos(static_cast<double>(theta), &sd, &cd);
-    const float s = static_cast<float>(sd), c = static_cast<float>(cd);
+    const float s = __fmul_rn(static_cast<float>(sd), p.attn_factor), c = __fmul_rn(static_cast<float>(cd), p.attn_factor);
     const int64_t a = p.interleaved ? 2 * i : i;
     const int64_t b = p.interleaved ? 2 * i + 1 : i + half;
     const int64_t h_end = (group + 1) * kRopeHeadsPerThread < p.n_heads ? (group + 1) * kRopeHeadsPerThread : p.n_heads;
@@ -70,6 +71,7 @@ cudaError_t rope(float* x, const RopeArgs& args, cudaStream_t stream) {
   p.freq_scale = args.freq_scale;
   p.divisors = args.divisors;
   p.interleaved = args.interleaved;
+  p.attn_factor = args.attn_factor;
   const int64_t n_items = p.n_tokens * p.head_groups * (p.rope_dims / 2);
   rope_kernel<<<grid_for(n_items, 256), 256, 0, stream>>>(p);
   return cudaGetLastError();

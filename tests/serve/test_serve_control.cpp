@@ -223,8 +223,8 @@ TEST(ServeInspect, SummarizesAFileAndStatusCarriesLayerSizes) {
   EXPECT_EQ(j["n_layers"], 5);
   EXPECT_EQ(j["types"]["f32"]["tensors"], 48);
   EXPECT_EQ(j["n_ctx"], 256);
-  // KV: 5 blocks x 256 positions x (2 x 32 floats) x 4 bytes.
-  EXPECT_EQ(j["memory"]["kv"].get<uint64_t>(), 5u * 256u * 2u * 32u * 4u);
+  // KV: 5 blocks x 256 positions x (2 x 32 elements) x 2 bytes (the default f16 cache).
+  EXPECT_EQ(j["memory"]["kv"].get<uint64_t>(), 5u * 256u * 2u * 32u * 2u);
   EXPECT_EQ(post(server.port(), "/strata/v1/models/inspect", {{"path", "/nonexistent.gguf"}}).status, 404);
 
   const Json status = get(server.port(), "/strata/v1/status").json();
@@ -233,7 +233,8 @@ TEST(ServeInspect, SummarizesAFileAndStatusCarriesLayerSizes) {
   uint64_t sum = m["embedding_bytes"].get<uint64_t>() + m["head_bytes"].get<uint64_t>();
   for (const auto& b : m["layer_bytes"]) sum += b.get<uint64_t>();
   EXPECT_EQ(sum, m["weight_bytes"].get<uint64_t>());  // rope_freqs: none in this model
-  EXPECT_EQ(m["kv_bytes_per_token"], 2 * 32 * 4);
+  EXPECT_EQ(m["kv_bytes_per_token"], 2 * 32 * 2);  // K and V, 32 f16 elements each
+  EXPECT_EQ(m["kv_type"], "f16");
   EXPECT_EQ(m["n_embd"], 64);
 }
 

@@ -7,6 +7,11 @@ QList<ModelLocation> modelLocations(const QStringList& added) {
   const QString home = QDir::homePath();
   const QString xdgCache = qEnvironmentVariable("XDG_CACHE_HOME", home + QStringLiteral("/.cache"));
   QList<ModelLocation> out;
+  // Strata's own folder, where setup puts the real chat models (engine/model/model_locator.h).
+  QString strata = qEnvironmentVariable("STRATA_MODEL_HOME");
+  if (strata.isEmpty())
+    strata = qEnvironmentVariable("XDG_DATA_HOME", home + QStringLiteral("/.local/share")) + QStringLiteral("/strata/models");
+  out.append({strata, QStringLiteral("Strata")});
   out.append({home + QStringLiteral("/.lmstudio/models"), QStringLiteral("LM Studio")});
   out.append({xdgCache + QStringLiteral("/lm-studio/models"), QStringLiteral("LM Studio")});
   QString hf = qEnvironmentVariable("HF_HUB_CACHE");

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/cpu/attention.h"
 #include "kernels/cpu/fp16.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops_f32.h"
@@ -77,14 +78,15 @@ Status CpuOps::mul(float* y, const float* x, int64_t n) {
 Status CpuOps::rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, int64_t pos0, const RopeParams& p) {
   for (int64_t t = 0; t < n_tokens; ++t)
     kernels::rope_f32(x + t * n_heads * head_dim, n_heads, head_dim, p.rope_dims, pos0 + t, p.freq_base, p.freq_scale,
-                      p.freq_divisors, p.interleaved);
+                      p.freq_divisors, p.interleaved, p.attn_factor);
   return {};
 }
 
 Status CpuOps::attention(const AttentionArgs& a) {
-  if (a.kv_type != kernels::DType::F32)
-    return Error{Code::Unsupported, std::string("the CPU backend keeps its KV cache in f32, not ") +
-                                        kernels::dtype_name(a.kv_type)};
+  if (!kernels::kv_type_supported(a.kv_type, a.head_dim) || a.kv_stride % kernels::traits(a.kv_type).block_elems != 0)
+    return Error{Code::Unsupported, std::string("a ") + kernels::dtype_name(a.kv_type) + " KV cache with head size " +
+                                        std::to_string(a.head_dim) + " and row stride " + std::to_string(a.kv_stride) +
+                                        " (the CPU backend keeps f32, f16, and q8_0 where head sizes are multiples of 32)"};
   if (a.n_kv_heads <= 0 || a.n_heads % a.n_kv_heads != 0)
     return Error{Code::InvalidArgument, "attention with " + std::to_string(a.n_heads) + " heads over " +
                                             std::to_string(a.n_kv_heads) + " KV heads"};
@@ -92,15 +94,21 @@ Status CpuOps::attention(const AttentionArgs& a) {
     return Error{Code::OutOfRange, "attention over positions [" + std::to_string(a.pos0) + ", " +
                                        std::to_string(a.pos0 + a.n_tokens) + ") of a " + std::to_string(a.n_ctx) +
                                        "-position cache"};
+  if (a.window < 0)
+    return Error{Code::InvalidArgument, "attention window " + std::to_string(a.window)};
   const int64_t hd = a.head_dim;
   const int64_t q_dim = a.n_heads * hd;
   const int64_t kv_dim = a.n_kv_heads * hd;
-  float* kc = static_cast<float*>(a.k_cache);
-  float* vc = static_cast<float*>(a.v_cache);
+  const kernels::Isa isa = kernels::active_isa();
+  // Byte offsets in the cache: elements are counted in blocks (Q8_0: 32 elements in 34 bytes).
+  const kernels::DTypeTraits& tr = kernels::traits(a.kv_type);
+  auto byte_offset = [&](int64_t elems) { return elems / tr.block_elems * static_cast<int64_t>(tr.block_bytes); };
+  auto* kc = static_cast<uint8_t*>(a.k_cache);
+  auto* vc = static_cast<uint8_t*>(a.v_cache);
   for (int64_t t = 0; t < a.n_tokens; ++t) {
     const int64_t pos = a.pos0 + t;
-    std::memcpy(kc + pos * a.kv_stride, a.k + t * kv_dim, static_cast<size_t>(kv_dim) * sizeof(float));
-    std::memcpy(vc + pos * a.kv_stride, a.v + t * kv_dim, static_cast<size_t>(kv_dim) * sizeof(float));
+    kernels::store_kv_row(a.k + t * kv_dim, a.kv_type, kv_dim, isa, kc + byte_offset(pos * a.kv_stride));
+    kernels::store_kv_row(a.v + t * kv_dim, a.kv_type, kv_dim, isa, vc + byte_offset(pos * a.kv_stride));
   }
   float* scores = workspace_.scores;
   int64_t per_thread = workspace_.scores_per_thread;
@@ -109,16 +117,32 @@ Status CpuOps::attention(const AttentionArgs& a) {
     own_scores_.resize(static_cast<size_t>(per_thread * pool_.n_threads()));
     scores = own_scores_.data();
   }
+  // Per thread: the query converted to the cache's dot type, then one dequantized value row.
+  const int64_t query_floats = (kernels::attention_query_bytes(a.kv_type, hd) + 3) / 4 + 16;
+  const int64_t row_floats = query_floats + hd;
+  if (a.kv_type != kernels::DType::F32)
+    attention_rows_.resize(std::max(attention_rows_.size(), static_cast<size_t>(row_floats * pool_.n_threads())));
+  const int64_t row_stride_bytes = byte_offset(a.kv_stride);
   const int64_t group = a.n_heads / a.n_kv_heads;
   const int64_t items = a.n_tokens * a.n_heads;
   pool_.run([&](int thread, int n_threads) {
-    float* s = scores + thread * per_thread;
+    kernels::AttentionScratch scratch;
+    scratch.scores = scores + thread * per_thread;
+    if (a.kv_type != kernels::DType::F32) {
+      float* mine = attention_rows_.data() + thread * row_floats;
+      scratch.query = mine;
+      scratch.value_row = mine + query_floats;
+    }
     for (int64_t item = thread; item < items; item += n_threads) {
       const int64_t t = item / a.n_heads;
       const int64_t h = item % a.n_heads;
-      const int64_t kv_off = (h / group) * hd;
-      kernels::attention_head_f32(a.q + t * q_dim + h * hd, kc + kv_off, vc + kv_off, a.kv_stride, a.pos0 + t + 1, hd,
-                                  a.scale, s, a.out + t * q_dim + h * hd);
+      const int64_t kv_off = byte_offset((h / group) * hd);
+      const int64_t end = a.pos0 + t + 1;
+      const int64_t begin = a.window > 0 ? std::max<int64_t>(0, end - a.window) : 0;
+      const kernels::KvHeadRows k{kc + kv_off, a.kv_type, row_stride_bytes};
+      const kernels::KvHeadRows v{vc + kv_off, a.kv_type, row_stride_bytes};
+      kernels::attention_head(a.q + t * q_dim + h * hd, k, v, begin, end, hd, a.scale, isa, scratch,
+                              a.out + t * q_dim + h * hd);
     }
   });
   return {};
@@ -126,6 +150,16 @@ Status CpuOps::attention(const AttentionArgs& a) {
 
 Status CpuOps::swiglu(float* gate, const float* up, int64_t n) {
   kernels::swiglu_f32(gate, up, n);
+  return {};
+}
+
+Status CpuOps::geglu(float* gate, const float* up, int64_t n) {
+  kernels::geglu_f32(gate, up, n);
+  return {};
+}
+
+Status CpuOps::scale(float* x, float s, int64_t n) {
+  kernels::scale_f32(x, s, n);
   return {};
 }
 

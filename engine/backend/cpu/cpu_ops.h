@@ -29,6 +29,8 @@ class CpuOps final : public Ops {
               const RopeParams& params) override;
   Status attention(const AttentionArgs& args) override;
   Status swiglu(float* gate, const float* up, int64_t n) override;
+  Status geglu(float* gate, const float* up, int64_t n) override;
+  Status scale(float* x, float s, int64_t n) override;
   Status zero(float* x, int64_t n) override;
   Status softmax(float* x, int64_t n_rows, int64_t n) override;
   Status to_host(const void* src, void* host_dst, size_t bytes) override;
@@ -42,6 +44,7 @@ class CpuOps final : public Ops {
   exec::OpsWorkspace workspace_;
   std::vector<float> own_scores_;        // when the workspace gave none: [threads][n_ctx]
   std::vector<uint8_t> matmul_scratch_;  // quantized activations (kernels::matmul grows it)
+  std::vector<float> attention_rows_;    // per thread: a converted query and a dequantized value row
 };
 
 // Host events: a steady-clock timestamp taken when recorded (host work is synchronous).

@@ -375,6 +375,7 @@ Status CudaOps::rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_d
   a.freq_scale = params.freq_scale;
   a.divisors = params.freq_divisors;
   a.interleaved = params.interleaved;
+  a.attn_factor = params.attn_factor;
   STRATA_CUDA_LAUNCH("rope of " + std::to_string(n_tokens) + " tokens x " + std::to_string(n_heads) + " heads",
                      kernels::cuda::rope(x, a, stream_));
   return Status();
@@ -399,6 +400,7 @@ Status CudaOps::attention(const AttentionArgs& args) {
     return Error{Code::OutOfRange, where + what + ": positions past the cache's " + std::to_string(args.n_ctx)};
   if (args.head_dim > 256)
     return Error{Code::Unsupported, where + what + ": the CUDA attention takes head_dim <= 256"};
+  if (args.window < 0) return Error{Code::InvalidArgument, where + what + ": window " + std::to_string(args.window)};
   if (args.kv_type != DType::F32 && args.kv_type != DType::F16)
     return Error{Code::Unsupported, where + what + ": KV cache of type " + kernels::dtype_name(args.kv_type) +
                                         " (F32 or F16 here)"};
@@ -424,9 +426,26 @@ Status CudaOps::attention(const AttentionArgs& args) {
   a.n_kv_heads = args.n_kv_heads;
   a.head_dim = args.head_dim;
   a.scale = args.scale;
+  a.window = args.window;
   a.out = args.out;
   STRATA_CUDA_LAUNCH(what, kernels::cuda::attention(a, attention_workspace_->data(), attention_workspace_->size(),
                                                     stream_));
+  return Status();
+}
+
+Status CudaOps::geglu(float* gate, const float* up, int64_t n) {
+  STRATA_RETURN_IF_ERROR(begin());
+  STRATA_RETURN_IF_ERROR(check_args(device_, "geglu", {n}, {gate, up}));
+  if (n == 0) return Status();
+  STRATA_CUDA_LAUNCH("geglu of " + std::to_string(n), kernels::cuda::geglu(gate, up, n, stream_));
+  return Status();
+}
+
+Status CudaOps::scale(float* x, float s, int64_t n) {
+  STRATA_RETURN_IF_ERROR(begin());
+  STRATA_RETURN_IF_ERROR(check_args(device_, "scale", {n}, {x}));
+  if (n == 0) return Status();
+  STRATA_CUDA_LAUNCH("scale of " + std::to_string(n), kernels::cuda::scale(x, s, n, stream_));
   return Status();
 }
 

@@ -60,6 +60,8 @@ class CudaOps final : public backend::Ops {
               const RopeParams& params) override;
   Status attention(const AttentionArgs& args) override;
   Status swiglu(float* gate, const float* up, int64_t n) override;
+  Status geglu(float* gate, const float* up, int64_t n) override;
+  Status scale(float* x, float s, int64_t n) override;
   Status zero(float* x, int64_t n) override;  // cudaMemsetAsync
   Status softmax(float* x, int64_t n_rows, int64_t n) override;
 

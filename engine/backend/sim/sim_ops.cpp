@@ -83,17 +83,31 @@ Status SimOps::rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_di
 
 Status SimOps::attention(const AttentionArgs& a) {
   // Each token reads the keys and values of every position it attends to (one read per KV head
-  // group) and does two dot products per position and query head.
+  // group, at the cache's bytes per element) and does two dot products per position and query head.
   double positions = 0;
-  for (int64_t t = 0; t < a.n_tokens; ++t) positions += static_cast<double>(a.pos0 + t + 1);
+  for (int64_t t = 0; t < a.n_tokens; ++t) {
+    const int64_t end = a.pos0 + t + 1;
+    positions += static_cast<double>(a.window > 0 ? std::min(end, a.window) : end);
+  }
+  const kernels::DTypeTraits& tr = kernels::traits(a.kv_type);
+  const double kv_bytes_per_elem = static_cast<double>(tr.block_bytes) / static_cast<double>(tr.block_elems);
   const double kv_dim = static_cast<double>(a.n_kv_heads * a.head_dim);
-  const double bytes = positions * 2.0 * kv_dim * kF + static_cast<double>(a.n_tokens) * 4.0 * a.n_heads * a.head_dim * kF;
+  const double bytes = positions * 2.0 * kv_dim * kv_bytes_per_elem +
+                       static_cast<double>(a.n_tokens) * 4.0 * a.n_heads * a.head_dim * kF;
   const double flops = positions * 4.0 * static_cast<double>(a.n_heads * a.head_dim);
   return paced({bytes, flops}, [&] { return cpu_.attention(a); });
 }
 
 Status SimOps::swiglu(float* gate, const float* up, int64_t n) {
   return paced({3.0 * n * kF, 6.0 * n}, [&] { return cpu_.swiglu(gate, up, n); });
+}
+
+Status SimOps::geglu(float* gate, const float* up, int64_t n) {
+  return paced({3.0 * n * kF, 12.0 * n}, [&] { return cpu_.geglu(gate, up, n); });
+}
+
+Status SimOps::scale(float* x, float s, int64_t n) {
+  return paced({2.0 * n * kF, static_cast<double>(n)}, [&] { return cpu_.scale(x, s, n); });
 }
 
 Status SimOps::zero(float* x, int64_t n) {

@@ -41,6 +41,8 @@ class SimOps final : public Ops {
               const RopeParams& params) override;
   Status attention(const AttentionArgs& args) override;
   Status swiglu(float* gate, const float* up, int64_t n) override;
+  Status geglu(float* gate, const float* up, int64_t n) override;
+  Status scale(float* x, float s, int64_t n) override;
   Status zero(float* x, int64_t n) override;
   Status softmax(float* x, int64_t n_rows, int64_t n) override;
   Status to_host(const void* src, void* host_dst, size_t bytes) override;

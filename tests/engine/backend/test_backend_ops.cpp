@@ -497,6 +497,34 @@ void swiglu_case(Env& env) {
   expect_rows_close(env.download(dg->data(), n), ref, n, 1e-5, "swiglu");
 }
 
+void geglu_case(Env& env) {
+  const int64_t n = 4099;
+  Rng rng(31);
+  const std::vector<float> gate = rng.sym_vec(n, 6.0), up = rng.sym_vec(n, 3.0);
+  auto dg = env.upload(gate);
+  auto du = env.upload(up);
+  must(env.ops().geglu(reinterpret_cast<float*>(dg->data()), reinterpret_cast<const float*>(du->data()), n), "geglu");
+  std::vector<double> ref(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const double g = gate[i];
+    ref[i] = 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g))) * up[i];
+  }
+  // Tolerance: 1e-5 relative (L2): one tanh per element in f32.
+  expect_rows_close(env.download(dg->data(), n), ref, n, 1e-5, "geglu");
+}
+
+void scale_case(Env& env) {
+  const int64_t n = 1027;
+  Rng rng(32);
+  const std::vector<float> x = rng.sym_vec(n, 5.0);
+  auto dx = env.upload(x);
+  const float s = 25.298221f;  // sqrt(640): gemma3's embedding scale
+  must(env.ops().scale(reinterpret_cast<float*>(dx->data()), s, n), "scale");
+  const std::vector<float> got = env.download(dx->data(), n);
+  // Exact: one f32 product per element.
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], x[i] * s) << "scale: element " << i;
+}
+
 void softmax_case(Env& env, int64_t n_rows, int64_t n) {
   Rng rng(static_cast<uint64_t>(26 + n));
   std::vector<float> x = rng.sym_vec(n_rows * n, 8.0);
@@ -538,8 +566,9 @@ void rope_reference(std::vector<double>& x, int64_t n_tokens, int64_t n_heads, i
         const int64_t a = p.interleaved ? 2 * i : i;
         const int64_t b = p.interleaved ? 2 * i + 1 : i + half;
         const double x0 = v[a], x1 = v[b];
-        v[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
-        v[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
+        const double c = std::cos(theta) * p.attn_factor, s = std::sin(theta) * p.attn_factor;
+        v[a] = x0 * c - x1 * s;
+        v[b] = x0 * s + x1 * c;
       }
     }
 }
@@ -560,6 +589,7 @@ void rope_case(Env& env, const RopeCase& rc) {
     p.freq_divisors = reinterpret_cast<const float*>(ddiv->data());
     p.freq_base = 500000.0f;
     p.freq_scale = 0.5f;
+    p.attn_factor = 1.19f;  // phi3's long-context cos/sin multiplier comes with its factors
   }
   auto dx = env.upload(x);
   must(env.ops().rope(reinterpret_cast<float*>(dx->data()), n_tokens, n_heads, head_dim, rc.pos0, p), "rope");
@@ -578,6 +608,7 @@ struct AttentionCase {
   DType kv_type;
   int64_t prompt;  // tokens of the first call at position 0; then one decode token at `prompt`
   int64_t n_ctx;
+  int64_t window = 0;  // 0: causal over everything; else the last `window` positions
 };
 
 void attention_case(Env& env, const AttentionCase& ac) {
@@ -587,14 +618,26 @@ void attention_case(Env& env, const AttentionCase& ac) {
   const int64_t n_heads = 4, n_kv = 2, hd = 64, group = n_heads / n_kv;
   const int64_t q_dim = n_heads * hd, kv_dim = n_kv * hd, stride = kv_dim;
   const bool f16 = ac.kv_type == DType::F16;
-  const size_t elem = f16 ? 2 : 4;
-  auto kc = env.alloc(static_cast<size_t>(ac.n_ctx * stride) * elem, BufferUse::KvCache);
-  auto vc = env.alloc(static_cast<size_t>(ac.n_ctx * stride) * elem, BufferUse::KvCache);
+  const bool q8 = ac.kv_type == DType::Q8_0;
+  const size_t cache_bytes = static_cast<size_t>(kernels::row_bytes(ac.kv_type, ac.n_ctx * stride));
+  auto kc = env.alloc(cache_bytes, BufferUse::KvCache);
+  auto vc = env.alloc(cache_bytes, BufferUse::KvCache);
   must(env.device().fill_zero(kc->data(), kc->size()), "fill_zero");
   must(env.device().fill_zero(vc->data(), vc->size()), "fill_zero");
   // The reference cache: what the device's cache should hold, as floats (F16: rounded).
   std::vector<double> ref_k(static_cast<size_t>(ac.n_ctx * stride)), ref_v(ref_k.size());
   auto stored = [&](float f) { return f16 ? kernels::fp16_to_f32(kernels::f32_to_fp16(f)) : f; };
+  // Q8_0: each block of 32 elements of a position's row quantized (the reference quantizer).
+  auto stored_row = [&](const float* src, int64_t n, std::vector<float>& out) {
+    out.assign(src, src + n);
+    if (q8) {
+      std::vector<uint8_t> blocks(static_cast<size_t>(kernels::row_bytes(DType::Q8_0, n)));
+      kernels::quantize_row(DType::Q8_0, src, blocks.data(), n);
+      kernels::dequantize_row(DType::Q8_0, blocks.data(), out.data(), n);
+    } else {
+      for (float& f : out) f = stored(f);
+    }
+  };
   Rng rng(static_cast<uint64_t>(28 + ac.prompt));
 
   struct Step {
@@ -621,39 +664,47 @@ void attention_case(Env& env, const AttentionCase& ac) {
     a.n_kv_heads = n_kv;
     a.head_dim = hd;
     a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    a.window = ac.window;
     a.out = reinterpret_cast<float*>(dout->data());
     must(env.ops().attention(a), "attention at pos0 " + std::to_string(step.pos0));
 
-    for (int64_t t = 0; t < nt; ++t)
+    std::vector<float> row_k, row_v;
+    for (int64_t t = 0; t < nt; ++t) {
+      stored_row(k.data() + t * kv_dim, kv_dim, row_k);
+      stored_row(v.data() + t * kv_dim, kv_dim, row_v);
       for (int64_t i = 0; i < kv_dim; ++i) {
-        ref_k[static_cast<size_t>((step.pos0 + t) * stride + i)] = stored(k[t * kv_dim + i]);
-        ref_v[static_cast<size_t>((step.pos0 + t) * stride + i)] = stored(v[t * kv_dim + i]);
+        ref_k[static_cast<size_t>((step.pos0 + t) * stride + i)] = row_k[static_cast<size_t>(i)];
+        ref_v[static_cast<size_t>((step.pos0 + t) * stride + i)] = row_v[static_cast<size_t>(i)];
       }
+    }
     std::vector<double> ref(static_cast<size_t>(nt * q_dim));
     std::vector<double> scores(static_cast<size_t>(ac.n_ctx));
     for (int64_t t = 0; t < nt; ++t)
       for (int64_t h = 0; h < n_heads; ++h) {
         const int64_t pos = step.pos0 + t, kv_off = (h / group) * hd;
+        const int64_t first = ac.window > 0 ? std::max<int64_t>(0, pos - ac.window + 1) : 0;
         const float* qh = q.data() + t * q_dim + h * hd;
         double m = -INFINITY;
-        for (int64_t p = 0; p <= pos; ++p) {
+        for (int64_t p = first; p <= pos; ++p) {
           double s = 0;
           for (int64_t i = 0; i < hd; ++i) s += static_cast<double>(qh[i]) * ref_k[p * stride + kv_off + i];
           scores[p] = s * a.scale;
           m = std::max(m, scores[p]);
         }
         double sum = 0;
-        for (int64_t p = 0; p <= pos; ++p) sum += (scores[p] = std::exp(scores[p] - m));
+        for (int64_t p = first; p <= pos; ++p) sum += (scores[p] = std::exp(scores[p] - m));
         for (int64_t i = 0; i < hd; ++i) {
           double o = 0;
-          for (int64_t p = 0; p <= pos; ++p) o += scores[p] * ref_v[p * stride + kv_off + i];
+          for (int64_t p = first; p <= pos; ++p) o += scores[p] * ref_v[p * stride + kv_off + i];
           ref[static_cast<size_t>(t * q_dim + h * hd + i)] = o / sum;
         }
       }
     // Tolerance (relative L2 per head): F32 cache 1e-4 (f32 dot products, exp and weighted sums
     // over <= 256 positions); F16 cache 2e-3 (the reference reads the same rounded keys and
-    // values, but a backend may also round queries and partial sums to F16).
-    const double tol = f16 ? 2e-3 : 1e-4;
+    // values, but a backend may also round queries and partial sums to F16); Q8_0 cache 2e-2 (the
+    // reference reads the same quantized keys and values; the backend also quantizes each query
+    // to 8 bits for its dot products: ~0.4% per score on scores of a few units).
+    const double tol = q8 ? 2e-2 : f16 ? 2e-3 : 1e-4;
     expect_rows_close(env.download(dout->data(), ref.size()), ref, hd, tol,
                       "attention output at pos0 " + std::to_string(step.pos0) + " (" + std::to_string(nt) +
                           " tokens; rows are heads)");
@@ -661,6 +712,26 @@ void attention_case(Env& env, const AttentionCase& ac) {
     // The cache holds exactly the keys and values given, at their positions (F16: rounded to
     // nearest even, bit for bit).
     const int64_t written = (step.pos0 + nt) * stride;
+    if (q8) {
+      // Q8_0: the cache dequantizes to the reference's values within one quantization step of
+      // each block (a SIMD quantizer may round a halfway element the other way).
+      for (const auto& [buf, want, name] :
+           {std::tuple{kc.get(), &ref_k, "k_cache"}, std::tuple{vc.get(), &ref_v, "v_cache"}}) {
+        const std::vector<uint8_t> raw =
+            env.download_bytes(buf->data(), static_cast<size_t>(kernels::row_bytes(DType::Q8_0, written)));
+        std::vector<float> got(static_cast<size_t>(written));
+        kernels::dequantize_row(DType::Q8_0, raw.data(), got.data(), written);
+        for (int64_t b0 = 0; b0 < written; b0 += 32) {
+          double amax = 0;
+          for (int64_t i = b0; i < b0 + 32; ++i) amax = std::max(amax, std::abs((*want)[static_cast<size_t>(i)]));
+          for (int64_t i = b0; i < b0 + 32; ++i)
+            ASSERT_NEAR(got[static_cast<size_t>(i)], (*want)[static_cast<size_t>(i)], amax / 127.0 * 1.01 + 1e-7)
+                << name << " after the call at pos0 " << step.pos0 << ": element " << i;
+        }
+      }
+      continue;
+    }
+    const size_t elem = f16 ? 2 : 4;
     for (const auto& [buf, want, name] :
          {std::tuple{kc.get(), &ref_k, "k_cache"}, std::tuple{vc.get(), &ref_v, "v_cache"}}) {
       const std::vector<uint8_t> raw = env.download_bytes(buf->data(), static_cast<size_t>(written) * elem);
@@ -679,6 +750,52 @@ void attention_case(Env& env, const AttentionCase& ac) {
       }
     }
   }
+}
+
+// Chunked prompt processing must not change attention: the same 12 tokens in one call, in chunks
+// of 4, and one at a time give bit-identical outputs and caches (every backend computes each
+// (token, head) row the same way whatever the batch).
+void attention_chunking_case(Env& env, DType kv_type) {
+  if (!env.device().supports_kv(kv_type))
+    GTEST_SKIP() << env.device().id() << " does not keep a KV cache in " << kernels::dtype_name(kv_type);
+  const int64_t n_heads = 4, n_kv = 2, hd = 64, n = 12, n_ctx = 16;
+  const int64_t q_dim = n_heads * hd, kv_dim = n_kv * hd;
+  Rng rng(41);
+  const std::vector<float> q = rng.sym_vec(n * q_dim, 4.0), k = rng.sym_vec(n * kv_dim), v = rng.sym_vec(n * kv_dim);
+  auto dq = env.upload(q), dk = env.upload(k), dv = env.upload(v);
+  const size_t cache_bytes = static_cast<size_t>(kernels::row_bytes(kv_type, n_ctx * kv_dim));
+  std::vector<std::vector<float>> outs;
+  for (int64_t chunk : {n, int64_t{4}, int64_t{1}}) {
+    auto kc = env.alloc(cache_bytes, BufferUse::KvCache);
+    auto vc = env.alloc(cache_bytes, BufferUse::KvCache);
+    must(env.device().fill_zero(kc->data(), cache_bytes), "fill_zero");
+    must(env.device().fill_zero(vc->data(), cache_bytes), "fill_zero");
+    auto dout = env.alloc(static_cast<size_t>(n * q_dim) * sizeof(float));
+    for (int64_t p0 = 0; p0 < n; p0 += chunk) {
+      backend::AttentionArgs a;
+      a.q = reinterpret_cast<const float*>(dq->data()) + p0 * q_dim;
+      a.k = reinterpret_cast<const float*>(dk->data()) + p0 * kv_dim;
+      a.v = reinterpret_cast<const float*>(dv->data()) + p0 * kv_dim;
+      a.k_cache = kc->data();
+      a.v_cache = vc->data();
+      a.kv_type = kv_type;
+      a.kv_stride = kv_dim;
+      a.n_ctx = n_ctx;
+      a.n_tokens = std::min(chunk, n - p0);
+      a.pos0 = p0;
+      a.n_heads = n_heads;
+      a.n_kv_heads = n_kv;
+      a.head_dim = hd;
+      a.scale = 0.125f;
+      a.out = reinterpret_cast<float*>(dout->data()) + p0 * q_dim;
+      must(env.ops().attention(a), "attention chunk at " + std::to_string(p0));
+    }
+    outs.push_back(env.download(dout->data(), static_cast<size_t>(n * q_dim)));
+  }
+  for (size_t c = 1; c < outs.size(); ++c)
+    for (size_t i = 0; i < outs[0].size(); ++i)
+      ASSERT_EQ(outs[c][i], outs[0][i]) << (c == 1 ? "chunks of 4" : "one token at a time") << " vs one call: token "
+                                        << i / q_dim << " element " << i % q_dim;
 }
 
 // -- copies --
@@ -774,6 +891,8 @@ std::vector<OpCase> all_cases() {
   cases.push_back({"mul", [](Env& e) { mul_case(e); }});
   cases.push_back({"zero", [](Env& e) { zero_case(e); }});
   cases.push_back({"swiglu", [](Env& e) { swiglu_case(e); }});
+  cases.push_back({"geglu", [](Env& e) { geglu_case(e); }});
+  cases.push_back({"scale", [](Env& e) { scale_case(e); }});
   cases.push_back({"softmax", [](Env& e) {
                      softmax_case(e, 4, 1000);
                      softmax_case(e, 3, 7);
@@ -797,7 +916,7 @@ std::vector<OpCase> all_cases() {
 
   // GQA 4 heads over 2 KV heads, head_dim 64: a prompt of 7 tokens, then one decode token at
   // position 7; then a prompt of 200 tokens and a decode token at 200 (a longer context).
-  for (DType kv : {DType::F32, DType::F16})
+  for (DType kv : {DType::F32, DType::F16, DType::Q8_0})
     cases.push_back({std::string("attention_kv_") + type_tag(kv), [kv](Env& e) {
                        {
                          SCOPED_TRACE("prompt of 7, decode at 7");
@@ -807,6 +926,22 @@ std::vector<OpCase> all_cases() {
                        SCOPED_TRACE("prompt of 200, decode at 200");
                        attention_case(e, {kv, 200, 256});
                      }});
+
+  // Sliding windows (gemma3 local layers, Mistral): window 5 over a prompt of 7 and its decode
+  // step; window 64 over a prompt of 200 (prompt rows and split-context decode both masked).
+  for (DType kv : {DType::F32, DType::F16})
+    cases.push_back({std::string("attention_window_kv_") + type_tag(kv), [kv](Env& e) {
+                       {
+                         SCOPED_TRACE("window 5, prompt of 7, decode at 7");
+                         attention_case(e, {kv, 7, 16, 5});
+                       }
+                       if (::testing::Test::IsSkipped()) return;
+                       SCOPED_TRACE("window 64, prompt of 200, decode at 200");
+                       attention_case(e, {kv, 200, 256, 64});
+                     }});
+
+  for (DType kv : {DType::F32, DType::F16, DType::Q8_0})
+    cases.push_back({std::string("attention_chunking_kv_") + type_tag(kv), [kv](Env& e) { attention_chunking_case(e, kv); }});
 
   cases.push_back({"round_trips", [](Env& e) {
                      for (size_t bytes : {size_t{1}, size_t{4097}, size_t{(3u << 20) + 5}}) {

@@ -96,6 +96,7 @@ TEST(AutoPlan, ModelThatFitsNoSingleDeviceIsSplitWithinCapacity) {
   const model::ModelConfig& c = f.model->config();
   plan::AutoPlanOptions opts;
   opts.n_ctx = 512;
+  opts.kv_type = kernels::DType::F32;  // the sizes above count an f32 cache
   auto single = plan::auto_plan(c, f.model->weights(), {f.infos[0]}, opts);
   ASSERT_FALSE(single.ok()) << "should not fit one device";
   auto result = plan::auto_plan(c, f.model->weights(), f.infos, opts);
@@ -131,6 +132,7 @@ TEST(AutoPlan, NothingFitsReportsShortfallPerDeviceAndLargestContext) {
   plan::AutoPlanOptions opts;
   opts.n_ctx = 512;
   opts.max_batch = 8;
+  opts.kv_type = kernels::DType::F32;  // sized so that an f32 cache is short on both devices
   auto result = plan::auto_plan(f.model->config(), f.model->weights(), f.infos, opts);
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.error().code, Code::OutOfMemory);

@@ -70,7 +70,7 @@ class PipelineApply : public ::testing::Test {
     const model::ModelConfig& c = model_->config();
     uint64_t total = 0;
     for (const auto& lw : model_->weights().layers)
-      total += plan::shard_weight_bytes(c, lw, plan::whole_layer(c)) + plan::shard_kv_bytes(c, plan::whole_layer(c), kCtx, 1);
+      total += plan::shard_weight_bytes(c, lw, plan::whole_layer(c)) + plan::shard_kv_bytes(c, plan::whole_layer(c), kCtx, 1, Placement{}.kv_type);
     return total;
   }
 

@@ -72,7 +72,10 @@ std::vector<float> logits_after(const fs::path& path, const std::vector<int32_t>
   EXPECT_TRUE(m.ok()) << m.error().to_string();
   if (!m.ok()) return {};
   kernels::ThreadPool pool(threads);
-  auto s = exec::Session::create(**m, pool, 128, 64);
+  // An f32 KV cache: these tests compare matrix-product paths, whose last-bit differences (the
+  // 4-token kernels of Q4_0 / Q8_0 sum in another order) an f16 cache would turn into whole f16
+  // rounding steps, which this random model amplifies to ~1e-2 of its logits.
+  auto s = exec::Session::create(**m, pool, 128, 64, kernels::DType::F32);
   EXPECT_TRUE(s.ok());
   const float* logits = nullptr;
   if (one_at_a_time) {

@@ -50,6 +50,7 @@ TEST(AutoPlanner, SplitsStoriesThatFitsNoSingleDevice) {
   AutoPlanOptions o;
   o.n_ctx = 128;
   o.max_batch = 8;
+  o.kv_type = kernels::DType::F32;  // the byte counts below are for an f32 KV cache
   // One device would need 1,366,912 B (see test_memory_estimate): more than 1 MiB.
   for (PlanGoal goal : {PlanGoal::FitMemory, PlanGoal::BalanceSpeed, PlanGoal::FewestTransfers}) {
     o.goal = goal;

@@ -29,6 +29,7 @@ class StoriesMemory : public ::testing::Test {
   Placement base() const {
     Placement p;
     p.n_ctx = 128;
+    p.kv_type = kernels::DType::F32;  // the byte counts here are for an f32 cache
     p.n_seq = 1;
     p.max_batch = 8;
     p.layers.resize(5);

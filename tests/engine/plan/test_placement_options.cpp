@@ -133,7 +133,7 @@ TEST_F(Options, KvOnCpu) {
   auto res = plan_from_options(model_->config(), model_->weights(), devices_, r);
   ASSERT_TRUE(res.ok());
   EXPECT_EQ(res->memory.find("gpu0")->kv_bytes, 0u);
-  EXPECT_EQ(res->memory.find("cpu")->kv_bytes, 5u * 2 * 512 * 32 * 4);
+  EXPECT_EQ(res->memory.find("cpu")->kv_bytes, 5u * 2 * 512 * 32 * 2);  // f16 elements (the default)
 }
 
 TEST_F(Options, Errors) {

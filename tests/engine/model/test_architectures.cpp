@@ -1,0 +1,260 @@
+// tests/engine/model/test_architectures.cpp — what sets the architectures apart, read from GGUF
+// metadata (gemma3's local/global layers, scales; phi3's fused tensors; qwen3's Q/K norms), the
+// errors for what Strata does not know, and the KV cache types (f32 / f16 / q8_0): logits within
+// stated tolerances of an f32 cache, and the memory each takes. The logits of every architecture
+// against an independent NumPy forward pass are checked by tests/reference/reference_forward.py.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "engine/exec/session.h"
+#include "engine/gguf/gguf_writer.h"
+#include "engine/model/model.h"
+#include "engine/model/random_model.h"
+#include "engine/plan/memory_estimate.h"
+#include "engine/plan/placement.h"
+#include "engine/plan/placement_validate.h"
+#include "test_support.h"
+
+namespace strata {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path make(model::Arch arch, const std::string& tag, int64_t layers = 2, int64_t window = 0, int64_t head_dim = 0) {
+  const fs::path out = test::temp_dir("arch") / ("m-" + tag + ".gguf");
+  if (fs::exists(out)) return out;
+  auto vocab = gguf::GgufFile::open(test::shared_model("stories260K.gguf"));
+  EXPECT_TRUE(vocab.ok());
+  model::RandomModelSpec spec;
+  spec.arch = arch;
+  spec.n_embd = 128;
+  spec.n_layers = layers;
+  spec.n_heads = 4;
+  spec.n_kv_heads = 2;
+  spec.head_dim = head_dim;
+  spec.n_ff = 256;
+  spec.n_ctx = 256;
+  spec.sliding_window = window;
+  spec.stddev = 0.05f;
+  const Status s = model::write_random_model(spec, *vocab, out);
+  EXPECT_TRUE(s.ok()) << s.error().to_string();
+  return out;
+}
+
+std::unique_ptr<model::Model> load(const fs::path& p) {
+  auto m = model::Model::load(p);
+  EXPECT_TRUE(m.ok()) << m.error().to_string();
+  return m.ok() ? std::move(*m) : nullptr;
+}
+
+TEST(Architectures, Gemma3LayersScalesAndTemplate) {
+  auto m = load(make(model::Arch::Gemma3, "gemma3-12", 12, 64, 64));
+  ASSERT_TRUE(m);
+  const model::ModelConfig& c = m->config();
+  EXPECT_EQ(c.arch, model::Arch::Gemma3);
+  EXPECT_EQ(c.head_dim, 64);  // attention.key_length, not n_embd / n_heads = 32
+  EXPECT_EQ(c.q_dim(), 256);
+  EXPECT_FLOAT_EQ(c.embd_scale, std::sqrt(128.0f));
+  EXPECT_FLOAT_EQ(c.query_scale(), 1.0f / 8.0f);
+  EXPECT_EQ(c.ffn_activation, model::FfnActivation::GeluTanh);
+  EXPECT_TRUE(c.tied_output);
+  // Five local layers, then one global: layers 5 and 11 see the whole context with the model's
+  // RoPE base; the others a 64-position window with the local base (10000).
+  for (int64_t l = 0; l < 12; ++l) {
+    const bool global = l == 5 || l == 11;
+    EXPECT_EQ(c.layer_is_local(l), !global) << "layer " << l;
+    const model::LayerAttention a = c.layer_attention(l);
+    EXPECT_EQ(a.window, global ? 0 : 64) << "layer " << l;
+    EXPECT_FLOAT_EQ(a.rope_freq_base, global ? 1e6f : 1e4f) << "layer " << l;
+  }
+  const model::LayerWeights& l0 = m->weights().layers[0];
+  EXPECT_TRUE(l0.q_norm.present() && l0.k_norm.present() && l0.post_attn_norm.present() && l0.post_ffn_norm.present());
+  EXPECT_EQ(l0.q_norm.cols, 64);
+  // No template in the file: the gemma turn format is used.
+  EXPECT_TRUE(m->chat_template_builtin());
+  EXPECT_NE(m->chat_template().find("<start_of_turn>"), std::string::npos);
+}
+
+TEST(Architectures, MistralWindowOnEveryLayer) {
+  auto m = load(make(model::Arch::Llama, "llama-window", 3, 16));
+  ASSERT_TRUE(m);
+  for (int64_t l = 0; l < 3; ++l) EXPECT_EQ(m->config().layer_attention(l).window, 16) << "layer " << l;
+  auto plain = load(make(model::Arch::Llama, "llama-plain", 3));
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->config().layer_attention(0).window, 0);
+}
+
+TEST(Architectures, Phi3FusedTensorsAreRowRangesOfOneTensor) {
+  auto m = load(make(model::Arch::Phi3, "phi3"));
+  ASSERT_TRUE(m);
+  const model::ModelConfig& c = m->config();
+  EXPECT_TRUE(c.fused_qkv && c.fused_gate_up);
+  const model::LayerWeights& l = m->weights().layers[1];
+  const int64_t rb = kernels::row_bytes(l.wq.type, c.n_embd);
+  EXPECT_EQ(l.wq.rows, c.q_dim());
+  EXPECT_EQ(l.wk.rows, c.kv_dim());
+  EXPECT_EQ(l.wv.rows, c.kv_dim());
+  EXPECT_EQ(l.wk.data, l.wq.data + c.q_dim() * rb);
+  EXPECT_EQ(l.wv.data, l.wk.data + c.kv_dim() * rb);
+  EXPECT_EQ(l.w_gate.rows, c.n_ff);
+  EXPECT_EQ(l.w_up.data, l.w_gate.data + c.n_ff * kernels::row_bytes(l.w_gate.type, c.n_embd));
+  // Long-context RoPE: short factors within the original context (256 / 4 = 64), long beyond.
+  EXPECT_EQ(c.n_ctx_orig, 64);
+  EXPECT_GT(c.rope_attn_factor, 1.0f);
+  EXPECT_EQ(m->weights().rope_freqs_for(c, 64).data, m->weights().rope_freqs.data);
+  EXPECT_EQ(m->weights().rope_freqs_for(c, 65).data, m->weights().rope_freqs_long.data);
+  EXPECT_NE(m->weights().rope_freqs.data, m->weights().rope_freqs_long.data);
+}
+
+TEST(Architectures, Qwen3HasQkNormsAndNoBias) {
+  auto m = load(make(model::Arch::Qwen3, "qwen3", 2, 0, 64));
+  ASSERT_TRUE(m);
+  const model::LayerWeights& l = m->weights().layers[0];
+  EXPECT_TRUE(m->config().has_qk_norm);
+  EXPECT_TRUE(l.q_norm.present());
+  EXPECT_FALSE(l.bq.present());
+  EXPECT_EQ(m->config().rope_style, model::RopeStyle::Neox);
+}
+
+// A copy of `src` with one metadata key replaced or one tensor left out.
+fs::path altered(const fs::path& src, const std::string& tag, const std::string& arch, const std::string& drop_tensor) {
+  const fs::path out = test::temp_dir("arch") / ("bad-" + tag + ".gguf");
+  auto f = gguf::GgufFile::open(src);
+  EXPECT_TRUE(f.ok());
+  gguf::GgufWriter w;
+  for (const auto& [key, value] : f->metadata()) {
+    if (key == "general.alignment") continue;
+    if (key == "general.architecture" && !arch.empty()) {
+      w.set_string(key, arch);
+    } else if (!arch.empty() && key.rfind(f->architecture() + ".", 0) == 0) {
+      w.set(arch + key.substr(f->architecture().size()), value);
+    } else {
+      w.set(key, value);
+    }
+  }
+  for (const auto& t : f->tensors()) {
+    if (t.name == drop_tensor) continue;
+    const uint8_t* data = f->tensor_data(t);
+    w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(data, data + t.n_bytes));
+  }
+  const Status s = w.write(out);
+  EXPECT_TRUE(s.ok()) << s.error().to_string();
+  return out;
+}
+
+TEST(Architectures, UnknownArchitectureAndMissingTensorsAreNamed) {
+  const fs::path gemma = make(model::Arch::Gemma3, "gemma3-2", 2, 8, 64);
+  auto mamba = model::Model::load(altered(gemma, "mamba", "mamba", ""));
+  ASSERT_FALSE(mamba.ok());
+  EXPECT_EQ(mamba.error().code, Code::Unsupported);
+  EXPECT_NE(mamba.error().message.find("'mamba'"), std::string::npos) << mamba.error().message;
+
+  auto no_post = model::Model::load(altered(gemma, "no-post", "", "blk.1.post_ffw_norm.weight"));
+  ASSERT_FALSE(no_post.ok());
+  EXPECT_NE(no_post.error().message.find("blk.1.post_ffw_norm.weight"), std::string::npos) << no_post.error().message;
+}
+
+// Logits after a 40-token prompt with each KV type, on an architecture with windows and Q/K norms.
+std::vector<float> logits_with(const model::Model& m, kernels::DType kv, const std::vector<int32_t>& prompt) {
+  kernels::ThreadPool pool(1);
+  auto s = exec::Session::create(m, pool, 128, 16, kv);
+  EXPECT_TRUE(s.ok()) << s.error().to_string();
+  if (!s.ok()) return {};
+  auto l = (*s)->eval(prompt);
+  EXPECT_TRUE(l.ok()) << l.error().to_string();
+  if (!l.ok()) return {};
+  return std::vector<float>(*l, *l + m.config().n_vocab);
+}
+
+TEST(KvTypes, F16AndQ8_0FollowF32WithinTolerance) {
+  auto m = load(make(model::Arch::Gemma3, "gemma3-kv", 3, 12, 64));
+  ASSERT_TRUE(m);
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 40; ++i) prompt.push_back(1 + (i * 37) % 500);
+  const std::vector<float> f32 = logits_with(*m, kernels::DType::F32, prompt);
+  const std::vector<float> f16 = logits_with(*m, kernels::DType::F16, prompt);
+  const std::vector<float> q8 = logits_with(*m, kernels::DType::Q8_0, prompt);
+  ASSERT_EQ(f32.size(), f16.size());
+  ASSERT_EQ(f32.size(), q8.size());
+  // Tolerances (max |a-b| / max |b|): f16 keys and values carry 2^-11 relative rounding: 2e-3;
+  // q8_0 blocks ~1/254 of their largest element, and quantized queries in the dot: 4e-2.
+  const double e16 = test::relative_error(f16, f32), e8 = test::relative_error(q8, f32);
+  EXPECT_LT(e16, 2e-3);
+  EXPECT_LT(e8, 4e-2);
+  EXPECT_GT(e16, 0.0) << "an f16 cache that matches f32 bit for bit was not used";
+  EXPECT_GT(e8, e16) << "q8_0 should round more than f16";
+}
+
+TEST(KvTypes, MemoryFollowsTheType) {
+  auto m = load(make(model::Arch::Llama, "llama-plain", 3));
+  ASSERT_TRUE(m);
+  const model::ModelConfig& c = m->config();  // kv_dim 64 (2 KV heads of 32)
+  auto infos = exec::make_devices("cpu", 1, 20.0);
+  ASSERT_TRUE(infos.ok());
+  std::vector<exec::DeviceInfo> devices{(*infos)[0]->info()};
+  uint64_t kv[3] = {};
+  const kernels::DType types[3] = {kernels::DType::F32, kernels::DType::F16, kernels::DType::Q8_0};
+  for (int i = 0; i < 3; ++i) {
+    plan::Placement p = exec::single_device_placement(c, "cpu", 1000, 2, 64);
+    p.kv_type = types[i];
+    auto est = plan::estimate_memory(p, c, m->weights(), devices);
+    ASSERT_TRUE(est.ok()) << est.error().to_string();
+    kv[i] = est->devices[0].kv_bytes;
+  }
+  // 3 layers x K and V x 2 sequences x 1000 positions x 64 elements: 4, 2 and 34/32 bytes each.
+  EXPECT_EQ(kv[0], 3ull * 2 * 2 * 1000 * 64 * 4);
+  EXPECT_EQ(kv[1], 3ull * 2 * 2 * 1000 * 64 * 2);
+  EXPECT_EQ(kv[2], 3ull * 2 * 2 * 1000 * 2 * 34);
+}
+
+TEST(KvTypes, PlacementJsonAndValidation) {
+  plan::Placement p;
+  p.embedding.devices = {"cpu"};
+  p.head.devices = {"cpu"};
+  p.layers.resize(2);
+  for (auto& l : p.layers) l.target.devices = {"cpu"};
+  p.n_ctx = 64;
+  p.kv_type = kernels::DType::Q8_0;
+  const nlohmann::json j = plan::to_json(p);
+  EXPECT_EQ(j["kv_type"], "q8_0");
+  auto back = plan::placement_from_json(j, 2);
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(back->kv_type, kernels::DType::Q8_0);
+  nlohmann::json bad = j;
+  bad["kv_type"] = "q4_0";
+  auto refused = plan::placement_from_json(bad, 2);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("'q4_0'"), std::string::npos) << refused.error().message;
+  nlohmann::json absent = j;
+  absent.erase("kv_type");
+  EXPECT_EQ(plan::placement_from_json(absent, 2)->kv_type, kernels::DType::F16);
+  p.kv_type = kernels::DType::F16;
+  EXPECT_FALSE(plan::to_json(p).contains("kv_type")) << "the default is left out, as the other defaults are";
+  p.kv_type = kernels::DType::Q8_0;
+
+  // q8_0 needs head sizes that are multiples of 32, and host devices.
+  model::ModelConfig c;
+  c.n_layers = 2;
+  c.head_dim = 48;
+  exec::DeviceInfo cpu;
+  cpu.id = "cpu";
+  cpu.kind = exec::DeviceKind::Cpu;
+  auto odd = plan::check_kv_type(p, c, {cpu});
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.error().message.find("48"), std::string::npos) << odd.error().message;
+  c.head_dim = 64;
+  EXPECT_TRUE(plan::check_kv_type(p, c, {cpu}).ok());
+  exec::DeviceInfo gpu = cpu;
+  gpu.id = "cuda0";
+  gpu.kind = exec::DeviceKind::Cuda;
+  p.layers[1].target.devices = {"cuda0"};
+  auto on_gpu = plan::check_kv_type(p, c, {cpu, gpu});
+  ASSERT_FALSE(on_gpu.ok());
+  EXPECT_NE(on_gpu.error().message.find("cuda0"), std::string::npos) << on_gpu.error().message;
+  p.layers[1].kv_device = "cpu";  // the KV cache on the CPU is fine
+  EXPECT_TRUE(plan::check_kv_type(p, c, {cpu, gpu}).ok());
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,199 @@
+"""tests/reference/reference_model.py — an independent NumPy forward pass of the decoder
+architectures Strata runs (llama / Mistral, qwen2, qwen3, gemma3, phi3), written from the
+architectures' published definitions, not from Strata's code. Tensors are read and dequantized
+with the `gguf` package (gguf-py), so quantized real models can be checked too.
+
+Arithmetic is float64 throughout; the KV cache can be rounded to float16 to mirror an F16 cache.
+"""
+import numpy as np
+from gguf import GGUFReader
+from gguf.quants import dequantize
+
+
+def _field(reader, key, default=None):
+    f = reader.fields.get(key)
+    if f is None:
+        return default
+    v = f.parts[f.data[0]]
+    if f.types and f.types[0].name == "STRING":
+        return bytes(v).decode()
+    return v.tolist()[0] if hasattr(v, "tolist") else v
+
+
+class Model:
+    def __init__(self, path):
+        self.reader = GGUFReader(path)
+        self.tensors = {t.name: t for t in self.reader.tensors}
+        r = self.reader
+        self.arch = _field(r, "general.architecture")
+        p = self.arch + "."
+        self.n_layers = _field(r, p + "block_count")
+        self.n_embd = _field(r, p + "embedding_length")
+        self.n_heads = _field(r, p + "attention.head_count")
+        self.n_kv = _field(r, p + "attention.head_count_kv", self.n_heads)
+        self.head_dim = _field(r, p + "attention.key_length", self.n_embd // self.n_heads)
+        self.eps = _field(r, p + "attention.layer_norm_rms_epsilon", 1e-5)
+        self.rope_base = _field(r, p + "rope.freq_base", 10000.0)
+        self.rope_dims = _field(r, p + "rope.dimension_count", self.head_dim)
+        self.ctx_train = _field(r, p + "context_length", 2048)
+        scaling = _field(r, p + "rope.scaling.type", "none")
+        self.rope_scale = 1.0 / _field(r, p + "rope.scaling.factor", 1.0) if scaling == "linear" else 1.0
+        self.ctx_orig = _field(r, p + "rope.scaling.original_context_length", 0)
+        self.attn_factor = _field(r, p + "rope.scaling.attn_factor", 1.0)
+        self.neox = self.arch in ("qwen2", "qwen3", "gemma3", "phi3")
+        self.gelu = self.arch == "gemma3"
+        self.embd_scale = np.sqrt(self.n_embd) if self.arch == "gemma3" else 1.0
+        self.q_scale = _field(r, p + "attention.scale", 0.0) or 1.0 / np.sqrt(self.head_dim)
+        # Sliding windows: gemma3 has 5 local layers per global one (or the file's pattern);
+        # llama (Mistral) applies a window to every layer; phi3's is ignored, as llama.cpp does.
+        window = _field(r, p + "attention.sliding_window", 0)
+        self.window = 0 if self.arch == "phi3" else window
+        # Pattern P: 0 = every layer local, else layer i local unless (i + 1) % P == 0.
+        self.swa_pattern = _field(r, p + "attention.sliding_window_pattern", 6 if self.arch == "gemma3" else 0)
+        self.rope_base_local = _field(r, p + "rope.freq_base_swa", 10000.0)
+        self.bos = _field(r, "tokenizer.ggml.bos_token_id", None)
+        self.add_bos = bool(_field(r, "tokenizer.ggml.add_bos_token", False))
+        self._cache = {}
+
+    def tensor(self, name):
+        """float64 array in row-major [rows][cols] order, or None when absent."""
+        if name in self._cache:
+            return self._cache[name]
+        t = self.tensors.get(name)
+        if t is None:
+            return None
+        dims = [int(d) for d in t.shape]  # ggml order: dims[0] innermost
+        a = dequantize(t.data, t.tensor_type).astype(np.float64).reshape(list(reversed(dims)))
+        self._cache[name] = a
+        return a
+
+    def layer_is_local(self, layer):
+        if self.window <= 0:
+            return False
+        return self.swa_pattern == 0 or (layer + 1) % self.swa_pattern != 0
+
+
+def rms_norm(x, w, eps):
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
+
+
+def rope(x, positions, base, rope_dims, neox, scale=1.0, divisors=None, attn_factor=1.0):
+    """x: [T][heads][head_dim]; rotates the first rope_dims dims of every head."""
+    half = rope_dims // 2
+    i = np.arange(half, dtype=np.float64)
+    inv_freq = base ** (-2.0 * i / rope_dims)
+    if divisors is not None:
+        inv_freq = inv_freq / divisors
+    theta = np.outer(np.asarray(positions, dtype=np.float64) * scale, inv_freq)  # [T][half]
+    c = (np.cos(theta) * attn_factor)[:, None, :]
+    s = (np.sin(theta) * attn_factor)[:, None, :]
+    out = x.copy()
+    if neox:
+        a, b = x[..., :half], x[..., half:rope_dims]
+        out[..., :half] = a * c - b * s
+        out[..., half:rope_dims] = a * s + b * c
+    else:
+        a, b = x[..., 0:rope_dims:2], x[..., 1:rope_dims:2]
+        out[..., 0:rope_dims:2] = a * c - b * s
+        out[..., 1:rope_dims:2] = a * s + b * c
+    return out
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def forward(m, tokens, kv_f16=False, n_ctx=None):
+    """Logits [T][n_vocab] (float64) of every position of `tokens`, attended causally from 0.
+    kv_f16: keys and values rounded to float16, as an F16 KV cache stores them. n_ctx: the
+    context the engine runs with (phi3 picks its long RoPE factors beyond ctx_orig)."""
+    T = len(tokens)
+    hd, nh, nkv = m.head_dim, m.n_heads, m.n_kv
+    emb = m.tensor("token_embd.weight")
+    out_w = m.tensor("output.weight")
+    if out_w is None:
+        out_w = emb
+    x = emb[np.asarray(tokens)] * m.embd_scale
+    divisors = m.tensor("rope_freqs.weight")
+    if m.arch == "phi3":
+        long_ctx = m.ctx_orig and (n_ctx or m.ctx_train) > m.ctx_orig
+        divisors = m.tensor("rope_factors_long.weight" if long_ctx else "rope_factors_short.weight")
+    pos = np.arange(T)
+    group = nh // nkv
+    for l in range(m.n_layers):
+        g = lambda n: m.tensor(f"blk.{l}.{n}")
+        h = rms_norm(x, g("attn_norm.weight"), m.eps)
+        if g("attn_qkv.weight") is not None:
+            qkv = h @ g("attn_qkv.weight").T
+            q, k, v = np.split(qkv, [nh * hd, nh * hd + nkv * hd], axis=1)
+        else:
+            q, k, v = h @ g("attn_q.weight").T, h @ g("attn_k.weight").T, h @ g("attn_v.weight").T
+        if g("attn_q.bias") is not None:
+            q = q + g("attn_q.bias")
+            k = k + g("attn_k.bias")
+            v = v + g("attn_v.bias")
+        q = q.reshape(T, nh, hd)
+        k = k.reshape(T, nkv, hd)
+        v = v.reshape(T, nkv, hd)
+        if g("attn_q_norm.weight") is not None:
+            q = rms_norm(q, g("attn_q_norm.weight"), m.eps)
+            k = rms_norm(k, g("attn_k_norm.weight"), m.eps)
+        local = m.layer_is_local(l)
+        if local and m.arch == "gemma3":
+            base, scale = m.rope_base_local, 1.0
+        else:
+            base, scale = m.rope_base, m.rope_scale
+        q = rope(q, pos, base, m.rope_dims, m.neox, scale, divisors, m.attn_factor)
+        k = rope(k, pos, base, m.rope_dims, m.neox, scale, divisors, m.attn_factor)
+        if kv_f16:
+            k = k.astype(np.float16).astype(np.float64)
+            v = v.astype(np.float16).astype(np.float64)
+        mask = np.tril(np.ones((T, T), dtype=bool))
+        if local:
+            mask &= (pos[:, None] - pos[None, :]) < m.window
+        att = np.zeros((T, nh, hd))
+        for hh in range(nh):
+            j = hh // group
+            s = (q[:, hh] @ k[:, j].T) * m.q_scale
+            s = np.where(mask, s, -np.inf)
+            s = np.exp(s - s.max(axis=1, keepdims=True))
+            s /= s.sum(axis=1, keepdims=True)
+            att[:, hh] = s @ v[:, j]
+        o = att.reshape(T, nh * hd) @ g("attn_output.weight").T
+        if g("post_attention_norm.weight") is not None:
+            o = rms_norm(o, g("post_attention_norm.weight"), m.eps)
+        x = x + o
+        h = rms_norm(x, g("ffn_norm.weight"), m.eps)
+        if g("ffn_gate.weight") is not None:
+            gate, up = h @ g("ffn_gate.weight").T, h @ g("ffn_up.weight").T
+        else:  # phi3: gate and up rows fused in ffn_up
+            gate, up = np.split(h @ g("ffn_up.weight").T, 2, axis=1)
+        act = gelu_tanh(gate) if m.gelu else gate / (1.0 + np.exp(-gate))
+        f = (act * up) @ g("ffn_down.weight").T
+        if g("post_ffw_norm.weight") is not None:
+            f = rms_norm(f, g("post_ffw_norm.weight"), m.eps)
+        x = x + f
+    h = rms_norm(x, m.tensor("output_norm.weight"), m.eps)
+    return h @ out_w.T
+
+
+def log_softmax(logits):
+    z = logits - logits.max(axis=-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+
+def perplexity(m, tokens, n_ctx, bos=None, kv_f16=False):
+    """llama-perplexity's method: non-overlapping windows of n_ctx tokens (the first token of each
+    replaced by BOS when the model adds one); in each, the logits of positions [n_ctx/2, n_ctx-1)
+    predict the next token; PPL = exp(mean NLL) over all windows."""
+    nll, count = 0.0, 0
+    first = n_ctx // 2
+    for start in range(0, len(tokens) - n_ctx + 1, n_ctx):
+        window = list(tokens[start:start + n_ctx])
+        if bos is not None:
+            window[0] = bos
+        lp = log_softmax(forward(m, window, kv_f16=kv_f16, n_ctx=n_ctx))
+        for i in range(first, n_ctx - 1):
+            nll -= lp[i, window[i + 1]]
+            count += 1
+    return float(np.exp(nll / count)), count

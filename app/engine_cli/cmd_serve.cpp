@@ -40,7 +40,7 @@ struct ServeOptions {
   int64_t max_connections_per_client = 128;
   int header_timeout_s = 10;
   int body_timeout_s = 60;
-  int64_t prompt_chunk = 256;
+  int64_t prompt_chunk = 64;
   std::vector<std::string> model_dirs;
   bool allow_any_path = false;
   int http_threads = 0;
@@ -177,7 +177,7 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_option("--body-timeout", o->body_timeout_s, "seconds a client has to send a request's body")
       ->check(CLI::Range(1, 3600));
   cmd->add_option("--prompt-chunk", o->prompt_chunk,
-                  "prompt tokens read per sequence per step, interleaved with other sequences' decoding")
+                  "prompt tokens read per step while other sequences decode (chunked prefill)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--model-dir", o->model_dirs, "restrict model loads over HTTP to files under this folder (repeatable)");
   cmd->add_flag("--allow-any-path", o->allow_any_path, "lift the --model-dir restriction");

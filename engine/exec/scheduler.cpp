@@ -334,7 +334,12 @@ void Scheduler::step() {
     if (s->busy) order.push_back(s.get());
   }
   std::stable_sort(order.begin(), order.end(), [](const Slot* a, const Slot* b) { return a->started < b->started; });
+  // While some sequence decodes, prompts get prompt_chunk tokens a step (its next token waits for
+  // that step); when every sequence is reading its prompt, a full batch.
+  bool decoding = false;
+  for (const Slot* sp : order) decoding = decoding || sp->prompt_done >= sp->req.prompt.size();
   size_t budget = static_cast<size_t>(options_.prompt_chunk);
+  if (!decoding) budget = std::max(budget, static_cast<size_t>(std::max<int64_t>(1, pipeline_.placement().max_batch)));
   for (Slot* sp : order) {
     Slot& slot = *sp;
     Pipeline::Request r;

@@ -85,9 +85,10 @@ struct GenerationRequest {
 
 struct SchedulerOptions {
   int64_t max_waiting = 64;              // requests queued behind busy slots; more: submit fails
-  // Prompt tokens evaluated per step, over all sequences reading a prompt (oldest first); the
-  // decoding sequences' tokens ride in the same step, so a long prompt never stalls them for
-  // more than one chunk (chunked prefill). 0: placement max_batch.
+  // Prompt tokens evaluated per step while some sequence is decoding, shared by the sequences
+  // reading a prompt (oldest first); the decoding sequences' tokens ride in the same step, so a
+  // long prompt never stalls them for more than one chunk (chunked prefill). When no sequence is
+  // decoding, a step takes up to the placement's max_batch prompt tokens. 0: max_batch.
   int64_t prompt_chunk = 0;
   bool reuse_prefix = true;              // a new request takes the free slot sharing the longest prefix
   trace::Recorder* recorder = nullptr;   // Sample / Detokenize spans on host_lane; may be null

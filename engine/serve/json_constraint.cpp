@@ -95,7 +95,7 @@ Status compile_node(const nlohmann::ordered_json& s, CompiledSchema& out, int in
     if (!props.is_object()) return bad("'properties' must be an object");
     for (auto it = props.begin(); it != props.end(); ++it) {
       STRATA_ASSIGN_OR_RETURN(int child, add_node(it.value(), out, depth + 1));
-      node.properties.emplace_back(it.key(), child);
+      node.properties.emplace_back(nlohmann::ordered_json(it.key()).dump(), child);  // the key as written
     }
   }
   if (node.kind == SchemaNode::Kind::Array) {
@@ -244,7 +244,7 @@ bool JsonRecognizer::feed_frame(char c) {
           if (c != '}') return false;
           return child_done();
         case 2: {
-          const std::string key = Json(props[static_cast<size_t>(f.count)].first).dump();
+          const std::string& key = props[static_cast<size_t>(f.count)].first;
           if (static_cast<size_t>(f.aux) >= key.size() || key[static_cast<size_t>(f.aux)] != c) return false;
           if (static_cast<size_t>(++f.aux) == key.size()) f.phase = 3;
           return true;

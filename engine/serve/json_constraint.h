@@ -22,7 +22,7 @@ namespace strata::serve {
 struct SchemaNode {
   enum class Kind { Any, AnyObject, Object, Array, String, Number, Integer, Literal };  // boolean, null: Literal
   Kind kind = Kind::Any;
-  std::vector<std::pair<std::string, int>> properties;  // Object: (name, node) in order
+  std::vector<std::pair<std::string, int>> properties;  // Object: (name as a JSON string, node) in order
   int items = -1;                                       // Array: the item node
   int64_t min_items = 0, max_items = -1;                // Array; -1: no upper bound
   int64_t max_length = -1;                              // String: characters; -1: none

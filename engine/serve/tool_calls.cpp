@@ -169,8 +169,13 @@ ParsedToolCalls parse_tool_calls(std::string_view text, const ToolMode& mode) {
   if (!mode.enabled) return out;
   try {
     const std::set<std::string> names = tool_names(mode);
-    if (mode.format != ToolFormat::Llama3 && parse_hermes(text, names, out)) return out;
-    if (mode.format != ToolFormat::Hermes && parse_llama3(text, names, out)) return out;
+    // The template's own format first; a reply that is nothing but a call object naming an
+    // offered tool counts in either (Qwen models also answer with bare JSON calls).
+    if (mode.format == ToolFormat::Llama3) {
+      if (parse_llama3(text, names, out) || parse_hermes(text, names, out)) return out;
+    } else {
+      if (parse_hermes(text, names, out) || parse_llama3(text, names, out)) return out;
+    }
   } catch (...) {
   }
   out = ParsedToolCalls{};

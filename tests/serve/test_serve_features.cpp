@@ -222,6 +222,77 @@ TEST(ToolCalls, ParsesLlama3Calls) {
   EXPECT_TRUE(serve::parse_tool_calls("The weather is fine.", m).calls.empty());
 }
 
+// A Qwen 3 vocabulary (and its chat template, which renders tools) on random weights: the tools
+// reach the prompt, and a reply shaped as a call (forced here with response_format) comes back
+// as tool_calls, streamed or not.
+TEST(ServeFeatures, ToolsEndToEndWithAQwenTemplate) {
+  const auto dir = temp_dir("tools");
+  const std::string model = (dir / "qwen-tools.gguf").string();
+  if (!std::filesystem::exists(model)) {
+    CliRun r = engine({"make-model", "--vocab-from", shared_model("tokenizers/vocab-qwen3.gguf").string(), "--dim", "64",
+                       "--layers", "1", "--heads", "2", "--ffn", "128", "--ctx", "2048", "--type", "q8_0", "--seed", "5",
+                       "-o", model});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  ServerProcess server({"-m", model, "--ctx", "2048"});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  const int port = server.port();
+  const Json tools = Json::array({Json{{"type", "function"},
+                                       {"function", {{"name", "get_weather"},
+                                                     {"description", "Weather of a city"},
+                                                     {"parameters", {{"type", "object"},
+                                                                     {"properties", {{"city", {{"type", "string"}}}}}}}}}}});
+  Json plain = {{"messages", Json::array({Json{{"role", "user"}, {"content", "Weather in Paris?"}}})},
+                {"max_tokens", 1}, {"temperature", 0}};
+  Reply without = post(port, "/v1/chat/completions", plain);
+  ASSERT_EQ(without.status, 200) << without.body;
+  Json with_tools = plain;
+  with_tools["tools"] = tools;
+  Reply with = post(port, "/v1/chat/completions", with_tools);
+  ASSERT_EQ(with.status, 200) << with.body;
+  // The template wrote the tool list into the prompt.
+  EXPECT_GT(with.json()["usage"]["prompt_tokens"].get<int>(), without.json()["usage"]["prompt_tokens"].get<int>() + 20);
+  // A tool turn and a tool result render.
+  Json turns = with_tools;
+  turns["messages"].push_back(Json{{"role", "assistant"}, {"content", nullptr},
+                                   {"tool_calls", Json::array({Json{{"id", "call_1"}, {"type", "function"},
+                                                                    {"function", {{"name", "get_weather"}, {"arguments", "{\"city\":\"Paris\"}"}}}}})}});
+  turns["messages"].push_back(Json{{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "sunny"}});
+  EXPECT_EQ(post(port, "/v1/chat/completions", turns).status, 200);
+  // A reply that is a call: forced into the call shape by a schema.
+  Json call = with_tools;
+  call["max_tokens"] = 60;
+  call["response_format"] = {{"type", "json_schema"},
+                             {"json_schema", {{"name", "call"}, {"schema", Json::parse(R"({"type":"object","properties":{
+      "name":{"enum":["get_weather"]},"arguments":{"type":"object","properties":{"city":{"type":"string","maxLength":8}}}}})")}}}};
+  Reply r = post(port, "/v1/chat/completions", call);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Json choice = r.json()["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls") << r.body;
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << r.body;
+  EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_TRUE(Json::parse(choice["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>())["city"].is_string());
+  EXPECT_TRUE(choice["message"]["content"].is_null());
+  // Streamed: one tool_calls delta, then finish_reason tool_calls.
+  call["stream"] = true;
+  Json streamed_calls = Json::array();
+  std::string finish;
+  post_stream(port, "/v1/chat/completions", call, [&](const std::string& data) {
+    if (data == "[DONE]") return true;
+    Json c = Json::parse(data, nullptr, false);
+    if (!c.contains("choices") || c["choices"].empty()) return true;
+    const Json& ch = c["choices"][0];
+    if (ch.contains("delta") && ch["delta"].contains("tool_calls"))
+      for (const Json& t : ch["delta"]["tool_calls"]) streamed_calls.push_back(t);
+    if (!ch["finish_reason"].is_null()) finish = ch["finish_reason"];
+    return true;
+  });
+  EXPECT_EQ(finish, "tool_calls");
+  ASSERT_EQ(streamed_calls.size(), 1u);
+  EXPECT_EQ(streamed_calls[0]["index"], 0);
+  EXPECT_EQ(streamed_calls[0]["function"]["name"], "get_weather");
+}
+
 TEST(ToolCalls, RequestValidation) {
   serve::ToolMode m;
   EXPECT_TRUE(serve::parse_tools(Json{{"tools", "x"}}, m).has_value());

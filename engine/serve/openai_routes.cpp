@@ -564,6 +564,17 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
   const tokenizer::Tokenizer* tok = &loaded->model->tokenizer();
   if (auto e = parse_logit_bias(body, tok->n_tokens(), p.gen.logit_bias)) return send_error(res, *e);
   if (auto e = parse_response_format(body, req.body, *loaded, p.make_constraint)) return send_error(res, *e);
+  if (tools.forced) {
+    // The reply must be a call: constrained to a bare call object (its arguments to the tool's
+    // parameters when that schema is in the supported subset, else any object).
+    if (p.make_constraint)
+      return send_error(res, bad_request("a forced 'tool_choice' cannot be combined with 'response_format'",
+                                         "tool_choice", "unsupported_parameter"));
+    if (!constraint_for_schema(forced_call_schema(tools, true), *loaded, p.make_constraint).ok()) {
+      Status s = constraint_for_schema(forced_call_schema(tools, false), *loaded, p.make_constraint);
+      if (!s.ok()) return send_error(res, bad_request(s.error().message, "tool_choice"));
+    }
+  }
   std::vector<int32_t> prompt;
   if (auto e = build_prompt(*loaded, body, chat, tools, prompt)) return send_error(res, *e);
   if (tools.enabled) tools.format = tool_format_of_template(loaded->tmpl->source());

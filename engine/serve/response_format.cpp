@@ -74,4 +74,16 @@ std::optional<ApiError> parse_response_format(const Json& body, const std::strin
   return std::nullopt;
 }
 
+Status constraint_for_schema(const nlohmann::ordered_json& schema, const LoadedModel& model,
+                             std::function<std::shared_ptr<exec::TokenConstraint>()>& make) {
+  STRATA_ASSIGN_OR_RETURN(CompiledSchema compiled, compile_schema(schema));
+  auto shared = std::make_shared<const CompiledSchema>(std::move(compiled));
+  VocabIndex index = vocab_index(model);
+  const int32_t eos = model.model->tokenizer().vocab().eos_id;
+  make = [shared, index, eos]() -> std::shared_ptr<exec::TokenConstraint> {
+    return std::make_shared<JsonConstraint>(shared, index.trie, index.pieces, eos);
+  };
+  return {};
+}
+
 }  // namespace strata::serve

@@ -20,4 +20,8 @@ namespace strata::serve {
 std::optional<ApiError> parse_response_format(const Json& body, const std::string& body_text, const LoadedModel& model,
                                               std::function<std::shared_ptr<exec::TokenConstraint>()>& make);
 
+// A factory of constraints to one (ordered) JSON Schema; InvalidArgument when it cannot be compiled.
+Status constraint_for_schema(const nlohmann::ordered_json& schema, const LoadedModel& model,
+                             std::function<std::shared_ptr<exec::TokenConstraint>()>& make);
+
 }  // namespace strata::serve

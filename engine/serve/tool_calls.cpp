@@ -145,15 +145,58 @@ std::optional<ApiError> parse_tools(const Json& body, ToolMode& out) {
   std::string choice = "auto";
   if (body.contains("tool_choice") && !body["tool_choice"].is_null()) {
     const Json& c = body["tool_choice"];
-    if (c.is_string()) choice = c.get<std::string>();
-    if (!c.is_string() || (choice != "auto" && choice != "none"))
-      return bad_request("'tool_choice' other than \"auto\" or \"none\" is not supported", "tool_choice",
-                         "unsupported_parameter");
+    if (c.is_string()) {
+      choice = c.get<std::string>();
+      if (choice != "auto" && choice != "none" && choice != "required")
+        return bad_request("'tool_choice' must be \"auto\", \"none\", \"required\" or {\"type\":\"function\",\"function\":{\"name\":...}}",
+                           "tool_choice");
+    } else if (c.is_object() && c.value("type", "") == "function" && c.contains("function") && c["function"].is_object() &&
+               c["function"].contains("name") && c["function"]["name"].is_string()) {
+      choice = "named";
+      out.forced_name = c["function"]["name"].get<std::string>();
+      if (!names.count(out.forced_name))
+        return bad_request("'tool_choice' names '" + out.forced_name + "', which is not among the tools", "tool_choice");
+    } else {
+      return bad_request("'tool_choice' must be \"auto\", \"none\", \"required\" or {\"type\":\"function\",\"function\":{\"name\":...}}",
+                         "tool_choice");
+    }
   }
-  if (choice == "none") return std::nullopt;
+  if (choice == "none") {
+    out.forced_name.clear();
+    return std::nullopt;
+  }
+  out.forced = choice == "required" || choice == "named";
   out.enabled = true;
   out.tools = nlohmann::ordered_json::parse(it->dump());  // depth already bounded by parse_object
   return std::nullopt;
+}
+
+nlohmann::ordered_json forced_call_schema(const ToolMode& mode, bool parameters_usable) {
+  using OJ = nlohmann::ordered_json;
+  OJ name, arguments = OJ{{"type", "object"}};
+  // One function (named, or the only one offered): its parameters; none declared: {}.
+  std::string one = mode.forced_name;
+  if (one.empty() && mode.tools.size() == 1) one = mode.tools[0]["function"]["name"].get<std::string>();
+  if (!one.empty()) {
+    name = OJ{{"enum", OJ::array({one})}};
+    for (const auto& t : mode.tools) {
+      const auto& f = t["function"];
+      if (f["name"] != one) continue;
+      if (!f.contains("parameters") || f["parameters"].is_null()) {
+        arguments = OJ{{"type", "object"}, {"properties", OJ::object()}};
+      } else if (parameters_usable && f["parameters"].is_object()) {
+        arguments = f["parameters"];
+      }
+    }
+  } else {
+    OJ names = OJ::array();
+    for (const auto& t : mode.tools) names.push_back(t["function"]["name"]);
+    name = OJ{{"enum", names}};
+  }
+  OJ props = OJ::object();
+  props["name"] = name;
+  props["arguments"] = arguments;
+  return OJ{{"type", "object"}, {"properties", props}};
 }
 
 ToolFormat tool_format_of_template(std::string_view src) {

@@ -18,10 +18,18 @@ struct ToolMode {
   bool enabled = false;                // tools offered (and tool_choice is not "none")
   nlohmann::ordered_json tools;        // the request's "tools", as sent
   ToolFormat format = ToolFormat::Any; // how the model writes calls (from its chat template)
+  // tool_choice "required" or {"type":"function","function":{"name":N}}: the reply must be a call.
+  bool forced = false;
+  std::string forced_name;             // the named function; "" for "required" (any offered tool)
 };
 
-// Reads "tools", "tool_choice", "parallel_tool_calls"; refuses what is not honoured
-// ("functions", tool_choice "required" or a named function) with a 400.
+// For a forced tool choice: the JSON Schema of the reply, a bare call object
+// {"name": <offered name, or the forced one>, "arguments": <its parameters schema, or any object>},
+// for constrained decoding (parse_tool_calls reads it back in either format).
+nlohmann::ordered_json forced_call_schema(const ToolMode& mode, bool parameters_usable);
+
+// Reads "tools", "tool_choice" (auto, none, required, or a named function), "parallel_tool_calls";
+// refuses "functions" / "function_call" and unknown tool names with a 400.
 std::optional<ApiError> parse_tools(const Json& body, ToolMode& out);
 
 // The call format a chat template writes, judged from its source.

@@ -241,7 +241,7 @@ TEST(ServeFeatures, ToolsEndToEndWithAQwenTemplate) {
                                        {"function", {{"name", "get_weather"},
                                                      {"description", "Weather of a city"},
                                                      {"parameters", {{"type", "object"},
-                                                                     {"properties", {{"city", {{"type", "string"}}}}}}}}}}});
+                                                                     {"properties", {{"city", {{"type", "string"}, {"maxLength", 8}}}}}}}}}}});
   Json plain = {{"messages", Json::array({Json{{"role", "user"}, {"content", "Weather in Paris?"}}})},
                 {"max_tokens", 1}, {"temperature", 0}};
   Reply without = post(port, "/v1/chat/completions", plain);
@@ -291,6 +291,34 @@ TEST(ServeFeatures, ToolsEndToEndWithAQwenTemplate) {
   ASSERT_EQ(streamed_calls.size(), 1u);
   EXPECT_EQ(streamed_calls[0]["index"], 0);
   EXPECT_EQ(streamed_calls[0]["function"]["name"], "get_weather");
+  // tool_choice "required" (one tool: its parameters) and a named function (no parameters: {})
+  // force a call without any response_format.
+  Json one_tool = with_tools;
+  one_tool["max_tokens"] = 80;
+  one_tool["tool_choice"] = "required";
+  Json two_tools = one_tool;
+  two_tools["tools"].push_back(Json{{"type", "function"}, {"function", {{"name", "get_time"}}}});
+  two_tools["tool_choice"] = {{"type", "function"}, {"function", {{"name", "get_time"}}}};
+  for (const Json& forced : {one_tool, two_tools}) {
+    Reply f = post(port, "/v1/chat/completions", forced);
+    ASSERT_EQ(f.status, 200) << f.body;
+    const Json fc = f.json()["choices"][0];
+    EXPECT_EQ(fc["finish_reason"], "tool_calls") << f.body;
+    ASSERT_TRUE(fc["message"]["tool_calls"].is_array()) << f.body;
+    ASSERT_EQ(fc["message"]["tool_calls"].size(), 1u) << f.body;
+    const Json fn = fc["message"]["tool_calls"][0]["function"];
+    if (forced["tools"].size() == 2) {
+      EXPECT_EQ(fn["name"], "get_time");
+      EXPECT_EQ(fn["arguments"], "{}");
+    } else {
+      EXPECT_EQ(fn["name"], "get_weather");
+      EXPECT_TRUE(Json::parse(fn["arguments"].get<std::string>())["city"].is_string()) << fn;
+    }
+  }
+  Json both = call;
+  both["stream"] = false;
+  both["tool_choice"] = "required";
+  EXPECT_EQ(post(port, "/v1/chat/completions", both).status, 400);
 }
 
 TEST(ToolCalls, RequestValidation) {
@@ -301,9 +329,20 @@ TEST(ToolCalls, RequestValidation) {
   Json ok = {{"tools", Json::array({Json{{"type", "function"}, {"function", {{"name", "f"}}}}})}};
   Json required = ok;
   required["tool_choice"] = "required";
-  EXPECT_TRUE(serve::parse_tools(required, m).has_value());
+  EXPECT_FALSE(serve::parse_tools(required, m).has_value());
+  EXPECT_TRUE(m.forced);
+  EXPECT_TRUE(m.forced_name.empty());
+  Json named = ok;
+  named["tool_choice"] = {{"type", "function"}, {"function", {{"name", "f"}}}};
+  EXPECT_FALSE(serve::parse_tools(named, m).has_value());
+  EXPECT_EQ(m.forced_name, "f");
+  named["tool_choice"]["function"]["name"] = "g";
+  EXPECT_TRUE(serve::parse_tools(named, m).has_value());
+  named["tool_choice"] = "sometimes";
+  EXPECT_TRUE(serve::parse_tools(named, m).has_value());
   EXPECT_FALSE(serve::parse_tools(ok, m).has_value());
   EXPECT_TRUE(m.enabled);
+  EXPECT_FALSE(m.forced);
 }
 
 std::string read_template(const std::string& name) {

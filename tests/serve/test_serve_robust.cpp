@@ -501,5 +501,50 @@ TEST(ServeRobust, MetricsCountTokensWhileAStreamRuns) {
   client.join();
 }
 
+// 10. A long prompt stalled running streams: it is read in chunks between their decode steps.
+// Counted in tokens, not time: while a 2000-token prompt is read (--prompt-chunk 64: 32 steps),
+// a running stream keeps getting a token every step. (Reading it in one step, or in 256-token
+// chunks as before, gives the stream 1 or 8.)
+TEST(ServeRobust, LongPromptIsReadInChunksBetweenDecodeSteps) {
+  ServerProcess server({"-m", slow_model(), "--ctx", "4096", "--parallel", "2", "--prompt-chunk", "64"});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  const int port = server.port();
+  std::mutex m;
+  std::condition_variable cv;
+  int64_t tokens = 0;
+  bool release = false;
+  std::thread client([&] {
+    Json body = Json{{"prompt", "Once upon a time"}, {"max_tokens", 100000}, {"ignore_eos", true},
+                     {"logprobs", 0}, {"stream", true}, {"temperature", 0}};
+    post_stream(port, "/v1/completions", body, [&](const std::string& data) {
+      const Json c = Json::parse(data, nullptr, false);
+      std::lock_guard<std::mutex> lock(m);
+      if (c.is_object() && c.contains("choices") && !c["choices"].empty() && c["choices"][0]["logprobs"].is_object())
+        tokens += static_cast<int64_t>(c["choices"][0]["logprobs"]["tokens"].size());
+      cv.notify_all();
+      return !release;
+    });
+  });
+  int64_t before = 0;
+  {
+    std::unique_lock<std::mutex> lock(m);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return tokens >= 3; }));
+    before = tokens;
+  }
+  Json ids = Json::array({1});
+  for (int i = 1; i < 2000; ++i) ids.push_back(50 + (7 * i) % 400);
+  Reply r = post(port, "/v1/completions", Json{{"prompt", ids}, {"max_tokens", 1}, {"temperature", 0}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["usage"]["prompt_tokens"], 2000);
+  int64_t during = 0;
+  {
+    std::lock_guard<std::mutex> lock(m);
+    during = tokens - before;
+    release = true;
+  }
+  client.join();
+  EXPECT_GE(during, 24) << "tokens the running stream got while the long prompt was read";
+}
+
 }  // namespace
 }  // namespace strata::test

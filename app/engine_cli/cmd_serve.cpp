@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <pthread.h>
 
@@ -35,6 +36,13 @@ struct ServeOptions {
   int64_t queue = 64;
   std::string max_body = "8MiB";
   int64_t max_streams = 32;
+  int64_t max_trace_streams = 8;
+  int64_t max_connections_per_client = 128;
+  int header_timeout_s = 10;
+  int body_timeout_s = 60;
+  int64_t prompt_chunk = 64;
+  std::vector<std::string> model_dirs;
+  bool allow_any_path = false;
   int http_threads = 0;
   int parent_pid = 0;  // 0: not tied to a parent
 };
@@ -79,6 +87,9 @@ int serve(const ServeOptions& o) {
   serve::HostOptions ho;
   ho.n_seq = o.parallel;
   ho.max_waiting = o.queue;
+  ho.prompt_chunk = o.prompt_chunk;
+  for (const std::string& d : o.model_dirs) ho.model_dirs.emplace_back(d);
+  ho.allow_any_path = o.allow_any_path;
   plan::PlacementRequest& req = ho.default_request;  // for loads with "placement": null
   req.split_mode = plan::parse_split_mode(o.devices.split_mode).ok() ? *plan::parse_split_mode(o.devices.split_mode)
                                                                       : plan::SplitMode::Layer;
@@ -104,6 +115,10 @@ int serve(const ServeOptions& o) {
   so.api_key = key;
   so.max_body_bytes = *max_body;
   so.max_streams = o.max_streams;
+  so.max_trace_streams = o.max_trace_streams;
+  so.max_connections_per_client = o.max_connections_per_client;
+  so.header_timeout_s = o.header_timeout_s;
+  so.body_timeout_s = o.body_timeout_s;
   so.threads = o.http_threads;
   auto server = serve::Server::create(host, so);
   if (!server.ok()) return report(server.error());
@@ -153,7 +168,22 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_option("--queue", o->queue, "requests waiting for a slot before 429")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   cmd->add_option("--max-body", o->max_body, "largest request body (e.g. 8MiB)");
   cmd->add_option("--max-streams", o->max_streams, "concurrent streaming responses")->check(CLI::Range(int64_t{1}, int64_t{4096}));
-  cmd->add_option("--http-threads", o->http_threads, "HTTP worker threads (default: max streams + 16)")->check(CLI::Range(0, 4096));
+  cmd->add_option("--max-trace-streams", o->max_trace_streams, "concurrent trace streams (their own limit)")
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  cmd->add_option("--max-connections-per-client", o->max_connections_per_client,
+                  "open connections per client address; more are answered 429 and closed")
+      ->check(CLI::Range(int64_t{1}, int64_t{65536}));
+  cmd->add_option("--header-timeout", o->header_timeout_s, "seconds a client has to send a request's headers")
+      ->check(CLI::Range(1, 3600));
+  cmd->add_option("--body-timeout", o->body_timeout_s, "seconds a client has to send a request's body")
+      ->check(CLI::Range(1, 3600));
+  cmd->add_option("--prompt-chunk", o->prompt_chunk,
+                  "prompt tokens read per step while other sequences decode (chunked prefill)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd->add_option("--model-dir", o->model_dirs, "restrict model loads over HTTP to files under this folder (repeatable)");
+  cmd->add_flag("--allow-any-path", o->allow_any_path, "lift the --model-dir restriction");
+  cmd->add_option("--http-threads", o->http_threads, "most HTTP worker threads, started as needed (default 512)")
+      ->check(CLI::Range(0, 4096));
   cmd->add_option("--parent-pid", o->parent_pid,
                   "stop (as on SIGTERM) when process PID, the workstation that started this engine, ends")
       ->check(CLI::Range(1, 1 << 30));

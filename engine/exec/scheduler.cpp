@@ -3,7 +3,9 @@
 #include "engine/exec/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
+#include <limits>
 
 #include "engine/sample/stop_strings.h"
 #include "engine/tokenizer/stream_decoder.h"
@@ -66,6 +68,13 @@ Expected<uint64_t> Scheduler::submit(GenerationRequest request) {
   if (request.max_tokens < 0 || request.max_tokens > (int64_t{1} << 24))
     return Error{Code::InvalidArgument, "max tokens " + std::to_string(request.max_tokens) + " outside [0, 16777216]"};
   STRATA_RETURN_IF_ERROR(sample::validate(request.sampling));
+  if (request.top_logprobs > 20)
+    return Error{Code::InvalidArgument, "top logprobs " + std::to_string(request.top_logprobs) + " outside [0, 20]"};
+  for (const auto& [t, bias] : request.logit_bias) {
+    if (t < 0 || t >= n_vocab_)
+      return Error{Code::InvalidArgument, "logit bias token " + std::to_string(t) + " outside [0, " + std::to_string(n_vocab_) + ")"};
+    if (!std::isfinite(bias)) return Error{Code::InvalidArgument, "logit bias of token " + std::to_string(t) + " is not finite"};
+  }
   uint64_t id = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -129,6 +138,7 @@ SchedulerStats Scheduler::stats() const {
 }
 
 void Scheduler::shutdown() {
+  std::lock_guard<std::mutex> once(shutdown_mutex_);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
@@ -269,14 +279,22 @@ void Scheduler::after_logits(Slot& slot) {
   const int64_t position = static_cast<int64_t>(slot.history.size());
   if (slot.result.n_generated == 0) slot.result.first_token_ms = ms_between(slot.started, Clock::now());
   int32_t next = 0;
+  TokenInfo info;
   {
     trace::Span span;
     if (rec) span = rec->span(options_.host_lane, trace::EventKind::Sample, -1, slot.seq, position);
-    next = slot.sampler->sample(slot.logits.data());
+    float* logits = slot.logits.data();
+    for (const auto& [t, bias] : slot.req.logit_bias) logits[t] += bias;
+    if (slot.req.constraint) slot.req.constraint->mask(logits);
+    if (slot.req.top_logprobs >= 0) log_softmax_top(logits, slot.req.top_logprobs, info);
+    next = slot.sampler->sample(logits);
+    if (slot.req.top_logprobs >= 0) info.logprob = token_logprob(next);
   }
+  info.token = next;
   // BOS counts as the end too (generate()'s rule).
   const bool end = tok.is_eog(next) || next == tok.vocab().bos_id;
   if (end && !slot.req.ignore_eog) return finish(slot, FinishReason::EndOfGeneration);
+  if (slot.req.constraint) slot.req.constraint->accept(next);
   ++slot.result.n_generated;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -289,8 +307,16 @@ void Scheduler::after_logits(Slot& slot) {
     if (rec) span = rec->span(options_.host_lane, trace::EventKind::Detokenize, -1, slot.seq, position);
     piece = slot.stops->push(slot.decoder->push(next));
   }
+  if (slot.req.on_token && !slot.callback_stopped) {
+    try {
+      slot.req.on_token(info);
+    } catch (...) {
+      slot.callback_stopped = true;
+    }
+  }
   emit(slot, piece);
   if (slot.stops->stopped()) return finish(slot, FinishReason::Stop);
+  if (slot.req.constraint && slot.req.constraint->complete()) return finish(slot, FinishReason::Stop);
   if (slot.callback_stopped) return finish(slot, FinishReason::Cancelled);
   if (slot.result.n_generated >= slot.req.max_tokens) return finish(slot, FinishReason::Length);
   if (position >= n_ctx_) return finish(slot, FinishReason::ContextFull);
@@ -301,14 +327,28 @@ void Scheduler::step() {
   std::vector<Pipeline::Request> requests;
   std::vector<Slot*> in_step;
   int64_t prompt_tokens = 0;
+  // Sequences reading a prompt share one budget of prompt_chunk tokens a step, oldest first;
+  // decoding sequences always take part.
+  std::vector<Slot*> order;
   for (auto& s : slots_) {
-    Slot& slot = *s;
-    if (!slot.busy) continue;
+    if (s->busy) order.push_back(s.get());
+  }
+  std::stable_sort(order.begin(), order.end(), [](const Slot* a, const Slot* b) { return a->started < b->started; });
+  // While some sequence decodes, prompts get prompt_chunk tokens a step (its next token waits for
+  // that step); when every sequence is reading its prompt, a full batch.
+  bool decoding = false;
+  for (const Slot* sp : order) decoding = decoding || sp->prompt_done >= sp->req.prompt.size();
+  size_t budget = static_cast<size_t>(options_.prompt_chunk);
+  if (!decoding) budget = std::max(budget, static_cast<size_t>(std::max<int64_t>(1, pipeline_.placement().max_batch)));
+  for (Slot* sp : order) {
+    Slot& slot = *sp;
     Pipeline::Request r;
     r.seq = slot.seq;
     const std::vector<int32_t>& prompt = slot.req.prompt;
     if (slot.prompt_done < prompt.size()) {
-      const size_t n = std::min(prompt.size() - slot.prompt_done, static_cast<size_t>(options_.prompt_chunk));
+      const size_t n = std::min(prompt.size() - slot.prompt_done, budget);
+      if (n == 0) continue;  // its turn comes in a later step
+      budget -= n;
       r.tokens = std::span<const int32_t>(prompt.data() + slot.prompt_done, n);
       r.logits = slot.prompt_done + n == prompt.size() ? slot.logits.data() : nullptr;
       prompt_tokens += static_cast<int64_t>(n);
@@ -349,6 +389,31 @@ void Scheduler::step() {
   }
   note_rate(t0, Clock::now(), sampled);
   (void)t1;
+}
+
+void Scheduler::log_softmax_top(const float* logits, int32_t top_n, TokenInfo& info) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int32_t i = 0; i < n_vocab_; ++i) mx = std::max(mx, logits[i]);
+  double sum = 0;
+  for (int32_t i = 0; i < n_vocab_; ++i) sum += std::exp(static_cast<double>(logits[i]) - mx);
+  lse_ = mx + static_cast<float>(std::log(sum));
+  lp_saved_.assign(logits, logits + n_vocab_);  // the sampler changes `logits` in place
+  info.top.clear();
+  if (top_n <= 0) return;
+  top_scratch_.resize(static_cast<size_t>(n_vocab_));
+  for (int32_t i = 0; i < n_vocab_; ++i) top_scratch_[static_cast<size_t>(i)] = i;
+  const size_t k = std::min(static_cast<size_t>(top_n), top_scratch_.size());
+  std::partial_sort(top_scratch_.begin(), top_scratch_.begin() + static_cast<std::ptrdiff_t>(k), top_scratch_.end(),
+                    [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  for (size_t i = 0; i < k; ++i) {
+    const int32_t t = top_scratch_[i];
+    if (std::isinf(logits[t]) && logits[t] < 0) break;  // masked out: not a possible token
+    info.top.push_back({t, logits[t] - lse_});
+  }
+}
+
+float Scheduler::token_logprob(int32_t token) const {
+  return lp_saved_.empty() ? 0.0f : lp_saved_[static_cast<size_t>(token)] - lse_;
 }
 
 void Scheduler::note_rate(Clock::time_point t0, Clock::time_point t1, int64_t n) {

@@ -35,12 +35,45 @@ struct GenerationResult {
   double total_ms = 0;           // submit -> done
 };
 
+// One generated token as on_token reports it.
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0;             // natural log of its probability
+};
+struct TokenInfo {
+  int32_t token = 0;
+  float logprob = 0;             // of the sampled token (when logprobs were asked; else 0)
+  std::vector<TokenLogprob> top; // the top_logprobs most likely tokens, most likely first
+};
+
+// Restricts which tokens may come next (constrained decoding, e.g. a JSON grammar). Used on the
+// scheduler thread only, by one request.
+class TokenConstraint {
+ public:
+  virtual ~TokenConstraint() = default;
+  // Sets the logits of every token that may not come next to -infinity. logits: [n_vocab].
+  virtual void mask(float* logits) = 0;
+  // The token that was sampled (always one mask() allowed).
+  virtual void accept(int32_t token) = 0;
+  // True when the output is complete: generation stops (finish Stop).
+  virtual bool complete() const = 0;
+};
+
 struct GenerationRequest {
   std::vector<int32_t> prompt;   // >= 1 token, <= the context length
   sample::SamplerParams sampling;
   int64_t max_tokens = 256;      // 0: nothing is generated (finish Length)
   std::vector<std::string> stop; // stop strings, not included in the text
   bool ignore_eog = false;
+  // -1: no log probabilities. 0..20: on_token gets the sampled token's logprob and this many
+  // alternatives, from the model's distribution after logit_bias and the constraint, before
+  // penalties, temperature and truncation.
+  int32_t top_logprobs = -1;
+  std::vector<std::pair<int32_t, float>> logit_bias;  // (token, added to its logit); ids checked by submit
+  std::shared_ptr<TokenConstraint> constraint;        // may be null
+  // Called on the scheduler thread for each generated token, just before its text (if any) goes
+  // to on_text. May be empty.
+  std::function<void(const TokenInfo&)> on_token;
   // Called on the scheduler thread with each piece of valid UTF-8, in order; return false to
   // cancel the generation (finish Cancelled). May be empty.
   std::function<bool(std::string_view)> on_text;
@@ -52,7 +85,11 @@ struct GenerationRequest {
 
 struct SchedulerOptions {
   int64_t max_waiting = 64;              // requests queued behind busy slots; more: submit fails
-  int64_t prompt_chunk = 0;              // prompt tokens per sequence per step; 0: placement max_batch
+  // Prompt tokens evaluated per step while some sequence is decoding, shared by the sequences
+  // reading a prompt (oldest first); the decoding sequences' tokens ride in the same step, so a
+  // long prompt never stalls them for more than one chunk (chunked prefill). When no sequence is
+  // decoding, a step takes up to the placement's max_batch prompt tokens. 0: max_batch.
+  int64_t prompt_chunk = 0;
   bool reuse_prefix = true;              // a new request takes the free slot sharing the longest prefix
   trace::Recorder* recorder = nullptr;   // Sample / Detokenize spans on host_lane; may be null
   int32_t host_lane = -1;
@@ -118,6 +155,9 @@ class Scheduler {
   void after_logits(Slot& slot);
   void finish(Slot& slot, FinishReason reason, Status status = {});
   void emit(Slot& slot, const std::string& text);
+  // Log-softmax of one row of logits: keeps a copy for token_logprob and fills info.top.
+  void log_softmax_top(const float* logits, int32_t top_n, TokenInfo& info);
+  float token_logprob(int32_t token) const;
   void note_rate(std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point t1, int64_t n);
   void maybe_snapshot(bool force);
 
@@ -127,6 +167,9 @@ class Scheduler {
   int64_t n_ctx_ = 0;
   int32_t n_vocab_ = 0;
   std::vector<std::unique_ptr<Slot>> slots_;  // touched by the scheduler thread only
+  float lse_ = 0;                             // scheduler thread: log-sum-exp of the last row
+  std::vector<float> lp_saved_;               // scheduler thread: that row, before sampling
+  std::vector<int32_t> top_scratch_;          // scheduler thread: token ids for the top-k sort
 
   mutable std::mutex mutex_;                  // guards everything below
   std::condition_variable cv_;
@@ -145,6 +188,7 @@ class Scheduler {
   std::deque<RateSample> rate_;               // recent decode steps
 
   std::chrono::steady_clock::time_point last_snapshot_{};
+  std::mutex shutdown_mutex_;                 // shutdown() from several threads runs once
   std::thread thread_;
 };
 

@@ -1,6 +1,7 @@
 // engine/serve/api_json.cpp — error bodies and field readers (no HTTP types here).
 #include "engine/serve/api_json.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace strata::serve {
@@ -75,10 +76,42 @@ ApiError error_for_status(int status, size_t max_body) {
   return e;
 }
 
+size_t json_depth(std::string_view text) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 std::optional<ApiError> parse_object(const std::string& body, Json& out) {
+  // Checked on the text, before parsing: nothing below (parser, dump, templates) recurses deeper.
+  if (json_depth(body) > kMaxJsonDepth)
+    return bad_request("the JSON body nests arrays and objects deeper than " + std::to_string(kMaxJsonDepth) + " levels",
+                       "", "invalid_json");
   try {
     out = Json::parse(body);
   } catch (const Json::parse_error& ex) {
+    return bad_request(std::string("malformed JSON body: ") + ex.what(), "", "invalid_json");
+  } catch (const Json::exception& ex) {
+    // e.g. out_of_range.406: a number such as 1e400 that no double holds.
     return bad_request(std::string("malformed JSON body: ") + ex.what(), "", "invalid_json");
   }
   if (!out.is_object()) return bad_request("the request body must be a JSON object", "", "invalid_json");

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -32,8 +33,12 @@ ApiError from_engine_error(const Error& error, std::string param = "");
 // The error for a status httplib produced itself (404 unknown route, 413 body too large, ...).
 ApiError error_for_status(int status, size_t max_body);
 
-// Parses a request body: 400 "malformed JSON ..." (with the parser's byte offset) or a
-// non-object top level.
+// Deepest nesting of arrays and objects in JSON text (strings skipped), found without recursion.
+size_t json_depth(std::string_view text);
+constexpr size_t kMaxJsonDepth = 64;
+
+// Parses a request body: 400 "malformed JSON ..." (with the parser's byte offset), a number out
+// of range (1e400), nesting deeper than kMaxJsonDepth, or a non-object top level.
 std::optional<ApiError> parse_object(const std::string& body, Json& out);
 
 // Optional fields: absent or null leaves `out` unchanged; the wrong type or a value outside

@@ -18,11 +18,16 @@ namespace strata::serve {
 namespace {
 
 // A placement naming an unknown device is a bad request (400), not a missing route.
+// Every placement error carries a code.
 ApiError placement_error(const Error& error) {
   ApiError e = from_engine_error(error, "placement");
-  if (error.code == Code::NotFound) {
-    e.status = 400;
+  if (error.code == Code::NotFound) e.status = 400;
+  if (error.code == Code::OutOfMemory) {
+    e.code = "placement_does_not_fit";
+  } else if (e.status < 500) {
     e.code = "invalid_placement";
+  } else {
+    e.code = "placement_failed";
   }
   return e;
 }
@@ -59,10 +64,21 @@ void handle_load(ServerContext& ctx, const httplib::Request& req, httplib::Respo
     send_error(res, e);
   };
   if (ctx.host.state() == "loading") return busy();
-  Status s = ctx.host.load(path, placement, n_ctx, n_seq);
+  std::string failed;
+  Status s = ctx.host.load(path, placement, n_ctx, n_seq, &failed);
   if (!s.ok()) {
     if (s.error().code == Code::Unsupported && s.error().message == "another model load is running") return busy();
-    return send_error(res, from_engine_error(s.error(), s.error().code == Code::NotFound ? "path" : "placement"));
+    if (failed == "path") {
+      ApiError e = from_engine_error(s.error(), "path");
+      e.status = 400;
+      e.type = "invalid_request_error";
+      e.code = "invalid_model_file";
+      return send_error(res, e);
+    }
+    if (failed == "placement") return send_error(res, placement_error(s.error()));
+    ApiError e = from_engine_error(s.error());
+    if (s.error().code == Code::Cancelled) e.code = "server_stopping";
+    return send_error(res, e);
   }
   send_json(res, ctx.host.status_json());
 }
@@ -180,12 +196,10 @@ void handle_inspect(ServerContext& ctx, const httplib::Request& req, httplib::Re
   if (path.empty()) return send_error(res, bad_request("'path' is required", "path"));
   int64_t n_ctx = 0;
   if (auto e = read_int(body, "n_ctx", 0, plan::kMaxCtx, n_ctx)) return send_error(res, *e);
+  if (Status ok = check_model_file(path, ctx.host.options()); !ok.ok())
+    return send_error(res, bad_request(ok.error().message, "path", "invalid_model_file"));
   auto file = gguf::GgufFile::open(path);
-  if (!file.ok()) {
-    ApiError e = from_engine_error(file.error(), "path");
-    if (file.error().code == Code::NotFound || file.error().code == Code::Io) e.status = 404;
-    return send_error(res, e);
-  }
+  if (!file.ok()) return send_error(res, bad_request("not a GGUF file: '" + path + "'", "path", "invalid_model_file"));
   Json out;
   out["path"] = path;
   out["file_bytes"] = file->file_size();
@@ -237,7 +251,7 @@ void handle_inspect(ServerContext& ctx, const httplib::Request& req, httplib::Re
 }
 
 void register_control_routes(httplib::Server& http, ServerContext& ctx) {
-  http.Post("/strata/v1/models/inspect", guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
+  post_route(http, "/strata/v1/models/inspect", ctx, guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
     handle_inspect(ctx, req, res);
   }));
   http.Get("/strata/v1/devices", guarded([&ctx](const httplib::Request&, httplib::Response& res) {
@@ -248,10 +262,10 @@ void register_control_routes(httplib::Server& http, ServerContext& ctx) {
     status["streams"] = ctx.open_streams.load();
     send_json(res, status);
   }));
-  http.Post("/strata/v1/model/load", guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
+  post_route(http, "/strata/v1/model/load", ctx, guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
     handle_load(ctx, req, res);
   }));
-  http.Post("/strata/v1/model/unload", guarded([&ctx](const httplib::Request&, httplib::Response& res) {
+  post_route(http, "/strata/v1/model/unload", ctx, guarded([&ctx](const httplib::Request&, httplib::Response& res) {
     if (ctx.host.state() == "loading") {
       ApiError e;
       e.status = 409;
@@ -273,13 +287,13 @@ void register_control_routes(httplib::Server& http, ServerContext& ctx) {
     if (!s.ok()) return send_error(res, from_engine_error(s.error()));
     send_json(res, placement);
   }));
-  http.Put("/strata/v1/placement", guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
+  put_route(http, "/strata/v1/placement", ctx, guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
     handle_put_placement(ctx, req, res);
   }));
-  http.Post("/strata/v1/placement/estimate", guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
+  post_route(http, "/strata/v1/placement/estimate", ctx, guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
     handle_estimate(ctx, req, res);
   }));
-  http.Post("/strata/v1/plan", guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
+  post_route(http, "/strata/v1/plan", ctx, guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
     handle_plan(ctx, req, res);
   }));
 }

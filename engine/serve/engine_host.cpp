@@ -2,6 +2,13 @@
 // Depends on the engine core only (no HTTP library).
 #include "engine/serve/engine_host.h"
 
+#include <fcntl.h>
+#include <malloc.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
 #include <thread>
 
 #include "engine/plan/memory_estimate.h"
@@ -9,6 +16,60 @@
 #include "engine/serve/device_json.h"
 
 namespace strata::serve {
+
+Status check_model_file(const std::string& path, const HostOptions& options) {
+  auto bad = [](std::string message) { return Error{Code::InvalidArgument, std::move(message)}; };
+  if (path.find('\0') != std::string::npos) return bad("'path' contains a NUL character");
+  if (path.empty()) return bad("'path' is empty");
+  namespace fs = std::filesystem;
+  if (!options.model_dirs.empty() && !options.allow_any_path) {
+    std::error_code ec;
+    const fs::path target = fs::weakly_canonical(fs::absolute(path, ec), ec);
+    bool inside = false;
+    for (const fs::path& dir : options.model_dirs) {
+      std::error_code ec2;
+      const fs::path root = fs::weakly_canonical(fs::absolute(dir, ec2), ec2);
+      const std::string r = root.string(), t = target.string();
+      if (!ec && !ec2 && t.size() > r.size() && t.compare(0, r.size(), r) == 0 &&
+          (r.back() == '/' || t[r.size()] == '/'))
+        inside = true;
+    }
+    if (!inside) return bad("'path' is outside the model folders this server loads from (--model-dir; --allow-any-path lifts this)");
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return bad("no such file: '" + path + "'");
+  if (!S_ISREG(st.st_mode)) return bad("not a GGUF file: '" + path + "' is not a regular file");
+  if (st.st_size < 32) return bad("not a GGUF file: '" + path + "'");
+  // O_NONBLOCK: should the path have been swapped for a FIFO since stat, open does not block.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return bad("cannot open '" + path + "': " + std::strerror(errno));
+  char magic[4] = {};
+  struct stat st2 {};
+  const bool regular = ::fstat(fd, &st2) == 0 && S_ISREG(st2.st_mode);
+  const bool read_ok = regular && ::read(fd, magic, 4) == 4;
+  ::close(fd);
+  if (!read_ok || std::memcmp(magic, "GGUF", 4) != 0) return bad("not a GGUF file: '" + path + "'");
+  return {};
+}
+
+uint64_t process_rss_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  unsigned long long size = 0, resident = 0;
+  const int n = std::fscanf(f, "%llu %llu", &size, &resident);
+  std::fclose(f);
+  if (n != 2) return 0;
+  return static_cast<uint64_t>(resident) * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+struct EngineHost::LoadJob {
+  std::filesystem::path path;
+  nlohmann::json placement;
+  int64_t n_ctx = 0, n_seq = 0;
+  Status result;
+  std::string param;
+  bool done = false;
+};
 
 LoadedModel::~LoadedModel() {
   if (scheduler) scheduler->shutdown();
@@ -21,9 +82,43 @@ EngineHost::EngineHost(std::vector<std::unique_ptr<exec::Device>> devices, HostO
     recorder_.add_lane(d->id(), d->info().simulated);
   }
   host_lane_ = recorder_.add_lane("host", false);
+  loader_ = std::thread([this] { loader_loop(); });
 }
 
-EngineHost::~EngineHost() { unload(); }
+EngineHost::~EngineHost() {
+  begin_shutdown();
+  {
+    std::lock_guard<std::mutex> lock(loader_mutex_);
+    loader_stop_ = true;
+  }
+  loader_cv_.notify_all();
+  if (loader_.joinable()) loader_.join();
+  unload();
+}
+
+void EngineHost::begin_shutdown() {
+  stopping_ = true;
+  loader_cv_.notify_all();
+  if (std::shared_ptr<LoadedModel> m = current()) m->scheduler->shutdown();
+}
+
+void EngineHost::loader_loop() {
+  while (true) {
+    std::shared_ptr<LoadJob> job;
+    {
+      std::unique_lock<std::mutex> lock(loader_mutex_);
+      loader_cv_.wait(lock, [&] { return loader_stop_ || (job_ && !job_->done); });
+      if (loader_stop_) return;
+      job = job_;
+    }
+    do_load(*job);
+    {
+      std::lock_guard<std::mutex> lock(loader_mutex_);
+      job->done = true;
+    }
+    loader_cv_.notify_all();
+  }
+}
 
 std::shared_ptr<LoadedModel> EngineHost::current() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -53,6 +148,8 @@ void EngineHost::unload() {
   while (old.use_count() > 1 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   old.reset();
+  // Weights and scratch freed above stay in malloc's arenas unless handed back.
+  ::malloc_trim(0);
 }
 
 Status EngineHost::install(std::unique_ptr<model::Model> model, const plan::Placement& placement) {
@@ -71,6 +168,7 @@ Status EngineHost::install(std::unique_ptr<model::Model> model, const plan::Plac
   loaded->model = std::move(model);
   exec::SchedulerOptions so;
   so.max_waiting = options_.max_waiting;
+  so.prompt_chunk = options_.prompt_chunk;
   so.recorder = &recorder_;
   so.host_lane = host_lane_;
   loaded->scheduler = std::make_shared<exec::Scheduler>(*loaded->pipeline, so);
@@ -88,7 +186,8 @@ Status EngineHost::adopt(std::unique_ptr<model::Model> model, const plan::Placem
 }
 
 Status EngineHost::load(const std::filesystem::path& path, const nlohmann::json& placement_json, int64_t n_ctx,
-                        int64_t n_seq) {
+                        int64_t n_seq, std::string* failed_param) {
+  if (stopping_.load()) return Error{Code::Cancelled, "the server is stopping"};
   std::unique_lock<std::mutex> load_lock(load_mutex_, std::try_to_lock);
   if (!load_lock.owns_lock()) return Error{Code::Unsupported, "another model load is running"};
   loading_ = true;
@@ -96,34 +195,69 @@ Status EngineHost::load(const std::filesystem::path& path, const nlohmann::json&
     std::atomic<bool>& flag;
     ~Done() { flag = false; }
   } done{loading_};
+  auto job = std::make_shared<LoadJob>();
+  job->path = path;
+  job->placement = placement_json;
+  job->n_ctx = n_ctx;
+  job->n_seq = n_seq;
+  std::unique_lock<std::mutex> lock(loader_mutex_);
+  job_ = job;
+  loader_cv_.notify_all();
+  loader_cv_.wait(lock, [&] { return job->done || stopping_.load(); });
+  if (!job->done) {
+    if (failed_param) *failed_param = "";
+    return Error{Code::Cancelled, "the server is stopping: the load was abandoned"};
+  }
+  if (failed_param) *failed_param = job->param;
+  return job->result;
+}
 
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> model, model::Model::load(path));
+void EngineHost::do_load(LoadJob& job) {
+  auto fail = [&](const char* param, Error e) {
+    job.param = param;
+    job.result = std::move(e);
+  };
+  if (Status s = check_model_file(job.path.string(), options_); !s.ok()) return fail("path", s.error());
+  auto loaded = model::Model::load(job.path);
+  if (!loaded.ok()) {
+    // Say no more about the file than that it is not a (loadable) GGUF model.
+    Error e = loaded.error();
+    if (e.code != Code::Unsupported) e = Error{Code::InvalidArgument, "not a GGUF file: '" + job.path.string() + "'"};
+    return fail("path", e);
+  }
+  std::unique_ptr<model::Model> model = std::move(*loaded);
+  if (stopping_.load()) return fail("", Error{Code::Cancelled, "the server is stopping"});
   plan::PlacementRequest req = options_.default_request;
-  if (n_ctx > 0) req.n_ctx = n_ctx;
-  req.n_seq = n_seq > 0 ? n_seq : options_.n_seq;
+  if (job.n_ctx > 0) req.n_ctx = job.n_ctx;
+  req.n_seq = job.n_seq > 0 ? job.n_seq : options_.n_seq;
   plan::Placement placement;
-  if (placement_json.is_object()) {
-    STRATA_ASSIGN_OR_RETURN(placement, plan::placement_from_json(placement_json, model->config().n_layers));
-    if (n_ctx > 0) placement.n_ctx = n_ctx;
-    if (n_seq > 0) placement.n_seq = n_seq;
-    STRATA_ASSIGN_OR_RETURN(plan::MemoryEstimate est,
-                            plan::estimate_memory(placement, model->config(), model->weights(), infos_));
-    STRATA_RETURN_IF_ERROR(plan::check_fits(est));
-  } else {
-    if (placement_json.is_string()) {
-      if (placement_json.get<std::string>() != "auto")
+  auto placement_step = [&]() -> Status {
+    if (job.placement.is_object()) {
+      STRATA_ASSIGN_OR_RETURN(placement, plan::placement_from_json(job.placement, model->config().n_layers));
+      if (job.n_ctx > 0) placement.n_ctx = job.n_ctx;
+      if (job.n_seq > 0) placement.n_seq = job.n_seq;
+      STRATA_ASSIGN_OR_RETURN(plan::MemoryEstimate est,
+                              plan::estimate_memory(placement, model->config(), model->weights(), infos_));
+      STRATA_RETURN_IF_ERROR(plan::check_fits(est));
+      return {};
+    }
+    if (job.placement.is_string()) {
+      if (job.placement.get<std::string>() != "auto")
         return Error{Code::InvalidArgument, "'placement' must be a placement object, \"auto\" or null"};
       req.placement = "auto";
-    } else if (!placement_json.is_null()) {
+    } else if (!job.placement.is_null()) {
       return Error{Code::InvalidArgument, "'placement' must be a placement object, \"auto\" or null"};
     }
-    STRATA_ASSIGN_OR_RETURN(plan::PlanResult plan,
-                            plan::plan_from_options(model->config(), model->weights(), infos_, req));
+    STRATA_ASSIGN_OR_RETURN(plan::PlanResult plan, plan::plan_from_options(model->config(), model->weights(), infos_, req));
     STRATA_RETURN_IF_ERROR(plan::check_fits(plan.memory));
     placement = plan.placement;
-  }
+    return {};
+  };
+  if (Status s = placement_step(); !s.ok()) return fail("placement", s.error());
+  if (stopping_.load()) return fail("", Error{Code::Cancelled, "the server is stopping"});
   unload();
-  return install(std::move(model), placement);
+  if (Status s = install(std::move(model), placement); !s.ok()) return fail("placement", s.error());
+  job.result = Status{};
 }
 
 Expected<plan::Placement> EngineHost::parse_placement(const LoadedModel& loaded, const nlohmann::json& json) const {
@@ -168,6 +302,7 @@ nlohmann::json EngineHost::status_json() const {
     j["tokens_per_s"] = 0.0;
     j["queue"] = {{"active", 0}, {"waiting", 0}, {"slots", 0}};
     j["uptime_s"] = uptime;
+    j["process"] = {{"rss_bytes", process_rss_bytes()}};
     return j;
   }
   const model::ModelConfig& c = loaded->model->config();
@@ -207,6 +342,7 @@ nlohmann::json EngineHost::status_json() const {
   j["tokens_per_s"] = st.decode_tokens_per_s;
   j["queue"] = {{"active", st.active}, {"waiting", st.waiting}, {"slots", st.slots}};
   j["uptime_s"] = uptime;
+  j["process"] = {{"rss_bytes", process_rss_bytes()}};
   return j;
 }
 

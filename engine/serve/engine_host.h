@@ -4,11 +4,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -41,8 +43,21 @@ struct LoadedModel {
 struct HostOptions {
   int64_t n_seq = 4;                           // --parallel: sequence slots
   int64_t max_waiting = 64;                    // --queue
+  int64_t prompt_chunk = 64;                   // prompt tokens a step while others decode (chunked prefill)
   plan::PlacementRequest default_request;      // how a load with placement null is placed
+  // Loads are restricted to files under these folders unless allow_any_path (empty: any path).
+  std::vector<std::filesystem::path> model_dirs;
+  bool allow_any_path = false;
 };
+
+// Checks a model path before anything opens it: no NUL, inside the model folders (when they are
+// restricted), a regular file (never a FIFO or device, which could block an open), big enough,
+// starting with the GGUF magic. InvalidArgument with a message that says no more about the file
+// than "not a GGUF file".
+Status check_model_file(const std::string& path, const HostOptions& options);
+
+// Resident set size of this process, in bytes (0 when /proc cannot be read).
+uint64_t process_rss_bytes();
 
 // Thread rules: every method may be called from any thread. load/unload serialise on a load
 // mutex; readers take a shared_ptr to the current model (current()) and keep it for as long
@@ -57,11 +72,19 @@ class EngineHost {
   // Loads a model (replacing the current one). placement: a placement JSON object, the string
   // "auto", or null (the default request). n_ctx / n_seq 0: the defaults. Unsupported when
   // another load is running; the current model stays when the new one cannot be loaded or
-  // placed (OutOfMemory names each device's shortfall).
-  Status load(const std::filesystem::path& path, const nlohmann::json& placement, int64_t n_ctx, int64_t n_seq);
+  // placed (OutOfMemory names each device's shortfall). The load itself runs on the host's one
+  // long-lived loader thread (so weight memory comes from one malloc arena and goes back to the
+  // system on unload); the caller waits, and gets Cancelled at once when the host shuts down.
+  // failed_param (optional) is set to "path" or "placement": which input the error is about.
+  Status load(const std::filesystem::path& path, const nlohmann::json& placement, int64_t n_ctx, int64_t n_seq,
+              std::string* failed_param = nullptr);
   // Serves an already loaded model with a placement (the command line's path).
   Status adopt(std::unique_ptr<model::Model> model, const plan::Placement& placement);
   void unload();
+  // Stopping: loads are refused or abandoned (Cancelled), and the current model's requests end
+  // (Cancelled: streams get an error event). Idempotent, any thread, does not wait for a load.
+  void begin_shutdown();
+  bool shutting_down() const { return stopping_.load(); }
 
   std::shared_ptr<LoadedModel> current() const;
   std::string state() const;  // "ready", "loading", "empty"
@@ -85,6 +108,9 @@ class EngineHost {
 
  private:
   Status install(std::unique_ptr<model::Model> model, const plan::Placement& placement);
+  struct LoadJob;
+  void do_load(LoadJob& job);
+  void loader_loop();
 
   std::vector<std::unique_ptr<exec::Device>> devices_;
   std::vector<exec::DeviceInfo> infos_;
@@ -97,6 +123,13 @@ class EngineHost {
   std::atomic<bool> loading_{false};
   mutable std::mutex mutex_;         // guards current_
   std::shared_ptr<LoadedModel> current_;
+
+  std::atomic<bool> stopping_{false};
+  std::mutex loader_mutex_;          // guards job_ and loader_stop_
+  std::condition_variable loader_cv_;
+  std::shared_ptr<LoadJob> job_;     // the job handed to the loader thread
+  bool loader_stop_ = false;
+  std::thread loader_;               // last member: started after everything it uses
 };
 
 }  // namespace strata::serve

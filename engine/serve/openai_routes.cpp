@@ -5,7 +5,11 @@
 #include <condition_variable>
 #include <random>
 
+#include <cmath>
+
+#include "engine/serve/response_format.h"
 #include "engine/serve/server_context.h"
+#include "engine/serve/tool_calls.h"
 
 namespace strata::serve {
 
@@ -13,20 +17,30 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// What the scheduler thread hands to the HTTP worker of one request. on_text/on_done run on the
-// scheduler thread; the worker waits on cv. `gone` is set by the worker when the client left,
-// which makes the next on_text return false (the stop protocol of the scheduler).
+// What the scheduler thread hands to the HTTP worker of one choice (one generated sequence).
+// on_token/on_text/on_done run on the scheduler thread; the worker waits on cv. `gone` is set by
+// the worker when the client left, which makes the next on_text return false (the stop protocol
+// of the scheduler).
 struct Channel {
   std::mutex mutex;
-  std::condition_variable cv;
+  std::condition_variable* cv = nullptr;  // shared by the choices of one request
+  std::mutex* cv_mutex = nullptr;
   std::string pending;              // streamed text not yet written
+  std::vector<Json> pending_lp;     // logprob entries of tokens not yet written (stream)
+  std::vector<Json> all_lp;         // every token's logprob entry (blocking answer)
   bool done = false;
   exec::GenerationResult result;
   std::atomic<bool> gone{false};
-  // Worker-side state of a stream (touched only by the content provider).
-  bool sent_head = false;
-  bool finished = false;
-  Clock::time_point last_write = Clock::now();
+  uint64_t id = 0;                  // scheduler request id
+  size_t text_offset = 0;           // completions logprobs: offset of the next token's text
+  bool finished = false;            // worker side: the final chunk of this choice was written
+};
+
+// The channels of one request and the condition variable its worker waits on.
+struct Request {
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::vector<std::shared_ptr<Channel>> choices;
 };
 
 struct Parsed {
@@ -34,8 +48,14 @@ struct Parsed {
   bool stream = false;
   bool include_usage = false;
   int64_t max_tokens = -1;          // -1: the rest of the context
+  int64_t n = 1;                    // choices
+  bool seeded = false;
+  bool logprobs = false;            // per-token log probabilities wanted
+  int64_t top_logprobs = 0;
   std::string model;
   exec::GenerationRequest gen;
+  // response_format: a fresh constraint per choice (null: unconstrained).
+  std::function<std::shared_ptr<exec::TokenConstraint>()> make_constraint;
 };
 
 #define STRATA_API_TRY(expr)          \
@@ -64,11 +84,36 @@ std::optional<ApiError> parse_fields(const Json& body, Parsed& p) {
   s.top_k = static_cast<int32_t>(top_k);
   int64_t seed = -1;
   STRATA_API_TRY(read_int(body, "seed", INT64_MIN, INT64_MAX, seed));
-  s.seed = body.contains("seed") && !body["seed"].is_null() ? static_cast<uint64_t>(seed) : std::random_device{}();
+  p.seeded = body.contains("seed") && !body["seed"].is_null();
+  s.seed = p.seeded ? static_cast<uint64_t>(seed) : std::random_device{}();
   STRATA_API_TRY(read_int(body, "max_tokens", 0, int64_t{1} << 24, p.max_tokens));
   STRATA_API_TRY(read_int(body, "max_completion_tokens", 0, int64_t{1} << 24, p.max_tokens));
-  int64_t n = 1;
-  STRATA_API_TRY(read_int(body, "n", 1, 1, n));
+  STRATA_API_TRY(read_int(body, "n", 1, 16, p.n));
+  // Log probabilities: chat has logprobs (bool) + top_logprobs (0..20); completions has
+  // logprobs (an integer 0..5, the number of alternatives).
+  if (p.chat) {
+    STRATA_API_TRY(read_bool(body, "logprobs", p.logprobs));
+    STRATA_API_TRY(read_int(body, "top_logprobs", 0, 20, p.top_logprobs));
+    if (body.contains("top_logprobs") && !body["top_logprobs"].is_null() && !p.logprobs)
+      return bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs");
+  } else {
+    int64_t lp = -1;
+    STRATA_API_TRY(read_int(body, "logprobs", 0, 5, lp));
+    p.logprobs = lp >= 0;
+    p.top_logprobs = std::max<int64_t>(lp, 0);
+  }
+  p.gen.top_logprobs = p.logprobs ? static_cast<int32_t>(p.top_logprobs) : -1;
+  // Accepted only in the form this server honours; never silently ignored.
+  bool echo = false;
+  STRATA_API_TRY(read_bool(body, "echo", echo));
+  if (echo) return bad_request("'echo' is not supported", "echo", "unsupported_parameter");
+  std::string suffix;
+  STRATA_API_TRY(read_string(body, "suffix", suffix));
+  if (!suffix.empty()) return bad_request("'suffix' (insertion) is not supported", "suffix", "unsupported_parameter");
+  int64_t best_of = 1;
+  STRATA_API_TRY(read_int(body, "best_of", 1, 16, best_of));
+  if (best_of != 1 && best_of != p.n)
+    return bad_request("'best_of' other than n is not supported", "best_of", "unsupported_parameter");
   STRATA_API_TRY(read_bool(body, "stream", p.stream));
   STRATA_API_TRY(read_bool(body, "ignore_eos", p.gen.ignore_eog));
   STRATA_API_TRY(read_string_list(body, "stop", 16, p.gen.stop));
@@ -84,7 +129,8 @@ bool names_model(const LoadedModel& m, const std::string& name) {
   return name == m.id || name == m.model->path().filename().string() || name == m.model->path().string();
 }
 
-// The chat messages as the template sees them: content parts joined into one string.
+// The chat messages as the template sees them: content parts joined into one string, a null or
+// missing content as "" (templates concatenate it), "developer" as "system". Unknown roles are a 400.
 std::optional<ApiError> normalize_messages(const Json& body, nlohmann::ordered_json& out) {
   auto it = body.find("messages");
   if (it == body.end() || it->is_null()) return bad_request("'messages' is required", "messages");
@@ -95,7 +141,14 @@ std::optional<ApiError> normalize_messages(const Json& body, nlohmann::ordered_j
     const std::string where = "messages[" + std::to_string(i) + "]";
     if (!m.is_object()) return bad_request(where + " must be an object", "messages");
     if (!m.contains("role") || !m["role"].is_string()) return bad_request(where + ".role must be a string", "messages");
-    nlohmann::ordered_json msg = nlohmann::ordered_json::parse(m.dump());
+    std::string role = m["role"].get<std::string>();
+    if (role == "developer") role = "system";
+    if (role != "system" && role != "user" && role != "assistant" && role != "tool")
+      return bad_request(where + ".role '" + role + "' is not one of system, developer, user, assistant, tool",
+                         "messages", "invalid_role");
+    nlohmann::ordered_json msg = nlohmann::ordered_json::object();
+    for (auto f = m.begin(); f != m.end(); ++f) msg[f.key()] = f.value();  // depth bounded by parse_object
+    msg["role"] = role;
     const Json& content = m.contains("content") ? m["content"] : Json(nullptr);
     if (content.is_array()) {
       std::string text;
@@ -105,15 +158,35 @@ std::optional<ApiError> normalize_messages(const Json& body, nlohmann::ordered_j
         text += part["text"].get<std::string>();
       }
       msg["content"] = text;
-    } else if (!content.is_string() && !content.is_null()) {
+    } else if (content.is_null()) {
+      msg["content"] = "";
+    } else if (!content.is_string()) {
       return bad_request(where + ".content must be a string, an array of text parts or null", "messages");
+    }
+    if (role == "tool" && m.contains("tool_call_id") && !m["tool_call_id"].is_string())
+      return bad_request(where + ".tool_call_id must be a string", "messages");
+    if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {
+      if (role != "assistant" || !m["tool_calls"].is_array())
+        return bad_request(where + ".tool_calls must be an array on an assistant message", "messages");
+      // Templates read arguments as an object (Qwen, Llama 3 tojson it); OpenAI sends a JSON string.
+      for (auto& call : msg["tool_calls"]) {
+        if (!call.is_object() || !call.contains("function") || !call["function"].is_object())
+          return bad_request(where + ".tool_calls entries must be {\"type\":\"function\",\"function\":{...}}", "messages");
+        auto& fn = call["function"];
+        if (fn.contains("arguments") && fn["arguments"].is_string()) {
+          auto parsed = nlohmann::ordered_json::parse(fn["arguments"].get<std::string>(), nullptr, false);
+          if (!parsed.is_discarded() && json_depth(fn["arguments"].get<std::string>()) <= kMaxJsonDepth)
+            fn["arguments"] = parsed;
+        }
+      }
     }
     out.push_back(std::move(msg));
   }
   return std::nullopt;
 }
 
-std::optional<ApiError> build_prompt(const LoadedModel& m, const Json& body, bool chat, std::vector<int32_t>& prompt) {
+std::optional<ApiError> build_prompt(const LoadedModel& m, const Json& body, bool chat, const ToolMode& tools,
+                                     std::vector<int32_t>& prompt) {
   const tokenizer::Tokenizer& tok = m.model->tokenizer();
   if (!chat) {
     auto it = body.find("prompt");
@@ -145,11 +218,26 @@ std::optional<ApiError> build_prompt(const LoadedModel& m, const Json& body, boo
     return e;
   }
   chat::ChatTemplateOptions opts;
+  if (tools.enabled) {
+    // The template writes the tool definitions the way its model was trained on; a template that
+    // never mentions tools would drop them silently.
+    if (!m.own_template || m.tmpl->source().find("tools") == std::string::npos)
+      return bad_request("the model's chat template does not support tools", "tools", "tools_unsupported");
+    opts.extra_context["tools"] = tools.tools;
+  }
   const tokenizer::Vocab& v = tok.vocab();
   if (v.bos_id >= 0) opts.bos_token = v.tokens[static_cast<size_t>(v.bos_id)];
   if (v.eos_id >= 0) opts.eos_token = v.tokens[static_cast<size_t>(v.eos_id)];
   auto text = m.tmpl->render_json(messages, opts);
-  if (!text.ok()) return bad_request("chat template: " + text.error().message, "messages");
+  if (!text.ok()) {
+    // A template's own raise_exception('...') text is meant for the user; an evaluation error
+    // ("chat template line 3 column 12: ...") is the template's inside, not the request's fault
+    // in a way the client can act on.
+    const std::string& msg = text.error().message;
+    if (msg.rfind("chat template", 0) == 0)
+      return bad_request("the model's chat template cannot render these messages", "messages", "template_error");
+    return bad_request("the model's chat template refused these messages: " + msg, "messages", "template_error");
+  }
   if (!m.own_template) {
     // The "completion" template: the text is a plain prompt, tokenized as `run` does.
     prompt = tok.encode(*text, /*add_special=*/true, /*parse_special=*/true);
@@ -166,10 +254,6 @@ const char* finish_name(exec::FinishReason f) {
   return f == exec::FinishReason::Length || f == exec::FinishReason::ContextFull ? "length" : "stop";
 }
 
-Json usage_json(const exec::GenerationResult& r) {
-  return {{"prompt_tokens", r.n_prompt}, {"completion_tokens", r.n_generated}, {"total_tokens", r.n_prompt + r.n_generated}};
-}
-
 std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 std::string sse(const Json& j) { return "data: " + dump(j) + "\n\n"; }
 
@@ -179,12 +263,14 @@ std::optional<ApiError> result_error(const exec::GenerationResult& r) {
     ApiError e = from_engine_error(r.status.error());
     if (e.status < 500) e.status = 500, e.type = "server_error";
     e.message = "generation failed: " + e.message;
+    if (e.code.empty()) e.code = "generation_failed";
     return e;
   }
   if (r.finish == exec::FinishReason::Cancelled) {
     ApiError e;
     e.status = 503;
     e.type = "server_error";
+    e.code = "generation_cancelled";
     e.message = "generation cancelled: the model was unloaded or the server is stopping";
     return e;
   }
@@ -195,7 +281,43 @@ struct Envelope {
   std::string id, model;
   int64_t created = 0;
   bool chat = true;
+  bool logprobs = false;
+  ToolMode tools;             // tools offered: the output is parsed for tool calls
 };
+
+// One token's logprob entry in the chat shape ({token, logprob, bytes, top_logprobs}); made on
+// the scheduler thread, where the tokenizer is alive.
+Json token_entry(const tokenizer::Tokenizer& tok, int32_t id, float logprob) {
+  const std::string piece = tok.token_to_piece(id, /*special=*/true);
+  Json bytes = Json::array();
+  for (unsigned char c : piece) bytes.push_back(static_cast<int>(c));
+  return {{"token", piece}, {"logprob", logprob}, {"bytes", bytes}};
+}
+Json logprob_entry(const tokenizer::Tokenizer& tok, const exec::TokenInfo& info) {
+  Json e = token_entry(tok, info.token, info.logprob);
+  Json top = Json::array();
+  for (const exec::TokenLogprob& t : info.top) top.push_back(token_entry(tok, t.token, t.logprob));
+  e["top_logprobs"] = top;
+  return e;
+}
+
+// The "logprobs" of a choice: chat {"content": [...]}, completions {tokens, token_logprobs,
+// top_logprobs, text_offset}. offset: the text offset of the first entry (advanced).
+Json logprobs_json(const Envelope& env, const std::vector<Json>& entries, size_t& offset) {
+  if (!env.logprobs) return nullptr;
+  if (env.chat) return {{"content", entries}, {"refusal", nullptr}};
+  Json tokens = Json::array(), lps = Json::array(), tops = Json::array(), offsets = Json::array();
+  for (const Json& e : entries) {
+    tokens.push_back(e["token"]);
+    lps.push_back(e["logprob"]);
+    Json top = Json::object();
+    for (const Json& t : e["top_logprobs"]) top[t["token"].get<std::string>()] = t["logprob"];
+    tops.push_back(top);
+    offsets.push_back(offset);
+    offset += e["token"].get<std::string>().size();
+  }
+  return {{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
+}
 
 Json chunk(const Envelope& env, const Json& choice) {
   return {{"id", env.id},
@@ -205,110 +327,223 @@ Json chunk(const Envelope& env, const Json& choice) {
           {"choices", Json::array({choice})}};
 }
 
-Json text_choice(const Envelope& env, const std::string& text, const char* finish) {
-  Json choice = {{"index", 0}};
-  if (env.chat) {
-    choice["delta"] = text.empty() && finish ? Json::object() : Json{{"content", text}};
-  } else {
-    choice["text"] = text;
-  }
-  choice["logprobs"] = nullptr;
-  choice["finish_reason"] = finish ? Json(finish) : Json(nullptr);
-  return choice;
+Json usage_json(const std::vector<std::shared_ptr<Channel>>& choices) {
+  const int64_t prompt = choices.empty() ? 0 : choices[0]->result.n_prompt;
+  int64_t completion = 0;
+  for (const auto& c : choices) completion += c->result.n_generated;
+  return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
 }
 
-void answer_blocking(ServerContext& ctx, httplib::Response& res, const std::shared_ptr<Channel>& ch, const Envelope& env) {
+void answer_blocking(httplib::Response& res, const std::shared_ptr<Request>& rq, const Envelope& env) {
   {
-    std::unique_lock<std::mutex> lock(ch->mutex);
-    ch->cv.wait(lock, [&] { return ch->done; });
+    std::unique_lock<std::mutex> lock(rq->mutex);
+    rq->cv.wait(lock, [&] {
+      return std::all_of(rq->choices.begin(), rq->choices.end(), [](const auto& c) { return c->done; });
+    });
   }
-  const exec::GenerationResult& r = ch->result;
-  if (auto e = result_error(r)) return send_error(res, *e);
-  Json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_name(r.finish)}};
-  if (env.chat) {
-    choice["message"] = {{"role", "assistant"}, {"content", r.text}};
-  } else {
-    choice["text"] = r.text;
+  for (const auto& ch : rq->choices) {
+    if (auto e = result_error(ch->result)) return send_error(res, *e);
+  }
+  Json choices = Json::array();
+  for (size_t i = 0; i < rq->choices.size(); ++i) {
+    Channel& ch = *rq->choices[i];
+    const exec::GenerationResult& r = ch.result;
+    size_t offset = 0;
+    Json choice = {{"index", i}, {"logprobs", logprobs_json(env, ch.all_lp, offset)}, {"finish_reason", finish_name(r.finish)}};
+    if (env.chat) {
+      Json message = {{"role", "assistant"}, {"content", r.text}};
+      if (env.tools.enabled) {
+        ParsedToolCalls calls = parse_tool_calls(r.text, env.tools);
+        if (!calls.calls.empty()) {
+          message["content"] = calls.content.empty() ? Json(nullptr) : Json(calls.content);
+          message["tool_calls"] = calls.calls;
+          choice["finish_reason"] = "tool_calls";
+        }
+      }
+      choice["message"] = message;
+    } else {
+      choice["text"] = r.text;
+    }
+    choices.push_back(choice);
   }
   Json body = {{"id", env.id},
                {"object", env.chat ? "chat.completion" : "text_completion"},
                {"created", env.created},
                {"model", env.model},
-               {"choices", Json::array({choice})},
-               {"usage", usage_json(r)}};
+               {"choices", choices},
+               {"usage", usage_json(rq->choices)}};
   send_json(res, body);
 }
 
-void answer_stream(ServerContext& ctx, httplib::Response& res, const std::shared_ptr<Channel>& ch, const Envelope& env,
-                   std::shared_ptr<exec::Scheduler> scheduler, uint64_t id, bool include_usage) {
+// Worker-side state of one stream (touched only by its content provider).
+struct StreamState {
+  bool sent_head = false;
+  bool finished = false;
+  std::vector<std::string> held;  // with tools: each choice's text, parsed at its end
+  Clock::time_point last_write = Clock::now();
+};
+
+void answer_stream(ServerContext& ctx, httplib::Response& res, const std::shared_ptr<Request>& rq, const Envelope& env,
+                   std::shared_ptr<exec::Scheduler> scheduler, bool include_usage) {
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   ServerContext* c = &ctx;
+  auto st = std::make_shared<StreamState>();
+  st->held.resize(rq->choices.size());
   // Called repeatedly on this request's HTTP worker until sink.done() or a false return.
-  auto provider = [ch, env, scheduler, id, include_usage](size_t, httplib::DataSink& sink) -> bool {
+  auto provider = [rq, env, scheduler, include_usage, st](size_t, httplib::DataSink& sink) -> bool {
     auto write = [&](const std::string& s) {
       if (sink.write(s.data(), s.size())) {
-        ch->last_write = Clock::now();
+        st->last_write = Clock::now();
         return true;
       }
-      ch->gone = true;          // the client left: on_text returns false from now on
-      scheduler->cancel(id);
+      for (const auto& ch : rq->choices) {
+        ch->gone = true;  // the client left: on_text returns false from now on
+        scheduler->cancel(ch->id);
+      }
       return false;
     };
-    if (ch->finished) return false;
-    if (!ch->sent_head) {
-      ch->sent_head = true;
+    if (st->finished) return false;
+    const size_t n = rq->choices.size();
+    if (!st->sent_head) {
+      st->sent_head = true;
       if (env.chat) {
-        Json choice = {{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
-                       {"finish_reason", nullptr}};
-        if (!write(sse(chunk(env, choice)))) return false;
+        for (size_t i = 0; i < n; ++i) {
+          Json choice = {{"index", i}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
+                         {"finish_reason", nullptr}};
+          if (!write(sse(chunk(env, choice)))) return false;
+        }
       }
     }
-    std::string text;
-    bool done = false;
+    std::vector<std::string> text(n);
+    std::vector<std::vector<Json>> lp(n);
+    std::vector<bool> ended(n, false);
     {
-      std::unique_lock<std::mutex> lock(ch->mutex);
-      ch->cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return !ch->pending.empty() || ch->done; });
-      text.swap(ch->pending);
-      done = ch->done;
+      std::unique_lock<std::mutex> lock(rq->mutex);
+      rq->cv.wait_for(lock, std::chrono::milliseconds(200), [&] {
+        for (const auto& ch : rq->choices) {
+          if (!ch->pending.empty() || !ch->pending_lp.empty() || (ch->done && !ch->finished)) return true;
+        }
+        return false;
+      });
+      for (size_t i = 0; i < n; ++i) {
+        Channel& ch = *rq->choices[i];
+        text[i].swap(ch.pending);
+        lp[i].swap(ch.pending_lp);
+        if (ch.done && !ch.finished) {
+          ch.finished = true;
+          ended[i] = true;
+        }
+      }
     }
-    if (!text.empty() && !write(sse(chunk(env, text_choice(env, text, nullptr))))) return false;
-    if (!done) {
+    bool wrote = false;
+    for (size_t i = 0; i < n; ++i) {
+      Channel& ch = *rq->choices[i];
+      if (env.tools.enabled) {
+        st->held[i] += text[i];
+        text[i].clear();
+      }
+      if (text[i].empty() && lp[i].empty()) continue;
+      Json choice = {{"index", i}, {"logprobs", logprobs_json(env, lp[i], ch.text_offset)}, {"finish_reason", nullptr}};
+      if (env.chat) {
+        choice["delta"] = {{"content", text[i]}};
+      } else {
+        choice["text"] = text[i];
+      }
+      if (!write(sse(chunk(env, choice)))) return false;
+      wrote = true;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (!ended[i]) continue;
+      wrote = true;
+      const exec::GenerationResult& r = rq->choices[i]->result;
+      if (auto e = result_error(r)) {
+        if (!write(sse(error_body(*e)))) return false;
+        continue;
+      }
+      const char* finish = finish_name(r.finish);
+      if (env.tools.enabled) {
+        ParsedToolCalls calls = parse_tool_calls(st->held[i], env.tools);
+        Json delta = Json::object();
+        if (!calls.content.empty()) delta["content"] = calls.content;
+        if (!calls.calls.empty()) {
+          Json tc = calls.calls;
+          for (size_t k = 0; k < tc.size(); ++k) tc[k]["index"] = k;
+          delta["tool_calls"] = tc;
+          finish = "tool_calls";
+        }
+        if (!delta.empty()) {
+          Json choice = {{"index", i}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+          if (!write(sse(chunk(env, choice)))) return false;
+        }
+      }
+      Json choice = {{"index", i}, {"logprobs", nullptr}, {"finish_reason", finish}};
+      if (env.chat) {
+        choice["delta"] = Json::object();
+      } else {
+        choice["text"] = "";
+      }
+      if (!write(sse(chunk(env, choice)))) return false;
+    }
+    const bool all = std::all_of(rq->choices.begin(), rq->choices.end(), [](const auto& ch) { return ch->finished; });
+    if (!all) {
       // Nothing for a while (queued): a comment line finds out whether the client is still there.
-      if (Clock::now() - ch->last_write > std::chrono::seconds(2)) return write(": waiting\n\n");
+      if (!wrote && Clock::now() - st->last_write > std::chrono::seconds(2)) return write(": waiting\n\n");
       return true;
     }
-    ch->finished = true;
-    const exec::GenerationResult& r = ch->result;
-    if (auto e = result_error(r)) {
-      if (!write(sse(error_body(*e)))) return false;
-    } else {
-      if (!write(sse(chunk(env, text_choice(env, "", finish_name(r.finish)))))) return false;
-      if (include_usage) {
-        Json u = chunk(env, Json::object());
-        u["choices"] = Json::array();
-        u["usage"] = usage_json(r);
-        if (!write(sse(u))) return false;
-      }
+    st->finished = true;
+    const bool failed = std::any_of(rq->choices.begin(), rq->choices.end(),
+                                    [](const auto& ch) { return result_error(ch->result).has_value(); });
+    if (include_usage && !failed) {
+      Json u = chunk(env, Json::object());
+      u["choices"] = Json::array();
+      u["usage"] = usage_json(rq->choices);
+      if (!write(sse(u))) return false;
     }
     if (!write("data: [DONE]\n\n")) return false;
     sink.done();
     return true;
   };
   // Runs when the response is destroyed, whether or not the stream completed.
-  auto releaser = [c, scheduler, id](bool) {
-    scheduler->cancel(id);
+  auto releaser = [c, scheduler, rq](bool) {
+    for (const auto& ch : rq->choices) scheduler->cancel(ch->id);
     release_stream(*c);
   };
   res.set_chunked_content_provider("text/event-stream", provider, releaser);
 }
 
+// logit_bias: {"token id": bias in [-100, 100]}, ids inside the vocabulary.
+std::optional<ApiError> parse_logit_bias(const Json& body, int32_t n_vocab, std::vector<std::pair<int32_t, float>>& out) {
+  auto it = body.find("logit_bias");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_object()) return bad_request("'logit_bias' must be an object of token id -> bias", "logit_bias");
+  if (it->size() > 1024) return bad_request("'logit_bias' has more than 1024 entries", "logit_bias");
+  for (auto e = it->begin(); e != it->end(); ++e) {
+    const std::string& k = e.key();
+    const bool digits = !k.empty() && k.size() <= 9 && std::all_of(k.begin(), k.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const long id = digits ? std::stol(k) : -1;
+    if (id < 0 || id >= n_vocab)
+      return bad_request("'logit_bias' key '" + k + "' is not a token id in [0, " + std::to_string(n_vocab) + ")",
+                         "logit_bias");
+    if (!e.value().is_number() || !std::isfinite(e.value().get<double>()) || e.value().get<double>() < -100 ||
+        e.value().get<double>() > 100)
+      return bad_request("'logit_bias' value of token " + k + " must be a number in [-100, 100]", "logit_bias");
+    out.emplace_back(static_cast<int32_t>(id), e.value().get<float>());
+  }
+  return std::nullopt;
+}
+
 void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, bool chat) {
+  const Clock::time_point arrived = Clock::now();
   Json body;
   if (auto e = parse_object(req.body, body)) return send_error(res, *e);
   Parsed p;
   p.chat = chat;
   if (auto e = parse_fields(body, p)) return send_error(res, *e);
+  ToolMode tools;
+  if (chat) {
+    if (auto e = parse_tools(body, tools)) return send_error(res, *e);
+  }
   std::shared_ptr<LoadedModel> loaded = ctx.host.current();
   if (!loaded) {
     ApiError e;
@@ -326,8 +561,23 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
     e.message = "model '" + p.model + "' is not loaded; this server serves '" + loaded->id + "'";
     return send_error(res, e);
   }
+  const tokenizer::Tokenizer* tok = &loaded->model->tokenizer();
+  if (auto e = parse_logit_bias(body, tok->n_tokens(), p.gen.logit_bias)) return send_error(res, *e);
+  if (auto e = parse_response_format(body, req.body, *loaded, p.make_constraint)) return send_error(res, *e);
+  if (tools.forced) {
+    // The reply must be a call: constrained to a bare call object (its arguments to the tool's
+    // parameters when that schema is in the supported subset, else any object).
+    if (p.make_constraint)
+      return send_error(res, bad_request("a forced 'tool_choice' cannot be combined with 'response_format'",
+                                         "tool_choice", "unsupported_parameter"));
+    if (!constraint_for_schema(forced_call_schema(tools, true), *loaded, p.make_constraint).ok()) {
+      Status s = constraint_for_schema(forced_call_schema(tools, false), *loaded, p.make_constraint);
+      if (!s.ok()) return send_error(res, bad_request(s.error().message, "tool_choice"));
+    }
+  }
   std::vector<int32_t> prompt;
-  if (auto e = build_prompt(*loaded, body, chat, prompt)) return send_error(res, *e);
+  if (auto e = build_prompt(*loaded, body, chat, tools, prompt)) return send_error(res, *e);
+  if (tools.enabled) tools.format = tool_format_of_template(loaded->tmpl->source());
   const int64_t n_ctx = loaded->pipeline->n_ctx();
   const int64_t n_prompt = static_cast<int64_t>(prompt.size());
   if (n_prompt > n_ctx)
@@ -338,70 +588,130 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
   p.gen.max_tokens = p.max_tokens >= 0 ? p.max_tokens : std::max<int64_t>(1, n_ctx - n_prompt);
 
   if (p.stream && !acquire_stream(ctx, res)) return;
-  auto ch = std::make_shared<Channel>();
   std::shared_ptr<Metrics> metrics = ctx.metrics;
   const bool stream = p.stream;
-  p.gen.on_text = [ch, stream](std::string_view text) {
-    if (ch->gone.load()) return false;
-    if (stream) {
-      std::lock_guard<std::mutex> lock(ch->mutex);
-      ch->pending.append(text);
-    }
-    ch->cv.notify_all();
-    return true;
-  };
-  p.gen.on_done = [ch, metrics](const exec::GenerationResult& r) {
-    metrics->tokens_generated += static_cast<uint64_t>(r.n_generated);
-    metrics->prompt_tokens += static_cast<uint64_t>(r.n_prompt - r.n_prompt_cached);
-    metrics->requests_active.fetch_sub(1);
-    {
-      std::lock_guard<std::mutex> lock(ch->mutex);
-      ch->result = r;
-      ch->done = true;
-    }
-    ch->cv.notify_all();
-  };
+  const bool want_lp = p.logprobs;
+  auto rq = std::make_shared<Request>();
+  std::vector<exec::GenerationRequest> gens;
+  for (int64_t i = 0; i < p.n; ++i) {
+    auto ch = std::make_shared<Channel>();
+    rq->choices.push_back(ch);
+    exec::GenerationRequest g = p.gen;  // the prompt is copied per choice
+    if (p.make_constraint) g.constraint = p.make_constraint();
+    g.sampling.seed = p.gen.sampling.seed + static_cast<uint64_t>(i);
+    Channel* chp = ch.get();
+    Request* rqp = rq.get();
+    // The token clock of this choice (scheduler thread only).
+    auto last = std::make_shared<Clock::time_point>();
+    g.on_token = [rq, chp, rqp, metrics, arrived, last, want_lp, stream, tok](const exec::TokenInfo& info) {
+      const Clock::time_point now = Clock::now();
+      metrics->tokens_generated.fetch_add(1);
+      if (*last == Clock::time_point{}) {
+        metrics->ttft_ms.add(std::chrono::duration<double, std::milli>(now - arrived).count());
+      } else {
+        metrics->itl_ms.add(std::chrono::duration<double, std::milli>(now - *last).count());
+      }
+      *last = now;
+      if (!want_lp) return;
+      Json entry = logprob_entry(*tok, info);
+      std::lock_guard<std::mutex> lock(rqp->mutex);
+      if (stream) {
+        chp->pending_lp.push_back(std::move(entry));
+      } else {
+        chp->all_lp.push_back(std::move(entry));
+      }
+    };
+    g.on_text = [rq, chp, rqp, stream](std::string_view text) {
+      if (chp->gone.load()) return false;
+      if (stream) {
+        std::lock_guard<std::mutex> lock(rqp->mutex);
+        chp->pending.append(text);
+      }
+      rqp->cv.notify_all();
+      return true;
+    };
+    g.on_done = [rq, chp, rqp, metrics](const exec::GenerationResult& r) {
+      metrics->prompt_tokens += static_cast<uint64_t>(r.n_prompt - r.n_prompt_cached);
+      metrics->requests_active.fetch_sub(1);
+      {
+        std::lock_guard<std::mutex> lock(rqp->mutex);
+        chp->result = r;
+        chp->done = true;
+      }
+      rqp->cv.notify_all();
+    };
+    gens.push_back(std::move(g));
+  }
   std::shared_ptr<exec::Scheduler> scheduler = loaded->scheduler;
   Envelope env;
   env.id = random_id(chat ? "chatcmpl-" : "cmpl-");
   env.model = loaded->id;
   env.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   env.chat = chat;
+  env.logprobs = p.logprobs;
+  env.tools = tools;
   loaded.reset();  // from here on only the scheduler is needed; an unload must not wait for us
 
-  metrics->requests_active.fetch_add(1);
-  auto id = scheduler->submit(std::move(p.gen));
-  if (!id.ok()) {
-    metrics->requests_active.fetch_sub(1);
-    if (stream) release_stream(ctx);
-    ApiError e = from_engine_error(id.error());
-    if (id.error().code == Code::OutOfRange) {
-      e.status = 429;
-      e.type = "rate_limit_error";
-      e.code = "queue_full";
+  for (size_t i = 0; i < gens.size(); ++i) {
+    metrics->requests_active.fetch_add(1);
+    auto id = scheduler->submit(std::move(gens[i]));
+    if (!id.ok()) {
+      metrics->requests_active.fetch_sub(1);
+      // The choices already queued are cancelled, and waited for, before answering.
+      for (size_t k = 0; k < i; ++k) scheduler->cancel(rq->choices[k]->id);
+      {
+        std::unique_lock<std::mutex> lock(rq->mutex);
+        rq->cv.wait(lock, [&] {
+          for (size_t k = 0; k < i; ++k) {
+            if (!rq->choices[k]->done) return false;
+          }
+          return true;
+        });
+      }
+      if (stream) release_stream(ctx);
+      ApiError e = from_engine_error(id.error());
+      if (id.error().code == Code::OutOfRange) {
+        e.status = 429;
+        e.type = "rate_limit_error";
+        e.code = "queue_full";
+      }
+      if (id.error().code == Code::Cancelled) e.code = "server_stopping";
+      return send_error(res, e);
     }
-    return send_error(res, e);
+    std::lock_guard<std::mutex> lock(rq->mutex);
+    rq->choices[i]->id = *id;
   }
-  if (stream) return answer_stream(ctx, res, ch, env, scheduler, *id, p.include_usage);
-  answer_blocking(ctx, res, ch, env);
+  if (stream) return answer_stream(ctx, res, rq, env, scheduler, p.include_usage);
+  answer_blocking(res, rq, env);
 }
 
 }  // namespace
 
 void register_openai_routes(httplib::Server& http, ServerContext& ctx) {
-  http.Get("/v1/models", guarded([&ctx](const httplib::Request&, httplib::Response& res) {
+  auto model_json = [](const LoadedModel& m) {
+    const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(m.loaded_at.time_since_epoch()).count();
+    return Json{{"id", m.id}, {"object", "model"}, {"created", created}, {"owned_by", "strata"}};
+  };
+  http.Get("/v1/models", guarded([&ctx, model_json](const httplib::Request&, httplib::Response& res) {
     Json data = Json::array();
-    if (auto loaded = ctx.host.current()) {
-      const int64_t created =
-          std::chrono::duration_cast<std::chrono::seconds>(loaded->loaded_at.time_since_epoch()).count();
-      data.push_back({{"id", loaded->id}, {"object", "model"}, {"created", created}, {"owned_by", "strata"}});
-    }
+    if (auto loaded = ctx.host.current()) data.push_back(model_json(*loaded));
     send_json(res, {{"object", "list"}, {"data", data}});
   }));
-  http.Post("/v1/chat/completions", guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
+  http.Get(R"(/v1/models/(.+))", guarded([&ctx, model_json](const httplib::Request& req, httplib::Response& res) {
+    const std::string name = req.matches.size() > 1 ? req.matches[1].str() : "";
+    auto loaded = ctx.host.current();
+    if (loaded && names_model(*loaded, name)) return send_json(res, model_json(*loaded));
+    ApiError e;
+    e.status = 404;
+    e.param = "model";
+    e.code = "model_not_found";
+    e.message = "model '" + name + "' is not loaded";
+    send_error(res, e);
+  }));
+  post_route(http, "/v1/chat/completions", ctx, guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
     handle_completion(ctx, req, res, true);
   }));
-  http.Post("/v1/completions", guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
+  post_route(http, "/v1/completions", ctx, guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
     handle_completion(ctx, req, res, false);
   }));
 }

@@ -10,8 +10,11 @@
 
 #include <exception>
 #include <random>
-#include <set>
+#include <algorithm>
+#include <cctype>
+#include <map>
 
+#include "engine/serve/http_guard.h"
 #include "engine/serve/server_context.h"
 
 namespace strata::serve {
@@ -19,6 +22,30 @@ namespace strata::serve {
 void Metrics::count_request(const std::string& route, int status) {
   std::lock_guard<std::mutex> lock(mutex);
   ++requests[{route, status}];
+}
+
+void LatencyWindow::add(double ms) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (samples_.size() < kKeep) {
+    samples_.push_back(ms);
+  } else {
+    samples_[next_] = ms;
+    next_ = (next_ + 1) % kKeep;
+  }
+  ++count_;
+  sum_ += ms;
+}
+
+std::vector<double> LatencyWindow::sorted(uint64_t* count, double* sum_ms) const {
+  std::vector<double> out;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    out = samples_;
+    if (count) *count = count_;
+    if (sum_ms) *sum_ms = sum_;
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 void send_json(httplib::Response& res, const Json& body, int status) {
@@ -30,6 +57,7 @@ void send_error(httplib::Response& res, const ApiError& error) { send_json(res, 
 
 httplib::Server::Handler guarded(std::function<void(const httplib::Request&, httplib::Response&)> fn) {
   return [fn = std::move(fn)](const httplib::Request& req, httplib::Response& res) {
+    end_body();  // the body (if any) has been read: no read deadline while the handler runs
     try {
       fn(req, res);
     } catch (const std::exception& e) {
@@ -64,6 +92,70 @@ bool acquire_stream(ServerContext& ctx, httplib::Response& res) {
 
 void release_stream(ServerContext& ctx) { ctx.open_streams.fetch_sub(1); }
 
+bool acquire_trace_stream(ServerContext& ctx, httplib::Response& res) {
+  if (ctx.open_trace_streams.fetch_add(1) >= ctx.options.max_trace_streams) {
+    ctx.open_trace_streams.fetch_sub(1);
+    ApiError err;
+    err.status = 429;
+    err.type = "rate_limit_error";
+    err.code = "too_many_trace_streams";
+    err.message = "too many concurrent trace streams: the limit is " + std::to_string(ctx.options.max_trace_streams);
+    send_error(res, err);
+    return false;
+  }
+  return true;
+}
+
+void release_trace_stream(ServerContext& ctx) { ctx.open_trace_streams.fetch_sub(1); }
+
+namespace {
+// Reads the body through `reader` under the body limit, then runs fn with it in req.body.
+void with_body(ServerContext& ctx, const httplib::Request& req, httplib::Response& res,
+               const httplib::ContentReader& reader, const httplib::Server::Handler& fn) {
+  const size_t max = ctx.options.max_body_bytes;
+  std::string body;
+  bool over = false;
+  const bool ok = reader([&](const char* data, size_t n) {
+    if (body.size() + n > max) {
+      over = true;
+      return false;
+    }
+    body.append(data, n);
+    return true;
+  });
+  end_body();
+  ConnectionState* conn = current_connection();
+  if (over || !ok || (conn && conn->body_too_large)) {
+    // The rest of the body is unread: this connection cannot carry another request.
+    if (conn) conn->close_after = true;
+    res.set_header("Connection", "close");
+    if (over || (conn && conn->body_too_large)) return send_error(res, error_for_status(413, max));
+    const bool late = conn && conn->body_timed_out;
+    return send_error(res, bad_request(late ? "the request body did not arrive within " +
+                                                  std::to_string(ctx.options.body_timeout_s) + " s"
+                                            : "the request body could not be read (broken chunked encoding?)",
+                                       "", "invalid_body"));
+  }
+  httplib::Request copy = req;
+  copy.body = std::move(body);
+  fn(copy, res);
+}
+}  // namespace
+
+void post_route(httplib::Server& http, const std::string& pattern, ServerContext& ctx, httplib::Server::Handler fn) {
+  http.Post(pattern, [&ctx, fn = std::move(fn)](const httplib::Request& req, httplib::Response& res,
+                                                const httplib::ContentReader& reader) {
+    with_body(ctx, req, res, reader, fn);
+  });
+}
+
+void put_route(httplib::Server& http, const std::string& pattern, ServerContext& ctx, httplib::Server::Handler fn) {
+  http.Put(pattern, [&ctx, fn = std::move(fn)](const httplib::Request& req, httplib::Response& res,
+                                               const httplib::ContentReader& reader) {
+    with_body(ctx, req, res, reader, fn);
+  });
+}
+
 std::string random_id(const std::string& prefix) {
   static thread_local std::mt19937_64 rng(std::random_device{}());
   static const char* hex = "0123456789abcdef";
@@ -88,20 +180,70 @@ bool same_secret(const std::string& given, const std::string& expected) {
   return diff == 0;
 }
 
-const std::set<std::string>& known_routes() {
-  static const std::set<std::string> routes = {
-      "/v1/models", "/v1/chat/completions", "/v1/completions", "/metrics", "/strata/v1/devices",
-      "/strata/v1/status", "/strata/v1/model/load", "/strata/v1/model/unload", "/strata/v1/placement",
-      "/strata/v1/placement/estimate", "/strata/v1/plan", "/strata/v1/trace/stream", "/strata/v1/trace.json"};
+// Every route and the methods it answers (a known route asked with another method is a 405).
+const std::map<std::string, std::string>& route_methods() {
+  static const std::map<std::string, std::string> routes = {
+      {"/v1/models", "GET, HEAD"},
+      {"/v1/models/{id}", "GET, HEAD"},
+      {"/v1/chat/completions", "POST"},
+      {"/v1/completions", "POST"},
+      {"/metrics", "GET, HEAD"},
+      {"/strata/v1/devices", "GET, HEAD"},
+      {"/strata/v1/status", "GET, HEAD"},
+      {"/strata/v1/model/load", "POST"},
+      {"/strata/v1/model/unload", "POST"},
+      {"/strata/v1/models/inspect", "POST"},
+      {"/strata/v1/placement", "GET, HEAD, PUT"},
+      {"/strata/v1/placement/estimate", "POST"},
+      {"/strata/v1/plan", "POST"},
+      {"/strata/v1/trace/stream", "GET, HEAD"},
+      {"/strata/v1/trace.json", "GET, HEAD"}};
   return routes;
+}
+
+// The route a path belongs to ("other" when none).
+std::string route_of(const std::string& path) {
+  if (route_methods().count(path)) return path;
+  if (path.rfind("/v1/models/", 0) == 0 && path.size() > 11) return "/v1/models/{id}";
+  return "other";
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// The token of "Authorization: Bearer TOKEN"; the scheme is case-insensitive (RFC 7235).
+std::string bearer_token(const std::string& header) {
+  size_t i = 0;
+  while (i < header.size() && header[i] == ' ') ++i;
+  const size_t scheme_end = header.find(' ', i);
+  if (scheme_end == std::string::npos || lower(header.substr(i, scheme_end - i)) != "bearer") return "";
+  size_t b = scheme_end;
+  while (b < header.size() && header[b] == ' ') ++b;
+  size_t e = header.size();
+  while (e > b && (header[e - 1] == ' ' || header[e - 1] == '\t')) --e;
+  return header.substr(b, e - b);
+}
+}  // namespace
+
+namespace {
+ConnectionLimits limits_from(const ServerOptions& o) {
+  ConnectionLimits l;
+  l.header_timeout = std::chrono::seconds(o.header_timeout_s);
+  l.body_timeout = std::chrono::seconds(o.body_timeout_s);
+  l.max_per_client = o.max_connections_per_client;
+  l.max_body_bytes = o.max_body_bytes;
+  l.max_threads = o.threads > 0 ? static_cast<size_t>(o.threads) : 512;
+  return l;
 }
 }  // namespace
 
 struct Server::Impl {
   ServerContext ctx;
-  httplib::Server http;
+  GuardedServer http;
   bool bound = false;
-  Impl(EngineHost& host, ServerOptions o) : ctx(host, std::move(o)) {}
+  Impl(EngineHost& host, ServerOptions o) : ctx(host, std::move(o)), http(limits_from(ctx.options)) {}
 };
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -117,36 +259,85 @@ Expected<std::unique_ptr<Server>> Server::create(EngineHost& host, ServerOptions
   if (o.max_streams < 1 || o.max_streams > 4096)
     return Error{Code::InvalidArgument, "stream limit " + std::to_string(o.max_streams) + " outside [1, 4096]"};
   if (o.port < 0 || o.port > 65535) return Error{Code::InvalidArgument, "port " + std::to_string(o.port) + " outside [0, 65535]"};
+  if (o.max_trace_streams < 1 || o.max_trace_streams > 4096)
+    return Error{Code::InvalidArgument, "trace stream limit " + std::to_string(o.max_trace_streams) + " outside [1, 4096]"};
+  if (o.max_connections_per_client < 1 || o.max_connections_per_client > 65536)
+    return Error{Code::InvalidArgument, "connection limit per client " + std::to_string(o.max_connections_per_client) +
+                                            " outside [1, 65536]"};
+  if (o.header_timeout_s < 1 || o.header_timeout_s > 3600 || o.body_timeout_s < 1 || o.body_timeout_s > 3600)
+    return Error{Code::InvalidArgument, "header and body timeouts must be within [1, 3600] s"};
   auto impl = std::make_unique<Impl>(host, std::move(o));
   ServerContext& ctx = impl->ctx;
   httplib::Server& http = impl->http;
 
-  const size_t threads = ctx.options.threads > 0 ? static_cast<size_t>(ctx.options.threads)
-                                                 : static_cast<size_t>(ctx.options.max_streams + 16);
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  const size_t threads = ctx.options.threads > 0 ? static_cast<size_t>(ctx.options.threads) : 512;
+  // Threads start as connections need them (up to `threads`): idle keep-alive connections and
+  // slow clients cannot take the workers that control and status requests need.
+  http.new_task_queue = [threads] { return new ElasticPool(threads); };
   http.set_payload_max_length(ctx.options.max_body_bytes);
   http.set_keep_alive_timeout(5);
   http.set_read_timeout(30);
   http.set_write_timeout(10);
 
-  // API key: every route, before the body is read.
-  const std::string expected = "Bearer " + ctx.options.api_key;
-  const bool need_key = !ctx.options.api_key.empty();
-  http.set_pre_routing_handler([need_key, expected](const httplib::Request& req, httplib::Response& res) {
-    if (!need_key) return httplib::Server::HandlerResponse::Unhandled;
+  // Before any body is read: framing checks (a Content-Length past the limit is answered at once,
+  // without reading), then the API key.
+  const std::string key = ctx.options.api_key;
+  const size_t max_body = ctx.options.max_body_bytes;
+  http.set_pre_routing_handler([key, max_body](const httplib::Request& req, httplib::Response& res) {
+    const bool chunked = lower(req.get_header_value("Transfer-Encoding")).find("chunked") != std::string::npos;
+    const bool has_length = req.has_header("Content-Length");
+    begin_body(has_length || chunked);
+    if (!has_length && !chunked && (req.method == "POST" || req.method == "PUT" || req.method == "PATCH")) {
+      // Read as an empty body at once (not until a 30 s timeout); what follows on the connection
+      // cannot be trusted to be the next request, so it closes after the answer.
+      if (ConnectionState* c = current_connection()) c->close_after = true;
+      res.set_header("Connection", "close");
+    }
+    auto refuse = [&](const ApiError& e) {
+      // The body stays unread: the connection closes after this answer.
+      if (ConnectionState* c = current_connection()) c->close_after = true;
+      res.set_header("Connection", "close");
+      send_error(res, e);
+      return httplib::Server::HandlerResponse::Handled;
+    };
+    if (has_length) {
+      const std::string v = req.get_header_value("Content-Length");
+      const bool digits = !v.empty() && v.size() <= 19 &&
+                          std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (!digits) return refuse(bad_request("malformed Content-Length '" + v + "'", "", "invalid_body"));
+      if (std::stoull(v) > max_body) return refuse(error_for_status(413, max_body));
+    }
+    if (lower(req.get_header_value("Content-Type")).rfind("multipart/", 0) == 0) {
+      ApiError e = bad_request("multipart bodies are not accepted: send JSON", "", "unsupported_media_type");
+      e.status = 415;
+      return refuse(e);
+    }
+    if (key.empty()) return httplib::Server::HandlerResponse::Unhandled;
     const std::string given = req.get_header_value("Authorization");
-    if (same_secret(given, expected)) return httplib::Server::HandlerResponse::Unhandled;
+    if (same_secret(bearer_token(given), key)) return httplib::Server::HandlerResponse::Unhandled;
     ApiError err;
     err.status = 401;
     err.type = "authentication_error";
     err.code = "invalid_api_key";
     err.message = given.empty() ? "missing API key: send 'Authorization: Bearer <key>'" : "wrong API key";
+    if (has_length || chunked) return refuse(err);
     send_error(res, err);
     return httplib::Server::HandlerResponse::Handled;
   });
-  // Statuses httplib answers by itself (unknown route, body too large) get an error body too.
-  const size_t max_body = ctx.options.max_body_bytes;
-  http.set_error_handler([max_body](const httplib::Request&, httplib::Response& res) {
+  // Statuses httplib answers by itself (unknown route, wrong method, body too large) get an error body too.
+  http.set_error_handler([max_body](const httplib::Request& req, httplib::Response& res) {
+    ConnectionState* conn = current_connection();
+    if (conn && conn->body_too_large && res.status != 413) {
+      res.status = 413;
+      res.body.clear();
+    }
+    if (res.status == 404 && res.body.empty()) {
+      const std::string route = route_of(req.path);
+      if (route != "other") {
+        res.status = 405;
+        res.set_header("Allow", route_methods().at(route));
+      }
+    }
     if (res.body.empty() && res.status >= 400) send_error(res, error_for_status(res.status, max_body));
   });
   http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
@@ -161,8 +352,7 @@ Expected<std::unique_ptr<Server>> Server::create(EngineHost& host, ServerOptions
   // writes the response: a client that has read its reply and then asks /metrics finds it counted.
   // (The logger runs after the write, so that read raced the count.)
   http.set_post_routing_handler([metrics](const httplib::Request& req, httplib::Response& res) {
-    const std::string route = known_routes().count(req.path) ? req.path : "other";
-    metrics->count_request(route, res.status);
+    metrics->count_request(route_of(req.path), res.status);
   });
 
   register_openai_routes(http, ctx);
@@ -216,7 +406,10 @@ Status Server::listen() {
 }
 
 void Server::stop() {
-  impl_->ctx.stopping = true;
+  if (!impl_->ctx.stopping.exchange(true)) {
+    impl_->http.stop_connections();   // idle and half-read connections end now
+    impl_->ctx.host.begin_shutdown(); // streams end with an error event and [DONE]; loads are abandoned
+  }
   impl_->http.stop();
 }
 

@@ -18,8 +18,12 @@ struct ServerOptions {
   int port = 8080;                       // 0: any free port (see bind())
   std::string api_key;                   // non-empty: every route needs "Authorization: Bearer KEY"
   size_t max_body_bytes = size_t{8} << 20;
-  int64_t max_streams = 32;              // concurrent streaming responses (completions + trace)
-  int threads = 0;                       // HTTP worker threads; 0: max_streams + 16
+  int64_t max_streams = 32;              // concurrent streaming completions
+  int64_t max_trace_streams = 8;         // concurrent trace streams (a limit of their own)
+  int threads = 0;                       // most HTTP worker threads (started as needed); 0: 512
+  int64_t max_connections_per_client = 128;  // open connections per client address; more get 429
+  int header_timeout_s = 10;             // a request's line and headers must arrive within this
+  int body_timeout_s = 60;               // ... and its body within this after the headers
 };
 
 // True for 127.0.0.0/8, ::1 and "localhost".

@@ -53,7 +53,7 @@ double current_rate(ServerContext& ctx, int64_t* active) {
 }
 
 void handle_trace_stream(ServerContext& ctx, httplib::Response& res) {
-  if (!acquire_stream(ctx, res)) return;
+  if (!acquire_trace_stream(ctx, res)) return;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   auto cursor = std::make_shared<TraceCursor>();
@@ -104,7 +104,7 @@ void handle_trace_stream(ServerContext& ctx, httplib::Response& res) {
     const std::string text = "event: trace\ndata: " + data.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n";
     return sink.write(text.data(), text.size());
   };
-  res.set_chunked_content_provider("text/event-stream", provider, [c](bool) { release_stream(*c); });
+  res.set_chunked_content_provider("text/event-stream", provider, [c](bool) { release_trace_stream(*c); });
 }
 
 void handle_trace_json(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
@@ -163,6 +163,22 @@ void handle_metrics(ServerContext& ctx, httplib::Response& res) {
     for (const char* use : {"weights", "kv", "scratch", "overhead"})
       o << "strata_device_memory_bytes{device=\"" << dev << "\",use=\"" << use << "\"} " << d[use].get<uint64_t>() << "\n";
   }
+  auto summary = [&](const char* name, const char* help, const LatencyWindow& w) {
+    uint64_t count = 0;
+    double sum = 0;
+    const std::vector<double> v = w.sorted(&count, &sum);
+    o << "# HELP " << name << " " << help << "\n# TYPE " << name << " summary\n";
+    for (double q : {0.5, 0.9, 0.99}) {
+      double value = 0;
+      if (!v.empty()) value = v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))] / 1000.0;
+      o << name << "{quantile=\"" << q << "\"} " << value << "\n";
+    }
+    o << name << "_sum " << sum / 1000.0 << "\n" << name << "_count " << count << "\n";
+  };
+  summary("strata_time_to_first_token_seconds",
+          "From a completion request's arrival to its first generated token (last 4096 requests).", m.ttft_ms);
+  summary("strata_inter_token_latency_seconds",
+          "Between consecutive generated tokens of one sequence (last 4096 gaps).", m.itl_ms);
   o << "# HELP strata_device_capacity_bytes Capacity per device.\n# TYPE strata_device_capacity_bytes gauge\n";
   for (const exec::DeviceInfo& i : ctx.host.device_infos_at_start())
     o << "strata_device_capacity_bytes{device=\"" << prometheus_escape(i.id) << "\"} " << i.bytes_total << "\n";

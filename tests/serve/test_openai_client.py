@@ -3,6 +3,7 @@
 # `strata-engine serve`: a chat completion, non-streaming and streaming, equals `run`'s text.
 # Usage: test_openai_client.py STRATA_ENGINE MODEL.gguf. Exit 77 (CTest: skipped) only when the
 # openai package is missing; any other problem fails.
+import json
 import re
 import subprocess
 import sys
@@ -13,6 +14,34 @@ try:
 except ImportError:
     print("openai package not installed (python3 -m pip install openai): skipped")
     sys.exit(77)
+
+
+def validate(value, schema, where="$"):
+    """The subset of JSON Schema the server constrains to (type, properties, items, enum, lengths)."""
+    if "enum" in schema:
+        assert value in schema["enum"], f"{where}: {value!r} not in {schema['enum']}"
+        return
+    t = schema.get("type")
+    checks = {"object": dict, "array": list, "string": str, "boolean": bool}
+    if t in checks:
+        assert isinstance(value, checks[t]), f"{where}: {value!r} is not {t}"
+    if t == "integer":
+        assert isinstance(value, int) and not isinstance(value, bool), f"{where}: {value!r} is not an integer"
+    if t == "object":
+        for name in schema.get("required", []):
+            assert name in value, f"{where}: '{name}' missing"
+        for name, sub in schema.get("properties", {}).items():
+            if name in value:
+                validate(value[name], sub, f"{where}.{name}")
+        if schema.get("additionalProperties") is False:
+            extra = set(value) - set(schema.get("properties", {}))
+            assert not extra, f"{where}: extra properties {extra}"
+    if t == "array":
+        assert len(value) <= schema.get("maxItems", len(value)), f"{where}: too many items"
+        for i, item in enumerate(value):
+            validate(item, schema.get("items", {}), f"{where}[{i}]")
+    if t == "string" and "maxLength" in schema:
+        assert len(value) <= schema["maxLength"], f"{where}: {value!r} too long"
 
 
 def main():
@@ -68,6 +97,32 @@ def main():
         completion = client.completions.create(model="stories260K", prompt="Once upon a time", temperature=0,
                                                max_tokens=n)
         assert completion.choices[0].text == expected, completion
+
+        # response_format json_schema (constrained decoding): the output parses and validates, at
+        # any temperature. maxLength / maxItems keep a story model's strings and lists finite.
+        schema = {"type": "object",
+                  "properties": {"name": {"type": "string", "maxLength": 12},
+                                 "age": {"type": "integer"},
+                                 "pet": {"enum": ["cat", "dog", None]},
+                                 "tags": {"type": "array", "items": {"type": "string", "maxLength": 6}, "maxItems": 3},
+                                 "ok": {"type": "boolean"}},
+                  "required": ["name", "age", "pet", "tags", "ok"], "additionalProperties": False}
+        for seed in range(3):
+            r = client.chat.completions.create(
+                model="stories260K", messages=messages, temperature=1.0, seed=seed, max_tokens=200,
+                response_format={"type": "json_schema", "json_schema": {"name": "person", "schema": schema, "strict": True}})
+            content = r.choices[0].message.content
+            assert r.choices[0].finish_reason == "stop", (r.choices[0].finish_reason, content)
+            value = json.loads(content)
+            validate(value, schema)
+        obj = client.chat.completions.create(model="stories260K", messages=messages, temperature=0.7, seed=1,
+                                             max_tokens=200, response_format={"type": "json_object"})
+        if obj.choices[0].finish_reason == "stop":
+            assert isinstance(json.loads(obj.choices[0].message.content), dict), obj.choices[0].message.content
+        lp = client.chat.completions.create(model="stories260K", messages=messages, temperature=0, max_tokens=4,
+                                            logprobs=True, top_logprobs=2)
+        assert len(lp.choices[0].logprobs.content) == 4, lp
+        assert len(lp.choices[0].logprobs.content[0].top_logprobs) == 2, lp
 
         # Errors come back as the package's typed exceptions.
         try:

@@ -190,7 +190,8 @@ TEST(ServeControl, UnloadAndLoad) {
   EXPECT_EQ(post(port, "/v1/chat/completions", chat_body("Once upon a time", 20)).status, 503);
   EXPECT_EQ(get(port, "/v1/models").json()["data"].size(), 0u);
   Reply missing = post(port, "/strata/v1/model/load", {{"path", "/nonexistent/model.gguf"}});
-  EXPECT_EQ(missing.status, 404) << missing.body;
+  EXPECT_EQ(missing.status, 400) << missing.body;  // a bad path is the request's fault (issue 15)
+  EXPECT_EQ(missing.json()["error"]["param"], "path");
   Reply loaded = post(port, "/strata/v1/model/load", {{"path", stories_model()}, {"placement", nullptr}, {"n_seq", 2}});
   ASSERT_EQ(loaded.status, 200) << loaded.body;
   EXPECT_EQ(loaded.json()["state"], "ready");
@@ -225,7 +226,7 @@ TEST(ServeInspect, SummarizesAFileAndStatusCarriesLayerSizes) {
   EXPECT_EQ(j["n_ctx"], 256);
   // KV: 5 blocks x 256 positions x (2 x 32 elements) x 2 bytes (the default f16 cache).
   EXPECT_EQ(j["memory"]["kv"].get<uint64_t>(), 5u * 256u * 2u * 32u * 2u);
-  EXPECT_EQ(post(server.port(), "/strata/v1/models/inspect", {{"path", "/nonexistent.gguf"}}).status, 404);
+  EXPECT_EQ(post(server.port(), "/strata/v1/models/inspect", {{"path", "/nonexistent.gguf"}}).status, 400);
 
   const Json status = get(server.port(), "/strata/v1/status").json();
   const Json& m = status["model"];

@@ -1,0 +1,86 @@
+// engine/serve/http_guard.h — the connection layer under the routes: an httplib::Server whose
+// sockets are read through a deadline-aware stream (a whole request's headers, and its body, each
+// have a time limit, not just each read), with a cap on connections per client address, an
+// elastic worker pool, and a body limit that holds for chunked uploads. Internal to engine/serve.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <httplib.h>
+
+namespace strata::serve {
+
+struct ConnectionLimits {
+  std::chrono::milliseconds header_timeout{10'000};  // first byte of a request -> end of its headers
+  std::chrono::milliseconds body_timeout{60'000};    // end of headers -> end of its body
+  std::chrono::milliseconds idle_timeout{5'000};     // keep-alive: wait for the next request
+  int64_t max_per_client = 128;                      // open connections per client address
+  size_t max_body_bytes = size_t{8} << 20;           // decoded body (Content-Length or chunked)
+  size_t max_threads = 512;                          // worker threads, started as connections need them
+};
+
+// What the routing layer knows about the connection a request came on. Set on the worker thread
+// that serves the connection; current_connection() is that thread's, or null outside one.
+struct ConnectionState {
+  bool close_after = false;     // close once this response is written (framing no longer trusted)
+  bool body_too_large = false;  // the body went past max_body_bytes
+  bool body_timed_out = false;  // the body did not arrive within body_timeout
+};
+ConnectionState* current_connection();
+
+// Marks the start of a request's body (called from the pre-routing handler): the body deadline
+// starts; a request with neither Content-Length nor chunked encoding has an empty body.
+void begin_body(bool has_length_or_chunked);
+// The body has been read: no more deadline (handlers may run long).
+void end_body();
+
+// A worker pool that starts a thread for each job while none is idle, up to a maximum; beyond
+// that, jobs wait. shutdown() runs what is queued, then joins.
+class ElasticPool : public httplib::TaskQueue {
+ public:
+  explicit ElasticPool(size_t max_threads) : max_threads_(max_threads) {}
+  ~ElasticPool() override { shutdown(); }
+  void enqueue(std::function<void()> fn) override;
+  void shutdown() override;
+
+ private:
+  void work();
+  size_t max_threads_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  std::vector<std::thread> threads_;
+  size_t idle_ = 0;
+  bool stop_ = false;
+};
+
+class GuardedServer : public httplib::Server {
+ public:
+  explicit GuardedServer(ConnectionLimits limits) : limits_(limits) {}
+  const ConnectionLimits& limits() const { return limits_; }
+  // Ends every idle or half-read connection promptly (called on stop).
+  void stop_connections() { stopping_ = true; }
+  // Open connections now (for status and tests).
+  int64_t open_connections() const { return open_.load(); }
+
+ private:
+  bool process_and_close_socket(socket_t sock) override;
+
+  ConnectionLimits limits_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int64_t> open_{0};
+  std::mutex clients_mutex_;
+  std::map<std::string, int64_t> per_client_;
+};
+
+}  // namespace strata::serve

@@ -1,0 +1,47 @@
+// engine/serve/tool_calls.h — OpenAI "tools" on the way in (validated, handed to the chat
+// template as its `tools` variable) and tool calls on the way out (parsed from the model's text:
+// Hermes / Qwen 2.5 / Qwen 3 `<tool_call>{json}</tool_call>`, Llama 3.x `{"name":..,"parameters":..}`
+// with or without `<|python_tag|>`). Depends on nlohmann-json only: no HTTP, no engine state.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "engine/serve/api_json.h"
+
+namespace strata::serve {
+
+enum class ToolFormat { Hermes, Llama3, Any };
+
+struct ToolMode {
+  bool enabled = false;                // tools offered (and tool_choice is not "none")
+  nlohmann::ordered_json tools;        // the request's "tools", as sent
+  ToolFormat format = ToolFormat::Any; // how the model writes calls (from its chat template)
+  // tool_choice "required" or {"type":"function","function":{"name":N}}: the reply must be a call.
+  bool forced = false;
+  std::string forced_name;             // the named function; "" for "required" (any offered tool)
+};
+
+// For a forced tool choice: the JSON Schema of the reply, a bare call object
+// {"name": <offered name, or the forced one>, "arguments": <its parameters schema, or any object>},
+// for constrained decoding (parse_tool_calls reads it back in either format).
+nlohmann::ordered_json forced_call_schema(const ToolMode& mode, bool parameters_usable);
+
+// Reads "tools", "tool_choice" (auto, none, required, or a named function), "parallel_tool_calls";
+// refuses "functions" / "function_call" and unknown tool names with a 400.
+std::optional<ApiError> parse_tools(const Json& body, ToolMode& out);
+
+// The call format a chat template writes, judged from its source.
+ToolFormat tool_format_of_template(std::string_view template_source);
+
+struct ParsedToolCalls {
+  std::string content;  // the text outside the calls, trimmed
+  Json calls = Json::array();  // [{"id","type":"function","function":{"name","arguments": JSON text}}]
+};
+
+// Tool calls in a model's output. Only names among the offered tools count; anything else stays
+// content. Never throws.
+ParsedToolCalls parse_tool_calls(std::string_view text, const ToolMode& mode);
+
+}  // namespace strata::serve

@@ -62,6 +62,8 @@ class EngineHost {
   // Serves an already loaded model with a placement (the command line's path).
   Status adopt(std::unique_ptr<model::Model> model, const plan::Placement& placement);
   void unload();
+  // How the command line's model was placed, or why none is loaded (status "startup").
+  void set_startup(std::vector<std::string> explanation, std::string error);
 
   std::shared_ptr<LoadedModel> current() const;
   std::string state() const;  // "ready", "loading", "empty"
@@ -97,6 +99,8 @@ class EngineHost {
   std::atomic<bool> loading_{false};
   mutable std::mutex mutex_;         // guards current_
   std::shared_ptr<LoadedModel> current_;
+  std::vector<std::string> startup_explanation_;  // guarded by mutex_
+  std::string startup_error_;                     // guarded by mutex_
 };
 
 }  // namespace strata::serve

@@ -20,6 +20,7 @@ struct Channel {
   std::mutex mutex;
   std::condition_variable cv;
   std::string pending;              // streamed text not yet written
+  int64_t prompt_done = -1, prompt_total = 0;  // "return_progress": the latest, not yet written when >= 0
   bool done = false;
   exec::GenerationResult result;
   std::atomic<bool> gone{false};
@@ -33,6 +34,7 @@ struct Parsed {
   bool chat = false;
   bool stream = false;
   bool include_usage = false;
+  bool return_progress = false;     // streamed prompt-processing progress (llama.cpp's name)
   int64_t max_tokens = -1;          // -1: the rest of the context
   std::string model;
   exec::GenerationRequest gen;
@@ -70,6 +72,7 @@ std::optional<ApiError> parse_fields(const Json& body, Parsed& p) {
   int64_t n = 1;
   STRATA_API_TRY(read_int(body, "n", 1, 1, n));
   STRATA_API_TRY(read_bool(body, "stream", p.stream));
+  STRATA_API_TRY(read_bool(body, "return_progress", p.return_progress));
   STRATA_API_TRY(read_bool(body, "ignore_eos", p.gen.ignore_eog));
   STRATA_API_TRY(read_string_list(body, "stop", 16, p.gen.stop));
   auto so = body.find("stream_options");
@@ -266,11 +269,20 @@ void answer_stream(ServerContext& ctx, httplib::Response& res, const std::shared
     }
     std::string text;
     bool done = false;
+    std::pair<int64_t, int64_t> progress{-1, 0};
     {
       std::unique_lock<std::mutex> lock(ch->mutex);
-      ch->cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return !ch->pending.empty() || ch->done; });
+      ch->cv.wait_for(lock, std::chrono::milliseconds(200),
+                      [&] { return !ch->pending.empty() || ch->done || ch->prompt_done >= 0; });
       text.swap(ch->pending);
       done = ch->done;
+      progress = {ch->prompt_done, ch->prompt_total};
+      ch->prompt_done = -1;
+    }
+    if (progress.first >= 0) {  // an empty delta carrying "prompt_progress", before the text
+      Json c = chunk(env, text_choice(env, "", nullptr));
+      c["prompt_progress"] = {{"processed", progress.first}, {"total", progress.second}};
+      if (!write(sse(c))) return false;
     }
     if (!text.empty() && !write(sse(chunk(env, text_choice(env, text, nullptr))))) return false;
     if (!done) {
@@ -361,6 +373,16 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
     }
     ch->cv.notify_all();
   };
+  if (stream && p.return_progress) {
+    p.gen.on_prompt_progress = [ch](int64_t done, int64_t total) {
+      {
+        std::lock_guard<std::mutex> lock(ch->mutex);
+        ch->prompt_done = done;
+        ch->prompt_total = total;
+      }
+      ch->cv.notify_all();
+    };
+  }
   std::shared_ptr<exec::Scheduler> scheduler = loaded->scheduler;
   Envelope env;
   env.id = random_id(chat ? "chatcmpl-" : "cmpl-");

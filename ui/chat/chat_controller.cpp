@@ -170,6 +170,9 @@ void ChatController::startReply() {
     chat_.appendContent(streamRow_, piece);
     dirty_ = true;
   });
+  connect(stream_, &ChatStream::promptProgress, this, [this](int processed, int total) {
+    emit promptProgress(streamRow_, processed, total);
+  });
   connect(stream_, &ChatStream::finished, this, [this](const QString& reason) { endReply(reason, true); });
   connect(stream_, &ChatStream::failed, this, [this](const QString& message) {
     endReply(QStringLiteral("error: ") + message, false);

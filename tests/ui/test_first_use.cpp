@@ -321,6 +321,18 @@ class TestFirstUse : public QObject {
     QCOMPARE(index.data(ConversationListModel::IdRole).toLongLong(), current);
     QVERIFY(window.conversationList()->selectionModel()->isSelected(index));
 
+    // New chat: a draft row at the top, highlighted; another chat opened: the empty draft goes.
+    ws.chat()->newConversation();
+    QCOMPARE(ws.chat()->conversationModel()->rowCount(), 3);
+    const QModelIndex draft = window.conversationList()->currentIndex();
+    QCOMPARE(draft.row(), 0);
+    QCOMPARE(draft.data(ConversationListModel::IdRole).toLongLong(), 0);
+    QCOMPARE(draft.data(ConversationListModel::TitleRole).toString(), QStringLiteral("New chat"));
+    QVERIFY(window.conversationList()->selectionModel()->isSelected(draft));
+    ws.chat()->openConversation(current);
+    QCOMPARE(ws.chat()->conversationModel()->rowCount(), 2);
+    QCOMPARE(window.conversationList()->currentIndex().data(ConversationListModel::IdRole).toLongLong(), current);
+
     ws.start();
     QTRY_COMPARE_WITH_TIMEOUT(ws.state(), Workstation::EngineState::Ready, 10000);
     const QString path = dir_.filePath(QStringLiteral("fake.gguf"));

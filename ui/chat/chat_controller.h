@@ -76,6 +76,7 @@ class ChatController : public QObject {
   QString defaultSystemPrompt_;
   QPointer<ChatStream> stream_;
   int streamRow_ = -1;
+  bool switching_ = false;  // removing the draft row in openConversation
   bool dirty_ = false;
   QTimer persistTimer_;
 };

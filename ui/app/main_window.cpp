@@ -11,11 +11,11 @@
 #include <QJsonArray>
 #include <QLabel>
 #include <QLineEdit>
-#include <QSet>
 #include <QListView>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QScreen>
+#include <QSet>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>

@@ -88,6 +88,8 @@ int chat(const ChatOptions& o) {
     exec::GenerateOptions g;
     g.max_tokens = o.max_tokens;
     g.sampling = o.sampling;
+    g.on_prompt_progress = prompt_progress_printer();
+    g.prompt_chunk = o.devices.max_batch;
     auto result = exec::generate(*session, prompt, g, [](std::string_view piece) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);

@@ -60,6 +60,8 @@ int run(const RunOptions& o) {
   g.echo_prompt = !o.no_echo;
   g.recorder = rt.recorder.get();
   g.host_lane = rt.host_lane;
+  g.on_prompt_progress = prompt_progress_printer();  // long prompts: "prompt 512/4096 tokens" on a terminal
+  g.prompt_chunk = o.devices.max_batch;
   auto result = exec::generate(session, prompt, g, [](std::string_view piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);

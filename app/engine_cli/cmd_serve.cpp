@@ -1,6 +1,7 @@
 // app/engine_cli/cmd_serve.cpp — `strata-engine serve`: loads a model onto the devices and serves
 // the OpenAI and control APIs (engine/serve) until SIGINT/SIGTERM — or, with --parent-pid, until
-// the workstation that started it dies (parent_watch.h). Prints only to stderr.
+// the workstation that started it dies (parent_watch.h). Prints only to stderr. When no placement
+// of the model fits the devices it serves with no model loaded and says why (status "startup").
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -81,8 +82,8 @@ int serve(const ServeOptions& o) {
   if (stop_signal_pending(set)) return 0;  // asked to stop while the model loaded
   auto rt = make_runtime_devices(o.model, o.devices, !only_cpu(o.devices) || o.devices.placement == "auto");
   if (!rt.ok()) return report(rt.error());
+  // No placement that fits: the engine stays up with no model and says why (status "startup").
   auto plan = make_plan(**model, *rt, o.model, o.devices, o.parallel);
-  if (!plan.ok()) return report(plan.error());
 
   serve::HostOptions ho;
   ho.n_seq = o.parallel;
@@ -106,7 +107,11 @@ int serve(const ServeOptions& o) {
 
   const std::string model_name = (*model)->path().stem().string();
   serve::EngineHost host(std::move(rt->devices), ho);
-  if (Status s = host.adopt(std::move(*model), plan->placement); !s.ok()) return report(s.error());
+  Status placed = plan.ok() ? host.adopt(std::move(*model), plan->placement) : Status(plan.error());
+  std::string why_empty = placed.ok() ? "" : model_name + " is not loaded: " + placed.error().message;
+  for (char& c : why_empty)
+    if (c == '\n') c = ' ';
+  host.set_startup(plan.ok() ? plan->explanation : std::vector<std::string>{}, why_empty);
   if (stop_signal_pending(set)) return 0;
 
   serve::ServerOptions so;
@@ -124,10 +129,14 @@ int serve(const ServeOptions& o) {
   if (!server.ok()) return report(server.error());
   auto port = (*server)->bind();
   if (!port.ok()) return report(port.error());
-  for (const std::string& line : plan->explanation) std::fprintf(stderr, "  %s\n", line.c_str());
-  std::fprintf(stderr, "strata-engine serve: %s, %lld slots, ctx %lld%s\n", model_name.c_str(),
-               static_cast<long long>(o.parallel), static_cast<long long>(plan->placement.n_ctx),
-               key.empty() ? "" : ", API key required");
+  if (placed.ok()) {
+    for (const std::string& line : plan->explanation) std::fprintf(stderr, "  %s\n", line.c_str());
+    std::fprintf(stderr, "strata-engine serve: %s, %lld slots, ctx %lld%s\n", model_name.c_str(),
+                 static_cast<long long>(o.parallel), static_cast<long long>(plan->placement.n_ctx),
+                 key.empty() ? "" : ", API key required");
+  } else {
+    std::fprintf(stderr, "strata-engine serve: no model loaded: %s\n", why_empty.c_str());
+  }
   std::fprintf(stderr, "listening on %s:%d\n", o.host.c_str(), *port);
   std::fflush(stderr);
 

@@ -1,6 +1,8 @@
 // app/engine_cli/common.cpp — shared option definitions, model resolution, error reporting.
 #include "app/engine_cli/common.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <thread>
 
@@ -53,6 +55,15 @@ int resolve_threads(int requested) {
   if (requested > 0) return requested;
   const unsigned hw = std::thread::hardware_concurrency();
   return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+std::function<void(int64_t, int64_t)> prompt_progress_printer() {
+  if (!isatty(STDERR_FILENO)) return {};
+  return [](int64_t done, int64_t total) {
+    if (done >= total) std::fprintf(stderr, "\r\033[K");
+    else std::fprintf(stderr, "\rprompt %lld/%lld tokens", static_cast<long long>(done), static_cast<long long>(total));
+    std::fflush(stderr);
+  };
 }
 
 int report(const Error& error) {

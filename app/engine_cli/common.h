@@ -4,7 +4,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -29,6 +31,11 @@ Expected<std::unique_ptr<model::Model>> load_model(const ModelOptions& o, bool r
 Expected<std::filesystem::path> resolve_model_path(const std::string& given);
 
 int resolve_threads(int requested);
+
+// Prompt-processing progress for GenerateOptions::on_prompt_progress: "prompt 512/4096 tokens" on
+// stderr, rewritten in place and cleared at the end — only when stderr is a terminal, so that pipes
+// and logs get the text alone.
+std::function<void(int64_t, int64_t)> prompt_progress_printer();
 
 // Prints "error: <message>" on stderr; returns the process exit code for it.
 int report(const Error& error);

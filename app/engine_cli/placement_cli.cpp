@@ -68,10 +68,8 @@ Expected<plan::PlanResult> make_plan(const model::Model& model, const Runtime& r
   req.n_seq = n_seq;
   req.max_batch = o.max_batch;
   STRATA_ASSIGN_OR_RETURN(req.goal, plan::parse_plan_goal(o.goal));
-  STRATA_ASSIGN_OR_RETURN(plan::PlanResult result,
-                          plan::plan_from_options(model.config(), model.weights(), rt.infos, req));
-  STRATA_RETURN_IF_ERROR(plan::check_fits(result.memory));
-  return result;
+  // No placement options: the default split, or the auto plan when that does not fit.
+  return plan::plan_that_fits(model.config(), model.weights(), rt.infos, req);
 }
 
 Expected<Runtime> build_runtime(const model::Model& model, const ModelOptions& mo, const DeviceOptions& o,

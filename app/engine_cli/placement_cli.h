@@ -50,7 +50,8 @@ std::string resolved_devices(const DeviceOptions& o);
 bool only_cpu(const DeviceOptions& o);
 Expected<Runtime> make_runtime_devices(const ModelOptions& model_options, const DeviceOptions& o, bool measure_cpu);
 // The placement asked for, its estimate checked against every device (OutOfMemory with the
-// shortfall per device); n_seq sequences at once.
+// shortfall per device); n_seq sequences at once. With no placement options, the auto plan when the
+// default split does not fit (plan::plan_that_fits).
 Expected<plan::PlanResult> make_plan(const model::Model& model, const Runtime& runtime, const ModelOptions& mo,
                                      const DeviceOptions& o, int64_t n_seq);
 // All of it: devices, plan, recorder, pipeline.

@@ -49,22 +49,21 @@ int main(int argc, char** argv) {
 
   AppSettings settings = persist ? AppSettings::load() : AppSettings{};
   if (!persist) settings.defaultSampling = {};
-  if (cli.isSet(model)) {
-    settings.lastModel = QDir::current().absoluteFilePath(cli.value(model));
-    settings.lastPlacement = {};
-  }
-  if (cli.isSet(devices)) settings.devices = cli.value(devices);
-  if (cli.isSet(ctx)) settings.ctx = cli.value(ctx).toInt();
-  if (cli.isSet(threads)) settings.threads = cli.value(threads).toInt();
-  if (cli.isSet(engine)) settings.enginePath = cli.value(engine);
+  // Command-line options are for this run only: the saved settings change only in the window.
+  RunOverrides run;
+  if (cli.isSet(model)) run.model = QDir::current().absoluteFilePath(cli.value(model));
+  if (cli.isSet(devices)) run.devices = cli.value(devices);
+  if (cli.isSet(ctx)) run.ctx = cli.value(ctx).toInt();
+  if (cli.isSet(threads)) run.threads = cli.value(threads).toInt();
+  if (cli.isSet(engine)) run.enginePath = cli.value(engine);
   if (cli.isSet(remote)) {
-    settings.engineMode = AppSettings::EngineMode::Remote;
-    settings.remoteUrl = cli.value(remote);
-    settings.remoteKey = cli.value(key);
+    run.remoteUrl = cli.value(remote);
+    run.remoteKey = cli.value(key);
   }
   theme::apply(app, settings.theme);
 
   Workstation ws(settings, persist);
+  ws.setRunOverrides(run);
   ws.setShareEngine(shotDir.isEmpty() && !cli.isSet(ownEngine));
   const QString db = cli.isSet(dataDir) ? QDir(cli.value(dataDir)).filePath(QStringLiteral("strata.sqlite3")) : QString();
   ws.openStore(db);

@@ -1,6 +1,8 @@
 // engine/exec/generate.cpp — prompt -> sampled tokens -> streamed, stop-checked UTF-8 text.
 #include "engine/exec/generate.h"
 
+#include <algorithm>
+
 #include <chrono>
 
 #include "engine/sample/stop_strings.h"
@@ -59,7 +61,18 @@ Expected<GenerateResult> generate(Session& session, std::span<const int32_t> pro
   int64_t kept = session.keep_common_prefix(prompt);
   if (kept == result.n_prompt) kept = session.keep_common_prefix(prompt.first(prompt.size() - 1));
   result.n_prompt_evaluated = result.n_prompt - kept;
-  STRATA_ASSIGN_OR_RETURN(const float* logits, session.eval(prompt.subspan(static_cast<size_t>(kept))));
+  const std::span<const int32_t> rest = prompt.subspan(static_cast<size_t>(kept));
+  const float* logits = nullptr;
+  if (!options.on_prompt_progress) {
+    STRATA_ASSIGN_OR_RETURN(logits, session.eval(rest));
+  } else {
+    const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, options.prompt_chunk));
+    for (size_t at = 0; at < rest.size(); at += chunk) {
+      const size_t n = std::min(chunk, rest.size() - at);
+      STRATA_ASSIGN_OR_RETURN(logits, session.eval(rest.subspan(at, n)));
+      options.on_prompt_progress(kept + static_cast<int64_t>(at + n), result.n_prompt);
+    }
+  }
   for (int32_t t : prompt) {
     sampler.accept(t);
     const std::string piece = decoder.push(t);

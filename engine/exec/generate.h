@@ -27,6 +27,10 @@ struct GenerateOptions {
   bool ignore_eog = false;                // keep going past end-of-generation tokens (benchmarks)
   trace::Recorder* recorder = nullptr;    // optional: sampling / detokenizing spans on host_lane
   int32_t host_lane = -1;
+  // Optional: the prompt is then evaluated in chunks of prompt_chunk tokens, and after each this is
+  // called with the prompt tokens in the cache (reused ones included) and the prompt's length.
+  std::function<void(int64_t done, int64_t total)> on_prompt_progress;
+  int64_t prompt_chunk = 256;
 };
 
 struct GenerateResult {

@@ -380,7 +380,11 @@ void Scheduler::step() {
     Slot& slot = *in_step[i];
     const Pipeline::Request& r = requests[i];
     slot.history.insert(slot.history.end(), r.tokens.begin(), r.tokens.end());
-    if (slot.prompt_done < slot.req.prompt.size()) slot.prompt_done += r.tokens.size();
+    if (slot.prompt_done < slot.req.prompt.size()) {
+      slot.prompt_done += r.tokens.size();
+      if (slot.req.on_prompt_progress)
+        slot.req.on_prompt_progress(static_cast<int64_t>(slot.prompt_done), static_cast<int64_t>(slot.req.prompt.size()));
+    }
     if (r.logits) {
       const int64_t before = slot.result.n_generated;
       after_logits(slot);

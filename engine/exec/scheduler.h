@@ -77,6 +77,9 @@ struct GenerationRequest {
   // Called on the scheduler thread with each piece of valid UTF-8, in order; return false to
   // cancel the generation (finish Cancelled). May be empty.
   std::function<bool(std::string_view)> on_text;
+  // Called on the scheduler thread after each chunk of the prompt is evaluated: prompt tokens in
+  // the cache now (reused ones included) of `total`; the last call has done == total. May be empty.
+  std::function<void(int64_t done, int64_t total)> on_prompt_progress;
   // Called exactly once per accepted request: on the scheduler thread, or on the thread that
   // shuts the scheduler down (finish Cancelled). Must not call back into the scheduler's
   // submit/run_exclusive (cancel is fine). May be empty.

@@ -269,4 +269,28 @@ Expected<Placement> placement_from_options(const model::ModelConfig& c, const mo
   return p;
 }
 
+bool is_default_request(const PlacementRequest& r) {
+  return r.placement.empty() && r.split_mode == SplitMode::Layer && r.split_ratio.empty() && r.gpu_layers < 0 &&
+         !r.kv_on_cpu && r.main_device.empty();
+}
+
+Expected<PlanResult> plan_that_fits(const model::ModelConfig& c, const model::ModelWeights& w,
+                                    const std::vector<exec::DeviceInfo>& devices, const PlacementRequest& r) {
+  Expected<PlanResult> asked = plan_from_options(c, w, devices, r);
+  Status fits = asked.ok() ? check_fits(asked->memory) : Status(asked.error());
+  if (fits.ok()) return asked;
+  if (!is_default_request(r)) return fits.error();
+  PlacementRequest automatic = r;
+  automatic.placement = "auto";
+  Expected<PlanResult> chosen = plan_from_options(c, w, devices, automatic);
+  if (!chosen.ok()) return chosen.error();
+  std::string why = fits.error().message;
+  for (char& ch : why)
+    if (ch == '\n') ch = ' ';
+  chosen->explanation.insert(chosen->explanation.begin(),
+                             "the default layer split does not fit (" + why + "): using the auto plan (" +
+                                 plan_goal_name(r.goal) + ")");
+  return chosen;
+}
+
 }  // namespace strata::plan

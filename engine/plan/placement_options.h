@@ -53,4 +53,15 @@ Expected<Placement> placement_from_options(const model::ModelConfig& config, con
 Expected<PlanResult> plan_from_options(const model::ModelConfig& config, const model::ModelWeights& weights,
                                        const std::vector<exec::DeviceInfo>& devices, const PlacementRequest& request);
 
+// Whether the request asks for nothing in particular: no placement, split mode layer, no split
+// ratio, every block offloaded, KV with its layer, no main device.
+bool is_default_request(const PlacementRequest& request);
+
+// The plan asked for, checked to fit (check_fits). When it does not fit and the request is the
+// default one, the auto plan (request.goal) that fits instead: its explanation begins with a line
+// saying why ("the default layer split does not fit (...): using the auto plan"). OutOfMemory when
+// nothing fits, with the auto planner's reasons (shortfall per device, largest context that fits).
+Expected<PlanResult> plan_that_fits(const model::ModelConfig& config, const model::ModelWeights& weights,
+                                    const std::vector<exec::DeviceInfo>& devices, const PlacementRequest& request);
+
 }  // namespace strata::plan

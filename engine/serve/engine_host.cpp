@@ -152,6 +152,12 @@ void EngineHost::unload() {
   ::malloc_trim(0);
 }
 
+void EngineHost::set_startup(std::vector<std::string> explanation, std::string error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  startup_explanation_ = std::move(explanation);
+  startup_error_ = std::move(error);
+}
+
 Status EngineHost::install(std::unique_ptr<model::Model> model, const plan::Placement& placement) {
   auto loaded = std::make_shared<LoadedModel>();
   loaded->id = model->path().stem().string();
@@ -248,8 +254,8 @@ void EngineHost::do_load(LoadJob& job) {
     } else if (!job.placement.is_null()) {
       return Error{Code::InvalidArgument, "'placement' must be a placement object, \"auto\" or null"};
     }
-    STRATA_ASSIGN_OR_RETURN(plan::PlanResult plan, plan::plan_from_options(model->config(), model->weights(), infos_, req));
-    STRATA_RETURN_IF_ERROR(plan::check_fits(plan.memory));
+    STRATA_ASSIGN_OR_RETURN(plan::PlanResult plan,
+                            plan::plan_that_fits(model->config(), model->weights(), infos_, req));
     placement = plan.placement;
     return {};
   };
@@ -295,6 +301,11 @@ nlohmann::json EngineHost::status_json() const {
   j["state"] = state();
   std::shared_ptr<LoadedModel> loaded = current();
   const double uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    j["startup"] = {{"explanation", startup_explanation_},
+                    {"error", startup_error_.empty() ? nlohmann::json(nullptr) : nlohmann::json(startup_error_)}};
+  }
   if (!loaded) {
     j["model"] = nullptr;
     j["placement"] = nullptr;

@@ -85,6 +85,8 @@ class EngineHost {
   // (Cancelled: streams get an error event). Idempotent, any thread, does not wait for a load.
   void begin_shutdown();
   bool shutting_down() const { return stopping_.load(); }
+  // How the command line's model was placed, or why none is loaded (status "startup").
+  void set_startup(std::vector<std::string> explanation, std::string error);
 
   std::shared_ptr<LoadedModel> current() const;
   std::string state() const;  // "ready", "loading", "empty"
@@ -123,6 +125,8 @@ class EngineHost {
   std::atomic<bool> loading_{false};
   mutable std::mutex mutex_;         // guards current_
   std::shared_ptr<LoadedModel> current_;
+  std::vector<std::string> startup_explanation_;  // guarded by mutex_
+  std::string startup_error_;                     // guarded by mutex_
 
   std::atomic<bool> stopping_{false};
   std::mutex loader_mutex_;          // guards job_ and loader_stop_

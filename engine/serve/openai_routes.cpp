@@ -28,6 +28,7 @@ struct Channel {
   std::string pending;              // streamed text not yet written
   std::vector<Json> pending_lp;     // logprob entries of tokens not yet written (stream)
   std::vector<Json> all_lp;         // every token's logprob entry (blocking answer)
+  int64_t prompt_done = -1, prompt_total = 0;  // "return_progress": the latest, not yet written when >= 0
   bool done = false;
   exec::GenerationResult result;
   std::atomic<bool> gone{false};
@@ -47,6 +48,7 @@ struct Parsed {
   bool chat = false;
   bool stream = false;
   bool include_usage = false;
+  bool return_progress = false;     // streamed prompt-processing progress (llama.cpp's name)
   int64_t max_tokens = -1;          // -1: the rest of the context
   int64_t n = 1;                    // choices
   bool seeded = false;
@@ -115,6 +117,7 @@ std::optional<ApiError> parse_fields(const Json& body, Parsed& p) {
   if (best_of != 1 && best_of != p.n)
     return bad_request("'best_of' other than n is not supported", "best_of", "unsupported_parameter");
   STRATA_API_TRY(read_bool(body, "stream", p.stream));
+  STRATA_API_TRY(read_bool(body, "return_progress", p.return_progress));
   STRATA_API_TRY(read_bool(body, "ignore_eos", p.gen.ignore_eog));
   STRATA_API_TRY(read_string_list(body, "stop", 16, p.gen.stop));
   auto so = body.find("stream_options");
@@ -418,14 +421,19 @@ void answer_stream(ServerContext& ctx, httplib::Response& res, const std::shared
     std::vector<std::string> text(n);
     std::vector<std::vector<Json>> lp(n);
     std::vector<bool> ended(n, false);
+    std::pair<int64_t, int64_t> progress{-1, 0};
     {
       std::unique_lock<std::mutex> lock(rq->mutex);
       rq->cv.wait_for(lock, std::chrono::milliseconds(200), [&] {
         for (const auto& ch : rq->choices) {
-          if (!ch->pending.empty() || !ch->pending_lp.empty() || (ch->done && !ch->finished)) return true;
+          if (!ch->pending.empty() || !ch->pending_lp.empty() || (ch->done && !ch->finished) || ch->prompt_done >= 0)
+            return true;
         }
         return false;
       });
+      // "return_progress": the prompt is shared by the choices; the first one reports it.
+      progress = {rq->choices[0]->prompt_done, rq->choices[0]->prompt_total};
+      rq->choices[0]->prompt_done = -1;
       for (size_t i = 0; i < n; ++i) {
         Channel& ch = *rq->choices[i];
         text[i].swap(ch.pending);
@@ -435,6 +443,17 @@ void answer_stream(ServerContext& ctx, httplib::Response& res, const std::shared
           ended[i] = true;
         }
       }
+    }
+    if (progress.first >= 0) {  // an empty delta carrying "prompt_progress", before the text
+      Json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+      if (env.chat) {
+        choice["delta"] = {{"content", ""}};
+      } else {
+        choice["text"] = "";
+      }
+      Json c = chunk(env, choice);
+      c["prompt_progress"] = {{"processed", progress.first}, {"total", progress.second}};
+      if (!write(sse(c))) return false;
     }
     bool wrote = false;
     for (size_t i = 0; i < n; ++i) {
@@ -640,6 +659,16 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
       }
       rqp->cv.notify_all();
     };
+    if (i == 0 && stream && p.return_progress) {
+      g.on_prompt_progress = [rq, chp, rqp](int64_t done, int64_t total) {
+        {
+          std::lock_guard<std::mutex> lock(rqp->mutex);
+          chp->prompt_done = done;
+          chp->prompt_total = total;
+        }
+        rqp->cv.notify_all();
+      };
+    }
     gens.push_back(std::move(g));
   }
   std::shared_ptr<exec::Scheduler> scheduler = loaded->scheduler;

@@ -1,6 +1,6 @@
 // tests/ui/fake_engine.h — a scripted stand-in for `strata-engine serve` on loopback, for client and
 // chat tests that must not depend on the engine: /strata/v1/status, /strata/v1/models/inspect
-// (a path containing "bad" gets 400) and a streaming /v1/chat/completions (chunked SSE, one piece every `pieceIntervalMs`). Header-only, no moc.
+// (a path containing "bad" gets 400), /strata/v1/model/load (always ready) and a streaming /v1/chat/completions (chunked SSE, one piece every `pieceIntervalMs`). Header-only, no moc.
 #pragma once
 
 #include <QJsonArray>
@@ -16,10 +16,12 @@ class FakeEngine : public QObject {
  public:
   QStringList pieces{QStringLiteral("Hello"), QStringLiteral(", "), QStringLiteral("**world**"), QStringLiteral("!")};
   int pieceIntervalMs = 5;
+  QList<QPair<int, int>> promptProgress;  // (processed, total) chunks sent before the pieces
   QString apiKey;                 // when set, requests without "Bearer apiKey" get 401
   int chatStatus = 200;           // e.g. 503 to test errors
   QList<QJsonObject> chatBodies;  // every chat request body received
   int statusRequests = 0;
+  int loadRequests = 0;
   QList<QJsonObject> inspectBodies;  // every models/inspect request body received
 
   FakeEngine() {
@@ -70,6 +72,10 @@ class FakeEngine : public QObject {
                                                                     {"weight_bytes", 1000000}}},
                                               {"placement", QJsonValue::Null}})
                             .toJson(QJsonDocument::Compact));
+    } else if (path.startsWith("/strata/v1/model/load") && method == "POST") {
+      ++loadRequests;
+      reply(s, 200, QJsonDocument(QJsonObject{{"state", "ready"}, {"model", QJsonObject{{"id", "fake"}, {"path", "/models/fake.gguf"}, {"n_layers", 2}}}})
+                        .toJson(QJsonDocument::Compact));
     } else if (path.startsWith("/strata/v1/models/inspect") && method == "POST") {
       const QJsonObject req = QJsonDocument::fromJson(body).object();
       inspectBodies.append(req);
@@ -125,9 +131,20 @@ class FakeEngine : public QObject {
     QPointer<QTcpSocket> sock(s);
     QObject::connect(timer, &QTimer::timeout, s, [this, sock, timer, next] {
       if (!sock || sock->state() != QAbstractSocket::ConnectedState) return timer->stop();
-      if (*next < pieces.size()) {
+      if (*next < promptProgress.size()) {
+        QJsonObject c{{"object", "chat.completion.chunk"},
+                      {"choices", QJsonArray{QJsonObject{{"index", 0}, {"delta", QJsonObject{{"content", ""}}},
+                                                         {"finish_reason", QJsonValue::Null}}}},
+                      {"prompt_progress", QJsonObject{{"processed", promptProgress[*next].first},
+                                                      {"total", promptProgress[*next].second}}}};
+        chunk(sock, "data: " + QJsonDocument(c).toJson(QJsonDocument::Compact) + "\n\n");
+        ++*next;
+        return;
+      }
+      const int piece = *next - int(promptProgress.size());
+      if (piece < pieces.size()) {
         // Split each event in two writes to exercise the incremental parser.
-        const QByteArray e = event(QJsonObject{{"content", pieces.at(*next)}}, QJsonValue::Null);
+        const QByteArray e = event(QJsonObject{{"content", pieces.at(piece)}}, QJsonValue::Null);
         chunk(sock, e.left(e.size() / 2));
         chunk(sock, e.mid(e.size() / 2));
         ++*next;

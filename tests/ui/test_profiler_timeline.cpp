@@ -3,6 +3,8 @@
 #include <QAbstractItemModelTester>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QLabel>
+#include <QSet>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -10,6 +12,8 @@
 #include "ui/profiler/profiler_series.h"
 #include "ui/profiler/timeline_model.h"
 #include "ui/profiler/timeline_plot.h"
+
+#include <qcustomplot.h>
 
 using namespace strata::ui;
 
@@ -29,8 +33,9 @@ QJsonArray lanes() {
                     QJsonObject{{"id", 2}, {"name", "host"}, {"simulated", false}}};
 }
 
-// gpu0 busy [0,11) + [20,30) = 21 of 40 ms; gpu1 busy [10,25) + [30,40) = 25 (an idle span
-// [25,30) does not count); host busy [39,40).
+// Work is in flight during all of [0,40). gpu0 computes [0,10) + [20,30) = 20 ms (its transfer
+// [10,11) runs on the link); gpu1 computes [10,25) + [30,40) = 25 ms (an idle span [25,30) does not
+// count); host busy [39,40).
 QJsonObject handMadeBatch() {
   return QJsonObject{
       {"lanes", lanes()},
@@ -65,14 +70,16 @@ class TestProfilerTimeline : public QObject {
     for (int i = 1; i < model.rowCount(); ++i)
       QVERIFY(model.span(i - 1).startNs <= model.span(i).startNs);
     const QMap<int, double> bubble = model.bubblePercent();
-    QCOMPARE(bubble.value(0), 100.0 * (1.0 - 21.0 / 40.0));  // 47.5
+    QCOMPARE(bubble.value(0), 100.0 * (1.0 - 20.0 / 40.0));  // 50
     QCOMPARE(bubble.value(1), 100.0 * (1.0 - 25.0 / 40.0));  // 37.5
-    QCOMPARE(bubble.value(2), 100.0 * (1.0 - 1.0 / 40.0));   // 97.5
+    QVERIFY(!bubble.contains(2));                            // the host is not a device
 
     QCOMPARE(plot.spanCount(), 8);
-    QCOMPARE(plot.laneSpans(0), (Spans{{0, 10}, {10, 11}, {20, 30}}));
+    QCOMPARE(plot.laneSpans(0), (Spans{{0, 10}, {20, 30}}));
     QCOMPARE(plot.laneSpans(1), (Spans{{10, 20}, {15, 25}, {25, 30}, {30, 40}}));
     QCOMPARE(plot.laneSpans(2), (Spans{{39, 40}}));
+    QCOMPARE(plot.linkRowLabels(), QStringList{"gpu0 (simulated) → gpu1"});  // the transfer's own row
+    QCOMPARE(plot.laneSpans(3), (Spans{{10, 11}}));
 
     // Colours: compute by layer (two layers differ), transfer and all-reduce distinct from compute.
     TraceSpan c0{0, "compute", 0}, c1{0, "compute", 1}, t{0, "transfer"}, a{0, "all-reduce"};
@@ -80,14 +87,79 @@ class TestProfilerTimeline : public QObject {
     QVERIFY(TimelinePlot::spanColor(t) != TimelinePlot::spanColor(c0));
     QVERIFY(TimelinePlot::spanColor(a) != TimelinePlot::spanColor(t));
 
-    const QString tip = plot.tooltipAt(10.5, 0.1);
-    QVERIFY2(tip.contains("transfer on gpu0 (simulated)"), qPrintable(tip));
-    QVERIFY2(tip.contains("15.6 MiB, 16.38 GB/s"), qPrintable(tip));
-    QVERIFY2(tip.contains("gpu0 (simulated) → gpu1"), qPrintable(tip));
+    QCOMPARE(plot.tooltipAt(10.5, 3.1), QString("transfer gpu0 (simulated) → gpu1\ntoken 7\n15.6 MiB in 1.000 ms, 16.38 GB/s"));
     QVERIFY2(plot.tooltipAt(2, 1.0).isEmpty(), "gpu1 is idle at 2 ms");
     const QString compute = plot.tooltipAt(35, 1.0);
     QVERIFY2(compute.contains("layer 4") && compute.contains("token 7") && compute.contains("duration 10.000 ms"),
              qPrintable(compute));
+  }
+
+  // Bubble = a device's idle time while work is in flight elsewhere, over the time work is in flight
+  // anywhere (docs/profiler.md). Synthetic traces on gpu0 (lane 0), gpu1 (lane 1), host (lane 2):
+  // each event "lane kind start end" in ms.
+  void bubbleDefinition_data() {
+    QTest::addColumn<QStringList>("events");
+    QTest::addColumn<double>("gpu0");
+    QTest::addColumn<double>("gpu1");
+    // A lane that computes whenever anything runs: 0%, however long the gaps between replies.
+    QTest::newRow("busy whenever work runs, long gaps") << QStringList{"0 compute 0 10", "0 compute 500 510", "1 compute 2 8"}
+                                                        << 0.0 << 70.0;
+    QTest::newRow("two-stage pipeline, one sequence") << QStringList{"0 compute 0 10", "1 compute 10 20"} << 50.0 << 50.0;
+    QTest::newRow("pipeline filled by two sequences") << QStringList{"0 compute 0 10", "0 compute 10 20", "1 compute 10 20",
+                                                                     "1 compute 20 30"}
+                                                      << 100.0 / 3 << 100.0 / 3;
+    QTest::newRow("transfers run on the link") << QStringList{"0 compute 0 10", "0 transfer 10 12", "1 compute 12 22"}
+                                               << 100.0 * 12 / 22 << 100.0 * 12 / 22;
+    QTest::newRow("idle spans and host work") << QStringList{"0 compute 0 10", "0 idle 10 20", "2 sample 10 20", "1 compute 0 20"}
+                                              << 50.0 << 0.0;
+  }
+  void bubbleDefinition() {
+    QFETCH(QStringList, events);
+    QFETCH(double, gpu0);
+    QFETCH(double, gpu1);
+    QJsonArray list;
+    for (const QString& e : events) {
+      const QStringList f = e.split(' ');
+      list.append(traceEvent(f[0].toInt(), qPrintable(f[1]), 0, f[2].toLongLong(), f[3].toLongLong() - f[2].toLongLong(),
+                             f[1] == "transfer" ? 1000 : 0, f[1] == "transfer" ? 1 : -1));
+    }
+    TimelineModel model;
+    model.appendBatch(QJsonObject{{"lanes", lanes()}, {"events", list}});
+    const QMap<int, double> b = model.bubblePercent();
+    QVERIFY(qAbs(b.value(0) - gpu0) < 1e-9);
+    QVERIFY2(qAbs(b.value(1) - gpu1) < 1e-9, qPrintable(QString::number(b.value(1))));
+    QVERIFY(!b.contains(2));
+  }
+
+  // A 2 µs transfer in a 100 ms view: drawn 6 px wide (5 of them solid) on its link row, with its arrow;
+  // the legend names every kind; the tooltip gives bytes, time and GB/s.
+  void shortTransfersAreVisible() {
+    TimelineModel model;
+    TimelinePlot plot;
+    plot.resize(800, 300);
+    plot.setModel(&model);
+    QJsonObject transfer = traceEvent(0, "transfer", -1, 0, 0, 65536, 1);
+    transfer["start_ns"] = double(50 * ms);
+    transfer["duration_ns"] = 2000.0;
+    model.appendBatch(QJsonObject{{"lanes", lanes()},
+                                  {"events", QJsonArray{traceEvent(0, "compute", 0, 0, 50), transfer,
+                                                        traceEvent(1, "compute", 1, 50, 50)}}});
+    plot.setFollowLatest(false);
+    plot.plot()->xAxis->setRange(0, 100);
+    plot.replotNow();
+    QCOMPARE(plot.tooltipAt(50.0, 3.0), QString("transfer gpu0 (simulated) → gpu1\ntoken 7\n64.0 KiB in 2.0 µs, 32.77 GB/s"));
+    const QImage image = plot.plot()->toPixmap(800, 280).toImage();
+    const QRgb colour = TimelinePlot::spanColor(TraceSpan{0, "transfer"}).rgb();
+    QSet<int> columns;
+    for (int y = 0; y < image.height(); ++y)
+      for (int x = 0; x < image.width(); ++x)
+        if ((image.pixel(x, y) & 0xffffff) == (colour & 0xffffff)) columns.insert(x);
+    QVERIFY2(columns.size() >= 5, qPrintable(QString::number(columns.size())));
+    QStringList kinds;
+    for (const auto& entry : TimelinePlot::legendEntries()) kinds << entry.first.section(' ', 0, 0);
+    QCOMPARE(kinds, (QStringList{"compute", "transfer", "all-reduce", "embedding", "host:", "idle"}));
+    for (const auto& entry : TimelinePlot::legendEntries())
+      QVERIFY(plot.legend()->text().contains(entry.second.name()));
   }
 
   void ordering_data() {
@@ -186,7 +258,7 @@ class TestProfilerTimeline : public QObject {
     QVERIFY(panel.summaryText().contains("paused (1 batches held)"));
     panel.setPaused(false);
     QCOMPARE(panel.timelineModel()->rowCount(), 8);
-    QCOMPARE(panel.summaryText(), QString("tok/s 41.3 · TTFT 180 ms · bubble gpu0 (simulated) 48%, gpu1 38%, host 98%"));
+    QCOMPARE(panel.summaryText(), QString("tok/s 41.3 · TTFT 180 ms · bubble gpu0 (simulated) 50%, gpu1 38%"));
     panel.setCollapsed(true);
     QVERIFY(panel.isCollapsed());
 

@@ -48,3 +48,41 @@ void AppSettings::save() const {
   s.setValue(QStringLiteral("chat/systemPrompt"), defaultSystemPrompt);
   s.setValue(QStringLiteral("ui/theme"), theme);
 }
+
+AppSettings RunOverrides::applied(const AppSettings& saved) const {
+  AppSettings a = saved;
+  if (model) {
+    a.lastModel = *model;
+    a.lastPlacement = {};
+  }
+  if (devices) a.devices = *devices;
+  if (ctx) a.ctx = *ctx;
+  if (threads) a.threads = *threads;
+  if (enginePath) a.enginePath = *enginePath;
+  if (remoteUrl) {
+    a.engineMode = AppSettings::EngineMode::Remote;
+    a.remoteUrl = *remoteUrl;
+    a.remoteKey = remoteKey;
+  }
+  return a;
+}
+
+AppSettings RunOverrides::toSave(const AppSettings& current, const AppSettings& saved) const {
+  AppSettings out = current;
+  const AppSettings run = applied(saved);
+  if (model && current.lastModel == run.lastModel) {
+    out.lastModel = saved.lastModel;
+    if (current.lastPlacement == run.lastPlacement) out.lastPlacement = saved.lastPlacement;
+  }
+  if (devices && current.devices == run.devices) out.devices = saved.devices;
+  if (ctx && current.ctx == run.ctx) out.ctx = saved.ctx;
+  if (threads && current.threads == run.threads) out.threads = saved.threads;
+  if (enginePath && current.enginePath == run.enginePath) out.enginePath = saved.enginePath;
+  if (remoteUrl && current.engineMode == run.engineMode && current.remoteUrl == run.remoteUrl &&
+      current.remoteKey == run.remoteKey) {
+    out.engineMode = saved.engineMode;
+    out.remoteUrl = saved.remoteUrl;
+    out.remoteKey = saved.remoteKey;
+  }
+  return out;
+}

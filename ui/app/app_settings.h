@@ -5,6 +5,7 @@
 #include <QJsonObject>
 #include <QString>
 #include <QStringList>
+#include <optional>
 
 struct AppSettings {
   enum class EngineMode { Local, Remote };
@@ -24,4 +25,23 @@ struct AppSettings {
 
   static AppSettings load();
   void save() const;
+};
+
+// The options of one run given on the command line (--model, --devices, --ctx, --threads, --engine,
+// --remote/--api-key): they replace the saved settings for that run and are never saved themselves.
+struct RunOverrides {
+  std::optional<QString> model;       // also clears the last placement (it belongs to another model)
+  std::optional<QString> devices;
+  std::optional<int> ctx;
+  std::optional<int> threads;
+  std::optional<QString> enginePath;
+  std::optional<QString> remoteUrl;   // remote mode, with remoteKey
+  QString remoteKey;
+
+  bool isEmpty() const { return !model && !devices && !ctx && !threads && !enginePath && !remoteUrl; }
+  // `saved` with these options in effect.
+  AppSettings applied(const AppSettings& saved) const;
+  // What to save from `current` (the settings in effect now): each overridden value the user has not
+  // changed since the start is put back to its value in `saved`.
+  AppSettings toSave(const AppSettings& current, const AppSettings& saved) const;
 };

@@ -6,12 +6,17 @@
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QJsonArray>
 #include <QLabel>
+#include <QLineEdit>
 #include <QListView>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QScreen>
+#include <QSet>
+#include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -19,9 +24,11 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include "ui/app/engine_problem_panel.h"
 #include "ui/app/workstation.h"
 #include "ui/chat/chat_controller.h"
 #include "ui/chat/chat_view.h"
+#include "ui/chat/conversation_list_model.h"
 #include "ui/client/engine_client.h"
 #include "ui/client/engine_process.h"
 #include "ui/devices/devices_panel.h"
@@ -29,9 +36,11 @@
 #include "ui/models/model_inspector.h"
 #include "ui/models/models_panel.h"
 #include "ui/placement/placement_editor.h"
+#include "ui/placement/placement_model.h"
 #include "ui/profiler/profiler_panel.h"
 #include "ui/profiler/timeline_model.h"
 #include "ui/profiler/timeline_plot.h"
+#include "ui/storage/conversation_store.h"
 
 using namespace strata::ui;
 
@@ -46,7 +55,42 @@ MainWindow::MainWindow(Workstation* workstation, QWidget* parent) : QMainWindow(
   buildMenus();
   wirePanels();
   updateStateLabel();
-  resize(1400, 900);
+  restoreWindowGeometry();
+  // The current chat is highlighted and the message box has the keyboard from the start.
+  const int row = ws_->chat()->conversationModel()->rowOf(ws_->chat()->currentConversation());
+  if (row >= 0) {
+    QSignalBlocker block(conversations_->selectionModel());
+    conversations_->setCurrentIndex(ws_->chat()->conversationModel()->index(row));
+  }
+  showTab(Tab::Chat);
+  chatView_->focusInput();
+}
+
+void MainWindow::restoreWindowGeometry() {
+  if (!ws_->persists() || !restoreGeometry(QSettings().value(QStringLiteral("ui/windowGeometry")).toByteArray()))
+    resize(1400, 900);
+  fitOnScreen();
+}
+
+void MainWindow::fitOnScreen() {
+  // Never larger than the screen's available area (at any QT_SCALE_FACTOR), and on it.
+  const QScreen* screen = this->screen() ? this->screen() : QGuiApplication::primaryScreen();
+  if (!screen || isMaximized() || isFullScreen()) return;
+  const QRect avail = screen->availableGeometry();
+  const QSize frameExtra = frameGeometry().size() - geometry().size();
+  const QSize most = avail.size() - frameExtra;
+  // A small screen (or a large QT_SCALE_FACTOR) wins over the panels' minimum sizes: they squeeze.
+  const QSize hint = minimumSizeHint();
+  if (hint.width() > most.width() || hint.height() > most.height()) setMinimumSize(hint.boundedTo(most));
+  QSize size = this->size().boundedTo(most);
+  size = size.expandedTo(hint.boundedTo(most));
+  if (size != this->size()) resize(size);
+  QRect frame = frameGeometry();
+  if (!avail.contains(frame)) {
+    frame.moveLeft(qBound(avail.left(), frame.left(), qMax(avail.left(), avail.right() - frame.width() + 1)));
+    frame.moveTop(qBound(avail.top(), frame.top(), qMax(avail.top(), avail.bottom() - frame.height() + 1)));
+    move(frame.topLeft());
+  }
 }
 
 MainWindow::~MainWindow() = default;
@@ -55,6 +99,7 @@ void MainWindow::buildCentral() {
   auto* splitter = new QSplitter(Qt::Horizontal, this);
 
   auto* side = new QWidget(splitter);
+  side->setMinimumWidth(180);  // the chat list never squeezed to nothing
   auto* sideLayout = new QVBoxLayout(side);
   sideLayout->setContentsMargins(6, 6, 0, 6);
   auto* sideHeader = new QHBoxLayout;
@@ -64,6 +109,11 @@ void MainWindow::buildCentral() {
   newChat->setToolTip(tr("New chat (Ctrl+N)"));
   sideHeader->addWidget(newChat);
   sideLayout->addLayout(sideHeader);
+  search_ = new QLineEdit(side);
+  search_->setObjectName(QStringLiteral("chatSearch"));
+  search_->setPlaceholderText(tr("Search chats…"));
+  search_->setClearButtonEnabled(true);
+  sideLayout->addWidget(search_);
   conversations_ = new QListView(side);
   conversations_->setObjectName(QStringLiteral("conversations"));
   conversations_->setModel(ws_->chat()->conversationModel());
@@ -71,6 +121,14 @@ void MainWindow::buildCentral() {
   conversations_->setContextMenuPolicy(Qt::ActionsContextMenu);
   sideLayout->addWidget(conversations_, 1);
   connect(newChat, &QToolButton::clicked, ws_->chat(), &ChatController::newConversation);
+  // Search across conversations (titles and every message): the others are hidden, not removed.
+  connect(search_, &QLineEdit::textChanged, this, &MainWindow::applyChatSearch);
+  QAbstractItemModel* list = ws_->chat()->conversationModel();
+  connect(list, &QAbstractItemModel::rowsInserted, this, &MainWindow::applyChatSearch);
+  connect(list, &QAbstractItemModel::rowsRemoved, this, &MainWindow::applyChatSearch);
+  connect(list, &QAbstractItemModel::rowsMoved, this, &MainWindow::applyChatSearch);
+  connect(list, &QAbstractItemModel::modelReset, this, &MainWindow::applyChatSearch);
+  connect(list, &QAbstractItemModel::dataChanged, this, &MainWindow::applyChatSearch);
   connect(conversations_->selectionModel(), &QItemSelectionModel::currentChanged, this, [this](const QModelIndex& i) {
     if (i.isValid()) ws_->chat()->openConversation(i.data(ConversationListModel::IdRole).toLongLong());
   });
@@ -81,8 +139,14 @@ void MainWindow::buildCentral() {
     else conversations_->clearSelection();
   });
 
-  tabs_ = new QTabWidget(splitter);
+  auto* middle = new QWidget(splitter);
+  auto* middleLayout = new QVBoxLayout(middle);
+  middleLayout->setContentsMargins(0, 0, 0, 0);
+  problemPanel_ = new EngineProblemPanel(middle);
+  middleLayout->addWidget(problemPanel_);
+  tabs_ = new QTabWidget(middle);
   tabs_->setObjectName(QStringLiteral("mainTabs"));
+  middleLayout->addWidget(tabs_, 1);
   chatView_ = new ChatView(ws_->chat(), tabs_);
   tabs_->addTab(chatView_, tr("Chat"));
   placementEditor_ = new PlacementEditor(tabs_);
@@ -91,7 +155,9 @@ void MainWindow::buildCentral() {
   tabs_->addTab(modelsPanel_, tr("Models"));
 
   splitter->addWidget(side);
-  splitter->addWidget(tabs_);
+  splitter->addWidget(middle);
+  middle->setMinimumWidth(360);
+  splitter->setChildrenCollapsible(false);
   splitter->setStretchFactor(0, 0);
   splitter->setStretchFactor(1, 1);
   splitter->setSizes({220, 900});
@@ -180,15 +246,55 @@ QJsonObject MainWindow::modelInfoFromStatus(const QJsonObject& status) {
 void MainWindow::wirePanels() {
   EngineClient* client = ws_->client();
   connect(ws_, &Workstation::stateChanged, this, &MainWindow::updateStateLabel);
+  connect(ws_, &Workstation::stateChanged, this, [this](Workstation::EngineState s) {
+    // "loading …" does not outlive the load.
+    if (s != Workstation::EngineState::Loading && statusBar()->currentMessage().startsWith(tr("loading")))
+      statusBar()->showMessage(s == Workstation::EngineState::Ready ? tr("model ready") : ws_->stateText(), 4000);
+  });
   connect(ws_, &Workstation::statusChanged, this, &MainWindow::onStatus);
   connect(ws_, &Workstation::notice, this, [this](const QString& t) { statusBar()->showMessage(t, 10000); });
+  // No model served (too-small devices, repeated failures): the reason and ways out; no sending.
+  connect(ws_, &Workstation::modelProblemChanged, problemPanel_, &EngineProblemPanel::setProblem);
+  problemPanel_->setProblem(ws_->modelProblem());
+  connect(problemPanel_, &EngineProblemPanel::planRequested, this, [this] {
+    showTab(Tab::Placement);
+    placementEditor_->setPlanningMode(true);
+  });
+  connect(problemPanel_, &EngineProblemPanel::settingsRequested, this, &MainWindow::showSettings);
+  connect(problemPanel_, &EngineProblemPanel::retryRequested, this, [this] {
+    if (ws_->process()) ws_->process()->restart();
+    else ws_->start();
+  });
+  auto updateChatBlock = [this] {
+    QString why;
+    if (!ws_->canChat()) why = ws_->modelProblem().isEmpty() ? ws_->stateText() : tr("no model is loaded (see above)");
+    chatView_->setSendBlockedReason(why);
+  };
+  connect(ws_, &Workstation::stateChanged, this, updateChatBlock);
+  connect(ws_, &Workstation::modelProblemChanged, this, updateChatBlock);
+  updateChatBlock();
   connect(ws_, &Workstation::engineRestarted, this, [this](int n) {
     statusBar()->showMessage(tr("the engine was restarted (%1); the model and placement are back").arg(n), 10000);
   });
 
   // Devices.
   connect(ws_, &Workstation::devicesChanged, devicesPanel_, &DevicesPanel::setDevices);
-  connect(ws_, &Workstation::devicesChanged, placementEditor_, &PlacementEditor::setDevices);
+  connect(ws_, &Workstation::devicesChanged, placementEditor_, [this](const QJsonArray& devices) {
+    placementEditor_->setDevices(devices);
+    editorSynced_ = {};  // a placement refused for unknown devices may fit these
+    followEnginePlacement();
+  });
+  // The editor opens on the engine's placement and devices, asked for afresh, and follows changes
+  // made elsewhere (the status poll carries the placement).
+  connect(client, &EngineClient::placementReceived, this, [this](const QJsonObject& placement) {
+    enginePlacement_ = placement;
+    followEnginePlacement();
+  });
+  connect(tabs_, &QTabWidget::currentChanged, this, [this, client](int index) {
+    if (index != int(Tab::Placement) || !client->hasEndpoint()) return;
+    client->fetchDevices();
+    if (ws_->state() == Workstation::EngineState::Ready) client->fetchPlacement();
+  });
 
   // Placement editor: plans, applies, simulated devices.
   connect(placementEditor_, &PlacementEditor::requestAutoPlan, this, [this, client](const QString& goal) {
@@ -249,15 +355,33 @@ void MainWindow::onStatus(const QJsonObject& status) {
                       QString::number(model.value(QStringLiteral("n_layers")).toInt());
   if (!model.isEmpty() && key != modelKey_) {
     modelKey_ = key;
-    placementSeen_ = {};
+    editorSynced_ = {};
     placementEditor_->setModelInfo(modelInfoFromStatus(status));
   }
   const QJsonObject placement = status.value(QStringLiteral("placement")).toObject();
-  if (!placement.isEmpty() && placement != placementSeen_) {
-    placementSeen_ = placement;
-    placementEditor_->resetPlacement(placement);
-  }
+  if (!placement.isEmpty()) enginePlacement_ = placement;
+  followEnginePlacement();
   updateStateLabel();
+}
+
+void MainWindow::applyChatSearch() {
+  const QString text = search_->text().trimmed();
+  ConversationListModel* list = ws_->chat()->conversationModel();
+  QSet<qint64> match;
+  if (!text.isEmpty())
+    for (qint64 id : ws_->store()->searchConversations(text)) match.insert(id);
+  for (int row = 0; row < list->rowCount(); ++row)
+    conversations_->setRowHidden(row, !text.isEmpty() && !match.contains(list->conversation(row).id));
+}
+
+void MainWindow::followEnginePlacement() {
+  PlacementModel* m = placementEditor_->model();
+  if (enginePlacement_.isEmpty() || enginePlacement_ == editorSynced_ || m->modelInfo().nLayers <= 0) return;
+  if (m->devices().isEmpty()) return;  // not known yet: devicesChanged comes back here
+  if (m->hasPendingEdits()) return;    // the user's edits stay; Apply replaces the engine's
+  QString error;
+  if (m->resetPlacement(enginePlacement_, &error)) editorSynced_ = enginePlacement_;
+  else placementEditor_->showError(error);
 }
 
 void MainWindow::updateStateLabel() {
@@ -279,5 +403,6 @@ void MainWindow::loadModelFile(const QString& path) {
 void MainWindow::closeEvent(QCloseEvent* event) {
   ws_->chat()->stop();
   ws_->saveSettings();
+  if (ws_->persists()) QSettings().setValue(QStringLiteral("ui/windowGeometry"), saveGeometry());
   QMainWindow::closeEvent(event);
 }

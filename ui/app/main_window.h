@@ -7,10 +7,12 @@
 #include <QMainWindow>
 
 class ChatView;
+class EngineProblemPanel;
 class ModelsPanel;
 class QComboBox;
 class QDockWidget;
 class QLabel;
+class QLineEdit;
 class QListView;
 class QTabWidget;
 class Workstation;
@@ -41,6 +43,9 @@ class MainWindow : public QMainWindow {
   strata::ui::TimelineModel* timelineModel() const;
   QDockWidget* profilerDock() const { return profilerDock_; }
   QListView* conversationList() const { return conversations_; }
+  QLineEdit* chatSearch() const { return search_; }
+  EngineProblemPanel* problemPanel() const { return problemPanel_; }
+  QTabWidget* tabs() const { return tabs_; }
   void showTab(Tab tab);
   void setProfilerPaused(bool paused);  // the timeline and charts stop taking trace batches
 
@@ -58,6 +63,7 @@ class MainWindow : public QMainWindow {
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dropEvent(QDropEvent* event) override;
   void changeEvent(QEvent* event) override;
+  void showEvent(QShowEvent* event) override;  // first show: fitted again, with the frame known
   void closeEvent(QCloseEvent* event) override;
 
  private:
@@ -68,12 +74,20 @@ class MainWindow : public QMainWindow {
   void wirePanels();
   void onStatus(const QJsonObject& status);
   void updateStateLabel();
+  void followEnginePlacement();
+  void applyChatSearch();  // hides the chats that do not match the search field
+  void restoreWindowGeometry();  // the saved size and place (persisting runs), kept on the screen
+ public:
+  void fitOnScreen();            // no larger than the screen's available area, and on it
+ private:  // the editor shows the engine's placement unless the user is editing
 
   Workstation* ws_;
   ChatView* chatView_ = nullptr;
   ModelsPanel* modelsPanel_ = nullptr;
   QTabWidget* tabs_ = nullptr;
+  EngineProblemPanel* problemPanel_ = nullptr;
   QListView* conversations_ = nullptr;
+  QLineEdit* search_ = nullptr;
   QComboBox* modelCombo_ = nullptr;
   QLabel* ctxLabel_ = nullptr;
   QLabel* stateLabel_ = nullptr;
@@ -83,5 +97,6 @@ class MainWindow : public QMainWindow {
   strata::ui::PlacementEditor* placementEditor_ = nullptr;
   strata::ui::ProfilerPanel* profilerPanel_ = nullptr;
   QString modelKey_;        // path + n_layers the placement editor was given
-  QJsonObject placementSeen_;
+  QJsonObject enginePlacement_;  // the engine's placement, as last reported
+  QJsonObject editorSynced_;     // the engine placement the editor was last reset to
 };

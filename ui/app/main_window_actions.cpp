@@ -10,8 +10,11 @@
 #include <QInputDialog>
 #include <QListView>
 #include <QMenuBar>
+#include <QMessageBox>
 #include <QMimeData>
+#include <QRegularExpression>
 #include <QPlainTextEdit>
+#include <QShowEvent>
 #include <QStatusBar>
 
 #include "ui/app/about_box.h"
@@ -21,6 +24,8 @@
 #include "ui/app/workstation.h"
 #include "ui/chat/chat_controller.h"
 #include "ui/chat/chat_view.h"
+#include "ui/chat/conversation_export.h"
+#include "ui/storage/conversation_store.h"
 #include "ui/client/engine_process.h"
 
 namespace {
@@ -73,8 +78,28 @@ void MainWindow::buildMenus() {
   QAction* rename = add(chatMenu, tr("Re&name chat"), QKeySequence(Qt::Key_F2), [this] {
     if (conversations_->currentIndex().isValid()) conversations_->edit(conversations_->currentIndex());
   });
-  QAction* del = add(chatMenu, tr("&Delete chat"), QKeySequence(QStringLiteral("Ctrl+Shift+Backspace")), [chat] {
-    if (chat->currentConversation() != 0) chat->deleteConversation(chat->currentConversation());
+  QAction* del = add(chatMenu, tr("&Delete chat…"), QKeySequence(QStringLiteral("Ctrl+Shift+Backspace")), [this, chat] {
+    const qint64 id = chat->currentConversation();
+    if (id == 0) return;
+    const StoredConversation c = ws_->store()->conversation(id);
+    const int n = int(ws_->store()->messages(id).size());
+    const auto answer = QMessageBox::question(
+        this, tr("Delete chat"), tr("Delete “%1” and its %n message(s)? This cannot be undone.", nullptr, n).arg(c.title),
+        QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
+    if (answer == QMessageBox::Yes) chat->deleteConversation(id);
+  });
+  add(chatMenu, tr("E&xport chat…"), QKeySequence(QStringLiteral("Ctrl+Shift+E")), [this, chat] {
+    const qint64 id = chat->currentConversation();
+    if (id == 0) return;
+    const StoredConversation c = ws_->store()->conversation(id);
+    QString suggested = c.title;
+    suggested.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9 _-]+")), QStringLiteral("_"));
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export chat"), suggested + QStringLiteral(".md"),
+                                                      tr("Markdown (*.md);;JSON (*.json)"));
+    if (path.isEmpty()) return;
+    QString error;
+    if (exportConversation(path, c, ws_->store()->messages(id), &error)) statusBar()->showMessage(tr("chat exported to %1").arg(path), 6000);
+    else QMessageBox::warning(this, tr("Export chat"), error);
   });
   conversations_->addAction(rename);
   conversations_->addAction(del);
@@ -161,6 +186,11 @@ void MainWindow::dropEvent(QDropEvent* event) {
   if (path.isEmpty()) return QMainWindow::dropEvent(event);
   event->acceptProposedAction();
   loadModelFile(path);
+}
+
+void MainWindow::showEvent(QShowEvent* event) {
+  QMainWindow::showEvent(event);
+  if (!event->spontaneous()) fitOnScreen();
 }
 
 void MainWindow::changeEvent(QEvent* event) {

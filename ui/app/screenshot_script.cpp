@@ -30,6 +30,7 @@ void ScreenshotScript::start() {
   connect(ws->chat(), &ChatController::replyFailed, this, [this](int, const QString& m) { fail(m); });
   connect(ws->client(), &EngineClient::placementApplied, this, [this] { applied_ = true; });
   connect(ws->client(), &EngineClient::traceBatch, this, [this] { ++traceBatches_; });
+  connect(ws->client(), &EngineClient::devicesReceived, this, [this] { devicesSeen_ = true; });
   connect(ws->client(), &EngineClient::requestFailed, this, [this](const QString& op, const QString& m) {
     if (op == QLatin1String("apply placement")) {
       std::fprintf(stderr, "screenshots: split placement refused (%s); continuing\n", qPrintable(m));
@@ -60,7 +61,15 @@ void ScreenshotScript::step(int n) {
   Workstation* ws = window_->workstation();
   switch (n) {
     case 0:
-      waitFor([ws] { return ws->state() == Workstation::EngineState::Ready; }, 120000, 1, QStringLiteral("the engine"));
+      waitFor([this, ws] { return ws->state() == Workstation::EngineState::Ready || (!ws->modelProblem().isEmpty() && devicesSeen_); }, 120000, 5,
+              QStringLiteral("the engine"));
+      return;
+    case 5:
+      if (ws->modelProblem().isEmpty()) return step(1);
+      // Devices too small for the model: the explanation and its ways out, then done.
+      window_->showTab(MainWindow::Tab::Chat);
+      QApplication::processEvents();
+      QApplication::exit(save(window_, QStringLiteral("too-small-devices.png")) ? 0 : 1);
       return;
     case 1: {
       // Split the blocks over the first two accelerators (simulated GPUs): embedding on the first,

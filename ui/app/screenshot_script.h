@@ -25,6 +25,7 @@ class ScreenshotScript : public QObject {
   QString outDir_;
   QString prompt_;
   bool replyDone_ = false;
+  bool devicesSeen_ = false;
   bool applied_ = false;
   int traceBatches_ = 0;
 };

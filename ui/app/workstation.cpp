@@ -68,14 +68,23 @@ bool Workstation::openStore(const QString& path) {
   return true;
 }
 
+void Workstation::setRunOverrides(const RunOverrides& overrides) {
+  savedSettings_ = settings_;
+  overrides_ = overrides;
+  settings_ = overrides.applied(savedSettings_);
+}
+
 void Workstation::saveSettings() {
-  if (persist_) settings_.save();
+  if (persist_) overrides_.toSave(settings_, savedSettings_).save();
 }
 
 void Workstation::connectProcess() {
   connect(process_, &EngineProcess::stateChanged, this, [this](EngineProcess::State s) {
     switch (s) {
-      case EngineProcess::State::Starting: setState(EngineState::Starting); break;
+      case EngineProcess::State::Starting:
+        setModelProblem({});  // a new try: its status says again what is wrong, if anything
+        setState(EngineState::Starting);
+        break;
       case EngineProcess::State::Loading: setState(EngineState::Loading); break;
       case EngineProcess::State::Crashed: setState(EngineState::Crashed); break;
       case EngineProcess::State::Stopped: setState(EngineState::Stopped); break;
@@ -102,6 +111,10 @@ void Workstation::connectProcess() {
   connect(process_, &EngineProcess::crashed, this, [this](const QString& reason) {
     statusTimer_.stop();
     emit notice(tr("%1 — restarting it").arg(reason));
+  });
+  connect(process_, &EngineProcess::gaveUp, this, [this](const QString& reason) {
+    statusTimer_.stop();
+    setModelProblem(tr("The engine failed twice in the same way, so it is not restarted again: %1").arg(reason));
   });
 }
 
@@ -255,10 +268,18 @@ void Workstation::setState(EngineState s) {
   emit stateChanged(s);
 }
 
+void Workstation::setModelProblem(const QString& problem) {
+  if (modelProblem_ == problem) return;
+  modelProblem_ = problem;
+  emit modelProblemChanged(problem);
+}
+
 void Workstation::onStatus(const QJsonObject& status) {
   statusFailures_ = 0;
   status_ = status;
   const QString st = status.value(QStringLiteral("state")).toString();
+  const QJsonValue startupError = status.value(QStringLiteral("startup")).toObject().value(QStringLiteral("error"));
+  setModelProblem(st == QLatin1String("empty") && startupError.isString() ? startupError.toString() : QString());
   if (state_ != EngineState::Crashed || (process_ && process_->state() == EngineProcess::State::Ready)) {
     if (st == QLatin1String("ready")) setState(EngineState::Ready);
     else if (st == QLatin1String("loading")) setState(EngineState::Loading);
@@ -270,10 +291,12 @@ void Workstation::onStatus(const QJsonObject& status) {
 QString Workstation::stateText() const {
   const QString model = status_.value(QStringLiteral("model")).toObject().value(QStringLiteral("id")).toString();
   switch (state_) {
-    case EngineState::Stopped: return process_ && !process_->lastError().isEmpty() ? tr("engine stopped: %1").arg(process_->lastError()) : tr("engine stopped");
+    case EngineState::Stopped:
+      if (!modelProblem_.isEmpty()) return tr("engine stopped (see above)");
+      return process_ && !process_->lastError().isEmpty() ? tr("engine stopped: %1").arg(process_->lastError()) : tr("engine stopped");
     case EngineState::Starting: return isRemote() ? tr("connecting to %1…").arg(settings_.remoteUrl) : tr("engine starting…");
     case EngineState::Loading: return tr("loading model…");
-    case EngineState::NoModel: return tr("engine ready · no model");
+    case EngineState::NoModel: return modelProblem_.isEmpty() ? tr("engine ready · no model") : tr("engine ready · model not loaded (see above)");
     case EngineState::Ready:
       if (isShared()) return tr("engine of workstation %1 ready%2").arg(shared_.ownerPid).arg(model.isEmpty() ? QString() : QStringLiteral(" · ") + model);
       return model.isEmpty() ? tr("engine ready") : tr("engine ready · %1").arg(model);

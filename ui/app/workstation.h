@@ -44,8 +44,11 @@ class Workstation : public QObject {
   void loadModel(const QString& path);               // remembered for restarts
   void applyPlacement(const QJsonObject& placement);  // PUT, remembered for restarts on success
 
-  AppSettings& settings() { return settings_; }
-  void saveSettings();
+  // Command-line options of this run (before start()): in effect in settings(), never saved.
+  void setRunOverrides(const RunOverrides& overrides);
+  AppSettings& settings() { return settings_; }  // in effect now
+  bool persists() const { return persist_; }
+  void saveSettings();  // settings() less the run's command-line options the user has not changed
   EngineClient* client() const { return client_; }
   EngineProcess* process() const { return process_; }  // null in remote mode
   ConversationStore* store() const { return store_.get(); }
@@ -54,6 +57,12 @@ class Workstation : public QObject {
 
   EngineState state() const { return state_; }
   QString stateText() const;       // "engine ready", "engine crashed — restarting (2)", ...
+  // Why no model is being served, when the engine says so (its status "startup" error: the devices
+  // are too small for it) or the local engine failed twice the same way and is not restarted; empty
+  // otherwise. The window shows it with ways out.
+  QString modelProblem() const { return modelProblem_; }
+  // Whether a chat message can be sent now (an engine answers and has a model).
+  bool canChat() const { return state_ == EngineState::Ready; }
   QJsonObject lastStatus() const { return status_; }
   bool isRemote() const { return settings_.engineMode == AppSettings::EngineMode::Remote; }
   // Attached to the engine of another workstation (local mode, not remembered in the settings).
@@ -66,9 +75,11 @@ class Workstation : public QObject {
   void devicesChanged(const QJsonArray& devices);
   void notice(const QString& text);    // one line for the status bar
   void engineRestarted(int count);
+  void modelProblemChanged(const QString& problem);  // empty: solved
 
  private:
   void setState(EngineState s);
+  void setModelProblem(const QString& problem);
   void onStatus(const QJsonObject& status);
   void connectProcess();
   void startLocal();
@@ -77,6 +88,8 @@ class Workstation : public QObject {
   void leaveShared();
 
   AppSettings settings_;
+  AppSettings savedSettings_;  // as loaded, before the run's overrides
+  RunOverrides overrides_;
   bool persist_;
   std::unique_ptr<ConversationStore> store_;
   EngineClient* client_;
@@ -86,6 +99,7 @@ class Workstation : public QObject {
   QTimer statusTimer_;
   EngineState state_ = EngineState::Stopped;
   QJsonObject status_;
+  QString modelProblem_;
   int statusFailures_ = 0;
   bool share_ = false;
   SharedEngine shared_;  // valid while attached to another workstation's engine

@@ -43,6 +43,7 @@ void ChatController::newConversation() {
   current_.systemPrompt = defaultSystemPrompt_;
   current_.sampling = defaultSampling_;
   chat_.setMessages({});
+  conversations_.upsert(current_);  // a draft row (id 0) at the top, highlighted; stored on the first message
   emit currentConversationChanged(0);
   emit settingsChanged();
 }
@@ -51,7 +52,14 @@ void ChatController::openConversation(qint64 id) {
   if (id == current_.id && id != 0) return;
   if (stream_) stop();
   const StoredConversation c = store_->conversation(id);
-  if (c.id == 0) return;
+  if (c.id == 0 || switching_) return;
+  {
+    // The empty draft, if any, goes. A view whose current row it was may pick another row and ask
+    // to open it meanwhile: ignored (currentConversationChanged below puts the view right).
+    switching_ = true;
+    conversations_.remove(0);
+    switching_ = false;
+  }
   current_ = c;
   if (current_.sampling.isEmpty()) current_.sampling = defaultSampling_;
   chat_.setMessages(store_->messages(id));
@@ -81,7 +89,7 @@ bool ChatController::ensureConversation(const QString& firstText) {
     return false;
   }
   current_ = store_->conversation(current_.id);
-  conversations_.upsert(current_);
+  conversations_.replaceDraft(current_);  // the draft row becomes the stored conversation
   emit currentConversationChanged(current_.id);
   return true;
 }
@@ -169,6 +177,9 @@ void ChatController::startReply() {
   connect(stream_, &ChatStream::contentDelta, this, [this](const QString& piece) {
     chat_.appendContent(streamRow_, piece);
     dirty_ = true;
+  });
+  connect(stream_, &ChatStream::promptProgress, this, [this](int processed, int total) {
+    emit promptProgress(streamRow_, processed, total);
   });
   connect(stream_, &ChatStream::finished, this, [this](const QString& reason) { endReply(reason, true); });
   connect(stream_, &ChatStream::failed, this, [this](const QString& message) {

@@ -53,6 +53,7 @@ class ChatController : public QObject {
  signals:
   void streamingChanged(bool streaming);
   void replyStarted(int row);
+  void promptProgress(int row, int processed, int total);  // the engine is still reading the prompt
   void replyFinished(int row);
   void replyFailed(int row, const QString& message);
   void currentConversationChanged(qint64 id);
@@ -75,6 +76,7 @@ class ChatController : public QObject {
   QString defaultSystemPrompt_;
   QPointer<ChatStream> stream_;
   int streamRow_ = -1;
+  bool switching_ = false;  // removing the draft row in openConversation
   bool dirty_ = false;
   QTimer persistTimer_;
 };

@@ -1,6 +1,8 @@
 // ui/chat/chat_view.cpp — builds the chat pane and mirrors ChatModel into MessageWidgets.
 #include "ui/chat/chat_view.h"
 
+#include <QAbstractSpinBox>
+#include <QApplication>
 #include <QKeyEvent>
 #include <QLabel>
 #include <QLineEdit>
@@ -82,7 +84,13 @@ ChatView::ChatView(ChatController* controller, QWidget* parent) : QWidget(parent
     sampling_->setSampling(controller_->sampling());
   });
   connect(controller_, &ChatController::streamingChanged, this, &ChatView::updateButtons);
-  connect(controller_, &ChatController::currentConversationChanged, this, [this] { cancelEdit(); });
+  connect(controller_, &ChatController::promptProgress, this, [this](int row, int processed, int total) {
+    if (MessageWidget* w = widgets_.value(row)) w->setPromptProgress(processed, total);
+  });
+  connect(controller_, &ChatController::currentConversationChanged, this, [this](qint64 id) {
+    cancelEdit();
+    if (id == 0) focusInput();  // New chat: type straight away (a chat picked in the list keeps the list's focus)
+  });
 
   ChatModel* model = controller_->chatModel();
   connect(model, &QAbstractItemModel::modelReset, this, &ChatView::rebuild);
@@ -141,13 +149,32 @@ QString ChatView::lastReplyText() const { return widgets_.isEmpty() ? QString() 
 
 void ChatView::updateButtons() {
   const bool streaming = controller_->isStreaming();
+  // A reply ended (or was stopped): the next keystroke goes to the message box, not to whatever
+  // follows the Stop button in the focus chain (the temperature box) — unless the user is typing
+  // in another field of the window.
+  if (!streaming && wasStreaming_) {
+    QWidget* f = QApplication::focusWidget();
+    const bool typingElsewhere = f && f != input_ && window()->isAncestorOf(f) &&
+                                 (qobject_cast<QLineEdit*>(f) || qobject_cast<QAbstractSpinBox*>(f) ||
+                                  qobject_cast<QPlainTextEdit*>(f));
+    if (!typingElsewhere) focusInput();
+  }
+  wasStreaming_ = streaming;
   stop_->setEnabled(streaming);
-  send_->setEnabled(!streaming);
+  send_->setEnabled(!streaming && sendBlocked_.isEmpty());
+  send_->setToolTip(sendBlocked_.isEmpty() ? tr("Send the message (Enter)") : tr("Cannot send: %1").arg(sendBlocked_));
+}
+
+void ChatView::setSendBlockedReason(const QString& reason) {
+  if (sendBlocked_ == reason) return;
+  sendBlocked_ = reason;
+  input_->setPlaceholderText(reason.isEmpty() ? tr("Message…") : tr("Message… (cannot send yet: %1)").arg(reason));
+  updateButtons();
 }
 
 void ChatView::sendInput() {
   const QString text = input_->toPlainText();
-  if (text.trimmed().isEmpty() || controller_->isStreaming()) return;
+  if (text.trimmed().isEmpty() || controller_->isStreaming() || !sendBlocked_.isEmpty()) return;
   controller_->setSystemPrompt(systemPrompt_->text());
   const bool ok = editingRow_ >= 0 ? controller_->editAndResend(editingRow_, text) : controller_->send(text);
   if (!ok) return;

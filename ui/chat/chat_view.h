@@ -27,12 +27,17 @@ class ChatView : public QWidget {
   int messageCount() const { return int(widgets_.size()); }
   MessageWidget* messageWidget(int row) const { return widgets_.value(row); }
   QString lastReplyText() const;  // rendered text of the last message
+  QPushButton* sendButton() const { return send_; }
+  QPushButton* stopButton() const { return stop_; }
+  QString sendBlockedReason() const { return sendBlocked_; }
 
  public slots:
   void sendInput();       // Enter: send, or resend when editing
   void startEdit(int row);
   void cancelEdit();
   void focusInput();
+  // Non-empty: Send is disabled (Enter does nothing) and says why, e.g. no model is loaded.
+  void setSendBlockedReason(const QString& reason);
 
  protected:
   bool eventFilter(QObject* watched, QEvent* event) override;
@@ -58,6 +63,8 @@ class ChatView : public QWidget {
   QPushButton* send_;
   QPushButton* stop_;
   SamplingBar* sampling_;
+  QString sendBlocked_;
+  bool wasStreaming_ = false;
   int editingRow_ = -1;
   bool followTail_ = true;
 };

@@ -77,6 +77,14 @@ void ConversationListModel::upsert(const StoredConversation& conversation) {
   }
 }
 
+void ConversationListModel::replaceDraft(const StoredConversation& c) {
+  const int row = rowOf(0);
+  if (row < 0) return upsert(c);
+  items_[row] = c;
+  emit dataChanged(index(row), index(row));
+  upsert(c);  // to the top, if it was not there
+}
+
 void ConversationListModel::remove(qint64 id) {
   const int row = rowOf(id);
   if (row < 0) return;

@@ -29,6 +29,9 @@ class ConversationListModel : public QAbstractListModel {
   void setConversations(const QList<StoredConversation>& conversations);
   void upsert(const StoredConversation& conversation);  // inserts or updates, then moves it to the top
   void remove(qint64 id);
+  // The draft row (id 0, a new chat not stored yet) becomes `c` in place (no row removed, so a
+  // view's current row stays); without a draft row, as upsert.
+  void replaceDraft(const StoredConversation& c);
   int rowOf(qint64 id) const;
   StoredConversation conversation(int row) const { return items_.value(row); }
 

@@ -4,6 +4,8 @@
 
 #include <QApplication>
 #include <QClipboard>
+#include <QDesktopServices>
+#include <QUrl>
 #include <QEvent>
 #include <QFontDatabase>
 #include <QHBoxLayout>
@@ -16,6 +18,7 @@
 #include <QVBoxLayout>
 
 #include "ui/chat/chat_model.h"
+#include "ui/chat/code_highlighter.h"
 
 MessageWidget::MessageWidget(QWidget* parent) : QFrame(parent) {
   setFrameShape(QFrame::NoFrame);
@@ -30,13 +33,26 @@ MessageWidget::MessageWidget(QWidget* parent) : QFrame(parent) {
 
   browser_ = new QTextBrowser(this);
   browser_->setObjectName(QStringLiteral("messageText"));
-  browser_->setOpenExternalLinks(true);
+  browser_->setOpenLinks(false);  // links: the copy links of code blocks, else the desktop's browser
+  highlighter_ = new CodeHighlighter(browser_->document());
+  connect(browser_, &QTextBrowser::anchorClicked, this, [this](const QUrl& url) {
+    if (url.scheme() == QLatin1String("strata-copy")) {
+      const int n = url.path().toInt();
+      const QStringList blocks = fencedCodeBlocks(message_.content);
+      if (n >= 0 && n < blocks.size()) {
+        QApplication::clipboard()->setText(blocks[n]);
+        emit codeCopied(n);
+      }
+      return;
+    }
+    QDesktopServices::openUrl(url);
+  });
   browser_->setFrameShape(QFrame::NoFrame);
   browser_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   browser_->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
   browser_->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
   browser_->viewport()->setAutoFillBackground(false);
-  browser_->setStyleSheet(QStringLiteral("QTextBrowser { background: transparent; }"));
+  syncBrowserPalette();  // no style sheet: it would keep the colours of the palette it was made with
   layout->addWidget(browser_);
 
   auto* footer = new QHBoxLayout;
@@ -71,9 +87,16 @@ MessageWidget::MessageWidget(QWidget* parent) : QFrame(parent) {
 void MessageWidget::setMessage(const StoredMessage& m, bool streaming, bool isLast) {
   message_ = m;
   streaming_ = streaming;
+  isLast_ = isLast;
   const bool assistant = m.role == QLatin1String("assistant");
   who_->setText(assistant ? tr("Strata") : m.role == QLatin1String("user") ? tr("You") : m.role);
-  const QString stats = streaming ? tr("generating…") : ChatModel::statsText(m);
+  if (!streaming) promptDone_ = -1;
+  QString stats = streaming ? tr("generating…") : ChatModel::statsText(m);
+  if (streaming && m.content.isEmpty() && promptDone_ >= 0 && promptDone_ < promptTotal_)
+    stats = tr("reading the prompt: %1 / %2 tokens (%3%)")
+                .arg(promptDone_)
+                .arg(promptTotal_)
+                .arg(100 * qint64(promptDone_) / qMax(1, promptTotal_));
   stats_->setText(stats);
   stats_->setVisible(assistant);
   regenerate_->setVisible(assistant && isLast && !streaming);
@@ -87,6 +110,14 @@ void MessageWidget::setMessage(const StoredMessage& m, bool streaming, bool isLa
     render();
   }
 }
+
+void MessageWidget::setPromptProgress(int processed, int total) {
+  promptDone_ = processed;
+  promptTotal_ = total;
+  setMessage(message_, streaming_, isLast_);
+}
+
+QString MessageWidget::statsText() const { return stats_->text(); }
 
 QString MessageWidget::renderedText() const { return browser_->document()->toPlainText(); }
 
@@ -113,8 +144,10 @@ void MessageWidget::renderMarkdown(QTextBrowser* browser, const QString& markdow
 void MessageWidget::render() {
   QString text = message_.content;
   if (streaming_) text += QStringLiteral(" ▍");
+  if (!streaming_) text = withCopyLinks(text);  // a "copy code" link under each finished code block
   if (text != renderedMarkdown_) {
     renderedMarkdown_ = text;
+    highlighter_->setBackground(browser_->palette().color(QPalette::AlternateBase));
     renderMarkdown(browser_, text);
   }
   fitHeight();
@@ -127,6 +160,16 @@ void MessageWidget::fitHeight() {
   if (browser_->height() != h) browser_->setFixedHeight(h);
 }
 
+void MessageWidget::syncBrowserPalette() {
+  // The text in this widget's palette (it follows the application's), on a transparent base.
+  QPalette p = palette();
+  for (auto group : {QPalette::Active, QPalette::Inactive, QPalette::Disabled}) {
+    p.setColor(group, QPalette::Base, Qt::transparent);
+    p.setColor(group, QPalette::Text, palette().color(group, QPalette::WindowText));
+  }
+  browser_->setPalette(p);
+}
+
 void MessageWidget::resizeEvent(QResizeEvent* e) {
   QFrame::resizeEvent(e);
   fitHeight();
@@ -135,6 +178,7 @@ void MessageWidget::resizeEvent(QResizeEvent* e) {
 void MessageWidget::changeEvent(QEvent* e) {
   QFrame::changeEvent(e);
   if (e->type() == QEvent::PaletteChange) {
+    syncBrowserPalette();
     renderedMarkdown_.clear();
     render();
   }

@@ -1,5 +1,6 @@
 // ui/chat/message_widget.h — one message in the chat view: who, the Markdown-rendered text (code
-// blocks shaded), and under an assistant reply its figures and regenerate / edit / copy buttons.
+// blocks shaded, syntax-highlighted, each with a "copy code" link), and under an assistant reply its
+// figures and regenerate / edit / copy buttons.
 #pragma once
 
 #include <QFrame>
@@ -7,6 +8,7 @@
 
 #include "ui/storage/conversation_store.h"
 
+class CodeHighlighter;
 class QLabel;
 class QTextBrowser;
 class QToolButton;
@@ -19,6 +21,9 @@ class MessageWidget : public QFrame {
   // Shows `m`; while `streaming`, re-rendering is coalesced (at most every 40 ms).
   void setMessage(const StoredMessage& m, bool streaming, bool isLast);
   QString renderedText() const;  // the document as plain text (what the user sees)
+  // While streaming and before the first text: "reading the prompt: 512 / 4096 tokens (12%)".
+  void setPromptProgress(int processed, int total);
+  QString statsText() const;
   QString markdown() const { return message_.content; }
   QTextBrowser* browser() const { return browser_; }
 
@@ -27,6 +32,7 @@ class MessageWidget : public QFrame {
  signals:
   void regenerateRequested();
   void editRequested();
+  void codeCopied(int block);  // the "copy code" link of the block-th code block was clicked
 
  protected:
   void resizeEvent(QResizeEvent* e) override;
@@ -35,6 +41,7 @@ class MessageWidget : public QFrame {
  private:
   void render();
   void fitHeight();
+  void syncBrowserPalette();
 
   StoredMessage message_;
   bool streaming_ = false;
@@ -46,4 +53,7 @@ class MessageWidget : public QFrame {
   QToolButton* copy_;
   QTimer renderTimer_;
   QString renderedMarkdown_;
+  int promptDone_ = -1, promptTotal_ = 0;
+  bool isLast_ = false;
+  CodeHighlighter* highlighter_ = nullptr;
 };

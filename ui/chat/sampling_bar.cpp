@@ -6,10 +6,20 @@
 #include <QLabel>
 #include <QSpinBox>
 
+#include <limits>
+
 SamplingBar::SamplingBar(QWidget* parent) : QWidget(parent) {
-  auto* row = new QHBoxLayout(this);
-  row->setContentsMargins(0, 0, 0, 0);
-  auto addLabel = [this, row](const QString& text, QWidget* w) {
+  // Two rows (the everyday settings, then min-p, repeat penalty and seed), so that the bar does not
+  // force a wide window.
+  auto* rows = new QVBoxLayout(this);
+  rows->setContentsMargins(0, 0, 0, 0);
+  rows->setSpacing(2);
+  auto* first = new QHBoxLayout;
+  auto* second = new QHBoxLayout;
+  rows->addLayout(first);
+  rows->addLayout(second);
+  QHBoxLayout* row = first;
+  auto addLabel = [this, &row](const QString& text, QWidget* w) {
     auto* l = new QLabel(text, this);
     l->setBuddy(w);
     row->addWidget(l);
@@ -31,11 +41,34 @@ SamplingBar::SamplingBar(QWidget* parent) : QWidget(parent) {
   topK_->setRange(0, 1000);
   topK_->setSpecialValueText(tr("off"));
   addLabel(tr("top-&k"), topK_);
+  row = second;
+  minP_ = new QDoubleSpinBox(this);
+  minP_->setObjectName(QStringLiteral("minP"));
+  minP_->setRange(0.0, 1.0);
+  minP_->setSingleStep(0.01);
+  minP_->setSpecialValueText(tr("off"));
+  minP_->setToolTip(tr("Drop tokens less likely than this fraction of the most likely one"));
+  addLabel(tr("m&in-p"), minP_);
+  repeatPenalty_ = new QDoubleSpinBox(this);
+  repeatPenalty_->setObjectName(QStringLiteral("repeatPenalty"));
+  repeatPenalty_->setRange(1.0, 2.0);
+  repeatPenalty_->setSingleStep(0.05);
+  repeatPenalty_->setSpecialValueText(tr("off"));
+  repeatPenalty_->setToolTip(tr("Penalise tokens seen recently (1 = off)"));
+  addLabel(tr("&repeat"), repeatPenalty_);
+  seed_ = new QSpinBox(this);
+  seed_->setObjectName(QStringLiteral("seed"));
+  seed_->setRange(-1, std::numeric_limits<int>::max());
+  seed_->setSpecialValueText(tr("random"));
+  seed_->setToolTip(tr("Same seed, same settings, same prompt: the same reply"));
+  addLabel(tr("s&eed"), seed_);
+  row = first;
   maxTokens_ = new QSpinBox(this);
   maxTokens_->setObjectName(QStringLiteral("maxTokens"));
   maxTokens_->setRange(1, 1 << 20);
   addLabel(tr("&max"), maxTokens_);
-  row->addStretch(1);
+  first->addStretch(1);
+  second->addStretch(1);
 
   auto changed = [this] {
     if (!updating_) emit samplingEdited(sampling());
@@ -44,16 +77,23 @@ SamplingBar::SamplingBar(QWidget* parent) : QWidget(parent) {
   connect(topP_, &QDoubleSpinBox::valueChanged, this, changed);
   connect(topK_, &QSpinBox::valueChanged, this, changed);
   connect(maxTokens_, &QSpinBox::valueChanged, this, changed);
+  connect(minP_, &QDoubleSpinBox::valueChanged, this, changed);
+  connect(repeatPenalty_, &QDoubleSpinBox::valueChanged, this, changed);
+  connect(seed_, &QSpinBox::valueChanged, this, changed);
 }
 
 void SamplingBar::setSampling(const QJsonObject& s) {
   updating_ = true;
   extra_ = s;
-  for (const char* k : {"temperature", "top_p", "top_k", "max_tokens"}) extra_.remove(QLatin1String(k));
+  for (const char* k : {"temperature", "top_p", "top_k", "max_tokens", "min_p", "repeat_penalty", "seed"})
+    extra_.remove(QLatin1String(k));
   temperature_->setValue(s.value(QStringLiteral("temperature")).toDouble(0.7));
   topP_->setValue(s.value(QStringLiteral("top_p")).toDouble(1.0));
   topK_->setValue(s.value(QStringLiteral("top_k")).toInt(0));
   maxTokens_->setValue(s.value(QStringLiteral("max_tokens")).toInt(1024));
+  minP_->setValue(s.value(QStringLiteral("min_p")).toDouble(0.0));
+  repeatPenalty_->setValue(s.value(QStringLiteral("repeat_penalty")).toDouble(1.0));
+  seed_->setValue(s.contains(QStringLiteral("seed")) ? int(s.value(QStringLiteral("seed")).toDouble()) : -1);
   updating_ = false;
 }
 
@@ -63,5 +103,8 @@ QJsonObject SamplingBar::sampling() const {
   s.insert(QStringLiteral("top_p"), topP_->value());
   if (topK_->value() > 0) s.insert(QStringLiteral("top_k"), topK_->value());
   s.insert(QStringLiteral("max_tokens"), maxTokens_->value());
+  if (minP_->value() > 0) s.insert(QStringLiteral("min_p"), minP_->value());
+  if (repeatPenalty_->value() > 1.0) s.insert(QStringLiteral("repeat_penalty"), repeatPenalty_->value());
+  if (seed_->value() >= 0) s.insert(QStringLiteral("seed"), seed_->value());
   return s;
 }

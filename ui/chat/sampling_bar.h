@@ -1,5 +1,6 @@
 // ui/chat/sampling_bar.h — the per-conversation sampling settings under the message box:
-// temperature, top-p, top-k, max tokens. Edits come out as the OpenAI request fields.
+// temperature, top-p, top-k, min-p, repeat penalty, seed, max tokens. Edits come out as the
+// request fields the engine takes (OpenAI's plus min_p, repeat_penalty; seed -1: random).
 #pragma once
 
 #include <QJsonObject>
@@ -23,6 +24,9 @@ class SamplingBar : public QWidget {
   QDoubleSpinBox* topP_;
   QSpinBox* topK_;
   QSpinBox* maxTokens_;
+  QDoubleSpinBox* minP_;
+  QDoubleSpinBox* repeatPenalty_;
+  QSpinBox* seed_;
   QJsonObject extra_;  // fields this bar does not edit, kept as they are
   bool updating_ = false;
 };

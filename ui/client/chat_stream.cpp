@@ -63,6 +63,9 @@ void ChatStream::handleEvent(const QByteArray& data) {
     usageTokens_ = usage.value(QStringLiteral("completion_tokens")).toInt(-1);
     promptTokens_ = usage.value(QStringLiteral("prompt_tokens")).toInt(-1);
   }
+  const QJsonObject progress = chunk.value(QStringLiteral("prompt_progress")).toObject();
+  if (!progress.isEmpty())
+    emit promptProgress(progress.value(QStringLiteral("processed")).toInt(), progress.value(QStringLiteral("total")).toInt());
   const QJsonArray choices = chunk.value(QStringLiteral("choices")).toArray();
   if (choices.isEmpty()) return;
   const QJsonObject choice = choices.first().toObject();

@@ -31,6 +31,8 @@ class ChatStream : public QObject {
 
  signals:
   void contentDelta(const QString& text);      // a piece of the reply, in order
+  // Prompt processing ("return_progress"): prompt tokens in the engine's cache of `total`.
+  void promptProgress(int processed, int total);
   void finished(const QString& finishReason);  // "stop", "length", "stopped" (by abort())
   void failed(const QString& message);         // network or engine error; text() keeps what came
 

@@ -174,6 +174,7 @@ ChatStream* EngineClient::streamChat(const QJsonArray& messages, const QJsonObje
   body.insert(QStringLiteral("messages"), messages);
   body.insert(QStringLiteral("stream"), true);
   body.insert(QStringLiteral("stream_options"), QJsonObject{{QStringLiteral("include_usage"), true}});
+  body.insert(QStringLiteral("return_progress"), true);  // prompt processing shown as it goes
   QNetworkRequest req = makeRequest(QStringLiteral("/v1/chat/completions"));
   req.setRawHeader("Accept", "text/event-stream");
   QNetworkReply* reply = nam_->post(req, QJsonDocument(body).toJson(QJsonDocument::Compact));

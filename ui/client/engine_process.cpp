@@ -102,6 +102,7 @@ void EngineProcess::setState(State s) {
 void EngineProcess::start() {
   stopping_ = false;
   backoffMs_ = 250;
+  lastFailure_.clear();
   if (proc_) return;
   launch();
 }
@@ -119,6 +120,7 @@ void EngineProcess::stop() {
 }
 
 void EngineProcess::restart() {
+  lastFailure_.clear();  // asked for: not a failure of its own
   if (proc_) {
     stopping_ = false;
     proc_->kill();  // onFinished restarts it
@@ -201,6 +203,10 @@ void EngineProcess::onStatus(const QJsonObject& status) {
     setState(State::Loading);
     return;
   }
+  // Up, but the model it was started with does not fit its devices: ready with no model (the
+  // status says why); reloading it would fail the same way.
+  const QJsonValue startupError = status.value(QStringLiteral("startup")).toObject().value(QStringLiteral("error"));
+  if (st == QLatin1String("empty") && startupError.isString()) reloadSent_ = reloadDone_ = true;
   if (!modelPath_.isEmpty() && !reloadSent_) {
     const bool sameModel = st == QLatin1String("ready") && !model.isEmpty() &&
                            samePath(model.value(QStringLiteral("path")).toString()) == samePath(modelPath_);
@@ -230,6 +236,7 @@ void EngineProcess::onStatus(const QJsonObject& status) {
   if (reloadSent_ && !reloadDone_) return;  // the load or placement request is still under way
   pollTimer_.stop();
   upClock_.start();
+  lastFailure_.clear();
   setState(State::Ready);
   emit ready(status);
 }
@@ -250,6 +257,13 @@ void EngineProcess::onFinished(int exitCode, QProcess::ExitStatus status) {
   if (lastError_.isEmpty() || status == QProcess::CrashExit) lastError_ = reason;
   if (upClock_.isValid() && upClock_.elapsed() > 30000) backoffMs_ = 250;
   upClock_.invalidate();
+  if (!lastFailure_.isEmpty() && lastFailure_ == reason) {
+    lastError_ = reason;
+    setState(State::Stopped);
+    emit gaveUp(reason);
+    return;
+  }
+  lastFailure_ = reason;
   ++restarts_;
   setState(State::Crashed);
   emit crashed(reason);

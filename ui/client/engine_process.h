@@ -1,7 +1,10 @@
 // ui/client/engine_process.h — the local engine as a child process: starts `strata-engine serve`
 // on a free loopback port with a random API key, waits until it answers, restarts it after a crash
-// and then reloads the model and placement it had. The child is tied to this process: it stops when
-// this process dies, even by SIGKILL. Everything is asynchronous (GUI thread).
+// and then reloads the model and placement it had — unless it fails the same way twice in a row
+// without becoming ready in between: then it stays stopped and says why (gaveUp). An engine that is up
+// but could not place its model (status "startup" error) is ready with no model, not reloaded. The
+// child is tied to this process: it stops when this process dies, even by SIGKILL. Everything is
+// asynchronous (GUI thread).
 #pragma once
 
 #include <QElapsedTimer>
@@ -51,6 +54,7 @@ class EngineProcess : public QObject {
   static QString stateName(State s);
   qint64 pid() const;                // 0 when not running
   int restartCount() const { return restarts_; }
+  int launchCount() const { return launches_; }
   QString lastError() const { return lastError_; }
   QString recentOutput() const { return output_.join('\n'); }
   QStringList arguments() const;     // of the next start, for display and tests
@@ -64,6 +68,7 @@ class EngineProcess : public QObject {
   void stateChanged(EngineProcess::State state);
   void ready(const QJsonObject& status);   // answered and (when a model was set) the model is back
   void crashed(const QString& reason);     // a restart follows
+  void gaveUp(const QString& reason);      // the second identical failure in a row: no more restarts
   void outputLine(const QString& line);    // stderr/stdout of the child, line by line
 
  private:
@@ -91,6 +96,7 @@ class EngineProcess : public QObject {
   bool stopping_ = false;
   int restarts_ = 0;
   int backoffMs_ = 250;
+  QString lastFailure_;  // the reason of the last exit since the engine was last ready
   QString lastError_;
   QStringList output_;  // last lines
 };

@@ -6,6 +6,7 @@
 
 #include "ui/devices/device_model.h"
 #include "ui/devices/memory_bar.h"
+#include "ui/theme/contrast.h"
 
 namespace strata::ui {
 
@@ -67,7 +68,7 @@ void DeviceDelegate::paint(QPainter* p, const QStyleOptionViewItem& option, cons
               fm.elidedText(title, Qt::ElideRight, line1.width() - tagWidth));
   if (!tag.isEmpty()) {
     const QRect tagRect(line1.right() - tagWidth + 1, line1.top(), tagWidth, line1.height());
-    p->setPen(tagColor);
+    p->setPen(readableOn(tagColor, pal.color(QPalette::Base)));
     p->drawText(tagRect, Qt::AlignRight | Qt::AlignVCenter, tag);
   }
 
@@ -79,7 +80,7 @@ void DeviceDelegate::paint(QPainter* p, const QStyleOptionViewItem& option, cons
   const QRect line3(bar.left(), bar.bottom() + 3, bar.width(), fm.height());
   if (failed) {
     const QString failure = index.data(DeviceModel::FailureRole).toString();
-    p->setPen(QColor(0xc0, 0x20, 0x20));
+    p->setPen(readableOn(QColor(0xc0, 0x20, 0x20), pal.color(QPalette::Base)));
     p->drawText(line3, Qt::AlignLeft | Qt::AlignVCenter,
                 fm.elidedText(QStringLiteral("failed: %1").arg(failure), Qt::ElideRight, line3.width()));
     p->restore();
@@ -90,7 +91,8 @@ void DeviceDelegate::paint(QPainter* p, const QStyleOptionViewItem& option, cons
                            .arg(formatBytes(m.usedBytes()), formatBytes(m.capacity))
                            .arg(qRound(fraction * 100.0))
                            .arg(formatBytes(m.kvUsed), formatBytes(m.kvReserved), formatBytes(m.freeBytes()));
-  p->setPen(m.shortfall() > 0 ? QColor(0xc0, 0x20, 0x20) : pal.color(QPalette::PlaceholderText));
+  p->setPen(readableOn(m.shortfall() > 0 ? QColor(0xc0, 0x20, 0x20) : pal.color(QPalette::PlaceholderText),
+                       pal.color(QPalette::Base)));
   p->drawText(line3, Qt::AlignLeft | Qt::AlignVCenter, fm.elidedText(used, Qt::ElideRight, line3.width()));
   p->restore();
 }

@@ -1,8 +1,11 @@
 // ui/models/model_files_model.cpp — the directory walk (worker thread) and the table model.
 #include "ui/models/model_files_model.h"
 
+#include <limits>
+
 #include <QDir>
 #include <QDirIterator>
+#include <QFile>
 #include <QFileInfo>
 #include <QFont>
 #include <QLocale>
@@ -47,6 +50,7 @@ void walk(const QString& dir, const QString& source, int depth, int maxDepth, QS
       if (seenFiles.contains(target)) continue;
       seenFiles.insert(target);
       const QFileInfo real(target);
+      if (ModelFilesModel::ggufTensorCount(target) == 0) continue;  // vocabulary only: nothing to run
       out.append({fi.absoluteFilePath(), fi.fileName(), real.size(), source, real.lastModified()});
     }
   }
@@ -54,6 +58,17 @@ void walk(const QString& dir, const QString& source, int depth, int maxDepth, QS
 }  // namespace
 
 ModelFilesModel::ModelFilesModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+qint64 ModelFilesModel::ggufTensorCount(const QString& path) {
+  // GGUF header: magic "GGUF", uint32 version, uint64 tensor_count (little endian).
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return -1;
+  const QByteArray head = f.read(16);
+  if (head.size() < 16 || !head.startsWith("GGUF")) return -1;
+  quint64 n = 0;
+  for (int i = 0; i < 8; ++i) n |= quint64(quint8(head[8 + i])) << (8 * i);
+  return n > quint64(std::numeric_limits<qint64>::max()) ? -1 : qint64(n);
+}
 
 ModelFilesModel::~ModelFilesModel() {
   for (QThread* t : findChildren<QThread*>()) {

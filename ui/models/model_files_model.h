@@ -76,8 +76,11 @@ class ModelFilesModel : public QAbstractTableModel {
   int rowOfPath(const QString& path) const;
 
   // Blocking directory walk (used by the worker; public for tests). Depth-limited, follows
-  // links (the HF cache links snapshots to blobs), one row per canonical file.
+  // links (the HF cache links snapshots to blobs), one row per canonical file. Files with no tensors
+  // (llama.cpp's vocabulary-only ggml-vocab-*.gguf) are left out: there is nothing to run.
   static QList<ModelFile> findFiles(const QList<ModelLocation>& locations, int maxDepth = 6);
+  // The tensor count in a GGUF file's header; -1 when it is not readable or not GGUF.
+  static qint64 ggufTensorCount(const QString& path);
   static QString formatSize(qint64 bytes);
   static QString formatParameters(qint64 n);  // "3.2 B", "260.0 M", "12 K"
 

@@ -34,6 +34,7 @@ ModelsPanel::ModelsPanel(ModelFilesModel* model, QWidget* parent)
   view_->setRootIsDecorated(false);
   view_->setSortingEnabled(false);
   view_->setAlternatingRowColors(true);
+  view_->setTextElideMode(Qt::ElideMiddle);  // long names keep their quantization suffix; tooltip: the whole path
   view_->header()->setSectionResizeMode(0, QHeaderView::Stretch);
   view_->header()->setStretchLastSection(false);
   layout->addWidget(view_, 1);

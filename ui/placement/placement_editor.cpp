@@ -2,6 +2,7 @@
 #include "ui/placement/placement_editor.h"
 
 #include <QAction>
+#include <QEvent>
 #include <QFile>
 #include <QFileDialog>
 #include <QGroupBox>
@@ -21,6 +22,7 @@
 #include "ui/placement/placement_model.h"
 #include "ui/placement/placement_view.h"
 #include "ui/placement/simulated_devices.h"
+#include "ui/theme/contrast.h"
 
 namespace strata::ui {
 
@@ -32,8 +34,11 @@ PlacementEditor::PlacementEditor(QWidget* parent)
       kvOnCpu_(new QRadioButton(tr("on CPU"), this)), apply_(new QPushButton(tr("Apply"), this)) {
   setObjectName(QStringLiteral("placementEditor"));
   view_->setPlacementModel(model_);
+  // Long text wraps instead of widening the panel (and squeezing the chat list beside it).
   message_->setWordWrap(true);
-  blocked_->setStyleSheet(QStringLiteral("color: #c02020"));
+  prediction_->setWordWrap(true);
+  title_->setWordWrap(true);
+  for (QLabel* l : {message_, prediction_, title_, blocked_}) l->setMinimumWidth(80);
   blocked_->setWordWrap(true);
   QFont bold = title_->font();
   bold.setBold(true);
@@ -122,6 +127,7 @@ PlacementEditor::PlacementEditor(QWidget* parent)
   layout->addWidget(message_);
   layout->addLayout(bottom);
 
+  restyleWarnings();
   connect(model_, &PlacementModel::estimateChanged, this, &PlacementEditor::refresh);
   connect(model_, &PlacementModel::editRejected, this, &PlacementEditor::showError);
   connect(model_, &PlacementModel::placementChanged, this, [this] { message_->clear(); });
@@ -143,19 +149,34 @@ void PlacementEditor::setPlacement(const QJsonObject& planOrPlacement) {
   if (!model_->setPlacement(placement, &error)) return showError(error);
   QStringList lines;
   for (const QJsonValue& v : planOrPlacement.value(QLatin1String("explanation")).toArray()) lines << v.toString();
-  message_->setStyleSheet(QString());
+  message_->setProperty("error", false);
+  restyleWarnings();
   message_->setText(lines.join(QLatin1Char('\n')));
 }
 
 void PlacementEditor::applySucceeded() {
   model_->markApplied();
-  message_->setStyleSheet(QString());
+  message_->setProperty("error", false);
+  restyleWarnings();
   message_->setText(tr("Applied."));
 }
 
 void PlacementEditor::showError(const QString& message) {
-  message_->setStyleSheet(QStringLiteral("color: #c02020"));
+  message_->setProperty("error", true);
+  restyleWarnings();
   message_->setText(message);
+}
+
+void PlacementEditor::restyleWarnings() {
+  // A red that reads on the window colour of the palette in use (light or dark).
+  const QString red = readableOn(QColor(0xc0, 0x20, 0x20), palette().color(QPalette::Window)).name();
+  blocked_->setStyleSheet(QStringLiteral("color: %1").arg(red));
+  message_->setStyleSheet(message_->property("error").toBool() ? QStringLiteral("color: %1").arg(red) : QString());
+}
+
+void PlacementEditor::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange) restyleWarnings();
 }
 
 void PlacementEditor::setPlanningMode(bool on) {

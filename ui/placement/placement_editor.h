@@ -51,8 +51,12 @@ class PlacementEditor : public QWidget {
   void applyRequested(const QJsonObject& placement); // PUT /strata/v1/placement
   void devicesDeclared(const QString& devicesSpec);  // planning mode: --devices for the engine
 
+ protected:
+  void changeEvent(QEvent* event) override;  // palette changes: warning colours follow
+
  private:
   void refresh();
+  void restyleWarnings();
   void addGroupFromText();
 
   PlacementModel* model_;

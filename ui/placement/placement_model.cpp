@@ -8,6 +8,7 @@
 #include <QMimeData>
 
 #include "ui/devices/memory_bar.h"
+#include "ui/theme/contrast.h"
 
 namespace strata::ui {
 
@@ -89,6 +90,10 @@ QVariant PlacementModel::data(const QModelIndex& index, int role) const {
     case Qt::BackgroundRole:
       if (index.column() == 0 || placed) return QBrush(layerColor(tile, tileCount()));
       if (share > 0) return QBrush(layerColor(tile, tileCount()).lighter(110));
+      return {};
+    case Qt::ForegroundRole:  // pastel tiles in every theme: dark text on them, not the palette's
+      if (index.column() == 0 || placed) return QBrush(textOn(layerColor(tile, tileCount())));
+      if (share > 0) return QBrush(textOn(layerColor(tile, tileCount()).lighter(110)));
       return {};
     case TileKindRole:
       return tile == 0 ? QStringLiteral("embedding") : tile == n + 1 ? QStringLiteral("head") : QStringLiteral("block");

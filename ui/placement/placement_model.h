@@ -100,6 +100,8 @@ class PlacementModel : public QAbstractTableModel {
   QString applyBlocker() const;
   int changedTileCount() const;  // tiles whose target differs from the applied baseline
   void markApplied();            // the current placement is now the engine's
+  // The user has changed the placement since the engine's was last set (resetPlacement/markApplied).
+  bool hasPendingEdits() const { return applied_.layerCount() > 0 && changedTileCount() > 0; }
 
   // Edits.
   PlacementEdit editFromMime(const QMimeData* data, int column, QString* error) const;

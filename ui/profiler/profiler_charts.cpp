@@ -5,6 +5,7 @@
 
 #include <qcustomplot.h>
 
+#include "ui/profiler/plot_palette.h"
 #include "ui/profiler/profiler_series.h"
 
 namespace strata::ui {
@@ -19,6 +20,7 @@ QCustomPlot* makePlot(QTabWidget* tabs, const QString& title, const QString& xLa
   plot->axisRect()->setRangeZoom(Qt::Horizontal);
   plot->axisRect()->setRangeDrag(Qt::Horizontal);
   plot->legend->setVisible(false);
+  followPalette(plot);
   tabs->addTab(plot, title);
   return plot;
 }

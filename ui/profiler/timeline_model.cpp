@@ -5,6 +5,7 @@
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QSet>
 
 #include <algorithm>
 
@@ -167,31 +168,54 @@ void TimelineModel::clear() {
   endResetModel();
 }
 
+namespace {
+using Interval = QPair<qint64, qint64>;
+// Sorted, merged [start, end) intervals.
+QList<Interval> merged(QList<Interval> v) {
+  std::sort(v.begin(), v.end());
+  QList<Interval> out;
+  for (const Interval& i : v) {
+    if (i.second <= i.first) continue;
+    if (!out.isEmpty() && i.first <= out.last().second) out.last().second = std::max(out.last().second, i.second);
+    else out.append(i);
+  }
+  return out;
+}
+qint64 total(const QList<Interval>& v) {
+  qint64 t = 0;
+  for (const Interval& i : v) t += i.second - i.first;
+  return t;
+}
+// |a ∩ b| for merged lists.
+qint64 overlap(const QList<Interval>& a, const QList<Interval>& b) {
+  qint64 t = 0;
+  int j = 0;
+  for (const Interval& i : a) {
+    while (j < b.size() && b[j].second <= i.first) ++j;
+    for (int k = j; k < b.size() && b[k].first < i.second; ++k)
+      t += std::min(i.second, b[k].second) - std::max(i.first, b[k].first);
+  }
+  return t;
+}
+}  // namespace
+
 QMap<int, double> TimelineModel::bubblePercent() const {
   QMap<int, double> out;
-  if (spans_.isEmpty()) return out;
-  const qint64 t0 = spans_.first().startNs;
-  qint64 t1 = t0;
-  for (const TraceSpan& s : spans_) t1 = std::max(t1, s.endNs());
-  const double window = static_cast<double>(t1 - t0);
+  QList<Interval> anywhere;
+  QMap<int, QList<Interval>> device;
+  QSet<int> seen;
+  for (const TraceSpan& s : spans_) {
+    seen.insert(s.lane);
+    if (!s.busy()) continue;
+    anywhere.append({s.startNs, s.endNs()});
+    if (s.kind != QLatin1String("transfer")) device[s.lane].append({s.startNs, s.endNs()});
+  }
+  const QList<Interval> inFlight = merged(anywhere);
+  const qint64 window = total(inFlight);
   for (const TraceLane& lane : lanes_) {
-    // Busy spans of this lane are in start order already: merge overlaps.
-    qint64 busy = 0, runStart = 0, runEnd = -1;
-    bool any = false;
-    for (const TraceSpan& s : spans_) {
-      if (s.lane != lane.id) continue;
-      any = true;
-      if (!s.busy()) continue;
-      if (s.startNs > runEnd) {
-        if (runEnd > runStart) busy += runEnd - runStart;
-        runStart = s.startNs;
-        runEnd = s.endNs();
-      } else {
-        runEnd = std::max(runEnd, s.endNs());
-      }
-    }
-    if (runEnd > runStart) busy += runEnd - runStart;
-    if (any) out.insert(lane.id, window > 0 ? 100.0 * (1.0 - static_cast<double>(busy) / window) : 0.0);
+    if (lane.name == QLatin1String("host") || !seen.contains(lane.id)) continue;
+    const qint64 busy = overlap(merged(device.value(lane.id)), inFlight);
+    out.insert(lane.id, window > 0 ? 100.0 * static_cast<double>(window - busy) / static_cast<double>(window) : 0.0);
   }
   return out;
 }

@@ -72,8 +72,12 @@ class TimelineModel : public QAbstractListModel {
   qint64 latestNs() const { return latestNs_; }
   double latestTokensPerS() const { return tokensPerS_; }
 
-  // Idle share of each lane over [first start, last end] of the buffered events (all lanes), in
-  // percent: 100 x (1 - union of the lane's busy spans / window). Idle spans count as idle.
+  // Bubble of each device lane (every lane but "host" that has events), in percent: the time the
+  // device sits idle while work is in flight elsewhere, over the time work is in flight anywhere.
+  // In flight: the union of every lane's busy spans (compute, transfers, all-reduces, host work)
+  // within the buffered window. The device is busy during its own spans except transfers (the copy
+  // runs on the link) and idle spans. A device busy whenever anything runs has 0%; time when
+  // nothing runs at all (between replies) counts for no one. (docs/profiler.md)
   QMap<int, double> bubblePercent() const;
 
   // Chrome trace-event JSON of the buffer: {"traceEvents":[thread_name metadata, "X" spans with

@@ -2,6 +2,7 @@
 // spans in one pass (one item per span would be too slow at 10 batches a second).
 #include "ui/profiler/timeline_plot.h"
 
+#include <QLabel>
 #include <QMouseEvent>
 #include <QToolTip>
 #include <QVBoxLayout>
@@ -9,13 +10,23 @@
 #include <qcustomplot.h>
 
 #include "ui/devices/memory_bar.h"
+#include "ui/profiler/plot_palette.h"
 #include "ui/profiler/timeline_model.h"
 
 namespace strata::ui {
 
 namespace {
-constexpr double kRowHeight = 0.7;  // of a lane's unit height
+constexpr double kRowHeight = 0.7;     // of a lane's unit height
+constexpr double kMinLinkPx = 6.0;     // transfers and all-reduces are never drawn thinner
+
+bool isLink(const TraceSpan& s) { return s.kind == QLatin1String("transfer") || s.kind == QLatin1String("all-reduce"); }
 }  // namespace
+
+QString formatDurationNs(qint64 ns) {
+  if (ns >= 1'000'000) return QStringLiteral("%1 ms").arg(static_cast<double>(ns) / 1e6, 0, 'f', 3);
+  if (ns >= 1'000) return QStringLiteral("%1 µs").arg(static_cast<double>(ns) / 1e3, 0, 'f', 1);
+  return QStringLiteral("%1 ns").arg(ns);
+}
 
 // Spans in plot coordinates: key = ms, value = lane row.
 class SpanLayer : public QCPAbstractPlottable {
@@ -26,6 +37,9 @@ class SpanLayer : public QCPAbstractPlottable {
     QColor color;
     bool idle;
     int modelRow;
+    double minPx = 1.0;  // drawn width at least this many pixels
+    int fromRow = -1;    // transfers: a flow arrow from the sender's lane row...
+    int toRow = -1;      // ...to the receiver's
   };
   SpanLayer(QCPAxis* key, QCPAxis* value) : QCPAbstractPlottable(key, value) {}
 
@@ -65,13 +79,30 @@ class SpanLayer : public QCPAbstractPlottable {
     for (const Item& i : items) {
       if (i.x1 < visible.lower || i.x0 > visible.upper) continue;
       const double px0 = k->coordToPixel(i.x0);
-      const double px1 = std::max(k->coordToPixel(i.x1), px0 + 1.0);  // never thinner than a pixel
+      const double px1 = std::max(k->coordToPixel(i.x1), px0 + i.minPx);  // never thinner than minPx
       const double py0 = v->coordToPixel(i.row - kRowHeight / 2), py1 = v->coordToPixel(i.row + kRowHeight / 2);
       const QRectF rect(QPointF(px0, std::min(py0, py1)), QPointF(px1, std::max(py0, py1)));
       painter->fillRect(rect, i.idle ? QBrush(i.color, Qt::Dense5Pattern) : QBrush(i.color));
     }
+    // Flow arrows of transfers: sender's lane → receiver's lane, at the transfer's start.
+    painter->setRenderHint(QPainter::Antialiasing, true);
+    for (const Item& i : items) {
+      if (i.fromRow < 0 || i.toRow < 0 || i.x1 < visible.lower || i.x0 > visible.upper) continue;
+      const double x = k->coordToPixel(i.x0) + i.minPx / 2;
+      const double y0 = v->coordToPixel(i.fromRow), y1 = v->coordToPixel(i.toRow);
+      QColor c = i.color;
+      c.setAlpha(170);
+      painter->setPen(QPen(c, 1.5));
+      painter->drawLine(QPointF(x, y0), QPointF(x, y1));
+      const double dir = y1 > y0 ? 1.0 : -1.0;
+      QPolygonF head;
+      head << QPointF(x, y1) << QPointF(x - 4, y1 - dir * 7) << QPointF(x + 4, y1 - dir * 7);
+      painter->setBrush(c);
+      painter->drawPolygon(head);
+      painter->setBrush(Qt::NoBrush);
+    }
   }
-  void drawLegendIcon(QCPPainter* painter, const QRectF& rect) const override {
+  void drawLegendIcon(QCPPainter* painter, const QRectF& rect) const override {  // unused: TimelinePlot has its own legend
     painter->fillRect(rect, QColor(0x3b, 0x7d, 0xd8));
   }
 };
@@ -88,10 +119,17 @@ TimelinePlot::TimelinePlot(QWidget* parent) : QWidget(parent), plot_(new QCustom
   plot_->xAxis->setRange(0, visibleMs_);
   plot_->setMouseTracking(true);
   plot_->installEventFilter(this);
+  followPalette(plot_);
   connect(plot_, &QCustomPlot::mouseMove, this, &TimelinePlot::showTooltip);
+  legend_ = new QLabel(this);
+  legend_->setObjectName(QStringLiteral("timelineLegend"));
+  legend_->setWordWrap(true);
+  updateLegend();
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
-  layout->addWidget(plot_);
+  layout->setSpacing(2);
+  layout->addWidget(plot_, 1);
+  layout->addWidget(legend_);
 }
 
 TimelinePlot::~TimelinePlot() = default;
@@ -126,24 +164,69 @@ QColor TimelinePlot::spanColor(const TraceSpan& s) {
   return QColor(0xa0, 0x70, 0x40);  // host work: tokenize, sample, detokenize
 }
 
+QList<QPair<QString, QColor>> TimelinePlot::legendEntries() {
+  TraceSpan compute{0, QStringLiteral("compute"), 0}, transfer{0, QStringLiteral("transfer")},
+      allReduce{0, QStringLiteral("all-reduce")}, edge{0, QStringLiteral("embed")}, host{0, QStringLiteral("sample")},
+      idle{0, QStringLiteral("idle")};
+  return {{tr("compute (colour by layer)"), spanColor(compute)},
+          {tr("transfer (link row, arrow sender → receiver)"), spanColor(transfer)},
+          {tr("all-reduce"), spanColor(allReduce)},
+          {tr("embedding / head"), spanColor(edge)},
+          {tr("host: tokenize, sample, detokenize"), spanColor(host)},
+          {tr("idle"), spanColor(idle)}};
+}
+
+void TimelinePlot::updateLegend() {
+  QStringList parts;
+  for (const auto& [name, colour] : legendEntries())
+    parts << QStringLiteral("<span style='color:%1'>■</span>&nbsp;%2").arg(colour.name(), name.toHtmlEscaped());
+  legend_->setText(parts.join(QStringLiteral(" &nbsp; ")));
+}
+
 void TimelinePlot::rebuild() {
   spans_->items.clear();
   spans_->simulatedRows.clear();
+  linkRows_.clear();
   auto ticker = qSharedPointerCast<QCPAxisTickerText>(plot_->yAxis->ticker());
   ticker->clear();
   if (model_) {
     const qint64 origin = model_->originNs();
-    for (int r = 0; r < model_->lanes().size(); ++r) {
+    const int laneRows = int(model_->lanes().size());
+    for (int r = 0; r < laneRows; ++r) {
       ticker->addTick(r, model_->lanes()[r].label());
       spans_->simulatedRows.append(model_->lanes()[r].simulated);
     }
+    // Transfers and all-reduces get rows of their own below the lanes: one per sender → receiver
+    // pair, one per device for all-reduces.
+    auto linkRow = [&](const TraceSpan& s) {
+      const QString label = s.kind == QLatin1String("transfer") && s.peerLane >= 0
+                                ? QStringLiteral("%1 → %2").arg(model_->laneLabel(s.lane), model_->laneLabel(s.peerLane))
+                                : QStringLiteral("%1 %2").arg(s.kind, model_->laneLabel(s.lane));
+      int at = int(linkRows_.indexOf(label));
+      if (at < 0) {
+        at = int(linkRows_.size());
+        linkRows_.append(label);
+        ticker->addTick(laneRows + at, label);
+        spans_->simulatedRows.append(false);
+      }
+      return laneRows + at;
+    };
     for (int i = 0; i < model_->rowCount(); ++i) {
       const TraceSpan& s = model_->span(i);
       const double x0 = static_cast<double>(s.startNs - origin) / 1e6;
-      spans_->items.append({x0, x0 + static_cast<double>(s.durationNs) / 1e6, model_->laneRow(s.lane), spanColor(s),
-                            !s.busy(), i});
+      SpanLayer::Item item{x0, x0 + static_cast<double>(s.durationNs) / 1e6, model_->laneRow(s.lane), spanColor(s),
+                           !s.busy(), i, 1.0, -1, -1};
+      if (isLink(s)) {
+        item.row = linkRow(s);
+        item.minPx = kMinLinkPx;
+        if (s.kind == QLatin1String("transfer") && s.peerLane >= 0) {
+          item.fromRow = model_->laneRow(s.lane);
+          item.toRow = model_->laneRow(s.peerLane);
+        }
+      }
+      spans_->items.append(item);
     }
-    plot_->yAxis->setRange(-0.5, std::max<double>(model_->lanes().size(), 1) - 0.5);
+    plot_->yAxis->setRange(-0.5, std::max<double>(spans_->simulatedRows.size(), 1) - 0.5);
     if (follow_ && model_->rowCount() > 0) {
       const double latest = static_cast<double>(model_->latestNs() - origin) / 1e6;
       plot_->xAxis->setRange(std::max(0.0, latest - visibleMs_), std::max(latest, visibleMs_));
@@ -188,14 +271,16 @@ QString TimelinePlot::tooltipAt(double xMs, double laneRow) const {
   }
   if (hit) {
     const TraceSpan& s = model_->span(hit->modelRow);
-    QString text = QStringLiteral("%1 on %2").arg(s.kind, model_->laneLabel(s.lane));
+    QString text = s.kind == QLatin1String("transfer") && s.peerLane >= 0
+                       ? QStringLiteral("transfer %1 → %2").arg(model_->laneLabel(s.lane), model_->laneLabel(s.peerLane))
+                       : QStringLiteral("%1 on %2").arg(s.kind, model_->laneLabel(s.lane));
     if (s.layer >= 0) text += QStringLiteral("\nlayer %1").arg(s.layer);
     if (s.token >= 0) text += QStringLiteral("\ntoken %1%2").arg(s.token).arg(s.nTokens > 1 ? QStringLiteral(" (+%1)").arg(s.nTokens - 1) : QString());
-    text += QStringLiteral("\nduration %1 ms").arg(static_cast<double>(s.durationNs) / 1e6, 0, 'f', 3);
     if (s.bytes > 0) {
-      text += QStringLiteral("\n%1").arg(formatBytes(s.bytes));
+      text += QStringLiteral("\n%1 in %2").arg(formatBytes(s.bytes), formatDurationNs(s.durationNs));
       if (s.durationNs > 0) text += QStringLiteral(", %1 GB/s").arg(static_cast<double>(s.bytes) / static_cast<double>(s.durationNs), 0, 'f', 2);
-      if (s.peerLane >= 0) text += QStringLiteral("\n%1 → %2").arg(model_->laneLabel(s.lane), model_->laneLabel(s.peerLane));
+    } else {
+      text += QStringLiteral("\nduration %1").arg(formatDurationNs(s.durationNs));
     }
     return text;
   }

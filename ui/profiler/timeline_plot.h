@@ -1,15 +1,19 @@
 // ui/profiler/timeline_plot.h — the live timeline (QCustomPlot): one row per lane, compute spans
-// coloured by layer, transfers and all-reduces in their own colours, idle gaps left empty (explicit
-// idle spans pale); wheel zooms and drag pans the time axis; hover shows a span's details.
+// coloured by layer, idle gaps left empty (explicit idle spans pale); transfers and all-reduces on
+// link rows of their own below the lanes (one per sender → receiver pair), never thinner than 6 px,
+// with a flow arrow from the sender's lane to the receiver's; a legend per event kind; wheel zooms
+// and drag pans the time axis; hover shows a span's details (bytes, time and GB/s of a transfer).
 // Reads a TimelineModel; qcustomplot.h is included only by the .cpp.
 #pragma once
 
 #include <QColor>
 #include <QList>
 #include <QPair>
+#include <QStringList>
 #include <QWidget>
 
 class QCustomPlot;
+class QLabel;
 
 namespace strata::ui {
 
@@ -34,7 +38,11 @@ class TimelinePlot : public QWidget {
 
   // What is drawn, for tests and the tooltip: spans of one lane row as [start, end) in ms since
   // the model's origin, in start order.
+  // Rows 0..lanes-1 are the model's lanes; then linkRowLabels() (e.g. "gpu0 → gpu1").
   QList<QPair<double, double>> laneSpans(int laneRow) const;
+  QStringList linkRowLabels() const { return linkRows_; }
+  QLabel* legend() const { return legend_; }
+  static QList<QPair<QString, QColor>> legendEntries();  // one per event kind, in legend order
   int spanCount() const;
   QString tooltipAt(double xMs, double laneRow) const;  // empty when no span is there
 
@@ -49,12 +57,18 @@ class TimelinePlot : public QWidget {
 
  private:
   void showTooltip(QMouseEvent* event);
+  void updateLegend();
 
   QCustomPlot* plot_;
   SpanLayer* spans_;
   TimelineModel* model_ = nullptr;
+  QLabel* legend_ = nullptr;
+  QStringList linkRows_;
   bool follow_ = true;
   double visibleMs_ = 500;
 };
+
+// "850 ns", "12.5 µs", "3.210 ms".
+QString formatDurationNs(qint64 ns);
 
 }  // namespace strata::ui

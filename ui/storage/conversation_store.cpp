@@ -137,6 +137,25 @@ bool ConversationStore::deleteConversation(qint64 id) {
   return q.exec();
 }
 
+QList<qint64> ConversationStore::searchConversations(const QString& text) const {
+  QList<qint64> out;
+  if (connection_.isEmpty()) return out;
+  QString pattern = text;
+  pattern.replace(QLatin1Char('\\'), QStringLiteral("\\\\")).replace(QLatin1Char('%'), QStringLiteral("\\%"))
+      .replace(QLatin1Char('_'), QStringLiteral("\\_"));
+  pattern = QLatin1Char('%') + pattern + QLatin1Char('%');
+  QSqlQuery q(QSqlDatabase::database(connection_));
+  // LIKE ignores ASCII case in SQLite; most recently updated first, as conversations().
+  q.prepare(QStringLiteral("SELECT id FROM conversations WHERE title LIKE ? ESCAPE '\\' OR id IN"
+                           " (SELECT conversation_id FROM messages WHERE content LIKE ? ESCAPE '\\')"
+                           " ORDER BY updated_ms DESC, id DESC"));
+  q.addBindValue(pattern);
+  q.addBindValue(pattern);
+  if (!q.exec()) lastError_ = q.lastError().text();
+  while (q.next()) out.append(q.value(0).toLongLong());
+  return out;
+}
+
 QList<StoredMessage> ConversationStore::messages(qint64 conversationId) const {
   QList<StoredMessage> out;
   if (connection_.isEmpty()) return out;

@@ -49,6 +49,8 @@ class ConversationStore {
   qint64 createConversation(const QString& title, const QString& systemPrompt, const QJsonObject& sampling);
   bool updateConversation(const StoredConversation& c);  // title, system prompt, sampling
   bool deleteConversation(qint64 id);                     // and its messages
+  // Conversations whose title or any message contains `text` (case-insensitive for ASCII).
+  QList<qint64> searchConversations(const QString& text) const;
 
   QList<StoredMessage> messages(qint64 conversationId) const;  // by position
   qint64 addMessage(const StoredMessage& m);                   // returns the new id (0 on error)

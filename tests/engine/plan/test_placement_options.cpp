@@ -203,6 +203,42 @@ TEST_F(Options, SizesAndFileAndAuto) {
   EXPECT_EQ(res->explanation, direct->explanation);
 }
 
+// plan_that_fits: the default request falls back to the auto plan when the layer split does not fit
+// (some blocks then stay on the CPU); a request with options does not; nothing that fits is an error.
+TEST_F(Options, PlanThatFitsFallsBackToAutoForTheDefaultRequestOnly) {
+  PlacementRequest r;
+  r.n_ctx = 64;
+  devices_ = {test::device("cpu", 1 << 30, 20, 1), test::device("gpu0", 1 << 30, 500), test::device("gpu1", 1 << 30, 500)};
+  auto roomy = plan_that_fits(model_->config(), model_->weights(), devices_, r);
+  ASSERT_TRUE(roomy.ok()) << roomy.error().to_string();
+  auto asked = plan_from_options(model_->config(), model_->weights(), devices_, r);
+  ASSERT_TRUE(asked.ok());
+  EXPECT_EQ(roomy->placement, asked->placement) << "a default split that fits is kept";
+  // Accelerators with room for about one block each: the layer split cannot fit, the CPU can help.
+  const uint64_t block = model_->weights().layers[0].n_bytes();
+  devices_ = {test::device("cpu", 1 << 30, 20, 1), test::device("gpu0", block * 3 / 2, 500),
+              test::device("gpu1", block * 3 / 2, 500)};
+  EXPECT_FALSE(check_fits(plan_from_options(model_->config(), model_->weights(), devices_, r)->memory).ok());
+  auto fallback = plan_that_fits(model_->config(), model_->weights(), devices_, r);
+  ASSERT_TRUE(fallback.ok()) << fallback.error().to_string();
+  EXPECT_TRUE(check_fits(fallback->memory).ok());
+  ASSERT_FALSE(fallback->explanation.empty());
+  EXPECT_EQ(fallback->explanation[0].rfind("the default layer split does not fit (", 0), 0u) << fallback->explanation[0];
+  EXPECT_NE(fallback->explanation[0].find("using the auto plan (balance)"), std::string::npos);
+  // Asked for something in particular: no fallback.
+  PlacementRequest none = r;
+  none.split_mode = SplitMode::None;
+  EXPECT_FALSE(is_default_request(none));
+  auto refused = plan_that_fits(model_->config(), model_->weights(), devices_, none);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, Code::OutOfMemory);
+  // No CPU and no room anywhere: OutOfMemory from the auto planner.
+  devices_ = {test::device("gpu0", block / 2, 500), test::device("gpu1", block / 2, 500)};
+  auto nothing = plan_that_fits(model_->config(), model_->weights(), devices_, r);
+  ASSERT_FALSE(nothing.ok());
+  EXPECT_EQ(nothing.error().code, Code::OutOfMemory);
+}
+
 TEST(ParseOptions, SplitModeAndRatio) {
   EXPECT_EQ(parse_split_mode("tensor").value(), SplitMode::Tensor);
   EXPECT_EQ(parse_split_mode("row").error().message, "split mode 'row' is not one of: none, layer, tensor");

@@ -2,6 +2,9 @@
 // bodies for statuses httplib answers itself, request counting; route files do the rest.
 #include "engine/serve/server.h"
 
+#include <chrono>
+#include <thread>
+
 #include <sys/socket.h>
 
 #include <netinet/in.h>
@@ -409,6 +412,11 @@ void Server::stop() {
   if (!impl_->ctx.stopping.exchange(true)) {
     impl_->http.stop_connections();   // idle and half-read connections end now
     impl_->ctx.host.begin_shutdown(); // streams end with an error event and [DONE]; loads are abandoned
+    // httplib stops calling content providers once its listening socket is closed, so the open
+    // completion streams get a bounded moment (3 s) to write their error event and [DONE] first.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (impl_->ctx.open_streams.load() > 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   impl_->http.stop();
 }

@@ -413,8 +413,8 @@ void Server::stop() {
     impl_->http.stop_connections();   // idle and half-read connections end now
     impl_->ctx.host.begin_shutdown(); // streams end with an error event and [DONE]; loads are abandoned
     // httplib stops calling content providers once its listening socket is closed, so the open
-    // completion streams get a bounded moment (3 s) to write their error event and [DONE] first.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    // completion streams get a bounded moment (6 s, under the 10 s a supervisor waits) to write their error event and [DONE] first.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(6);
     while (impl_->ctx.open_streams.load() > 0 && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/cpu/ops_f32.h"
 #include "kernels/cpu/quant.h"
 #include "kernels/cpu/type_kernels.h"
 
@@ -22,23 +23,6 @@ bool kv_type_supported(DType kv_type, int64_t head_dim) {
     default: return false;
   }
 }
-
-namespace {
-
-// Softmax of scores[0..n) in place; returns nothing, weights sum to 1.
-void softmax_in_place(float* s, int64_t n) {
-  float max_v = s[0];
-  for (int64_t i = 1; i < n; ++i) max_v = s[i] > max_v ? s[i] : max_v;
-  float sum = 0.0f;
-  for (int64_t i = 0; i < n; ++i) {
-    s[i] = std::exp(s[i] - max_v);
-    sum += s[i];
-  }
-  const float inv = 1.0f / sum;
-  for (int64_t i = 0; i < n; ++i) s[i] *= inv;
-}
-
-}  // namespace
 
 void attention_head(const float* q, const KvHeadRows& k, const KvHeadRows& v, int64_t p_begin, int64_t p_end,
                     int64_t head_dim, float scale, Isa isa, const AttentionScratch& scratch, float* out) {
@@ -63,7 +47,7 @@ void attention_head(const float* q, const KvHeadRows& k, const KvHeadRows& v, in
       scores[p] = dot * scale;
     }
   }
-  softmax_in_place(scores, n);
+  softmax_f32(scores, n);
   if (v.type == DType::F32) {
     for (int64_t p = 0; p < n; ++p) {
       const float* vp = reinterpret_cast<const float*>(v.base + (p_begin + p) * v.row_stride_bytes);

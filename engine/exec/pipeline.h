@@ -55,6 +55,11 @@ class Pipeline {
   int64_t position(int32_t seq) const { return positions_[static_cast<size_t>(seq)]; }
   // Forgets positions >= n of a sequence (their keys and values become free to overwrite).
   void truncate(int32_t seq, int64_t n);
+  // Makes sequence dst hold the first n positions of sequence src (keys and values of every
+  // block, on every device and shard, copied device-locally), so a prompt two sequences share
+  // is evaluated once. dst's position becomes n. InvalidArgument for bad ids, src == dst, or
+  // n outside [0, position(src)]. Calling thread: the driver, with no eval in flight.
+  Status copy_sequence(int32_t src, int32_t dst, int64_t n);
   int64_t n_ctx() const { return placement_.n_ctx; }
   int64_t n_seq() const { return placement_.n_seq; }
   const model::Model& model() const { return model_; }

@@ -408,4 +408,50 @@ void Pipeline::truncate(int32_t seq, int64_t n) {
   p = std::clamp<int64_t>(n, 0, p);
 }
 
+Status Pipeline::copy_sequence(int32_t src, int32_t dst, int64_t n) {
+  const int32_t n_seq = static_cast<int32_t>(placement_.n_seq);
+  if (src < 0 || src >= n_seq || dst < 0 || dst >= n_seq || src == dst)
+    return Error{Code::InvalidArgument, "copying sequence " + std::to_string(src) + " to " + std::to_string(dst) +
+                                            ": need two distinct sequences in [0, " + std::to_string(n_seq) + ")"};
+  const int64_t have = positions_[static_cast<size_t>(src)];
+  if (n < 0 || n > have)
+    return Error{Code::InvalidArgument, "copying " + std::to_string(n) + " positions of sequence " + std::to_string(src) +
+                                            ", which holds " + std::to_string(have)};
+  // dst forgets its old contents first: a failure half-way leaves it empty, never mixed.
+  positions_[static_cast<size_t>(dst)] = 0;
+  if (n == 0) return {};
+  for (const auto& slot : layers_) {
+    auto bytes = [&](int64_t elems) { return static_cast<size_t>(kernels::row_bytes(slot->kv_type, elems)); };
+    // Each KV buffer holds whole rows of its own: the layer's (shared) or one member's shard.
+    const size_t buffers = slot->shared_kv ? 1 : slot->members.size();
+    for (size_t b = 0; b < buffers; ++b) {
+      KvView from = kv_view(*slot, b, src), to = kv_view(*slot, b, dst);
+      int64_t width = from.stride;
+      if (slot->shared_kv) {
+        // kv_view points at member b's head columns; the whole row starts at column 0.
+        const int64_t col = slot->shards[b].kv_head_begin * model_.config().head_dim;
+        from.k = static_cast<uint8_t*>(from.k) - bytes(col);
+        from.v = static_cast<uint8_t*>(from.v) - bytes(col);
+        to.k = static_cast<uint8_t*>(to.k) - bytes(col);
+        to.v = static_cast<uint8_t*>(to.v) - bytes(col);
+      }
+      for (int kv = 0; kv < 2; ++kv) {
+        Copy2D c;
+        c.src = kv == 0 ? from.k : from.v;
+        c.dst = kv == 0 ? to.k : to.v;
+        c.src_pitch = c.dst_pitch = bytes(from.stride);
+        c.width = bytes(width);
+        c.height = static_cast<size_t>(n);
+        Device* dev = slot->kv_devices[b];
+        auto route = comm::copy(dev, dev, c);
+        if (!route.ok())
+          return Error{route.error().code, "copying the KV cache of sequence " + std::to_string(src) + " to " +
+                                               std::to_string(dst) + " on " + dev->id() + ": " + route.error().message};
+      }
+    }
+  }
+  positions_[static_cast<size_t>(dst)] = n;
+  return {};
+}
+
 }  // namespace strata::exec

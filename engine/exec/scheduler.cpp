@@ -6,6 +6,7 @@
 #include <cmath>
 #include <exception>
 #include <limits>
+#include <tuple>
 
 #include "engine/sample/stop_strings.h"
 #include "engine/tokenizer/stream_decoder.h"
@@ -323,6 +324,56 @@ void Scheduler::after_logits(Slot& slot) {
   slot.pending = next;
 }
 
+namespace {
+// Length of the common prefix of a and b, at most limit.
+size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b, size_t limit) {
+  const size_t n = std::min({a.size(), b.size(), limit});
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+// A sequence waits for an older one to read a prefix they share when that saves at least this
+// many tokens of evaluation; below it, evaluating them now costs less than a step's delay.
+constexpr size_t kMinSharedWait = 16;
+}  // namespace
+
+bool Scheduler::share_prompt(Slot& slot) {
+  const std::vector<int32_t>& prompt = slot.req.prompt;
+  // The last prompt token is always evaluated: its logits give the first sampled token.
+  const size_t limit = prompt.size() - 1;
+  Slot* source = nullptr;
+  size_t have = slot.prompt_done;
+  size_t coming = 0;
+  for (auto& o : slots_) {
+    if (o.get() == &slot) continue;
+    // What o's cache holds now (a free slot keeps its last contents until it is taken again).
+    const size_t n = common_prefix(o->history, prompt, limit);
+    if (n > have) {
+      have = n;
+      source = o.get();
+    }
+    // What an older sequence still reading its prompt will hold once it has read it. Only older
+    // ones: waits then form chains that end at a sequence that waits for nobody.
+    if (o->busy && o->prompt_done < o->req.prompt.size() &&
+        std::tie(o->started, o->id) < std::tie(slot.started, slot.id))
+      coming = std::max(coming, common_prefix(o->req.prompt, prompt, limit));
+  }
+  // Wait when that saves enough, or when the whole prompt is shared (the choices of one request).
+  if (coming > have && (coming >= have + kMinSharedWait || coming == limit)) return false;
+  if (!source) return true;
+  if (Status s = pipeline_.copy_sequence(source->seq, slot.seq, static_cast<int64_t>(have)); !s.ok()) {
+    // Nothing is lost: the sequence reads its prompt from the start instead.
+    slot.history.clear();
+    slot.prompt_done = 0;
+    pipeline_.truncate(slot.seq, 0);
+    return true;
+  }
+  slot.history.assign(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(have));
+  slot.prompt_done = have;
+  slot.result.n_prompt_cached = static_cast<int64_t>(have);
+  return true;
+}
+
 void Scheduler::step() {
   std::vector<Pipeline::Request> requests;
   std::vector<Slot*> in_step;
@@ -346,6 +397,9 @@ void Scheduler::step() {
     r.seq = slot.seq;
     const std::vector<int32_t>& prompt = slot.req.prompt;
     if (slot.prompt_done < prompt.size()) {
+      // Start from another sequence's cache where it holds more of this prompt, or wait for an
+      // older sequence reading the same prompt (the choices of an n > 1 request).
+      if (options_.reuse_prefix && !share_prompt(slot)) continue;
       const size_t n = std::min(prompt.size() - slot.prompt_done, budget);
       if (n == 0) continue;  // its turn comes in a later step
       budget -= n;

@@ -93,7 +93,11 @@ struct SchedulerOptions {
   // long prompt never stalls them for more than one chunk (chunked prefill). When no sequence is
   // decoding, a step takes up to the placement's max_batch prompt tokens. 0: max_batch.
   int64_t prompt_chunk = 0;
-  bool reuse_prefix = true;              // a new request takes the free slot sharing the longest prefix
+  // Prompt caching: a new request takes the free slot whose cache shares the longest prefix with
+  // its prompt; a sequence reading its prompt copies the cached prefix of any other slot holding
+  // more of it (Pipeline::copy_sequence); and it waits for an older sequence still reading the
+  // same prompt, so the n choices of one request evaluate their prompt once.
+  bool reuse_prefix = true;
   trace::Recorder* recorder = nullptr;   // Sample / Detokenize spans on host_lane; may be null
   int32_t host_lane = -1;
   int64_t memory_snapshot_ms = 50;       // pipeline.snapshot_memory() at most this often while busy
@@ -155,6 +159,10 @@ class Scheduler {
   void admit_locked(std::vector<std::pair<Slot*, Waiting>>& admitted);
   void start(Slot& slot, Waiting waiting);
   void step();
+  // Before a step: where another slot's cache holds more of slot's prompt than slot's own, copies
+  // those positions over (prompt_done grows). Returns false when slot should sit this step out
+  // because an older sequence is still reading a long prefix of the same prompt.
+  bool share_prompt(Slot& slot);
   void after_logits(Slot& slot);
   void finish(Slot& slot, FinishReason reason, Status status = {});
   void emit(Slot& slot, const std::string& text);

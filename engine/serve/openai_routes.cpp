@@ -333,8 +333,19 @@ Json chunk(const Envelope& env, const Json& choice) {
 Json usage_json(const std::vector<std::shared_ptr<Channel>>& choices) {
   const int64_t prompt = choices.empty() ? 0 : choices[0]->result.n_prompt;
   int64_t completion = 0;
-  for (const auto& c : choices) completion += c->result.n_generated;
-  return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+  int64_t evaluated = 0;
+  for (const auto& c : choices) {
+    completion += c->result.n_generated;
+    evaluated += c->result.n_prompt - c->result.n_prompt_cached;
+  }
+  // cached_tokens: OpenAI's prefix-cache hit of the request (its first choice). Strata adds the
+  // prompt tokens the model actually read for all choices together: n choices share one reading.
+  const int64_t cached = choices.empty() ? 0 : choices[0]->result.n_prompt_cached;
+  return {{"prompt_tokens", prompt},
+          {"completion_tokens", completion},
+          {"total_tokens", prompt + completion},
+          {"prompt_tokens_details", {{"cached_tokens", cached}}},
+          {"prompt_tokens_evaluated", evaluated}};
 }
 
 void answer_blocking(httplib::Response& res, const std::shared_ptr<Request>& rq, const Envelope& env) {

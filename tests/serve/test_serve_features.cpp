@@ -107,6 +107,10 @@ TEST(ServeFeatures, SeveralChoicesInOneRequest) {
   }
   EXPECT_EQ(j["usage"]["completion_tokens"], 30);
   EXPECT_EQ(j["usage"]["prompt_tokens"], 5);
+  // The choices read the prompt once: the others copy all of it but the last token (whose logits
+  // each needs), so 5 + 2 prompt tokens were evaluated.
+  EXPECT_EQ(j["usage"]["prompt_tokens_evaluated"], 7);
+  EXPECT_EQ(j["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
   // Streamed, each choice's chunks carry its index and end with its own finish_reason.
   body["stream"] = true;
   std::map<int, std::string> text;

@@ -172,6 +172,86 @@ TEST(Scheduler, QueueLimitCancellationAndPrefixReuse) {
   EXPECT_EQ(sched.submit(std::move(huge)).error().code, Code::InvalidArgument);
 }
 
+// The n choices of one request (the same prompt submitted together) evaluate the prompt once:
+// the older sequence reads it, the others wait and copy its keys and values, and every text is
+// the single-sequence one. A prompt that shares only a prefix copies that prefix and reads the rest.
+TEST(Scheduler, SequencesSharingAPromptEvaluateItOnce) {
+  Fixture f = make(4);
+  exec::Scheduler sched(*f.pipeline, {});
+  const std::string prompt =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her "
+      "friends. One day";
+  const int64_t n = static_cast<int64_t>(tokens(*f.model, prompt).size());
+  ASSERT_GE(n, 30);
+  // Hold the scheduler thread in an exclusive task so that all three are admitted in one step.
+  std::mutex m;
+  std::condition_variable cv;
+  bool release = false, entered = false;
+  std::thread holder([&] {
+    (void)sched.run_exclusive([&](exec::Pipeline&) {
+      std::unique_lock<std::mutex> lock(m);
+      entered = true;
+      cv.notify_all();
+      cv.wait(lock, [&] { return release; });
+      return Status{};
+    });
+  });
+  {
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return entered; });
+  }
+  std::vector<Outcome> out(3);
+  for (auto& o : out) ASSERT_TRUE(sched.submit(request_for(*f.model, prompt, 24, o)).ok());
+  {
+    std::lock_guard<std::mutex> lock(m);
+    release = true;
+  }
+  cv.notify_all();
+  holder.join();
+  const std::string want = reference(*f.model, prompt, 24);
+  int64_t cached = 0;
+  for (auto& o : out) {
+    const exec::GenerationResult r = o.promise.get_future().get();
+    EXPECT_TRUE(r.status.ok());
+    EXPECT_EQ(r.text, want);
+    cached += r.n_prompt_cached;
+  }
+  // Two of the three copied all but the last prompt token: n + 2 prompt tokens were evaluated.
+  EXPECT_EQ(cached, 2 * (n - 1));
+  EXPECT_EQ(sched.stats().prompt_tokens, static_cast<uint64_t>(n + 2));
+}
+
+TEST(Scheduler, ANewSequenceCopiesTheCachedPrefixOfABusyOne) {
+  Fixture f = make(2);
+  exec::Scheduler sched(*f.pipeline, {});
+  const std::string first = "Once upon a time, there was a little girl named Lily. She loved to play outside.";
+  const std::string second = "Once upon a time, there was a little girl named Lily. She loved to eat apples.";
+  const std::vector<int32_t> a_ids = tokens(*f.model, first), b_ids = tokens(*f.model, second);
+  size_t shared = 0;
+  while (shared < a_ids.size() && shared < b_ids.size() && a_ids[shared] == b_ids[shared]) ++shared;
+  ASSERT_GE(shared, 10u);
+  // The first request's first piece of text holds the scheduler thread until the second request
+  // is queued: the second then takes the empty slot while the first one still decodes.
+  Outcome a, b;
+  exec::GenerationRequest ra = request_for(*f.model, first, 24, a);
+  std::promise<void> queued;
+  std::shared_future<void> gate = queued.get_future().share();
+  ra.on_text = [&a, gate](std::string_view t) {
+    if (a.streamed.empty()) gate.wait();
+    a.streamed.append(t);
+    return true;
+  };
+  ASSERT_TRUE(sched.submit(std::move(ra)).ok());
+  ASSERT_TRUE(sched.submit(request_for(*f.model, second, 24, b)).ok());
+  queued.set_value();
+  const exec::GenerationResult rb = b.promise.get_future().get();
+  const exec::GenerationResult rab = a.promise.get_future().get();
+  EXPECT_EQ(rab.text, reference(*f.model, first, 24));
+  EXPECT_EQ(rb.text, reference(*f.model, second, 24));
+  EXPECT_EQ(rb.n_prompt_cached, static_cast<int64_t>(shared));
+  EXPECT_EQ(sched.stats().prompt_tokens, static_cast<uint64_t>(a_ids.size() + b_ids.size() - shared));
+}
+
 TEST(Scheduler, ShutdownFinishesEveryRequestAsCancelled) {
   Fixture f = make(1);
   auto sched = std::make_unique<exec::Scheduler>(*f.pipeline, exec::SchedulerOptions{});

@@ -81,6 +81,10 @@ Expected<std::unique_ptr<Buffer>> Device::allocate(size_t bytes, BufferUse use) 
       return Error{Code::OutOfMemory, "device '" + id_ + "': cannot allocate " + gib(bytes) + " of " +
                                           buffer_use_name(use) + ", " + gib(capacity_ - std::min(used, capacity_)) +
                                           " free of " + gib(capacity_)};
+    if (used + bytes > allocation_limit_)
+      return Error{Code::OutOfMemory, "device '" + id_ + "': cannot allocate " + gib(bytes) + " of " +
+                                          buffer_use_name(use) + ": out of memory (injected fault, " +
+                                          gib(allocation_limit_ - std::min(used, allocation_limit_)) + " left)"};
     slot(use_, use) += bytes;
   }
   void* memory = allocate_memory(bytes);
@@ -163,6 +167,12 @@ void Device::mark_failed(const std::string& reason) {
   failed_ = true;
 }
 
+void Device::limit_allocations(uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const uint64_t used = use_.total();
+  allocation_limit_ = bytes > UINT64_MAX - used ? UINT64_MAX : used + bytes;
+}
+
 MemoryUse Device::memory_use() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return use_;
@@ -209,6 +219,35 @@ DeviceInfo CpuDevice::info() const {
 
 SimulatedDevice::SimulatedDevice(SimulatedSpec spec)
     : HostDevice(spec.id, spec.capacity_bytes, spec.threads), spec_(std::move(spec)) {}
+
+void SimulatedDevice::inject(const SimFaults& f) {
+  ops_left_.store(f.fail_after_ops >= 0 ? f.fail_after_ops : -1);
+  if (f.fail_at_s >= 0) {
+    const auto at = std::chrono::steady_clock::now().time_since_epoch() +
+                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(f.fail_at_s));
+    fail_at_ns_.store(std::chrono::duration_cast<std::chrono::nanoseconds>(at).count());
+  } else {
+    fail_at_ns_.store(-1);
+  }
+  if (f.oom_after_bytes >= 0) limit_allocations(static_cast<uint64_t>(f.oom_after_bytes));
+  slow_.store(std::max(1.0, f.slow));
+}
+
+Status SimulatedDevice::check_alive() {
+  if (!failed()) {
+    // fetch_sub on a disarmed counter (-1) would arm it: only count down a positive budget.
+    int64_t left = ops_left_.load();
+    while (left > 0 && !ops_left_.compare_exchange_weak(left, left - 1)) {
+    }
+    if (left == 0) mark_failed("lost (injected fault: fail_after ops reached)");
+    const int64_t at = fail_at_ns_.load();
+    if (at >= 0 && std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::steady_clock::now().time_since_epoch()).count() >= at)
+      mark_failed("lost (injected fault: fail_at time reached)");
+  }
+  if (failed()) return Error{Code::Device, "device '" + id() + "' is lost: " + failure()};
+  return {};
+}
 
 DeviceInfo SimulatedDevice::info() const {
   DeviceInfo i;
@@ -369,6 +408,7 @@ Expected<std::vector<std::unique_ptr<Device>>> make_devices(const std::string& s
     auto capacity = parse_bytes(parts[2]);
     if (!capacity.ok()) return Error{Code::InvalidArgument, "device '" + s.id + "': " + capacity.error().message};
     s.capacity_bytes = *capacity;
+    SimFaults faults;
     for (size_t i = 3; i < parts.size(); ++i) {
       const size_t eq = parts[i].find('=');
       if (eq == std::string::npos)
@@ -389,13 +429,30 @@ Expected<std::vector<std::unique_ptr<Device>>> make_devices(const std::string& s
         s.threads = static_cast<int>(t);
       } else if (key == "overhead") {
         STRATA_ASSIGN_OR_RETURN(s.runtime_overhead_bytes, parse_bytes(value));
+      } else if (key == "fail_after") {
+        STRATA_ASSIGN_OR_RETURN(double n, parse_rate(key, value, ""));
+        if (n != std::floor(n) || n > 1e15)
+          return Error{Code::InvalidArgument, "device '" + s.id + "': fail_after=" + value + " must be a whole number of ops"};
+        faults.fail_after_ops = static_cast<int64_t>(n);
+      } else if (key == "fail_at") {
+        STRATA_ASSIGN_OR_RETURN(faults.fail_at_s, parse_rate(key, value, "s"));
+      } else if (key == "oom_after") {
+        STRATA_ASSIGN_OR_RETURN(uint64_t b, parse_bytes(value));
+        faults.oom_after_bytes = static_cast<int64_t>(std::min<uint64_t>(b, uint64_t{1} << 62));
+      } else if (key == "slow") {
+        STRATA_ASSIGN_OR_RETURN(faults.slow, parse_rate(key, value, ""));
+        if (!(faults.slow >= 1) || faults.slow > 1000)
+          return Error{Code::InvalidArgument, "device '" + s.id + "': slow=" + value + " must be a factor in [1, 1000]"};
       } else {
         return Error{Code::InvalidArgument, "device '" + s.id + "': unknown option '" + key +
-                                                "' (bw, tflops, link, latency, threads, overhead)"};
+                                                "' (bw, tflops, link, latency, threads, overhead, fail_after, fail_at, "
+                                                "oom_after, slow)"};
       }
     }
     ids.push_back(s.id);
-    devices.push_back(std::make_unique<SimulatedDevice>(std::move(s)));
+    auto sim = std::make_unique<SimulatedDevice>(std::move(s));
+    sim->inject(faults);
+    devices.push_back(std::move(sim));
   }
   return devices;
 }

@@ -122,6 +122,10 @@ class Device {
   bool failed() const;
   std::string failure() const;
   void mark_failed(const std::string& reason);
+  // Out-of-memory fault: allocations fail (OutOfMemory, naming the fault) once `bytes` more than
+  // are in use now would be held. Any thread. Used by simulated devices' oom_after option and
+  // by fault injection.
+  void limit_allocations(uint64_t bytes);
 
   MemoryUse memory_use() const;
   uint64_t bytes_free() const;
@@ -144,6 +148,7 @@ class Device {
   MemoryUse use_;
   std::string failure_;
   std::atomic<bool> failed_{false};
+  uint64_t allocation_limit_ = UINT64_MAX;  // guarded by mutex_: bytes in use allowed (oom fault)
 };
 
 // A device whose work runs on this machine's cores (the CPU and simulated accelerators). It owns
@@ -191,6 +196,15 @@ struct SimulatedSpec {
   int threads = 1;
 };
 
+// Faults a simulated device acts out on purpose (spec options and POST .../devices/ID/fault), so
+// that losing a device, running out of its memory and straggling can be tested without hardware.
+struct SimFaults {
+  int64_t fail_after_ops = -1;   // lost when this many more ops have started (-1: never)
+  double fail_at_s = -1;         // lost this many seconds after the fault is set (-1: never)
+  int64_t oom_after_bytes = -1;  // allocations fail once this many more bytes would be held (-1: never)
+  double slow = 1;               // every op and transfer takes this factor of its declared time (>= 1)
+};
+
 class SimulatedDevice final : public HostDevice {
  public:
   explicit SimulatedDevice(SimulatedSpec spec);
@@ -202,12 +216,24 @@ class SimulatedDevice final : public HostDevice {
   Status copy_to_host(const Copy2D& copy) override;
   const SimulatedSpec& spec() const { return spec_; }
 
+  // Arms faults (replacing armed ones; slow applies at once). Any thread.
+  void inject(const SimFaults& faults);
+  // Called before each op and transfer: Device error once the device is lost (marking it failed
+  // when an armed fault fires now). Calling thread: the device's worker or a copy's caller.
+  Status check_alive();
+  // Factor on declared op and transfer times (1 unless a slow fault is armed).
+  double slow_factor() const { return slow_.load(std::memory_order_relaxed); }
+
  private:
   SimulatedSpec spec_;
+  std::atomic<int64_t> ops_left_{-1};       // -1: no fail_after fault
+  std::atomic<int64_t> fail_at_ns_{-1};     // steady-clock ns; -1: no fail_at fault
+  std::atomic<double> slow_{1.0};
 };
 
 // Parses "cpu,cuda,cuda:1,sim:gpu0:24GiB,sim:gpu1:12GiB:bw=900GB/s:tflops=80:link=25GB/s:threads=1"
-// into devices. "cuda" opens every CUDA device found, "cuda:N" device N (NotCompiled in a build
+// into devices. Simulated devices also take fault options (SimFaults): fail_after=OPS,
+// fail_at=SECONDS, oom_after=BYTES, slow=FACTOR. "cuda" opens every CUDA device found, "cuda:N" device N (NotCompiled in a build
 // without CUDA, NotFound when there is no such device). cpu_threads / cpu_bandwidth_gbps describe
 // the CPU entry. Errors name the entry.
 Expected<std::vector<std::unique_ptr<Device>>> make_devices(const std::string& spec, int cpu_threads,

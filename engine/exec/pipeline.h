@@ -65,11 +65,21 @@ class Pipeline {
   const model::Model& model() const { return model_; }
   const plan::Placement& placement() const { return placement_; }
 
+  // What apply() does with the KV cache of the blocks it moves.
+  enum class KvOnApply {
+    Copy,     // carried to the block's new place: every sequence keeps its position
+    Discard,  // dropped (after a lost device, whose memory cannot be read): every position is 0
+  };
   // Moves to a new placement. Blocks whose target and KV device are unchanged keep their
-  // memory; the others are placed anew and their KV contents copied. Returns blocks moved.
-  // On failure (a block or a device's scratch that does not fit) nothing changes: the pipeline
-  // keeps running the old placement, with the same memory on every device, and the error says why.
-  Expected<int64_t> apply(const plan::Placement& placement);
+  // memory; the others are placed anew (weights from the model's mapped file) and their KV
+  // contents copied or discarded. Returns blocks moved. On failure (a block or a device's
+  // scratch that does not fit) nothing changes: the pipeline keeps running the old placement,
+  // with the same memory on every device, and the error says why.
+  Expected<int64_t> apply(const plan::Placement& placement, KvOnApply kv = KvOnApply::Copy);
+  // Every device the pipeline may place on (the ones given to create()).
+  const std::vector<Device*>& devices() const { return devices_; }
+  // Ids of the devices the current placement uses that have failed (Device::failed()).
+  std::vector<std::string> failed_devices() const;
 
   // Per device: bytes held, by use (what the planner's estimate is checked against).
   std::map<std::string, MemoryUse> memory_by_device() const;

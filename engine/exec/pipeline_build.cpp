@@ -275,7 +275,7 @@ Status Pipeline::copy_kv(const LayerSlot& from, const LayerSlot& to) {
   return {};
 }
 
-Expected<int64_t> Pipeline::apply(const plan::Placement& next) {
+Expected<int64_t> Pipeline::apply(const plan::Placement& next, KvOnApply kv) {
   const model::ModelConfig& c = model_.config();
   if (next.n_ctx != placement_.n_ctx || next.n_seq != placement_.n_seq || next.max_batch != placement_.max_batch)
     return Error{Code::InvalidArgument, "a new placement may not change n_ctx, n_seq or max_batch (reload instead)"};
@@ -325,9 +325,10 @@ Expected<int64_t> Pipeline::apply(const plan::Placement& next) {
     start_stages();
     return Error{why.code, "re-placement failed, nothing changed: " + why.message};
   }
-  // 3. Carry the KV contents of live positions over, then commit.
+  // 3. Carry the KV contents of live positions over (or forget every position), then commit.
+  if (kv == KvOnApply::Discard) std::fill(positions_.begin(), positions_.end(), 0);
   for (size_t l = 0; l < layers_.size(); ++l) {
-    if (!fresh[l]) continue;
+    if (!fresh[l] || kv == KvOnApply::Discard) continue;
     if (Status s = copy_kv(*layers_[l], *fresh[l]); !s.ok()) {
       built->reset();
       fresh.clear();
@@ -349,6 +350,23 @@ Expected<int64_t> Pipeline::apply(const plan::Placement& next) {
   placement_ = next;
   start_stages();
   return moved;
+}
+
+std::vector<std::string> Pipeline::failed_devices() const {
+  std::vector<std::string> out;
+  for (const Device* d : devices_) {
+    if (!d->failed()) continue;
+    bool used = false;
+    for (const plan::LayerPlacement& lp : placement_.layers) {
+      for (const std::string& id : lp.target.devices) used = used || id == d->id();
+      used = used || lp.kv_device == d->id();
+    }
+    for (const plan::Target* t : {&placement_.embedding, &placement_.head}) {
+      for (const std::string& id : t->devices) used = used || id == d->id();
+    }
+    if (used) out.push_back(d->id());
+  }
+  return out;
 }
 
 std::map<std::string, MemoryUse> Pipeline::memory_by_device() const {

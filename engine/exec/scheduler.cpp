@@ -33,6 +33,10 @@ struct Scheduler::Slot {
   std::unique_ptr<tokenizer::StreamDecoder> decoder;
   std::vector<int32_t> history;  // tokens whose keys and values are in this sequence's cache
   size_t prompt_done = 0;        // prompt tokens in the cache
+  // After a lost device: tokens (prompt and generated) to evaluate again, without sampling, to
+  // rebuild the cache; `pending` follows them.
+  std::vector<int32_t> replay;
+  size_t replay_done = 0;
   int32_t pending = -1;          // sampled token evaluated by the next step
   bool callback_stopped = false; // on_text returned false
   std::vector<float> logits;     // [n_vocab]
@@ -126,6 +130,8 @@ SchedulerStats Scheduler::stats() const {
   s.tokens_generated = tokens_generated_;
   s.prompt_tokens = prompt_tokens_;
   s.requests_done = requests_done_;
+  s.replans = replans_;
+  s.replayed_tokens = replayed_tokens_;
   const auto now = Clock::now();
   int64_t n = 0;
   Clock::time_point first = now;
@@ -211,6 +217,8 @@ void Scheduler::start(Slot& slot, Waiting w) {
   slot.result.queue_ms = ms_between(slot.submitted, slot.started);
   slot.callback_stopped = false;
   slot.pending = -1;
+  slot.replay.clear();
+  slot.replay_done = 0;
   const std::vector<int32_t>& prompt = slot.req.prompt;
   // Prefix reuse: keep what the cache shares with the prompt, but evaluate at least the last
   // prompt token (its logits give the first sampled token).
@@ -388,7 +396,8 @@ void Scheduler::step() {
   // While some sequence decodes, prompts get prompt_chunk tokens a step (its next token waits for
   // that step); when every sequence is reading its prompt, a full batch.
   bool decoding = false;
-  for (const Slot* sp : order) decoding = decoding || sp->prompt_done >= sp->req.prompt.size();
+  for (const Slot* sp : order)
+    decoding = decoding || (sp->prompt_done >= sp->req.prompt.size() && sp->replay_done >= sp->replay.size());
   size_t budget = static_cast<size_t>(options_.prompt_chunk);
   if (!decoding) budget = std::max(budget, static_cast<size_t>(std::max<int64_t>(1, pipeline_.placement().max_batch)));
   for (Slot* sp : order) {
@@ -396,7 +405,14 @@ void Scheduler::step() {
     Pipeline::Request r;
     r.seq = slot.seq;
     const std::vector<int32_t>& prompt = slot.req.prompt;
-    if (slot.prompt_done < prompt.size()) {
+    if (slot.replay_done < slot.replay.size()) {
+      // Rebuilding the cache after a lost device: like a prompt chunk, nothing sampled.
+      const size_t n = std::min(slot.replay.size() - slot.replay_done, budget);
+      if (n == 0) continue;
+      budget -= n;
+      r.tokens = std::span<const int32_t>(slot.replay.data() + slot.replay_done, n);
+      r.logits = nullptr;
+    } else if (slot.prompt_done < prompt.size()) {
       // Start from another sequence's cache where it holds more of this prompt, or wait for an
       // older sequence reading the same prompt (the choices of an n > 1 request).
       if (options_.reuse_prefix && !share_prompt(slot)) continue;
@@ -418,7 +434,9 @@ void Scheduler::step() {
   Status status = pipeline_.eval(requests);
   const auto t1 = Clock::now();
   if (!status.ok()) {
+    if (recover(status)) return;
     for (Slot* slot : in_step) {
+      if (!slot->busy) continue;
       slot->history.clear();
       pipeline_.truncate(slot->seq, 0);
       finish(*slot, FinishReason::Cancelled, status);
@@ -434,6 +452,18 @@ void Scheduler::step() {
     Slot& slot = *in_step[i];
     const Pipeline::Request& r = requests[i];
     slot.history.insert(slot.history.end(), r.tokens.begin(), r.tokens.end());
+    if (slot.replay_done < slot.replay.size()) {
+      slot.replay_done += r.tokens.size();
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        replayed_tokens_ += r.tokens.size();
+      }
+      if (slot.replay_done >= slot.replay.size()) {
+        slot.replay.clear();
+        slot.replay_done = 0;
+      }
+      continue;
+    }
     if (slot.prompt_done < slot.req.prompt.size()) {
       slot.prompt_done += r.tokens.size();
       if (slot.req.on_prompt_progress)
@@ -447,6 +477,52 @@ void Scheduler::step() {
   }
   note_rate(t0, Clock::now(), sampled);
   (void)t1;
+}
+
+bool Scheduler::recover(const Status& cause) {
+  if (!options_.recover_lost_devices || pipeline_.failed_devices().empty()) return false;
+  trace::Span span;
+  if (options_.recorder) span = options_.recorder->span(options_.host_lane, trace::EventKind::Replan);
+  Expected<ReplanReport> report = replan_without_failed(pipeline_, cause.error().message);
+  span.end();
+  if (options_.on_replan) {
+    try {
+      options_.on_replan(report);
+    } catch (...) {
+    }
+  }
+  if (!report.ok()) {
+    // No placement fits what is left: every active request ends with that error.
+    for (auto& s : slots_) {
+      if (!s->busy) continue;
+      s->history.clear();
+      finish(*s, FinishReason::Cancelled, report.error());
+    }
+    return true;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++replans_;
+  }
+  // Every cache is gone (Discard). Sequences reading their prompt start it again; decoding ones
+  // evaluate everything they had again, then go on with the token they had sampled.
+  for (auto& s : slots_) {
+    Slot& slot = *s;
+    std::vector<int32_t> had = std::move(slot.history);
+    slot.history.clear();
+    if (!slot.busy) continue;
+    if (slot.replay_done < slot.replay.size()) {
+      had.insert(had.end(), slot.replay.begin() + static_cast<std::ptrdiff_t>(slot.replay_done), slot.replay.end());
+      slot.replay = std::move(had);
+    } else if (slot.prompt_done < slot.req.prompt.size()) {
+      slot.prompt_done = 0;
+      slot.replay.clear();
+    } else {
+      slot.replay = std::move(had);
+    }
+    slot.replay_done = 0;
+  }
+  return true;
 }
 
 void Scheduler::log_softmax_top(const float* logits, int32_t top_n, TokenInfo& info) {

@@ -18,6 +18,7 @@
 #include "engine/core/status.h"
 #include "engine/exec/generate.h"
 #include "engine/exec/pipeline.h"
+#include "engine/exec/recovery.h"
 #include "engine/sample/sampler.h"
 #include "engine/trace/recorder.h"
 
@@ -101,6 +102,14 @@ struct SchedulerOptions {
   trace::Recorder* recorder = nullptr;   // Sample / Detokenize spans on host_lane; may be null
   int32_t host_lane = -1;
   int64_t memory_snapshot_ms = 50;       // pipeline.snapshot_memory() at most this often while busy
+  // A step that fails because a device of the placement was lost re-plans over the devices left
+  // (replan_without_failed), then every active sequence's cache is rebuilt by evaluating its
+  // tokens again (prompt and generated so far) and generation goes on with the same text. Off,
+  // or when no placement fits, the active requests end with the error.
+  bool recover_lost_devices = true;
+  // Called on the scheduler thread after each recovery (a re-plan that succeeded, or the error of
+  // one that did not). May be empty.
+  std::function<void(const Expected<ReplanReport>&)> on_replan;
 };
 
 struct SchedulerStats {
@@ -111,6 +120,8 @@ struct SchedulerStats {
   uint64_t tokens_generated = 0; // since start
   uint64_t prompt_tokens = 0;    // evaluated prompt tokens since start
   uint64_t requests_done = 0;
+  uint64_t replans = 0;          // recoveries from a lost device
+  uint64_t replayed_tokens = 0;  // tokens evaluated again to rebuild caches after them
 };
 
 // Each step the scheduler thread evaluates every active sequence in ONE Pipeline::eval — prompt
@@ -163,6 +174,9 @@ class Scheduler {
   // those positions over (prompt_done grows). Returns false when slot should sit this step out
   // because an older sequence is still reading a long prefix of the same prompt.
   bool share_prompt(Slot& slot);
+  // After a failed step: re-plans when a device was lost and sets every sequence to rebuild its
+  // cache. True when generation can go on.
+  bool recover(const Status& cause);
   void after_logits(Slot& slot);
   void finish(Slot& slot, FinishReason reason, Status status = {});
   void emit(Slot& slot, const std::string& text);
@@ -191,7 +205,7 @@ class Scheduler {
   bool stop_ = false;
   uint64_t next_id_ = 1;
   int64_t active_ = 0;
-  uint64_t tokens_generated_ = 0, prompt_tokens_ = 0, requests_done_ = 0;
+  uint64_t tokens_generated_ = 0, prompt_tokens_ = 0, requests_done_ = 0, replans_ = 0, replayed_tokens_ = 0;
   struct RateSample {
     std::chrono::steady_clock::time_point t0, t1;
     int64_t n;

@@ -250,7 +250,66 @@ void handle_inspect(ServerContext& ctx, const httplib::Request& req, httplib::Re
   send_json(res, out);
 }
 
+// POST /strata/v1/devices/ID/fault: {"kind":"lost"} (now), {"kind":"lost","after_ops":N} or
+// {"kind":"lost","after_s":S}, {"kind":"oom","bytes":B}, {"kind":"slow","factor":F}. Simulated
+// devices only, and only on a server that has an API key (a fault is a way to stop service).
+void handle_fault(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  if (ctx.options.api_key.empty()) {
+    ApiError e;
+    e.status = 403;
+    e.type = "permission_error";
+    e.code = "api_key_required";
+    e.message = "fault injection needs a server started with an API key (--api-key)";
+    return send_error(res, e);
+  }
+  const std::string id = req.matches.size() > 1 ? std::string(req.matches[1]) : std::string();
+  Json body;
+  if (auto e = parse_object(req.body, body)) return send_error(res, *e);
+  std::string kind;
+  if (auto e = read_string(body, "kind", kind)) return send_error(res, *e);
+  exec::SimFaults f;
+  bool lost_now = false;
+  if (kind == "lost") {
+    int64_t after_ops = 0;
+    double after_s = 0;
+    if (auto e = read_int(body, "after_ops", 0, int64_t{1} << 40, after_ops)) return send_error(res, *e);
+    if (body.contains("after_s")) {
+      if (!body["after_s"].is_number() || !(body["after_s"].get<double>() >= 0) || body["after_s"].get<double>() > 86400)
+        return send_error(res, bad_request("'after_s' must be a number of seconds in [0, 86400]", "after_s"));
+      after_s = body["after_s"].get<double>();
+    }
+    if (after_ops > 0) f.fail_after_ops = after_ops;
+    if (after_s > 0) f.fail_at_s = after_s;
+    lost_now = after_ops == 0 && after_s == 0;
+  } else if (kind == "oom") {
+    int64_t bytes = 0;
+    if (auto e = read_int(body, "bytes", 0, int64_t{1} << 60, bytes)) return send_error(res, *e);
+    f.oom_after_bytes = bytes;
+  } else if (kind == "slow") {
+    if (!body.contains("factor") || !body["factor"].is_number() || !(body["factor"].get<double>() >= 1) ||
+        body["factor"].get<double>() > 1000)
+      return send_error(res, bad_request("'factor' must be a number in [1, 1000]", "factor"));
+    f.slow = body["factor"].get<double>();
+  } else {
+    return send_error(res, bad_request("'kind' is '" + kind + "', expected lost, oom or slow", "kind"));
+  }
+  Status s = ctx.host.inject_fault(id, f, lost_now);
+  if (!s.ok()) {
+    if (s.error().code == Code::NotFound) {
+      ApiError e;
+      e.status = 404;
+      e.code = "device_not_found";
+      e.message = s.error().message;
+      return send_error(res, e);
+    }
+    return send_error(res, bad_request(s.error().message, "device", "invalid_device"));
+  }
+  send_json(res, {{"device", id}, {"kind", kind}, {"armed", true}});
+}
+
 void register_control_routes(httplib::Server& http, ServerContext& ctx) {
+  post_route(http, R"(/strata/v1/devices/([A-Za-z0-9_.:-]+)/fault)", ctx,
+             guarded([&ctx](const httplib::Request& req, httplib::Response& res) { handle_fault(ctx, req, res); }));
   post_route(http, "/strata/v1/models/inspect", ctx, guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
     handle_inspect(ctx, req, res);
   }));

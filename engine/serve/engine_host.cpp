@@ -177,6 +177,25 @@ Status EngineHost::install(std::unique_ptr<model::Model> model, const plan::Plac
   so.prompt_chunk = options_.prompt_chunk;
   so.recorder = &recorder_;
   so.host_lane = host_lane_;
+  so.on_replan = [this](const Expected<exec::ReplanReport>& r) {
+    nlohmann::json j;
+    j["time_ns"] = recorder_.now_ns();
+    j["ok"] = r.ok();
+    if (r.ok()) {
+      j["lost"] = r->lost;
+      j["excluded"] = r->excluded;
+      j["cause"] = r->cause;
+      j["error"] = nullptr;
+      j["moved_blocks"] = r->moved_blocks;
+      j["ms"] = r->ms;
+      j["explanation"] = r->explanation;
+      j["placement"] = plan::to_json(r->placement);
+    } else {
+      j["error"] = r.error().message;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    replans_.push_back(std::move(j));
+  };
   loaded->scheduler = std::make_shared<exec::Scheduler>(*loaded->pipeline, so);
   loaded->loaded_at = std::chrono::system_clock::now();
   loaded->pipeline->snapshot_memory();
@@ -272,6 +291,29 @@ Expected<plan::Placement> EngineHost::parse_placement(const LoadedModel& loaded,
 
 nlohmann::json EngineHost::devices_json() const { return serve::devices_json(device_infos()); }
 
+Status EngineHost::inject_fault(const std::string& device_id, const exec::SimFaults& faults, bool lost_now) {
+  for (const auto& d : devices_) {
+    if (d->id() != device_id) continue;
+    auto* sim = dynamic_cast<exec::SimulatedDevice*>(d.get());
+    if (!sim)
+      return Error{Code::InvalidArgument, "device '" + device_id + "' is not simulated: faults are injected into "
+                                          "simulated devices only"};
+    if (lost_now) {
+      sim->mark_failed("lost (injected fault)");
+    } else {
+      sim->inject(faults);
+    }
+    return {};
+  }
+  return Error{Code::NotFound, "no device '" + device_id + "'"};
+}
+
+std::vector<nlohmann::json> EngineHost::replans_since(size_t index) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (index >= replans_.size()) return {};
+  return {replans_.begin() + static_cast<std::ptrdiff_t>(index), replans_.end()};
+}
+
 nlohmann::json EngineHost::memory_json(const LoadedModel& loaded) const {
   std::map<std::string, exec::MemoryUse> use;
   // The pipeline's layers change only on the scheduler thread: ask there.
@@ -299,6 +341,16 @@ nlohmann::json EngineHost::memory_json(const LoadedModel& loaded) const {
 nlohmann::json EngineHost::status_json() const {
   nlohmann::json j;
   j["state"] = state();
+  // Devices lost (a sticky error or an injected fault) and the re-plans that followed.
+  nlohmann::json lost = nlohmann::json::array();
+  for (const auto& d : devices_) {
+    if (d->failed()) lost.push_back({{"device", d->id()}, {"failure", d->failure()}});
+  }
+  j["lost_devices"] = lost;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    j["replans"] = replans_;
+  }
   std::shared_ptr<LoadedModel> loaded = current();
   const double uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   {

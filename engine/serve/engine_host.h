@@ -97,6 +97,14 @@ class EngineHost {
   int32_t host_lane() const { return host_lane_; }
   const HostOptions& options() const { return options_; }
 
+  // Arms a fault on a simulated device (docs/api.md, POST /strata/v1/devices/ID/fault). lost_now:
+  // the device is lost at once (its next op fails). NotFound for an unknown device,
+  // InvalidArgument for a device that is not simulated.
+  Status inject_fault(const std::string& device_id, const exec::SimFaults& faults, bool lost_now);
+  // Re-plans after lost devices, oldest first: {"time_ns","ok","lost","excluded","cause","error",
+  // "moved_blocks","ms","explanation","placement"}. index: the first one wanted.
+  std::vector<nlohmann::json> replans_since(size_t index) const;
+
   // JSON of the control API (docs/api.md).
   nlohmann::json devices_json() const;
   nlohmann::json status_json() const;
@@ -126,6 +134,7 @@ class EngineHost {
   mutable std::mutex mutex_;         // guards current_
   std::shared_ptr<LoadedModel> current_;
   std::vector<std::string> startup_explanation_;  // guarded by mutex_
+  std::vector<nlohmann::json> replans_;           // guarded by mutex_
   std::string startup_error_;                     // guarded by mutex_
 
   std::atomic<bool> stopping_{false};

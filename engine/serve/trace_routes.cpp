@@ -22,6 +22,7 @@ struct TraceCursor {
   Clock::time_point last_send{};
   Clock::time_point last_tick{};
   bool first = true;
+  size_t replans_sent = 0;      // EngineHost::replans_since index of the next strata.replan event
 };
 
 Json lanes_json(const trace::Recorder& rec) {
@@ -60,6 +61,7 @@ void handle_trace_stream(ServerContext& ctx, httplib::Response& res) {
   trace::Recorder& rec = ctx.host.recorder();
   cursor->next = rec.newest_sequence();
   cursor->memory_after_ns = rec.now_ns() - 1'000'000'000;  // the last second's snapshots come first
+  cursor->replans_sent = ctx.host.replans_since(0).size();   // re-plans from now on
   ServerContext* c = &ctx;
   // Called repeatedly on this stream's HTTP worker: one batch every 50 ms while events arrive or
   // a request is generating, every second otherwise. Stops when the client leaves or the
@@ -101,7 +103,12 @@ void handle_trace_stream(ServerContext& ctx, httplib::Response& res) {
     Json data = {{"lanes", lanes_json(rec)}, {"events", events},     {"memory", memory},
                  {"tokens_per_s", rate},     {"now_ns", rec.now_ns()}, {"missed", batch.missed},
                  {"active", active}};
-    const std::string text = "event: trace\ndata: " + data.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n";
+    std::string text = "event: trace\ndata: " + data.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n";
+    // A re-plan after a lost device is its own event, after the batch holding its "replan" span.
+    for (const Json& r : c->host.replans_since(cursor->replans_sent)) {
+      text += "event: strata.replan\ndata: " + r.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n";
+      ++cursor->replans_sent;
+    }
     return sink.write(text.data(), text.size());
   };
   res.set_chunked_content_provider("text/event-stream", provider, [c](bool) { release_trace_stream(*c); });

@@ -19,6 +19,7 @@ const char* event_kind_name(EventKind kind) {
     case EventKind::Embed: return "embed";
     case EventKind::Head: return "head";
     case EventKind::Idle: return "idle";
+    case EventKind::Replan: return "replan";
   }
   return "unknown";
 }

@@ -10,9 +10,10 @@ namespace strata::trace {
 
 // What a span was doing. Idle marks an explicit wait (a stage waiting for its input); it is
 // drawn but never counted as busy time.
-enum class EventKind : int32_t { Compute, Transfer, AllReduce, Tokenize, Sample, Detokenize, Embed, Head, Idle };
+enum class EventKind : int32_t { Compute, Transfer, AllReduce, Tokenize, Sample, Detokenize, Embed, Head, Idle, Replan };
 
-// "compute", "transfer", "all-reduce", "tokenize", "sample", "detokenize", "embed", "head", "idle".
+// "compute", "transfer", "all-reduce", "tokenize", "sample", "detokenize", "embed", "head", "idle",
+// "replan" (the engine re-placing the model after a lost device, on the host lane).
 const char* event_kind_name(EventKind kind);
 
 // One span on one lane. 56 bytes, trivially copyable: the recorder stores it as seven words.

@@ -8,6 +8,7 @@
 #include <QSet>
 
 #include <algorithm>
+#include <iterator>
 
 namespace strata::ui {
 
@@ -20,10 +21,10 @@ qint64 int64Of(const QJsonValue& v, qint64 fallback = 0) {
 // Kinds by the engine's enum order, for batches that send numbers.
 QString kindName(const QJsonValue& v) {
   static const char* names[] = {"compute", "transfer", "all-reduce", "tokenize", "sample",
-                                "detokenize", "embed", "head", "idle"};
+                                "detokenize", "embed", "head", "idle", "replan"};
   if (v.isString()) return v.toString();
   const int k = v.toInt(0);
-  return QString::fromLatin1(k >= 0 && k < 9 ? names[k] : "compute");
+  return QString::fromLatin1(k >= 0 && k < static_cast<int>(std::size(names)) ? names[k] : "compute");
 }
 
 }  // namespace

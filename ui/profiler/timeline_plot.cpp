@@ -160,6 +160,7 @@ QColor TimelinePlot::spanColor(const TraceSpan& s) {
   if (s.kind == QLatin1String("transfer")) return QColor(0x10, 0x90, 0x90);
   if (s.kind == QLatin1String("all-reduce")) return QColor(0xd0, 0x30, 0x30);
   if (s.kind == QLatin1String("idle")) return QColor(0xb0, 0xb0, 0xb0);
+  if (s.kind == QLatin1String("replan")) return QColor(0xc0, 0x20, 0xc0);  // re-placing after a lost device
   if (s.kind == QLatin1String("embed") || s.kind == QLatin1String("head")) return QColor(0x50, 0x50, 0x50);
   return QColor(0xa0, 0x70, 0x40);  // host work: tokenize, sample, detokenize
 }

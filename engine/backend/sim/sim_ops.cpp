@@ -30,19 +30,21 @@ void wait_out(Clock::time_point start, double seconds) {
   if (Clock::now() < deadline) std::this_thread::sleep_until(deadline);
 }
 
-SimOps::SimOps(const exec::SimulatedSpec& spec, kernels::ThreadPool& pool, const exec::OpsWorkspace& workspace)
-    : spec_(spec), cpu_(pool, workspace) {}
+SimOps::SimOps(exec::SimulatedDevice& device, kernels::ThreadPool& pool, const exec::OpsWorkspace& workspace)
+    : device_(device), spec_(device.spec()), cpu_(pool, workspace) {}
 
 template <typename Op>
 Status SimOps::paced(const SimCost& cost, Op&& op) {
+  STRATA_RETURN_IF_ERROR(device_.check_alive());
   const auto start = Clock::now();
   Status s = op();
-  if (s.ok()) wait_out(start, cost.seconds(spec_));
+  if (s.ok()) wait_out(start, cost.seconds(spec_) * device_.slow_factor());
   return s;
 }
 
 Status SimOps::paced_link(double bytes, Status s, Clock::time_point start) {
-  if (s.ok()) wait_out(start, SimCost::link_seconds(spec_, bytes));
+  if (s.ok()) s = device_.check_alive();
+  if (s.ok()) wait_out(start, SimCost::link_seconds(spec_, bytes) * device_.slow_factor());
   return s;
 }
 
@@ -137,20 +139,24 @@ Status SimOps::copy(const void* src, void* dst, size_t bytes) {
 namespace strata::exec {
 
 Expected<std::unique_ptr<backend::Ops>> SimulatedDevice::create_ops(const OpsWorkspace& workspace) {
-  return std::unique_ptr<backend::Ops>(std::make_unique<backend::SimOps>(spec_, pool(), workspace));
+  return std::unique_ptr<backend::Ops>(std::make_unique<backend::SimOps>(*this, pool(), workspace));
 }
 
 Status SimulatedDevice::copy_from_host(const Copy2D& copy) {
+  STRATA_RETURN_IF_ERROR(check_alive());
   const auto start = std::chrono::steady_clock::now();
   STRATA_RETURN_IF_ERROR(Device::copy_from_host(copy));
-  backend::wait_out(start, backend::SimCost::link_seconds(spec_, static_cast<double>(copy.width * copy.height)));
+  backend::wait_out(start, backend::SimCost::link_seconds(spec_, static_cast<double>(copy.width * copy.height)) *
+                               slow_factor());
   return {};
 }
 
 Status SimulatedDevice::copy_to_host(const Copy2D& copy) {
+  STRATA_RETURN_IF_ERROR(check_alive());
   const auto start = std::chrono::steady_clock::now();
   STRATA_RETURN_IF_ERROR(Device::copy_to_host(copy));
-  backend::wait_out(start, backend::SimCost::link_seconds(spec_, static_cast<double>(copy.width * copy.height)));
+  backend::wait_out(start, backend::SimCost::link_seconds(spec_, static_cast<double>(copy.width * copy.height)) *
+                               slow_factor());
   return {};
 }
 

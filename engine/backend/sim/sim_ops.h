@@ -29,7 +29,8 @@ void wait_out(std::chrono::steady_clock::time_point start, double seconds);
 
 class SimOps final : public Ops {
  public:
-  SimOps(const exec::SimulatedSpec& spec, kernels::ThreadPool& pool, const exec::OpsWorkspace& workspace);
+  // device: the simulated device these ops run on (its faults; must outlive the ops).
+  SimOps(exec::SimulatedDevice& device, kernels::ThreadPool& pool, const exec::OpsWorkspace& workspace);
 
   Status embed(const MatrixView& table, const int32_t* tokens, int64_t n, float* out) override;
   Status rms_norm(const float* x, const float* weight, float* out, int64_t n_rows, int64_t n, float eps) override;
@@ -52,11 +53,13 @@ class SimOps final : public Ops {
   Expected<std::unique_ptr<Event>> record_event() override { return host_event(); }
 
  private:
-  // Runs op, then waits out the declared cost.
+  // Runs op, then waits out the declared cost (times the slow-fault factor). A lost device
+  // (an armed fault that fired) runs nothing and returns a Device error.
   template <typename Op>
   Status paced(const SimCost& cost, Op&& op);
   Status paced_link(double bytes, Status s, std::chrono::steady_clock::time_point start);
 
+  exec::SimulatedDevice& device_;
   exec::SimulatedSpec spec_;
   CpuOps cpu_;
 };

@@ -1,0 +1,59 @@
+// engine/exec/recovery.cpp — re-planning after a lost device (see recovery.h).
+#include "engine/exec/recovery.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "engine/plan/auto_planner.h"
+
+namespace strata::exec {
+
+Expected<ReplanReport> replan_without_failed(Pipeline& pipeline, const std::string& cause) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ReplanReport report;
+  report.lost = pipeline.failed_devices();
+  report.cause = cause;
+  const plan::Placement& old = pipeline.placement();
+  plan::AutoPlanOptions o;
+  o.n_ctx = old.n_ctx;
+  o.n_seq = old.n_seq;
+  o.max_batch = old.max_batch;
+  o.kv_type = old.kv_type;
+  const model::Model& m = pipeline.model();
+  // Each attempt either succeeds or leaves out one more device, so this ends.
+  while (true) {
+    std::vector<DeviceInfo> alive;
+    for (Device* d : pipeline.devices()) {
+      if (d->failed()) continue;
+      if (std::find(report.excluded.begin(), report.excluded.end(), d->id()) != report.excluded.end()) continue;
+      alive.push_back(d->info());
+    }
+    std::string lost_text;
+    for (const std::string& id : report.lost) lost_text += (lost_text.empty() ? "" : ", ") + id;
+    if (alive.empty()) return Error{Code::OutOfMemory, "lost " + lost_text + ": no device is left to run the model"};
+    auto planned = plan::auto_plan(m.config(), m.weights(), alive, o);
+    if (!planned.ok())
+      return Error{planned.error().code, "lost " + lost_text + ": the model no longer fits the devices left: " +
+                                             planned.error().message};
+    auto moved = pipeline.apply(planned->placement, Pipeline::KvOnApply::Discard);
+    if (moved.ok()) {
+      report.placement = pipeline.placement();
+      report.moved_blocks = *moved;
+      report.explanation = planned->explanation;
+      report.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      return report;
+    }
+    // Which device refused? Errors name it as "device 'ID'".
+    std::string refused;
+    if (moved.error().code == Code::OutOfMemory || moved.error().code == Code::Device) {
+      for (const DeviceInfo& d : alive) {
+        if (moved.error().message.find("device '" + d.id + "'") != std::string::npos) refused = d.id;
+      }
+    }
+    if (refused.empty())
+      return Error{moved.error().code, "lost " + lost_text + ": re-placing failed: " + moved.error().message};
+    report.excluded.push_back(refused);
+  }
+}
+
+}  // namespace strata::exec

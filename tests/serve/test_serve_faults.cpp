@@ -1,0 +1,105 @@
+// tests/serve/test_serve_faults.cpp — fault injection through the control API: a simulated GPU
+// lost during a request re-plans the model onto the devices left, the reply's text is the text of
+// the same request without the fault, /strata/v1/status names the lost device and the re-plan, and
+// the trace stream sends a strata.replan event. The fault route needs the API key.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "serve/serve_test_util.h"
+
+namespace strata::test {
+namespace {
+
+const std::string kKey = "fault-key";
+
+bool placement_uses(const Json& placement, const std::string& id) { return placement.dump().find("\"" + id + "\"") != std::string::npos; }
+
+TEST(ServeFaults, LostGpuMidRequestKeepsTheTextAndIsReported) {
+  ServerProcess server({"-m", stories_model(), "--devices", "cpu,sim:gpu0:4GiB,sim:gpu1:4GiB", "--api-key", kKey});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  const int port = server.port();
+  ASSERT_TRUE(placement_uses(get(port, "/strata/v1/placement", kKey).json(), "gpu1"));
+  Json body = chat_body("Once upon a time", 32);
+  body["ignore_eos"] = true;
+  const Reply before = post(port, "/v1/chat/completions", body, kKey);
+  ASSERT_EQ(before.status, 200) << before.body;
+  const std::string text = before.json()["choices"][0]["message"]["content"];
+
+  // Refusals: no key, a bad kind, an unknown device, a device that is not simulated.
+  EXPECT_EQ(post(port, "/strata/v1/devices/gpu1/fault", Json{{"kind", "lost"}}).status, 401);
+  EXPECT_EQ(post(port, "/strata/v1/devices/gpu1/fault", Json{{"kind", "melt"}}, kKey).status, 400);
+  EXPECT_EQ(post(port, "/strata/v1/devices/gpu1/fault", Json{{"kind", "slow"}, {"factor", 0.5}}, kKey).status, 400);
+  EXPECT_EQ(post(port, "/strata/v1/devices/gpu9/fault", Json{{"kind", "lost"}}, kKey).status, 404);
+  EXPECT_EQ(post(port, "/strata/v1/devices/cpu/fault", Json{{"kind", "lost"}}, kKey).status, 400);
+
+  // The trace stream is open before the fault: it must carry the strata.replan event.
+  std::promise<void> connected;
+  std::promise<Json> replan_event;
+  std::thread reader([&] {
+    httplib::Client cli("127.0.0.1", port);
+    cli.set_read_timeout(30, 0);
+    bool first = true, found = false;
+    int batches = 0;
+    SseParser parser([&](const std::string& data) {
+      if (first) connected.set_value();
+      first = false;
+      Json j = Json::parse(data, nullptr, false);
+      if (j.is_object() && j.contains("lost")) {
+        found = true;
+        replan_event.set_value(j);
+        return false;
+      }
+      return ++batches < 2000;  // bounded: ~100 s of batches at most
+    });
+    cli.Get("/strata/v1/trace/stream", auth_headers(kKey), [&](const char* d, size_t n) { return parser.feed(d, n); });
+    if (first) connected.set_value();
+    if (!found) replan_event.set_value(Json());
+  });
+  connected.get_future().wait();
+
+  // gpu1 goes after 60 more of its ops: in the middle of the next request.
+  const Reply armed = post(port, "/strata/v1/devices/gpu1/fault", Json{{"kind", "lost"}, {"after_ops", 60}}, kKey);
+  ASSERT_EQ(armed.status, 200) << armed.body;
+  const Reply after = post(port, "/v1/chat/completions", body, kKey);
+  ASSERT_EQ(after.status, 200) << after.body;
+  EXPECT_EQ(after.json()["choices"][0]["message"]["content"], text);
+  EXPECT_EQ(after.json()["usage"]["completion_tokens"], 32);
+
+  const Json event = replan_event.get_future().get();
+  reader.join();
+  ASSERT_TRUE(event.is_object()) << "no strata.replan event on the trace stream";
+  EXPECT_EQ(event["ok"], true);
+  EXPECT_EQ(event["lost"], Json::array({"gpu1"}));
+  EXPECT_FALSE(placement_uses(event["placement"], "gpu1"));
+
+  const Json status = get(port, "/strata/v1/status", kKey).json();
+  ASSERT_EQ(status["lost_devices"].size(), 1u);
+  EXPECT_EQ(status["lost_devices"][0]["device"], "gpu1");
+  ASSERT_EQ(status["replans"].size(), 1u);
+  EXPECT_EQ(status["replans"][0]["ok"], true);
+  EXPECT_GT(status["replans"][0]["moved_blocks"].get<int>(), 0);
+  EXPECT_FALSE(placement_uses(status["placement"], "gpu1"));
+  const Json devices = get(port, "/strata/v1/devices", kKey).json();
+  for (const Json& d : devices["devices"]) EXPECT_EQ(d["failed"].get<bool>(), d["id"] == "gpu1") << d.dump();
+
+  // And the engine goes on serving with the same text.
+  const Reply again = post(port, "/v1/chat/completions", body, kKey);
+  ASSERT_EQ(again.status, 200);
+  EXPECT_EQ(again.json()["choices"][0]["message"]["content"], text);
+}
+
+TEST(ServeFaults, FaultInjectionNeedsAServerWithAnApiKey) {
+  ServerProcess server({"-m", stories_model(), "--devices", "cpu,sim:gpu0:4GiB"});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  const Reply r = post(server.port(), "/strata/v1/devices/gpu0/fault", Json{{"kind", "lost"}});
+  EXPECT_EQ(r.status, 403);
+  EXPECT_EQ(r.json()["error"]["code"], "api_key_required");
+  EXPECT_FALSE(get(server.port(), "/strata/v1/devices").json()["devices"][1]["failed"].get<bool>());
+}
+
+}  // namespace
+}  // namespace strata::test

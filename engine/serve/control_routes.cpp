@@ -110,11 +110,47 @@ std::optional<ProposedPlacement> propose_placement(ServerContext& ctx, const Loa
   return ProposedPlacement{std::move(*placement), std::move(*estimate)};
 }
 
+// The body "auto" (a JSON string): the auto planner over the devices that are not lost, with
+// stragglers at their measured speed, keeping n_ctx, n_seq, max_batch and the KV type.
+std::optional<plan::PlanResult> auto_placement(ServerContext& ctx, const LoadedModel& loaded, httplib::Response& res) {
+  plan::Placement now;
+  Status got = loaded.scheduler->run_exclusive([&](exec::Pipeline& p) {
+    now = p.placement();
+    return Status{};
+  });
+  if (!got.ok()) {
+    send_error(res, from_engine_error(got.error()));
+    return std::nullopt;
+  }
+  plan::AutoPlanOptions o;
+  o.n_ctx = now.n_ctx;
+  o.n_seq = now.n_seq;
+  o.max_batch = now.max_batch;
+  o.kv_type = now.kv_type;
+  const model::Model& m = *loaded.model;
+  auto result = plan::auto_plan(m.config(), m.weights(), ctx.host.planning_infos(loaded), o);
+  if (!result.ok()) {
+    send_error(res, bad_request(result.error().message, "placement", "placement_does_not_fit"));
+    return std::nullopt;
+  }
+  return std::move(*result);
+}
+
 void handle_put_placement(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   std::shared_ptr<LoadedModel> loaded = need_model(ctx, res);
   if (!loaded) return;
-  std::optional<ProposedPlacement> proposed = propose_placement(ctx, *loaded, req, res);
-  if (!proposed) return;
+  const Json body = Json::parse(req.body, nullptr, false);
+  std::optional<ProposedPlacement> proposed;
+  std::vector<std::string> explanation;
+  if (body.is_string() && body.get<std::string>() == "auto") {
+    std::optional<plan::PlanResult> planned = auto_placement(ctx, *loaded, res);
+    if (!planned) return;
+    proposed = ProposedPlacement{std::move(planned->placement), std::move(planned->memory)};
+    explanation = std::move(planned->explanation);
+  } else {
+    proposed = propose_placement(ctx, *loaded, req, res);
+    if (!proposed) return;
+  }
   const plan::Placement* placement = &proposed->placement;
   const plan::MemoryEstimate* estimate = &proposed->estimate;
   if (Status fits = plan::check_fits(*estimate); !fits.ok()) {
@@ -130,7 +166,9 @@ void handle_put_placement(ServerContext& ctx, const httplib::Request& req, httpl
     return Status{};
   });
   if (!s.ok()) return send_error(res, placement_error(s.error()));
-  send_json(res, {{"moved_layers", moved}, {"placement", applied}, {"memory", ctx.host.memory_json(*loaded)}});
+  Json out = {{"moved_layers", moved}, {"placement", applied}, {"memory", ctx.host.memory_json(*loaded)}};
+  if (!explanation.empty()) out["explanation"] = explanation;
+  send_json(res, out);
 }
 
 void handle_estimate(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {

@@ -308,6 +308,33 @@ Status EngineHost::inject_fault(const std::string& device_id, const exec::SimFau
   return Error{Code::NotFound, "no device '" + device_id + "'"};
 }
 
+std::vector<plan::DeviceSpeed> EngineHost::device_speeds(const LoadedModel& loaded, double seconds) const {
+  plan::Placement placement;
+  Status s = loaded.scheduler->run_exclusive([&](exec::Pipeline& p) {
+    placement = p.placement();
+    return Status{};
+  });
+  if (!s.ok()) return {};
+  const int64_t since = recorder_.now_ns() - static_cast<int64_t>(seconds * 1e9);
+  return plan::compare_with_plan(recorder_.recent_events(since, 50000), recorder_.lanes(), placement, loaded.model->config(),
+                                 loaded.model->weights(), device_infos());
+}
+
+std::vector<exec::DeviceInfo> EngineHost::planning_infos(const LoadedModel& loaded) const {
+  const std::vector<plan::DeviceSpeed> speeds = device_speeds(loaded);
+  std::vector<exec::DeviceInfo> out;
+  for (exec::DeviceInfo info : device_infos()) {
+    if (info.failed) continue;
+    for (const plan::DeviceSpeed& sp : speeds) {
+      if (sp.device != info.id || !sp.straggler) continue;
+      info.bandwidth_gbps /= sp.ratio();
+      info.tflops /= sp.ratio();
+    }
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
 std::vector<nlohmann::json> EngineHost::replans_since(size_t index) const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (index >= replans_.size()) return {};
@@ -404,6 +431,19 @@ nlohmann::json EngineHost::status_json() const {
   const exec::SchedulerStats st = loaded->scheduler->stats();
   j["tokens_per_s"] = st.decode_tokens_per_s;
   j["queue"] = {{"active", st.active}, {"waiting", st.waiting}, {"slots", st.slots}};
+  // Measured against planned compute per device over the last 5 s; stragglers named.
+  nlohmann::json speeds = nlohmann::json::array(), stragglers = nlohmann::json::array();
+  for (const plan::DeviceSpeed& sp : device_speeds(*loaded)) {
+    speeds.push_back({{"device", sp.device},
+                      {"passes", sp.passes},
+                      {"measured_ms", sp.measured_ms},
+                      {"planned_ms", sp.planned_ms},
+                      {"ratio", sp.ratio()},
+                      {"straggler", sp.straggler}});
+    if (sp.straggler) stragglers.push_back(sp.device);
+  }
+  j["device_speed"] = speeds;
+  j["stragglers"] = stragglers;
   j["uptime_s"] = uptime;
   j["process"] = {{"rss_bytes", process_rss_bytes()}};
   return j;

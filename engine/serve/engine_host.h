@@ -22,6 +22,7 @@
 #include "engine/exec/scheduler.h"
 #include "engine/model/model.h"
 #include "engine/plan/placement_options.h"
+#include "engine/plan/straggler.h"
 #include "engine/trace/recorder.h"
 
 namespace strata::serve {
@@ -101,6 +102,12 @@ class EngineHost {
   // the device is lost at once (its next op fails). NotFound for an unknown device,
   // InvalidArgument for a device that is not simulated.
   Status inject_fault(const std::string& device_id, const exec::SimFaults& faults, bool lost_now);
+  // Each device's measured compute time against its planned time over the last `seconds` of the
+  // trace (plan::compare_with_plan); stragglers are flagged.
+  std::vector<plan::DeviceSpeed> device_speeds(const LoadedModel& loaded, double seconds = 5) const;
+  // The devices an "auto" re-plan may use: not failed, stragglers at their measured speed
+  // (bandwidth and compute rate divided by their slowdown), so the plan balances around them.
+  std::vector<exec::DeviceInfo> planning_infos(const LoadedModel& loaded) const;
   // Re-plans after lost devices, oldest first: {"time_ns","ok","lost","excluded","cause","error",
   // "moved_blocks","ms","explanation","placement"}. index: the first one wanted.
   std::vector<nlohmann::json> replans_since(size_t index) const;

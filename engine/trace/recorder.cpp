@@ -155,6 +155,21 @@ std::vector<Event> Recorder::events_since(int64_t since_ns) const {
   return out;
 }
 
+std::vector<Event> Recorder::recent_events(int64_t since_ns, size_t max_events) const {
+  const uint64_t head = head_.load(std::memory_order_acquire);
+  uint64_t lo = base_.load(std::memory_order_acquire);
+  if (head > capacity_ && head - capacity_ > lo) lo = head - capacity_;
+  std::vector<Event> out;
+  Event e;
+  for (uint64_t n = head; n > lo && out.size() < max_events; --n) {
+    if (read_slot(n - 1, e) != SlotRead::Ok) continue;
+    if (e.end_ns() < since_ns) break;
+    if (e.start_ns >= since_ns) out.push_back(e);
+  }
+  sort_by_start(out);
+  return out;
+}
+
 EventBatch Recorder::events_after(uint64_t cursor) const {
   EventBatch batch;
   const uint64_t head = head_.load(std::memory_order_acquire);

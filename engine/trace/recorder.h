@@ -105,6 +105,10 @@ class Recorder {
   // Copies (consistent snapshots of the ring), sorted by start_ns (ties: recording order).
   std::vector<Event> snapshot() const { return events_since(INT64_MIN); }
   std::vector<Event> events_since(int64_t since_ns) const;  // events with start_ns >= since_ns
+  // The newest events that started at or after since_ns, at most max_events of them, read from the
+  // newest backwards (cheap on a full ring: it stops at the first event that ended before since_ns,
+  // events being stored in the order they end). Oldest first.
+  std::vector<Event> recent_events(int64_t since_ns, size_t max_events) const;
   std::vector<MemorySnapshot> memory_snapshot() const;       // in recording order
 
   // Streaming cursor: the events with sequence numbers in [cursor, next_sequence). Stops before

@@ -4,6 +4,7 @@
 // the trace stream sends a strata.replan event. The fault route needs the API key.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <future>
 #include <mutex>
@@ -87,6 +88,49 @@ TEST(ServeFaults, LostGpuMidRequestKeepsTheTextAndIsReported) {
   for (const Json& d : devices["devices"]) EXPECT_EQ(d["failed"].get<bool>(), d["id"] == "gpu1") << d.dump();
 
   // And the engine goes on serving with the same text.
+  const Reply again = post(port, "/v1/chat/completions", body, kKey);
+  ASSERT_EQ(again.status, 200);
+  EXPECT_EQ(again.json()["choices"][0]["message"]["content"], text);
+}
+
+int blocks_on(const Json& placement, const std::string& id) {
+  int n = 0;
+  for (const Json& l : placement["layers"]) n += l.dump().find("\"" + id + "\"") != std::string::npos;
+  return n;
+}
+
+// Devices slow enough that their declared time, not this machine's cores, sets the pace (a block
+// of stories260K is ~0.2 MB: ~20 ms at 0.01 GB/s, against a few ms of sleep overshoot per block
+// on a loaded machine): measured time then follows the plan, and a slow fault shows as its factor.
+TEST(ServeFaults, AStragglerIsNamedAndAutoPlacementMovesAwayFromIt) {
+  ServerProcess server({"-m", stories_model(), "--api-key", kKey, "--devices",
+                        "cpu,sim:gpu0:4GiB:bw=0.01GB/s:tflops=0.001,sim:gpu1:4GiB:bw=0.01GB/s:tflops=0.001"});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  const int port = server.port();
+  const int before = blocks_on(get(port, "/strata/v1/placement", kKey).json(), "gpu1");
+  ASSERT_GT(before, 0);
+  Json body = chat_body("Once upon a time", 12);
+  body["ignore_eos"] = true;
+  ASSERT_EQ(post(port, "/strata/v1/devices/gpu1/fault", Json{{"kind", "slow"}, {"factor", 5}}, kKey).status, 200);
+  const Reply slow = post(port, "/v1/chat/completions", body, kKey);
+  ASSERT_EQ(slow.status, 200) << slow.body;
+  const std::string text = slow.json()["choices"][0]["message"]["content"];
+
+  const Json status = get(port, "/strata/v1/status", kKey).json();
+  const Json& stragglers = status["stragglers"];
+  EXPECT_NE(std::find(stragglers.begin(), stragglers.end(), Json("gpu1")), stragglers.end()) << status.dump();
+  double r0 = 0, r1 = 0;
+  for (const Json& d : status["device_speed"]) {
+    if (d["device"] == "gpu0") r0 = d["ratio"].get<double>();
+    if (d["device"] == "gpu1") r1 = d["ratio"].get<double>();
+  }
+  EXPECT_GT(r1, 2.0);
+  EXPECT_GT(r1, 2 * r0) << status["device_speed"].dump();
+
+  // "auto" plans with gpu1 at its measured speed: it keeps fewer blocks, and the text stays.
+  const Reply placed = request(port, "PUT", "/strata/v1/placement", "\"auto\"", kKey);
+  ASSERT_EQ(placed.status, 200) << placed.body;
+  EXPECT_LT(blocks_on(placed.json()["placement"], "gpu1"), before) << placed.body;
   const Reply again = post(port, "/v1/chat/completions", body, kKey);
   ASSERT_EQ(again.status, 200);
   EXPECT_EQ(again.json()["choices"][0]["message"]["content"], text);

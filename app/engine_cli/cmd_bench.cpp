@@ -83,7 +83,9 @@ int bench(const BenchOptions& o) {
                                                    " / -n " + std::to_string(max_n) + " do not fit in --ctx " +
                                                    std::to_string(mo.ctx)});
   DeviceOptions dopt = o.devices;
-  if (dopt.max_batch == 256) dopt.max_batch = std::max(max_p, 1);
+  // Unless --batch says otherwise: the largest prompt test in one pass, and the depth filled in
+  // passes of up to 512 tokens (llama-bench's default micro-batch) even when no prompt is tested.
+  if (dopt.max_batch == 256) dopt.max_batch = std::max({max_p, std::min(max_d, 512), 1});
   auto runtime = build_runtime(m, mo, dopt, k);
   if (!runtime.ok()) return report(runtime.error());
   Runtime& rt = *runtime;

@@ -71,8 +71,8 @@ void finish_row(const float* acc, float l, int64_t hd, float* out) {
 // One thread's scratch for rows of up to max_rows query rows.
 struct ThreadScratch {
   float* q;      // [max_rows][hdp]
-  float* k;      // [B][hdp]
-  float* v;      // [B][hdp]
+  float* k;      // [kv_heads][B][hdp]
+  float* v;      // [kv_heads][B][hdp]
   float* p;      // [max_rows][B]
   float* m_b;    // [max_rows]
   float* l_b;    // [max_rows]
@@ -84,17 +84,18 @@ struct ThreadScratch {
   int32_t* hi;   // [max_rows]
 };
 
-int64_t scratch_floats(int64_t max_rows, int64_t hdp) {
-  return max_rows * hdp * 3 + 2 * B * hdp + max_rows * B + 4 * max_rows + 16;
+// kv_heads: how many KV heads' blocks the scratch holds at once (decode: all; prompts: one).
+int64_t scratch_floats(int64_t max_rows, int64_t hdp, int64_t kv_heads) {
+  return max_rows * hdp * 3 + 2 * kv_heads * B * hdp + max_rows * B + 4 * max_rows + 16;
 }
 
-ThreadScratch scratch_of(AttentionWorkspace& ws, int thread, int64_t max_rows, int64_t hdp) {
-  float* f = ws.per_thread.data() + thread * scratch_floats(max_rows, hdp);
+ThreadScratch scratch_of(AttentionWorkspace& ws, int thread, int64_t max_rows, int64_t hdp, int64_t kv_heads) {
+  float* f = ws.per_thread.data() + thread * scratch_floats(max_rows, hdp, kv_heads);
   ThreadScratch s;
   s.q = f;
   s.k = s.q + max_rows * hdp;
-  s.v = s.k + B * hdp;
-  s.p = s.v + B * hdp;
+  s.v = s.k + kv_heads * B * hdp;
+  s.p = s.v + kv_heads * B * hdp;
   s.m_b = s.p + max_rows * B;
   s.l_b = s.m_b + max_rows;
   s.acc_b = s.l_b + max_rows;
@@ -121,11 +122,31 @@ struct Plan {
     load_rows(kv.k + off, kv, tk, p0, n, s.head_dim, hdp, sc.k);
     load_rows(kv.v + off, kv, tk, p0, n, s.head_dim, hdp, sc.v);
   }
-  void run_block(const ThreadScratch& sc, int64_t n_rows) const {
+  // Rows [p0, p0 + n) of every KV head, position by position (sequential in the cache), into
+  // sc.k / sc.v [kv head][B][hdp].
+  void load_all_heads(int64_t p0, int64_t n, const ThreadScratch& sc) const {
+    const int64_t hd = s.head_dim;
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t g = 0; g < s.n_kv_heads; ++g) {
+        const int64_t off = (p0 + j) * kv.row_stride_bytes + g * kv.head_stride_bytes;
+        float* kr = sc.k + (g * B + j) * hdp;
+        float* vr = sc.v + (g * B + j) * hdp;
+        if (kv.type == DType::F32) {
+          std::memcpy(kr, kv.k + off, static_cast<size_t>(hd) * sizeof(float));
+          std::memcpy(vr, kv.v + off, static_cast<size_t>(hd) * sizeof(float));
+        } else {
+          tk->dequantize_row(kv.k + off, kr, hd);
+          tk->dequantize_row(kv.v + off, vr, hd);
+        }
+        for (int64_t d = hd; d < hdp; ++d) kr[d] = vr[d] = 0.0f;
+      }
+  }
+  // The block kernel on n_rows query rows against the block of KV head slot `slot` of the scratch.
+  void run_block(const ThreadScratch& sc, int64_t n_rows, int64_t slot = 0) const {
     detail::AttentionBlockArgs a;
     a.q = sc.q;
-    a.k = sc.k;
-    a.v = sc.v;
+    a.k = sc.k + slot * B * hdp;
+    a.v = sc.v + slot * B * hdp;
     a.n_rows = n_rows;
     a.hdp = hdp;
     a.lo = sc.lo;
@@ -139,46 +160,43 @@ struct Plan {
   }
 };
 
-// One token: every (KV head, key block) pair is an item; partials [head][block][hdp + 2] are
-// merged per head in block order afterwards.
+// One token: every key block is an item (its rows of all KV heads read in one sequential sweep of
+// the cache, which is position-major); partials [head][block][hdp + 2] are merged per head in
+// block order afterwards.
 void decode(ThreadPool& pool, const Plan& pl, AttentionWorkspace& ws, int64_t max_rows, float* out) {
   const int64_t end = pl.end_of(0), begin = pl.begin_of(0);
   const int64_t b_first = begin / B, n_blocks = (end - 1) / B - b_first + 1;
-  const int64_t part = pl.hdp + 2;
+  const int64_t part = pl.hdp + 2, n_kv = pl.s.n_kv_heads;
   const size_t need = static_cast<size_t>(pl.s.n_heads * n_blocks * part);
   if (ws.partials.size() < need) ws.partials.resize(need);
   float* partials = ws.partials.data();
-  const int64_t items = pl.s.n_kv_heads * n_blocks;
   std::atomic<int64_t> next{0};
   pool.run([&](int thread, int) {
-    const ThreadScratch sc = scratch_of(ws, thread, max_rows, pl.hdp);
-    int64_t loaded_head = -1;
-    for (int64_t item = next.fetch_add(1, std::memory_order_relaxed); item < items;
-         item = next.fetch_add(1, std::memory_order_relaxed)) {
-      const int64_t g = item / n_blocks, bi = item % n_blocks;
+    const ThreadScratch sc = scratch_of(ws, thread, max_rows, pl.hdp, n_kv);
+    for (int64_t bi = next.fetch_add(1, std::memory_order_relaxed); bi < n_blocks;
+         bi = next.fetch_add(1, std::memory_order_relaxed)) {
       const int64_t kb = (b_first + bi) * B;
       const int64_t n_keys = std::min(B, end - kb);
-      if (g != loaded_head) {
-        load_queries(pl.q, g * pl.group, pl.group, pl.s.head_dim, pl.hdp, sc.q);
-        loaded_head = g;
-      }
-      pl.load_block(g, kb, n_keys, sc);
+      pl.load_all_heads(kb, n_keys, sc);
       for (int64_t r = 0; r < pl.group; ++r) {
         sc.lo[r] = static_cast<int32_t>(std::max<int64_t>(0, begin - kb));
         sc.hi[r] = static_cast<int32_t>(n_keys);
       }
-      pl.run_block(sc, pl.group);
-      for (int64_t r = 0; r < pl.group; ++r) {
-        float* dst = partials + ((g * pl.group + r) * n_blocks + bi) * part;
-        std::memcpy(dst, sc.acc_b + r * pl.hdp, static_cast<size_t>(pl.hdp) * sizeof(float));
-        dst[pl.hdp] = sc.m_b[r];
-        dst[pl.hdp + 1] = sc.l_b[r];
+      for (int64_t g = 0; g < n_kv; ++g) {
+        load_queries(pl.q, g * pl.group, pl.group, pl.s.head_dim, pl.hdp, sc.q);
+        pl.run_block(sc, pl.group, g);
+        for (int64_t r = 0; r < pl.group; ++r) {
+          float* dst = partials + ((g * pl.group + r) * n_blocks + bi) * part;
+          std::memcpy(dst, sc.acc_b + r * pl.hdp, static_cast<size_t>(pl.hdp) * sizeof(float));
+          dst[pl.hdp] = sc.m_b[r];
+          dst[pl.hdp + 1] = sc.l_b[r];
+        }
       }
     }
   });
   std::atomic<int64_t> next_head{0};
   pool.run([&](int thread, int) {
-    const ThreadScratch sc = scratch_of(ws, thread, max_rows, pl.hdp);
+    const ThreadScratch sc = scratch_of(ws, thread, max_rows, pl.hdp, n_kv);
     for (int64_t h = next_head.fetch_add(1, std::memory_order_relaxed); h < pl.s.n_heads;
          h = next_head.fetch_add(1, std::memory_order_relaxed)) {
       float m = kNegInf, l = 0.0f;
@@ -200,7 +218,7 @@ void prompt(ThreadPool& pool, const Plan& pl, AttentionWorkspace& ws, int64_t ma
   const int64_t items = n_tiles * pl.s.n_kv_heads;
   std::atomic<int64_t> next{0};
   pool.run([&](int thread, int) {
-    const ThreadScratch sc = scratch_of(ws, thread, max_rows, pl.hdp);
+    const ThreadScratch sc = scratch_of(ws, thread, max_rows, pl.hdp, pl.s.n_kv_heads);
     for (int64_t item = next.fetch_add(1, std::memory_order_relaxed); item < items;
          item = next.fetch_add(1, std::memory_order_relaxed)) {
       const int64_t tile = n_tiles - 1 - item / pl.s.n_kv_heads, g = item % pl.s.n_kv_heads;
@@ -270,7 +288,7 @@ void attention(ThreadPool& pool, const float* q, const KvCacheView& kv, const At
   pl.q_dim = s.n_heads * s.head_dim;
   const int64_t max_rows = s.n_tokens == 1 ? pl.group : tile_tokens(pl.group) * pl.group;
   const int threads = pool.n_threads();
-  const size_t floats = static_cast<size_t>(threads * scratch_floats(max_rows, pl.hdp));
+  const size_t floats = static_cast<size_t>(threads * scratch_floats(max_rows, pl.hdp, s.n_kv_heads));
   if (ws.per_thread.size() < floats) ws.per_thread.resize(floats);
   const size_t bounds = static_cast<size_t>(threads * 2 * max_rows);
   if (ws.bounds.size() < bounds) ws.bounds.resize(bounds);

@@ -81,7 +81,7 @@ Status SimOps::rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_di
   return paced({2.0 * elems * kF, 6.0 * elems}, [&] { return cpu_.rope(x, n_tokens, n_heads, head_dim, pos0, p); });
 }
 
-Status SimOps::attention(const AttentionArgs& a) {
+SimCost attention_cost(const AttentionArgs& a) {
   // Priced by context length. FLOPs: two dot products per visible position and query head.
   // Bytes: the keys and values of the positions a tile of query tokens sees, read once per tile
   // (flash-attention kernels share each key block across a tile; decode is a tile of one), at
@@ -101,7 +101,11 @@ Status SimOps::attention(const AttentionArgs& a) {
   const double bytes = read_positions * 2.0 * kv_dim * kv_bytes_per_elem +
                        static_cast<double>(a.n_tokens) * 4.0 * a.n_heads * a.head_dim * kF;
   const double flops = positions * 4.0 * static_cast<double>(a.n_heads * a.head_dim);
-  return paced({bytes, flops}, [&] { return cpu_.attention(a); });
+  return {bytes, flops};
+}
+
+Status SimOps::attention(const AttentionArgs& a) {
+  return paced(attention_cost(a), [&] { return cpu_.attention(a); });
 }
 
 Status SimOps::swiglu(float* gate, const float* up, int64_t n) {

@@ -11,10 +11,10 @@ VOCAB=../shared/models/tokenizers/llama.cpp-vocab/ggml-vocab-llama-spm.gguf
 THREADS=${THREADS:-2}
 mkdir -p "$MODELS"
 
-make_model() {  # name type dim layers heads kv_heads ffn
+make_model() {  # name type dim layers heads kv_heads ffn [ctx]
   local out=$MODELS/$1.gguf
   [ -f "$out" ] || "$ENGINE" make-model --arch llama --dim "$3" --layers "$4" --heads "$5" --kv-heads "$6" \
-      --ffn "$7" --ctx 2048 --type "$2" --vocab-from "$VOCAB" -o "$out" -t "$THREADS" >&2
+      --ffn "$7" --ctx "${8:-2048}" --type "$2" --vocab-from "$VOCAB" -o "$out" -t "$THREADS" >&2
   echo "$out"
 }
 
@@ -35,3 +35,16 @@ echo
 echo "## Tracing cost (same model, one CPU device, $THREADS threads): without, then with --trace"
 "$ENGINE" bench -m "$m" -p 32 -n 64 -r 5 -t "$THREADS" --no-bandwidth
 "$ENGINE" bench -m "$m" -p 32 -n 64 -r 5 -t "$THREADS" --no-bandwidth --trace "$MODELS/bench-trace.json" 2>/dev/null
+
+echo
+echo "## Attention at context depth (issue 18): 246M llama shape, Q4_K_M, $THREADS threads"
+# dim 1024, 16 layers, 16 heads, 4 KV heads (head_dim 64), ffn 2816, vocab 32000: 245.9 M parameters.
+# Strata and llama.cpp (LLAMA_BENCH, e.g. /work/llama-ref/build/bin/llama-bench) on the same file,
+# back to back: prompt speed at depth 0, then decode after 0, 1k, 4k and 8k tokens in the cache.
+m=$(make_model "llama246m-q4_k_m" q4_k_m 1024 16 16 4 2816 16384)
+"$ENGINE" bench -m "$m" -t "$THREADS" -p 512,1024,4096 -n 0 -r 2 --no-bandwidth
+"$ENGINE" bench -m "$m" -t "$THREADS" -p 0 -n 32 -d 0,1024,4096,8192 -r 2 --no-bandwidth
+if [ -n "${LLAMA_BENCH:-}" ]; then
+  "$LLAMA_BENCH" -m "$m" -t "$THREADS" -p 512,1024,4096 -n 0 -r 2
+  "$LLAMA_BENCH" -m "$m" -t "$THREADS" -p 0 -n 32 -d 0,1024,4096,8192 -r 2
+fi

@@ -1,5 +1,6 @@
 // app/engine_cli/cmd_bench.cpp — `strata-engine bench`: prompt processing and generation speed
-// in the manner of llama-bench (-p, -n, -r, -t), plus the memory-bandwidth roofline of decode.
+// in the manner of llama-bench (-p, -n, -d, -r, -t; comma lists), plus the memory-bandwidth
+// roofline of decode.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -26,8 +27,9 @@ struct BenchOptions {
   ModelOptions model;
   DeviceOptions devices;
   int parallel = 1;
-  int n_prompt = 64;
-  int n_gen = 32;
+  std::vector<int> n_prompt{64};
+  std::vector<int> n_gen{32};
+  std::vector<int> depth{0};  // tokens in the KV cache before each test (filled untimed)
   int reps = 3;
   bool json = false;
   bool no_bandwidth = false;
@@ -36,6 +38,7 @@ struct BenchOptions {
 struct Series {
   std::string name;
   int n_tokens = 0;
+  int depth = 0;
   std::vector<double> tps;
   double mean() const {
     double s = 0;
@@ -69,13 +72,20 @@ int bench(const BenchOptions& o) {
   const model::Model& m = **loaded;
   const int threads = resolve_threads(o.model.threads);
   const int k = o.parallel;
+  const int max_p = *std::max_element(o.n_prompt.begin(), o.n_prompt.end());
+  const int max_n = *std::max_element(o.n_gen.begin(), o.n_gen.end());
+  const int max_d = *std::max_element(o.depth.begin(), o.depth.end());
   ModelOptions mo = o.model;
-  if (mo.ctx == 0) mo.ctx = std::max<int64_t>(o.n_prompt, o.n_gen + 1);
-  if (o.n_prompt > mo.ctx || o.n_gen + 1 > mo.ctx)
-    return report(Error{Code::InvalidArgument, "-p " + std::to_string(o.n_prompt) + " / -n " + std::to_string(o.n_gen) +
-                                                   " do not fit in --ctx " + std::to_string(mo.ctx)});
+  const int64_t need_ctx = static_cast<int64_t>(max_d) + std::max(max_p, max_n + 1);
+  if (mo.ctx == 0) mo.ctx = need_ctx;
+  if (need_ctx > mo.ctx)
+    return report(Error{Code::InvalidArgument, "-d " + std::to_string(max_d) + " plus -p " + std::to_string(max_p) +
+                                                   " / -n " + std::to_string(max_n) + " do not fit in --ctx " +
+                                                   std::to_string(mo.ctx)});
   DeviceOptions dopt = o.devices;
-  if (dopt.max_batch == 256) dopt.max_batch = std::max(o.n_prompt, 1);
+  // Unless --batch says otherwise: the largest prompt test in one pass, and the depth filled in
+  // passes of up to 512 tokens (llama-bench's default micro-batch) even when no prompt is tested.
+  if (dopt.max_batch == 256) dopt.max_batch = std::max({max_p, std::min(max_d, 512), 1});
   auto runtime = build_runtime(m, mo, dopt, k);
   if (!runtime.ok()) return report(runtime.error());
   Runtime& rt = *runtime;
@@ -86,8 +96,11 @@ int bench(const BenchOptions& o) {
   std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(m.config().n_vocab - 1));
   using clock = std::chrono::steady_clock;
   auto seconds = [](clock::time_point a) { return std::chrono::duration<double>(clock::now() - a).count(); };
-  auto reset_all = [&] {
-    for (int s = 0; s < k; ++s) pipe.truncate(s, 0);
+  auto random_tokens = [&](int n) {
+    std::vector<std::vector<int32_t>> t(static_cast<size_t>(k), std::vector<int32_t>(static_cast<size_t>(n)));
+    for (auto& row : t)
+      for (auto& x : row) x = token(rng);
+    return t;
   };
   // One step: every sequence gets its tokens; pipelined (all in flight) or one after another.
   auto step = [&](const std::vector<std::vector<int32_t>>& tokens, bool pipelined) -> Status {
@@ -97,40 +110,57 @@ int bench(const BenchOptions& o) {
     for (const auto& r : reqs) STRATA_RETURN_IF_ERROR(pipe.eval(std::span<const exec::Pipeline::Request>(&r, 1)));
     return {};
   };
-  const std::string suffix = k > 1 ? " x" + std::to_string(k) : "";
-  Series pp{"pp" + std::to_string(o.n_prompt) + suffix, o.n_prompt, {}};
-  Series tg{"tg" + std::to_string(o.n_gen) + suffix, o.n_gen, {}};
-  Series tg_serial{"tg" + std::to_string(o.n_gen) + suffix + " one in flight", o.n_gen, {}};
-  if (o.n_prompt > 0) {
-    std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(k), std::vector<int32_t>(static_cast<size_t>(o.n_prompt)));
-    for (int r = -1; r < o.reps; ++r) {  // r == -1: warm-up, not counted
-      for (auto& p : prompts)
-        for (auto& t : p) t = token(rng);
-      reset_all();
-      const auto t0 = clock::now();
-      if (Status st = step(prompts, true); !st.ok()) return report(st.error());
-      if (r >= 0) pp.tps.push_back(static_cast<double>(k) * o.n_prompt / seconds(t0));
-    }
-  }
-  auto generation = [&](Series& series, bool pipelined) -> Status {
-    for (int r = -1; r < o.reps; ++r) {
-      reset_all();
-      const int32_t bos = m.tokenizer().vocab().bos_id >= 0 ? m.tokenizer().vocab().bos_id : 0;
-      STRATA_RETURN_IF_ERROR(step(std::vector<std::vector<int32_t>>(static_cast<size_t>(k), {bos}), true));
-      std::vector<std::vector<int32_t>> next(static_cast<size_t>(k), std::vector<int32_t>(1));
-      const auto t0 = clock::now();
-      for (int i = 0; i < o.n_gen; ++i) {
-        for (auto& n : next) n[0] = token(rng);
-        STRATA_RETURN_IF_ERROR(step(next, pipelined));
-      }
-      if (r >= 0) series.tps.push_back(static_cast<double>(k) * o.n_gen / seconds(t0));
-    }
+  // Empties every sequence, then fills `depth` random tokens (as one prompt, not timed), like
+  // llama-bench's -d.
+  auto reset_to_depth = [&](int depth) -> Status {
+    for (int s = 0; s < k; ++s) pipe.truncate(s, 0);
+    if (depth > 0) return step(random_tokens(depth), true);
     return {};
   };
-  if (o.n_gen > 0) {
-    if (Status st = generation(tg, true); !st.ok()) return report(st.error());
-    if (k > 1) {
-      if (Status st = generation(tg_serial, false); !st.ok()) return report(st.error());
+  const std::string suffix = k > 1 ? " x" + std::to_string(k) : "";
+  auto at_depth = [](int d) { return d > 0 ? " @ d" + std::to_string(d) : std::string(); };
+  std::vector<Series> results;
+  for (int d : o.depth) {
+    for (int n_prompt : o.n_prompt) {
+      if (n_prompt <= 0) continue;
+      Series pp{"pp" + std::to_string(n_prompt) + suffix + at_depth(d), n_prompt, d, {}};
+      for (int r = -1; r < o.reps; ++r) {  // r == -1: warm-up, not counted
+        if (Status st = reset_to_depth(d); !st.ok()) return report(st.error());
+        const auto prompts = random_tokens(n_prompt);
+        const auto t0 = clock::now();
+        if (Status st = step(prompts, true); !st.ok()) return report(st.error());
+        if (r >= 0) pp.tps.push_back(static_cast<double>(k) * n_prompt / seconds(t0));
+      }
+      results.push_back(std::move(pp));
+    }
+    // Generation: at depth 0 a BOS token first (as before), then n_gen timed single-token steps.
+    auto generation = [&](Series& series, int n_gen, bool pipelined) -> Status {
+      for (int r = -1; r < o.reps; ++r) {
+        STRATA_RETURN_IF_ERROR(reset_to_depth(d));
+        if (d == 0) {
+          const int32_t bos = m.tokenizer().vocab().bos_id >= 0 ? m.tokenizer().vocab().bos_id : 0;
+          STRATA_RETURN_IF_ERROR(step(std::vector<std::vector<int32_t>>(static_cast<size_t>(k), {bos}), true));
+        }
+        std::vector<std::vector<int32_t>> next(static_cast<size_t>(k), std::vector<int32_t>(1));
+        const auto t0 = clock::now();
+        for (int i = 0; i < n_gen; ++i) {
+          for (auto& n : next) n[0] = token(rng);
+          STRATA_RETURN_IF_ERROR(step(next, pipelined));
+        }
+        if (r >= 0) series.tps.push_back(static_cast<double>(k) * n_gen / seconds(t0));
+      }
+      return {};
+    };
+    for (int n_gen : o.n_gen) {
+      if (n_gen <= 0) continue;
+      Series tg{"tg" + std::to_string(n_gen) + suffix + at_depth(d), n_gen, d, {}};
+      if (Status st = generation(tg, n_gen, true); !st.ok()) return report(st.error());
+      results.push_back(std::move(tg));
+      if (k > 1) {
+        Series serial{"tg" + std::to_string(n_gen) + suffix + " one in flight" + at_depth(d), n_gen, d, {}};
+        if (Status st = generation(serial, n_gen, false); !st.ok()) return report(st.error());
+        results.push_back(std::move(serial));
+      }
     }
   }
   finish_trace(rt, dopt);
@@ -141,7 +171,14 @@ int bench(const BenchOptions& o) {
   kernels::ThreadPool pool(threads);
   const double bandwidth_gbps = o.no_bandwidth ? 0.0 : kernels::measure_read_bandwidth_gbps(pool);
   const double roofline_tps = bandwidth_gbps > 0 ? bandwidth_gbps * 1e9 / static_cast<double>(bytes_per_token) : 0;
-  const double roofline_fraction = roofline_tps > 0 && !tg.tps.empty() ? tg.mean() / roofline_tps : 0;
+  // The roofline compares the first generation test (at the first depth) with weight reads only.
+  const Series* tg = nullptr;
+  for (const Series& series : results)
+    if (series.name.rfind("tg", 0) == 0) {
+      tg = &series;
+      break;
+    }
+  const double roofline_fraction = roofline_tps > 0 && tg ? tg->mean() / roofline_tps : 0;
   const std::string isa = kernels::isa_name(kernels::best_isa());
 
   if (o.json) {
@@ -159,26 +196,28 @@ int bench(const BenchOptions& o) {
     j["roofline_fraction"] = roofline_fraction;
     j["parallel"] = k;
     j["placement"] = plan::to_json(rt.plan.placement);
-    for (const Series* series : {&pp, &tg, &tg_serial}) {
-      if (series->tps.empty()) continue;
-      j["results"].push_back({{"test", series->name}, {"n_tokens", series->n_tokens}, {"reps", series->tps.size()},
-                              {"tokens_per_s", series->mean()}, {"stddev", series->stddev()}, {"samples", series->tps}});
-    }
+    for (const Series& series : results)
+      j["results"].push_back({{"test", series.name},
+                              {"n_tokens", series.n_tokens},
+                              {"depth", series.depth},
+                              {"reps", series.tps.size()},
+                              {"tokens_per_s", series.mean()},
+                              {"stddev", series.stddev()},
+                              {"samples", series.tps}});
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
   std::printf("| model | types | size | params | threads | isa | test | t/s |\n");
   std::printf("|---|---|---:|---:|---:|---|---:|---:|\n");
-  for (const Series* series : {&pp, &tg, &tg_serial}) {
-    if (series->tps.empty()) continue;
+  for (const Series& series : results)
     std::printf("| %s | %s | %.2f GiB | %.2f B | %d | %s | %s | %.2f ± %.2f |\n", m.config().name.c_str(),
                 dominant_types(m).c_str(), m.weight_bytes() / 1073741824.0, m.parameter_count() / 1e9, threads,
-                isa.c_str(), series->name.c_str(), series->mean(), series->stddev());
-  }
+                isa.c_str(), series.name.c_str(), series.mean(), series.stddev());
   if (bandwidth_gbps > 0) {
     std::printf("\nmemory read bandwidth %.1f GB/s; decode reads %.1f MB of weights per token -> roofline %.1f tok/s",
                 bandwidth_gbps, bytes_per_token / 1e6, roofline_tps);
-    if (!tg.tps.empty()) std::printf("; measured %.1f tok/s = %.0f%% of roofline", tg.mean(), 100 * roofline_fraction);
+    if (tg)
+      std::printf("; %s measured %.1f tok/s = %.0f%% of roofline", tg->name.c_str(), tg->mean(), 100 * roofline_fraction);
     std::printf("\n");
   }
   return 0;
@@ -192,8 +231,16 @@ Command add_bench_command(CLI::App& app) {
   add_device_options(*cmd, o->devices);
   cmd->add_option("--parallel", o->parallel, "sequences generated at once (pipelined across stages)")
       ->check(CLI::Range(1, 256));
-  cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens per test (0 = skip)")->check(CLI::Range(0, 65536));
-  cmd->add_option("-n,--n-gen", o->n_gen, "generated tokens per test (0 = skip)")->check(CLI::Range(0, 65536));
+  cmd->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens per test, a comma list (0 = skip)")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 65536));
+  cmd->add_option("-n,--n-gen", o->n_gen, "generated tokens per test, a comma list (0 = skip)")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 65536));
+  cmd->add_option("-d,--depth", o->depth,
+                  "tokens already in the KV cache before each test, a comma list (filled untimed, like llama-bench -d)")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 1 << 24));
   cmd->add_option("-r,--repetitions", o->reps, "repetitions of each test")->check(CLI::Range(1, 1000));
   cmd->add_flag("--json", o->json, "print JSON");
   cmd->add_flag("--no-bandwidth", o->no_bandwidth, "skip the memory bandwidth measurement");

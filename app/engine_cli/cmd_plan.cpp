@@ -73,6 +73,7 @@ int plan_command(const PlanOptions& o) {
     j["placement"] = plan::to_json(result->placement);
     j["memory"] = plan::to_json(result->memory);
     j["cost"] = plan::to_json(result->cost);
+    j["cost_full_context"] = plan::to_json(result->cost_full_context);
     j["explanation"] = result->explanation;
     j["fits"] = fits.ok();
     if (!fits.ok()) j["error"] = fits.error().message;
@@ -88,8 +89,11 @@ int plan_command(const PlanOptions& o) {
                 info.simulated ? ", simulated" : "");
   std::printf("\nplacement\n%s\n", plan::to_json(result->placement).dump(2).c_str());
   std::printf("\nmemory\n%s", plan::format_memory_table(result->memory).c_str());
-  std::printf("\npredicted: %.1f tokens/s decode, %.1f tokens/s prefill\n", result->cost.decode_tokens_per_s,
-              result->cost.prefill_tokens_per_s);
+  std::printf("\npredicted: %.1f tokens/s decode, %.1f tokens/s prefill (empty cache); %.1f and %.1f with %lld "
+              "tokens in the cache\n",
+              result->cost.decode_tokens_per_s, result->cost.prefill_tokens_per_s,
+              result->cost_full_context.decode_tokens_per_s, result->cost_full_context.prefill_tokens_per_s,
+              (long long)result->placement.n_ctx);
   std::printf("\nwhy\n");
   for (const std::string& line : result->explanation) std::printf("  %s\n", line.c_str());
   if (!fits.ok()) return report(fits.error());

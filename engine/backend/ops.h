@@ -62,6 +62,9 @@ struct AttentionArgs {
   int64_t head_dim = 0;
   float scale = 1.0f;  // usually 1/sqrt(head_dim)
   int64_t window = 0;  // 0: full causal attention; else the last `window` positions (the token's own included)
+  // false: every token sees all positions up to pos0 + n_tokens - 1 (encoders, tests); the window
+  // then counts back from there.
+  bool causal = true;
   float* out = nullptr;  // [n_tokens][n_heads * head_dim]
 };
 

@@ -448,6 +448,7 @@ Expected<PlanResult> auto_plan(const model::ModelConfig& c, const model::ModelWe
     STRATA_ASSIGN_OR_RETURN(r.memory, estimate_memory(r.placement, c, w, devices));
     if (!check_fits(r.memory, o.margin_fraction).ok()) continue;  // the DP's sizes disagree: next plan
     STRATA_ASSIGN_OR_RETURN(r.cost, estimate_cost(r.placement, c, w, devices));
+    STRATA_ASSIGN_OR_RETURN(r.cost_full_context, estimate_cost(r.placement, c, w, devices, r.placement.n_ctx));
     r.explanation = explain(p, r, o.goal, devices);
     return r;
   }

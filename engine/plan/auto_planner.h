@@ -40,7 +40,8 @@ inline constexpr double kTimeTolerance = 0.03;
 struct PlanResult {
   Placement placement;
   MemoryEstimate memory;
-  CostEstimate cost;
+  CostEstimate cost;               // with an empty KV cache (context 0)
+  CostEstimate cost_full_context;  // the same placement with n_ctx positions in the cache: a long chat
   // One line per device (in device-list order), then a summary line, e.g.
   // "gpu0: layers 0-17 + embedding, 22.6 GiB of 24.0 GiB, 3.21 ms per token: full at 22.6 of 24.0 GiB"
   std::vector<std::string> explanation;

@@ -86,14 +86,31 @@ double head_ms(const model::ModelConfig& c, const model::ModelWeights& w, const 
   return compute_ms(bytes, 2.0 * static_cast<double>(c.n_vocab) * static_cast<double>(c.n_embd), d, batch);
 }
 
+double attention_ms(const model::ModelConfig& c, int64_t n_kv_heads, kernels::DType kv_type, double positions,
+                    const exec::DeviceInfo& d, double reads_shared_by) {
+  if (positions <= 0 || n_kv_heads <= 0) return 0.0;
+  const kernels::DTypeTraits& tr = kernels::traits(kv_type);
+  const double elem_bytes = static_cast<double>(tr.block_bytes) / static_cast<double>(tr.block_elems);
+  const double kv_elems = static_cast<double>(n_kv_heads * c.head_dim);
+  const double group = static_cast<double>(c.n_heads / std::max<int64_t>(c.n_kv_heads, 1));
+  const double bytes = positions * 2.0 * kv_elems * elem_bytes / std::max(reads_shared_by, 1.0);
+  const double flops = 4.0 * positions * kv_elems * group;
+  return std::max(bytes / bandwidth_bytes_per_ms(d), flops / flops_per_ms(d));
+}
+
 double transfer_ms(uint64_t bytes, const exec::DeviceInfo& a, const exec::DeviceInfo& b) {
   if (a.id == b.id) return 0.0;
   return link_ms(bytes, {&a, &b}, 1);
 }
 
 Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfig& c, const model::ModelWeights& w,
-                                     const std::vector<exec::DeviceInfo>& devices) {
+                                     const std::vector<exec::DeviceInfo>& devices, int64_t context) {
   STRATA_RETURN_IF_ERROR(validate_placement(p, c, w, devices));
+  if (context < 0)
+    return Error{Code::InvalidArgument, "a cost estimate at context " + std::to_string(context)};
+  // Prompt tokens share each key block read in tiles of this many (kernels/cpu/attention.cpp and
+  // the CUDA kernel both tile queries; 16 is the CPU's tile at GQA 4).
+  constexpr double kPromptTileTokens = 16.0;
   const int64_t batch = p.max_batch;
   const uint64_t hidden = hidden_state_bytes(c);
   // Per token with KV elsewhere: q, k, v out (q_dim + 2 kv_dim floats), attention output back (q_dim).
@@ -149,9 +166,31 @@ Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfi
     }
     for (int64_t i = s.first_layer; i < s.end_layer; ++i) {
       const model::LayerWeights& lw = w.layers[static_cast<size_t>(i)];
+      // Positions this layer attends to: per decoded token, and on average per prompt token.
+      const int64_t window = c.layer_is_local(i) ? c.sliding_window : 0;
+      const auto cap = [&](double n) { return window > 0 ? std::min(n, static_cast<double>(window)) : n; };
+      const double decode_positions = context > 0 ? cap(static_cast<double>(context) + 1.0) : 0.0;
+      const double prompt_positions = context > 0 ? cap(static_cast<double>(context) + static_cast<double>(batch) / 2.0) : 0.0;
+      const bool kv_away = !s.kv_device.empty() && std::find(s.target.devices.begin(), s.target.devices.end(),
+                                                             s.kv_device) == s.target.devices.end();
+      if (kv_away) {
+        // Attention runs where the cache is.
+        const exec::DeviceInfo& kd = *find_device(devices, s.kv_device);
+        const double ta = attention_ms(c, c.n_kv_heads, p.kv_type, decode_positions, kd, 1.0);
+        const double tpa = attention_ms(c, c.n_kv_heads, p.kv_type, prompt_positions, kd, kPromptTileTokens);
+        s.compute_ms += ta;
+        s.attention_ms += ta;
+        s.prefill_ms += tpa;
+        busy_of(kd.id).decode_ms += ta;
+        busy_of(kd.id).prefill_ms += tpa;
+      }
       if (!s.target.is_group()) {
-        const double t = block_ms(c, lw, whole_layer(c), true, *members[0], 1);
-        const double tp = block_ms(c, lw, whole_layer(c), true, *members[0], batch);
+        const double ta = kv_away ? 0.0 : attention_ms(c, c.n_kv_heads, p.kv_type, decode_positions, *members[0], 1.0);
+        const double tpa =
+            kv_away ? 0.0 : attention_ms(c, c.n_kv_heads, p.kv_type, prompt_positions, *members[0], kPromptTileTokens);
+        s.attention_ms += ta;
+        const double t = block_ms(c, lw, whole_layer(c), true, *members[0], 1) + ta;
+        const double tp = block_ms(c, lw, whole_layer(c), true, *members[0], batch) + tpa;
         s.compute_ms += t;
         s.prefill_ms += tp;
         busy_of(members[0]->id).decode_ms += t;
@@ -159,15 +198,22 @@ Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfi
       } else {
         STRATA_ASSIGN_OR_RETURN(auto shards, split_layer(c, lw, s.target.ratio, i));
         double slowest = 0, slowest_p = 0;
+        double slowest_a = 0;
         for (size_t m = 0; m < members.size(); ++m) {
-          const double t = block_ms(c, lw, shards[m], false, *members[m], 1);
-          const double tp = block_ms(c, lw, shards[m], false, *members[m], batch);
+          const int64_t kvh = shards[m].n_kv_heads();
+          const double ta = kv_away ? 0.0 : attention_ms(c, kvh, p.kv_type, decode_positions, *members[m], 1.0);
+          const double tpa =
+              kv_away ? 0.0 : attention_ms(c, kvh, p.kv_type, prompt_positions, *members[m], kPromptTileTokens);
+          slowest_a = std::max(slowest_a, ta);
+          const double t = block_ms(c, lw, shards[m], false, *members[m], 1) + ta;
+          const double tp = block_ms(c, lw, shards[m], false, *members[m], batch) + tpa;
           slowest = std::max(slowest, t);
           slowest_p = std::max(slowest_p, tp);
           busy_of(members[m]->id).decode_ms += t;
           busy_of(members[m]->id).prefill_ms += tp;
         }
         s.compute_ms += slowest;
+        s.attention_ms += slowest_a;
         s.prefill_ms += slowest_p;
         const double ar = 2.0 * link_ms(hidden, members, 1);
         s.allreduce_ms += ar;
@@ -199,6 +245,7 @@ Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfi
 
   CostEstimate est;
   est.n_seq = p.n_seq;
+  est.context = context;
   est.stages = std::move(out);
   for (const auto& s : est.stages) {
     est.decode_ms_per_token += s.decode_ms;
@@ -218,6 +265,7 @@ Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfi
 nlohmann::json to_json(const CostEstimate& cost) {
   nlohmann::json j;
   j["n_seq"] = cost.n_seq;
+  j["context"] = cost.context;
   j["decode_ms_per_token"] = cost.decode_ms_per_token;
   j["bottleneck_ms"] = cost.bottleneck_ms;
   j["decode_tokens_per_s"] = cost.decode_tokens_per_s;
@@ -232,6 +280,7 @@ nlohmann::json to_json(const CostEstimate& cost) {
                            {"has_head", s.has_head},
                            {"recv_ms", s.recv_ms},
                            {"compute_ms", s.compute_ms},
+                           {"attention_ms", s.attention_ms},
                            {"allreduce_ms", s.allreduce_ms},
                            {"kv_transfer_ms", s.kv_transfer_ms},
                            {"decode_ms", s.decode_ms},

@@ -34,6 +34,7 @@ struct StageCost {
   // Milliseconds per decoded token (one sequence):
   double recv_ms = 0;         // receiving the hidden state from the previous stage (0 for the first)
   double compute_ms = 0;      // blocks (slowest member for a group), embedding lookup, head
+  double attention_ms = 0;    // of compute_ms: reading the KV cache at the estimate's context
   double allreduce_ms = 0;    // 2 per block of a group
   double kv_transfer_ms = 0;  // q/k/v out and attention back, for blocks whose KV lives elsewhere
   double decode_ms = 0;       // the four above
@@ -50,6 +51,7 @@ struct CostEstimate {
   std::vector<StageCost> stages;
   std::vector<DeviceCost> devices;   // devices that compute, in device-list order
   int64_t n_seq = 1;
+  int64_t context = 0;               // positions already in the KV cache the figures assume
   double decode_ms_per_token = 0;    // one sequence, one token through every stage: the sum
   double bottleneck_ms = 0;          // the slowest stage
   double decode_tokens_per_s = 0;    // n_seq sequences pipelined: 1000 n_seq / max(sum, n_seq x slowest)
@@ -61,8 +63,13 @@ struct CostEstimate {
 
 // Validates the placement, then predicts. Devices' bandwidth_gbps / tflops of 0 use the defaults
 // above; a link_gbps of 0 means no bandwidth limit (in-process copies): only latency counts.
+// context: tokens already in the sequence's KV cache (0: an empty cache, attention free; the
+// placement's n_ctx: the end of a full chat). Decode attention reads context positions of K and
+// V per layer (sliding-window layers at most their window); a prompt batch of max_batch tokens
+// after context positions sees context + max_batch / 2 positions per token on average.
 Expected<CostEstimate> estimate_cost(const Placement& placement, const model::ModelConfig& config,
-                                     const model::ModelWeights& weights, const std::vector<exec::DeviceInfo>& devices);
+                                     const model::ModelWeights& weights, const std::vector<exec::DeviceInfo>& devices,
+                                     int64_t context = 0);
 
 nlohmann::json to_json(const CostEstimate& cost);
 
@@ -79,6 +86,12 @@ double embedding_ms(const model::ModelConfig& config, const model::ModelWeights&
                     const exec::DeviceInfo& device);
 double head_ms(const model::ModelConfig& config, const model::ModelWeights& weights, const exec::DeviceInfo& device,
                int64_t batch);
+// Attention of one layer per token over `positions` KV positions, for n_kv_heads of the layer's KV
+// heads (and their query heads): max(K and V bytes / bandwidth / reads_shared_by, FLOPs / rate),
+// FLOPs = 4 x positions x query heads x head_dim. reads_shared_by: query tokens that share each
+// read of a key block (1 for decode; prompts are tiled).
+double attention_ms(const model::ModelConfig& config, int64_t n_kv_heads, kernels::DType kv_type, double positions,
+                    const exec::DeviceInfo& device, double reads_shared_by);
 // bytes / min(link) + max(latency) in ms; 0 between a device and itself.
 double transfer_ms(uint64_t bytes, const exec::DeviceInfo& a, const exec::DeviceInfo& b);
 

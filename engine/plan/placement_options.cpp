@@ -224,6 +224,7 @@ Expected<PlanResult> plan_from_options(const model::ModelConfig& c, const model:
   res.placement = std::move(p);
   STRATA_ASSIGN_OR_RETURN(res.memory, estimate_memory(res.placement, c, w, devices));  // validates
   STRATA_ASSIGN_OR_RETURN(res.cost, estimate_cost(res.placement, c, w, devices));
+  STRATA_ASSIGN_OR_RETURN(res.cost_full_context, estimate_cost(res.placement, c, w, devices, res.placement.n_ctx));
   for (const DeviceMemory& m : res.memory.devices) {
     double ms = 0;
     for (const auto& d : res.cost.devices)

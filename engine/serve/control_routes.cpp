@@ -186,6 +186,9 @@ void handle_estimate(ServerContext& ctx, const httplib::Request& req, httplib::R
   out["memory"] = plan::to_json(*estimate);
   auto cost = plan::estimate_cost(*placement, m.config(), m.weights(), infos);
   out["cost"] = cost.ok() ? plan::to_json(*cost) : Json(nullptr);
+  // The same placement at the end of a chat that fills the context: attention reads n_ctx positions.
+  auto full = plan::estimate_cost(*placement, m.config(), m.weights(), infos, placement->n_ctx);
+  out["cost_full_context"] = full.ok() ? plan::to_json(*full) : Json(nullptr);
   out["error"] = fits.ok() ? Json(nullptr) : Json(fits.error().message);
   Json shortfall = Json::object();
   for (const plan::DeviceMemory& d : estimate->devices) {

@@ -1,19 +1,269 @@
-// kernels/cpu/attention.cpp — attention over F32 / F16 / Q8_0 KV caches (see attention.h).
+// kernels/cpu/attention.cpp — blocked attention over F32 / F16 / Q8_0 KV caches (see attention.h):
+// the decode split over (KV head, key block) with a log-sum-exp merge, the prompt tiles over
+// (KV head, query tile), and the block loads that convert cache rows to f32.
 #include "kernels/cpu/attention.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
-#include "kernels/cpu/ops_f32.h"
-#include "kernels/cpu/quant.h"
+#include "kernels/cpu/attention_block.h"
 #include "kernels/cpu/type_kernels.h"
 
 namespace strata::kernels {
 
-int64_t attention_query_bytes(DType kv_type, int64_t head_dim) {
-  if (kv_type == DType::F32) return 0;
-  return row_bytes(vec_dot_type(kv_type), head_dim);
+namespace {
+
+constexpr int64_t B = kAttentionKeyBlock;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+int64_t pad8(int64_t n) { return (n + 7) & ~int64_t{7}; }
+
+detail::AttentionBlockFn block_kernel(Isa isa) {
+  if (isa != Isa::Scalar && isa_supported(Isa::Avx2)) return &detail::attention_block_avx2;
+  return &detail::attention_block_scalar;
 }
+
+// Query tokens per prompt tile: about 64 rows (tokens x heads of a group) share each key block.
+int64_t tile_tokens(int64_t group) { return std::max<int64_t>(1, 64 / group); }
+
+// Cache rows [p0, p0 + n) of one KV head as f32 rows of hdp floats (padding zeroed).
+void load_rows(const uint8_t* base, const KvCacheView& kv, const TypeKernels* tk, int64_t p0, int64_t n, int64_t hd,
+               int64_t hdp, float* dst) {
+  for (int64_t j = 0; j < n; ++j) {
+    const uint8_t* src = base + (p0 + j) * kv.row_stride_bytes;
+    float* row = dst + j * hdp;
+    if (kv.type == DType::F32) {
+      std::memcpy(row, src, static_cast<size_t>(hd) * sizeof(float));
+    } else {
+      tk->dequantize_row(src, row, hd);
+    }
+    for (int64_t d = hd; d < hdp; ++d) row[d] = 0.0f;
+  }
+}
+
+// Query rows of heads [h0, h0 + count) of token row q_tok, padded to hdp.
+void load_queries(const float* q_tok, int64_t h0, int64_t count, int64_t hd, int64_t hdp, float* dst) {
+  for (int64_t i = 0; i < count; ++i) {
+    std::memcpy(dst + i * hdp, q_tok + (h0 + i) * hd, static_cast<size_t>(hd) * sizeof(float));
+    for (int64_t d = hd; d < hdp; ++d) dst[i * hdp + d] = 0.0f;
+  }
+}
+
+// state (m, l, acc) <- the log-sum-exp merge of state and one block's partial. The same code for
+// decode and prompts, so a row's result does not depend on the path.
+void merge_partial(float& m, float& l, float* acc, float m_b, float l_b, const float* acc_b, int64_t hdp) {
+  const float m_new = std::max(m, m_b);
+  const float sa = std::exp(m - m_new);  // 0 for an empty state (m = -inf)
+  const float sb = std::exp(m_b - m_new);
+  l = l * sa + l_b * sb;
+  for (int64_t d = 0; d < hdp; ++d) acc[d] = acc[d] * sa + acc_b[d] * sb;
+  m = m_new;
+}
+
+void finish_row(const float* acc, float l, int64_t hd, float* out) {
+  const float inv = 1.0f / l;
+  for (int64_t d = 0; d < hd; ++d) out[d] = acc[d] * inv;
+}
+
+// One thread's scratch for rows of up to max_rows query rows.
+struct ThreadScratch {
+  float* q;      // [max_rows][hdp]
+  float* k;      // [kv_heads][B][hdp]
+  float* v;      // [kv_heads][B][hdp]
+  float* p;      // [max_rows][B]
+  float* m_b;    // [max_rows]
+  float* l_b;    // [max_rows]
+  float* acc_b;  // [max_rows][hdp]
+  float* m;      // [max_rows]  running state (prompts)
+  float* l;      // [max_rows]
+  float* acc;    // [max_rows][hdp]
+  int32_t* lo;   // [max_rows]
+  int32_t* hi;   // [max_rows]
+};
+
+// kv_heads: how many KV heads' blocks the scratch holds at once (decode: all; prompts: one).
+int64_t scratch_floats(int64_t max_rows, int64_t hdp, int64_t kv_heads) {
+  return max_rows * hdp * 3 + 2 * kv_heads * B * hdp + max_rows * B + 4 * max_rows + 16;
+}
+
+ThreadScratch scratch_of(AttentionWorkspace& ws, int thread, int64_t max_rows, int64_t hdp, int64_t kv_heads) {
+  float* f = ws.per_thread.data() + thread * scratch_floats(max_rows, hdp, kv_heads);
+  ThreadScratch s;
+  s.q = f;
+  s.k = s.q + max_rows * hdp;
+  s.v = s.k + kv_heads * B * hdp;
+  s.p = s.v + kv_heads * B * hdp;
+  s.m_b = s.p + max_rows * B;
+  s.l_b = s.m_b + max_rows;
+  s.acc_b = s.l_b + max_rows;
+  s.m = s.acc_b + max_rows * hdp;
+  s.l = s.m + max_rows;
+  s.acc = s.l + max_rows;
+  s.lo = ws.bounds.data() + thread * 2 * max_rows;
+  s.hi = s.lo + max_rows;
+  return s;
+}
+
+struct Plan {
+  const float* q;
+  KvCacheView kv;
+  AttentionShape s;
+  const TypeKernels* tk;  // the cache type's dequantizer (unused for F32)
+  detail::AttentionBlockFn block;
+  int64_t group, hdp, q_dim;
+  // Token t's visible positions.
+  int64_t end_of(int64_t t) const { return s.causal ? s.pos0 + t + 1 : s.pos0 + s.n_tokens; }
+  int64_t begin_of(int64_t t) const { return s.window > 0 ? std::max<int64_t>(0, end_of(t) - s.window) : 0; }
+  void load_block(int64_t kv_head, int64_t p0, int64_t n, const ThreadScratch& sc) const {
+    const int64_t off = kv_head * kv.head_stride_bytes;
+    load_rows(kv.k + off, kv, tk, p0, n, s.head_dim, hdp, sc.k);
+    load_rows(kv.v + off, kv, tk, p0, n, s.head_dim, hdp, sc.v);
+  }
+  // Rows [p0, p0 + n) of every KV head, position by position (sequential in the cache), into
+  // sc.k / sc.v [kv head][B][hdp].
+  void load_all_heads(int64_t p0, int64_t n, const ThreadScratch& sc) const {
+    const int64_t hd = s.head_dim;
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t g = 0; g < s.n_kv_heads; ++g) {
+        const int64_t off = (p0 + j) * kv.row_stride_bytes + g * kv.head_stride_bytes;
+        float* kr = sc.k + (g * B + j) * hdp;
+        float* vr = sc.v + (g * B + j) * hdp;
+        if (kv.type == DType::F32) {
+          std::memcpy(kr, kv.k + off, static_cast<size_t>(hd) * sizeof(float));
+          std::memcpy(vr, kv.v + off, static_cast<size_t>(hd) * sizeof(float));
+        } else {
+          tk->dequantize_row(kv.k + off, kr, hd);
+          tk->dequantize_row(kv.v + off, vr, hd);
+        }
+        for (int64_t d = hd; d < hdp; ++d) kr[d] = vr[d] = 0.0f;
+      }
+  }
+  // The block kernel on n_rows query rows against the block of KV head slot `slot` of the scratch.
+  void run_block(const ThreadScratch& sc, int64_t n_rows, int64_t slot = 0) const {
+    detail::AttentionBlockArgs a;
+    a.q = sc.q;
+    a.k = sc.k + slot * B * hdp;
+    a.v = sc.v + slot * B * hdp;
+    a.n_rows = n_rows;
+    a.hdp = hdp;
+    a.lo = sc.lo;
+    a.hi = sc.hi;
+    a.scale = s.scale;
+    a.p = sc.p;
+    a.m = sc.m_b;
+    a.l = sc.l_b;
+    a.acc = sc.acc_b;
+    block(a);
+  }
+};
+
+// One token: every key block is an item (its rows of all KV heads read in one sequential sweep of
+// the cache, which is position-major); partials [head][block][hdp + 2] are merged per head in
+// block order afterwards.
+void decode(ThreadPool& pool, const Plan& pl, AttentionWorkspace& ws, int64_t max_rows, float* out) {
+  const int64_t end = pl.end_of(0), begin = pl.begin_of(0);
+  const int64_t b_first = begin / B, n_blocks = (end - 1) / B - b_first + 1;
+  const int64_t part = pl.hdp + 2, n_kv = pl.s.n_kv_heads;
+  const size_t need = static_cast<size_t>(pl.s.n_heads * n_blocks * part);
+  if (ws.partials.size() < need) ws.partials.resize(need);
+  float* partials = ws.partials.data();
+  std::atomic<int64_t> next{0};
+  pool.run([&](int thread, int) {
+    const ThreadScratch sc = scratch_of(ws, thread, max_rows, pl.hdp, n_kv);
+    for (int64_t bi = next.fetch_add(1, std::memory_order_relaxed); bi < n_blocks;
+         bi = next.fetch_add(1, std::memory_order_relaxed)) {
+      const int64_t kb = (b_first + bi) * B;
+      const int64_t n_keys = std::min(B, end - kb);
+      pl.load_all_heads(kb, n_keys, sc);
+      for (int64_t r = 0; r < pl.group; ++r) {
+        sc.lo[r] = static_cast<int32_t>(std::max<int64_t>(0, begin - kb));
+        sc.hi[r] = static_cast<int32_t>(n_keys);
+      }
+      for (int64_t g = 0; g < n_kv; ++g) {
+        load_queries(pl.q, g * pl.group, pl.group, pl.s.head_dim, pl.hdp, sc.q);
+        pl.run_block(sc, pl.group, g);
+        for (int64_t r = 0; r < pl.group; ++r) {
+          float* dst = partials + ((g * pl.group + r) * n_blocks + bi) * part;
+          std::memcpy(dst, sc.acc_b + r * pl.hdp, static_cast<size_t>(pl.hdp) * sizeof(float));
+          dst[pl.hdp] = sc.m_b[r];
+          dst[pl.hdp + 1] = sc.l_b[r];
+        }
+      }
+    }
+  });
+  std::atomic<int64_t> next_head{0};
+  pool.run([&](int thread, int) {
+    const ThreadScratch sc = scratch_of(ws, thread, max_rows, pl.hdp, n_kv);
+    for (int64_t h = next_head.fetch_add(1, std::memory_order_relaxed); h < pl.s.n_heads;
+         h = next_head.fetch_add(1, std::memory_order_relaxed)) {
+      float m = kNegInf, l = 0.0f;
+      std::fill(sc.acc, sc.acc + pl.hdp, 0.0f);
+      for (int64_t bi = 0; bi < n_blocks; ++bi) {
+        const float* src = partials + (h * n_blocks + bi) * part;
+        merge_partial(m, l, sc.acc, src[pl.hdp], src[pl.hdp + 1], src, pl.hdp);
+      }
+      finish_row(sc.acc, l, pl.s.head_dim, out + h * pl.s.head_dim);
+    }
+  });
+}
+
+// Several tokens: every (KV head, tile of query tokens) pair is an item, the last tiles (most
+// key blocks under a causal mask) first; each walks its key blocks in order.
+void prompt(ThreadPool& pool, const Plan& pl, AttentionWorkspace& ws, int64_t max_rows, float* out) {
+  const int64_t tq = tile_tokens(pl.group);
+  const int64_t n_tiles = (pl.s.n_tokens + tq - 1) / tq;
+  const int64_t items = n_tiles * pl.s.n_kv_heads;
+  std::atomic<int64_t> next{0};
+  pool.run([&](int thread, int) {
+    const ThreadScratch sc = scratch_of(ws, thread, max_rows, pl.hdp, pl.s.n_kv_heads);
+    for (int64_t item = next.fetch_add(1, std::memory_order_relaxed); item < items;
+         item = next.fetch_add(1, std::memory_order_relaxed)) {
+      const int64_t tile = n_tiles - 1 - item / pl.s.n_kv_heads, g = item % pl.s.n_kv_heads;
+      const int64_t t0 = tile * tq, nt = std::min(tq, pl.s.n_tokens - t0);
+      const int64_t n_rows = nt * pl.group;
+      int64_t tile_begin = std::numeric_limits<int64_t>::max(), tile_end = 0;
+      for (int64_t i = 0; i < nt; ++i) {
+        load_queries(pl.q + (t0 + i) * pl.q_dim, g * pl.group, pl.group, pl.s.head_dim, pl.hdp,
+                     sc.q + i * pl.group * pl.hdp);
+        tile_begin = std::min(tile_begin, pl.begin_of(t0 + i));
+        tile_end = std::max(tile_end, pl.end_of(t0 + i));
+      }
+      std::fill(sc.m, sc.m + n_rows, kNegInf);
+      std::fill(sc.l, sc.l + n_rows, 0.0f);
+      std::fill(sc.acc, sc.acc + n_rows * pl.hdp, 0.0f);
+      for (int64_t b = tile_begin / B; b * B < tile_end; ++b) {
+        const int64_t kb = b * B;
+        const int64_t n_keys = std::min(B, tile_end - kb);
+        bool any = false;
+        for (int64_t i = 0; i < nt; ++i) {
+          const int64_t lo = std::max<int64_t>(0, pl.begin_of(t0 + i) - kb);
+          const int64_t hi = std::min(n_keys, pl.end_of(t0 + i) - kb);
+          const bool sees = lo < hi;
+          any = any || sees;
+          for (int64_t r = i * pl.group; r < (i + 1) * pl.group; ++r) {
+            sc.lo[r] = sees ? static_cast<int32_t>(lo) : 0;
+            sc.hi[r] = sees ? static_cast<int32_t>(hi) : 0;
+          }
+        }
+        if (!any) continue;
+        pl.load_block(g, kb, n_keys, sc);
+        pl.run_block(sc, n_rows);
+        for (int64_t r = 0; r < n_rows; ++r)
+          if (sc.lo[r] < sc.hi[r])
+            merge_partial(sc.m[r], sc.l[r], sc.acc + r * pl.hdp, sc.m_b[r], sc.l_b[r], sc.acc_b + r * pl.hdp, pl.hdp);
+      }
+      for (int64_t r = 0; r < n_rows; ++r) {
+        const int64_t t = t0 + r / pl.group, h = g * pl.group + r % pl.group;
+        finish_row(sc.acc + r * pl.hdp, sc.l[r], pl.s.head_dim, out + t * pl.q_dim + h * pl.s.head_dim);
+      }
+    }
+  });
+}
+
+}  // namespace
 
 bool kv_type_supported(DType kv_type, int64_t head_dim) {
   switch (kv_type) {
@@ -24,44 +274,28 @@ bool kv_type_supported(DType kv_type, int64_t head_dim) {
   }
 }
 
-void attention_head(const float* q, const KvHeadRows& k, const KvHeadRows& v, int64_t p_begin, int64_t p_end,
-                    int64_t head_dim, float scale, Isa isa, const AttentionScratch& scratch, float* out) {
-  const int64_t n = p_end - p_begin;
-  float* scores = scratch.scores;
-  for (int64_t d = 0; d < head_dim; ++d) out[d] = 0.0f;
-  if (n <= 0) return;
-  if (k.type == DType::F32) {
-    for (int64_t p = 0; p < n; ++p) {
-      const float* kp = reinterpret_cast<const float*>(k.base + (p_begin + p) * k.row_stride_bytes);
-      float dot = 0.0f;
-      for (int64_t d = 0; d < head_dim; ++d) dot += q[d] * kp[d];
-      scores[p] = dot * scale;
-    }
+void attention(ThreadPool& pool, const float* q, const KvCacheView& kv, const AttentionShape& s, Isa isa,
+               AttentionWorkspace& ws, float* out) {
+  if (s.n_tokens <= 0) return;
+  Plan pl;
+  pl.q = q;
+  pl.kv = kv;
+  pl.s = s;
+  pl.tk = kv.type == DType::F32 ? nullptr : &best_type_kernels(kv.type, isa);
+  pl.block = block_kernel(isa);
+  pl.group = s.n_heads / s.n_kv_heads;
+  pl.hdp = pad8(s.head_dim);
+  pl.q_dim = s.n_heads * s.head_dim;
+  const int64_t max_rows = s.n_tokens == 1 ? pl.group : tile_tokens(pl.group) * pl.group;
+  const int threads = pool.n_threads();
+  const size_t floats = static_cast<size_t>(threads * scratch_floats(max_rows, pl.hdp, s.n_kv_heads));
+  if (ws.per_thread.size() < floats) ws.per_thread.resize(floats);
+  const size_t bounds = static_cast<size_t>(threads * 2 * max_rows);
+  if (ws.bounds.size() < bounds) ws.bounds.resize(bounds);
+  if (s.n_tokens == 1) {
+    decode(pool, pl, ws, max_rows, out);
   } else {
-    const TypeKernels& tk = best_type_kernels(k.type, isa);
-    const TypeKernels& qk = best_type_kernels(vec_dot_type(k.type), isa);
-    qk.quantize_row(q, scratch.query, head_dim);
-    for (int64_t p = 0; p < n; ++p) {
-      float dot = 0.0f;
-      tk.vec_dot(head_dim, k.base + (p_begin + p) * k.row_stride_bytes, scratch.query, &dot);
-      scores[p] = dot * scale;
-    }
-  }
-  softmax_f32(scores, n);
-  if (v.type == DType::F32) {
-    for (int64_t p = 0; p < n; ++p) {
-      const float* vp = reinterpret_cast<const float*>(v.base + (p_begin + p) * v.row_stride_bytes);
-      const float w = scores[p];
-      for (int64_t d = 0; d < head_dim; ++d) out[d] += w * vp[d];
-    }
-  } else {
-    const TypeKernels& tv = best_type_kernels(v.type, isa);
-    float* row = scratch.value_row;
-    for (int64_t p = 0; p < n; ++p) {
-      tv.dequantize_row(v.base + (p_begin + p) * v.row_stride_bytes, row, head_dim);
-      const float w = scores[p];
-      for (int64_t d = 0; d < head_dim; ++d) out[d] += w * row[d];
-    }
+    prompt(pool, pl, ws, max_rows, out);
   }
 }
 

@@ -41,7 +41,8 @@ struct AttnParams {
   const void* k_cache;           // position p of KV head j at p * kv_stride + j * head_dim
   const void* v_cache;
   int64_t kv_stride, n_tokens, pos0, n_heads, n_kv_heads, head_dim, group;  // group = n_heads / n_kv_heads
-  int64_t window;                // 0: causal; else a row sees only its last `window` keys
+  int64_t window;                // 0: all keys up to the row's last; else only its last `window` keys
+  bool causal;                   // false: every row's last key is pos0 + n_tokens - 1
   float q_scale;                 // scale * log2(e): scores in base 2
   int64_t chunk;                 // keys per split
   int n_splits;
@@ -119,13 +120,14 @@ __global__ void __launch_bounds__(kAttnThreads) attn_kernel(const AttnParams p) 
   const int64_t my_rho = rho0 + r;
   const bool row_ok = my_rho < n_rows;
   const int64_t my_t = row_ok ? my_rho / p.group : 0;
-  const int64_t limit = row_ok ? p.pos0 + my_t : -1;  // last key this row sees
+  const int64_t limit = !row_ok ? -1 : p.causal ? p.pos0 + my_t : p.pos0 + p.n_tokens - 1;  // last key this row sees
   const int64_t first = p.window > 0 ? limit - p.window + 1 : 0;  // first key this row sees
   const int64_t last_rho = (rho0 + kAttnRows < n_rows ? rho0 + kAttnRows : n_rows) - 1;
-  const int64_t block_last_key = p.pos0 + last_rho / p.group;
+  const int64_t block_last_key = p.causal ? p.pos0 + last_rho / p.group : p.pos0 + p.n_tokens - 1;
   // With a window, keys before the block's first row's window are skipped (its rows' windows
   // start there or later).
-  const int64_t block_first_key = p.window > 0 ? p.pos0 + (rho0 / p.group) - p.window + 1 : 0;
+  const int64_t block_first_key =
+      p.window <= 0 ? 0 : (p.causal ? p.pos0 + (rho0 / p.group) : p.pos0 + p.n_tokens - 1) - p.window + 1;
   const int64_t k_begin = split * p.chunk > block_first_key ? split * p.chunk : block_first_key;
   const int64_t chunk_end = split * p.chunk + p.chunk;
   const int64_t k_end = chunk_end < block_last_key + 1 ? chunk_end : block_last_key + 1;
@@ -335,6 +337,7 @@ cudaError_t attention(const AttentionArgs& a, void* workspace, size_t workspace_
   p.v_cache = a.v_cache;
   p.kv_stride = a.kv_stride;
   p.window = a.window;
+  p.causal = a.causal;
   p.n_tokens = a.n_tokens;
   p.pos0 = a.pos0;
   p.n_heads = a.n_heads;

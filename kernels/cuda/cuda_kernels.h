@@ -84,6 +84,7 @@ struct AttentionArgs {
   bool kv_f16 = false;
   int64_t kv_stride = 0, n_tokens = 0, pos0 = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
   int64_t window = 0;  // 0: causal; else each token sees its last `window` positions
+  bool causal = true;  // false: every token sees every position up to pos0 + n_tokens - 1 (window from there)
   float scale = 1.0f;
   float* out = nullptr;       // [n_tokens][n_heads * head_dim]
 };

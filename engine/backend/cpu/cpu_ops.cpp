@@ -34,7 +34,7 @@ class HostEvent final : public Event {
 
 Expected<std::unique_ptr<Event>> host_event() { return std::unique_ptr<Event>(std::make_unique<HostEvent>()); }
 
-CpuOps::CpuOps(kernels::ThreadPool& pool, const exec::OpsWorkspace& workspace) : pool_(pool), workspace_(workspace) {
+CpuOps::CpuOps(kernels::ThreadPool& pool, const exec::OpsWorkspace& workspace) : pool_(pool) {
   matmul_scratch_.reserve(workspace.matmul_bytes);
 }
 
@@ -97,7 +97,6 @@ Status CpuOps::attention(const AttentionArgs& a) {
   if (a.window < 0)
     return Error{Code::InvalidArgument, "attention window " + std::to_string(a.window)};
   const int64_t hd = a.head_dim;
-  const int64_t q_dim = a.n_heads * hd;
   const int64_t kv_dim = a.n_kv_heads * hd;
   const kernels::Isa isa = kernels::active_isa();
   // Byte offsets in the cache: elements are counted in blocks (Q8_0: 32 elements in 34 bytes).
@@ -110,41 +109,22 @@ Status CpuOps::attention(const AttentionArgs& a) {
     kernels::store_kv_row(a.k + t * kv_dim, a.kv_type, kv_dim, isa, kc + byte_offset(pos * a.kv_stride));
     kernels::store_kv_row(a.v + t * kv_dim, a.kv_type, kv_dim, isa, vc + byte_offset(pos * a.kv_stride));
   }
-  float* scores = workspace_.scores;
-  int64_t per_thread = workspace_.scores_per_thread;
-  if (!scores || per_thread < a.pos0 + a.n_tokens) {
-    per_thread = a.n_ctx;
-    own_scores_.resize(static_cast<size_t>(per_thread * pool_.n_threads()));
-    scores = own_scores_.data();
-  }
-  // Per thread: the query converted to the cache's dot type, then one dequantized value row.
-  const int64_t query_floats = (kernels::attention_query_bytes(a.kv_type, hd) + 3) / 4 + 16;
-  const int64_t row_floats = query_floats + hd;
-  if (a.kv_type != kernels::DType::F32)
-    attention_rows_.resize(std::max(attention_rows_.size(), static_cast<size_t>(row_floats * pool_.n_threads())));
-  const int64_t row_stride_bytes = byte_offset(a.kv_stride);
-  const int64_t group = a.n_heads / a.n_kv_heads;
-  const int64_t items = a.n_tokens * a.n_heads;
-  pool_.run([&](int thread, int n_threads) {
-    kernels::AttentionScratch scratch;
-    scratch.scores = scores + thread * per_thread;
-    if (a.kv_type != kernels::DType::F32) {
-      float* mine = attention_rows_.data() + thread * row_floats;
-      scratch.query = mine;
-      scratch.value_row = mine + query_floats;
-    }
-    for (int64_t item = thread; item < items; item += n_threads) {
-      const int64_t t = item / a.n_heads;
-      const int64_t h = item % a.n_heads;
-      const int64_t kv_off = byte_offset((h / group) * hd);
-      const int64_t end = a.pos0 + t + 1;
-      const int64_t begin = a.window > 0 ? std::max<int64_t>(0, end - a.window) : 0;
-      const kernels::KvHeadRows k{kc + kv_off, a.kv_type, row_stride_bytes};
-      const kernels::KvHeadRows v{vc + kv_off, a.kv_type, row_stride_bytes};
-      kernels::attention_head(a.q + t * q_dim + h * hd, k, v, begin, end, hd, a.scale, isa, scratch,
-                              a.out + t * q_dim + h * hd);
-    }
-  });
+  kernels::KvCacheView view;
+  view.k = kc;
+  view.v = vc;
+  view.type = a.kv_type;
+  view.row_stride_bytes = byte_offset(a.kv_stride);
+  view.head_stride_bytes = byte_offset(hd);
+  kernels::AttentionShape shape;
+  shape.n_tokens = a.n_tokens;
+  shape.pos0 = a.pos0;
+  shape.n_heads = a.n_heads;
+  shape.n_kv_heads = a.n_kv_heads;
+  shape.head_dim = hd;
+  shape.scale = a.scale;
+  shape.causal = a.causal;
+  shape.window = a.window;
+  kernels::attention(pool_, a.q, view, shape, isa, attention_ws_, a.out);
   return {};
 }
 

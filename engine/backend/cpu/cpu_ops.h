@@ -10,13 +10,15 @@
 
 #include "engine/backend/ops.h"
 #include "engine/exec/device.h"
+#include "kernels/cpu/attention.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace strata::backend {
 
 class CpuOps final : public Ops {
  public:
-  // pool: the device's threads (outlives this). workspace.scores: [pool threads][n_ctx] floats.
+  // pool: the device's threads (outlives this). Attention keeps its own scratch (attention_ws_),
+  // sized by the first calls; workspace.scores is not used.
   CpuOps(kernels::ThreadPool& pool, const exec::OpsWorkspace& workspace);
 
   Status embed(const MatrixView& table, const int32_t* tokens, int64_t n, float* out) override;
@@ -41,10 +43,8 @@ class CpuOps final : public Ops {
 
  private:
   kernels::ThreadPool& pool_;
-  exec::OpsWorkspace workspace_;
-  std::vector<float> own_scores_;        // when the workspace gave none: [threads][n_ctx]
   std::vector<uint8_t> matmul_scratch_;  // quantized activations (kernels::matmul grows it)
-  std::vector<float> attention_rows_;    // per thread: a converted query and a dequantized value row
+  kernels::AttentionWorkspace attention_ws_;  // per-thread key blocks and decode partials
 };
 
 // Host events: a steady-clock timestamp taken when recorded (host work is synchronous).

@@ -427,6 +427,7 @@ Status CudaOps::attention(const AttentionArgs& args) {
   a.head_dim = args.head_dim;
   a.scale = args.scale;
   a.window = args.window;
+  a.causal = args.causal;
   a.out = args.out;
   STRATA_CUDA_LAUNCH(what, kernels::cuda::attention(a, attention_workspace_->data(), attention_workspace_->size(),
                                                     stream_));

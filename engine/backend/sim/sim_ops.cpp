@@ -83,21 +83,31 @@ Status SimOps::rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_di
   return paced({2.0 * elems * kF, 6.0 * elems}, [&] { return cpu_.rope(x, n_tokens, n_heads, head_dim, pos0, p); });
 }
 
-Status SimOps::attention(const AttentionArgs& a) {
-  // Each token reads the keys and values of every position it attends to (one read per KV head
-  // group, at the cache's bytes per element) and does two dot products per position and query head.
-  double positions = 0;
-  for (int64_t t = 0; t < a.n_tokens; ++t) {
-    const int64_t end = a.pos0 + t + 1;
-    positions += static_cast<double>(a.window > 0 ? std::min(end, a.window) : end);
+SimCost attention_cost(const AttentionArgs& a) {
+  // Priced by context length. FLOPs: two dot products per visible position and query head.
+  // Bytes: the keys and values of the positions a tile of query tokens sees, read once per tile
+  // (flash-attention kernels share each key block across a tile; decode is a tile of one), at
+  // the cache's bytes per element, plus q in and the output out.
+  constexpr int64_t kTileTokens = 16;
+  auto end_of = [&](int64_t t) { return a.causal ? a.pos0 + t + 1 : a.pos0 + a.n_tokens; };
+  auto begin_of = [&](int64_t t) { return a.window > 0 ? std::max<int64_t>(0, end_of(t) - a.window) : int64_t{0}; };
+  double positions = 0, read_positions = 0;
+  for (int64_t t = 0; t < a.n_tokens; ++t) positions += static_cast<double>(end_of(t) - begin_of(t));
+  for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kTileTokens) {
+    const int64_t t1 = std::min(a.n_tokens, t0 + kTileTokens) - 1;
+    read_positions += static_cast<double>(end_of(t1) - begin_of(t0));
   }
   const kernels::DTypeTraits& tr = kernels::traits(a.kv_type);
   const double kv_bytes_per_elem = static_cast<double>(tr.block_bytes) / static_cast<double>(tr.block_elems);
   const double kv_dim = static_cast<double>(a.n_kv_heads * a.head_dim);
-  const double bytes = positions * 2.0 * kv_dim * kv_bytes_per_elem +
+  const double bytes = read_positions * 2.0 * kv_dim * kv_bytes_per_elem +
                        static_cast<double>(a.n_tokens) * 4.0 * a.n_heads * a.head_dim * kF;
   const double flops = positions * 4.0 * static_cast<double>(a.n_heads * a.head_dim);
-  return paced({bytes, flops}, [&] { return cpu_.attention(a); });
+  return {bytes, flops};
+}
+
+Status SimOps::attention(const AttentionArgs& a) {
+  return paced(attention_cost(a), [&] { return cpu_.attention(a); });
 }
 
 Status SimOps::swiglu(float* gate, const float* up, int64_t n) {

@@ -24,6 +24,11 @@ struct SimCost {
   static double link_seconds(const exec::SimulatedSpec& spec, double bytes);
 };
 
+// The declared work of one attention call: K and V bytes of the positions each tile of 16 query
+// tokens sees (decode: the visible context), q in and out; 4 FLOPs per visible position, query
+// head and head dimension. Grows with the context: a long chat is slower on a simulated device.
+SimCost attention_cost(const AttentionArgs& a);
+
 // Sleeps until start + seconds (no-op when that has passed). Calling thread: the device's worker.
 void wait_out(std::chrono::steady_clock::time_point start, double seconds);
 

@@ -798,6 +798,97 @@ void attention_chunking_case(Env& env, DType kv_type) {
                                         << i / q_dim << " element " << i % q_dim;
 }
 
+// Attention at real context lengths: a cache of L positions whose first L - n positions are
+// written on the host (the reference quantizer / rounding, uploaded as a KV buffer), then a checked
+// prompt of n = min(L, 256 if L <= 256 else 64) tokens ending at L (causal or not) and a checked
+// decode token at L. GQA `group` query heads per KV head, 2 KV heads, head_dim 64.
+void attention_context_case(Env& env, DType kv_type, int64_t group, bool causal, int64_t L) {
+  if (!env.device().supports_kv(kv_type))
+    GTEST_SKIP() << env.device().id() << " does not keep a KV cache in " << kernels::dtype_name(kv_type)
+                 << " (supports_kv is false)";
+  const int64_t n_kv = 2, hd = 64, n_heads = n_kv * group, kv_dim = n_kv * hd, q_dim = n_heads * hd;
+  const int64_t n_ctx = L + 1, n_prompt = L <= 256 ? L : 64, filled = L - n_prompt;
+  const int64_t row_bytes = kernels::row_bytes(kv_type, kv_dim);
+  Rng rng(static_cast<uint64_t>(1000 * L + 10 * group + (causal ? 1 : 0)));
+  // The host-written part, and what the whole cache holds as floats.
+  std::vector<uint8_t> host_k(static_cast<size_t>(n_ctx * row_bytes), 0), host_v(host_k.size(), 0);
+  std::vector<double> ref_k(static_cast<size_t>(n_ctx * kv_dim)), ref_v(ref_k.size());
+  std::vector<float> row(static_cast<size_t>(kv_dim));
+  auto record = [&](const float* src, int64_t pos, uint8_t* bytes, std::vector<double>& ref) {
+    std::vector<uint8_t> tmp(static_cast<size_t>(row_bytes));
+    kernels::quantize_row(kv_type, src, tmp.data(), kv_dim);
+    if (bytes) std::memcpy(bytes + pos * row_bytes, tmp.data(), tmp.size());
+    kernels::dequantize_row(kv_type, tmp.data(), row.data(), kv_dim);
+    for (int64_t i = 0; i < kv_dim; ++i) ref[static_cast<size_t>(pos * kv_dim + i)] = row[static_cast<size_t>(i)];
+  };
+  for (int64_t p = 0; p < filled; ++p) {
+    const std::vector<float> k = rng.sym_vec(kv_dim), v = rng.sym_vec(kv_dim);
+    record(k.data(), p, host_k.data(), ref_k);
+    record(v.data(), p, host_v.data(), ref_v);
+  }
+  auto kc = env.upload(host_k.data(), host_k.size(), BufferUse::KvCache);
+  auto vc = env.upload(host_v.data(), host_v.size(), BufferUse::KvCache);
+
+  struct Step {
+    int64_t pos0, n_tokens;
+  };
+  for (const Step step : {Step{filled, n_prompt}, Step{L, 1}}) {
+    SCOPED_TRACE(std::to_string(step.n_tokens) + " tokens at " + std::to_string(step.pos0));
+    const int64_t nt = step.n_tokens;
+    const std::vector<float> q = rng.sym_vec(nt * q_dim, 4.0), k = rng.sym_vec(nt * kv_dim), v = rng.sym_vec(nt * kv_dim);
+    for (int64_t t = 0; t < nt; ++t) {
+      record(k.data() + t * kv_dim, step.pos0 + t, nullptr, ref_k);
+      record(v.data() + t * kv_dim, step.pos0 + t, nullptr, ref_v);
+    }
+    auto dq = env.upload(q), dk = env.upload(k), dv = env.upload(v);
+    auto dout = env.alloc(static_cast<size_t>(nt * q_dim) * sizeof(float));
+    backend::AttentionArgs a;
+    a.q = reinterpret_cast<const float*>(dq->data());
+    a.k = reinterpret_cast<const float*>(dk->data());
+    a.v = reinterpret_cast<const float*>(dv->data());
+    a.k_cache = kc->data();
+    a.v_cache = vc->data();
+    a.kv_type = kv_type;
+    a.kv_stride = kv_dim;
+    a.n_ctx = n_ctx;
+    a.n_tokens = nt;
+    a.pos0 = step.pos0;
+    a.n_heads = n_heads;
+    a.n_kv_heads = n_kv;
+    a.head_dim = hd;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    a.causal = causal;
+    a.out = reinterpret_cast<float*>(dout->data());
+    must(env.ops().attention(a), "attention");
+
+    std::vector<double> ref(static_cast<size_t>(nt * q_dim)), w;
+    for (int64_t t = 0; t < nt; ++t)
+      for (int64_t h = 0; h < n_heads; ++h) {
+        const int64_t end = causal ? step.pos0 + t + 1 : step.pos0 + nt, off = (h / group) * hd;
+        const float* qh = q.data() + t * q_dim + h * hd;
+        w.assign(static_cast<size_t>(end), 0.0);
+        double m = -INFINITY;
+        for (int64_t p = 0; p < end; ++p) {
+          double sdot = 0;
+          for (int64_t i = 0; i < hd; ++i) sdot += static_cast<double>(qh[i]) * ref_k[static_cast<size_t>(p * kv_dim + off + i)];
+          w[static_cast<size_t>(p)] = sdot * a.scale;
+          m = std::max(m, w[static_cast<size_t>(p)]);
+        }
+        double sum = 0;
+        for (double& x : w) sum += (x = std::exp(x - m));
+        for (int64_t i = 0; i < hd; ++i) {
+          double o = 0;
+          for (int64_t p = 0; p < end; ++p) o += w[static_cast<size_t>(p)] * ref_v[static_cast<size_t>(p * kv_dim + off + i)];
+          ref[static_cast<size_t>(t * q_dim + h * hd + i)] = o / sum;
+        }
+      }
+    // Tolerances (relative L2 per head) as in attention_case: F32 1e-4, F16 2e-3 (a backend may
+    // round queries or partial sums to F16), Q8_0 2e-2 (a backend may quantize the query to 8 bits).
+    const double tol = kv_type == DType::Q8_0 ? 2e-2 : kv_type == DType::F16 ? 2e-3 : 1e-4;
+    expect_rows_close(env.download(dout->data(), ref.size()), ref, hd, tol, "attention output (rows are heads)");
+  }
+}
+
 // -- copies --
 void transfer_round_trip_case(Env& env, size_t bytes) {
   Rng rng(static_cast<uint64_t>(29 + bytes));
@@ -939,6 +1030,20 @@ std::vector<OpCase> all_cases() {
                        SCOPED_TRACE("window 64, prompt of 200, decode at 200");
                        attention_case(e, {kv, 200, 256, 64});
                      }});
+
+  // Context lengths 1, 17, 256, 1,000 and 4,099 (odd sizes, edges of 64-key blocks), GQA 1, 4
+  // and 8, causal and not, for the F16 cache (the default) and Q8_0.
+  for (DType kv : {DType::F16, DType::Q8_0})
+    for (int64_t group : {1, 4, 8})
+      cases.push_back({std::string("attention_context_kv_") + type_tag(kv) + "_gqa" + std::to_string(group),
+                       [kv, group](Env& e) {
+                         for (int64_t L : {1, 17, 256, 1000, 4099})
+                           for (bool causal : {true, false}) {
+                             SCOPED_TRACE("context " + std::to_string(L) + (causal ? ", causal" : ", not causal"));
+                             attention_context_case(e, kv, group, causal, L);
+                             if (::testing::Test::IsSkipped() || ::testing::Test::HasFatalFailure()) return;
+                           }
+                       }});
 
   for (DType kv : {DType::F32, DType::F16, DType::Q8_0})
     cases.push_back({std::string("attention_chunking_kv_") + type_tag(kv), [kv](Env& e) { attention_chunking_case(e, kv); }});

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/backend/ops.h"
+#include "engine/backend/sim/sim_ops.h"
 #include "engine/exec/device.h"
 #include "kernels/cpu/dtype.h"
 
@@ -73,6 +74,36 @@ std::unique_ptr<exec::Buffer> filled(exec::Device& d, size_t n_floats, float val
   std::vector<float> host(n_floats, value);
   std::memcpy((*b)->host(), host.data(), n_floats * sizeof(float));
   return std::move(*b);
+}
+
+// The declared attention work grows with the context: values, not time.
+TEST(SimPacing, AttentionCostGrowsWithContext) {
+  backend::AttentionArgs a;
+  a.kv_type = kernels::DType::F16;
+  a.n_heads = 16;
+  a.n_kv_heads = 4;
+  a.head_dim = 64;
+  a.n_tokens = 1;
+  a.pos0 = 4095;  // decode with 4096 visible positions
+  const backend::SimCost d = backend::attention_cost(a);
+  EXPECT_DOUBLE_EQ(d.bytes, 4096.0 * 2 * 256 * 2 + 4.0 * 16 * 64 * 4);
+  EXPECT_DOUBLE_EQ(d.flops, 4096.0 * 4 * 16 * 64);
+  a.pos0 = 0;
+  EXPECT_DOUBLE_EQ(backend::attention_cost(a).flops, 4.0 * 16 * 64);
+  // A window caps the positions; a prompt of 32 tokens at 0 reads K and V once per 16-token tile
+  // (positions [0, 16) then [0, 32)) and does sum_{t=1..32} t = 528 positions of dot products.
+  a.window = 100;
+  a.pos0 = 4095;
+  EXPECT_DOUBLE_EQ(backend::attention_cost(a).flops, 100.0 * 4 * 16 * 64);
+  a.window = 0;
+  a.pos0 = 0;
+  a.n_tokens = 32;
+  const backend::SimCost p = backend::attention_cost(a);
+  EXPECT_DOUBLE_EQ(p.flops, 528.0 * 4 * 16 * 64);
+  EXPECT_DOUBLE_EQ(p.bytes, (16.0 + 32.0) * 2 * 256 * 2 + 32 * 4.0 * 16 * 64 * 4);
+  // Not causal: every token sees all 32 positions.
+  a.causal = false;
+  EXPECT_DOUBLE_EQ(backend::attention_cost(a).flops, 32.0 * 32 * 4 * 16 * 64);
 }
 
 // Matmul on a 1 GB/s device: at least the weight's bytes / 1e9 seconds.

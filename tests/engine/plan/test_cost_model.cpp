@@ -37,6 +37,32 @@ TEST(CostModel, BlockIsBandwidthOrComputeBound) {
               kBlockBytes / (kDefaultBandwidthGbps * 1e6), 1e-12);
 }
 
+// Attention priced by context: decode at C cached tokens adds, per block, max(K and V bytes of
+// C + 1 positions / bandwidth, 4 x positions x q_dim FLOPs / rate); prompts see C + max_batch / 2
+// positions per token, K and V read once per 16 tokens.
+TEST(CostModel, AttentionGrowsWithContext) {
+  auto m = test::synthetic_model(4);
+  const std::vector<exec::DeviceInfo> devices = {test::device("g", 1 << 30, 100, 10)};
+  Placement p = one_device("g", 4);
+  p.kv_type = kernels::DType::F16;
+  auto empty = estimate_cost(p, m.config, m.weights, devices);
+  auto full = estimate_cost(p, m.config, m.weights, devices, 4095);
+  ASSERT_TRUE(empty.ok() && full.ok());
+  EXPECT_EQ(empty->stages[0].attention_ms, 0.0);
+  EXPECT_EQ(full->context, 4095);
+  const double kv_elems = static_cast<double>(m.config.n_kv_heads * m.config.head_dim);
+  const double q_elems = static_cast<double>(m.config.n_heads * m.config.head_dim);
+  // F16: 2 bytes per element. Decode: 4096 positions.
+  const double per_block = std::max(4096 * 2 * kv_elems * 2 / 1e8, 4 * 4096 * q_elems / 1e10);
+  EXPECT_NEAR(full->stages[0].attention_ms, 4 * per_block, 1e-12);
+  EXPECT_NEAR(full->decode_ms_per_token - empty->decode_ms_per_token, 4 * per_block, 1e-12);
+  // Prompt: 4095 + 16 / 2 positions per token on average.
+  const double prompt_block = std::max(4103 * 2 * kv_elems * 2 / 1e8 / 16, 4 * 4103 * q_elems / 1e10);
+  EXPECT_NEAR(full->prefill_ms_per_token - empty->prefill_ms_per_token, 4 * prompt_block, 1e-12);
+  EXPECT_LT(full->decode_tokens_per_s, empty->decode_tokens_per_s);
+  EXPECT_FALSE(estimate_cost(p, m.config, m.weights, devices, -1).ok());
+}
+
 TEST(CostModel, OneDeviceSumsBlocksEmbeddingAndHead) {
   auto m = test::synthetic_model(4);
   const std::vector<exec::DeviceInfo> devices = {test::device("g", 1 << 30, 100, 10)};

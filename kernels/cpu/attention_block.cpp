@@ -1,0 +1,43 @@
+// kernels/cpu/attention_block.cpp — the scalar reference of the attention block kernel (see
+// attention_block.h): plain loops, std::exp, float accumulation in key order.
+#include <cmath>
+#include <limits>
+
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/attention_block.h"
+
+namespace strata::kernels::detail {
+
+void attention_block_scalar(const AttentionBlockArgs& a) {
+  constexpr int64_t B = kAttentionKeyBlock;
+  const int64_t hdp = a.hdp;
+  for (int64_t r = 0; r < a.n_rows; ++r) {
+    const float* q = a.q + r * hdp;
+    float* p = a.p + r * B;
+    const int64_t lo = a.lo[r], hi = a.hi[r];
+    float m = -std::numeric_limits<float>::infinity();
+    for (int64_t j = lo; j < hi; ++j) {
+      const float* k = a.k + j * hdp;
+      float dot = 0.0f;
+      for (int64_t d = 0; d < hdp; ++d) dot += q[d] * k[d];
+      p[j] = dot * a.scale;
+      m = p[j] > m ? p[j] : m;
+    }
+    float l = 0.0f;
+    for (int64_t j = lo; j < hi; ++j) {
+      p[j] = std::exp(p[j] - m);
+      l += p[j];
+    }
+    float* acc = a.acc + r * hdp;
+    for (int64_t d = 0; d < hdp; ++d) acc[d] = 0.0f;
+    for (int64_t j = lo; j < hi; ++j) {
+      const float* v = a.v + j * hdp;
+      const float w = p[j];
+      for (int64_t d = 0; d < hdp; ++d) acc[d] += w * v[d];
+    }
+    a.m[r] = m;
+    a.l[r] = l;
+  }
+}
+
+}  // namespace strata::kernels::detail

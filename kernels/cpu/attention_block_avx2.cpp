@@ -1,0 +1,185 @@
+// kernels/cpu/attention_block_avx2.cpp — the AVX2 + FMA attention block kernel (see
+// attention_block.h). Scores: 2 query rows x 4 keys per step (8 accumulators, each pair's dot
+// product summed over d in 8-float chunks, then one fixed reduction tree), so a K row loaded from
+// L1 feeds two FMAs and a Q chunk four. Softmax: 8 keys at a time with a polynomial exp (Cephes
+// expf coefficients, ~1 ulp on [-87, 0]). Values: 2 rows x 32 floats per step, each V chunk
+// feeding two rows. A row's arithmetic is the same whichever row it is paired with: keys outside
+// its [lo, hi) get probability exactly 0, and fma(0, v, acc) == acc.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/attention_block.h"
+
+namespace strata::kernels::detail {
+
+namespace {
+
+// e^x for x <= 0 (scores minus their max); lanes below -87.3 give ~2^-126 (callers mask them).
+inline __m256 exp_nonpositive(__m256 x) {
+  x = _mm256_max_ps(x, _mm256_set1_ps(-87.3f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  // r = x - n ln2, with ln2 split in two for an exact first product.
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.3981999507e-3f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073e-3f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1665795894e-2f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459e-1f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201e-1f));
+  y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+}
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline float hmax(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// The four totals of a0..a3, each ((x0+x1)+(x2+x3)) + ((x4+x5)+(x6+x7)) whatever the others hold.
+inline __m128 reduce4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+  const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+  return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+}
+
+// Lanes j0 .. j0 + 7 that lie in [lo, hi).
+inline __m256 key_mask(int64_t j0, int32_t lo, int32_t hi) {
+  const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(j0)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const __m256i ge_lo = _mm256_cmpgt_epi32(idx, _mm256_set1_epi32(lo - 1));
+  const __m256i lt_hi = _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), idx);
+  return _mm256_castsi256_ps(_mm256_and_si256(ge_lo, lt_hi));
+}
+
+}  // namespace
+
+void attention_block_avx2(const AttentionBlockArgs& a) {
+  constexpr int64_t B = kAttentionKeyBlock;
+  const int64_t hdp = a.hdp, n = a.n_rows;
+  int32_t min_lo = static_cast<int32_t>(B), max_hi = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    min_lo = std::min(min_lo, a.lo[r]);
+    max_hi = std::max(max_hi, a.hi[r]);
+  }
+  const int64_t j_begin = min_lo & ~3;
+  const int64_t j_end4 = (static_cast<int64_t>(max_hi) + 3) & ~int64_t{3};
+  const int64_t j_end8 = (static_cast<int64_t>(max_hi) + 7) & ~int64_t{7};
+
+  // Scores: p[r][j] = q_r . k_j for j in [j_begin, j_end4).
+  for (int64_t r = 0; r < n; r += 2) {
+    const bool two = r + 1 < n;
+    const float* q0 = a.q + r * hdp;
+    const float* q1 = two ? q0 + hdp : q0;
+    float* p0 = a.p + r * B;
+    float* p1 = two ? p0 + B : p0;
+    for (int64_t j = j_begin; j < j_end4; j += 4) {
+      const float* k = a.k + j * hdp;
+      __m256 s00 = _mm256_setzero_ps(), s01 = s00, s02 = s00, s03 = s00;
+      __m256 s10 = s00, s11 = s00, s12 = s00, s13 = s00;
+      for (int64_t d = 0; d < hdp; d += 8) {
+        const __m256 x0 = _mm256_loadu_ps(q0 + d), x1 = _mm256_loadu_ps(q1 + d);
+        const __m256 k0 = _mm256_loadu_ps(k + d), k1 = _mm256_loadu_ps(k + hdp + d);
+        const __m256 k2 = _mm256_loadu_ps(k + 2 * hdp + d), k3 = _mm256_loadu_ps(k + 3 * hdp + d);
+        s00 = _mm256_fmadd_ps(x0, k0, s00);
+        s01 = _mm256_fmadd_ps(x0, k1, s01);
+        s02 = _mm256_fmadd_ps(x0, k2, s02);
+        s03 = _mm256_fmadd_ps(x0, k3, s03);
+        s10 = _mm256_fmadd_ps(x1, k0, s10);
+        s11 = _mm256_fmadd_ps(x1, k1, s11);
+        s12 = _mm256_fmadd_ps(x1, k2, s12);
+        s13 = _mm256_fmadd_ps(x1, k3, s13);
+      }
+      _mm_storeu_ps(p0 + j, reduce4(s00, s01, s02, s03));
+      if (two) _mm_storeu_ps(p1 + j, reduce4(s10, s11, s12, s13));
+    }
+  }
+
+  // Softmax of each row over its keys; masked keys get probability 0 up to j_end8.
+  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m256 scale = _mm256_set1_ps(a.scale);
+  for (int64_t r = 0; r < n; ++r) {
+    float* p = a.p + r * B;
+    const int32_t lo = a.lo[r], hi = a.hi[r];
+    __m256 mv = neg_inf;
+    for (int64_t j = 0; j < j_end8; j += 8) {
+      const __m256 s = _mm256_blendv_ps(neg_inf, _mm256_mul_ps(_mm256_loadu_ps(p + j), scale), key_mask(j, lo, hi));
+      _mm256_storeu_ps(p + j, s);
+      mv = _mm256_max_ps(mv, s);
+    }
+    const float m = hmax(mv);
+    const __m256 m8 = _mm256_set1_ps(m);
+    __m256 lv = _mm256_setzero_ps();
+    for (int64_t j = 0; j < j_end8; j += 8) {
+      const __m256 e = _mm256_and_ps(exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(p + j), m8)), key_mask(j, lo, hi));
+      _mm256_storeu_ps(p + j, e);
+      lv = _mm256_add_ps(lv, e);
+    }
+    a.m[r] = m;
+    a.l[r] = hsum(lv);
+  }
+
+  // Values: acc[r] = sum_j p[r][j] v_j over the pair's keys (zeros where a row sees none).
+  for (int64_t r = 0; r < n; r += 2) {
+    const bool two = r + 1 < n;
+    const float* p0 = a.p + r * B;
+    const float* p1 = two ? p0 + B : p0;
+    float* acc0 = a.acc + r * hdp;
+    float* acc1 = two ? acc0 + hdp : acc0;
+    const int64_t lo = two ? std::min(a.lo[r], a.lo[r + 1]) : a.lo[r];
+    const int64_t hi = two ? std::max(a.hi[r], a.hi[r + 1]) : a.hi[r];
+    int64_t d = 0;
+    for (; d + 32 <= hdp; d += 32) {
+      __m256 c00 = _mm256_setzero_ps(), c01 = c00, c02 = c00, c03 = c00;
+      __m256 c10 = c00, c11 = c00, c12 = c00, c13 = c00;
+      for (int64_t j = lo; j < hi; ++j) {
+        const float* v = a.v + j * hdp + d;
+        const __m256 w0 = _mm256_broadcast_ss(p0 + j), w1 = _mm256_broadcast_ss(p1 + j);
+        const __m256 v0 = _mm256_loadu_ps(v), v1 = _mm256_loadu_ps(v + 8);
+        const __m256 v2 = _mm256_loadu_ps(v + 16), v3 = _mm256_loadu_ps(v + 24);
+        c00 = _mm256_fmadd_ps(w0, v0, c00);
+        c01 = _mm256_fmadd_ps(w0, v1, c01);
+        c02 = _mm256_fmadd_ps(w0, v2, c02);
+        c03 = _mm256_fmadd_ps(w0, v3, c03);
+        c10 = _mm256_fmadd_ps(w1, v0, c10);
+        c11 = _mm256_fmadd_ps(w1, v1, c11);
+        c12 = _mm256_fmadd_ps(w1, v2, c12);
+        c13 = _mm256_fmadd_ps(w1, v3, c13);
+      }
+      _mm256_storeu_ps(acc0 + d, c00);
+      _mm256_storeu_ps(acc0 + d + 8, c01);
+      _mm256_storeu_ps(acc0 + d + 16, c02);
+      _mm256_storeu_ps(acc0 + d + 24, c03);
+      if (two) {
+        _mm256_storeu_ps(acc1 + d, c10);
+        _mm256_storeu_ps(acc1 + d + 8, c11);
+        _mm256_storeu_ps(acc1 + d + 16, c12);
+        _mm256_storeu_ps(acc1 + d + 24, c13);
+      }
+    }
+    for (; d < hdp; d += 8) {
+      __m256 c0 = _mm256_setzero_ps(), c1 = c0;
+      for (int64_t j = lo; j < hi; ++j) {
+        const __m256 v0 = _mm256_loadu_ps(a.v + j * hdp + d);
+        c0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p0 + j), v0, c0);
+        c1 = _mm256_fmadd_ps(_mm256_broadcast_ss(p1 + j), v0, c1);
+      }
+      _mm256_storeu_ps(acc0 + d, c0);
+      if (two) _mm256_storeu_ps(acc1 + d, c1);
+    }
+  }
+}
+
+}  // namespace strata::kernels::detail

@@ -98,6 +98,10 @@ class Pipeline {
   Status run_single(StageRuntime& stage, MicroBatch& mb);
   Status run_group(StageRuntime& stage, MicroBatch& mb);
   KvView kv_view(const LayerSlot& slot, size_t member, int32_t seq) const;
+  // The rows, positions and KV views of every sequence of a micro-batch for one layer's member.
+  std::vector<SeqRows> seq_rows(const LayerSlot& slot, size_t member, const MicroBatch& mb) const;
+  // The head over the last row of every part of mb that wants logits, copied to their hosts.
+  Status run_head(DeviceRuntime& rt, MicroBatch& mb, trace::Recorder* rec);
   int32_t lane_of(const Device* d) const;
 
   const model::Model& model_;

@@ -75,7 +75,8 @@ int bench(const BenchOptions& o) {
     return report(Error{Code::InvalidArgument, "-p " + std::to_string(o.n_prompt) + " / -n " + std::to_string(o.n_gen) +
                                                    " do not fit in --ctx " + std::to_string(mo.ctx)});
   DeviceOptions dopt = o.devices;
-  if (dopt.max_batch == 256) dopt.max_batch = std::max(o.n_prompt, 1);
+  // Scratch rows: a whole prompt per pass, and a decode step of all k sequences in one pass.
+  if (dopt.max_batch == 256) dopt.max_batch = std::max({o.n_prompt, k, 1});
   auto runtime = build_runtime(m, mo, dopt, k);
   if (!runtime.ok()) return report(runtime.error());
   Runtime& rt = *runtime;

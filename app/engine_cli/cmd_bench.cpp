@@ -1,5 +1,7 @@
 // app/engine_cli/cmd_bench.cpp — `strata-engine bench`: prompt processing and generation speed
 // in the manner of llama-bench (-p, -n, -r, -t), plus the memory-bandwidth roofline of decode.
+// The read bandwidth is measured right after every repetition (a shared machine's bandwidth
+// moves within seconds), and the report names the CPU and the kernel each weight type took.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -18,6 +20,7 @@
 #include "engine/exec/session.h"
 #include "kernels/cpu/bandwidth.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/matmul.h"
 
 namespace strata::cli {
 
@@ -37,6 +40,12 @@ struct Series {
   std::string name;
   int n_tokens = 0;
   std::vector<double> tps;
+  std::vector<double> gbps;  // read bandwidth measured right after each repetition (empty: not measured)
+  static double average(const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return v.empty() ? 0 : s / static_cast<double>(v.size());
+  }
   double mean() const {
     double s = 0;
     for (double v : tps) s += v;
@@ -80,6 +89,10 @@ int bench(const BenchOptions& o) {
   auto runtime = build_runtime(m, mo, dopt, k);
   if (!runtime.ok()) return report(runtime.error());
   Runtime& rt = *runtime;
+  kernels::ThreadPool bw_pool(threads);  // the bandwidth probe's threads, as many as the model's
+  auto probe = [&](Series& series) {
+    if (!o.no_bandwidth) series.gbps.push_back(kernels::measure_read_bandwidth_gbps(bw_pool, int64_t{256} << 20));
+  };
   exec::Pipeline& pipe = *rt.pipeline;
   std::vector<std::vector<float>> logits(static_cast<size_t>(k), std::vector<float>(static_cast<size_t>(m.config().n_vocab)));
 
@@ -110,7 +123,10 @@ int bench(const BenchOptions& o) {
       reset_all();
       const auto t0 = clock::now();
       if (Status st = step(prompts, true); !st.ok()) return report(st.error());
-      if (r >= 0) pp.tps.push_back(static_cast<double>(k) * o.n_prompt / seconds(t0));
+      if (r >= 0) {
+        pp.tps.push_back(static_cast<double>(k) * o.n_prompt / seconds(t0));
+        probe(pp);
+      }
     }
   }
   auto generation = [&](Series& series, bool pipelined) -> Status {
@@ -124,7 +140,10 @@ int bench(const BenchOptions& o) {
         for (auto& n : next) n[0] = token(rng);
         STRATA_RETURN_IF_ERROR(step(next, pipelined));
       }
-      if (r >= 0) series.tps.push_back(static_cast<double>(k) * o.n_gen / seconds(t0));
+      if (r >= 0) {
+        series.tps.push_back(static_cast<double>(k) * o.n_gen / seconds(t0));
+        probe(series);
+      }
     }
     return {};
   };
@@ -139,11 +158,20 @@ int bench(const BenchOptions& o) {
   // Bytes a decode step streams from memory: every layer, the final norm and the output head
   // (the embedding contributes one row, which we ignore unless it is the tied head).
   const uint64_t bytes_per_token = m.weight_bytes() - (m.config().tied_output ? 0 : m.weights().token_embd.n_bytes);
-  kernels::ThreadPool pool(threads);
-  const double bandwidth_gbps = o.no_bandwidth ? 0.0 : kernels::measure_read_bandwidth_gbps(pool);
+  // The bandwidth of the generation repetitions (else of any), each measured right after its run.
+  const std::vector<double>& bws = !tg.gbps.empty() ? tg.gbps : !pp.gbps.empty() ? pp.gbps : tg_serial.gbps;
+  const double bandwidth_gbps = Series::average(bws);
   const double roofline_tps = bandwidth_gbps > 0 ? bandwidth_gbps * 1e9 / static_cast<double>(bytes_per_token) : 0;
   const double roofline_fraction = roofline_tps > 0 && !tg.tps.empty() ? tg.mean() / roofline_tps : 0;
   const std::string isa = kernels::isa_name(kernels::best_isa());
+  const std::string cpu = kernels::cpu_description();
+  // The kernel each weight type of the model took: decode (1 token per sequence, or one per
+  // sequence of a --parallel step) and prompt (-p tokens).
+  std::map<std::string, std::pair<std::string, std::string>> paths;
+  for (const auto& t : m.file().tensors()) {
+    if (t.dims.size() < 2 || t.name == "token_embd.weight") continue;  // matrices the matmul reads
+    paths[kernels::dtype_name(t.type)] = {kernels::matmul_path(t.type, k), kernels::matmul_path(t.type, std::max(o.n_prompt, 1))};
+  }
 
   if (o.json) {
     nlohmann::json j;
@@ -154,6 +182,8 @@ int bench(const BenchOptions& o) {
     j["parameters"] = m.parameter_count();
     j["threads"] = threads;
     j["isa"] = isa;
+    j["cpu"] = cpu;
+    for (const auto& [type, p] : paths) j["kernels"][type] = {{"decode", p.first}, {"prompt", p.second}};
     j["bandwidth_gbps"] = bandwidth_gbps;
     j["bytes_per_token"] = bytes_per_token;
     j["roofline_tokens_per_s"] = roofline_tps;
@@ -163,7 +193,8 @@ int bench(const BenchOptions& o) {
     for (const Series* series : {&pp, &tg, &tg_serial}) {
       if (series->tps.empty()) continue;
       j["results"].push_back({{"test", series->name}, {"n_tokens", series->n_tokens}, {"reps", series->tps.size()},
-                              {"tokens_per_s", series->mean()}, {"stddev", series->stddev()}, {"samples", series->tps}});
+                              {"tokens_per_s", series->mean()}, {"stddev", series->stddev()}, {"samples", series->tps},
+                              {"bandwidth_gbps", series->gbps}});
     }
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
@@ -176,8 +207,18 @@ int bench(const BenchOptions& o) {
                 dominant_types(m).c_str(), m.weight_bytes() / 1073741824.0, m.parameter_count() / 1e9, threads,
                 isa.c_str(), series->name.c_str(), series->mean(), series->stddev());
   }
+  std::printf("\ncpu: %s\n", cpu.c_str());
+  for (const auto& [type, p] : paths)
+    std::printf("kernels %-5s decode: %s; prompt: %s\n", type.c_str(), p.first.c_str(), p.second.c_str());
+  for (const Series* series : {&pp, &tg, &tg_serial}) {
+    if (series->gbps.empty()) continue;
+    std::printf("%s per repetition (t/s @ read GB/s measured right after it):", series->name.c_str());
+    for (size_t i = 0; i < series->tps.size() && i < series->gbps.size(); ++i)
+      std::printf("%s %.1f @ %.1f", i ? "," : "", series->tps[i], series->gbps[i]);
+    std::printf("\n");
+  }
   if (bandwidth_gbps > 0) {
-    std::printf("\nmemory read bandwidth %.1f GB/s; decode reads %.1f MB of weights per token -> roofline %.1f tok/s",
+    std::printf("memory read bandwidth %.1f GB/s (mean of the repetitions); decode reads %.1f MB of weights per token -> roofline %.1f tok/s",
                 bandwidth_gbps, bytes_per_token / 1e6, roofline_tps);
     if (!tg.tps.empty()) std::printf("; measured %.1f tok/s = %.0f%% of roofline", tg.mean(), 100 * roofline_fraction);
     std::printf("\n");

@@ -99,6 +99,24 @@ const GemmKernels* gemm_kernels(DType wtype, Isa isa) {
   return detail::avx512_gemm(wtype);
 }
 
+std::string matmul_path(DType wtype, int64_t n_tokens) {
+  const Isa isa = active_isa();
+  if (n_tokens > 1) {
+    const GemmKernels* gk = gemm_kernels(wtype, isa);
+    if (gk && n_tokens >= gk->min_tokens) return std::string(isa_name(isa)) + "-vnni packed tiles";
+  }
+  // The highest ISA at or below the active one with a table for the type (best_type_kernels' choice).
+  Isa used = Isa::Scalar;
+  for (Isa i : {Isa::Avx512, Isa::Avx2}) {
+    if (static_cast<int>(i) <= static_cast<int>(isa) && isa_supported(i) && type_kernels(wtype, i)) {
+      used = i;
+      break;
+    }
+  }
+  if (n_tokens >= 4 && vec_dot4_kernel(wtype, isa)) return std::string(isa_name(used)) + " 4-token vec_dot";
+  return std::string(isa_name(used)) + " vec_dot";
+}
+
 void matmul(ThreadPool& pool, DType wtype, const void* w, int64_t rows, int64_t cols,
             const float* x, int64_t n_tokens, float* y, std::vector<uint8_t>& scratch) {
   if (rows <= 0 || n_tokens <= 0) return;

@@ -4,9 +4,9 @@
 // - the trace shows one Compute pass per layer carrying every sequence's token (n_tokens = 4 on
 //   one device), so the weights are read once per step, not once per sequence;
 // - logits per sequence equal the single-sequence run, with identical greedy tokens: bit for bit
-//   with F32 weights (the 4-token float kernel sums in the one-token kernel's order); within 2e-2
-//   relative (max|a-b| / max|b|) with quantized
-//   weights, where activations are re-quantized to int8 per row and one ulp can flip a rounding
+//   with F32 weights (each token takes the one-token dot, whatever the block around it); within
+//   2e-2 relative (max|a-b| / max|b|) with quantized weights, whose 4-token kernels sum in another
+//   order and whose activations are re-quantized to int8 per row, so one ulp can flip a rounding
 //   (the tolerance of test_split_parity);
 // - the same over a layer split on two simulated devices and a tensor-parallel pair, where a step
 //   is spread over one micro-batch per stage.

@@ -3,11 +3,13 @@
 // each sequence what it gets alone:
 // - the trace shows one Compute pass per layer carrying every sequence's token (n_tokens = 4 on
 //   one device), so the weights are read once per step, not once per sequence;
-// - logits per sequence equal the single-sequence run, with identical greedy tokens: bit for bit
-//   with F32 weights (each token takes the one-token dot, whatever the block around it); within
-//   2e-2 relative (max|a-b| / max|b|) with quantized weights, whose 4-token kernels sum in another
-//   order and whose activations are re-quantized to int8 per row, so one ulp can flip a rounding
-//   (the tolerance of test_split_parity);
+// - logits per sequence equal the single-sequence run, with identical greedy tokens: within 1e-3
+//   relative (max|a-b| / max|b|) with F32 weights, where the 4 prompts stacked (16+ rows) take the
+//   4-token kernel and each alone the one-token kernel, which sum in another order (float32
+//   rounding carried through the KV cache: measured ~1e-4 after 8 steps; decode steps of fewer
+//   than 16 rows are bit for bit the same, see kF32Dot4MinTokens); within 2e-2 with quantized
+//   weights, whose 4-token kernels sum in another order and whose activations are re-quantized to
+//   int8 per row, so one ulp can flip a rounding (the tolerance of test_split_parity);
 // - the same over a layer split on two simulated devices and a tensor-parallel pair, where a step
 //   is spread over one micro-batch per stage.
 #include <gtest/gtest.h>
@@ -164,14 +166,14 @@ TEST(BatchedEval, OneComputePassPerLayerCarriesEverySequence) {
   for (int i = 0; i < kSeqs; ++i) EXPECT_EQ((*p)->position(i), 1);
 }
 
-TEST(BatchedEval, F32EqualsEachSequenceAloneBitForBit) {
+TEST(BatchedEval, F32EqualsEachSequenceAlone) {
   ASSERT_TRUE(test::have(test::shared_model("stories260K.gguf")));
   auto m = model::Model::load(test::shared_model("stories260K.gguf"));
   ASSERT_TRUE(m.ok());
   test::DeviceSet devices = test::make_device_set("cpu");
   auto p = exec::Pipeline::create(**m, devices.list(), cpu_placement((*m)->config()));
   ASSERT_TRUE(p.ok());
-  expect_same(**m, run_together(**m, **p), 0.0);
+  expect_same(**m, run_together(**m, **p), 1e-3);
 }
 
 class BatchedQuantized : public ::testing::TestWithParam<std::string> {};

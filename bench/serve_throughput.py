@@ -53,7 +53,7 @@ def start_llama(binary, model, threads, streams, ctx):
                           "-np", str(streams), "-c", str(ctx * streams), "-ngl", "0", "--no-webui"],
                          stderr=subprocess.STDOUT, stdout=subprocess.PIPE, text=True)
     for line in p.stdout:
-        if "server is listening" in line or "HTTP server listening" in line:
+        if "listening on" in line or "server is listening" in line:
             drain(p.stdout)
             return p, port
     raise RuntimeError("llama-server did not start")

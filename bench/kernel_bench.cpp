@@ -1,9 +1,10 @@
 // bench/kernel_bench.cpp — CPU matmul micro-benchmark: a [rows x cols] weight matrix of several
 // types at decode (1 token) and prompt (64 tokens) shapes; prints ms per product, GB/s of
-// weights streamed, GOP/s (of the best call; the median beside it), and the machine's measured
-// read bandwidth for comparison.
-// Usage: kernel_bench [threads=2] [rows=5632] [cols=2048] [isa=best|scalar|avx2|avx512] [types=q4_k,q8_0,...]
-//                     [tokens=1,64]
+// weights streamed, GFLOP/s (2 x rows x cols x tokens per call; of the best call, the median and
+// the mean beside it), the kernel path matmul took, and the machine's read bandwidth measured right after
+// each row (a shared machine's bandwidth moves within seconds).
+// Usage: kernel_bench [threads=2] [rows=5632] [cols=2048] [isa=best|scalar|avx2|avx512]
+//                     [types=q4_k,q8_0,...|all] [tokens=1,64]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -63,6 +64,7 @@ int main(int argc, char** argv) {
   if (argc > 5) {
     types.clear();
     std::string list = argv[5];
+    if (list == "all") list = "f32,f16,bf16,q8_0,q4_0,q4_1,q5_0,q5_1,q2_k,q3_k,q4_k,q5_k,q6_k";
     size_t pos = 0;
     while (pos <= list.size()) {
       const size_t comma = std::min(list.find(',', pos), list.size());
@@ -83,10 +85,8 @@ int main(int argc, char** argv) {
     }
   }
   ThreadPool pool(threads);
-  std::printf("isa %s, %d threads, W = %lld rows x %lld cols\n", isa_name(active_isa()), threads,
-              static_cast<long long>(rows), static_cast<long long>(cols));
-  const double bw = measure_read_bandwidth_gbps(pool);
-  std::printf("measured read bandwidth: %.1f GB/s\n", bw);
+  std::printf("cpu: %s\nisa %s, %d threads, W = %lld rows x %lld cols\n", cpu_description().c_str(),
+              isa_name(active_isa()), threads, static_cast<long long>(rows), static_cast<long long>(cols));
   {
     // ThreadPool::run() overhead: empty runs back to back (decode does ~200 per token).
     std::atomic<int> sink{0};
@@ -126,12 +126,16 @@ int main(int argc, char** argv) {
         times.push_back(seconds_since(c0));
       } while (seconds_since(t0) < 1.0 || times.size() < 4);
       std::sort(times.begin(), times.end());
-      const double s = times.front(), med = times[times.size() / 2];
+      double sum = 0;
+      for (double v : times) sum += v;
+      const double s = times.front(), med = times[times.size() / 2], mean = sum / static_cast<double>(times.size());
       const double gbps = static_cast<double>(wbytes) / s / 1e9;
       const double gops = 2.0 * rows * cols * tokens / s / 1e9;
-      std::printf("%-5s tokens=%-3lld best %8.3f ms (median %8.3f)  %6.1f GB/s weights (%3.0f%% of read bw)  %7.1f GOP/s  %8.1f tok/s-equiv\n",
-                  dtype_name(t), static_cast<long long>(tokens), s * 1e3, med * 1e3, gbps, bw > 0 ? 100 * gbps / bw : 0.0, gops,
-                  tokens / s);
+      const double bw = measure_read_bandwidth_gbps(pool, int64_t{256} << 20);  // right after this row's calls
+      // Mean beside best and median: test-backend-ops reports the mean time per run.
+      std::printf("%-5s tokens=%-3lld best %8.3f ms (median %8.3f, mean %8.3f)  %6.1f GB/s weights (%3.0f%% of read bw %5.1f GB/s)  %7.1f GFLOP/s (mean %7.1f)  [%s]\n",
+                  dtype_name(t), static_cast<long long>(tokens), s * 1e3, med * 1e3, mean * 1e3, gbps,
+                  bw > 0 ? 100 * gbps / bw : 0.0, bw, gops, 2.0 * rows * cols * tokens / mean / 1e9, matmul_path(t, tokens).c_str());
     }
   }
   return 0;

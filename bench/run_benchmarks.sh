@@ -1,50 +1,160 @@
 #!/usr/bin/env bash
-# bench/run_benchmarks.sh — the benchmarks behind docs/benchmarks.md: CPU prompt/generation speed
-# on TinyLlama-1.1B-shaped random models (Q4_K_M, Q8_0), pipeline overlap over two simulated
-# devices, and the cost of tracing. Usage: bench/run_benchmarks.sh [BUILD_DIR] [MODEL_DIR]
+# bench/run_benchmarks.sh — reproduces every table of docs/benchmarks.md, section by section:
+#   cpu       CPU prompt/generation speed, TinyLlama-1.1B-shaped random models (Q4_K_M, Q8_0)
+#   pipeline  pipeline overlap over two simulated devices (pipelined vs one in flight)
+#   trace     the cost of tracing
+#   seam      instructions of `run -t 1` under callgrind (the backend seam table; the "before"
+#             column needs a build of 0d1a922 passed as SEAM_BEFORE=path/to/strata-engine)
+#   serve_itl chunked prefill in `serve` (bench/serve_itl.py)
+#   real      the real models (SmolLM2-135M Q4_1, Gemma 3 270M Q4_K_M) and the f32/f16 KV cache at 4k
+#   kernels   the kernel table: every weight type, 4096x4096 mat-vec and x64, 1 and 2 threads, and
+#             llama.cpp's test-backend-ops MUL_MAT perf cases (4096 x 14336) beside ours
+#   batched   batched decode: `bench --parallel 8` vs one stream on a 246M Q4_K_M model
+#   server    8 concurrent streams: `strata-engine serve` vs llama-server (bench/serve_throughput.py)
+# Every bench row prints the read bandwidth measured right after each repetition.
+# Usage: bench/run_benchmarks.sh [BUILD_DIR] [MODEL_DIR]; SECTIONS="cpu kernels" picks sections
+# (default: all); LLAMA_BIN=dir of llama.cpp's binaries (test-backend-ops, llama-server) for the
+# side-by-side sections (default /work/llama-ref/build/bin; skipped, with a note, when absent).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 MODELS=${2:-/tmp/strata-bench-models}
 ENGINE=$BUILD/app/strata-engine
+KBENCH=$BUILD/bench/kernel_bench
 VOCAB=../shared/models/tokenizers/llama.cpp-vocab/ggml-vocab-llama-spm.gguf
 THREADS=${THREADS:-2}
+SECTIONS=${SECTIONS:-cpu pipeline trace seam serve_itl real kernels batched server depth}
+LLAMA_BIN=${LLAMA_BIN:-/work/llama-ref/build/bin}
+REAL_MODELS=${STRATA_MODEL_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/strata/models}
 mkdir -p "$MODELS"
 
-make_model() {  # name type dim layers heads kv_heads ffn [ctx]
+make_model() {  # name type dim layers heads kv_heads ffn [extra make-model options]; CTX=N: its context
   local out=$MODELS/$1.gguf
   [ -f "$out" ] || "$ENGINE" make-model --arch llama --dim "$3" --layers "$4" --heads "$5" --kv-heads "$6" \
-      --ffn "$7" --ctx "${8:-2048}" --type "$2" --vocab-from "$VOCAB" -o "$out" -t "$THREADS" >&2
+      --ffn "$7" --ctx "${CTX:-2048}" --type "$2" --vocab-from "$VOCAB" -o "$out" -t "$THREADS" "${@:8}" >&2
   echo "$out"
 }
+want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
 echo "## machine"
-echo "$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%F %H:%M UTC')"
 echo
-echo "## CPU, TinyLlama-1.1B shape, $THREADS threads"
-for type in q4_k_m q8_0; do
-  m=$(make_model "tinyllama-$type" "$type" 2048 22 32 4 5632)
-  "$ENGINE" bench -m "$m" -p 64 -n 32 -r 3 -t "$THREADS"
+
+if want cpu; then
+  echo "## CPU, TinyLlama-1.1B shape, $THREADS threads"
+  for type in q4_k_m q8_0; do
+    m=$(make_model "tinyllama-$type" "$type" 2048 22 32 4 5632)
+    "$ENGINE" bench -m "$m" -p 64 -n 32 -r 3 -t "$THREADS"
+    echo
+  done
+fi
+
+mid=""
+if want pipeline || want trace; then mid=$(make_model "mid-q8_0" q8_0 1024 8 16 4 2816); fi
+if want pipeline; then
+  echo "## Pipeline: 2 simulated devices (1 thread each), 4 sequences"
+  "$ENGINE" bench -m "$mid" --devices sim:gpu0:4GiB,sim:gpu1:4GiB -p 32 -n 32 -r 3 --parallel 4 --no-bandwidth
+  "$ENGINE" bench -m "$mid" --devices sim:gpu0:4GiB,sim:gpu1:4GiB --placement auto -p 32 -n 32 -r 3 --parallel 4 --no-bandwidth
   echo
-done
+fi
+if want trace; then
+  echo "## Tracing cost (same model, one CPU device, $THREADS threads): without, then with --trace, 3 pairs"
+  for i in 1 2 3; do
+    "$ENGINE" bench -m "$mid" -p 0 -n 64 -r 5 -t "$THREADS" --no-bandwidth | grep tg64
+    "$ENGINE" bench -m "$mid" -p 0 -n 64 -r 5 -t "$THREADS" --no-bandwidth --trace "$MODELS/bench-trace.json" 2>/dev/null | grep tg64
+  done
+  echo
+fi
 
-echo "## Pipeline: 2 simulated devices (1 thread each), 4 sequences"
-m=$(make_model "mid-q8_0" q8_0 1024 8 16 4 2816)
-"$ENGINE" bench -m "$m" --devices sim:gpu0:4GiB,sim:gpu1:4GiB -p 32 -n 32 -r 3 --parallel 4 --no-bandwidth
-echo
-echo "## Tracing cost (same model, one CPU device, $THREADS threads): without, then with --trace"
-"$ENGINE" bench -m "$m" -p 32 -n 64 -r 5 -t "$THREADS" --no-bandwidth
-"$ENGINE" bench -m "$m" -p 32 -n 64 -r 5 -t "$THREADS" --no-bandwidth --trace "$MODELS/bench-trace.json" 2>/dev/null
+if want seam; then
+  echo "## Backend seam: instructions of run -t 1 (callgrind), dim 1024 / 8 blocks Q4_K_M"
+  seam=$(make_model "seam-q4_k_m" q4_k_m 1024 8 16 4 2816)
+  for bin in ${SEAM_BEFORE:-} "$ENGINE"; do
+    for args in "-p 'Once upon a time there was a little girl who lived in a village' -n 8" "-p Hello -n 40"; do
+      out=$(eval valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" run -m "$seam" -t 1 --temp 0 $args 2>&1 >/dev/null |
+            grep -m1 'Collected' || true)
+      echo "$bin run $args: $out"
+    done
+  done
+  echo
+fi
 
-echo
-echo "## Attention at context depth (issue 18): 246M llama shape, Q4_K_M, $THREADS threads"
-# dim 1024, 16 layers, 16 heads, 4 KV heads (head_dim 64), ffn 2816, vocab 32000: 245.9 M parameters.
-# Strata and llama.cpp (LLAMA_BENCH, e.g. /work/llama-ref/build/bin/llama-bench) on the same file,
-# back to back: prompt speed at depth 0, then decode after 0, 1k, 4k and 8k tokens in the cache.
-m=$(make_model "llama246m-q4_k_m" q4_k_m 1024 16 16 4 2816 16384)
-"$ENGINE" bench -m "$m" -t "$THREADS" -p 512,1024,4096 -n 0 -r 2 --no-bandwidth
-"$ENGINE" bench -m "$m" -t "$THREADS" -p 0 -n 32 -d 0,1024,4096,8192 -r 2 --no-bandwidth
-if [ -n "${LLAMA_BENCH:-}" ]; then
-  "$LLAMA_BENCH" -m "$m" -t "$THREADS" -p 512,1024,4096 -n 0 -r 2
-  "$LLAMA_BENCH" -m "$m" -t "$THREADS" -p 0 -n 32 -d 0,1024,4096,8192 -r 2
+if want serve_itl; then
+  echo "## Chunked prefill in serve (bench/serve_itl.py)"
+  itl=$MODELS/itl-q8_0.gguf
+  [ -f "$itl" ] || "$ENGINE" make-model --arch llama --vocab-from ../shared/models/stories260K.gguf --dim 256 --layers 8 \
+      --heads 8 --ffn 768 --ctx 4096 --type q8_0 -o "$itl" -t "$THREADS" >&2
+  python3 bench/serve_itl.py "$ENGINE" "$itl" --threads "$THREADS" --chunks 32,64,256,4096 --tokens 48
+  echo
+fi
+
+if want real; then
+  echo "## Real models, $THREADS threads, default f16 KV"
+  for f in SmolLM2-135M-Instruct.Q4_1.gguf gemma-3-270m-q4_k_m.gguf; do
+    if [ -f "$REAL_MODELS/$f" ]; then
+      "$ENGINE" bench -m "$REAL_MODELS/$f" -p 64 -n 32 -r 3 -t "$THREADS"
+    else
+      echo "$f: not in $REAL_MODELS (tools/fetch_models.sh fetches it)"
+    fi
+  done
+  if [ -f "$REAL_MODELS/SmolLM2-135M-Instruct.Q4_1.gguf" ]; then
+    echo "### SmolLM2 at a 4k context: a 4,092-token prompt, then 64 tokens, f32 vs f16 KV, two runs each"
+    prompt=$(python3 -c "print(' '.join(['the cat sat on the mat.'] * 700))")
+    for kv in f32 f16; do
+      for i in 1 2; do
+        echo "kv $kv:"
+        "$ENGINE" run -m "$REAL_MODELS/SmolLM2-135M-Instruct.Q4_1.gguf" -t "$THREADS" --ctx 4200 --kv-type "$kv" \
+            --temp 0 -n 64 --stats -p "$prompt" 2>&1 >/dev/null | tail -3
+      done
+    done
+  fi
+  echo
+fi
+
+if want kernels; then
+  echo "## Kernel table: y = x W^T, W 4096 x 4096, 1 token (GB/s of weights) and 64 tokens (GFLOP/s)"
+  for t in 1 2; do "$KBENCH" "$t" 4096 4096 best all 1,64; done
+  echo
+  echo "## Side by side with llama.cpp's test-backend-ops perf cases: W 4096 x 14336 (m=4096, k=14336), n = 1, 8, 512, 1 thread,"
+  echo "## type by type, ours then theirs (test-backend-ops runs the CPU backend with hardware_concurrency / 2 threads: 1 here;"
+  echo "## it reports the mean time per run, compare with our mean)"
+  for type in f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k; do
+    "$KBENCH" 1 4096 14336 best "$type" 1,8,512 | grep tokens=
+    if [ -x "$LLAMA_BIN/test-backend-ops" ]; then
+      ltype=${type/_k/_K}
+      "$LLAMA_BIN/test-backend-ops" perf -b CPU -o MUL_MAT -p "type_a=$ltype,type_b=f32,m=4096,n=(1|8|512),k=14336," |
+          grep 'MUL_MAT(' | sed 's/,bs=.*pad=0)//'
+    fi
+  done
+  [ -x "$LLAMA_BIN/test-backend-ops" ] || echo "no $LLAMA_BIN/test-backend-ops: llama.cpp side not measured"
+  echo
+fi
+
+big=""
+# 246M llama shape: dim 1024, 16 layers, 16 heads, 4 KV heads (head_dim 64), ffn 2816, vocab 32000:
+# 245.9 M parameters; a 16k context so that the depth tests fit.
+if want batched || want server || want depth; then big=$(CTX=16384 make_model "llama246m-q4_k_m" q4_k_m 1024 16 16 4 2816); fi
+if want batched; then
+  echo "## Batched decode: 246M Q4_K_M (dim 1024, 16 blocks, 16/4 heads, ffn 2816), $THREADS threads, 3 pairs"
+  for i in 1 2 3; do
+    "$ENGINE" bench -m "$big" -p 0 -n 32 -r 3 -t "$THREADS"
+    "$ENGINE" bench -m "$big" -p 0 -n 32 -r 3 -t "$THREADS" --parallel 8
+  done
+  echo
+fi
+if want server; then
+  echo "## Server: 8 concurrent streams on the 246M Q4_K_M model, $THREADS threads"
+  python3 bench/serve_throughput.py "$big" --strata "$ENGINE" --llama "$LLAMA_BIN/llama-server" --threads "$THREADS" \
+      --streams 8 --tokens 64 --rounds 3
+fi
+
+if want depth; then
+  echo
+  echo "## Attention at context depth (issue 18): 246M Q4_K_M, $THREADS threads, Strata then llama.cpp, back to back"
+  # Prompt speed at depth 0, then decode after 0, 1k, 4k and 8k tokens in the cache.
+  "$ENGINE" bench -m "$big" -t "$THREADS" -p 512,1024,4096 -n 0 -r 2 --no-bandwidth
+  [ -x "$LLAMA_BIN/llama-bench" ] && "$LLAMA_BIN/llama-bench" -m "$big" -t "$THREADS" -p 512,1024,4096 -n 0 -r 2
+  "$ENGINE" bench -m "$big" -t "$THREADS" -p 0 -n 32 -d 0,1024,4096,8192 -r 2 --no-bandwidth
+  [ -x "$LLAMA_BIN/llama-bench" ] && "$LLAMA_BIN/llama-bench" -m "$big" -t "$THREADS" -p 0 -n 32 -d 0,1024,4096,8192 -r 2
+  [ -x "$LLAMA_BIN/llama-bench" ] || echo "no $LLAMA_BIN/llama-bench: llama.cpp side not measured"
 fi

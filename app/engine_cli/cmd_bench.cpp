@@ -1,6 +1,8 @@
 // app/engine_cli/cmd_bench.cpp — `strata-engine bench`: prompt processing and generation speed
 // in the manner of llama-bench (-p, -n, -d, -r, -t; comma lists), plus the memory-bandwidth
-// roofline of decode.
+// roofline of decode. The read bandwidth is measured right after every repetition (a shared
+// machine's bandwidth moves within seconds), and the report names the CPU and the kernel each
+// weight type took.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -19,6 +21,7 @@
 #include "engine/exec/session.h"
 #include "kernels/cpu/bandwidth.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/matmul.h"
 
 namespace strata::cli {
 
@@ -40,6 +43,12 @@ struct Series {
   int n_tokens = 0;
   int depth = 0;
   std::vector<double> tps;
+  std::vector<double> gbps;  // read bandwidth measured right after each repetition (empty: not measured)
+  static double average(const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return v.empty() ? 0 : s / static_cast<double>(v.size());
+  }
   double mean() const {
     double s = 0;
     for (double v : tps) s += v;
@@ -85,13 +94,18 @@ int bench(const BenchOptions& o) {
   DeviceOptions dopt = o.devices;
   // Unless --batch says otherwise: the largest prompt test in one pass, and the depth filled in
   // passes of up to 512 tokens (llama-bench's default micro-batch) even when no prompt is tested.
-  if (dopt.max_batch == 256) dopt.max_batch = std::max({max_p, std::min(max_d, 512), 1});
+  // Scratch rows also hold a decode step of all k sequences in one pass.
+  if (dopt.max_batch == 256) dopt.max_batch = std::max({max_p, std::min(max_d, 512), k, 1});
   auto runtime = build_runtime(m, mo, dopt, k);
   if (!runtime.ok()) return report(runtime.error());
   Runtime& rt = *runtime;
   exec::Pipeline& pipe = *rt.pipeline;
   std::vector<std::vector<float>> logits(static_cast<size_t>(k), std::vector<float>(static_cast<size_t>(m.config().n_vocab)));
 
+  kernels::ThreadPool bw_pool(threads);  // the bandwidth probe's threads, as many as the model's
+  auto probe = [&](Series& series) {
+    if (!o.no_bandwidth) series.gbps.push_back(kernels::measure_read_bandwidth_gbps(bw_pool, int64_t{256} << 20));
+  };
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(m.config().n_vocab - 1));
   using clock = std::chrono::steady_clock;
@@ -129,7 +143,10 @@ int bench(const BenchOptions& o) {
         const auto prompts = random_tokens(n_prompt);
         const auto t0 = clock::now();
         if (Status st = step(prompts, true); !st.ok()) return report(st.error());
-        if (r >= 0) pp.tps.push_back(static_cast<double>(k) * n_prompt / seconds(t0));
+        if (r >= 0) {
+          pp.tps.push_back(static_cast<double>(k) * n_prompt / seconds(t0));
+          probe(pp);
+        }
       }
       results.push_back(std::move(pp));
     }
@@ -147,7 +164,10 @@ int bench(const BenchOptions& o) {
           for (auto& n : next) n[0] = token(rng);
           STRATA_RETURN_IF_ERROR(step(next, pipelined));
         }
-        if (r >= 0) series.tps.push_back(static_cast<double>(k) * n_gen / seconds(t0));
+        if (r >= 0) {
+          series.tps.push_back(static_cast<double>(k) * n_gen / seconds(t0));
+          probe(series);
+        }
       }
       return {};
     };
@@ -168,18 +188,28 @@ int bench(const BenchOptions& o) {
   // Bytes a decode step streams from memory: every layer, the final norm and the output head
   // (the embedding contributes one row, which we ignore unless it is the tied head).
   const uint64_t bytes_per_token = m.weight_bytes() - (m.config().tied_output ? 0 : m.weights().token_embd.n_bytes);
-  kernels::ThreadPool pool(threads);
-  const double bandwidth_gbps = o.no_bandwidth ? 0.0 : kernels::measure_read_bandwidth_gbps(pool);
-  const double roofline_tps = bandwidth_gbps > 0 ? bandwidth_gbps * 1e9 / static_cast<double>(bytes_per_token) : 0;
-  // The roofline compares the first generation test (at the first depth) with weight reads only.
+  // The roofline compares the first generation test (at the first depth) with weight reads only,
+  // at the bandwidth measured right after its repetitions (else after any test's).
   const Series* tg = nullptr;
   for (const Series& series : results)
     if (series.name.rfind("tg", 0) == 0) {
       tg = &series;
       break;
     }
+  double bandwidth_gbps = tg ? Series::average(tg->gbps) : 0.0;
+  for (const Series& series : results)
+    if (bandwidth_gbps <= 0) bandwidth_gbps = Series::average(series.gbps);
+  const double roofline_tps = bandwidth_gbps > 0 ? bandwidth_gbps * 1e9 / static_cast<double>(bytes_per_token) : 0;
   const double roofline_fraction = roofline_tps > 0 && tg ? tg->mean() / roofline_tps : 0;
   const std::string isa = kernels::isa_name(kernels::best_isa());
+  const std::string cpu = kernels::cpu_description();
+  // The kernel each weight type of the model took: decode (1 token per sequence, or one per
+  // sequence of a --parallel step) and prompt (the largest -p).
+  std::map<std::string, std::pair<std::string, std::string>> paths;
+  for (const auto& t : m.file().tensors()) {
+    if (t.dims.size() < 2 || t.name == "token_embd.weight") continue;  // matrices the matmul reads
+    paths[kernels::dtype_name(t.type)] = {kernels::matmul_path(t.type, k), kernels::matmul_path(t.type, std::max(max_p, 1))};
+  }
 
   if (o.json) {
     nlohmann::json j;
@@ -190,6 +220,8 @@ int bench(const BenchOptions& o) {
     j["parameters"] = m.parameter_count();
     j["threads"] = threads;
     j["isa"] = isa;
+    j["cpu"] = cpu;
+    for (const auto& [type, p] : paths) j["kernels"][type] = {{"decode", p.first}, {"prompt", p.second}};
     j["bandwidth_gbps"] = bandwidth_gbps;
     j["bytes_per_token"] = bytes_per_token;
     j["roofline_tokens_per_s"] = roofline_tps;
@@ -203,7 +235,8 @@ int bench(const BenchOptions& o) {
                               {"reps", series.tps.size()},
                               {"tokens_per_s", series.mean()},
                               {"stddev", series.stddev()},
-                              {"samples", series.tps}});
+                              {"samples", series.tps},
+                              {"bandwidth_gbps", series.gbps}});
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
@@ -213,8 +246,18 @@ int bench(const BenchOptions& o) {
     std::printf("| %s | %s | %.2f GiB | %.2f B | %d | %s | %s | %.2f ± %.2f |\n", m.config().name.c_str(),
                 dominant_types(m).c_str(), m.weight_bytes() / 1073741824.0, m.parameter_count() / 1e9, threads,
                 isa.c_str(), series.name.c_str(), series.mean(), series.stddev());
+  std::printf("\ncpu: %s\n", cpu.c_str());
+  for (const auto& [type, p] : paths)
+    std::printf("kernels %-5s decode: %s; prompt: %s\n", type.c_str(), p.first.c_str(), p.second.c_str());
+  for (const Series& series : results) {
+    if (series.gbps.empty()) continue;
+    std::printf("%s per repetition (t/s @ read GB/s measured right after it):", series.name.c_str());
+    for (size_t i = 0; i < series.tps.size() && i < series.gbps.size(); ++i)
+      std::printf("%s %.1f @ %.1f", i ? "," : "", series.tps[i], series.gbps[i]);
+    std::printf("\n");
+  }
   if (bandwidth_gbps > 0) {
-    std::printf("\nmemory read bandwidth %.1f GB/s; decode reads %.1f MB of weights per token -> roofline %.1f tok/s",
+    std::printf("memory read bandwidth %.1f GB/s (mean of the repetitions); decode reads %.1f MB of weights per token -> roofline %.1f tok/s",
                 bandwidth_gbps, bytes_per_token / 1e6, roofline_tps);
     if (tg)
       std::printf("; %s measured %.1f tok/s = %.0f%% of roofline", tg->name.c_str(), tg->mean(), 100 * roofline_fraction);

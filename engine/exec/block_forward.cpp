@@ -46,6 +46,12 @@ const float* f32(const model::TensorView& t) { return reinterpret_cast<const flo
 
 Status BlockForward::attention_partial(const ShardWeights& w, int64_t layer, const float* hidden, int64_t n,
                                        int64_t pos0, const KvView& kv, float* out) {
+  const SeqRows one{0, n, pos0, kv};
+  return attention_partial(w, layer, hidden, n, std::span<const SeqRows>(&one, 1), out);
+}
+
+Status BlockForward::attention_partial(const ShardWeights& w, int64_t layer, const float* hidden, int64_t n,
+                                       std::span<const SeqRows> seqs, float* out) {
   const model::ModelConfig& c = config_;
   const int64_t hd = c.head_dim;
   const int64_t q_dim = w.n_heads * hd;
@@ -71,26 +77,31 @@ Status BlockForward::attention_partial(const ShardWeights& w, int64_t layer, con
   rope.freq_divisors = rope_freqs_;
   rope.attn_factor = c.rope_attn_factor;
   rope.interleaved = c.rope_style == model::RopeStyle::Interleaved;
-  STRATA_RETURN_IF_ERROR(ops_.rope(s.q, n, w.n_heads, hd, pos0, rope));
-  STRATA_RETURN_IF_ERROR(ops_.rope(s.k, n, w.n_kv_heads, hd, pos0, rope));
-  backend::AttentionArgs a;
-  a.q = s.q;
-  a.k = s.k;
-  a.v = s.v;
-  a.k_cache = kv.k;
-  a.v_cache = kv.v;
-  a.kv_type = kv.kv_type;
-  a.kv_stride = kv.stride;
-  a.n_ctx = kv.n_ctx;
-  a.n_tokens = n;
-  a.pos0 = pos0;
-  a.n_heads = w.n_heads;
-  a.n_kv_heads = w.n_kv_heads;
-  a.head_dim = hd;
-  a.scale = c.query_scale();
-  a.window = la.window;
-  a.out = s.attn_out;
-  STRATA_RETURN_IF_ERROR(ops_.attention(a));
+  // Per sequence: its rows of q, k, v (and attn_out) at row0, rotated from its own position.
+  for (const SeqRows& sr : seqs) {
+    float* q = s.q + sr.row0 * q_dim;
+    float* k = s.k + sr.row0 * kv_dim;
+    STRATA_RETURN_IF_ERROR(ops_.rope(q, sr.n, w.n_heads, hd, sr.pos0, rope));
+    STRATA_RETURN_IF_ERROR(ops_.rope(k, sr.n, w.n_kv_heads, hd, sr.pos0, rope));
+    backend::AttentionArgs a;
+    a.q = q;
+    a.k = k;
+    a.v = s.v + sr.row0 * kv_dim;
+    a.k_cache = sr.kv.k;
+    a.v_cache = sr.kv.v;
+    a.kv_type = sr.kv.kv_type;
+    a.kv_stride = sr.kv.stride;
+    a.n_ctx = sr.kv.n_ctx;
+    a.n_tokens = sr.n;
+    a.pos0 = sr.pos0;
+    a.n_heads = w.n_heads;
+    a.n_kv_heads = w.n_kv_heads;
+    a.head_dim = hd;
+    a.scale = c.query_scale();
+    a.window = la.window;
+    a.out = s.attn_out + sr.row0 * q_dim;
+    STRATA_RETURN_IF_ERROR(ops_.attention(a));
+  }
   return ops_.matmul(matrix(w.wo), s.attn_out, n, out);
 }
 
@@ -120,6 +131,17 @@ Status BlockForward::head(const model::TensorView& output_norm, const model::Ten
                           float* logits) {
   STRATA_RETURN_IF_ERROR(ops_.rms_norm(row, f32(output_norm), scratch_.norm, 1, config_.n_embd, config_.rms_eps));
   return ops_.matmul(matrix(output), scratch_.norm, 1, logits);
+}
+
+Status BlockForward::head_rows(const model::TensorView& output_norm, const model::TensorView& output,
+                               const float* hidden, std::span<const int64_t> rows, float* logits) {
+  const int64_t m = static_cast<int64_t>(rows.size());
+  if (m == 0) return {};
+  // Gather the normalised rows into norm ([m][n_embd]), then one product for all of them.
+  for (int64_t i = 0; i < m; ++i)
+    STRATA_RETURN_IF_ERROR(ops_.rms_norm(hidden + rows[static_cast<size_t>(i)] * config_.n_embd, f32(output_norm),
+                                         scratch_.norm + i * config_.n_embd, 1, config_.n_embd, config_.rms_eps));
+  return ops_.matmul(matrix(output), scratch_.norm, m, logits);
 }
 
 }  // namespace strata::exec

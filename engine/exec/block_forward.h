@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "engine/backend/ops.h"
 #include "engine/core/status.h"
@@ -38,6 +39,15 @@ struct KvView {
   int64_t n_ctx = 0;
 };
 
+// One sequence's rows inside a block of several sequences' tokens stacked ([n_total][n_embd]):
+// rows [row0, row0 + n) are that sequence's positions pos0..pos0+n-1, its keys and values in kv.
+struct SeqRows {
+  int64_t row0 = 0;
+  int64_t n = 0;
+  int64_t pos0 = 0;
+  KvView kv;
+};
+
 // Scratch floats, carved from one device buffer according to a plan::ScratchLayout.
 struct ScratchViews {
   float *hidden = nullptr, *norm = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *attn_out = nullptr,
@@ -62,6 +72,12 @@ class BlockForward {
   // pos0..pos0+n-1 into kv and attends over 0..pos (the last `window` of them on local layers).
   Status attention_partial(const ShardWeights& w, int64_t layer, const float* hidden, int64_t n, int64_t pos0,
                            const KvView& kv, float* out);
+  // The same for a block of several sequences stacked row-wise (hidden, out: [n][n_embd], n the
+  // sum of seqs[i].n): the projections (Q, K, V, O) are one matrix product over all n rows, so
+  // each weight matrix is read once for every sequence of the block; RoPE and attention run per
+  // sequence on its own rows, positions and KV.
+  Status attention_partial(const ShardWeights& w, int64_t layer, const float* hidden, int64_t n,
+                           std::span<const SeqRows> seqs, float* out);
   // out: [n][n_embd] <- this shard's share of W_down · (act(W_gate·x) * W_up·x), x = rms_norm(hidden).
   Status ffn_partial(const ShardWeights& w, const float* hidden, int64_t n, float* out);
   // hidden += post_norm(update) (post_norm: w.post_attn_norm or w.post_ffn_norm, where the
@@ -71,6 +87,11 @@ class BlockForward {
 
   // logits: [n_vocab] (device memory) <- output(rms_norm(row)) for one hidden row.
   Status head(const model::TensorView& output_norm, const model::TensorView& output, const float* row, float* logits);
+  // logits: [rows.size()][n_vocab] (device memory) <- the head of hidden rows rows[i] of
+  // hidden ([*][n_embd]), as one matrix product (the output matrix is read once). At most
+  // max_batch rows (they pass through the norm scratch).
+  Status head_rows(const model::TensorView& output_norm, const model::TensorView& output, const float* hidden,
+                   std::span<const int64_t> rows, float* logits);
 
   const ScratchViews& scratch() const { return scratch_; }
   backend::Ops& ops() { return ops_; }

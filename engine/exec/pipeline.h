@@ -1,8 +1,11 @@
 // engine/exec/pipeline.h — runs a model placed across devices. A stage is a run of consecutive
 // blocks on one target (one device, or a tensor-parallel group); each stage has its own thread
 // that takes micro-batches in order, runs them on its device workers and hands the hidden
-// state to the next stage, so several micro-batches (sequences, or chunks of a long prompt)
-// are in different stages at once. Every device computes through its backend's Ops table
+// state to the next stage, so several micro-batches are in different stages at once. A
+// micro-batch stacks the tokens of several sequences ([n_total][n_embd]; a decode step: one row
+// per sequence), so each weight matrix is read once per step for all of them; attention runs per
+// sequence on its own KV and positions. With several stages an eval is spread over up to one
+// micro-batch per stage, so the stages still overlap. Every device computes through its backend's Ops table
 // (engine/backend/), hidden states cross devices through comm/, and tensor-parallel groups
 // all-reduce through the communicator comm/ picks for them (NCCL between GPUs, host otherwise).
 // pipeline_build.cpp builds the runtime from a placement (and re-places); pipeline_run.cpp runs it.
@@ -113,6 +116,10 @@ class Pipeline {
   Status run_single(StageRuntime& stage, MicroBatch& mb);
   Status run_group(StageRuntime& stage, MicroBatch& mb);
   KvView kv_view(const LayerSlot& slot, size_t member, int32_t seq) const;
+  // The rows, positions and KV views of every sequence of a micro-batch for one layer's member.
+  std::vector<SeqRows> seq_rows(const LayerSlot& slot, size_t member, const MicroBatch& mb) const;
+  // The head over the last row of every part of mb that wants logits, copied to their hosts.
+  Status run_head(DeviceRuntime& rt, MicroBatch& mb, trace::Recorder* rec);
   int32_t lane_of(const Device* d) const;
 
   const model::Model& model_;

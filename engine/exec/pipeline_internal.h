@@ -61,15 +61,26 @@ struct Pipeline::StageRuntime {
   bool stopping = false;
 };
 
+// A block of tokens that goes through the stages together: one chunk each of one or more
+// sequences, stacked row-wise, so every weight matrix of a stage is read once for all of them
+// (decode: one token of every active sequence). A sequence appears at most once in a batch.
 struct Pipeline::MicroBatch {
-  int32_t seq = 0;
-  const int32_t* tokens = nullptr;
-  int64_t n = 0;
-  int64_t pos0 = 0;
+  struct Part {
+    int32_t seq = 0;
+    int64_t row0 = 0;              // first row of this sequence in the block
+    int64_t n = 0;                 // its tokens
+    int64_t pos0 = 0;              // position of its first token
+    float* logits = nullptr;       // host [n_vocab] <- after its last token (last chunk of a request); may be null
+  };
+  std::vector<Part> parts;
+  std::vector<int32_t> tokens;      // [n] the parts' tokens, in row order
+  int64_t n = 0;                    // rows: the sum of parts[i].n
   std::vector<float> hidden;        // [n][n_embd], host memory between stages
-  float* logits = nullptr;          // last chunk of a request that wants logits
   const Device* holder = nullptr;   // device whose memory produced `hidden`
   Status status;                    // the first error of any stage; later stages skip the batch
+  // Trace attribution: the first part's sequence and position, n_tokens = n.
+  int32_t seq() const { return parts.front().seq; }
+  int64_t pos0() const { return parts.front().pos0; }
 };
 
 // Everything a placement needs beyond the blocks' weights and KV: one runtime per device used,

@@ -198,6 +198,39 @@ void Pipeline::run_stage(StageRuntime& stage, MicroBatch& mb) {
   if (!s.ok()) mb.status = std::move(s);
 }
 
+std::vector<SeqRows> Pipeline::seq_rows(const LayerSlot& slot, size_t member, const MicroBatch& mb) const {
+  std::vector<SeqRows> out;
+  out.reserve(mb.parts.size());
+  for (const MicroBatch::Part& p : mb.parts) out.push_back({p.row0, p.n, p.pos0, kv_view(slot, member, p.seq)});
+  return out;
+}
+
+// Runs on the worker of the device holding the head; mb's rows are in its scratch hidden.
+Status Pipeline::run_head(DeviceRuntime& rt, MicroBatch& mb, trace::Recorder* rec) {
+  const model::ModelConfig& c = model_.config();
+  std::vector<int64_t> rows;
+  std::vector<float*> dst;
+  for (const MicroBatch::Part& p : mb.parts) {
+    if (!p.logits) continue;
+    rows.push_back(p.row0 + p.n - 1);
+    dst.push_back(p.logits);
+  }
+  if (rows.empty()) return {};
+  backend::Ops& ops = *rt.ops;
+  const ScratchViews& s = rt.block->scratch();
+  SpanClock clock(rec, ops, !rt.device->host_visible());
+  clock.begin(proto(rt.lane, trace::EventKind::Head, -1, mb.seq(), mb.pos0() + mb.n - 1,
+                    static_cast<int64_t>(rows.size())));
+  // [rows][n_vocab] in the logits scratch ([n_seq][n_vocab]; a batch has distinct sequences).
+  STRATA_RETURN_IF_ERROR(rt.block->head_rows(rt.output_norm, rt.output, s.hidden, rows, s.logits));
+  clock.end();
+  for (size_t i = 0; i < rows.size(); ++i)
+    STRATA_RETURN_IF_ERROR(ops.to_host(s.logits + static_cast<int64_t>(i) * c.n_vocab, dst[i],
+                                       static_cast<size_t>(c.n_vocab) * sizeof(float)));
+  clock.flush();
+  return {};
+}
+
 // Runs on the stage's device worker.
 Status Pipeline::run_single(StageRuntime& stage, MicroBatch& mb) {
   const model::ModelConfig& c = model_.config();
@@ -208,33 +241,28 @@ Status Pipeline::run_single(StageRuntime& stage, MicroBatch& mb) {
   const size_t count = static_cast<size_t>(mb.n * c.n_embd);
   SpanClock clock(recorder_, ops, !rt.device->host_visible());
   if (stage.has_embed) {
-    clock.begin(proto(rt.lane, trace::EventKind::Embed, -1, mb.seq, mb.pos0, mb.n));
-    STRATA_RETURN_IF_ERROR(block.embed(rt.token_embd, mb.tokens, mb.n, s.hidden));
+    clock.begin(proto(rt.lane, trace::EventKind::Embed, -1, mb.seq(), mb.pos0(), mb.n));
+    STRATA_RETURN_IF_ERROR(block.embed(rt.token_embd, mb.tokens.data(), mb.n, s.hidden));
     clock.end();
   } else {
-    STRATA_RETURN_IF_ERROR(transfer_in(recorder_, lane_of(mb.holder), rt.lane, ops, mb.seq, mb.pos0, mb.n,
+    STRATA_RETURN_IF_ERROR(transfer_in(recorder_, lane_of(mb.holder), rt.lane, ops, mb.seq(), mb.pos0(), mb.n,
                                        mb.hidden.data(), s.hidden, count));
   }
   for (int64_t l = stage.first; l < stage.end; ++l) {
     const LayerSlot& slot = *layers_[static_cast<size_t>(l)];
-    clock.begin(proto(rt.lane, trace::EventKind::Compute, static_cast<int32_t>(l), mb.seq, mb.pos0, mb.n));
+    clock.begin(proto(rt.lane, trace::EventKind::Compute, static_cast<int32_t>(l), mb.seq(), mb.pos0(), mb.n));
     const ShardWeights& w = slot.weights[0];
-    STRATA_RETURN_IF_ERROR(block.attention_partial(w, l, s.hidden, mb.n, mb.pos0, kv_view(slot, 0, mb.seq), s.proj));
+    const std::vector<SeqRows> seqs = seq_rows(slot, 0, mb);
+    STRATA_RETURN_IF_ERROR(block.attention_partial(w, l, s.hidden, mb.n, seqs, s.proj));
     STRATA_RETURN_IF_ERROR(block.residual_add(w.post_attn_norm, s.hidden, s.proj, mb.n));
     STRATA_RETURN_IF_ERROR(block.ffn_partial(w, s.hidden, mb.n, s.proj));
     STRATA_RETURN_IF_ERROR(block.residual_add(w.post_ffn_norm, s.hidden, s.proj, mb.n));
     clock.end();
   }
-  if (stage.has_head && mb.logits) {
-    clock.begin(proto(rt.lane, trace::EventKind::Head, -1, mb.seq, mb.pos0 + mb.n - 1, 1));
-    float* logits = s.logits + static_cast<int64_t>(mb.seq) * c.n_vocab;
-    STRATA_RETURN_IF_ERROR(block.head(rt.output_norm, rt.output, s.hidden + (mb.n - 1) * c.n_embd, logits));
-    clock.end();
-    STRATA_RETURN_IF_ERROR(ops.to_host(logits, mb.logits, static_cast<size_t>(c.n_vocab) * sizeof(float)));
-  }
+  clock.flush();
+  if (stage.has_head) STRATA_RETURN_IF_ERROR(run_head(rt, mb, recorder_));
   // Blocking: the stage's work is complete when this returns.
   STRATA_RETURN_IF_ERROR(ops.to_host(s.hidden, mb.hidden.data(), count * sizeof(float)));
-  clock.flush();
   mb.holder = rt.device;
   return {};
 }
@@ -269,8 +297,8 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
     if (recorder_) {
       const int64_t t1 = recorder_->now_ns();
       for (size_t i = 0; i < k; ++i) {
-        trace::Event e = proto(stage.members[i]->lane, trace::EventKind::AllReduce, static_cast<int32_t>(layer), mb.seq,
-                               mb.pos0, mb.n);
+        trace::Event e = proto(stage.members[i]->lane, trace::EventKind::AllReduce, static_cast<int32_t>(layer),
+                               mb.seq(), mb.pos0(), mb.n);
         e.start_ns = t0;
         e.duration_ns = t1 - t0;
         e.bytes = comm::Communicator::all_reduce_bytes_per_rank(count, k);
@@ -282,7 +310,7 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
   const int32_t from_lane = lane_of(mb.holder);
   STRATA_RETURN_IF_ERROR(on_each([&](size_t i) {
     DeviceRuntime& rt = *stage.members[i];
-    return transfer_in(recorder_, from_lane, rt.lane, *rt.ops, mb.seq, mb.pos0, mb.n, mb.hidden.data(),
+    return transfer_in(recorder_, from_lane, rt.lane, *rt.ops, mb.seq(), mb.pos0(), mb.n, mb.hidden.data(),
                        rt.block->scratch().hidden, count);
   }));
   for (int64_t l = stage.first; l < stage.end; ++l) {
@@ -290,9 +318,9 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
     STRATA_RETURN_IF_ERROR(on_each([&](size_t i) -> Status {
       DeviceRuntime& rt = *stage.members[i];
       SpanClock clock(recorder_, *rt.ops, !rt.device->host_visible());
-      clock.begin(proto(rt.lane, trace::EventKind::Compute, static_cast<int32_t>(l), mb.seq, mb.pos0, mb.n));
-      STRATA_RETURN_IF_ERROR(rt.block->attention_partial(slot.weights[i], l, rt.block->scratch().hidden, mb.n, mb.pos0,
-                                                         kv_view(slot, i, mb.seq), rt.block->scratch().proj));
+      clock.begin(proto(rt.lane, trace::EventKind::Compute, static_cast<int32_t>(l), mb.seq(), mb.pos0(), mb.n));
+      STRATA_RETURN_IF_ERROR(rt.block->attention_partial(slot.weights[i], l, rt.block->scratch().hidden, mb.n,
+                                                         seq_rows(slot, i, mb), rt.block->scratch().proj));
       clock.end();
       STRATA_RETURN_IF_ERROR(rt.ops->synchronize());
       clock.flush();
@@ -303,7 +331,7 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
       DeviceRuntime& rt = *stage.members[i];
       const ScratchViews& s = rt.block->scratch();
       SpanClock clock(recorder_, *rt.ops, !rt.device->host_visible());
-      clock.begin(proto(rt.lane, trace::EventKind::Compute, static_cast<int32_t>(l), mb.seq, mb.pos0, mb.n));
+      clock.begin(proto(rt.lane, trace::EventKind::Compute, static_cast<int32_t>(l), mb.seq(), mb.pos0(), mb.n));
       STRATA_RETURN_IF_ERROR(rt.block->residual_add(slot.weights[i].post_attn_norm, s.hidden, s.proj, mb.n));
       STRATA_RETURN_IF_ERROR(rt.block->ffn_partial(slot.weights[i], s.hidden, mb.n, s.proj));
       clock.end();
@@ -351,25 +379,50 @@ Status Pipeline::eval(std::span<const Request> requests) {
     }
   }
   if (!runtime_ || runtime_->stages.empty()) return Error{Code::Internal, "the pipeline has no stages"};
-  // Chunks, interleaved across requests so every sequence moves; a sequence's chunks keep order.
-  std::vector<std::vector<std::unique_ptr<MicroBatch>>> chunks(requests.size());
-  size_t most = 0;
+  // Chunks of at most max_batch tokens per request. Round j holds chunk j of every request
+  // (a sequence's chunks keep their order: rounds enter the first stage one after the other).
+  // The chunks of a round are stacked into as few micro-batches as the scratch allows (<=
+  // max_batch rows), so each stage reads its weights once for all of them; with several stages,
+  // a round is spread over up to one micro-batch per stage so the stages still overlap.
+  struct Chunk {
+    size_t request;
+    int64_t start, n;
+  };
+  std::vector<std::vector<Chunk>> rounds;
   for (size_t i = 0; i < requests.size(); ++i) {
-    const Request& r = requests[i];
-    const int64_t total = static_cast<int64_t>(r.tokens.size());
-    for (int64_t start = 0; start < total; start += placement_.max_batch) {
-      auto mb = std::make_unique<MicroBatch>();
-      mb->seq = r.seq;
-      mb->tokens = r.tokens.data() + start;
-      mb->n = std::min(placement_.max_batch, total - start);
-      mb->pos0 = positions_[static_cast<size_t>(r.seq)] + start;
-      mb->hidden.resize(static_cast<size_t>(mb->n * c.n_embd));
-      mb->logits = start + mb->n == total ? r.logits : nullptr;
-      chunks[i].push_back(std::move(mb));
+    const int64_t total = static_cast<int64_t>(requests[i].tokens.size());
+    size_t j = 0;
+    for (int64_t start = 0; start < total; start += placement_.max_batch, ++j) {
+      if (rounds.size() <= j) rounds.emplace_back();
+      rounds[j].push_back({i, start, std::min(placement_.max_batch, total - start)});
     }
-    most = std::max(most, chunks[i].size());
   }
-  int64_t total_batches = 0;
+  const int64_t n_stages = static_cast<int64_t>(runtime_->stages.size());
+  std::vector<std::unique_ptr<MicroBatch>> batches;
+  for (const std::vector<Chunk>& round : rounds) {
+    int64_t round_rows = 0;
+    for (const Chunk& ch : round) round_rows += ch.n;
+    const int64_t cap = std::min(placement_.max_batch, std::max<int64_t>(1, (round_rows + n_stages - 1) / n_stages));
+    MicroBatch* mb = nullptr;
+    for (const Chunk& ch : round) {
+      if (!mb || mb->n + ch.n > cap) {
+        batches.push_back(std::make_unique<MicroBatch>());
+        mb = batches.back().get();
+      }
+      const Request& r = requests[ch.request];
+      MicroBatch::Part part;
+      part.seq = r.seq;
+      part.row0 = mb->n;
+      part.n = ch.n;
+      part.pos0 = positions_[static_cast<size_t>(r.seq)] + ch.start;
+      part.logits = ch.start + ch.n == static_cast<int64_t>(r.tokens.size()) ? r.logits : nullptr;
+      mb->parts.push_back(part);
+      mb->tokens.insert(mb->tokens.end(), r.tokens.begin() + ch.start, r.tokens.begin() + ch.start + ch.n);
+      mb->n += ch.n;
+    }
+  }
+  for (auto& mb : batches) mb->hidden.resize(static_cast<size_t>(mb->n * c.n_embd));
+  const int64_t total_batches = static_cast<int64_t>(batches.size());
   {
     std::lock_guard<std::mutex> lock(done_mutex_);
     done_count_ = 0;
@@ -377,14 +430,7 @@ Status Pipeline::eval(std::span<const Request> requests) {
   StageRuntime& first = *runtime_->stages.front();
   {
     std::lock_guard<std::mutex> lock(first.mutex);
-    for (size_t j = 0; j < most; ++j) {
-      for (auto& list : chunks) {
-        if (j < list.size()) {
-          first.queue.push_back(list[j].get());
-          ++total_batches;
-        }
-      }
-    }
+    for (auto& mb : batches) first.queue.push_back(mb.get());
   }
   first.cv.notify_one();
   {
@@ -393,10 +439,8 @@ Status Pipeline::eval(std::span<const Request> requests) {
   }
   // A failed micro-batch fails the whole eval: no position moves (the keys and values already
   // written past a position are overwritten by the next eval of that sequence).
-  for (auto& list : chunks) {
-    for (auto& mb : list) {
-      if (!mb->status.ok()) return mb->status;
-    }
+  for (auto& mb : batches) {
+    if (!mb->status.ok()) return mb->status;
   }
   for (const Request& r : requests) positions_[static_cast<size_t>(r.seq)] += static_cast<int64_t>(r.tokens.size());
   return {};

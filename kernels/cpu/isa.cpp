@@ -1,7 +1,10 @@
 // kernels/cpu/isa.cpp — cpuid detection and the process-wide ISA choice.
 #include "kernels/cpu/isa.h"
 
+#include <cpuid.h>
+
 #include <atomic>
+#include <cstring>
 
 namespace strata::kernels {
 namespace {
@@ -46,6 +49,53 @@ const char* isa_name(Isa isa) {
 
 void force_isa(Isa isa) {
   if (isa_supported(isa)) g_forced.store(static_cast<int>(isa), std::memory_order_relaxed);
+}
+
+std::string cpu_description() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  char vendor[13] = {};
+  if (__get_cpuid(0, &a, &b, &c, &d)) {
+    std::memcpy(vendor, &b, 4);
+    std::memcpy(vendor + 4, &d, 4);
+    std::memcpy(vendor + 8, &c, 4);
+  }
+  char brand[49] = {};
+  unsigned max_ext = __get_cpuid_max(0x80000000u, nullptr);
+  if (max_ext >= 0x80000004u) {
+    for (unsigned i = 0; i < 3; ++i) {
+      unsigned r[4] = {};
+      __get_cpuid(0x80000002u + i, &r[0], &r[1], &r[2], &r[3]);
+      std::memcpy(brand + 16 * i, r, 16);
+    }
+  }
+  std::string name(brand);
+  while (!name.empty() && name.back() == ' ') name.pop_back();
+  while (!name.empty() && name.front() == ' ') name.erase(name.begin());
+  if (name.empty()) name = "unknown CPU";
+  int family = 0, model = 0, stepping = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d)) {
+    // Display family / model: the extended fields count when the base family is 15 (and for
+    // Intel family 6).
+    const int base_family = (a >> 8) & 0xF, base_model = (a >> 4) & 0xF;
+    family = base_family == 15 ? base_family + ((a >> 20) & 0xFF) : base_family;
+    model = base_family == 15 || base_family == 6 ? base_model | (((a >> 16) & 0xF) << 4) : base_model;
+    stepping = a & 0xF;
+  }
+  std::string ext;
+  auto add = [&ext](bool have, const char* what) {
+    if (!have) return;
+    if (!ext.empty()) ext += ' ';
+    ext += what;
+  };
+  add(__builtin_cpu_supports("avx2"), "avx2");
+  add(__builtin_cpu_supports("fma"), "fma");
+  add(__builtin_cpu_supports("f16c"), "f16c");
+  add(__builtin_cpu_supports("avx512f"), "avx512f");
+  add(__builtin_cpu_supports("avx512bw"), "avx512bw");
+  add(__builtin_cpu_supports("avx512vnni"), "avx512vnni");
+  add(__builtin_cpu_supports("avx512bf16"), "avx512bf16");
+  return name + " (" + vendor + " family " + std::to_string(family) + " model " + std::to_string(model) +
+         " stepping " + std::to_string(stepping) + "; " + (ext.empty() ? "no avx2" : ext) + ")";
 }
 
 Isa active_isa() {

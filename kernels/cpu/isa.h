@@ -2,6 +2,8 @@
 // Depends on nothing; thread-safe (atomics).
 #pragma once
 
+#include <string>
+
 namespace strata::kernels {
 
 enum class Isa { Scalar, Avx2, Avx512 };
@@ -12,5 +14,10 @@ const char* isa_name(Isa isa);  // "scalar", "avx2", "avx512"
 // Use this ISA in matmul from now on (tests, benchmarks). Ignored if not supported.
 void force_isa(Isa isa);
 Isa active_isa();  // what matmul uses now: the forced one, else best_isa()
+// The CPU as cpuid names it, so a figure can be read with its machine: brand string, vendor
+// family/model/stepping (the brand of a VM is often just "AMD EPYC"; the family tells Zen 3/4 (25)
+// from Zen 5 (26)) and the SIMD extensions the kernels care about, e.g.
+// "AMD EPYC (AuthenticAMD family 25 model 17 stepping 1; avx2 fma f16c)".
+std::string cpu_description();
 
 }  // namespace strata::kernels

@@ -16,8 +16,21 @@
 namespace strata::kernels {
 namespace {
 
-constexpr int64_t kTokenBlock = 64;  // tokens per tile: their activations stay in L2
+constexpr int64_t kTokenBlock = 64;  // tokens per tile at most
+// ... and no more than fit this many activation bytes: every weight row of a tile streams its
+// tokens' whole activation rows, which must stay in L2 (512 KiB a core on Zen 3). With long rows
+// (14336 columns: 16 KiB of Q8_K, 56 KiB of f32 a token) 64 tokens spilled to L3 and a
+// 512-token product ran slower per token than an 8-token one.
+constexpr int64_t kTokenBlockBytes = 256 << 10;
 constexpr int64_t kRowBlockPrompt = 16;  // weight rows per tile in prompt mode (L1-sized)
+// F32 weights take the 4-token dot only from this many tokens on: it sums in another order than
+// the one-token dot, and below it (a batched decode step of up to 15 sequences) every token then
+// gets bit for bit what it gets alone. Quantized types re-quantize activations per row anyway.
+constexpr int64_t kF32Dot4MinTokens = 16;
+
+bool use_dot4(DType wtype, int64_t n_tokens) {
+  return n_tokens >= (wtype == DType::F32 ? kF32Dot4MinTokens : 4);
+}
 
 // Packed-tile path (gemm.h): tokens per work item (their packed activations stay in L2) and
 // weight rows per work item.
@@ -99,6 +112,24 @@ const GemmKernels* gemm_kernels(DType wtype, Isa isa) {
   return detail::avx512_gemm(wtype);
 }
 
+std::string matmul_path(DType wtype, int64_t n_tokens) {
+  const Isa isa = active_isa();
+  if (n_tokens > 1) {
+    const GemmKernels* gk = gemm_kernels(wtype, isa);
+    if (gk && n_tokens >= gk->min_tokens) return std::string(isa_name(isa)) + "-vnni packed tiles";
+  }
+  // The highest ISA at or below the active one with a table for the type (best_type_kernels' choice).
+  Isa used = Isa::Scalar;
+  for (Isa i : {Isa::Avx512, Isa::Avx2}) {
+    if (static_cast<int>(i) <= static_cast<int>(isa) && isa_supported(i) && type_kernels(wtype, i)) {
+      used = i;
+      break;
+    }
+  }
+  if (use_dot4(wtype, n_tokens) && vec_dot4_kernel(wtype, isa)) return std::string(isa_name(used)) + " 4-token vec_dot";
+  return std::string(isa_name(used)) + " vec_dot";
+}
+
 void matmul(ThreadPool& pool, DType wtype, const void* w, int64_t rows, int64_t cols,
             const float* x, int64_t n_tokens, float* y, std::vector<uint8_t>& scratch) {
   if (rows <= 0 || n_tokens <= 0) return;
@@ -138,7 +169,8 @@ void matmul(ThreadPool& pool, DType wtype, const void* w, int64_t rows, int64_t 
   }
 
   // 2. Tiles: rb rows x tb tokens. Decode: big row chunks, ~4 per thread for balance.
-  const int64_t tb = std::min(n_tokens, kTokenBlock);
+  const int64_t tb_fit = std::max<int64_t>(4, kTokenBlockBytes / std::max<int64_t>(1, a_row_bytes) / 4 * 4);
+  const int64_t tb = std::min({n_tokens, kTokenBlock, tb_fit});
   int64_t rb = kRowBlockPrompt;
   if (n_tokens == 1) rb = std::max<int64_t>(16, (rows + 4 * nth - 1) / (4 * nth));
   const int64_t n_rb = (rows + rb - 1) / rb;
@@ -146,7 +178,7 @@ void matmul(ThreadPool& pool, DType wtype, const void* w, int64_t rows, int64_t 
   const int64_t n_items = n_rb * n_tb;
   const uint8_t* wb = static_cast<const uint8_t*>(w);
   const auto vec_dot = wk.vec_dot;
-  const VecDot4 vec_dot4 = n_tokens >= 4 ? vec_dot4_kernel(wtype, isa) : nullptr;
+  const VecDot4 vec_dot4 = use_dot4(wtype, n_tokens) ? vec_dot4_kernel(wtype, isa) : nullptr;
 
   WorkCounter counter;
   auto work = [&]() {

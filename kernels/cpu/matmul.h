@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/dtype.h"
@@ -21,5 +22,10 @@ namespace strata::kernels {
 // activations and each thread's unpacked weight rows).
 void matmul(ThreadPool& pool, DType wtype, const void* w, int64_t rows, int64_t cols,
             const float* x, int64_t n_tokens, float* y, std::vector<uint8_t>& scratch);
+
+// Which kernel matmul takes for weights of wtype with n_tokens tokens at the active ISA, e.g.
+// "avx2 vec_dot" (one token), "avx2 4-token vec_dot" (prompt rows, VecDot4), "avx512-vnni packed
+// tiles" (gemm.h), "scalar vec_dot": so a benchmark figure says which code it measured.
+std::string matmul_path(DType wtype, int64_t n_tokens);
 
 }  // namespace strata::kernels

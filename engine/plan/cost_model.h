@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/status.h"
-#include "engine/exec/device_info.h"
+#include "engine/core/device_info.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
 #include "engine/plan/placement.h"
@@ -62,7 +62,7 @@ struct CostEstimate {
 // Validates the placement, then predicts. Devices' bandwidth_gbps / tflops of 0 use the defaults
 // above; a link_gbps of 0 means no bandwidth limit (in-process copies): only latency counts.
 Expected<CostEstimate> estimate_cost(const Placement& placement, const model::ModelConfig& config,
-                                     const model::ModelWeights& weights, const std::vector<exec::DeviceInfo>& devices);
+                                     const model::ModelWeights& weights, const std::vector<DeviceInfo>& devices);
 
 nlohmann::json to_json(const CostEstimate& cost);
 
@@ -71,15 +71,15 @@ uint64_t hidden_state_bytes(const model::ModelConfig& config);  // n_embd x 4: o
 // Elements of the matrices and vectors of one shard (FLOPs per token = 2 x this).
 uint64_t shard_parameters(const model::ModelConfig& config, const model::LayerWeights& layer, const LayerShard& shard);
 // max(bytes / bandwidth / batch, flops / rate) in ms, per token, weights read once per batch.
-double compute_ms(uint64_t weight_bytes, double flops, const exec::DeviceInfo& device, int64_t batch);
+double compute_ms(uint64_t weight_bytes, double flops, const DeviceInfo& device, int64_t batch);
 // One block (whole, or a shard of a group) per token.
 double block_ms(const model::ModelConfig& config, const model::LayerWeights& layer, const LayerShard& shard,
-                bool whole, const exec::DeviceInfo& device, int64_t batch);
+                bool whole, const DeviceInfo& device, int64_t batch);
 double embedding_ms(const model::ModelConfig& config, const model::ModelWeights& weights,
-                    const exec::DeviceInfo& device);
-double head_ms(const model::ModelConfig& config, const model::ModelWeights& weights, const exec::DeviceInfo& device,
+                    const DeviceInfo& device);
+double head_ms(const model::ModelConfig& config, const model::ModelWeights& weights, const DeviceInfo& device,
                int64_t batch);
 // bytes / min(link) + max(latency) in ms; 0 between a device and itself.
-double transfer_ms(uint64_t bytes, const exec::DeviceInfo& a, const exec::DeviceInfo& b);
+double transfer_ms(uint64_t bytes, const DeviceInfo& a, const DeviceInfo& b);
 
 }  // namespace strata::plan

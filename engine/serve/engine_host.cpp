@@ -11,6 +11,7 @@
 #include <cstring>
 #include <thread>
 
+#include "engine/core/version.h"
 #include "engine/plan/memory_estimate.h"
 #include "engine/plan/placement_validate.h"
 #include "engine/serve/device_json.h"
@@ -130,8 +131,8 @@ std::string EngineHost::state() const {
   return current() ? "ready" : "empty";
 }
 
-std::vector<exec::DeviceInfo> EngineHost::device_infos() const {
-  std::vector<exec::DeviceInfo> out;
+std::vector<DeviceInfo> EngineHost::device_infos() const {
+  std::vector<DeviceInfo> out;
   for (const auto& d : devices_) out.push_back(d->info());
   return out;
 }
@@ -281,7 +282,7 @@ nlohmann::json EngineHost::memory_json(const LoadedModel& loaded) const {
   });
   nlohmann::json out = nlohmann::json::array();
   if (!s.ok()) return out;
-  for (const exec::DeviceInfo& info : infos_) {
+  for (const DeviceInfo& info : infos_) {
     auto it = use.find(info.id);
     if (it == use.end()) continue;
     const exec::MemoryUse& m = it->second;
@@ -298,6 +299,7 @@ nlohmann::json EngineHost::memory_json(const LoadedModel& loaded) const {
 
 nlohmann::json EngineHost::status_json() const {
   nlohmann::json j;
+  j["version"] = strata::version();
   j["state"] = state();
   std::shared_ptr<LoadedModel> loaded = current();
   const double uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();

@@ -91,8 +91,8 @@ class EngineHost {
   std::shared_ptr<LoadedModel> current() const;
   std::string state() const;  // "ready", "loading", "empty"
 
-  const std::vector<exec::DeviceInfo>& device_infos_at_start() const { return infos_; }
-  std::vector<exec::DeviceInfo> device_infos() const;  // bytes_free now
+  const std::vector<DeviceInfo>& device_infos_at_start() const { return infos_; }
+  std::vector<DeviceInfo> device_infos() const;  // bytes_free now
   trace::Recorder& recorder() { return recorder_; }
   int32_t host_lane() const { return host_lane_; }
   const HostOptions& options() const { return options_; }
@@ -115,7 +115,7 @@ class EngineHost {
   void loader_loop();
 
   std::vector<std::unique_ptr<exec::Device>> devices_;
-  std::vector<exec::DeviceInfo> infos_;
+  std::vector<DeviceInfo> infos_;
   HostOptions options_;
   trace::Recorder recorder_;
   int32_t host_lane_ = -1;

@@ -30,7 +30,7 @@ nlohmann::json golden() {
 }
 
 #define REQUIRE_SHARED(name)                                                        \
-  if (!test::have(test::shared_model(name))) GTEST_SKIP() << "missing shared " name
+  if (!test::have(test::shared_model(name))) GTEST_FAIL() << "missing shared " name
 
 TEST(EngineCli, RunPrintsExactGreedyText256) {
   REQUIRE_SHARED("stories260K.gguf");

@@ -47,13 +47,13 @@ TEST_P(VocabVectors, AllStringsGiveExpectedIds) {
   const fs::path dir = vectors_dir();
   const fs::path inp = dir / (std::string("ggml-vocab-") + c.name + ".gguf.inp");
   const fs::path out = dir / (std::string("ggml-vocab-") + c.name + ".gguf.out");
-  if (!fs::exists(inp) || !fs::exists(out)) GTEST_SKIP() << "no test vectors " << inp;
+  if (!fs::exists(inp) || !fs::exists(out)) GTEST_FAIL() << "no test vectors " << inp;
   fs::path vocab_path = *c.vocab ? shared_models() / "tokenizers" / c.vocab
                                  : dir / (std::string("ggml-vocab-") + c.name + ".gguf");
   if (!*c.vocab && !fs::exists(vocab_path)) {
     vocab_path = shared_models() / "tokenizers" / "llama.cpp-vocab" / vocab_path.filename();
   }
-  if (!fs::exists(vocab_path)) GTEST_SKIP() << "no vocabulary " << vocab_path;
+  if (!fs::exists(vocab_path)) GTEST_FAIL() << "no vocabulary " << vocab_path;
   std::string why;
   auto tok = load_tokenizer(vocab_path, &why);
   ASSERT_TRUE(tok.has_value()) << why;
@@ -94,7 +94,7 @@ INSTANTIATE_TEST_SUITE_P(LlamaCppVocabs, VocabVectors, ::testing::ValuesIn(kCase
 
 TEST(VocabFromGguf, BertWordPieceIsUnsupportedAndNamed) {
   const fs::path path = shared_models() / "tokenizers" / "llama.cpp-vocab" / "ggml-vocab-bert-bge.gguf";
-  if (!fs::exists(path)) GTEST_SKIP() << "missing " << path;
+  if (!fs::exists(path)) GTEST_FAIL() << "missing " << path;
   auto file = gguf::GgufFile::open(path);
   ASSERT_TRUE(file.ok()) << file.error().to_string();
   auto vocab = Vocab::from_gguf(*file);

@@ -1,6 +1,7 @@
 // tests/serve/test_serve_control.cpp — the control API and the trace stream of the real
 // `strata-engine serve`: trace events per device lane while generating, placement changes that
 // keep the text, memory estimates, load/unload, and the refusal of an open address without a key.
+#include "engine/core/version.h"
 #include "serve/serve_test_util.h"
 
 namespace strata::test {
@@ -12,6 +13,7 @@ TEST(ServeControl, TraceStreamHasEventsOnEveryDeviceWhileGenerating) {
   const int port = server.port();
   const Json status = get(port, "/strata/v1/status").json();
   ASSERT_EQ(status["placement"]["layers"].size(), 2u) << status.dump();  // one range per device
+  EXPECT_EQ(status["version"], strata::version());  // CMake's project version, as --version says
 
   struct Batch {
     std::chrono::steady_clock::time_point at;

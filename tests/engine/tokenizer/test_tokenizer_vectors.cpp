@@ -24,13 +24,15 @@ struct VectorCase {
 };
 
 // llama-bpe, qwen2 and deepseek-r1-qwen use our own vocabulary GGUFs made from the HF files
-// (see PROVENANCE.md): llama.cpp's are over 4 MiB and were not copied.
+// (see PROVENANCE.md): llama.cpp's are over 4 MiB and were not copied. Every case listed here has
+// its vectors and vocabulary in the shared models folder, and a missing file fails the case. Not
+// listed, because the shared folder lacks a file: baichuan and gpt-neox (no .inp/.out vectors),
+// command-r, roberta-bpe and chameleon (no vocabulary GGUF).
 const VectorCase kCases[] = {
     {"llama-spm", ""},        {"phi-3", ""},       {"llama-bpe", "vocab-llama3.1.gguf"},
     {"qwen2", "vocab-qwen3.gguf"}, {"deepseek-r1-qwen", "vocab-qwen3.gguf"},
     {"gpt-2", ""},            {"deepseek-llm", ""}, {"deepseek-coder", ""}, {"falcon", ""},
-    {"mpt", ""},              {"starcoder", ""},   {"refact", ""},          {"baichuan", ""},
-    {"gpt-neox", ""},         {"command-r", ""},   {"roberta-bpe", ""},     {"chameleon", ""},
+    {"mpt", ""},              {"starcoder", ""},   {"refact", ""},
 };
 
 void PrintTo(const VectorCase& c, std::ostream* os) { *os << c.name; }

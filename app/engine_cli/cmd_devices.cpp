@@ -31,7 +31,7 @@ struct DevicesOptions {
 // The devices of an explicit --devices list (any entry that cannot be made is an error, as for run),
 // or by default every CUDA device and then the CPU. In the default list a CUDA device that does not
 // open is still listed, as failed and with the reason, so that `devices` shows what is wrong with it.
-Expected<std::vector<exec::DeviceInfo>> list_devices(const DevicesOptions& o) {
+Expected<std::vector<DeviceInfo>> list_devices(const DevicesOptions& o) {
   const int threads = resolve_threads(o.model.threads);
   double cpu_bw = 0;
   {
@@ -39,7 +39,7 @@ Expected<std::vector<exec::DeviceInfo>> list_devices(const DevicesOptions& o) {
     cpu_bw = kernels::measure_read_bandwidth_gbps(probe, int64_t{64} << 20);
   }
   std::vector<std::unique_ptr<exec::Device>> open;  // kept open until every info is read
-  std::vector<exec::DeviceInfo> failed;             // CUDA devices that did not open, by ordinal
+  std::vector<DeviceInfo> failed;             // CUDA devices that did not open, by ordinal
   if (!o.devices.empty()) {
     STRATA_ASSIGN_OR_RETURN(open, exec::make_devices(o.devices, threads, cpu_bw));
   } else {
@@ -51,9 +51,9 @@ Expected<std::vector<exec::DeviceInfo>> list_devices(const DevicesOptions& o) {
         open.push_back(std::move(*device));
         continue;
       }
-      exec::DeviceInfo f;
+      DeviceInfo f;
       f.id = id;
-      f.kind = exec::DeviceKind::Cuda;
+      f.kind = DeviceKind::Cuda;
       f.name = "CUDA device " + std::to_string(n);
       f.ordinal = n;
       f.failed = true;
@@ -63,12 +63,12 @@ Expected<std::vector<exec::DeviceInfo>> list_devices(const DevicesOptions& o) {
     STRATA_ASSIGN_OR_RETURN(auto cpu, exec::make_devices("cpu", threads, cpu_bw));
     for (auto& d : cpu) open.push_back(std::move(d));
   }
-  std::vector<exec::DeviceInfo> infos;
+  std::vector<DeviceInfo> infos;
   for (const auto& d : open) infos.push_back(d->info());
   // Failed CUDA devices go back in ordinal order among the CUDA devices (all of which come first).
-  for (exec::DeviceInfo& f : failed) {
-    auto at = std::find_if(infos.begin(), infos.end(), [&](const exec::DeviceInfo& i) {
-      return i.kind != exec::DeviceKind::Cuda || i.ordinal > f.ordinal;
+  for (DeviceInfo& f : failed) {
+    auto at = std::find_if(infos.begin(), infos.end(), [&](const DeviceInfo& i) {
+      return i.kind != DeviceKind::Cuda || i.ordinal > f.ordinal;
     });
     infos.insert(at, std::move(f));
   }

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/exec/device_info.h"
+#include "engine/core/device_info.h"
 #include "engine/plan/memory_estimate.h"
 
 namespace strata::cli {
@@ -28,19 +28,19 @@ inline std::string format_rate(const char* format, double value) {
 // | id | kind | name | cc | memory | free | bandwidth | compute | link | — one row per device ("-" for
 // a compute capability that does not apply; "(failed)" after a failed device's name), then
 // "<id> failed: <reason>" for each failed device.
-inline std::string format_devices_table(const std::vector<exec::DeviceInfo>& infos) {
+inline std::string format_devices_table(const std::vector<DeviceInfo>& infos) {
   using devices_table_detail::cell;
   using devices_table_detail::format_rate;
   std::string out =
       "| id | kind | name | cc | memory | free | bandwidth | compute | link |\n"
       "|---|---|---|---|---:|---:|---:|---:|---:|\n";
-  for (const exec::DeviceInfo& i : infos) {
-    out += "| " + i.id + " | " + exec::device_kind_name(i.kind) + " | " + i.name + (i.failed ? " (failed)" : "") +
+  for (const DeviceInfo& i : infos) {
+    out += "| " + i.id + " | " + device_kind_name(i.kind) + " | " + i.name + (i.failed ? " (failed)" : "") +
            " | " + cell(i.compute_capability) + " | " + plan::format_bytes(i.bytes_total) + " | " +
            plan::format_bytes(i.bytes_free) + " | " + format_rate("%.1f GB/s", i.bandwidth_gbps) + " | " +
            format_rate("%.2f TFLOPS", i.tflops) + " | " + format_rate("%.1f GB/s", i.link_gbps) + " |\n";
   }
-  for (const exec::DeviceInfo& i : infos)
+  for (const DeviceInfo& i : infos)
     if (i.failed) out += i.id + " failed: " + cell(i.failure) + "\n";
   return out;
 }
@@ -48,19 +48,19 @@ inline std::string format_devices_table(const std::vector<exec::DeviceInfo>& inf
 // Which CUDA devices read and write each other's memory directly: a matrix, row -> column, "yes"
 // (peer access), "no" (copies go through the host) or "-" (itself). Empty with fewer than two CUDA
 // devices.
-inline std::string format_peer_matrix(const std::vector<exec::DeviceInfo>& infos) {
-  std::vector<const exec::DeviceInfo*> cuda;
-  for (const exec::DeviceInfo& i : infos)
-    if (i.kind == exec::DeviceKind::Cuda) cuda.push_back(&i);
+inline std::string format_peer_matrix(const std::vector<DeviceInfo>& infos) {
+  std::vector<const DeviceInfo*> cuda;
+  for (const DeviceInfo& i : infos)
+    if (i.kind == DeviceKind::Cuda) cuda.push_back(&i);
   if (cuda.size() < 2) return {};
   std::string out = "peer access (row reads and writes column's memory directly):\n|  |";
-  for (const exec::DeviceInfo* c : cuda) out += " " + c->id + " |";
+  for (const DeviceInfo* c : cuda) out += " " + c->id + " |";
   out += "\n|---|";
   for (size_t k = 0; k < cuda.size(); ++k) out += "---|";
   out += "\n";
-  for (const exec::DeviceInfo* r : cuda) {
+  for (const DeviceInfo* r : cuda) {
     out += "| " + r->id + " |";
-    for (const exec::DeviceInfo* c : cuda) {
+    for (const DeviceInfo* c : cuda) {
       const bool peer = std::find(r->peers.begin(), r->peers.end(), c->id) != r->peers.end();
       out += r == c ? " - |" : peer ? " yes |" : " no |";
     }
@@ -71,7 +71,7 @@ inline std::string format_peer_matrix(const std::vector<exec::DeviceInfo>& infos
 
 // All of `devices`' text: the table, the peer matrix (after a blank line) and
 // "CUDA: <runtime description>; <n> device(s)".
-inline std::string format_devices_text(const std::vector<exec::DeviceInfo>& infos, const std::string& cuda_description,
+inline std::string format_devices_text(const std::vector<DeviceInfo>& infos, const std::string& cuda_description,
                                        int cuda_device_count) {
   std::string out = format_devices_table(infos);
   const std::string peers = format_peer_matrix(infos);

@@ -6,11 +6,12 @@
 #include <string>
 
 #include "app/engine_cli/commands.h"
+#include "engine/core/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"strata-engine: run, inspect and benchmark GGUF language models"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "strata-engine 0.1.0");
+  app.set_version_flag("--version", std::string("strata-engine ") + strata::version());
   std::map<std::string, strata::cli::Command> commands;
   commands["run"] = strata::cli::add_run_command(app);
   commands["chat"] = strata::cli::add_chat_command(app);

@@ -36,7 +36,7 @@ void add_device_options(CLI::App& cmd, DeviceOptions& o, bool with_trace = true)
 
 struct Runtime {
   std::vector<std::unique_ptr<exec::Device>> devices;
-  std::vector<exec::DeviceInfo> infos;
+  std::vector<DeviceInfo> infos;
   plan::PlanResult plan;
   std::unique_ptr<trace::Recorder> recorder;  // only with --trace
   int32_t host_lane = -1;                     // tokenize / sample lane

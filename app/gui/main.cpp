@@ -5,8 +5,11 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
+#include <QIcon>
 #include <QTimer>
 
+#include <cstdio>
+#include <cstring>
 #include <memory>
 
 #include "ui/app/app_settings.h"
@@ -18,7 +21,17 @@
 #include "ui/chat/chat_controller.h"
 
 int main(int argc, char** argv) {
+  // --version answers without a display (the package test runs it from a scratch root, headless).
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--version") == 0 || std::strcmp(argv[i], "-v") == 0) {
+      std::printf("strata %s\n", STRATA_GUI_VERSION);
+      return 0;
+    }
+  }
   QApplication app(argc, argv);
+  Q_INIT_RESOURCE(strata);  // resources/strata.qrc, compiled into the static strata_ui
+  QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/strata.svg")));
+  QGuiApplication::setDesktopFileName(QStringLiteral(STRATA_APP_ID));  // the installed .desktop entry
   QuitSignals quitSignals;  // from here on a signal waits for the event loop (connected below)
   QApplication::setOrganizationName(QStringLiteral("Strata"));
   QApplication::setApplicationName(QStringLiteral("Strata"));

@@ -47,7 +47,7 @@ Status HostCommunicator::all_reduce_sum(std::span<float* const> buffers, size_t 
 
 Expected<std::unique_ptr<Communicator>> make_communicator(const std::vector<exec::Device*>& members) {
   bool all_cuda = !members.empty();
-  for (const exec::Device* d : members) all_cuda = all_cuda && d->info().kind == exec::DeviceKind::Cuda;
+  for (const exec::Device* d : members) all_cuda = all_cuda && d->info().kind == DeviceKind::Cuda;
   if (all_cuda && members.size() > 1 && backend::cuda::compiled()) return backend::cuda::make_nccl_communicator(members);
   return std::unique_ptr<Communicator>(std::make_unique<HostCommunicator>(members));
 }

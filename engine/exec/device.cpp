@@ -13,15 +13,6 @@
 
 namespace strata::exec {
 
-const char* device_kind_name(DeviceKind kind) {
-  switch (kind) {
-    case DeviceKind::Cpu: return "cpu";
-    case DeviceKind::Simulated: return "sim";
-    case DeviceKind::Cuda: return "cuda";
-  }
-  return "?";
-}
-
 const char* buffer_use_name(BufferUse use) {
   switch (use) {
     case BufferUse::Weights: return "weights";

@@ -17,7 +17,7 @@
 
 #include "engine/backend/ops.h"
 #include "engine/core/status.h"
-#include "engine/exec/device_info.h"
+#include "engine/core/device_info.h"
 #include "kernels/cpu/dtype.h"
 #include "kernels/cpu/thread_pool.h"
 

@@ -1,10 +1,12 @@
-// engine/exec/generate.cpp — prompt -> sampled tokens -> streamed, stop-checked UTF-8 text.
+// engine/exec/generate.cpp — prompt -> sampled tokens -> streamed, stop-checked UTF-8 text, one
+// sequence on the calling thread; each token through token_step (as the Scheduler does).
 #include "engine/exec/generate.h"
 
 #include <algorithm>
 
 #include <chrono>
 
+#include "engine/exec/token_step.h"
 #include "engine/sample/stop_strings.h"
 #include "engine/tokenizer/stream_decoder.h"
 
@@ -82,30 +84,21 @@ Expected<GenerateResult> generate(Session& session, std::span<const int32_t> pro
 
   const auto t_gen = std::chrono::steady_clock::now();
   std::vector<float> work(logits, logits + n_vocab);
+  TokenRules rules;
+  rules.ignore_eog = options.ignore_eog;
+  LogprobScratch scratch;  // unused: generate() asks for no logprobs
+  const TokenState state{sampler, stops, decoder};
   result.finish = FinishReason::Length;
   for (int64_t i = 0; i < options.max_tokens; ++i) {
-    int32_t next = 0;
-    {
-      trace::Span span;
-      if (options.recorder) span = options.recorder->span(options.host_lane, trace::EventKind::Sample, -1, session.seq(), session.position());
-      next = sampler.sample(work.data());
-    }
-    // BOS counts as the end too: the model has started a new document (llama2.c's rule).
-    const bool end = tok.is_eog(next) || next == tok.vocab().bos_id;
-    if (end && !options.ignore_eog) {
+    const TokenOutcome out = token_step(work.data(), n_vocab, tok, rules, state, scratch,
+                                        {options.recorder, options.host_lane, session.seq(), session.position()});
+    if (out.end) {
       result.finish = FinishReason::EndOfGeneration;
       break;
     }
-    result.tokens.push_back(next);
-    sampler.accept(next);
-    std::string piece;
-    {
-      trace::Span span;
-      if (options.recorder) span = options.recorder->span(options.host_lane, trace::EventKind::Detokenize, -1, session.seq(), session.position());
-      piece = stops.push(decoder.push(next));
-    }
-    emit(piece, true);
-    if (stops.stopped()) {
+    result.tokens.push_back(out.info.token);
+    emit(out.text, true);
+    if (out.stopped) {
       result.finish = FinishReason::Stop;
       break;
     }
@@ -118,13 +111,14 @@ Expected<GenerateResult> generate(Session& session, std::span<const int32_t> pro
       result.finish = FinishReason::ContextFull;
       break;
     }
+    const int32_t next = out.info.token;
     STRATA_ASSIGN_OR_RETURN(logits, session.eval(std::span<const int32_t>(&next, 1)));
     work.assign(logits, logits + n_vocab);
   }
   if (result.finish != FinishReason::Stop && result.finish != FinishReason::Cancelled) {
-    emit(stops.push(decoder.flush()), true);
-    if (stops.stopped()) result.finish = FinishReason::Stop;
-    emit(stops.flush(), true);
+    bool stopped = false;
+    emit(token_flush(state, &stopped), true);
+    if (stopped) result.finish = FinishReason::Stop;
   }
   result.generate_ms = ms_since(t_gen);
   return result;

@@ -258,9 +258,9 @@ void Scheduler::emit(Slot& slot, const std::string& text) {
 
 void Scheduler::finish(Slot& slot, FinishReason reason, Status status) {
   if (status.ok() && reason != FinishReason::Stop && reason != FinishReason::Cancelled) {
-    emit(slot, slot.stops->push(slot.decoder->flush()));
-    if (slot.stops->stopped()) reason = FinishReason::Stop;
-    emit(slot, slot.stops->flush());
+    bool stopped = false;
+    emit(slot, token_flush({*slot.sampler, *slot.stops, *slot.decoder}, &stopped));
+    if (stopped) reason = FinishReason::Stop;
   }
   slot.result.finish = reason;
   slot.result.status = std::move(status);
@@ -283,53 +283,35 @@ void Scheduler::finish(Slot& slot, FinishReason reason, Status status) {
 }
 
 void Scheduler::after_logits(Slot& slot) {
-  const tokenizer::Tokenizer& tok = pipeline_.model().tokenizer();
-  trace::Recorder* rec = options_.recorder;
   const int64_t position = static_cast<int64_t>(slot.history.size());
   if (slot.result.n_generated == 0) slot.result.first_token_ms = ms_between(slot.started, Clock::now());
-  int32_t next = 0;
-  TokenInfo info;
-  {
-    trace::Span span;
-    if (rec) span = rec->span(options_.host_lane, trace::EventKind::Sample, -1, slot.seq, position);
-    float* logits = slot.logits.data();
-    for (const auto& [t, bias] : slot.req.logit_bias) logits[t] += bias;
-    if (slot.req.constraint) slot.req.constraint->mask(logits);
-    if (slot.req.top_logprobs >= 0) log_softmax_top(logits, slot.req.top_logprobs, info);
-    next = slot.sampler->sample(logits);
-    if (slot.req.top_logprobs >= 0) info.logprob = token_logprob(next);
-  }
-  info.token = next;
-  // BOS counts as the end too (generate()'s rule).
-  const bool end = tok.is_eog(next) || next == tok.vocab().bos_id;
-  if (end && !slot.req.ignore_eog) return finish(slot, FinishReason::EndOfGeneration);
-  if (slot.req.constraint) slot.req.constraint->accept(next);
+  TokenRules rules;
+  rules.logit_bias = &slot.req.logit_bias;
+  rules.constraint = slot.req.constraint.get();
+  rules.top_logprobs = slot.req.top_logprobs;
+  rules.ignore_eog = slot.req.ignore_eog;
+  TokenOutcome out = token_step(slot.logits.data(), n_vocab_, pipeline_.model().tokenizer(), rules,
+                                {*slot.sampler, *slot.stops, *slot.decoder}, logprobs_,
+                                {options_.recorder, options_.host_lane, slot.seq, position});
+  if (out.end) return finish(slot, FinishReason::EndOfGeneration);
   ++slot.result.n_generated;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ++tokens_generated_;
   }
-  slot.sampler->accept(next);
-  std::string piece;
-  {
-    trace::Span span;
-    if (rec) span = rec->span(options_.host_lane, trace::EventKind::Detokenize, -1, slot.seq, position);
-    piece = slot.stops->push(slot.decoder->push(next));
-  }
   if (slot.req.on_token && !slot.callback_stopped) {
     try {
-      slot.req.on_token(info);
+      slot.req.on_token(out.info);
     } catch (...) {
       slot.callback_stopped = true;
     }
   }
-  emit(slot, piece);
-  if (slot.stops->stopped()) return finish(slot, FinishReason::Stop);
-  if (slot.req.constraint && slot.req.constraint->complete()) return finish(slot, FinishReason::Stop);
+  emit(slot, out.text);
+  if (out.stopped) return finish(slot, FinishReason::Stop);
   if (slot.callback_stopped) return finish(slot, FinishReason::Cancelled);
   if (slot.result.n_generated >= slot.req.max_tokens) return finish(slot, FinishReason::Length);
   if (position >= n_ctx_) return finish(slot, FinishReason::ContextFull);
-  slot.pending = next;
+  slot.pending = out.info.token;
 }
 
 namespace {
@@ -523,31 +505,6 @@ bool Scheduler::recover(const Status& cause) {
     slot.replay_done = 0;
   }
   return true;
-}
-
-void Scheduler::log_softmax_top(const float* logits, int32_t top_n, TokenInfo& info) {
-  float mx = -std::numeric_limits<float>::infinity();
-  for (int32_t i = 0; i < n_vocab_; ++i) mx = std::max(mx, logits[i]);
-  double sum = 0;
-  for (int32_t i = 0; i < n_vocab_; ++i) sum += std::exp(static_cast<double>(logits[i]) - mx);
-  lse_ = mx + static_cast<float>(std::log(sum));
-  lp_saved_.assign(logits, logits + n_vocab_);  // the sampler changes `logits` in place
-  info.top.clear();
-  if (top_n <= 0) return;
-  top_scratch_.resize(static_cast<size_t>(n_vocab_));
-  for (int32_t i = 0; i < n_vocab_; ++i) top_scratch_[static_cast<size_t>(i)] = i;
-  const size_t k = std::min(static_cast<size_t>(top_n), top_scratch_.size());
-  std::partial_sort(top_scratch_.begin(), top_scratch_.begin() + static_cast<std::ptrdiff_t>(k), top_scratch_.end(),
-                    [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
-  for (size_t i = 0; i < k; ++i) {
-    const int32_t t = top_scratch_[i];
-    if (std::isinf(logits[t]) && logits[t] < 0) break;  // masked out: not a possible token
-    info.top.push_back({t, logits[t] - lse_});
-  }
-}
-
-float Scheduler::token_logprob(int32_t token) const {
-  return lp_saved_.empty() ? 0.0f : lp_saved_[static_cast<size_t>(token)] - lse_;
 }
 
 void Scheduler::note_rate(Clock::time_point t0, Clock::time_point t1, int64_t n) {

@@ -19,6 +19,7 @@
 #include "engine/exec/generate.h"
 #include "engine/exec/pipeline.h"
 #include "engine/exec/recovery.h"
+#include "engine/exec/token_step.h"
 #include "engine/sample/sampler.h"
 #include "engine/trace/recorder.h"
 
@@ -36,29 +37,7 @@ struct GenerationResult {
   double total_ms = 0;           // submit -> done
 };
 
-// One generated token as on_token reports it.
-struct TokenLogprob {
-  int32_t token = 0;
-  float logprob = 0;             // natural log of its probability
-};
-struct TokenInfo {
-  int32_t token = 0;
-  float logprob = 0;             // of the sampled token (when logprobs were asked; else 0)
-  std::vector<TokenLogprob> top; // the top_logprobs most likely tokens, most likely first
-};
-
-// Restricts which tokens may come next (constrained decoding, e.g. a JSON grammar). Used on the
-// scheduler thread only, by one request.
-class TokenConstraint {
- public:
-  virtual ~TokenConstraint() = default;
-  // Sets the logits of every token that may not come next to -infinity. logits: [n_vocab].
-  virtual void mask(float* logits) = 0;
-  // The token that was sampled (always one mask() allowed).
-  virtual void accept(int32_t token) = 0;
-  // True when the output is complete: generation stops (finish Stop).
-  virtual bool complete() const = 0;
-};
+// TokenInfo, TokenLogprob and TokenConstraint: engine/exec/token_step.h.
 
 struct GenerationRequest {
   std::vector<int32_t> prompt;   // >= 1 token, <= the context length
@@ -180,9 +159,6 @@ class Scheduler {
   void after_logits(Slot& slot);
   void finish(Slot& slot, FinishReason reason, Status status = {});
   void emit(Slot& slot, const std::string& text);
-  // Log-softmax of one row of logits: keeps a copy for token_logprob and fills info.top.
-  void log_softmax_top(const float* logits, int32_t top_n, TokenInfo& info);
-  float token_logprob(int32_t token) const;
   void note_rate(std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point t1, int64_t n);
   void maybe_snapshot(bool force);
 
@@ -192,9 +168,7 @@ class Scheduler {
   int64_t n_ctx_ = 0;
   int32_t n_vocab_ = 0;
   std::vector<std::unique_ptr<Slot>> slots_;  // touched by the scheduler thread only
-  float lse_ = 0;                             // scheduler thread: log-sum-exp of the last row
-  std::vector<float> lp_saved_;               // scheduler thread: that row, before sampling
-  std::vector<int32_t> top_scratch_;          // scheduler thread: token ids for the top-k sort
+  LogprobScratch logprobs_;                   // scheduler thread: token_step's log-softmax scratch
 
   mutable std::mutex mutex_;                  // guards everything below
   std::condition_variable cv_;

@@ -33,26 +33,39 @@ fs::path strata_model_folder() {
   return env_path("XDG_DATA_HOME").value_or(home() / ".local" / "share") / "strata" / "models";
 }
 
-std::vector<fs::path> model_search_folders() {
-  std::vector<fs::path> out;
+std::vector<ModelFolder> model_folders(const std::vector<fs::path>& added) {
+  std::vector<ModelFolder> out;
+  auto add = [&out](const fs::path& p, const char* source) {
+    if (p.empty()) return;
+    for (const ModelFolder& f : out)
+      if (f.path == p) return;
+    out.push_back({p, source});
+  };
   const fs::path h = home();
   const fs::path cache = env_path("XDG_CACHE_HOME").value_or(h / ".cache");
-  out.push_back(strata_model_folder());
-  out.push_back(h / ".lmstudio" / "models");
-  out.push_back(cache / "lm-studio" / "models");
-  if (auto p = env_path("HF_HUB_CACHE")) out.push_back(*p);
-  if (auto p = env_path("HF_HOME")) out.push_back(*p / "hub");
-  out.push_back(cache / "huggingface" / "hub");
-  out.push_back(env_path("LLAMA_CACHE").value_or(cache / "llama.cpp"));
+  add(strata_model_folder(), "Strata");
+  add(h / ".lmstudio" / "models", "LM Studio");
+  add(cache / "lm-studio" / "models", "LM Studio");
+  if (auto p = env_path("HF_HUB_CACHE")) add(*p, "Hugging Face");
+  if (auto p = env_path("HF_HOME")) add(*p / "hub", "Hugging Face");
+  add(cache / "huggingface" / "hub", "Hugging Face");
+  add(env_path("LLAMA_CACHE").value_or(cache / "llama.cpp"), "llama.cpp");
+  for (const fs::path& p : added) add(p, "added");
   if (const char* dirs = std::getenv("STRATA_MODEL_DIRS")) {
-    std::string list = dirs;
+    const std::string list = dirs;
     size_t start = 0;
     while (start <= list.size()) {
       const size_t colon = std::min(list.find(':', start), list.size());
-      if (colon > start) out.push_back(fs::path(list.substr(start, colon - start)));
+      if (colon > start) add(fs::path(list.substr(start, colon - start)), "added");
       start = colon + 1;
     }
   }
+  return out;
+}
+
+std::vector<fs::path> model_search_folders() {
+  std::vector<fs::path> out;
+  for (const ModelFolder& f : model_folders()) out.push_back(f.path);
   return out;
 }
 

@@ -21,10 +21,22 @@ std::filesystem::path strata_model_folder();
 // chosen: its file name inside strata_model_folder().
 inline constexpr const char* kDefaultChatModel = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
-// Folders searched for *.gguf, in order: Strata's own (above), LM Studio (~/.lmstudio/models, ~/.cache/lm-studio/models),
-// the Hugging Face hub cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub), llama.cpp's
-// cache ($LLAMA_CACHE, ~/.cache/llama.cpp), then each folder of $STRATA_MODEL_DIRS (colon-separated).
-// ~/.cache is $XDG_CACHE_HOME where set.
+// A folder where GGUF files may live, and whose it is, for display: "Strata", "LM Studio",
+// "Hugging Face", "llama.cpp" or "added" (the user's: the GUI's list or $STRATA_MODEL_DIRS).
+struct ModelFolder {
+  std::filesystem::path path;
+  std::string source;
+};
+
+// The one list of model folders (strata-engine's default model and the GUI's Models tab both read
+// it), in order, whether or not they exist: Strata's own (above), LM Studio (~/.lmstudio/models,
+// ~/.cache/lm-studio/models), the Hugging Face hub cache ($HF_HUB_CACHE, $HF_HOME/hub,
+// ~/.cache/huggingface/hub), llama.cpp's cache ($LLAMA_CACHE, else ~/.cache/llama.cpp), then
+// `added`, then each folder of $STRATA_MODEL_DIRS (colon-separated). ~/.cache is $XDG_CACHE_HOME
+// where set. A folder named twice is kept once, at its first place.
+std::vector<ModelFolder> model_folders(const std::vector<std::filesystem::path>& added = {});
+
+// The paths of model_folders(): where default_model() looks.
 std::vector<std::filesystem::path> model_search_folders();
 
 // Every *.gguf file under those folders (recursively, following HF snapshot symlinks), sorted

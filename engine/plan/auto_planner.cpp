@@ -31,12 +31,12 @@ int64_t default_n_ctx(const model::ModelConfig& config) {
   return config.n_ctx_train > 0 ? std::min<int64_t>(config.n_ctx_train, 4096) : 4096;
 }
 
-std::vector<exec::DeviceInfo> preference_order(const std::vector<exec::DeviceInfo>& devices) {
-  std::vector<exec::DeviceInfo> out;
+std::vector<DeviceInfo> preference_order(const std::vector<DeviceInfo>& devices) {
+  std::vector<DeviceInfo> out;
   for (const auto& d : devices)
-    if (d.kind != exec::DeviceKind::Cpu) out.push_back(d);
+    if (d.kind != DeviceKind::Cpu) out.push_back(d);
   for (const auto& d : devices)
-    if (d.kind == exec::DeviceKind::Cpu) out.push_back(d);
+    if (d.kind == DeviceKind::Cpu) out.push_back(d);
   return out;
 }
 
@@ -46,7 +46,7 @@ namespace {
 struct Problem {
   const model::ModelConfig* c = nullptr;
   const model::ModelWeights* w = nullptr;
-  std::vector<exec::DeviceInfo> order;
+  std::vector<DeviceInfo> order;
   int cpu = -1;  // index in order of the first CPU device, or -1
   int64_t n = 0, n_ctx = 0, n_seq = 1, max_batch = 1;
   kernels::DType kv_type = kernels::DType::F16;
@@ -61,7 +61,7 @@ struct Problem {
 };
 
 Problem make_problem(const model::ModelConfig& c, const model::ModelWeights& w,
-                     const std::vector<exec::DeviceInfo>& devices, int64_t n_ctx, const AutoPlanOptions& o) {
+                     const std::vector<DeviceInfo>& devices, int64_t n_ctx, const AutoPlanOptions& o) {
   Problem p;
   p.c = &c;
   p.w = &w;
@@ -79,8 +79,8 @@ Problem make_problem(const model::ModelConfig& c, const model::ModelWeights& w,
   p.emb_bytes = w.token_embd.n_bytes;
   p.rope_bytes = w.rope_freqs.n_bytes;
   for (size_t k = 0; k < p.order.size(); ++k) {
-    const exec::DeviceInfo& d = p.order[k];
-    if (d.kind == exec::DeviceKind::Cpu && p.cpu < 0) p.cpu = static_cast<int>(k);
+    const DeviceInfo& d = p.order[k];
+    if (d.kind == DeviceKind::Cpu && p.cpu < 0) p.cpu = static_cast<int>(k);
     p.budget.push_back(static_cast<uint64_t>(static_cast<double>(d.bytes_total) * (1.0 - o.margin_fraction)));
     std::vector<double> ms(static_cast<size_t>(p.n) + 1, 0.0);
     for (int64_t i = 0; i < p.n; ++i) ms[i + 1] = ms[i] + block_ms(c, w.layers[i], whole, true, d, 1);
@@ -320,7 +320,7 @@ std::string layer_ranges(const Placement& pl, const std::string& id) {
 }
 
 std::vector<std::string> explain(const Problem& p, const PlanResult& r, PlanGoal goal,
-                                 const std::vector<exec::DeviceInfo>& devices) {
+                                 const std::vector<DeviceInfo>& devices) {
   std::vector<std::string> lines;
   const std::vector<Stage> stages = stages_of(r.placement);
   const uint64_t smallest_layer = p.n > 0 ? [&] {
@@ -333,7 +333,7 @@ std::vector<std::string> explain(const Problem& p, const PlanResult& r, PlanGoal
   int fastest = 0;
   for (int k = 1; k < static_cast<int>(p.order.size()); ++k)
     if (segment_ms(p, k, 0, p.n, false) < segment_ms(p, fastest, 0, p.n, false)) fastest = k;
-  for (const exec::DeviceInfo& d : devices) {
+  for (const DeviceInfo& d : devices) {
     const DeviceMemory* m = r.memory.find(d.id);
     double ms = 0;
     for (const auto& dc : r.cost.devices)
@@ -380,7 +380,7 @@ std::vector<std::string> explain(const Problem& p, const PlanResult& r, PlanGoal
 
 // A plan that ignores capacity (layers in proportion to usable bytes), to say what is missing.
 std::string shortfall_text(const Problem& p, const model::ModelConfig& c, const model::ModelWeights& w,
-                           const std::vector<exec::DeviceInfo>& devices, uint64_t* need, uint64_t* hold) {
+                           const std::vector<DeviceInfo>& devices, uint64_t* need, uint64_t* hold) {
   Candidate cand;
   double total_budget = 0;
   for (uint64_t b : p.budget) total_budget += static_cast<double>(b);
@@ -413,7 +413,7 @@ std::string shortfall_text(const Problem& p, const model::ModelConfig& c, const 
   return out;
 }
 
-Status check_options(const model::ModelConfig& c, const std::vector<exec::DeviceInfo>& devices,
+Status check_options(const model::ModelConfig& c, const std::vector<DeviceInfo>& devices,
                      const AutoPlanOptions& o, int64_t n_ctx) {
   if (devices.empty()) return Error{Code::InvalidArgument, "auto placement: no devices"};
   if (c.n_layers < 1) return Error{Code::InvalidArgument, "auto placement: the model has no layers"};
@@ -435,7 +435,7 @@ Status check_options(const model::ModelConfig& c, const std::vector<exec::Device
 }  // namespace
 
 Expected<PlanResult> auto_plan(const model::ModelConfig& c, const model::ModelWeights& w,
-                               const std::vector<exec::DeviceInfo>& devices, const AutoPlanOptions& o) {
+                               const std::vector<DeviceInfo>& devices, const AutoPlanOptions& o) {
   const int64_t n_ctx = o.n_ctx != 0 ? o.n_ctx : default_n_ctx(c);
   STRATA_RETURN_IF_ERROR(check_options(c, devices, o, n_ctx));
   if (static_cast<int64_t>(w.layers.size()) != c.n_layers)

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "engine/core/status.h"
-#include "engine/exec/device_info.h"
+#include "engine/core/device_info.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
 #include "engine/plan/cost_model.h"
@@ -51,13 +51,13 @@ struct PlanResult {
 int64_t default_n_ctx(const model::ModelConfig& config);
 
 // Accelerators (every non-CPU device) in the order given, then the CPU device(s).
-std::vector<exec::DeviceInfo> preference_order(const std::vector<exec::DeviceInfo>& devices);
+std::vector<DeviceInfo> preference_order(const std::vector<DeviceInfo>& devices);
 
 // Blocks go in contiguous ranges over the devices in preference order (no tensor groups; KV stays
 // with its layer); the embedding goes with the first block's device, or on the CPU when that
 // device has no room for it; the head goes with the last block's device. OutOfMemory when no
 // plan fits: the message gives the shortfall per device and the largest context that fits.
 Expected<PlanResult> auto_plan(const model::ModelConfig& config, const model::ModelWeights& weights,
-                               const std::vector<exec::DeviceInfo>& devices, const AutoPlanOptions& options);
+                               const std::vector<DeviceInfo>& devices, const AutoPlanOptions& options);
 
 }  // namespace strata::plan

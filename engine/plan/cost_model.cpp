@@ -11,17 +11,17 @@ namespace strata::plan {
 
 namespace {
 
-double bandwidth_bytes_per_ms(const exec::DeviceInfo& d) {
+double bandwidth_bytes_per_ms(const DeviceInfo& d) {
   return (d.bandwidth_gbps > 0 ? d.bandwidth_gbps : kDefaultBandwidthGbps) * 1e6;  // GB/s -> bytes/ms
 }
-double flops_per_ms(const exec::DeviceInfo& d) { return (d.tflops > 0 ? d.tflops : kDefaultTflops) * 1e9; }
+double flops_per_ms(const DeviceInfo& d) { return (d.tflops > 0 ? d.tflops : kDefaultTflops) * 1e9; }
 
 // bytes over the slowest declared link among these devices, plus the largest latency once per
 // `batch` tokens. Links of 0 GB/s do not limit (in-process copies).
-double link_ms(uint64_t bytes, const std::vector<const exec::DeviceInfo*>& ds, int64_t batch) {
+double link_ms(uint64_t bytes, const std::vector<const DeviceInfo*>& ds, int64_t batch) {
   double gbps = std::numeric_limits<double>::infinity();
   double latency_us = 0;
-  for (const exec::DeviceInfo* d : ds) {
+  for (const DeviceInfo* d : ds) {
     if (d->link_gbps > 0) gbps = std::min(gbps, d->link_gbps);
     latency_us = std::max(latency_us, d->link_latency_us);
   }
@@ -30,15 +30,15 @@ double link_ms(uint64_t bytes, const std::vector<const exec::DeviceInfo*>& ds, i
   return ms;
 }
 
-std::vector<const exec::DeviceInfo*> infos(const std::vector<std::string>& ids,
-                                           const std::vector<exec::DeviceInfo>& devices) {
-  std::vector<const exec::DeviceInfo*> out;
+std::vector<const DeviceInfo*> infos(const std::vector<std::string>& ids,
+                                           const std::vector<DeviceInfo>& devices) {
+  std::vector<const DeviceInfo*> out;
   for (const auto& id : ids) out.push_back(find_device(devices, id));
   return out;
 }
 
 // Moving the hidden state from target a to target b: free when b's devices already hold it.
-double boundary_ms(const Target& a, const Target& b, uint64_t bytes, const std::vector<exec::DeviceInfo>& devices,
+double boundary_ms(const Target& a, const Target& b, uint64_t bytes, const std::vector<DeviceInfo>& devices,
                    int64_t batch) {
   const bool held = std::all_of(b.devices.begin(), b.devices.end(), [&](const std::string& id) {
     return std::find(a.devices.begin(), a.devices.end(), id) != a.devices.end();
@@ -64,30 +64,30 @@ uint64_t shard_parameters(const model::ModelConfig& c, const model::LayerWeights
   return n;
 }
 
-double compute_ms(uint64_t weight_bytes, double flops, const exec::DeviceInfo& d, int64_t batch) {
+double compute_ms(uint64_t weight_bytes, double flops, const DeviceInfo& d, int64_t batch) {
   const double read = static_cast<double>(weight_bytes) / bandwidth_bytes_per_ms(d) /
                       static_cast<double>(std::max<int64_t>(batch, 1));
   return std::max(read, flops / flops_per_ms(d));
 }
 
 double block_ms(const model::ModelConfig& c, const model::LayerWeights& l, const LayerShard& s, bool whole,
-                const exec::DeviceInfo& d, int64_t batch) {
+                const DeviceInfo& d, int64_t batch) {
   const uint64_t bytes = whole ? l.n_bytes() : shard_weight_bytes(c, l, s);
   return compute_ms(bytes, 2.0 * static_cast<double>(shard_parameters(c, l, s)), d, batch);
 }
 
-double embedding_ms(const model::ModelConfig& c, const model::ModelWeights& w, const exec::DeviceInfo& d) {
+double embedding_ms(const model::ModelConfig& c, const model::ModelWeights& w, const DeviceInfo& d) {
   const uint64_t row = c.n_vocab > 0 ? w.token_embd.n_bytes / static_cast<uint64_t>(c.n_vocab) : 0;
   return compute_ms(row, 0.0, d, 1);
 }
 
-double head_ms(const model::ModelConfig& c, const model::ModelWeights& w, const exec::DeviceInfo& d, int64_t batch) {
+double head_ms(const model::ModelConfig& c, const model::ModelWeights& w, const DeviceInfo& d, int64_t batch) {
   const uint64_t bytes = w.output_norm.n_bytes + w.output.n_bytes;
   return compute_ms(bytes, 2.0 * static_cast<double>(c.n_vocab) * static_cast<double>(c.n_embd), d, batch);
 }
 
 double attention_ms(const model::ModelConfig& c, int64_t n_kv_heads, kernels::DType kv_type, double positions,
-                    const exec::DeviceInfo& d, double reads_shared_by) {
+                    const DeviceInfo& d, double reads_shared_by) {
   if (positions <= 0 || n_kv_heads <= 0) return 0.0;
   const kernels::DTypeTraits& tr = kernels::traits(kv_type);
   const double elem_bytes = static_cast<double>(tr.block_bytes) / static_cast<double>(tr.block_elems);
@@ -98,13 +98,13 @@ double attention_ms(const model::ModelConfig& c, int64_t n_kv_heads, kernels::DT
   return std::max(bytes / bandwidth_bytes_per_ms(d), flops / flops_per_ms(d));
 }
 
-double transfer_ms(uint64_t bytes, const exec::DeviceInfo& a, const exec::DeviceInfo& b) {
+double transfer_ms(uint64_t bytes, const DeviceInfo& a, const DeviceInfo& b) {
   if (a.id == b.id) return 0.0;
   return link_ms(bytes, {&a, &b}, 1);
 }
 
 Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfig& c, const model::ModelWeights& w,
-                                     const std::vector<exec::DeviceInfo>& devices, int64_t context) {
+                                     const std::vector<DeviceInfo>& devices, int64_t context) {
   STRATA_RETURN_IF_ERROR(validate_placement(p, c, w, devices));
   if (context < 0)
     return Error{Code::InvalidArgument, "a cost estimate at context " + std::to_string(context)};
@@ -175,7 +175,7 @@ Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfi
                                                              s.kv_device) == s.target.devices.end();
       if (kv_away) {
         // Attention runs where the cache is.
-        const exec::DeviceInfo& kd = *find_device(devices, s.kv_device);
+        const DeviceInfo& kd = *find_device(devices, s.kv_device);
         const double ta = attention_ms(c, c.n_kv_heads, p.kv_type, decode_positions, kd, 1.0);
         const double tpa = attention_ms(c, c.n_kv_heads, p.kv_type, prompt_positions, kd, kPromptTileTokens);
         s.compute_ms += ta;
@@ -229,7 +229,7 @@ Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfi
       }
     }
     if (s.has_head) {
-      const exec::DeviceInfo& hd = *find_device(devices, head);
+      const DeviceInfo& hd = *find_device(devices, head);
       const double t = head_ms(c, w, hd, 1);
       s.compute_ms += t;
       s.prefill_ms += t / static_cast<double>(batch);  // logits for the last prompt token only

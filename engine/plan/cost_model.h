@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/status.h"
-#include "engine/exec/device_info.h"
+#include "engine/core/device_info.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
 #include "engine/plan/placement.h"
@@ -68,7 +68,7 @@ struct CostEstimate {
 // V per layer (sliding-window layers at most their window); a prompt batch of max_batch tokens
 // after context positions sees context + max_batch / 2 positions per token on average.
 Expected<CostEstimate> estimate_cost(const Placement& placement, const model::ModelConfig& config,
-                                     const model::ModelWeights& weights, const std::vector<exec::DeviceInfo>& devices,
+                                     const model::ModelWeights& weights, const std::vector<DeviceInfo>& devices,
                                      int64_t context = 0);
 
 nlohmann::json to_json(const CostEstimate& cost);
@@ -78,21 +78,21 @@ uint64_t hidden_state_bytes(const model::ModelConfig& config);  // n_embd x 4: o
 // Elements of the matrices and vectors of one shard (FLOPs per token = 2 x this).
 uint64_t shard_parameters(const model::ModelConfig& config, const model::LayerWeights& layer, const LayerShard& shard);
 // max(bytes / bandwidth / batch, flops / rate) in ms, per token, weights read once per batch.
-double compute_ms(uint64_t weight_bytes, double flops, const exec::DeviceInfo& device, int64_t batch);
+double compute_ms(uint64_t weight_bytes, double flops, const DeviceInfo& device, int64_t batch);
 // One block (whole, or a shard of a group) per token.
 double block_ms(const model::ModelConfig& config, const model::LayerWeights& layer, const LayerShard& shard,
-                bool whole, const exec::DeviceInfo& device, int64_t batch);
+                bool whole, const DeviceInfo& device, int64_t batch);
 double embedding_ms(const model::ModelConfig& config, const model::ModelWeights& weights,
-                    const exec::DeviceInfo& device);
-double head_ms(const model::ModelConfig& config, const model::ModelWeights& weights, const exec::DeviceInfo& device,
+                    const DeviceInfo& device);
+double head_ms(const model::ModelConfig& config, const model::ModelWeights& weights, const DeviceInfo& device,
                int64_t batch);
 // Attention of one layer per token over `positions` KV positions, for n_kv_heads of the layer's KV
 // heads (and their query heads): max(K and V bytes / bandwidth / reads_shared_by, FLOPs / rate),
 // FLOPs = 4 x positions x query heads x head_dim. reads_shared_by: query tokens that share each
 // read of a key block (1 for decode; prompts are tiled).
 double attention_ms(const model::ModelConfig& config, int64_t n_kv_heads, kernels::DType kv_type, double positions,
-                    const exec::DeviceInfo& device, double reads_shared_by);
+                    const DeviceInfo& device, double reads_shared_by);
 // bytes / min(link) + max(latency) in ms; 0 between a device and itself.
-double transfer_ms(uint64_t bytes, const exec::DeviceInfo& a, const exec::DeviceInfo& b);
+double transfer_ms(uint64_t bytes, const DeviceInfo& a, const DeviceInfo& b);
 
 }  // namespace strata::plan

@@ -58,7 +58,7 @@ uint64_t device_scratch_bytes(const model::ModelConfig& config, const LayerShard
 
 Expected<MemoryEstimate> estimate_memory(const Placement& p, const model::ModelConfig& config,
                                          const model::ModelWeights& weights,
-                                         const std::vector<exec::DeviceInfo>& devices) {
+                                         const std::vector<DeviceInfo>& devices) {
   STRATA_RETURN_IF_ERROR(validate_placement(p, config, weights, devices));
 
   struct Acc {
@@ -115,7 +115,7 @@ Expected<MemoryEstimate> estimate_memory(const Placement& p, const model::ModelC
   est.n_ctx = p.n_ctx;
   est.n_seq = p.n_seq;
   est.max_batch = p.max_batch;
-  for (const exec::DeviceInfo& d : devices) {
+  for (const DeviceInfo& d : devices) {
     auto it = acc.find(d.id);
     if (it == acc.end()) continue;
     Acc& a = it->second;

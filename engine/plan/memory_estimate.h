@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/status.h"
-#include "engine/exec/device_info.h"
+#include "engine/core/device_info.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
 #include "engine/plan/placement.h"
@@ -48,7 +48,7 @@ struct MemoryEstimate {
 // error here: see DeviceMemory::fits and check_fits.
 Expected<MemoryEstimate> estimate_memory(const Placement& placement, const model::ModelConfig& config,
                                          const model::ModelWeights& weights,
-                                         const std::vector<exec::DeviceInfo>& devices);
+                                         const std::vector<DeviceInfo>& devices);
 
 // Ok when every device fits in (1 - margin_fraction) of its capacity; else OutOfMemory naming each
 // device that does not: "device 'gpu1': needs 13.9 GiB (weights 11.2 GiB, KV 2.1 GiB, scratch

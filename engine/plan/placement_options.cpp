@@ -50,26 +50,26 @@ namespace {
 
 Error bad(const std::string& m) { return Error{Code::InvalidArgument, m}; }
 
-std::string ids_of(const std::vector<exec::DeviceInfo>& ds) {
+std::string ids_of(const std::vector<DeviceInfo>& ds) {
   std::string out;
   for (const auto& d : ds) out += (out.empty() ? "" : ", ") + d.id;
   return out;
 }
 
-const exec::DeviceInfo* first_cpu(const std::vector<exec::DeviceInfo>& devices) {
+const DeviceInfo* first_cpu(const std::vector<DeviceInfo>& devices) {
   for (const auto& d : devices)
-    if (d.kind == exec::DeviceKind::Cpu) return &d;
+    if (d.kind == DeviceKind::Cpu) return &d;
   return nullptr;
 }
 
-Expected<Placement> from_split_options(const model::ModelConfig& c, const std::vector<exec::DeviceInfo>& devices,
+Expected<Placement> from_split_options(const model::ModelConfig& c, const std::vector<DeviceInfo>& devices,
                                        const PlacementRequest& r) {
   const int64_t n = c.n_layers;
   if (r.gpu_layers < -1) return bad("gpu_layers " + std::to_string(r.gpu_layers) + " must be >= 0 (or -1 for all)");
-  std::vector<exec::DeviceInfo> accel;
+  std::vector<DeviceInfo> accel;
   for (const auto& d : devices)
-    if (d.kind != exec::DeviceKind::Cpu) accel.push_back(d);
-  const exec::DeviceInfo* cpu = first_cpu(devices);
+    if (d.kind != DeviceKind::Cpu) accel.push_back(d);
+  const DeviceInfo* cpu = first_cpu(devices);
   if (accel.empty()) {
     if (!cpu) return bad("no devices to place the model on");
     accel.push_back(*cpu);  // no accelerator: the CPU takes the offloaded part too
@@ -90,7 +90,7 @@ Expected<Placement> from_split_options(const model::ModelConfig& c, const std::v
   }
 
   // The main device (split modes none and tensor).
-  const exec::DeviceInfo* main = &accel[0];
+  const DeviceInfo* main = &accel[0];
   if (!r.main_device.empty()) {
     main = find_device(devices, r.main_device);
     if (!main)
@@ -190,7 +190,7 @@ std::string ranges_on(const Placement& p, const std::string& id) {
 }  // namespace
 
 Expected<PlanResult> plan_from_options(const model::ModelConfig& c, const model::ModelWeights& w,
-                                       const std::vector<exec::DeviceInfo>& devices, const PlacementRequest& r) {
+                                       const std::vector<DeviceInfo>& devices, const PlacementRequest& r) {
   if (r.placement == "auto") {
     AutoPlanOptions o;
     o.n_ctx = r.n_ctx;
@@ -247,7 +247,7 @@ Expected<PlanResult> plan_from_options(const model::ModelConfig& c, const model:
 }
 
 Expected<Placement> placement_from_options(const model::ModelConfig& c, const model::ModelWeights& w,
-                                           const std::vector<exec::DeviceInfo>& devices, const PlacementRequest& r) {
+                                           const std::vector<DeviceInfo>& devices, const PlacementRequest& r) {
   if (r.placement == "auto") {
     STRATA_ASSIGN_OR_RETURN(PlanResult res, plan_from_options(c, w, devices, r));
     return res.placement;
@@ -276,7 +276,7 @@ bool is_default_request(const PlacementRequest& r) {
 }
 
 Expected<PlanResult> plan_that_fits(const model::ModelConfig& c, const model::ModelWeights& w,
-                                    const std::vector<exec::DeviceInfo>& devices, const PlacementRequest& r) {
+                                    const std::vector<DeviceInfo>& devices, const PlacementRequest& r) {
   Expected<PlanResult> asked = plan_from_options(c, w, devices, r);
   Status fits = asked.ok() ? check_fits(asked->memory) : Status(asked.error());
   if (fits.ok()) return asked;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/core/status.h"
-#include "engine/exec/device_info.h"
+#include "engine/core/device_info.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
 #include "engine/plan/auto_planner.h"
@@ -45,13 +45,13 @@ struct PlacementRequest {
 // The placement asked for, validated against the model and the devices (validate_placement).
 // Whether it fits is not checked here: see estimate_memory / check_fits.
 Expected<Placement> placement_from_options(const model::ModelConfig& config, const model::ModelWeights& weights,
-                                           const std::vector<exec::DeviceInfo>& devices,
+                                           const std::vector<DeviceInfo>& devices,
                                            const PlacementRequest& request);
 
 // The same, with its memory estimate, cost and one explanation line per device (auto_plan's own
 // explanation for "auto").
 Expected<PlanResult> plan_from_options(const model::ModelConfig& config, const model::ModelWeights& weights,
-                                       const std::vector<exec::DeviceInfo>& devices, const PlacementRequest& request);
+                                       const std::vector<DeviceInfo>& devices, const PlacementRequest& request);
 
 // Whether the request asks for nothing in particular: no placement, split mode layer, no split
 // ratio, every block offloaded, KV with its layer, no main device.
@@ -62,6 +62,6 @@ bool is_default_request(const PlacementRequest& request);
 // saying why ("the default layer split does not fit (...): using the auto plan"). OutOfMemory when
 // nothing fits, with the auto planner's reasons (shortfall per device, largest context that fits).
 Expected<PlanResult> plan_that_fits(const model::ModelConfig& config, const model::ModelWeights& weights,
-                                    const std::vector<exec::DeviceInfo>& devices, const PlacementRequest& request);
+                                    const std::vector<DeviceInfo>& devices, const PlacementRequest& request);
 
 }  // namespace strata::plan

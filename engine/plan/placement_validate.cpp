@@ -10,13 +10,13 @@
 
 namespace strata::plan {
 
-std::string device_id_list(const std::vector<exec::DeviceInfo>& devices) {
+std::string device_id_list(const std::vector<DeviceInfo>& devices) {
   std::string out;
   for (const auto& d : devices) out += (out.empty() ? "" : ", ") + d.id;
   return out.empty() ? "(no devices)" : out;
 }
 
-const exec::DeviceInfo* find_device(const std::vector<exec::DeviceInfo>& devices, const std::string& id) {
+const DeviceInfo* find_device(const std::vector<DeviceInfo>& devices, const std::string& id) {
   for (const auto& d : devices)
     if (d.id == id) return &d;
   return nullptr;
@@ -26,13 +26,13 @@ namespace {
 
 Error bad(Code code, const std::string& message) { return Error{code, message}; }
 
-Status check_device(const std::string& id, const std::string& where, const std::vector<exec::DeviceInfo>& devices) {
+Status check_device(const std::string& id, const std::string& where, const std::vector<DeviceInfo>& devices) {
   if (find_device(devices, id)) return {};
   return bad(Code::NotFound, where + ": placement names device '" + id + "', which is not among: " +
                                  device_id_list(devices));
 }
 
-Status check_target(const Target& t, const std::string& where, const std::vector<exec::DeviceInfo>& devices) {
+Status check_target(const Target& t, const std::string& where, const std::vector<DeviceInfo>& devices) {
   if (t.devices.empty()) return bad(Code::InvalidArgument, where + ": no device");
   for (size_t i = 0; i < t.devices.size(); ++i) {
     STRATA_RETURN_IF_ERROR(check_device(t.devices[i], where, devices));
@@ -73,7 +73,7 @@ Status check_limit(const char* name, int64_t value, int64_t lo, int64_t hi) {
 }  // namespace
 
 Status validate_placement(const Placement& p, const model::ModelConfig& config, const model::ModelWeights& weights,
-                          const std::vector<exec::DeviceInfo>& devices) {
+                          const std::vector<DeviceInfo>& devices) {
   STRATA_RETURN_IF_ERROR(check_limit("n_ctx", p.n_ctx, 1, kMaxCtx));
   STRATA_RETURN_IF_ERROR(check_limit("n_seq", p.n_seq, 1, kMaxSeq));
   STRATA_RETURN_IF_ERROR(check_limit("max_batch", p.max_batch, 1, kMaxBatch));
@@ -111,7 +111,7 @@ Status validate_placement(const Placement& p, const model::ModelConfig& config, 
   return check_kv_type(p, config, devices);
 }
 
-Status check_kv_type(const Placement& p, const model::ModelConfig& config, const std::vector<exec::DeviceInfo>& devices) {
+Status check_kv_type(const Placement& p, const model::ModelConfig& config, const std::vector<DeviceInfo>& devices) {
   const kernels::DType t = p.kv_type;
   if (t != kernels::DType::F32 && t != kernels::DType::F16 && t != kernels::DType::Q8_0)
     return bad(Code::InvalidArgument, std::string("KV cache type ") + kernels::dtype_name(t) + " is not one of f32, f16, q8_0");
@@ -121,8 +121,8 @@ Status check_kv_type(const Placement& p, const model::ModelConfig& config, const
                                       std::to_string(config.head_dim) + " (use --kv-type f16)");
   // Tensor-parallel shards cut KV heads, so every shard row stays a whole number of blocks.
   auto check = [&](const std::string& id, const std::string& where) -> Status {
-    for (const exec::DeviceInfo& d : devices)
-      if (d.id == id && d.kind == exec::DeviceKind::Cuda)
+    for (const DeviceInfo& d : devices)
+      if (d.id == id && d.kind == DeviceKind::Cuda)
         return bad(Code::Unsupported, where + ": device '" + id + "' (cuda) keeps f32 or f16 KV caches, not q8_0");
     return {};
   };

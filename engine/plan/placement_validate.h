@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "engine/core/status.h"
-#include "engine/exec/device_info.h"
+#include "engine/core/device_info.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
 #include "engine/plan/placement.h"
@@ -23,17 +23,17 @@ inline constexpr int64_t kMaxBatch = 65536;           // tokens per forward pass
 // Ok, or the first problem found (InvalidArgument / NotFound / Unsupported), naming the layer,
 // the device and the numbers.
 Status validate_placement(const Placement& placement, const model::ModelConfig& config,
-                          const model::ModelWeights& weights, const std::vector<exec::DeviceInfo>& devices);
+                          const model::ModelWeights& weights, const std::vector<DeviceInfo>& devices);
 
 // The KV cache type against the model and the devices holding KV caches: f32 and f16 anywhere;
 // q8_0 on host devices (cpu, sim) when head sizes are multiples of 32. Part of validate_placement.
 Status check_kv_type(const Placement& placement, const model::ModelConfig& config,
-                     const std::vector<exec::DeviceInfo>& devices);
+                     const std::vector<DeviceInfo>& devices);
 
 // "cpu, gpu0, gpu1": the ids of a device list, for messages.
-std::string device_id_list(const std::vector<exec::DeviceInfo>& devices);
+std::string device_id_list(const std::vector<DeviceInfo>& devices);
 
 // The device with this id, or nullptr.
-const exec::DeviceInfo* find_device(const std::vector<exec::DeviceInfo>& devices, const std::string& id);
+const DeviceInfo* find_device(const std::vector<DeviceInfo>& devices, const std::string& id);
 
 }  // namespace strata::plan

@@ -11,7 +11,7 @@ namespace strata::plan {
 std::vector<DeviceSpeed> compare_with_plan(const std::vector<trace::Event>& events,
                                            const std::vector<trace::LaneInfo>& lanes, const Placement& placement,
                                            const model::ModelConfig& config, const model::ModelWeights& weights,
-                                           const std::vector<exec::DeviceInfo>& devices) {
+                                           const std::vector<DeviceInfo>& devices) {
   std::map<int32_t, std::string> lane_device;
   for (const trace::LaneInfo& l : lanes) lane_device[l.id] = l.name;
   std::map<std::string, DeviceSpeed> by_device;
@@ -24,8 +24,8 @@ std::vector<DeviceSpeed> compare_with_plan(const std::vector<trace::Event>& even
     if (lane == lane_device.end()) continue;
     const Target& target = placement.layers[static_cast<size_t>(e.layer)].target;
     if (target.devices.size() != 1 || target.devices[0] != lane->second) continue;
-    const exec::DeviceInfo* info = nullptr;
-    for (const exec::DeviceInfo& d : devices) {
+    const DeviceInfo* info = nullptr;
+    for (const DeviceInfo& d : devices) {
       if (d.id == lane->second) info = &d;
     }
     if (!info) continue;
@@ -38,7 +38,7 @@ std::vector<DeviceSpeed> compare_with_plan(const std::vector<trace::Event>& even
                     e.n_tokens;
   }
   std::vector<DeviceSpeed> out;
-  for (const exec::DeviceInfo& d : devices) {
+  for (const DeviceInfo& d : devices) {
     auto it = by_device.find(d.id);
     if (it == by_device.end()) continue;
     DeviceSpeed s = it->second;

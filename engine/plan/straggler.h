@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/exec/device_info.h"
+#include "engine/core/device_info.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
 #include "engine/plan/placement.h"
@@ -34,6 +34,6 @@ struct DeviceSpeed {
 std::vector<DeviceSpeed> compare_with_plan(const std::vector<trace::Event>& events,
                                            const std::vector<trace::LaneInfo>& lanes, const Placement& placement,
                                            const model::ModelConfig& config, const model::ModelWeights& weights,
-                                           const std::vector<exec::DeviceInfo>& devices);
+                                           const std::vector<DeviceInfo>& devices);
 
 }  // namespace strata::plan

@@ -179,7 +179,7 @@ void handle_estimate(ServerContext& ctx, const httplib::Request& req, httplib::R
   const plan::Placement* placement = &proposed->placement;
   const plan::MemoryEstimate* estimate = &proposed->estimate;
   const model::Model& m = *loaded->model;
-  const std::vector<exec::DeviceInfo>& infos = ctx.host.device_infos_at_start();
+  const std::vector<DeviceInfo>& infos = ctx.host.device_infos_at_start();
   Json out;
   Status fits = plan::check_fits(*estimate);
   out["fits"] = fits.ok();
@@ -276,7 +276,7 @@ void handle_inspect(ServerContext& ctx, const httplib::Request& req, httplib::Re
   if (n_ctx == 0) n_ctx = plan::default_n_ctx(*config);
   out["n_ctx"] = n_ctx;
   // Everything on one device: weights + KV at this context + activation buffers.
-  exec::DeviceInfo host;
+  DeviceInfo host;
   host.id = "cpu";
   host.bytes_total = UINT64_MAX / 2;
   host.threads = 1;

@@ -1,6 +1,6 @@
 // engine/serve/device_json.h — one JSON shape for a device and for the CUDA runtime, shared by
 // GET /strata/v1/devices and `strata-engine devices --json` (docs/api.md). Header-only so that the
-// command line has it in builds without the HTTP server; depends on nlohmann-json, exec/device_info.h
+// command line has it in builds without the HTTP server; depends on nlohmann-json, core/device_info.h
 // and the CUDA backend's query functions (no CUDA headers, no HTTP).
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/backend/cuda/cuda_backend.h"
-#include "engine/exec/device_info.h"
+#include "engine/core/device_info.h"
 
 namespace strata::serve {
 
@@ -17,9 +17,9 @@ namespace strata::serve {
 //  "link_gbps","threads","compute_capability","ordinal","peers":[ids],"failed","failure"}.
 // compute_capability is "" and ordinal -1 for devices that are not CUDA devices; failure is "" unless
 // failed.
-inline nlohmann::json device_json(const exec::DeviceInfo& i) {
+inline nlohmann::json device_json(const DeviceInfo& i) {
   return {{"id", i.id},
-          {"kind", exec::device_kind_name(i.kind)},
+          {"kind", device_kind_name(i.kind)},
           {"name", i.name},
           {"simulated", i.simulated},
           {"bytes_total", i.bytes_total},
@@ -44,9 +44,9 @@ inline nlohmann::json cuda_json() {
 }
 
 // {"devices":[device_json...], "cuda": cuda_json()}.
-inline nlohmann::json devices_json(const std::vector<exec::DeviceInfo>& infos) {
+inline nlohmann::json devices_json(const std::vector<DeviceInfo>& infos) {
   nlohmann::json list = nlohmann::json::array();
-  for (const exec::DeviceInfo& i : infos) list.push_back(device_json(i));
+  for (const DeviceInfo& i : infos) list.push_back(device_json(i));
   return {{"devices", std::move(list)}, {"cuda", cuda_json()}};
 }
 

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <thread>
 
+#include "engine/core/version.h"
 #include "engine/plan/memory_estimate.h"
 #include "engine/plan/placement_validate.h"
 #include "engine/serve/device_json.h"
@@ -130,8 +131,8 @@ std::string EngineHost::state() const {
   return current() ? "ready" : "empty";
 }
 
-std::vector<exec::DeviceInfo> EngineHost::device_infos() const {
-  std::vector<exec::DeviceInfo> out;
+std::vector<DeviceInfo> EngineHost::device_infos() const {
+  std::vector<DeviceInfo> out;
   for (const auto& d : devices_) out.push_back(d->info());
   return out;
 }
@@ -320,10 +321,10 @@ std::vector<plan::DeviceSpeed> EngineHost::device_speeds(const LoadedModel& load
                                  loaded.model->weights(), device_infos());
 }
 
-std::vector<exec::DeviceInfo> EngineHost::planning_infos(const LoadedModel& loaded) const {
+std::vector<DeviceInfo> EngineHost::planning_infos(const LoadedModel& loaded) const {
   const std::vector<plan::DeviceSpeed> speeds = device_speeds(loaded);
-  std::vector<exec::DeviceInfo> out;
-  for (exec::DeviceInfo info : device_infos()) {
+  std::vector<DeviceInfo> out;
+  for (DeviceInfo info : device_infos()) {
     if (info.failed) continue;
     for (const plan::DeviceSpeed& sp : speeds) {
       if (sp.device != info.id || !sp.straggler) continue;
@@ -350,7 +351,7 @@ nlohmann::json EngineHost::memory_json(const LoadedModel& loaded) const {
   });
   nlohmann::json out = nlohmann::json::array();
   if (!s.ok()) return out;
-  for (const exec::DeviceInfo& info : infos_) {
+  for (const DeviceInfo& info : infos_) {
     auto it = use.find(info.id);
     if (it == use.end()) continue;
     const exec::MemoryUse& m = it->second;
@@ -367,6 +368,7 @@ nlohmann::json EngineHost::memory_json(const LoadedModel& loaded) const {
 
 nlohmann::json EngineHost::status_json() const {
   nlohmann::json j;
+  j["version"] = strata::version();
   j["state"] = state();
   // Devices lost (a sticky error or an injected fault) and the re-plans that followed.
   nlohmann::json lost = nlohmann::json::array();

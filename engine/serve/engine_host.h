@@ -92,8 +92,8 @@ class EngineHost {
   std::shared_ptr<LoadedModel> current() const;
   std::string state() const;  // "ready", "loading", "empty"
 
-  const std::vector<exec::DeviceInfo>& device_infos_at_start() const { return infos_; }
-  std::vector<exec::DeviceInfo> device_infos() const;  // bytes_free now
+  const std::vector<DeviceInfo>& device_infos_at_start() const { return infos_; }
+  std::vector<DeviceInfo> device_infos() const;  // bytes_free now
   trace::Recorder& recorder() { return recorder_; }
   int32_t host_lane() const { return host_lane_; }
   const HostOptions& options() const { return options_; }
@@ -107,7 +107,7 @@ class EngineHost {
   std::vector<plan::DeviceSpeed> device_speeds(const LoadedModel& loaded, double seconds = 5) const;
   // The devices an "auto" re-plan may use: not failed, stragglers at their measured speed
   // (bandwidth and compute rate divided by their slowdown), so the plan balances around them.
-  std::vector<exec::DeviceInfo> planning_infos(const LoadedModel& loaded) const;
+  std::vector<DeviceInfo> planning_infos(const LoadedModel& loaded) const;
   // Re-plans after lost devices, oldest first: {"time_ns","ok","lost","excluded","cause","error",
   // "moved_blocks","ms","explanation","placement"}. index: the first one wanted.
   std::vector<nlohmann::json> replans_since(size_t index) const;
@@ -130,7 +130,7 @@ class EngineHost {
   void loader_loop();
 
   std::vector<std::unique_ptr<exec::Device>> devices_;
-  std::vector<exec::DeviceInfo> infos_;
+  std::vector<DeviceInfo> infos_;
   HostOptions options_;
   trace::Recorder recorder_;
   int32_t host_lane_ = -1;

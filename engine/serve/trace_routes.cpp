@@ -187,7 +187,7 @@ void handle_metrics(ServerContext& ctx, httplib::Response& res) {
   summary("strata_inter_token_latency_seconds",
           "Between consecutive generated tokens of one sequence (last 4096 gaps).", m.itl_ms);
   o << "# HELP strata_device_capacity_bytes Capacity per device.\n# TYPE strata_device_capacity_bytes gauge\n";
-  for (const exec::DeviceInfo& i : ctx.host.device_infos_at_start())
+  for (const DeviceInfo& i : ctx.host.device_infos_at_start())
     o << "strata_device_capacity_bytes{device=\"" << prometheus_escape(i.id) << "\"} " << i.bytes_total << "\n";
   res.status = 200;
   res.set_content(o.str(), "text/plain; version=0.0.4; charset=utf-8");

@@ -1,5 +1,7 @@
 // kernels/cpu/blocks.h — byte layouts of the quantized blocks, bit-exact with ggml / GGUF.
 // Plain structs only (no behaviour); depends on nothing but <cstdint>.
+// Its inline helpers are static (internal linkage): the AVX2 / AVX-512 files include this header,
+// and a shared weak copy compiled with their flags could reach the scalar path (tools/isa_check.sh).
 #pragma once
 
 #include <cstdint>
@@ -47,7 +49,7 @@ static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(Bloc
               sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210 && sizeof(BlockQ8_K) == 292);
 
 // Q4_K / Q5_K: 6-bit scale and min of group j (0..7) from the 12 packed bytes.
-inline void k4_scale_min(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
+static inline void k4_scale_min(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
   if (j < 4) {
     *sc = q[j] & 63;
     *m = q[j + 4] & 63;
@@ -58,7 +60,7 @@ inline void k4_scale_min(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
 }
 
 // Q3_K: signed scale of group j (0..15), -32..31.
-inline int q3k_scale(int j, const uint8_t* s) {
+static inline int q3k_scale(int j, const uint8_t* s) {
   const int low = j < 8 ? (s[j] & 0xF) : (s[j - 8] >> 4);
   const int high = (s[8 + (j & 3)] >> (2 * (j >> 2))) & 3;
   return (low | (high << 4)) - 32;

@@ -1,5 +1,7 @@
 // kernels/cpu/dtype.h — tensor element types (ggml's numbering, as stored in GGUF files)
 // and their block geometry. Knows bytes and shapes only; no engine or model types.
+// Its inline helpers are static (internal linkage): the AVX2 / AVX-512 files include this header,
+// and a shared weak copy compiled with their flags could reach the scalar path (tools/isa_check.sh).
 #pragma once
 
 #include <cstdint>
@@ -37,11 +39,11 @@ struct DTypeTraits {
 
 // Traits of a raw type id from a file; nullptr when the id is not one we handle.
 const DTypeTraits* dtype_traits(uint32_t raw_type);
-inline const DTypeTraits& traits(DType t) { return *dtype_traits(static_cast<uint32_t>(t)); }
-inline const char* dtype_name(DType t) { return traits(t).name; }
+static inline const DTypeTraits& traits(DType t) { return *dtype_traits(static_cast<uint32_t>(t)); }
+static inline const char* dtype_name(DType t) { return traits(t).name; }
 
 // Bytes of a row of n elements; n must be a multiple of block_elems (callers validate).
-inline int64_t row_bytes(DType t, int64_t n) {
+static inline int64_t row_bytes(DType t, int64_t n) {
   const DTypeTraits& tr = traits(t);
   return n / tr.block_elems * tr.block_bytes;
 }

@@ -1,5 +1,7 @@
 // kernels/cpu/fp16.h — scalar IEEE half (fp16) and bfloat16 <-> f32 conversion, correctly
 // rounded (nearest-even), with inf / nan / subnormals. Header-only; depends on nothing.
+// Its inline helpers are static (internal linkage): the AVX2 / AVX-512 files include this header,
+// and a shared weak copy compiled with their flags could reach the scalar path (tools/isa_check.sh).
 #pragma once
 
 #include <cstdint>
@@ -7,19 +9,19 @@
 
 namespace strata::kernels {
 
-inline float bits_to_f32(uint32_t u) {
+static inline float bits_to_f32(uint32_t u) {
   float f;
   std::memcpy(&f, &u, sizeof f);
   return f;
 }
-inline uint32_t f32_to_bits(float f) {
+static inline uint32_t f32_to_bits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, sizeof u);
   return u;
 }
 
 // fp16: 1 sign, 5 exponent (bias 15), 10 mantissa bits.
-inline float fp16_to_f32(uint16_t h) {
+static inline float fp16_to_f32(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1fu;
   const uint32_t man = h & 0x3ffu;
@@ -32,7 +34,7 @@ inline float fp16_to_f32(uint16_t h) {
   return bits_to_f32(sign | ((exp + 112u) << 23) | (man << 13));
 }
 
-inline uint16_t f32_to_fp16(float f) {
+static inline uint16_t f32_to_fp16(float f) {
   const uint32_t u = f32_to_bits(f);
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t abs = u & 0x7fffffffu;
@@ -63,9 +65,9 @@ inline uint16_t f32_to_fp16(float f) {
 }
 
 // bf16: the top 16 bits of an f32.
-inline float bf16_to_f32(uint16_t b) { return bits_to_f32(static_cast<uint32_t>(b) << 16); }
+static inline float bf16_to_f32(uint16_t b) { return bits_to_f32(static_cast<uint32_t>(b) << 16); }
 
-inline uint16_t f32_to_bf16(float f) {
+static inline uint16_t f32_to_bf16(float f) {
   const uint32_t u = f32_to_bits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);  // quiet nan
   const uint32_t rounding = 0x7fffu + ((u >> 16) & 1u);  // nearest even; overflow gives inf

@@ -47,6 +47,7 @@ inline float loadf(const uint8_t* p) {
 }
 inline void put32(uint8_t* p, int32_t v) { std::memcpy(p, &v, 4); }
 inline void putf(uint8_t* p, float v) { std::memcpy(p, &v, 4); }
+inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 inline __m256i loadu256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline void storeu256(void* p, __m256i v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
 
@@ -442,7 +443,9 @@ void rows_driver(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const 
     const int64_t rq = nr - r0 < kR ? nr - r0 : kR;
     kPack(w + r0 * wrb, wrb, rq, nb, ws);
     Prefetch pf;
-    const int64_t pf_rows = r0 + kR < nr ? std::min<int64_t>(kR, nr - r0 - kR) : std::min<int64_t>(kR, next_nr);
+    // No std::min here: a template instantiated in this AVX-512 file is a weak symbol the linker
+    // could hand to the scalar path (tools/isa_check.sh).
+    const int64_t pf_rows = r0 + kR < nr ? min_i64(kR, nr - r0 - kR) : min_i64(kR, next_nr);
     if (pf_rows > 0) {
       pf.p = r0 + kR < nr ? w + (r0 + kR) * wrb : next_w;
       pf.step = (pf_rows * wrb + nb * 64 - 1) / (nb * 64) * 64;

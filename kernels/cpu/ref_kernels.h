@@ -1,5 +1,7 @@
 // kernels/cpu/ref_kernels.h — scalar reference kernels of every type (the ground truth the SIMD
 // variants are tested against) and small helpers shared with them. Internal to kernels/cpu.
+// Its inline helpers are static (internal linkage): the AVX2 / AVX-512 files include this header,
+// and a shared weak copy compiled with their flags could reach the scalar path (tools/isa_check.sh).
 #pragma once
 
 #include <cstdint>
@@ -9,7 +11,7 @@ namespace strata::kernels::ref {
 
 // Round to nearest, ties to even, for |f| < 2^22 (the "add 1.5 * 2^23" trick): the same
 // result as the SIMD cvtps (round-to-nearest-even mode), so activation quantizers agree bit-exactly.
-inline int nearest_int(float f) {
+static inline int nearest_int(float f) {
   const float v = f + 12582912.f;
   int32_t i;
   std::memcpy(&i, &v, sizeof i);

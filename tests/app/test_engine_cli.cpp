@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/core/version.h"
 #include "engine/gguf/gguf_writer.h"
 #include "app/cli_runner.h"
 #include "test_support.h"
@@ -30,7 +31,15 @@ nlohmann::json golden() {
 }
 
 #define REQUIRE_SHARED(name)                                                        \
-  if (!test::have(test::shared_model(name))) GTEST_SKIP() << "missing shared " name
+  if (!test::have(test::shared_model(name))) GTEST_FAIL() << "missing shared " name
+
+// The version is CMake's project version (engine/core/version.h), as the API and the GUI say it.
+TEST(EngineCli, VersionIsTheProjectVersion) {
+  const CliRun r = engine({"--version"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, std::string("strata-engine ") + strata::version() + "\n");
+  EXPECT_STRNE(strata::version(), "");
+}
 
 TEST(EngineCli, RunPrintsExactGreedyText256) {
   REQUIRE_SHARED("stories260K.gguf");

@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 std::string stories() { return test::shared_model("stories260K.gguf").string(); }
 
 #define REQUIRE_STORIES() \
-  if (!test::have(test::shared_model("stories260K.gguf"))) GTEST_SKIP() << "missing shared stories260K.gguf"
+  if (!test::have(test::shared_model("stories260K.gguf"))) GTEST_FAIL() << "missing shared stories260K.gguf"
 
 std::string single_device_text() {
   const CliRun r = engine({"run", "-m", stories(), "-p", "Once upon a time", "-n", "40", "--temp", "0"});
@@ -158,9 +158,9 @@ TEST(EngineCliSplit, DevicesByDefaultListsEveryCudaDeviceThenTheCpu) {
 // to each other, a third that failed (no peers), a simulated device and the CPU.
 TEST(EngineCliSplit, DevicesTextShowsComputeCapabilityPeersAndFailures) {
   auto cuda = [](int n, std::vector<std::string> peers) {
-    exec::DeviceInfo i;
+    DeviceInfo i;
     i.id = "cuda" + std::to_string(n);
-    i.kind = exec::DeviceKind::Cuda;
+    i.kind = DeviceKind::Cuda;
     i.name = "NVIDIA H200";
     i.bytes_total = 140ull << 30;
     i.bytes_free = 139ull << 30;
@@ -170,19 +170,19 @@ TEST(EngineCliSplit, DevicesTextShowsComputeCapabilityPeersAndFailures) {
     i.peers = std::move(peers);
     return i;
   };
-  exec::DeviceInfo failed = cuda(2, {});
+  DeviceInfo failed = cuda(2, {});
   failed.failed = true;
   failed.failure = "cudaStreamSynchronize failed: an illegal memory access was encountered";
-  exec::DeviceInfo sim;
+  DeviceInfo sim;
   sim.id = "gpu0";
-  sim.kind = exec::DeviceKind::Simulated;
+  sim.kind = DeviceKind::Simulated;
   sim.name = "sim-gpu0 24 GiB (simulated)";
   sim.simulated = true;
   sim.bytes_total = sim.bytes_free = 24ull << 30;
-  exec::DeviceInfo cpu;
+  DeviceInfo cpu;
   cpu.name = "CPU (2 threads)";
   cpu.id = "cpu";
-  const std::vector<exec::DeviceInfo> infos{cuda(0, {"cuda1"}), cuda(1, {"cuda0"}), failed, sim, cpu};
+  const std::vector<DeviceInfo> infos{cuda(0, {"cuda1"}), cuda(1, {"cuda0"}), failed, sim, cpu};
   const std::string text = cli::format_devices_text(infos, "CUDA runtime 13.0, driver 13.0", 3);
   EXPECT_NE(text.find("| cuda0 | cuda | NVIDIA H200 | 9.0 | 140.0 GiB | 139.0 GiB | 4800.0 GB/s |"), std::string::npos)
       << text;

@@ -139,7 +139,8 @@ TEST(ServeOpenAi, KilledClientFreesItsSlot) {
   second_waiter = std::thread([&] {
     second = post(port, "/v1/completions", {{"prompt", "The cat"}, {"max_tokens", 8}, {"ignore_eos", true}, {"temperature", 0}});
   });
-  for (int i = 0; i < 100 && get(port, "/strata/v1/status").json()["queue"]["waiting"] != 1; ++i)
+  // Wait on the state (the request queued), not for a time: up to 60 s of polling.
+  for (int i = 0; i < 6000 && get(port, "/strata/v1/status").json()["queue"]["waiting"] != 1; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(get(port, "/strata/v1/status").json()["queue"]["waiting"], 1);
 

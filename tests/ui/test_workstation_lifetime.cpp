@@ -167,7 +167,7 @@ class TestWorkstationLifetime : public QObject {
  private slots:
   void initTestCase() {
     QVERIFY(root_.isValid());
-    if (!QFileInfo::exists(modelPath())) QSKIP("stories260K.gguf missing");
+    if (!QFileInfo::exists(modelPath())) QFAIL("stories260K.gguf missing from the shared models folder");
     QVERIFY2(QFileInfo(QStringLiteral(STRATA_GUI_BINARY)).isExecutable(), STRATA_GUI_BINARY);
   }
 

@@ -62,9 +62,6 @@ QString EngineProcess::findEngineBinary() {
                            dir + QStringLiteral("/../app/strata-engine")}) {
     if (QFileInfo(c).isExecutable()) return QDir::cleanPath(c);
   }
-#ifdef STRATA_ENGINE_BUILD_PATH
-  if (QFileInfo(QStringLiteral(STRATA_ENGINE_BUILD_PATH)).isExecutable()) return QStringLiteral(STRATA_ENGINE_BUILD_PATH);
-#endif
   return QStandardPaths::findExecutable(QStringLiteral("strata-engine"));
 }
 

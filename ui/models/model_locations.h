@@ -1,5 +1,5 @@
-// ui/models/model_locations.h — where GGUF files usually live on this machine: LM Studio's models
-// folder, the Hugging Face hub cache, llama.cpp's cache, plus folders the user added. Qt Core only.
+// ui/models/model_locations.h — where GGUF files usually live on this machine, for the Models tab:
+// the engine's one list (engine/model/model_locator.h, a pure piece the GUI links) in Qt types.
 #pragma once
 
 #include <QList>
@@ -8,9 +8,9 @@
 
 struct ModelLocation {
   QString path;
-  QString source;  // "LM Studio", "Hugging Face", "llama.cpp", "added"
+  QString source;  // "Strata", "LM Studio", "Hugging Face", "llama.cpp", "added"
 };
 
-// The standard places (whether or not they exist), then `added`, then $STRATA_MODEL_DIRS
-// (':'-separated). Honours HF_HUB_CACHE, HF_HOME, LLAMA_CACHE and XDG_CACHE_HOME.
+// strata::model::model_folders(added): the standard places (whether or not they exist), then
+// `added`, then $STRATA_MODEL_DIRS.
 QList<ModelLocation> modelLocations(const QStringList& added);

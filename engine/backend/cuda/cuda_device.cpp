@@ -268,10 +268,10 @@ Status CudaDevice::make_current() {
   return Status();
 }
 
-exec::DeviceInfo CudaDevice::info() const {
-  exec::DeviceInfo i;
+DeviceInfo CudaDevice::info() const {
+  DeviceInfo i;
   i.id = id();
-  i.kind = exec::DeviceKind::Cuda;
+  i.kind = DeviceKind::Cuda;
   i.name = name_;
   i.simulated = false;
   i.bytes_total = capacity_bytes_;

@@ -46,7 +46,7 @@ class CudaDevice final : public exec::Device {
   static Expected<std::unique_ptr<CudaDevice>> open(int ordinal, std::string id);
   ~CudaDevice() override;  // waits for its copies; Ops and Buffers of the device must be gone
 
-  exec::DeviceInfo info() const override;
+  DeviceInfo info() const override;
   bool supports(kernels::DType weights) const override;
   bool supports_kv(kernels::DType kv) const override;
   bool host_visible() const override { return false; }

@@ -40,7 +40,7 @@ class GoldenStories : public ::testing::TestWithParam<std::tuple<std::string, in
 TEST_P(GoldenStories, GreedyTokensAndTextMatchReference) {
   const auto [file, case_index, threads] = GetParam();
   const auto path = test::shared_model(file);
-  if (!test::have(path)) GTEST_SKIP() << "missing " << path;
+  if (!test::have(path)) GTEST_FAIL() << "missing " << path;
   const auto cases = load_cases();
   ASSERT_GT(cases.size(), static_cast<size_t>(case_index));
   const GoldenCase& g = cases[static_cast<size_t>(case_index)];

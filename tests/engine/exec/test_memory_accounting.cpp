@@ -21,7 +21,7 @@ struct Fixture {
   std::unique_ptr<model::Model> model;
   std::vector<std::unique_ptr<exec::Device>> devices;
   std::vector<exec::Device*> list;
-  std::vector<exec::DeviceInfo> infos;
+  std::vector<DeviceInfo> infos;
 };
 
 Fixture load(const std::string& devices) {
@@ -63,7 +63,7 @@ Placement kv_on_cpu(const model::ModelConfig& c) {
 class MemoryAccounting : public ::testing::TestWithParam<int> {};
 
 TEST_P(MemoryAccounting, EstimateEqualsAllocatedBytesPerDevice) {
-  if (!test::have(test::shared_model("stories260K.gguf"))) GTEST_SKIP();
+  if (!test::have(test::shared_model("stories260K.gguf"))) GTEST_FAIL();
   Fixture f = load("cpu,sim:gpu0:64MiB:overhead=1MiB,sim:gpu1:64MiB,sim:kvhost:64MiB:overhead=2MiB");
   const model::ModelConfig& c = f.model->config();
   const Placement p = GetParam() == 0 ? layer_split(c) : GetParam() == 1 ? tensor_split(c) : kv_on_cpu(c);
@@ -90,7 +90,7 @@ TEST_P(MemoryAccounting, EstimateEqualsAllocatedBytesPerDevice) {
 INSTANTIATE_TEST_SUITE_P(Placements, MemoryAccounting, ::testing::Values(0, 1, 2));
 
 TEST(AutoPlan, ModelThatFitsNoSingleDeviceIsSplitWithinCapacity) {
-  if (!test::have(test::shared_model("stories260K.gguf"))) GTEST_SKIP();
+  if (!test::have(test::shared_model("stories260K.gguf"))) GTEST_FAIL();
   // stories260K needs ~3.5 MiB at ctx 512 with batch 256; each device holds 2.5 MiB.
   Fixture f = load("sim:gpu0:2560KiB,sim:gpu1:2560KiB");
   const model::ModelConfig& c = f.model->config();
@@ -127,7 +127,7 @@ TEST(AutoPlan, ModelThatFitsNoSingleDeviceIsSplitWithinCapacity) {
 }
 
 TEST(AutoPlan, NothingFitsReportsShortfallPerDeviceAndLargestContext) {
-  if (!test::have(test::shared_model("stories260K.gguf"))) GTEST_SKIP();
+  if (!test::have(test::shared_model("stories260K.gguf"))) GTEST_FAIL();
   Fixture f = load("sim:gpu0:800KiB,sim:gpu1:800KiB");
   plan::AutoPlanOptions opts;
   opts.n_ctx = 512;

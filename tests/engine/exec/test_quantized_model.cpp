@@ -92,7 +92,7 @@ const std::vector<int32_t> kPrompt = {1, 403, 407, 261, 378, 432, 383, 286, 261,
 class QuantizedModel : public ::testing::TestWithParam<std::pair<std::string, double>> {};
 
 TEST_P(QuantizedModel, LogitsMatchDequantizedF32Copy) {
-  if (!test::have(vocab_file())) GTEST_SKIP() << "missing " << vocab_file();
+  if (!test::have(vocab_file())) GTEST_FAIL() << "missing " << vocab_file();
   const auto& [type, tolerance] = GetParam();
   const fs::path q = make_model(type);
   const fs::path f = dequantized_copy(q);
@@ -104,7 +104,7 @@ TEST_P(QuantizedModel, LogitsMatchDequantizedF32Copy) {
 }
 
 TEST_P(QuantizedModel, BatchedPromptEqualsTokenByToken) {
-  if (!test::have(vocab_file())) GTEST_SKIP() << "missing " << vocab_file();
+  if (!test::have(vocab_file())) GTEST_FAIL() << "missing " << vocab_file();
   const fs::path q = make_model(GetParam().first);
   const auto batched = logits_after(q, kPrompt, 2, false);
   const auto single = logits_after(q, kPrompt, 2, true);
@@ -113,7 +113,7 @@ TEST_P(QuantizedModel, BatchedPromptEqualsTokenByToken) {
 }
 
 TEST_P(QuantizedModel, ThreadCountDoesNotChangeLogits) {
-  if (!test::have(vocab_file())) GTEST_SKIP() << "missing " << vocab_file();
+  if (!test::have(vocab_file())) GTEST_FAIL() << "missing " << vocab_file();
   const fs::path q = make_model(GetParam().first);
   EXPECT_LT(test::relative_error(logits_after(q, kPrompt, 1, false), logits_after(q, kPrompt, 2, false)), 1e-5);
 }
@@ -131,7 +131,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return info.param.first; });
 
 TEST(Qwen2Model, BiasesAndNeoxRopeRun) {
-  if (!test::have(vocab_file())) GTEST_SKIP() << "missing " << vocab_file();
+  if (!test::have(vocab_file())) GTEST_FAIL() << "missing " << vocab_file();
   const fs::path q = make_model("q8_0", model::Arch::Qwen2);
   auto m = model::Model::load(q);
   ASSERT_TRUE(m.ok()) << m.error().to_string();

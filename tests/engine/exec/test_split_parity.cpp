@@ -139,7 +139,7 @@ class SplitParity : public ::testing::TestWithParam<std::tuple<std::string, Plan
 
 TEST_P(SplitParity, TokensAndLogitsMatchSingleDevice) {
   const auto& [model_name, which] = GetParam();
-  if (!test::have(test::shared_model("stories260K.gguf"))) GTEST_SKIP() << "missing shared models";
+  if (!test::have(test::shared_model("stories260K.gguf"))) GTEST_FAIL() << "missing shared models";
   const fs::path path = model_name == "random-q8_0" ? random_q8_model() : test::shared_model(model_name);
   auto m = model::Model::load(path);
   ASSERT_TRUE(m.ok()) << m.error().to_string();
@@ -162,7 +162,7 @@ INSTANTIATE_TEST_SUITE_P(Plans, SplitParity,
                                                               Plan::KvOnCpu, Plan::HeadElsewhere)));
 
 TEST(SplitParity, LongPromptInChunksEqualsOnePass) {
-  if (!test::have(test::shared_model("stories260K.gguf"))) GTEST_SKIP();
+  if (!test::have(test::shared_model("stories260K.gguf"))) GTEST_FAIL();
   auto m = model::Model::load(test::shared_model("stories260K.gguf"));
   ASSERT_TRUE(m.ok());
   const Devices devices = make("cpu,sim:gpu0:1GiB,sim:gpu1:1GiB");
@@ -174,7 +174,7 @@ TEST(SplitParity, LongPromptInChunksEqualsOnePass) {
 }
 
 TEST(SplitParity, ApplyMovesOnlyChangedLayersAndKeepsContext) {
-  if (!test::have(test::shared_model("stories260K.gguf"))) GTEST_SKIP();
+  if (!test::have(test::shared_model("stories260K.gguf"))) GTEST_FAIL();
   auto m = model::Model::load(test::shared_model("stories260K.gguf"));
   ASSERT_TRUE(m.ok());
   const model::ModelConfig& c = (*m)->config();
@@ -207,7 +207,7 @@ TEST(SplitParity, ApplyMovesOnlyChangedLayersAndKeepsContext) {
 }
 
 TEST(SplitParity, DeviceOverCapacityFailsWithOutOfMemory) {
-  if (!test::have(test::shared_model("stories260K.gguf"))) GTEST_SKIP();
+  if (!test::have(test::shared_model("stories260K.gguf"))) GTEST_FAIL();
   auto m = model::Model::load(test::shared_model("stories260K.gguf"));
   ASSERT_TRUE(m.ok());
   const Devices devices = make("cpu,sim:gpu0:100KiB,sim:gpu1:1GiB");

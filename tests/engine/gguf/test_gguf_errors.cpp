@@ -141,7 +141,9 @@ TEST(GgufErrors, HugeCountsFailFastWithoutAllocating) {
   const auto t0 = std::chrono::steady_clock::now();
   Error e = parse_error(b.bytes);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_LT(ms, 100.0);
+  // Reading 100 short strings takes microseconds; 1 s is reached only by a parser that walks or
+  // allocates for the 2^60 elements the header claims, whatever the load.
+  EXPECT_LT(ms, 1000.0);
   EXPECT_EQ(e.code, Code::Corrupt);
   expect_contains(e, "key 'tokenizer.ggml.tokens': array of 1152921504606846976 string elements");
   expect_contains(e, "at least 8 bytes each");

@@ -192,7 +192,7 @@ TEST(KvTypes, MemoryFollowsTheType) {
   const model::ModelConfig& c = m->config();  // kv_dim 64 (2 KV heads of 32)
   auto infos = exec::make_devices("cpu", 1, 20.0);
   ASSERT_TRUE(infos.ok());
-  std::vector<exec::DeviceInfo> devices{(*infos)[0]->info()};
+  std::vector<DeviceInfo> devices{(*infos)[0]->info()};
   uint64_t kv[3] = {};
   const kernels::DType types[3] = {kernels::DType::F32, kernels::DType::F16, kernels::DType::Q8_0};
   for (int i = 0; i < 3; ++i) {
@@ -237,17 +237,17 @@ TEST(KvTypes, PlacementJsonAndValidation) {
   model::ModelConfig c;
   c.n_layers = 2;
   c.head_dim = 48;
-  exec::DeviceInfo cpu;
+  DeviceInfo cpu;
   cpu.id = "cpu";
-  cpu.kind = exec::DeviceKind::Cpu;
+  cpu.kind = DeviceKind::Cpu;
   auto odd = plan::check_kv_type(p, c, {cpu});
   ASSERT_FALSE(odd.ok());
   EXPECT_NE(odd.error().message.find("48"), std::string::npos) << odd.error().message;
   c.head_dim = 64;
   EXPECT_TRUE(plan::check_kv_type(p, c, {cpu}).ok());
-  exec::DeviceInfo gpu = cpu;
+  DeviceInfo gpu = cpu;
   gpu.id = "cuda0";
-  gpu.kind = exec::DeviceKind::Cuda;
+  gpu.kind = DeviceKind::Cuda;
   p.layers[1].target.devices = {"cuda0"};
   auto on_gpu = plan::check_kv_type(p, c, {cpu, gpu});
   ASSERT_FALSE(on_gpu.ok());

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/exec/device_info.h"
+#include "engine/core/device_info.h"
 #include "engine/model/model.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
@@ -67,14 +67,14 @@ inline SyntheticModel synthetic_model(int64_t n_layers, int64_t n_embd = 256, in
   return m;
 }
 
-inline exec::DeviceInfo device(const std::string& id, uint64_t bytes, double bandwidth_gbps = 100,
+inline DeviceInfo device(const std::string& id, uint64_t bytes, double bandwidth_gbps = 100,
                                double tflops = 10, double link_gbps = 10, double latency_us = 10,
                                uint64_t overhead = 0, int threads = 1) {
-  exec::DeviceInfo d;
+  DeviceInfo d;
   d.id = id;
-  d.kind = id.rfind("cpu", 0) == 0 ? exec::DeviceKind::Cpu : exec::DeviceKind::Simulated;
+  d.kind = id.rfind("cpu", 0) == 0 ? DeviceKind::Cpu : DeviceKind::Simulated;
   d.name = id;
-  d.simulated = d.kind == exec::DeviceKind::Simulated;
+  d.simulated = d.kind == DeviceKind::Simulated;
   d.bytes_total = bytes;
   d.bytes_free = bytes;
   d.bandwidth_gbps = bandwidth_gbps;

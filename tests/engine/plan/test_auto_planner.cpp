@@ -26,7 +26,7 @@ int64_t count(const Placement& p, const std::string& id) {
   return std::count(d.begin(), d.end(), id);
 }
 
-void expect_under_margin(const PlanResult& r, const std::vector<exec::DeviceInfo>& devices, double margin) {
+void expect_under_margin(const PlanResult& r, const std::vector<DeviceInfo>& devices, double margin) {
   for (const DeviceMemory& m : r.memory.devices) {
     for (const auto& d : devices) {
       if (d.id != m.device) continue;
@@ -44,8 +44,8 @@ std::string joined(const std::vector<std::string>& lines) {
 
 TEST(AutoPlanner, SplitsStoriesThatFitsNoSingleDevice) {
   auto model = test::load_stories();
-  if (!model) GTEST_SKIP() << "stories260K.gguf missing";
-  const std::vector<exec::DeviceInfo> devices = {test::device("gpu0", 1 << 20, 100, 10, 10, 10, 0, 2),
+  if (!model) GTEST_FAIL() << "stories260K.gguf missing";
+  const std::vector<DeviceInfo> devices = {test::device("gpu0", 1 << 20, 100, 10, 10, 10, 0, 2),
                                                  test::device("gpu1", 1 << 20, 100, 10, 10, 10, 0, 2)};
   AutoPlanOptions o;
   o.n_ctx = 128;
@@ -81,7 +81,7 @@ TEST(AutoPlanner, SplitsStoriesThatFitsNoSingleDevice) {
 TEST(AutoPlanner, BalancePrefersTheFasterDevice) {
   auto m = test::synthetic_model(8);
   // "slow" comes first in the preference order but reads at a tenth of the speed.
-  const std::vector<exec::DeviceInfo> devices = {test::device("slow", 1 << 30, 100),
+  const std::vector<DeviceInfo> devices = {test::device("slow", 1 << 30, 100),
                                                  test::device("fast", 1 << 30, 1000)};
   AutoPlanOptions o;
   o.n_ctx = 64;
@@ -103,7 +103,7 @@ TEST(AutoPlanner, BalancePrefersTheFasterDevice) {
 TEST(AutoPlanner, BalanceFillsTheFastDeviceWhenItIsSmall) {
   auto m = test::synthetic_model(8);
   // "fast" holds exactly blocks 5-7 and the head (its capacity is what they need).
-  std::vector<exec::DeviceInfo> devices = {test::device("slow", 1 << 30, 100), test::device("fast", 1 << 30, 1000)};
+  std::vector<DeviceInfo> devices = {test::device("slow", 1 << 30, 100), test::device("fast", 1 << 30, 1000)};
   Placement three;
   three.n_ctx = 64;
   three.layers.resize(8);
@@ -138,7 +138,7 @@ TEST(AutoPlanner, BalanceFillsTheFastDeviceWhenItIsSmall) {
 
 TEST(AutoPlanner, SeveralSequencesBalanceTheStages) {
   auto m = test::synthetic_model(8);
-  const std::vector<exec::DeviceInfo> devices = {test::device("a", 1 << 30, 100), test::device("b", 1 << 30, 100)};
+  const std::vector<DeviceInfo> devices = {test::device("a", 1 << 30, 100), test::device("b", 1 << 30, 100)};
   AutoPlanOptions o;
   o.n_ctx = 64;
   o.n_seq = 4;
@@ -160,7 +160,7 @@ TEST(AutoPlanner, SeveralSequencesBalanceTheStages) {
 
 TEST(AutoPlanner, EmbeddingFallsBackToTheCpu) {
   auto m = test::synthetic_model(8, 256, 512, 8, 8, /*n_vocab*/ 20000);  // embedding 20.48 MB
-  const std::vector<exec::DeviceInfo> cpu_only = {test::device("cpu", 1 << 30, 20, 1)};
+  const std::vector<DeviceInfo> cpu_only = {test::device("cpu", 1 << 30, 20, 1)};
   // Capacity of gpu0: exactly 8 blocks + head + KV + scratch (its share with the embedding on the CPU).
   Placement want;
   want.n_ctx = 64;
@@ -168,7 +168,7 @@ TEST(AutoPlanner, EmbeddingFallsBackToTheCpu) {
   for (auto& l : want.layers) l.target.devices = {"gpu0"};
   want.embedding.devices = {"cpu"};
   want.head.devices = {"gpu0"};
-  std::vector<exec::DeviceInfo> devices = {test::device("gpu0", 1 << 30, 1000), test::device("cpu", 1 << 30, 20, 1)};
+  std::vector<DeviceInfo> devices = {test::device("gpu0", 1 << 30, 1000), test::device("cpu", 1 << 30, 20, 1)};
   auto need = estimate_memory(want, m.config, m.weights, devices);
   ASSERT_TRUE(need.ok());
   devices[0].bytes_total = need->find("gpu0")->total_bytes;
@@ -187,7 +187,7 @@ TEST(AutoPlanner, EmbeddingFallsBackToTheCpu) {
 
 TEST(AutoPlanner, NothingFitsGivesShortfallAndLargestContext) {
   auto m = test::synthetic_model(8);  // weights ~21.9 MB; KV 2 KiB per position per block
-  const std::vector<exec::DeviceInfo> devices = {test::device("gpu0", 16 << 20), test::device("gpu1", 16 << 20)};
+  const std::vector<DeviceInfo> devices = {test::device("gpu0", 16 << 20), test::device("gpu1", 16 << 20)};
   AutoPlanOptions o;
   o.n_ctx = 4096;  // KV alone would be 64 MiB
   auto r = auto_plan(m.config, m.weights, devices, o);
@@ -213,7 +213,7 @@ TEST(AutoPlanner, NothingFitsGivesShortfallAndLargestContext) {
 
 TEST(AutoPlanner, WeightsAloneTooBig) {
   auto m = test::synthetic_model(8);
-  const std::vector<exec::DeviceInfo> devices = {test::device("gpu0", 4 << 20), test::device("cpu", 4 << 20)};
+  const std::vector<DeviceInfo> devices = {test::device("gpu0", 4 << 20), test::device("cpu", 4 << 20)};
   AutoPlanOptions o;
   o.n_ctx = 16;
   auto r = auto_plan(m.config, m.weights, devices, o);
@@ -240,7 +240,7 @@ TEST(AutoPlanner, PreferenceOrderPutsTheCpuLast) {
 
 TEST(AutoPlanner, RejectsBadOptions) {
   auto m = test::synthetic_model(2);
-  const std::vector<exec::DeviceInfo> devices = {test::device("a", 1 << 30)};
+  const std::vector<DeviceInfo> devices = {test::device("a", 1 << 30)};
   AutoPlanOptions o;
   o.n_ctx = -5;
   EXPECT_EQ(auto_plan(m.config, m.weights, devices, o).error().code, Code::OutOfRange);

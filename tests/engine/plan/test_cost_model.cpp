@@ -42,7 +42,7 @@ TEST(CostModel, BlockIsBandwidthOrComputeBound) {
 // positions per token, K and V read once per 16 tokens.
 TEST(CostModel, AttentionGrowsWithContext) {
   auto m = test::synthetic_model(4);
-  const std::vector<exec::DeviceInfo> devices = {test::device("g", 1 << 30, 100, 10)};
+  const std::vector<DeviceInfo> devices = {test::device("g", 1 << 30, 100, 10)};
   Placement p = one_device("g", 4);
   p.kv_type = kernels::DType::F16;
   auto empty = estimate_cost(p, m.config, m.weights, devices);
@@ -65,7 +65,7 @@ TEST(CostModel, AttentionGrowsWithContext) {
 
 TEST(CostModel, OneDeviceSumsBlocksEmbeddingAndHead) {
   auto m = test::synthetic_model(4);
-  const std::vector<exec::DeviceInfo> devices = {test::device("g", 1 << 30, 100, 10)};
+  const std::vector<DeviceInfo> devices = {test::device("g", 1 << 30, 100, 10)};
   auto c = estimate_cost(one_device("g", 4), m.config, m.weights, devices);
   ASSERT_TRUE(c.ok()) << c.error().to_string();
   ASSERT_EQ(c->stages.size(), 1u);
@@ -88,7 +88,7 @@ TEST(CostModel, OneDeviceSumsBlocksEmbeddingAndHead) {
 TEST(CostModel, PipelineTransfersAndSequences) {
   auto m = test::synthetic_model(4);
   // a: 100 GB/s, link 10 GB/s, 10 us; b: 50 GB/s, link 5 GB/s, 20 us.
-  const std::vector<exec::DeviceInfo> devices = {test::device("a", 1 << 30, 100, 10, 10, 10),
+  const std::vector<DeviceInfo> devices = {test::device("a", 1 << 30, 100, 10, 10, 10),
                                                  test::device("b", 1 << 30, 50, 10, 5, 20)};
   Placement p = one_device("a", 4);
   p.layers[2].target.devices = p.layers[3].target.devices = {"b"};
@@ -113,7 +113,7 @@ TEST(CostModel, PipelineTransfersAndSequences) {
 
 TEST(CostModel, TensorGroupAllReducesAndKvElsewhere) {
   auto m = test::synthetic_model(2);
-  const std::vector<exec::DeviceInfo> devices = {test::device("a", 1 << 30, 100, 10, 10, 10),
+  const std::vector<DeviceInfo> devices = {test::device("a", 1 << 30, 100, 10, 10, 10),
                                                  test::device("b", 1 << 30, 100, 10, 10, 10),
                                                  test::device("cpu", 1 << 30, 20, 1, 0, 0)};
   Placement p = one_device("a", 2);

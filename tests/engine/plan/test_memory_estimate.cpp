@@ -21,7 +21,7 @@ class StoriesMemory : public ::testing::Test {
  protected:
   void SetUp() override {
     model_ = test::load_stories();
-    if (!model_) GTEST_SKIP() << "stories260K.gguf not in " << test::shared_models();
+    if (!model_) GTEST_FAIL() << "stories260K.gguf not in " << test::shared_models();
     devices_ = {test::device("gpu0", 1 << 20, 100, 10, 10, 10, 1000, 2),
                 test::device("gpu1", 1 << 20, 100, 10, 10, 10, 2000, 2),
                 test::device("cpu", 8 << 20, 20, 1, 0, 0, 500, 2)};
@@ -36,7 +36,7 @@ class StoriesMemory : public ::testing::Test {
     return p;
   }
   std::unique_ptr<model::Model> model_;
-  std::vector<exec::DeviceInfo> devices_;
+  std::vector<DeviceInfo> devices_;
 };
 
 TEST_F(StoriesMemory, WeightsMatchTheFile) {
@@ -208,9 +208,9 @@ TEST_F(StoriesMemory, CheckFitsWithMargin) {
 
 TEST(TiedHead, CountedOnceOnTheEmbeddingDeviceTwiceElsewhere) {
   auto model = test::load_stories("stories260K.tied.gguf");
-  if (!model) GTEST_SKIP() << "stories260K.tied.gguf missing";
+  if (!model) GTEST_FAIL() << "stories260K.tied.gguf missing";
   ASSERT_TRUE(model->config().tied_output);
-  std::vector<exec::DeviceInfo> devices = {test::device("a", 4 << 20), test::device("b", 4 << 20)};
+  std::vector<DeviceInfo> devices = {test::device("a", 4 << 20), test::device("b", 4 << 20)};
   Placement p;
   p.n_ctx = 16;
   p.max_batch = 4;

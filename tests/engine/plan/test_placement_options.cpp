@@ -15,7 +15,7 @@ class Options : public ::testing::Test {
  protected:
   void SetUp() override {
     model_ = test::load_stories();
-    if (!model_) GTEST_SKIP() << "stories260K.gguf missing";
+    if (!model_) GTEST_FAIL() << "stories260K.gguf missing";
     // gpu0 has three times gpu1's capacity: the default layer split is 3:1.
     devices_ = {test::device("cpu", 1 << 30, 20, 1), test::device("gpu0", 3 << 20, 500),
                 test::device("gpu1", 1 << 20, 500)};
@@ -29,7 +29,7 @@ class Options : public ::testing::Test {
     return out;
   }
   std::unique_ptr<model::Model> model_;
-  std::vector<exec::DeviceInfo> devices_;
+  std::vector<DeviceInfo> devices_;
 };
 
 struct LayerCase {

@@ -31,8 +31,8 @@ class Validate : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Validate, Message) {
   auto model = test::load_stories();
-  if (!model) GTEST_SKIP() << "stories260K.gguf missing";
-  const std::vector<exec::DeviceInfo> devices = {test::device("cpu", 1 << 30), test::device("gpu0", 1 << 30),
+  if (!model) GTEST_FAIL() << "stories260K.gguf missing";
+  const std::vector<DeviceInfo> devices = {test::device("cpu", 1 << 30), test::device("gpu0", 1 << 30),
                                                  test::device("gpu1", 1 << 30), test::device("gpu2", 1 << 30),
                                                  test::device("gpu3", 1 << 30)};
   Placement p = valid();

@@ -35,7 +35,7 @@ trace::Event pass(int32_t lane, int32_t layer, int32_t n_tokens, double ms) {
 
 TEST(Straggler, MeasuredAgainstPlannedPerDevice) {
   auto m = test::synthetic_model(4);
-  const std::vector<exec::DeviceInfo> devices = {test::device("g0", 1 << 30, 100, 10), test::device("g1", 1 << 30, 100, 10)};
+  const std::vector<DeviceInfo> devices = {test::device("g0", 1 << 30, 100, 10), test::device("g1", 1 << 30, 100, 10)};
   const std::vector<trace::LaneInfo> lanes = {{0, "g0", true}, {1, "g1", true}, {2, "host", false}};
   const double per_token = block_ms(m.config, m.weights.layers[0], whole_layer(m.config), true, devices[0], 1);
   const double per_token_batch8 = block_ms(m.config, m.weights.layers[0], whole_layer(m.config), true, devices[0], 8);

@@ -20,10 +20,10 @@ namespace fs = std::filesystem;
 using testing::load_tokenizer;
 using testing::shared_models;
 
-#define LOAD_OR_SKIP(var, path)                                  \
+#define LOAD_OR_FAIL(var, path)                                  \
   std::string var##_why;                                         \
   auto var = load_tokenizer(path, &var##_why);                   \
-  if (!var && !fs::exists(path)) GTEST_SKIP() << var##_why;      \
+  if (!var && !fs::exists(path)) GTEST_FAIL() << var##_why;      \
   ASSERT_TRUE(var.has_value()) << var##_why
 
 const fs::path kStories = shared_models() / "stories260K.gguf";
@@ -32,7 +32,7 @@ const fs::path kQwen3 = shared_models() / "tokenizers" / "vocab-qwen3.gguf";
 const fs::path kLlamaSpm = shared_models() / "tokenizers" / "llama.cpp-vocab" / "ggml-vocab-llama-spm.gguf";
 
 TEST(Stories260K, OnceUponATimeWithBos) {
-  LOAD_OR_SKIP(tok, kStories);
+  LOAD_OR_FAIL(tok, kStories);
   EXPECT_EQ(tok->vocab().kind, TokenizerKind::Spm);
   EXPECT_EQ(tok->n_tokens(), 512);
   EXPECT_EQ(tok->encode("Once upon a time", true, false), (std::vector<int32_t>{1, 403, 407, 261, 378}));
@@ -47,7 +47,7 @@ TEST(Stories260K, OnceUponATimeWithBos) {
 }
 
 TEST(Stories260K, ByteFallbackRoundTrip) {
-  LOAD_OR_SKIP(tok, kStories);
+  LOAD_OR_FAIL(tok, kStories);
   const std::string text = "Hello, w\xC3\xB6rld! \xF0\x9F\x98\x80";  // "Hello, wörld! 😀"
   const auto ids = tok->encode(text, true, false);
   ASSERT_FALSE(ids.empty());
@@ -65,9 +65,9 @@ TEST(Stories260K, ByteFallbackRoundTrip) {
 }
 
 TEST(LlamaSpm, RoundTripModuloLeadingSpaceRule) {
-  LOAD_OR_SKIP(tok, kLlamaSpm);
+  LOAD_OR_FAIL(tok, kLlamaSpm);
   const auto strings = testing::vocab_test_strings();
-  if (strings.empty()) GTEST_SKIP() << "no test strings";
+  if (strings.empty()) GTEST_FAIL() << "no test strings";
   for (const auto& s : strings) {
     // encode() prefixes U+2581 and decode() strips one leading space, so the text comes back
     // exactly — including texts that start with spaces of their own.
@@ -79,9 +79,9 @@ TEST(LlamaSpm, RoundTripModuloLeadingSpaceRule) {
 }
 
 TEST(Llama31, RoundTripAndSpecials) {
-  LOAD_OR_SKIP(tok, kLlama31);
+  LOAD_OR_FAIL(tok, kLlama31);
   const auto strings = testing::vocab_test_strings();
-  if (strings.empty()) GTEST_SKIP() << "no test strings";
+  if (strings.empty()) GTEST_FAIL() << "no test strings";
   for (const auto& s : strings) EXPECT_EQ(tok->decode(tok->encode(s, false, false)), s);
   EXPECT_EQ(tok->vocab().bos_id, 128000);
   EXPECT_TRUE(tok->vocab().add_bos);
@@ -99,9 +99,9 @@ TEST(Llama31, RoundTripAndSpecials) {
 }
 
 TEST(Qwen3, RoundTripAndChatMarkup) {
-  LOAD_OR_SKIP(tok, kQwen3);
+  LOAD_OR_FAIL(tok, kQwen3);
   const auto strings = testing::vocab_test_strings();
-  if (strings.empty()) GTEST_SKIP() << "no test strings";
+  if (strings.empty()) GTEST_FAIL() << "no test strings";
   for (const auto& s : strings) EXPECT_EQ(tok->decode(tok->encode(s, false, false)), s);
 
   const auto ids = tok->encode("<|im_start|>user\nhi<|im_end|>", true, true);
@@ -125,7 +125,7 @@ TEST(Qwen3, RoundTripAndChatMarkup) {
 }
 
 TEST(Llama31, LongTextIsFast) {
-  LOAD_OR_SKIP(tok, kLlama31);
+  LOAD_OR_FAIL(tok, kLlama31);
   const auto strings = testing::vocab_test_strings();
   std::string text;
   while (text.size() < 100 * 1024) {
@@ -147,7 +147,7 @@ TEST(Llama31, LongTextIsFast) {
 }
 
 TEST(LlamaSpm, LongTextIsFast) {
-  LOAD_OR_SKIP(tok, kLlamaSpm);
+  LOAD_OR_FAIL(tok, kLlamaSpm);
   std::string text;
   for (const auto& s : testing::vocab_test_strings()) text += s + " ";
   while (text.size() < 100 * 1024) text += text;

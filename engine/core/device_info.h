@@ -1,12 +1,14 @@
-// engine/exec/device_info.h — what the planner and the UI know about a device: identity, memory,
-// and the declared or measured speeds the cost model uses. Plain data; no behaviour.
+// engine/core/device_info.h — what the planner, the executor and the UI know about a device:
+// identity, memory, and the declared or measured speeds the cost model uses. Plain data; no
+// behaviour. It lives in core/ so that plan/ (which reads it) and exec/ (which fills it) both stand
+// on it without plan/ including exec/.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace strata::exec {
+namespace strata {
 
 enum class DeviceKind { Cpu, Simulated, Cuda };
 const char* device_kind_name(DeviceKind kind);  // "cpu", "sim", "cuda"
@@ -32,4 +34,4 @@ struct DeviceInfo {
   std::string failure;
 };
 
-}  // namespace strata::exec
+}  // namespace strata

@@ -7,8 +7,6 @@
 // its [lo, hi) get probability exactly 0, and fma(0, v, acc) == acc.
 #include <immintrin.h>
 
-#include <algorithm>
-#include <limits>
 
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/attention_block.h"
@@ -64,6 +62,19 @@ inline __m256 key_mask(int64_t j0, int32_t lo, int32_t hi) {
   return _mm256_castsi256_ps(_mm256_and_si256(ge_lo, lt_hi));
 }
 
+// Local min / max / infinity: std::min<int> and numeric_limits<float>::infinity() are inline
+// templates that an unoptimised build emits as weak symbols from this AVX2 object, which the
+// linker may then hand to the scalar path (tools/isa_check.sh).
+template <typename T>
+T lesser(T a, T b) {
+  return b < a ? b : a;
+}
+template <typename T>
+T greater(T a, T b) {
+  return a < b ? b : a;
+}
+constexpr float kNegativeInfinity = -__builtin_huge_valf();
+
 }  // namespace
 
 void attention_block_avx2(const AttentionBlockArgs& a) {
@@ -71,8 +82,8 @@ void attention_block_avx2(const AttentionBlockArgs& a) {
   const int64_t hdp = a.hdp, n = a.n_rows;
   int32_t min_lo = static_cast<int32_t>(B), max_hi = 0;
   for (int64_t r = 0; r < n; ++r) {
-    min_lo = std::min(min_lo, a.lo[r]);
-    max_hi = std::max(max_hi, a.hi[r]);
+    min_lo = lesser(min_lo, a.lo[r]);
+    max_hi = greater(max_hi, a.hi[r]);
   }
   const int64_t j_begin = min_lo & ~3;
   const int64_t j_end4 = (static_cast<int64_t>(max_hi) + 3) & ~int64_t{3};
@@ -108,7 +119,7 @@ void attention_block_avx2(const AttentionBlockArgs& a) {
   }
 
   // Softmax of each row over its keys; masked keys get probability 0 up to j_end8.
-  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m256 neg_inf = _mm256_set1_ps(kNegativeInfinity);
   const __m256 scale = _mm256_set1_ps(a.scale);
   for (int64_t r = 0; r < n; ++r) {
     float* p = a.p + r * B;
@@ -138,8 +149,8 @@ void attention_block_avx2(const AttentionBlockArgs& a) {
     const float* p1 = two ? p0 + B : p0;
     float* acc0 = a.acc + r * hdp;
     float* acc1 = two ? acc0 + hdp : acc0;
-    const int64_t lo = two ? std::min(a.lo[r], a.lo[r + 1]) : a.lo[r];
-    const int64_t hi = two ? std::max(a.hi[r], a.hi[r + 1]) : a.hi[r];
+    const int64_t lo = two ? lesser(a.lo[r], a.lo[r + 1]) : a.lo[r];
+    const int64_t hi = two ? greater(a.hi[r], a.hi[r + 1]) : a.hi[r];
     int64_t d = 0;
     for (; d + 32 <= hdp; d += 32) {
       __m256 c00 = _mm256_setzero_ps(), c01 = c00, c02 = c00, c03 = c00;

@@ -7,7 +7,6 @@
 // its [lo, hi) get probability exactly 0, and fma(0, v, acc) == acc.
 #include <immintrin.h>
 
-
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/attention_block.h"
 

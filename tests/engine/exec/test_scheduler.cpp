@@ -72,6 +72,39 @@ exec::GenerationRequest request_for(const model::Model& m, const std::string& pr
   return r;
 }
 
+// Holds the scheduler thread inside an exclusive task from construction (which returns once the
+// task runs) until destruction, so that requests submitted meanwhile are admitted together.
+class SchedulerHold {
+ public:
+  explicit SchedulerHold(exec::Scheduler& sched) {
+    thread_ = std::thread([this, &sched] {
+      (void)sched.run_exclusive([this](exec::Pipeline&) {
+        std::unique_lock<std::mutex> lock(m_);
+        entered_ = true;
+        cv_.notify_all();
+        cv_.wait(lock, [this] { return release_; });
+        return Status{};
+      });
+    });
+    std::unique_lock<std::mutex> lock(m_);
+    cv_.wait(lock, [this] { return entered_; });
+  }
+  ~SchedulerHold() {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      release_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool release_ = false, entered_ = false;
+  std::thread thread_;
+};
+
 TEST(Scheduler, SevenRequestsOnThreeSlotsEqualSingleSequenceText) {
   Fixture f = make(3);
   exec::Scheduler sched(*f.pipeline, {});
@@ -101,22 +134,7 @@ TEST(Scheduler, QueueLimitCancellationAndPrefixReuse) {
   exec::Scheduler sched(*f.pipeline, so);
 
   // Hold the scheduler thread in an exclusive task while submitting: 2 slots + 1 queue place.
-  std::mutex m;
-  std::condition_variable cv;
-  bool release = false, entered = false;
-  std::thread holder([&] {
-    (void)sched.run_exclusive([&](exec::Pipeline&) {
-      std::unique_lock<std::mutex> lock(m);
-      entered = true;
-      cv.notify_all();
-      cv.wait(lock, [&] { return release; });
-      return Status{};
-    });
-  });
-  {
-    std::unique_lock<std::mutex> lock(m);
-    cv.wait(lock, [&] { return entered; });
-  }
+  auto holder = std::make_unique<SchedulerHold>(sched);
   std::vector<Outcome> out(5);
   int accepted = 0, full = 0;
   for (auto& o : out) {
@@ -127,12 +145,7 @@ TEST(Scheduler, QueueLimitCancellationAndPrefixReuse) {
   EXPECT_EQ(accepted, 3);
   EXPECT_EQ(full, 2);
   EXPECT_EQ(sched.stats().waiting, 3);
-  {
-    std::lock_guard<std::mutex> lock(m);
-    release = true;
-  }
-  cv.notify_all();
-  holder.join();
+  holder.reset();
   for (int i = 0; i < 3; ++i) EXPECT_EQ(out[i].promise.get_future().get().n_generated, 8);
 
   // The text callback stops a generation; cancel() stops another.
@@ -184,30 +197,10 @@ TEST(Scheduler, SequencesSharingAPromptEvaluateItOnce) {
   const int64_t n = static_cast<int64_t>(tokens(*f.model, prompt).size());
   ASSERT_GE(n, 30);
   // Hold the scheduler thread in an exclusive task so that all three are admitted in one step.
-  std::mutex m;
-  std::condition_variable cv;
-  bool release = false, entered = false;
-  std::thread holder([&] {
-    (void)sched.run_exclusive([&](exec::Pipeline&) {
-      std::unique_lock<std::mutex> lock(m);
-      entered = true;
-      cv.notify_all();
-      cv.wait(lock, [&] { return release; });
-      return Status{};
-    });
-  });
-  {
-    std::unique_lock<std::mutex> lock(m);
-    cv.wait(lock, [&] { return entered; });
-  }
+  auto holder = std::make_unique<SchedulerHold>(sched);
   std::vector<Outcome> out(3);
   for (auto& o : out) ASSERT_TRUE(sched.submit(request_for(*f.model, prompt, 24, o)).ok());
-  {
-    std::lock_guard<std::mutex> lock(m);
-    release = true;
-  }
-  cv.notify_all();
-  holder.join();
+  holder.reset();
   const std::string want = reference(*f.model, prompt, 24);
   int64_t cached = 0;
   for (auto& o : out) {

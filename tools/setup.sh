@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake ninja-build ccache libcli11-dev nlohmann-json3-dev libgtest-dev libcpp-httplib-dev python3
           qt6-base-dev qt6-base-dev-tools libqcustomplot-dev libqcustomplot2.1-qt6 qt6-qpa-plugins qt6-svg-dev
           libqt6sql6-sqlite libxkbcommon-dev xvfb xauth libgl1-mesa-dri
-          dpkg-dev desktop-file-utils appstream lintian)  # the last four: the package test (tools/package_test.sh)
+          dpkg-dev desktop-file-utils appstream lintian  # the package test (tools/package_test.sh)
+          openmpi-bin libopenmpi-dev)  # several processes over MPI (STRATA_MPI)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -32,6 +32,11 @@ struct DeviceInfo {
   std::vector<std::string> peers;     // ids of devices this one reads and writes directly (peer access)
   bool failed = false;                // met a sticky error; see Device::failure()
   std::string failure;
+  // Several processes (mpirun): the rank owning the device and its host name. One process: rank 0,
+  // host empty. A device of another rank has link_gbps / link_latency_us of the measured inter-rank
+  // link when that is slower than its own.
+  int rank = 0;
+  std::string host;
 };
 
 }  // namespace strata

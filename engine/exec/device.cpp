@@ -192,7 +192,7 @@ CpuDevice::CpuDevice(kernels::ThreadPool& pool, uint64_t capacity_bytes, double 
 
 DeviceInfo CpuDevice::info() const {
   DeviceInfo i;
-  i.id = "cpu";
+  i.id = id();
   i.kind = DeviceKind::Cpu;
   i.name = "CPU (" + std::to_string(threads_) + " threads)";
   i.bytes_total = capacity_;
@@ -242,7 +242,7 @@ Status SimulatedDevice::check_alive() {
 
 DeviceInfo SimulatedDevice::info() const {
   DeviceInfo i;
-  i.id = spec_.id;
+  i.id = id();
   i.kind = DeviceKind::Simulated;
   i.simulated = true;
   char cap[32];

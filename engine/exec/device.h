@@ -130,6 +130,11 @@ class Device {
   MemoryUse memory_use() const;
   uint64_t bytes_free() const;
   const std::string& id() const { return id_; }
+  // Several processes: the rank that owns a device standing in for another process's device
+  // (RemoteDevice), -1 for a device of this process.
+  virtual int remote_rank() const { return -1; }
+  // Names a device of this process after its rank ("r1:" + id): call before any use.
+  void prefix_id(const std::string& prefix) { id_ = prefix + id_; }
 
  protected:
   Device(std::string id, uint64_t capacity_bytes);

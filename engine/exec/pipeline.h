@@ -29,6 +29,7 @@
 #include "engine/exec/device_worker.h"
 #include "engine/exec/block_forward.h"
 #include "engine/exec/placed_weights.h"
+#include "engine/exec/rank_bridge.h"
 #include "engine/model/model.h"
 #include "engine/plan/placement.h"
 #include "engine/trace/recorder.h"
@@ -39,9 +40,13 @@ class Pipeline {
  public:
   // devices: every device the placement may name (owned by the caller, outliving the pipeline).
   // recorder: optional; lanes named after the devices are added to it.
+  // ranks: the other processes of an mpirun job (null in one process). Devices of other ranks
+  // (Device::remote_rank() >= 0) are placed and run there: on rank 0 (the driver) a stage on them
+  // is a call to that rank; on the other ranks (workers) only their own devices are built and the
+  // driver's calls come in through serve_stage.
   static Expected<std::unique_ptr<Pipeline>> create(const model::Model& model, std::vector<Device*> devices,
                                                     const plan::Placement& placement,
-                                                    trace::Recorder* recorder = nullptr);
+                                                    trace::Recorder* recorder = nullptr, RankBridge* ranks = nullptr);
   ~Pipeline();
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -84,6 +89,13 @@ class Pipeline {
   // Ids of the devices the current placement uses that have failed (Device::failed()).
   std::vector<std::string> failed_devices() const;
 
+  // Worker ranks: runs this rank's part of one stage for a micro-batch sent by the driver
+  // (call.hidden in and out, logits of its parts when the stage holds the head, trace events of
+  // the call when there is a recorder). Calling thread: the worker's message loop.
+  Status serve_stage(StageCall& call);
+  // Worker ranks: the driver's position of a sequence (for copy_sequence's bounds).
+  void set_position(int32_t seq, int64_t n);
+
   // Per device: bytes held, by use (what the planner's estimate is checked against).
   std::map<std::string, MemoryUse> memory_by_device() const;
   // Records one memory snapshot per device lane into the recorder (if any).
@@ -113,6 +125,8 @@ class Pipeline {
   void stop_stages();
   void stage_loop(StageRuntime* stage);
   void run_stage(StageRuntime& stage, MicroBatch& mb);
+  Status run_local(StageRuntime& stage, MicroBatch& mb);
+  Status run_remote(StageRuntime& stage, MicroBatch& mb, int rank, bool record);
   Status run_single(StageRuntime& stage, MicroBatch& mb);
   Status run_group(StageRuntime& stage, MicroBatch& mb);
   KvView kv_view(const LayerSlot& slot, size_t member, int32_t seq) const;
@@ -121,10 +135,14 @@ class Pipeline {
   // The head over the last row of every part of mb that wants logits, copied to their hosts.
   Status run_head(DeviceRuntime& rt, MicroBatch& mb, trace::Recorder* rec);
   int32_t lane_of(const Device* d) const;
+  int32_t lane_named(const std::string& id) const;
+  bool local(const Device* d) const { return d->remote_rank() < 0; }
 
   const model::Model& model_;
   std::vector<Device*> devices_;
   trace::Recorder* recorder_;
+  RankBridge* ranks_ = nullptr;  // null: one process
+  int32_t generation_ = 0;       // placements made (tags of cross-rank groups differ per placement)
   plan::Placement placement_;
 
   std::vector<std::unique_ptr<LayerSlot>> layers_;

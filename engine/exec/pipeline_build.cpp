@@ -30,7 +30,8 @@ std::vector<Pipeline::LayerSlot*> Pipeline::layer_list() const {
 }
 
 Expected<std::unique_ptr<Pipeline>> Pipeline::create(const model::Model& model, std::vector<Device*> devices,
-                                                     const plan::Placement& placement, trace::Recorder* recorder) {
+                                                     const plan::Placement& placement, trace::Recorder* recorder,
+                                                     RankBridge* ranks) {
   const model::ModelConfig& c = model.config();
   if (static_cast<int64_t>(placement.layers.size()) != c.n_layers)
     return Error{Code::InvalidArgument, "placement has " + std::to_string(placement.layers.size()) +
@@ -44,12 +45,25 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::create(const model::Model& model, 
       placement.head.devices.empty())
     return Error{Code::InvalidArgument, "the embedding and the head each need exactly one device"};
   std::unique_ptr<Pipeline> p(new Pipeline(model, std::move(devices), recorder));
+  p->ranks_ = ranks;
   p->placement_ = placement;
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    STRATA_ASSIGN_OR_RETURN(auto slot, p->build_layer(l, placement.layers[static_cast<size_t>(l)]));
-    p->layers_.push_back(std::move(slot));
+  // The driver asks the other ranks to place their part first: they build beside it, and the
+  // cross-rank groups are made by all members at once.
+  const bool driver = ranks && ranks->rank() == 0;
+  if (driver) STRATA_RETURN_IF_ERROR(ranks->begin_place(placement, true, ++p->generation_));
+  auto built = [&]() -> Status {
+    for (int64_t l = 0; l < c.n_layers; ++l) {
+      STRATA_ASSIGN_OR_RETURN(auto slot, p->build_layer(l, placement.layers[static_cast<size_t>(l)]));
+      p->layers_.push_back(std::move(slot));
+    }
+    STRATA_ASSIGN_OR_RETURN(p->runtime_, p->build_runtimes(placement, p->layer_list()));
+    return {};
+  }();
+  if (driver) {
+    Status remote = ranks->end_place(nullptr);
+    if (built.ok() && !remote.ok()) return remote.error();
   }
-  STRATA_ASSIGN_OR_RETURN(p->runtime_, p->build_runtimes(placement, p->layer_list()));
+  STRATA_RETURN_IF_ERROR(built);
   p->positions_.assign(static_cast<size_t>(placement.n_seq), 0);
   p->start_stages();
   return p;
@@ -66,6 +80,15 @@ Expected<std::unique_ptr<Pipeline::LayerSlot>> Pipeline::build_layer(int64_t ind
     slot->members.push_back(d);
   }
   if (slot->members.empty()) return Error{Code::InvalidArgument, "layer " + std::to_string(index) + " has no device"};
+  if (!where.kv_device.empty()) {
+    // A KV cache is read by its layer's members directly: it stays on their rank.
+    STRATA_ASSIGN_OR_RETURN(Device * kv_dev, device(where.kv_device));
+    for (Device* m : slot->members) {
+      if (m->remote_rank() != kv_dev->remote_rank())
+        return Error{Code::Unsupported, "layer " + std::to_string(index) + ": device '" + m->id() +
+                                            "' cannot read a KV cache kept on '" + kv_dev->id() + "' (another rank)"};
+    }
+  }
   if (where.target.is_group()) {
     STRATA_ASSIGN_OR_RETURN(slot->shards, plan::split_layer(c, lw, where.target.ratio, index));
   } else {
@@ -73,6 +96,10 @@ Expected<std::unique_ptr<Pipeline::LayerSlot>> Pipeline::build_layer(int64_t ind
   }
   for (size_t i = 0; i < slot->members.size(); ++i) {
     Device& d = *slot->members[i];
+    if (!local(&d)) {  // placed by its own rank
+      slot->weights.emplace_back();
+      continue;
+    }
     for (const model::TensorView* t : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down}) {
       if (!d.supports(t->type))
         return Error{Code::Unsupported, "layer " + std::to_string(index) + ": device '" + d.id() + "' cannot run " +
@@ -85,6 +112,11 @@ Expected<std::unique_ptr<Pipeline::LayerSlot>> Pipeline::build_layer(int64_t ind
   slot->shared_kv = !where.kv_device.empty();
   slot->kv_type = placement_.kv_type;
   auto add_kv = [&](Device* d, const plan::LayerShard& shard) -> Status {
+    if (!local(d)) {  // kept by its own rank
+      slot->kv_devices.push_back(d);
+      slot->kv_buffers.push_back(nullptr);
+      return {};
+    }
     if (!d->supports_kv(slot->kv_type))
       return Error{Code::Unsupported, "layer " + std::to_string(index) + ": device '" + d->id() + "' cannot keep a " +
                                           kernels::dtype_name(slot->kv_type) + " KV cache"};
@@ -148,11 +180,12 @@ Expected<std::unique_ptr<Pipeline::RuntimeSet>> Pipeline::build_runtimes(const p
     rt->device = dev;
     const DeviceInfo info = dev->info();
     if (recorder_) {
-      rt->lane = -1;
-      for (const auto& lane : recorder_->lanes()) {
-        if (lane.name == dev->id()) rt->lane = lane.id;
-      }
+      rt->lane = lane_named(dev->id());
       if (rt->lane < 0) rt->lane = recorder_->add_lane(dev->id(), info.simulated);
+    }
+    if (!local(dev)) {  // its runtime lives on its own rank
+      set->runtimes[dev] = std::move(rt);
+      continue;
     }
     if (info.runtime_overhead_bytes > 0) {
       STRATA_ASSIGN_OR_RETURN(auto buf, dev->adopt(nullptr, info.runtime_overhead_bytes, BufferUse::Overhead));
@@ -210,9 +243,6 @@ Expected<std::unique_ptr<Pipeline::RuntimeSet>> Pipeline::build_runtimes(const p
       st->members.push_back(set->runtimes.at(d).get());
       members.push_back(d);
     }
-    if (members.size() > 1) {
-      STRATA_ASSIGN_OR_RETURN(st->comm, comm::make_communicator(members));
-    }
     stages.push_back(std::move(st));
   }
   auto single_on = [](const StageRuntime& st, const Device* d) {
@@ -235,7 +265,44 @@ Expected<std::unique_ptr<Pipeline::RuntimeSet>> Pipeline::build_runtimes(const p
     stages.push_back(std::move(st));
   }
   for (size_t i = 0; i + 1 < stages.size(); ++i) stages[i]->next = stages[i + 1].get();
+  // Which members are this rank's, which ranks hold the others, and the groups' communicators
+  // (over MPI when a group spans ranks: every member rank makes it, with the same tag).
+  const int self = ranks_ ? ranks_->rank() : 0;
+  for (size_t si = 0; si < stages.size(); ++si) {
+    StageRuntime& st = *stages[si];
+    std::vector<Device*> local_devices;
+    for (size_t i = 0; i < st.members.size(); ++i) {
+      Device* d = st.members[i]->device;
+      if (local(d)) {
+        st.local.push_back(st.members[i]);
+        st.local_index.push_back(i);
+        local_devices.push_back(d);
+      } else if (std::find(st.ranks.begin(), st.ranks.end(), d->remote_rank()) == st.ranks.end()) {
+        st.ranks.push_back(d->remote_rank());
+      }
+    }
+    std::sort(st.ranks.begin(), st.ranks.end());
+    if (st.members.size() < 2 || local_devices.empty()) continue;
+    if (st.ranks.empty()) {
+      STRATA_ASSIGN_OR_RETURN(st.comm, comm::make_communicator(local_devices));
+      continue;
+    }
+    if (!ranks_) return Error{Code::Internal, "a group with devices of other ranks, in one process"};
+    std::vector<int> group = st.ranks;
+    group.push_back(self);
+    std::sort(group.begin(), group.end());
+    STRATA_ASSIGN_OR_RETURN(st.comm, ranks_->group_communicator(local_devices, group,
+                                                                 (generation_ % 64) * 256 + static_cast<int>(si)));
+  }
   return set;
+}
+
+int32_t Pipeline::lane_named(const std::string& id) const {
+  if (!recorder_) return -1;
+  for (const auto& lane : recorder_->lanes()) {
+    if (lane.name == id) return lane.id;
+  }
+  return -1;
 }
 
 Status Pipeline::copy_kv(const LayerSlot& from, const LayerSlot& to) {
@@ -253,10 +320,14 @@ Status Pipeline::copy_kv(const LayerSlot& from, const LayerSlot& to) {
       const KvView src = kv_view(from, f, seq);
       const plan::LayerShard& fs = from.shards[f];
       Device* src_dev = from.kv_devices[from.shared_kv ? 0 : f];
+      if (!local(src_dev)) continue;  // another rank's part: that rank copies it
       for (size_t t = 0; t < to.members.size(); ++t) {
-        const KvView dst = kv_view(to, t, seq);
         const plan::LayerShard& ts = to.shards[t];
         Device* dst_dev = to.kv_devices[to.shared_kv ? 0 : t];
+        if (!local(dst_dev))
+          return Error{Code::Unsupported, "moving a live KV cache from '" + src_dev->id() + "' to '" + dst_dev->id() +
+                                              "' on another rank"};
+        const KvView dst = kv_view(to, t, seq);
         const int64_t h0 = std::max(fs.kv_head_begin, ts.kv_head_begin), h1 = std::min(fs.kv_head_end, ts.kv_head_end);
         if (h0 >= h1) continue;
         for (int kv = 0; kv < 2; ++kv) {
@@ -286,7 +357,42 @@ Expected<int64_t> Pipeline::apply(const plan::Placement& next, KvOnApply kv) {
     if (t->devices.size() != 1) return Error{Code::InvalidArgument, "the embedding and the head each need one device"};
     STRATA_RETURN_IF_ERROR(device(t->devices[0]));
   }
+  const bool driver = ranks_ && ranks_->rank() == 0;
+  if (driver && kv == KvOnApply::Copy && std::any_of(positions_.begin(), positions_.end(), [](int64_t p) { return p > 0; })) {
+    // A KV cache does not travel between ranks: a block may change rank only with no live tokens.
+    auto rank_of = [&](const std::string& id) -> int {
+      auto d = device(id);
+      return d.ok() ? (*d)->remote_rank() : -2;
+    };
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      const plan::LayerPlacement& a = layers_[l]->where;
+      const plan::LayerPlacement& b = next.layers[l];
+      if (a == b) continue;
+      std::vector<int> ra, rb;
+      for (const auto& id : a.target.devices) ra.push_back(rank_of(id));
+      for (const auto& id : b.target.devices) rb.push_back(rank_of(id));
+      std::sort(ra.begin(), ra.end());
+      std::sort(rb.begin(), rb.end());
+      if (ra != rb)
+        return Error{Code::Unsupported, "block " + std::to_string(l) + " would move to another rank while sequences "
+                                        "hold tokens: its KV cache cannot follow (re-place with no live sequences)"};
+    }
+  }
   stop_stages();
+  // The other ranks place their part beside this one (see create).
+  if (driver) {
+    if (Status s = ranks_->begin_place(next, kv == KvOnApply::Discard, ++generation_); !s.ok()) {
+      start_stages();
+      return Error{s.error().code, "re-placement failed, nothing changed: " + s.error().message};
+    }
+  }
+  // Collects the other ranks' answers (once); on a local failure they go back to the old placement.
+  bool collected = !driver;
+  auto collect = [&](bool local_ok) -> Status {
+    if (collected) return {};
+    collected = true;
+    return ranks_->end_place(&placement_);
+  };
   // 1. Build every changed block beside the old ones, so a failure changes nothing.
   std::vector<std::unique_ptr<LayerSlot>> fresh(layers_.size());
   int64_t moved = 0;
@@ -294,6 +400,7 @@ Expected<int64_t> Pipeline::apply(const plan::Placement& next, KvOnApply kv) {
     if (layers_[l]->where == next.layers[l]) continue;
     auto slot = build_layer(static_cast<int64_t>(l), next.layers[l]);
     if (!slot.ok()) {
+      (void)collect(false);
       start_stages();
       return Error{slot.error().code, "re-placement failed at block " + std::to_string(l) + ", nothing changed: " +
                                           slot.error().message};
@@ -313,6 +420,7 @@ Expected<int64_t> Pipeline::apply(const plan::Placement& next, KvOnApply kv) {
     built = build_runtimes(next, next_layers);
   }
   if (!built.ok()) {
+    (void)collect(false);
     Error why = std::move(built).error();
     fresh.clear();  // frees the new blocks before the old runtimes come back
     if (!runtime_) {
@@ -330,6 +438,7 @@ Expected<int64_t> Pipeline::apply(const plan::Placement& next, KvOnApply kv) {
   for (size_t l = 0; l < layers_.size(); ++l) {
     if (!fresh[l] || kv == KvOnApply::Discard) continue;
     if (Status s = copy_kv(*layers_[l], *fresh[l]); !s.ok()) {
+      (void)collect(false);
       built->reset();
       fresh.clear();
       if (!runtime_) {
@@ -342,6 +451,18 @@ Expected<int64_t> Pipeline::apply(const plan::Placement& next, KvOnApply kv) {
       return Error{s.error().code, "re-placement failed copying block " + std::to_string(l) +
                                        "'s KV cache, nothing changed: " + s.error().message};
     }
+  }
+  if (Status remote = collect(true); !remote.ok()) {
+    built->reset();
+    fresh.clear();
+    if (!runtime_) {
+      auto old = build_runtimes(placement_, layer_list());
+      if (!old.ok()) return Error{Code::Internal, "re-placement failed on another rank (" + remote.error().message +
+                                                      ") and the old placement could not be restored"};
+      runtime_ = std::move(*old);
+    }
+    start_stages();
+    return Error{remote.error().code, "re-placement failed, nothing changed: " + remote.error().message};
   }
   runtime_ = std::move(*built);
   for (size_t l = 0; l < layers_.size(); ++l) {

@@ -33,6 +33,7 @@ struct Pipeline::LayerSlot {
   kernels::DType kv_type = kernels::DType::F32;
 };
 
+// A device of another rank has a runtime with only its device and lane (its work runs there).
 struct Pipeline::DeviceRuntime {
   Device* device = nullptr;
   int32_t lane = -1;
@@ -52,7 +53,12 @@ struct Pipeline::StageRuntime {
   bool has_embed = false, has_head = false;
   int64_t first = 0, end = 0;  // blocks [first, end)
   std::vector<DeviceRuntime*> members;
-  std::unique_ptr<comm::Communicator> comm;  // tensor-parallel groups only
+  // Several processes: the members of this rank (with their index in members), and the other
+  // ranks holding members (sorted). One process: local == members, ranks empty.
+  std::vector<DeviceRuntime*> local;
+  std::vector<size_t> local_index;
+  std::vector<int> ranks;
+  std::unique_ptr<comm::Communicator> comm;  // tensor-parallel groups only (cross-rank: one over MPI)
   StageRuntime* next = nullptr;
   std::thread thread;
   std::mutex mutex;

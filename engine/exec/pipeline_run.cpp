@@ -3,6 +3,7 @@
 // uses that device's Ops). A stage's device work ends with a blocking copy to the host (or an
 // explicit synchronize), so a micro-batch handed to the next stage is complete.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <future>
 
@@ -190,12 +191,188 @@ void Pipeline::run_stage(StageRuntime& stage, MicroBatch& mb) {
   std::vector<std::unique_lock<std::mutex>> held;
   for (DeviceRuntime* rt : order) held.emplace_back(rt->busy);
   Status s;
-  if (stage.members.size() == 1) {
-    stage.members[0]->worker->submit([&] { s = run_single(stage, mb); }).wait();
+  if (stage.ranks.empty()) {
+    s = run_local(stage, mb);
+  } else if (stage.local.empty()) {
+    // Every member on other ranks: one call per rank (a group spanning several of them all-reduces
+    // among them); the first rank's answer carries the hidden state on.
+    std::vector<std::future<Status>> others;
+    for (size_t i = 1; i < stage.ranks.size(); ++i)
+      others.push_back(std::async(std::launch::async, [&, i] { return run_remote(stage, mb, stage.ranks[i], false); }));
+    s = run_remote(stage, mb, stage.ranks[0], true);
+    for (auto& f : others) {
+      Status o = f.get();
+      if (s.ok() && !o.ok()) s = std::move(o);
+    }
   } else {
-    s = run_group(stage, mb);
+    // A group spanning this rank and others: each rank runs its members, all-reducing over MPI.
+    std::vector<std::future<Status>> others;
+    for (int r : stage.ranks)
+      others.push_back(std::async(std::launch::async, [&, r] { return run_remote(stage, mb, r, false); }));
+    s = run_local(stage, mb);
+    for (auto& f : others) {
+      Status o = f.get();
+      if (s.ok() && !o.ok()) s = std::move(o);
+    }
   }
   if (!s.ok()) mb.status = std::move(s);
+}
+
+Status Pipeline::run_local(StageRuntime& stage, MicroBatch& mb) {
+  if (stage.members.size() == 1) {
+    Status s;
+    stage.members[0]->worker->submit([&] { s = run_single(stage, mb); }).wait();
+    return s;
+  }
+  return run_group(stage, mb);
+}
+
+// The driver's side of a stage on another rank: the micro-batch goes over (tokens, hidden state),
+// the hidden state and any logits come back. record: this call carries the result on (the others
+// of a group only confirm).
+Status Pipeline::run_remote(StageRuntime& stage, MicroBatch& mb, int rank, bool record) {
+  if (!ranks_) return Error{Code::Internal, "a stage on another rank, in one process"};
+  const model::ModelConfig& c = model_.config();
+  StageCall call;
+  for (size_t i = 0; i < runtime_->stages.size(); ++i) {
+    if (runtime_->stages[i].get() == &stage) call.stage = static_cast<int32_t>(i);
+  }
+  for (const MicroBatch::Part& p : mb.parts) call.parts.push_back({p.seq, p.row0, p.n, p.pos0, p.logits != nullptr});
+  call.n = mb.n;
+  if (stage.has_embed) call.tokens = mb.tokens;
+  else call.hidden = mb.hidden;
+  call.holder = mb.holder ? mb.holder->id() : std::string();
+  Device* remote = nullptr;
+  for (DeviceRuntime* m : stage.members) {
+    if (m->device->remote_rank() == rank && !remote) remote = m->device;
+  }
+  // The crossing out, on the sending lane (the device that holds the hidden state).
+  trace::Span out;
+  const int32_t from_lane = lane_of(mb.holder), remote_lane = lane_of(remote);
+  if (recorder_ && from_lane >= 0 && !call.hidden.empty()) {
+    out = recorder_->span(from_lane, trace::EventKind::Transfer, -1, mb.seq(), mb.pos0());
+    out.set_peer(remote_lane);
+    out.set_bytes(call.hidden.size() * sizeof(float));
+    out.set_n_tokens(static_cast<int32_t>(mb.n));
+  }
+  Status s = ranks_->run_stage(rank, call);
+  out.end();
+  if (!s.ok()) {
+    // The rank stopped answering: its devices are lost (the scheduler re-plans around them).
+    if (ranks_->rank_lost(rank)) {
+      for (Device* d : devices_) {
+        if (d->remote_rank() == rank && !d->failed()) d->mark_failed(s.error().message);
+      }
+    }
+    return s;
+  }
+  if (recorder_) {
+    // The other rank's spans, on rank 0's clock already; lanes by device id.
+    const int64_t epoch_abs =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count() -
+        recorder_->now_ns();
+    const int32_t next_lane = stage.next && !stage.next->members.empty() ? stage.next->members[0]->lane : -1;
+    for (StageCall::LaneEvent& le : call.events) {
+      trace::Event e = le.event;
+      e.lane = lane_named(le.lane);
+      if (e.lane < 0) continue;
+      e.peer_lane = le.peer.empty() ? (e.kind == trace::EventKind::Transfer ? next_lane : -1) : lane_named(le.peer);
+      e.start_ns -= epoch_abs;
+      recorder_->record(e);
+    }
+    // The crossing back, on the other rank's lane: the answer's bytes coming off the link.
+    if (remote_lane >= 0 && call.reply_end_ns > 0) {
+      trace::Event e = proto(remote_lane, trace::EventKind::Transfer, -1, mb.seq(), mb.pos0(), mb.n);
+      e.peer_lane = next_lane;
+      e.bytes = call.reply_bytes;
+      e.duration_ns = call.reply_receive_ns;
+      e.start_ns = call.reply_end_ns - call.reply_receive_ns - epoch_abs;
+      recorder_->record(e);
+    }
+  }
+  if (!record) return {};
+  if (call.hidden.size() != static_cast<size_t>(mb.n * c.n_embd))
+    return Error{Code::Corrupt, "rank " + std::to_string(rank) + " returned " + std::to_string(call.hidden.size()) +
+                                    " hidden floats for " + std::to_string(mb.n) + " rows"};
+  mb.hidden = std::move(call.hidden);
+  size_t k = 0;
+  for (MicroBatch::Part& p : mb.parts) {
+    if (!p.logits || !stage.has_head) continue;
+    if (k >= call.logits.size() || call.logits[k].size() != static_cast<size_t>(c.n_vocab))
+      return Error{Code::Corrupt, "rank " + std::to_string(rank) + " returned too few logits"};
+    std::copy(call.logits[k].begin(), call.logits[k].end(), p.logits);
+    ++k;
+  }
+  mb.holder = remote;
+  return {};
+}
+
+Status Pipeline::serve_stage(StageCall& call) {
+  const model::ModelConfig& c = model_.config();
+  if (!runtime_ || call.stage < 0 || static_cast<size_t>(call.stage) >= runtime_->stages.size())
+    return Error{Code::InvalidArgument, "no stage " + std::to_string(call.stage) + " in this rank's placement"};
+  StageRuntime& stage = *runtime_->stages[static_cast<size_t>(call.stage)];
+  if (stage.local.empty())
+    return Error{Code::InvalidArgument, "stage " + std::to_string(call.stage) + " has no device of this rank"};
+  MicroBatch mb;
+  mb.n = call.n;
+  mb.tokens = std::move(call.tokens);
+  if (call.n <= 0 || (stage.has_embed ? mb.tokens.size() : call.hidden.size() / static_cast<size_t>(c.n_embd)) !=
+                         static_cast<size_t>(call.n))
+    return Error{Code::InvalidArgument, "stage call of " + std::to_string(call.n) + " rows with mismatched inputs"};
+  for (int32_t t : mb.tokens) {
+    if (t < 0 || t >= c.n_vocab) return Error{Code::InvalidArgument, "token id " + std::to_string(t) + " out of range"};
+  }
+  mb.hidden = std::move(call.hidden);
+  mb.hidden.resize(static_cast<size_t>(mb.n * c.n_embd));
+  call.logits.clear();
+  for (const StageCall::Part& p : call.parts) {
+    if (p.seq < 0 || p.seq >= placement_.n_seq || p.pos0 < 0 || p.n <= 0 || p.row0 < 0 || p.row0 + p.n > mb.n ||
+        p.pos0 + p.n > placement_.n_ctx)
+      return Error{Code::InvalidArgument, "stage call with a part outside the placement's sequences or context"};
+    if (p.want_logits && stage.has_head) call.logits.emplace_back(static_cast<size_t>(c.n_vocab));
+  }
+  size_t k = 0;
+  for (const StageCall::Part& p : call.parts) {
+    MicroBatch::Part part;
+    part.seq = p.seq;
+    part.row0 = p.row0;
+    part.n = p.n;
+    part.pos0 = p.pos0;
+    part.logits = p.want_logits && stage.has_head ? call.logits[k++].data() : nullptr;
+    mb.parts.push_back(part);
+  }
+  if (mb.parts.empty()) return Error{Code::InvalidArgument, "stage call with no sequence"};
+  mb.holder = nullptr;
+  if (!call.holder.empty()) {
+    auto d = device(call.holder);
+    if (d.ok()) mb.holder = *d;
+  }
+  if (recorder_ && !stage.has_embed) {
+    // The crossing in, on this rank's lane: the hidden state coming off the link.
+    trace::Event e = proto(stage.local[0]->lane, trace::EventKind::Transfer, -1, mb.seq(), mb.pos0(), mb.n);
+    e.peer_lane = lane_named(call.holder);
+    e.bytes = static_cast<uint64_t>(mb.n * c.n_embd) * sizeof(float);
+    e.duration_ns = call.receive_ns;
+    e.start_ns = recorder_->now_ns() - call.receive_ns;
+    recorder_->record(e);
+  }
+  std::vector<DeviceRuntime*> order = stage.local;
+  std::sort(order.begin(), order.end());
+  std::vector<std::unique_lock<std::mutex>> held;
+  for (DeviceRuntime* rt : order) held.emplace_back(rt->busy);
+  STRATA_RETURN_IF_ERROR(run_local(stage, mb));
+  for (const MicroBatch::Part& p : mb.parts) {
+    int64_t& pos = positions_[static_cast<size_t>(p.seq)];
+    pos = p.pos0 + p.n;
+  }
+  call.hidden = std::move(mb.hidden);
+  return {};
+}
+
+void Pipeline::set_position(int32_t seq, int64_t n) {
+  if (seq < 0 || seq >= placement_.n_seq) return;
+  positions_[static_cast<size_t>(seq)] = std::clamp<int64_t>(n, 0, placement_.n_ctx);
 }
 
 std::vector<SeqRows> Pipeline::seq_rows(const LayerSlot& slot, size_t member, const MicroBatch& mb) const {
@@ -272,13 +449,16 @@ Status Pipeline::run_single(StageRuntime& stage, MicroBatch& mb) {
 Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
   const model::ModelConfig& c = model_.config();
   const size_t count = static_cast<size_t>(mb.n * c.n_embd);
-  const size_t k = stage.members.size();
+  // This rank's members (all of them in one process); member i of the slot is local[j] with
+  // local_index[j] == i.
+  const size_t k = stage.local.size();
+  const size_t k_all = stage.members.size();
   std::vector<std::future<void>> pending(k);
   std::vector<Status> results(k);
   auto on_each = [&](auto&& work) -> Status {
     for (size_t i = 0; i < k; ++i)
-      pending[i] = stage.members[i]->worker->submit([&, i] {
-        DeviceRuntime& rt = *stage.members[i];
+      pending[i] = stage.local[i]->worker->submit([&, i] {
+        DeviceRuntime& rt = *stage.local[i];
         Status s = work(i);
         if (s.ok()) s = rt.ops->synchronize();
         results[i] = std::move(s);
@@ -290,18 +470,18 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
     return {};
   };
   std::vector<float*> partials(k);
-  for (size_t i = 0; i < k; ++i) partials[i] = stage.members[i]->block->scratch().proj;
+  for (size_t i = 0; i < k; ++i) partials[i] = stage.local[i]->block->scratch().proj;
   auto all_reduce = [&](int64_t layer) -> Status {
     const int64_t t0 = recorder_ ? recorder_->now_ns() : 0;
     STRATA_RETURN_IF_ERROR(stage.comm->all_reduce_sum(partials, count));
     if (recorder_) {
       const int64_t t1 = recorder_->now_ns();
       for (size_t i = 0; i < k; ++i) {
-        trace::Event e = proto(stage.members[i]->lane, trace::EventKind::AllReduce, static_cast<int32_t>(layer),
+        trace::Event e = proto(stage.local[i]->lane, trace::EventKind::AllReduce, static_cast<int32_t>(layer),
                                mb.seq(), mb.pos0(), mb.n);
         e.start_ns = t0;
         e.duration_ns = t1 - t0;
-        e.bytes = comm::Communicator::all_reduce_bytes_per_rank(count, k);
+        e.bytes = comm::Communicator::all_reduce_bytes_per_rank(count, k_all);
         recorder_->record(e);
       }
     }
@@ -309,18 +489,19 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
   };
   const int32_t from_lane = lane_of(mb.holder);
   STRATA_RETURN_IF_ERROR(on_each([&](size_t i) {
-    DeviceRuntime& rt = *stage.members[i];
+    DeviceRuntime& rt = *stage.local[i];
     return transfer_in(recorder_, from_lane, rt.lane, *rt.ops, mb.seq(), mb.pos0(), mb.n, mb.hidden.data(),
                        rt.block->scratch().hidden, count);
   }));
   for (int64_t l = stage.first; l < stage.end; ++l) {
     const LayerSlot& slot = *layers_[static_cast<size_t>(l)];
     STRATA_RETURN_IF_ERROR(on_each([&](size_t i) -> Status {
-      DeviceRuntime& rt = *stage.members[i];
+      DeviceRuntime& rt = *stage.local[i];
+      const size_t m = stage.local_index[i];
       SpanClock clock(recorder_, *rt.ops, !rt.device->host_visible());
       clock.begin(proto(rt.lane, trace::EventKind::Compute, static_cast<int32_t>(l), mb.seq(), mb.pos0(), mb.n));
-      STRATA_RETURN_IF_ERROR(rt.block->attention_partial(slot.weights[i], l, rt.block->scratch().hidden, mb.n,
-                                                         seq_rows(slot, i, mb), rt.block->scratch().proj));
+      STRATA_RETURN_IF_ERROR(rt.block->attention_partial(slot.weights[m], l, rt.block->scratch().hidden, mb.n,
+                                                         seq_rows(slot, m, mb), rt.block->scratch().proj));
       clock.end();
       STRATA_RETURN_IF_ERROR(rt.ops->synchronize());
       clock.flush();
@@ -328,12 +509,13 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
     }));
     STRATA_RETURN_IF_ERROR(all_reduce(l));
     STRATA_RETURN_IF_ERROR(on_each([&](size_t i) -> Status {
-      DeviceRuntime& rt = *stage.members[i];
+      DeviceRuntime& rt = *stage.local[i];
+      const size_t m = stage.local_index[i];
       const ScratchViews& s = rt.block->scratch();
       SpanClock clock(recorder_, *rt.ops, !rt.device->host_visible());
       clock.begin(proto(rt.lane, trace::EventKind::Compute, static_cast<int32_t>(l), mb.seq(), mb.pos0(), mb.n));
-      STRATA_RETURN_IF_ERROR(rt.block->residual_add(slot.weights[i].post_attn_norm, s.hidden, s.proj, mb.n));
-      STRATA_RETURN_IF_ERROR(rt.block->ffn_partial(slot.weights[i], s.hidden, mb.n, s.proj));
+      STRATA_RETURN_IF_ERROR(rt.block->residual_add(slot.weights[m].post_attn_norm, s.hidden, s.proj, mb.n));
+      STRATA_RETURN_IF_ERROR(rt.block->ffn_partial(slot.weights[m], s.hidden, mb.n, s.proj));
       clock.end();
       STRATA_RETURN_IF_ERROR(rt.ops->synchronize());
       clock.flush();
@@ -341,11 +523,12 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
     }));
     STRATA_RETURN_IF_ERROR(all_reduce(l));
     STRATA_RETURN_IF_ERROR(on_each([&](size_t i) {
-      const ScratchViews& s = stage.members[i]->block->scratch();
-      return stage.members[i]->block->residual_add(slot.weights[i].post_ffn_norm, s.hidden, s.proj, mb.n);
+      const ScratchViews& s = stage.local[i]->block->scratch();
+      return stage.local[i]->block->residual_add(slot.weights[stage.local_index[i]].post_ffn_norm, s.hidden, s.proj,
+                                                 mb.n);
     }));
   }
-  DeviceRuntime& first = *stage.members[0];
+  DeviceRuntime& first = *stage.local[0];
   Status out;
   first.worker
       ->submit([&] {
@@ -469,6 +652,7 @@ Status Pipeline::copy_sequence(int32_t src, int32_t dst, int64_t n) {
     // Each KV buffer holds whole rows of its own: the layer's (shared) or one member's shard.
     const size_t buffers = slot->shared_kv ? 1 : slot->members.size();
     for (size_t b = 0; b < buffers; ++b) {
+      if (!local(slot->kv_devices[b])) continue;  // another rank's part (copied there)
       KvView from = kv_view(*slot, b, src), to = kv_view(*slot, b, dst);
       int64_t width = from.stride;
       if (slot->shared_kv) {
@@ -494,6 +678,7 @@ Status Pipeline::copy_sequence(int32_t src, int32_t dst, int64_t n) {
       }
     }
   }
+  if (ranks_ && ranks_->rank() == 0) STRATA_RETURN_IF_ERROR(ranks_->copy_sequence(src, dst, n));
   positions_[static_cast<size_t>(dst)] = n;
   return {};
 }

@@ -1,0 +1,490 @@
+// engine/exec/cluster.cpp — the driver's calls to the other ranks and the workers' answers (see
+// cluster.h). Messages: engine/comm/wire.h. Requests go to a worker on one tag, in order; each
+// carries the tag its answer comes back on, so several stage threads of the driver can wait on
+// the same worker at once.
+#include "engine/exec/cluster.h"
+
+#include <algorithm>
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "engine/comm/rank_communicator.h"
+#include "engine/comm/wire.h"
+#include "engine/exec/pipeline.h"
+#include "engine/exec/remote_device.h"
+#include "engine/trace/recorder.h"
+
+namespace strata::exec {
+
+namespace {
+
+constexpr int kRequestTag = 16;  // driver -> worker, every request
+constexpr int kMeasureTag = 17;  // ping-pong
+constexpr int kHelloTag = 18;    // worker -> driver at start
+constexpr int kFirstReplyTag = 1000;
+
+enum class Kind : uint32_t { Measure = 1, Table = 2, Place = 3, Stage = 4, CopySequence = 5, Stop = 6 };
+
+struct WirePart {
+  int32_t seq;
+  int32_t want_logits;
+  int64_t row0, n, pos0;
+};
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+nlohmann::json info_json(const DeviceInfo& i) {
+  return {{"id", i.id},
+          {"kind", static_cast<int>(i.kind)},
+          {"name", i.name},
+          {"simulated", i.simulated},
+          {"bytes_total", i.bytes_total},
+          {"bytes_free", i.bytes_free},
+          {"bandwidth_gbps", i.bandwidth_gbps},
+          {"tflops", i.tflops},
+          {"link_gbps", i.link_gbps},
+          {"link_latency_us", i.link_latency_us},
+          {"runtime_overhead_bytes", i.runtime_overhead_bytes},
+          {"threads", i.threads},
+          {"compute_capability", i.compute_capability},
+          {"ordinal", i.ordinal},
+          {"peers", i.peers},
+          {"failed", i.failed},
+          {"failure", i.failure},
+          {"rank", i.rank},
+          {"host", i.host}};
+}
+
+Expected<DeviceInfo> info_from_json(const nlohmann::json& j) {
+  try {
+    DeviceInfo i;
+    i.id = j.at("id").get<std::string>();
+    i.kind = static_cast<DeviceKind>(j.at("kind").get<int>());
+    i.name = j.at("name").get<std::string>();
+    i.simulated = j.at("simulated").get<bool>();
+    i.bytes_total = j.at("bytes_total").get<uint64_t>();
+    i.bytes_free = j.at("bytes_free").get<uint64_t>();
+    i.bandwidth_gbps = j.at("bandwidth_gbps").get<double>();
+    i.tflops = j.at("tflops").get<double>();
+    i.link_gbps = j.at("link_gbps").get<double>();
+    i.link_latency_us = j.at("link_latency_us").get<double>();
+    i.runtime_overhead_bytes = j.at("runtime_overhead_bytes").get<uint64_t>();
+    i.threads = j.at("threads").get<int>();
+    i.compute_capability = j.at("compute_capability").get<std::string>();
+    i.ordinal = j.at("ordinal").get<int>();
+    i.peers = j.at("peers").get<std::vector<std::string>>();
+    i.failed = j.at("failed").get<bool>();
+    i.failure = j.at("failure").get<std::string>();
+    i.rank = j.at("rank").get<int>();
+    i.host = j.at("host").get<std::string>();
+    return i;
+  } catch (const std::exception& e) {
+    return Error{Code::Corrupt, std::string("device description from another rank: ") + e.what()};
+  }
+}
+
+void put_status(comm::WireWriter& w, const Status& s) {
+  w.put<int32_t>(s.ok() ? 0 : static_cast<int32_t>(s.error().code));
+  w.put_string(s.ok() ? std::string() : s.error().message);
+}
+
+Status get_status(comm::WireReader& r, int rank) {
+  STRATA_ASSIGN_OR_RETURN(int32_t code, r.get<int32_t>());
+  STRATA_ASSIGN_OR_RETURN(std::string message, r.get_string());
+  if (code == 0) return {};
+  if (code < 0 || code > static_cast<int32_t>(Code::Internal)) code = static_cast<int32_t>(Code::Internal);
+  return Error{static_cast<Code>(code), "rank " + std::to_string(rank) + ": " + message};
+}
+
+std::vector<uint8_t> stop_message() {
+  comm::WireWriter w;
+  w.put(Kind::Stop);
+  return w.bytes();
+}
+
+}  // namespace
+
+Expected<std::string> rank_devices_spec(const std::string& spec, int rank, int size) {
+  if (spec.empty()) return default_devices_spec();
+  std::string out;
+  size_t start = 0;
+  while (start <= spec.size()) {
+    const size_t comma = spec.find(',', start);
+    const std::string entry = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? spec.size() + 1 : comma + 1;
+    size_t digits = 1;
+    while (digits < entry.size() && std::isdigit(static_cast<unsigned char>(entry[digits]))) ++digits;
+    if (entry.size() < 4 || entry[0] != 'r' || digits == 1 || digits >= entry.size() || entry[digits] != ':')
+      return Error{Code::InvalidArgument, "device '" + entry + "': with several ranks every device names its rank, "
+                                          "e.g. r0:cpu,r1:cpu or r1:cuda:0"};
+    const int r = std::stoi(entry.substr(1, digits - 1));
+    if (r >= size)
+      return Error{Code::InvalidArgument, "device '" + entry + "': rank " + std::to_string(r) + " of a job of " +
+                                              std::to_string(size) + " processes"};
+    if (r != rank) continue;
+    if (!out.empty()) out += ',';
+    out.append(entry, digits + 1, std::string::npos);
+  }
+  return out;
+}
+
+Cluster::~Cluster() = default;
+
+Expected<std::unique_ptr<Cluster>> Cluster::connect(comm::RankLink& link, std::vector<DeviceInfo> local) {
+  std::unique_ptr<Cluster> c(new Cluster(link));
+  const int self = link.rank(), size = link.size();
+  for (DeviceInfo& i : local) {
+    i.rank = self;
+    i.host = link.host_name();
+  }
+  if (self != 0) {
+    nlohmann::json hello = {{"host", link.host_name()}, {"devices", nlohmann::json::array()}};
+    for (const DeviceInfo& i : local) hello["devices"].push_back(info_json(i));
+    const std::string text = hello.dump();
+    STRATA_RETURN_IF_ERROR(link.send(0, kHelloTag, {reinterpret_cast<const uint8_t*>(text.data()), text.size()}));
+    // The driver measures the link, then sends the table of every rank (or stops us at once).
+    while (true) {
+      STRATA_ASSIGN_OR_RETURN(comm::RankMessage m, link.receive(0, kRequestTag));
+      comm::WireReader r(m.bytes);
+      STRATA_ASSIGN_OR_RETURN(Kind kind, r.get<Kind>());
+      if (kind == Kind::Stop) return Error{Code::Cancelled, "the driver (rank 0) finished before placing anything"};
+      if (kind == Kind::Measure) {
+        STRATA_ASSIGN_OR_RETURN(comm::LinkMeasure lm, comm::measure_link(link, 0, kMeasureTag));
+        (void)lm;
+        continue;
+      }
+      if (kind != Kind::Table) return Error{Code::Corrupt, "rank 0 sent a request before the table of ranks"};
+      STRATA_ASSIGN_OR_RETURN(std::string text, r.get_string());
+      nlohmann::json table = nlohmann::json::parse(text, nullptr, false);
+      if (!table.is_array()) return Error{Code::Corrupt, "rank 0 sent a table that is not JSON"};
+      for (const auto& e : table) {
+        RankSummary s;
+        s.rank = e.value("rank", 0);
+        s.host = e.value("host", "");
+        s.link.latency_us = e.value("latency_us", 0.0);
+        s.link.bandwidth_gbps = e.value("bandwidth_gbps", 0.0);
+        s.link.clock_offset_ns = e.value("clock_offset_ns", int64_t{0});
+        for (const auto& d : e.value("devices", nlohmann::json::array())) {
+          STRATA_ASSIGN_OR_RETURN(DeviceInfo i, info_from_json(d));
+          s.devices.push_back(std::move(i));
+        }
+        c->ranks_.push_back(std::move(s));
+      }
+      if (static_cast<int>(c->ranks_.size()) != size) return Error{Code::Corrupt, "rank 0 sent a table of the wrong size"};
+      return c;
+    }
+  }
+  c->ranks_.resize(static_cast<size_t>(size));
+  c->ranks_[0] = {0, link.host_name(), {}, std::move(local)};
+  for (int r = 1; r < size; ++r) {
+    STRATA_ASSIGN_OR_RETURN(comm::RankMessage m, link.receive(r, kHelloTag, 60000));
+    nlohmann::json hello = nlohmann::json::parse(m.bytes.begin(), m.bytes.end(), nullptr, false);
+    if (!hello.is_object()) return Error{Code::Corrupt, "rank " + std::to_string(r) + " sent a greeting that is not JSON"};
+    RankSummary& s = c->ranks_[static_cast<size_t>(r)];
+    s.rank = r;
+    s.host = hello.value("host", "");
+    for (const auto& d : hello.value("devices", nlohmann::json::array())) {
+      STRATA_ASSIGN_OR_RETURN(DeviceInfo i, info_from_json(d));
+      s.devices.push_back(std::move(i));
+    }
+  }
+  for (int r = 1; r < size; ++r) {
+    comm::WireWriter w;
+    w.put(Kind::Measure);
+    STRATA_RETURN_IF_ERROR(link.send(r, kRequestTag, w.bytes()));
+    STRATA_ASSIGN_OR_RETURN(c->ranks_[static_cast<size_t>(r)].link, comm::measure_link(link, r, kMeasureTag));
+  }
+  nlohmann::json table = nlohmann::json::array();
+  for (const RankSummary& s : c->ranks_) {
+    nlohmann::json e = {{"rank", s.rank},
+                        {"host", s.host},
+                        {"latency_us", s.link.latency_us},
+                        {"bandwidth_gbps", s.link.bandwidth_gbps},
+                        // the worker's view: rank 0's clock minus its own
+                        {"clock_offset_ns", -s.link.clock_offset_ns},
+                        {"devices", nlohmann::json::array()}};
+    for (const DeviceInfo& i : s.devices) e["devices"].push_back(info_json(i));
+    table.push_back(std::move(e));
+  }
+  const std::string text = table.dump();
+  for (int r = 1; r < size; ++r) {
+    comm::WireWriter w;
+    w.put(Kind::Table);
+    w.put_string(text);
+    STRATA_RETURN_IF_ERROR(link.send(r, kRequestTag, w.bytes()));
+  }
+  return c;
+}
+
+std::vector<DeviceInfo> Cluster::all_devices() const {
+  std::vector<DeviceInfo> out;
+  const int self = link_.rank();
+  for (const RankSummary& s : ranks_) {
+    // The link between this rank and that one: measured between rank 0 and each worker.
+    const comm::LinkMeasure& lm = ranks_[static_cast<size_t>(s.rank == self ? 0 : (s.rank == 0 ? self : s.rank))].link;
+    for (DeviceInfo i : s.devices) {
+      if (s.rank != self && lm.bandwidth_gbps > 0) {
+        if (i.link_gbps <= 0 || i.link_gbps > lm.bandwidth_gbps) i.link_gbps = lm.bandwidth_gbps;
+        i.link_latency_us = std::max(i.link_latency_us, lm.latency_us);
+      }
+      if (link_.lost(s.rank)) {
+        i.failed = true;
+        i.failure = link_.loss_reason(s.rank);
+      }
+      out.push_back(std::move(i));
+    }
+  }
+  return out;
+}
+
+std::vector<std::unique_ptr<Device>> Cluster::remote_devices() const {
+  std::vector<std::unique_ptr<Device>> out;
+  for (const DeviceInfo& i : all_devices()) {
+    if (i.rank != link_.rank()) out.push_back(std::make_unique<RemoteDevice>(i));
+  }
+  return out;
+}
+
+int Cluster::next_reply_tag() { return kFirstReplyTag + (reply_counter_.fetch_add(1) % 30000); }
+
+Status Cluster::request(int rank, const std::vector<uint8_t>& message) { return link_.send(rank, kRequestTag, message); }
+
+Expected<comm::RankMessage> Cluster::reply(int rank, int tag) { return link_.receive(rank, tag); }
+
+void Cluster::stop_workers() {
+  if (stopped_ || link_.rank() != 0) return;
+  stopped_ = true;
+  for (int r = 1; r < link_.size(); ++r) {
+    if (!link_.lost(r)) (void)link_.send(r, kRequestTag, stop_message());
+  }
+}
+
+void stop_rank_workers(comm::RankLink& link) {
+  if (link.rank() != 0) return;
+  for (int r = 1; r < link.size(); ++r) {
+    if (!link.lost(r)) (void)link.send(r, kRequestTag, stop_message());
+  }
+}
+
+Status Cluster::begin_place(const plan::Placement& placement, bool discard_kv, int32_t generation) {
+  pending_place_.clear();
+  comm::WireWriter body;
+  body.put<int32_t>(generation);
+  body.put<int32_t>(discard_kv ? 1 : 0);
+  body.put<int32_t>(tracing_ ? 1 : 0);
+  body.put_string(plan::to_json(placement).dump());
+  pending_place_message_ = body.bytes();
+  for (int r = 1; r < link_.size(); ++r) {
+    if (link_.lost(r)) continue;
+    const int tag = next_reply_tag();
+    comm::WireWriter w;
+    w.put(Kind::Place);
+    w.put<int32_t>(tag);
+    w.put_raw(pending_place_message_);
+    STRATA_RETURN_IF_ERROR(request(r, w.bytes()));
+    pending_place_.push_back({r, tag});
+  }
+  return {};
+}
+
+Status Cluster::end_place(const plan::Placement* revert_to) {
+  Status first;
+  std::vector<int> placed;
+  for (auto [r, tag] : pending_place_) {
+    auto m = reply(r, tag);
+    Status s = m.ok() ? Status() : Status(m.error());
+    if (m.ok()) {
+      comm::WireReader rd(m->bytes);
+      s = get_status(rd, r);
+    }
+    if (s.ok()) placed.push_back(r);
+    else if (first.ok()) first = std::move(s);
+  }
+  pending_place_.clear();
+  if (first.ok() || !revert_to) return first;
+  // Put the ranks that did place back on the old placement (their cache carried where it stays).
+  const int32_t generation = 0;
+  comm::WireWriter body;
+  body.put<int32_t>(generation);
+  body.put<int32_t>(0);
+  body.put<int32_t>(tracing_ ? 1 : 0);
+  body.put_string(plan::to_json(*revert_to).dump());
+  for (int r : placed) {
+    const int tag = next_reply_tag();
+    comm::WireWriter w;
+    w.put(Kind::Place);
+    w.put<int32_t>(tag);
+    w.put_raw(body.bytes());
+    if (!request(r, w.bytes()).ok()) continue;
+    (void)reply(r, tag);
+  }
+  return first;
+}
+
+Status Cluster::run_stage(int rank, StageCall& call) {
+  const int tag = next_reply_tag();
+  comm::WireWriter w;
+  w.put(Kind::Stage);
+  w.put<int32_t>(tag);
+  w.put<int32_t>(call.stage);
+  w.put<int64_t>(call.n);
+  w.put_string(call.holder);
+  std::vector<WirePart> parts;
+  for (const StageCall::Part& p : call.parts) parts.push_back({p.seq, p.want_logits ? 1 : 0, p.row0, p.n, p.pos0});
+  w.put_vector(parts);
+  w.put_vector(call.tokens);
+  w.put_vector(call.hidden);
+  STRATA_RETURN_IF_ERROR(request(rank, w.bytes()));
+  STRATA_ASSIGN_OR_RETURN(comm::RankMessage m, reply(rank, tag));
+  comm::WireReader r(m.bytes);
+  STRATA_RETURN_IF_ERROR(get_status(r, rank));
+  STRATA_ASSIGN_OR_RETURN(call.hidden, r.get_vector<float>());
+  STRATA_ASSIGN_OR_RETURN(uint64_t n_logits, r.get<uint64_t>());
+  call.logits.clear();
+  for (uint64_t i = 0; i < n_logits; ++i) {
+    STRATA_ASSIGN_OR_RETURN(std::vector<float> l, r.get_vector<float>());
+    call.logits.push_back(std::move(l));
+  }
+  STRATA_ASSIGN_OR_RETURN(uint64_t n_events, r.get<uint64_t>());
+  call.events.clear();
+  for (uint64_t i = 0; i < n_events; ++i) {
+    StageCall::LaneEvent e;
+    STRATA_ASSIGN_OR_RETURN(e.lane, r.get_string());
+    STRATA_ASSIGN_OR_RETURN(e.peer, r.get_string());
+    STRATA_ASSIGN_OR_RETURN(e.event, r.get<trace::Event>());
+    call.events.push_back(std::move(e));
+  }
+  call.reply_bytes = m.bytes.size();
+  call.reply_receive_ns = m.receive_ns;
+  call.reply_end_ns = steady_ns();
+  return {};
+}
+
+Status Cluster::copy_sequence(int32_t src, int32_t dst, int64_t n) {
+  for (int r = 1; r < link_.size(); ++r) {
+    if (link_.lost(r)) continue;
+    const int tag = next_reply_tag();
+    comm::WireWriter w;
+    w.put(Kind::CopySequence);
+    w.put<int32_t>(tag);
+    w.put<int32_t>(src);
+    w.put<int32_t>(dst);
+    w.put<int64_t>(n);
+    STRATA_RETURN_IF_ERROR(request(r, w.bytes()));
+    STRATA_ASSIGN_OR_RETURN(comm::RankMessage m, reply(r, tag));
+    comm::WireReader rd(m.bytes);
+    STRATA_RETURN_IF_ERROR(get_status(rd, r));
+  }
+  return {};
+}
+
+Expected<std::unique_ptr<comm::Communicator>> Cluster::group_communicator(const std::vector<Device*>& local,
+                                                                          const std::vector<int>& ranks, int tag) {
+  STRATA_ASSIGN_OR_RETURN(int group, link_.make_group(ranks, tag));
+  return std::unique_ptr<comm::Communicator>(std::make_unique<comm::RankCommunicator>(link_, group, local));
+}
+
+Status Cluster::serve(const std::function<Expected<const model::Model*>()>& load_model,
+                      const std::vector<Device*>& devices) {
+  std::unique_ptr<trace::Recorder> recorder;
+  std::unique_ptr<Pipeline> pipeline;
+  uint64_t cursor = 0;
+  const int64_t to_rank0_ns = ranks_.empty() ? 0 : ranks_[static_cast<size_t>(link_.rank())].link.clock_offset_ns;
+  while (true) {
+    STRATA_ASSIGN_OR_RETURN(comm::RankMessage m, link_.receive(0, kRequestTag));
+    comm::WireReader r(m.bytes);
+    STRATA_ASSIGN_OR_RETURN(Kind kind, r.get<Kind>());
+    if (kind == Kind::Stop) return {};
+    if (kind == Kind::Measure) {
+      STRATA_RETURN_IF_ERROR(comm::measure_link(link_, 0, kMeasureTag));
+      continue;
+    }
+    if (kind == Kind::Table) continue;
+    STRATA_ASSIGN_OR_RETURN(int32_t tag, r.get<int32_t>());
+    comm::WireWriter out;
+    if (kind == Kind::Place) {
+      Status s = [&]() -> Status {
+        STRATA_ASSIGN_OR_RETURN(int32_t generation, r.get<int32_t>());
+        (void)generation;
+        STRATA_ASSIGN_OR_RETURN(int32_t discard, r.get<int32_t>());
+        STRATA_ASSIGN_OR_RETURN(int32_t tracing, r.get<int32_t>());
+        STRATA_ASSIGN_OR_RETURN(std::string text, r.get_string());
+        STRATA_ASSIGN_OR_RETURN(const model::Model* model, load_model());
+        nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+        if (j.is_discarded()) return Error{Code::Corrupt, "placement from rank 0 is not JSON"};
+        STRATA_ASSIGN_OR_RETURN(plan::Placement placement, plan::placement_from_json(j, model->config().n_layers));
+        if (!pipeline) {
+          if (tracing) {
+            recorder = std::make_unique<trace::Recorder>();
+            for (Device* d : devices) recorder->add_lane(d->id(), d->info().simulated);
+          }
+          STRATA_ASSIGN_OR_RETURN(pipeline, Pipeline::create(*model, devices, placement, recorder.get(), this));
+          return {};
+        }
+        STRATA_RETURN_IF_ERROR(pipeline->apply(placement, discard ? Pipeline::KvOnApply::Discard : Pipeline::KvOnApply::Copy));
+        return {};
+      }();
+      put_status(out, s);
+    } else if (kind == Kind::CopySequence) {
+      Status s = [&]() -> Status {
+        STRATA_ASSIGN_OR_RETURN(int32_t src, r.get<int32_t>());
+        STRATA_ASSIGN_OR_RETURN(int32_t dst, r.get<int32_t>());
+        STRATA_ASSIGN_OR_RETURN(int64_t n, r.get<int64_t>());
+        if (!pipeline) return Error{Code::InvalidArgument, "copy of a sequence before any placement"};
+        pipeline->set_position(src, n);
+        return pipeline->copy_sequence(src, dst, n);
+      }();
+      put_status(out, s);
+    } else if (kind == Kind::Stage) {
+      StageCall call;
+      Status s = [&]() -> Status {
+        STRATA_ASSIGN_OR_RETURN(call.stage, r.get<int32_t>());
+        STRATA_ASSIGN_OR_RETURN(call.n, r.get<int64_t>());
+        STRATA_ASSIGN_OR_RETURN(call.holder, r.get_string());
+        STRATA_ASSIGN_OR_RETURN(std::vector<WirePart> parts, r.get_vector<WirePart>());
+        for (const WirePart& p : parts) call.parts.push_back({p.seq, p.row0, p.n, p.pos0, p.want_logits != 0});
+        STRATA_ASSIGN_OR_RETURN(call.tokens, r.get_vector<int32_t>());
+        STRATA_ASSIGN_OR_RETURN(call.hidden, r.get_vector<float>());
+        if (!pipeline) return Error{Code::InvalidArgument, "a stage call before any placement"};
+        call.receive_ns = m.receive_ns;
+        return pipeline->serve_stage(call);
+      }();
+      put_status(out, s);
+      out.put_vector(s.ok() ? call.hidden : std::vector<float>());
+      out.put<uint64_t>(s.ok() ? call.logits.size() : 0);
+      if (s.ok()) {
+        for (const auto& l : call.logits) out.put_vector(l);
+      }
+      // This call's spans, moved to rank 0's clock.
+      std::vector<std::pair<std::pair<std::string, std::string>, trace::Event>> events;
+      if (recorder) {
+        const int64_t epoch_abs = steady_ns() - recorder->now_ns();
+        const auto& lanes = recorder->lanes();
+        auto name = [&](int32_t lane) {
+          return lane >= 0 && static_cast<size_t>(lane) < lanes.size() ? lanes[static_cast<size_t>(lane)].name : std::string();
+        };
+        trace::EventBatch batch = recorder->events_after(cursor);
+        cursor = batch.next_sequence;
+        for (trace::Event e : batch.events) {
+          const std::string lane = name(e.lane), peer = name(e.peer_lane);
+          e.start_ns = e.start_ns + epoch_abs + to_rank0_ns;
+          events.push_back({{lane, peer}, e});
+        }
+      }
+      out.put<uint64_t>(events.size());
+      for (const auto& [names, e] : events) {
+        out.put_string(names.first);
+        out.put_string(names.second);
+        out.put(e);
+      }
+    } else {
+      return Error{Code::Corrupt, "rank 0 sent a request of unknown kind " + std::to_string(static_cast<uint32_t>(kind))};
+    }
+    STRATA_RETURN_IF_ERROR(link_.send(0, tag, out.bytes()));
+  }
+}
+
+}  // namespace strata::exec

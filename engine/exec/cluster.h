@@ -1,0 +1,94 @@
+// engine/exec/cluster.h — the ranks of an mpirun job working as one engine. Rank 0 (the driver) runs
+// the command (serve, run, bench), the scheduler and the sampler; every other rank (a worker) owns
+// its local devices, maps the model file itself and answers the driver's calls: place a placement,
+// run its part of a stage for one micro-batch, copy a sequence, stop. At start-up every rank tells
+// the driver its host and devices, and the driver measures the link to each with ping-pong
+// (latency, bandwidth, clock offset: the cost model and the trace merge use them).
+// Threads: the driver calls the RankBridge functions from its pipeline's threads; serve() runs on
+// the worker's main thread.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/comm/rank_link.h"
+#include "engine/core/device_info.h"
+#include "engine/exec/device.h"
+#include "engine/exec/rank_bridge.h"
+#include "engine/model/model.h"
+
+namespace strata::exec {
+
+struct RankSummary {
+  int rank = 0;
+  std::string host;
+  comm::LinkMeasure link;  // to rank 0 (zero for rank 0 itself)
+  std::vector<DeviceInfo> devices;
+};
+
+class Pipeline;
+
+class Cluster final : public RankBridge {
+ public:
+  // Collective: every rank calls it once with its own devices' infos (ids already "rN:..."). The
+  // driver gathers every rank's host and devices and measures each link; the workers get the table.
+  static Expected<std::unique_ptr<Cluster>> connect(comm::RankLink& link, std::vector<DeviceInfo> local);
+  ~Cluster() override;
+
+  const std::vector<RankSummary>& ranks() const { return ranks_; }
+  // Every device of every rank, in rank order, the link of other ranks' devices set to the
+  // measured inter-rank link where that is slower.
+  std::vector<DeviceInfo> all_devices() const;
+  // Stand-ins for the devices of the other ranks (RemoteDevice).
+  std::vector<std::unique_ptr<Device>> remote_devices() const;
+
+  // Worker: answers the driver until it says stop (Ok) or is lost (Device error). model: loads the
+  // model on the first placement (each rank maps the file itself). devices: this rank's devices
+  // and the stand-ins of the others (what the driver's placement may name).
+  Status serve(const std::function<Expected<const model::Model*>()>& model, const std::vector<Device*>& devices);
+  // Driver: tells every live worker to stop (their serve() returns). Idempotent.
+  void stop_workers();
+
+  // RankBridge (the driver's side, except group_communicator which every member rank uses).
+  int rank() const override { return link_.rank(); }
+  Status begin_place(const plan::Placement& placement, bool discard_kv, int32_t generation) override;
+  Status end_place(const plan::Placement* revert_to) override;
+  Status run_stage(int rank, StageCall& call) override;
+  Status copy_sequence(int32_t src, int32_t dst, int64_t n) override;
+  Expected<std::unique_ptr<comm::Communicator>> group_communicator(const std::vector<Device*>& local,
+                                                                   const std::vector<int>& ranks, int tag) override;
+  bool rank_lost(int rank) const override { return link_.lost(rank); }
+
+  // Driver: whether the workers trace (set before the first placement; they record their spans
+  // and send them back with each stage call).
+  void set_tracing(bool on) { tracing_ = on; }
+
+ private:
+  explicit Cluster(comm::RankLink& link) : link_(link) {}
+  int next_reply_tag();
+  Status request(int rank, const std::vector<uint8_t>& message);
+  Expected<comm::RankMessage> reply(int rank, int tag);
+
+  comm::RankLink& link_;
+  std::vector<RankSummary> ranks_;
+  std::atomic<int> reply_counter_{0};
+  bool tracing_ = false;
+  bool stopped_ = false;
+  std::vector<std::pair<int, int>> pending_place_;  // (rank, reply tag) of a begin_place
+  std::vector<uint8_t> pending_place_message_;
+};
+
+// Driver: tells every live worker to stop, for a driver that never made a Cluster (a command
+// that places nothing). Rank 0 only; does nothing elsewhere.
+void stop_rank_workers(comm::RankLink& link);
+
+// The part of a --devices list for one rank of an mpirun job: entries "rN:REST" belong to rank N
+// ("r1:cpu", "r1:cuda:0", "r0:sim:gpu0:8GiB"). Empty spec: every rank its default devices. An entry
+// without a rank prefix is an error naming it. Returns the rank's entries without their prefix
+// ("" when the rank has none).
+Expected<std::string> rank_devices_spec(const std::string& spec, int rank, int size);
+
+}  // namespace strata::exec

@@ -1,0 +1,73 @@
+// engine/exec/rank_bridge.h — what a Pipeline needs from the other processes of an mpirun job: the
+// other ranks place their part of a placement, run their part of a stage for one micro-batch, copy
+// sequences in their KV caches, and join cross-rank all-reduce groups. exec::Cluster implements it
+// over comm::RankLink; a one-process Pipeline has none. No MPI here.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/comm/communicator.h"
+#include "engine/core/status.h"
+#include "engine/plan/placement.h"
+#include "engine/trace/trace_event.h"
+
+namespace strata::exec {
+
+class Device;
+
+// One micro-batch of one stage, as it crosses ranks.
+struct StageCall {
+  struct Part {
+    int32_t seq = 0;
+    int64_t row0 = 0, n = 0, pos0 = 0;
+    bool want_logits = false;
+  };
+  int32_t stage = 0;                // index in the stages of the placement (same on every rank)
+  std::vector<Part> parts;
+  std::vector<int32_t> tokens;      // [n]
+  int64_t n = 0;                    // rows
+  std::string holder;               // id of the device whose memory produced hidden ("" when none)
+  std::vector<float> hidden;        // [n][n_embd]: in, then out
+  std::vector<std::vector<float>> logits;  // out: [n_vocab] per part with want_logits, in order
+  // out: the remote rank's trace events of this call, on rank 0's clock, lanes by device id.
+  struct LaneEvent {
+    std::string lane;
+    std::string peer;
+    trace::Event event;
+  };
+  std::vector<LaneEvent> events;
+  // The crossings: in (worker) the ns the hidden state took to arrive; out (driver) the answer's
+  // bytes, the ns they took to arrive and when they were in (steady clock ns).
+  int64_t receive_ns = 0;
+  uint64_t reply_bytes = 0;
+  int64_t reply_receive_ns = 0;
+  int64_t reply_end_ns = 0;
+};
+
+class RankBridge {
+ public:
+  virtual ~RankBridge() = default;
+  virtual int rank() const = 0;
+  // Driver only (rank 0). Asks every other rank to place `placement` (generation: differs between
+  // calls, for the tags of cross-rank groups) without waiting; then end_place waits for all of them
+  // (an error names the rank). The driver places its own part in between, so that cross-rank groups
+  // are made by all their members at once. On a failure end_place asks the ranks that did place to
+  // go back to `revert_to` (when given).
+  virtual Status begin_place(const plan::Placement& placement, bool discard_kv, int32_t generation) = 0;
+  virtual Status end_place(const plan::Placement* revert_to) = 0;
+  // Runs stage call.stage of one micro-batch on `rank` (blocking; any stage thread).
+  virtual Status run_stage(int rank, StageCall& call) = 0;
+  // Copies the first n positions of sequence src to dst on every other rank.
+  virtual Status copy_sequence(int32_t src, int32_t dst, int64_t n) = 0;
+  // The communicator of a tensor group whose members span `ranks` (sorted; this rank among them),
+  // `local` being this rank's members. Every rank of the group calls it with the same tag.
+  virtual Expected<std::unique_ptr<comm::Communicator>> group_communicator(const std::vector<Device*>& local,
+                                                                           const std::vector<int>& ranks, int tag) = 0;
+  // Whether a rank has stopped answering.
+  virtual bool rank_lost(int rank) const = 0;
+};
+
+}  // namespace strata::exec

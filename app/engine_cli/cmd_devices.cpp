@@ -13,6 +13,7 @@
 #include "app/engine_cli/commands.h"
 #include "app/engine_cli/common.h"
 #include "app/engine_cli/devices_table.h"
+#include "app/engine_cli/ranks.h"
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/exec/device.h"
 #include "engine/serve/device_json.h"
@@ -40,6 +41,11 @@ Expected<std::vector<DeviceInfo>> list_devices(const DevicesOptions& o) {
   }
   std::vector<std::unique_ptr<exec::Device>> open;  // kept open until every info is read
   std::vector<DeviceInfo> failed;             // CUDA devices that did not open, by ordinal
+  if (RankContext* ranks = rank_context()) {
+    // Every rank's devices, with the link to each measured at start-up.
+    STRATA_ASSIGN_OR_RETURN(open, connect_ranks(o.devices, threads, cpu_bw));
+    return ranks->cluster->all_devices();
+  }
   if (!o.devices.empty()) {
     STRATA_ASSIGN_OR_RETURN(open, exec::make_devices(o.devices, threads, cpu_bw));
   } else {
@@ -75,15 +81,43 @@ Expected<std::vector<DeviceInfo>> list_devices(const DevicesOptions& o) {
   return infos;
 }
 
+// Under mpirun: per rank its host and the link to rank 0 measured at start-up (ping-pong).
+nlohmann::json ranks_json(const exec::Cluster& c) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const exec::RankSummary& r : c.ranks())
+    out.push_back({{"rank", r.rank},
+                   {"host", r.host},
+                   {"link_gbps", r.link.bandwidth_gbps},
+                   {"link_latency_us", r.link.latency_us},
+                   {"clock_offset_ns", r.link.clock_offset_ns}});
+  return out;
+}
+
+std::string ranks_text(const exec::Cluster& c) {
+  std::string out = "\nranks (link to rank 0 measured by ping-pong at start-up):\n| rank | host | link | latency |\n|---:|---|---:|---:|\n";
+  for (const exec::RankSummary& r : c.ranks()) {
+    char line[256];
+    if (r.rank == 0) std::snprintf(line, sizeof line, "| 0 | %s | - | - |\n", r.host.c_str());
+    else std::snprintf(line, sizeof line, "| %d | %s | %.2f GB/s | %.1f us |\n", r.rank, r.host.c_str(),
+                       r.link.bandwidth_gbps, r.link.latency_us);
+    out += line;
+  }
+  return out;
+}
+
 int devices_command(const DevicesOptions& o) {
   auto infos = list_devices(o);
   if (!infos.ok()) return report(infos.error());
+  const exec::Cluster* cluster = rank_context() ? rank_context()->cluster.get() : nullptr;
   if (o.json) {
-    std::printf("%s\n", serve::devices_json(*infos).dump(2).c_str());
+    nlohmann::json j = serve::devices_json(*infos);
+    if (cluster) j["ranks"] = ranks_json(*cluster);
+    std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::fputs(format_devices_text(*infos, backend::cuda::runtime_description(), backend::cuda::device_count()).c_str(),
-             stdout);
+  std::string text = format_devices_text(*infos, backend::cuda::runtime_description(), backend::cuda::device_count());
+  if (cluster) text += ranks_text(*cluster);
+  std::fputs(text.c_str(), stdout);
   return 0;
 }
 
@@ -95,6 +129,8 @@ Command add_devices_command(CLI::App& app) {
   cmd->add_option("--devices", o->devices,
                   "as for run: cpu,cuda,cuda:N,sim:gpu0:24GiB,... (default: every CUDA device, then the CPU)");
   cmd->add_option("-t,--threads", o->model.threads, "CPU threads")->check(CLI::Range(0, 1024));
+  register_model_options(*cmd, &o->model);
+  register_devices_option(*cmd, &o->devices, nullptr);
   cmd->add_flag("--json", o->json, "print JSON: {\"devices\": [...], \"cuda\": {compiled, description, device_count}}");
   return [o] { return devices_command(*o); };
 }

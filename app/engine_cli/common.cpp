@@ -6,11 +6,13 @@
 #include <cstdio>
 #include <thread>
 
+#include "app/engine_cli/ranks.h"
 #include "engine/model/model_locator.h"
 
 namespace strata::cli {
 
 void add_model_options(CLI::App& cmd, ModelOptions& o, bool with_ctx) {
+  register_model_options(cmd, &o);
   cmd.add_option("-m,--model", o.model, "GGUF model file (default: last used, else one found on this machine)");
   cmd.add_option("-t,--threads", o.threads, "CPU threads (default: all cores)")->check(CLI::Range(0, 1024));
   if (with_ctx)

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "app/engine_cli/commands.h"
+#include "app/engine_cli/ranks.h"
 #include "engine/core/version.h"
 
 int main(int argc, char** argv) {
@@ -36,9 +37,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
   }
+  // Under mpirun with several processes: rank 0 runs the command, the others serve it their devices.
+  if (strata::Status s = strata::cli::start_ranks(); !s.ok()) return strata::cli::report(s.error());
+  int code = 2;
   for (CLI::App* sub : app.get_subcommands()) {
     auto it = commands.find(sub->get_name());
-    if (it != commands.end()) return it->second();
+    if (it == commands.end()) continue;
+    strata::cli::RankContext* ranks = strata::cli::rank_context();
+    code = ranks && ranks->link->rank() != 0 ? strata::cli::run_worker(*sub) : it->second();
+    break;
   }
-  return 2;
+  strata::cli::finish_ranks();
+  return code;
 }

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "app/engine_cli/ranks.h"
 #include "engine/plan/memory_estimate.h"
 #include "engine/trace/chrome_trace.h"
 #include "engine/trace/trace_summary.h"
@@ -28,6 +29,9 @@ void add_device_options(CLI::App& cmd, DeviceOptions& o, bool with_trace) {
   cmd.add_option("--batch", o.max_batch, "tokens per forward pass in prompt processing")
       ->check(CLI::Range(int64_t{1}, int64_t{65536}));
   if (with_trace) cmd.add_option("--trace", o.trace_path, "write a Chrome trace (Perfetto) of the run to this file");
+  cmd.add_option("--model-on-rank", o.model_on_rank,
+                 "under mpirun: rank R maps the model from PATH instead of --model (R=PATH, repeatable)");
+  register_devices_option(cmd, &o.devices, &o.model_on_rank);
 }
 
 std::string resolved_devices(const DeviceOptions& o) {
@@ -47,7 +51,17 @@ Expected<Runtime> make_runtime_devices(const ModelOptions& mo, const DeviceOptio
     kernels::ThreadPool probe(threads);
     cpu_bw = kernels::measure_read_bandwidth_gbps(probe, int64_t{64} << 20);
   }
-  STRATA_ASSIGN_OR_RETURN(rt.devices, exec::make_devices(resolved_devices(o), threads, cpu_bw));
+  if (rank_context()) {
+    // Several ranks: this rank's devices ("r0:...") and the others' stand-ins. The cost model
+    // needs every device's speed, so the CPU is always measured.
+    if (cpu_bw == 0.0) {
+      kernels::ThreadPool probe(threads);
+      cpu_bw = kernels::measure_read_bandwidth_gbps(probe, int64_t{64} << 20);
+    }
+    STRATA_ASSIGN_OR_RETURN(rt.devices, connect_ranks(o.devices, threads, cpu_bw));
+  } else {
+    STRATA_ASSIGN_OR_RETURN(rt.devices, exec::make_devices(resolved_devices(o), threads, cpu_bw));
+  }
   for (const auto& d : rt.devices) rt.infos.push_back(d->info());
   return rt;
 }
@@ -83,7 +97,10 @@ Expected<Runtime> build_runtime(const model::Model& model, const ModelOptions& m
   }
   std::vector<exec::Device*> list;
   for (const auto& d : rt.devices) list.push_back(d.get());
-  STRATA_ASSIGN_OR_RETURN(rt.pipeline, exec::Pipeline::create(model, list, rt.plan.placement, rt.recorder.get()));
+  exec::Cluster* cluster = rank_context() ? rank_context()->cluster.get() : nullptr;
+  if (cluster) cluster->set_tracing(rt.recorder != nullptr);
+  STRATA_ASSIGN_OR_RETURN(rt.pipeline,
+                          exec::Pipeline::create(model, list, rt.plan.placement, rt.recorder.get(), cluster));
   return rt;
 }
 

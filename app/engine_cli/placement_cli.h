@@ -30,6 +30,7 @@ struct DeviceOptions {
   std::string main_device;
   std::string trace_path;  // --trace out.json
   int64_t max_batch = 256;
+  std::vector<std::string> model_on_rank;  // --model-on-rank R=PATH (mpirun: another rank's copy of the model)
 };
 
 void add_device_options(CLI::App& cmd, DeviceOptions& o, bool with_trace = true);

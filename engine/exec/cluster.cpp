@@ -269,10 +269,10 @@ void stop_rank_workers(comm::RankLink& link) {
   }
 }
 
-Status Cluster::begin_place(const plan::Placement& placement, bool discard_kv, int32_t generation) {
+Status Cluster::begin_place(const plan::Placement& placement, bool fresh, bool discard_kv) {
   pending_place_.clear();
   comm::WireWriter body;
-  body.put<int32_t>(generation);
+  body.put<int32_t>(fresh ? 1 : 0);
   body.put<int32_t>(discard_kv ? 1 : 0);
   body.put<int32_t>(tracing_ ? 1 : 0);
   body.put_string(plan::to_json(placement).dump());
@@ -306,9 +306,8 @@ Status Cluster::end_place(const plan::Placement* revert_to) {
   pending_place_.clear();
   if (first.ok() || !revert_to) return first;
   // Put the ranks that did place back on the old placement (their cache carried where it stays).
-  const int32_t generation = 0;
   comm::WireWriter body;
-  body.put<int32_t>(generation);
+  body.put<int32_t>(0);
   body.put<int32_t>(0);
   body.put<int32_t>(tracing_ ? 1 : 0);
   body.put_string(plan::to_json(*revert_to).dump());
@@ -407,8 +406,7 @@ Status Cluster::serve(const std::function<Expected<const model::Model*>()>& load
     comm::WireWriter out;
     if (kind == Kind::Place) {
       Status s = [&]() -> Status {
-        STRATA_ASSIGN_OR_RETURN(int32_t generation, r.get<int32_t>());
-        (void)generation;
+        STRATA_ASSIGN_OR_RETURN(int32_t fresh, r.get<int32_t>());
         STRATA_ASSIGN_OR_RETURN(int32_t discard, r.get<int32_t>());
         STRATA_ASSIGN_OR_RETURN(int32_t tracing, r.get<int32_t>());
         STRATA_ASSIGN_OR_RETURN(std::string text, r.get_string());
@@ -416,8 +414,9 @@ Status Cluster::serve(const std::function<Expected<const model::Model*>()>& load
         nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
         if (j.is_discarded()) return Error{Code::Corrupt, "placement from rank 0 is not JSON"};
         STRATA_ASSIGN_OR_RETURN(plan::Placement placement, plan::placement_from_json(j, model->config().n_layers));
+        if (fresh) pipeline.reset();
         if (!pipeline) {
-          if (tracing) {
+          if (tracing && !recorder) {
             recorder = std::make_unique<trace::Recorder>();
             for (Device* d : devices) recorder->add_lane(d->id(), d->info().simulated);
           }

@@ -142,7 +142,6 @@ class Pipeline {
   std::vector<Device*> devices_;
   trace::Recorder* recorder_;
   RankBridge* ranks_ = nullptr;  // null: one process
-  int32_t generation_ = 0;       // placements made (tags of cross-rank groups differ per placement)
   plan::Placement placement_;
 
   std::vector<std::unique_ptr<LayerSlot>> layers_;

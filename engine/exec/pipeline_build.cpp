@@ -50,7 +50,7 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::create(const model::Model& model, 
   // The driver asks the other ranks to place their part first: they build beside it, and the
   // cross-rank groups are made by all members at once.
   const bool driver = ranks && ranks->rank() == 0;
-  if (driver) STRATA_RETURN_IF_ERROR(ranks->begin_place(placement, true, ++p->generation_));
+  if (driver) STRATA_RETURN_IF_ERROR(ranks->begin_place(placement, true, true));
   auto built = [&]() -> Status {
     for (int64_t l = 0; l < c.n_layers; ++l) {
       STRATA_ASSIGN_OR_RETURN(auto slot, p->build_layer(l, placement.layers[static_cast<size_t>(l)]));
@@ -291,8 +291,10 @@ Expected<std::unique_ptr<Pipeline::RuntimeSet>> Pipeline::build_runtimes(const p
     std::vector<int> group = st.ranks;
     group.push_back(self);
     std::sort(group.begin(), group.end());
-    STRATA_ASSIGN_OR_RETURN(st.comm, ranks_->group_communicator(local_devices, group,
-                                                                 (generation_ % 64) * 256 + static_cast<int>(si)));
+    // The tag: the same on every member rank (they build the same placement), different per stage.
+    const int tag = static_cast<int>(std::hash<std::string>{}(plan::to_json(placement).dump()) % 100) * 256 +
+                    static_cast<int>(si % 256);
+    STRATA_ASSIGN_OR_RETURN(st.comm, ranks_->group_communicator(local_devices, group, tag));
   }
   return set;
 }
@@ -381,7 +383,7 @@ Expected<int64_t> Pipeline::apply(const plan::Placement& next, KvOnApply kv) {
   stop_stages();
   // The other ranks place their part beside this one (see create).
   if (driver) {
-    if (Status s = ranks_->begin_place(next, kv == KvOnApply::Discard, ++generation_); !s.ok()) {
+    if (Status s = ranks_->begin_place(next, false, kv == KvOnApply::Discard); !s.ok()) {
       start_stages();
       return Error{s.error().code, "re-placement failed, nothing changed: " + s.error().message};
     }

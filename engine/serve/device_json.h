@@ -14,7 +14,8 @@
 namespace strata::serve {
 
 // {"id","kind":"cpu|sim|cuda","name","simulated","bytes_total","bytes_free","bandwidth_gbps","tflops",
-//  "link_gbps","threads","compute_capability","ordinal","peers":[ids],"failed","failure"}.
+//  "link_gbps","link_latency_us","threads","compute_capability","ordinal","peers":[ids],"failed","failure",
+//  "rank","host"}. rank is 0 and host "" in one process; under mpirun the owning rank and its host.
 // compute_capability is "" and ordinal -1 for devices that are not CUDA devices; failure is "" unless
 // failed.
 inline nlohmann::json device_json(const DeviceInfo& i) {
@@ -27,12 +28,15 @@ inline nlohmann::json device_json(const DeviceInfo& i) {
           {"bandwidth_gbps", i.bandwidth_gbps},
           {"tflops", i.tflops},
           {"link_gbps", i.link_gbps},
+          {"link_latency_us", i.link_latency_us},
           {"threads", i.threads},
           {"compute_capability", i.compute_capability},
           {"ordinal", i.ordinal},
           {"peers", i.peers},
           {"failed", i.failed},
-          {"failure", i.failed ? i.failure : std::string()}};
+          {"failure", i.failed ? i.failure : std::string()},
+          {"rank", i.rank},
+          {"host", i.host}};
 }
 
 // {"compiled": whether this build has the CUDA backend, "description": the runtime and driver or why

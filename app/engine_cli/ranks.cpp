@@ -1,0 +1,142 @@
+// app/engine_cli/ranks.cpp — the mpirun side of strata-engine (see ranks.h).
+#include "app/engine_cli/ranks.h"
+
+#include <cstdio>
+#include <map>
+
+#include "kernels/cpu/bandwidth.h"
+
+namespace strata::cli {
+
+namespace {
+RankContext* g_context = nullptr;  // owned here from start_ranks to finish_ranks
+
+struct Registered {
+  const ModelOptions* model = nullptr;
+  const std::string* devices = nullptr;
+  const std::vector<std::string>* model_on_rank = nullptr;
+};
+std::map<const CLI::App*, Registered>& registry() {
+  static std::map<const CLI::App*, Registered> r;
+  return r;
+}
+
+Expected<std::vector<std::unique_ptr<exec::Device>>> local_devices(comm::RankLink& link, const std::string& spec,
+                                                                   int threads, double cpu_bw) {
+  STRATA_ASSIGN_OR_RETURN(std::string mine, exec::rank_devices_spec(spec, link.rank(), link.size()));
+  std::vector<std::unique_ptr<exec::Device>> devices;
+  if (!mine.empty()) {
+    STRATA_ASSIGN_OR_RETURN(devices, exec::make_devices(mine, threads, cpu_bw));
+  }
+  for (auto& d : devices) d->prefix_id("r" + std::to_string(link.rank()) + ":");
+  return devices;
+}
+}  // namespace
+
+RankContext* rank_context() { return g_context; }
+
+Status start_ranks() {
+  if (!comm::RankLink::launched_with_ranks()) return {};
+  if (!comm::RankLink::compiled())
+    return Error{Code::NotCompiled, "started by mpirun with several processes, but built without MPI "
+                                    "(install libopenmpi-dev and configure with STRATA_MPI=ON)"};
+  STRATA_ASSIGN_OR_RETURN(auto link, comm::RankLink::start());
+  if (link->size() < 2) {
+    link->finish();
+    return {};
+  }
+  g_context = new RankContext;
+  g_context->link = std::move(link);
+  return {};
+}
+
+void finish_ranks() {
+  if (!g_context) return;
+  if (g_context->cluster) g_context->cluster->stop_workers();
+  else exec::stop_rank_workers(*g_context->link);
+  g_context->cluster.reset();
+  g_context->link->finish();
+  delete g_context;
+  g_context = nullptr;
+}
+
+void register_model_options(const CLI::App& cmd, const ModelOptions* options) { registry()[&cmd].model = options; }
+
+void register_devices_option(const CLI::App& cmd, const std::string* devices, const std::vector<std::string>* model_on_rank) {
+  registry()[&cmd].devices = devices;
+  registry()[&cmd].model_on_rank = model_on_rank;
+}
+
+Expected<std::string> model_for_rank(const std::vector<std::string>& entries, int rank) {
+  for (const std::string& e : entries) {
+    const size_t eq = e.find('=');
+    int r = -1;
+    try {
+      r = eq == std::string::npos ? -1 : std::stoi(e.substr(0, eq));
+    } catch (...) {
+      r = -1;
+    }
+    if (r < 0 || eq + 1 >= e.size())
+      return Error{Code::InvalidArgument, "--model-on-rank '" + e + "': expected RANK=PATH, e.g. 1=/data/model.gguf"};
+    if (r == rank) return e.substr(eq + 1);
+  }
+  return std::string();
+}
+
+Expected<std::vector<std::unique_ptr<exec::Device>>> connect_ranks(const std::string& spec, int threads, double cpu_bw) {
+  RankContext* ctx = g_context;
+  if (!ctx) return Error{Code::Internal, "connect_ranks without ranks"};
+  STRATA_ASSIGN_OR_RETURN(auto devices, local_devices(*ctx->link, spec, threads, cpu_bw));
+  std::vector<DeviceInfo> infos;
+  for (const auto& d : devices) infos.push_back(d->info());
+  if (!ctx->cluster) {
+    STRATA_ASSIGN_OR_RETURN(ctx->cluster, exec::Cluster::connect(*ctx->link, infos));
+  }
+  for (auto& r : ctx->cluster->remote_devices()) devices.push_back(std::move(r));
+  if (devices.empty()) return Error{Code::InvalidArgument, "no rank has a device"};
+  return devices;
+}
+
+int run_worker(const CLI::App& cmd) {
+  RankContext* ctx = g_context;
+  const Registered reg = registry().count(&cmd) ? registry()[&cmd] : Registered{};
+  ModelOptions mo;
+  if (reg.model) mo = *reg.model;
+  const std::string spec = reg.devices ? *reg.devices : std::string();
+  const int threads = resolve_threads(mo.threads);
+  auto fail = [&](const Error& e) {
+    std::fprintf(stderr, "rank %d: ", ctx->link->rank());
+    return report(e);
+  };
+  double cpu_bw = 0;
+  {
+    kernels::ThreadPool probe(threads);
+    cpu_bw = kernels::measure_read_bandwidth_gbps(probe, int64_t{64} << 20);
+  }
+  auto devices = local_devices(*ctx->link, spec, threads, cpu_bw);
+  if (!devices.ok()) return fail(devices.error());
+  std::vector<DeviceInfo> infos;
+  for (const auto& d : *devices) infos.push_back(d->info());
+  auto cluster = exec::Cluster::connect(*ctx->link, infos);
+  if (!cluster.ok()) return cluster.error().code == Code::Cancelled ? 0 : fail(cluster.error());
+  std::vector<std::unique_ptr<exec::Device>> all = std::move(*devices);
+  for (auto& r : (*cluster)->remote_devices()) all.push_back(std::move(r));
+  std::vector<exec::Device*> list;
+  for (const auto& d : all) list.push_back(d.get());
+  std::unique_ptr<model::Model> model;
+  auto load = [&]() -> Expected<const model::Model*> {
+    if (model) return model.get();
+    ModelOptions m = mo;
+    if (reg.model_on_rank) {
+      STRATA_ASSIGN_OR_RETURN(std::string path, model_for_rank(*reg.model_on_rank, ctx->link->rank()));
+      if (!path.empty()) m.model = path;
+    }
+    STRATA_ASSIGN_OR_RETURN(model, load_model(m, /*remember=*/false));
+    return model.get();
+  };
+  Status s = (*cluster)->serve(load, list);
+  if (!s.ok()) return fail(s.error());
+  return 0;
+}
+
+}  // namespace strata::cli

@@ -42,6 +42,7 @@ struct ServeOptions {
   int header_timeout_s = 10;
   int body_timeout_s = 60;
   int64_t prompt_chunk = 64;
+  double device_timeout_s = 60;
   std::vector<std::string> model_dirs;
   bool allow_any_path = false;
   int http_threads = 0;
@@ -89,6 +90,7 @@ int serve(const ServeOptions& o) {
   ho.n_seq = o.parallel;
   ho.max_waiting = o.queue;
   ho.prompt_chunk = o.prompt_chunk;
+  ho.device_timeout_s = o.device_timeout_s;
   for (const std::string& d : o.model_dirs) ho.model_dirs.emplace_back(d);
   ho.allow_any_path = o.allow_any_path;
   plan::PlacementRequest& req = ho.default_request;  // for loads with "placement": null
@@ -189,6 +191,10 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_option("--prompt-chunk", o->prompt_chunk,
                   "prompt tokens read per step while other sequences decode (chunked prefill)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd->add_option("--device-timeout", o->device_timeout_s,
+                  "seconds a GPU or simulated device may take for one piece of work before it is treated as "
+                  "lost and the model re-planned without it (0: no limit; the CPU has none)")
+      ->check(CLI::Range(0.0, 86400.0));
   cmd->add_option("--model-dir", o->model_dirs, "restrict model loads over HTTP to files under this folder (repeatable)");
   cmd->add_flag("--allow-any-path", o->allow_any_path, "lift the --model-dir restriction");
   cmd->add_option("--http-threads", o->http_threads, "most HTTP worker threads, started as needed (default 512)")

@@ -172,6 +172,7 @@ Status EngineHost::install(std::unique_ptr<model::Model> model, const plan::Plac
   std::vector<exec::Device*> list;
   for (const auto& d : devices_) list.push_back(d.get());
   STRATA_ASSIGN_OR_RETURN(loaded->pipeline, exec::Pipeline::create(*model, list, placement, &recorder_));
+  loaded->pipeline->set_device_timeout(std::chrono::milliseconds(static_cast<int64_t>(options_.device_timeout_s * 1000.0)));
   loaded->model = std::move(model);
   exec::SchedulerOptions so;
   so.max_waiting = options_.max_waiting;

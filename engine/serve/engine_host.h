@@ -45,6 +45,7 @@ struct HostOptions {
   int64_t n_seq = 4;                           // --parallel: sequence slots
   int64_t max_waiting = 64;                    // --queue
   int64_t prompt_chunk = 64;                   // prompt tokens a step while others decode (chunked prefill)
+  double device_timeout_s = 60;                // a device's work unfinished this long: it is lost (0: no limit)
   plan::PlacementRequest default_request;      // how a load with placement null is placed
   // Loads are restricted to files under these folders unless allow_any_path (empty: any path).
   std::vector<std::filesystem::path> model_dirs;

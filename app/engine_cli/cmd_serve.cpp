@@ -18,6 +18,7 @@
 #include "app/engine_cli/common.h"
 #include "app/engine_cli/parent_watch.h"
 #include "app/engine_cli/placement_cli.h"
+#include "app/engine_cli/ranks.h"
 
 #ifdef STRATA_HAVE_SERVER
 #include "engine/serve/engine_host.h"
@@ -42,6 +43,7 @@ struct ServeOptions {
   int header_timeout_s = 10;
   int body_timeout_s = 60;
   int64_t prompt_chunk = 64;
+  double device_timeout_s = 60;
   std::vector<std::string> model_dirs;
   bool allow_any_path = false;
   int http_threads = 0;
@@ -89,8 +91,14 @@ int serve(const ServeOptions& o) {
   ho.n_seq = o.parallel;
   ho.max_waiting = o.queue;
   ho.prompt_chunk = o.prompt_chunk;
+  ho.device_timeout_s = o.device_timeout_s;
   for (const std::string& d : o.model_dirs) ho.model_dirs.emplace_back(d);
   ho.allow_any_path = o.allow_any_path;
+  if (RankContext* ranks = rank_context()) {
+    ranks->cluster->set_tracing(true);  // the server always records: the workers send their spans
+    ho.ranks = ranks->cluster.get();
+    ho.ranks_model = (*model)->path();
+  }
   plan::PlacementRequest& req = ho.default_request;  // for loads with "placement": null
   req.split_mode = plan::parse_split_mode(o.devices.split_mode).ok() ? *plan::parse_split_mode(o.devices.split_mode)
                                                                       : plan::SplitMode::Layer;
@@ -189,6 +197,10 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_option("--prompt-chunk", o->prompt_chunk,
                   "prompt tokens read per step while other sequences decode (chunked prefill)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd->add_option("--device-timeout", o->device_timeout_s,
+                  "seconds a GPU or simulated device may take for one piece of work before it is treated as "
+                  "lost and the model re-planned without it (0: no limit; the CPU has none)")
+      ->check(CLI::Range(0.0, 86400.0));
   cmd->add_option("--model-dir", o->model_dirs, "restrict model loads over HTTP to files under this folder (repeatable)");
   cmd->add_flag("--allow-any-path", o->allow_any_path, "lift the --model-dir restriction");
   cmd->add_option("--http-threads", o->http_threads, "most HTTP worker threads, started as needed (default 512)")

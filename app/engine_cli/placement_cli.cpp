@@ -31,7 +31,10 @@ void add_device_options(CLI::App& cmd, DeviceOptions& o, bool with_trace) {
   if (with_trace) cmd.add_option("--trace", o.trace_path, "write a Chrome trace (Perfetto) of the run to this file");
   cmd.add_option("--model-on-rank", o.model_on_rank,
                  "under mpirun: rank R maps the model from PATH instead of --model (R=PATH, repeatable)");
-  register_devices_option(cmd, &o.devices, &o.model_on_rank);
+  cmd.add_option("--rank-fault", o.rank_fault,
+                 "under mpirun, fault injection: rank R dies (SIGKILL) instead of answering its stage call N+1 "
+                 "(R:crash_after=N; start mpirun with --enable-recovery so that the other ranks live on)");
+  register_devices_option(cmd, &o.devices, &o.model_on_rank, &o.rank_fault);
 }
 
 std::string resolved_devices(const DeviceOptions& o) {

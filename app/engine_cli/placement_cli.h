@@ -31,6 +31,7 @@ struct DeviceOptions {
   std::string trace_path;  // --trace out.json
   int64_t max_batch = 256;
   std::vector<std::string> model_on_rank;  // --model-on-rank R=PATH (mpirun: another rank's copy of the model)
+  std::string rank_fault;                  // --rank-fault R:crash_after=N (fault injection, mpirun)
 };
 
 void add_device_options(CLI::App& cmd, DeviceOptions& o, bool with_trace = true);

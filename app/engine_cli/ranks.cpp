@@ -1,6 +1,7 @@
 // app/engine_cli/ranks.cpp — the mpirun side of strata-engine (see ranks.h).
 #include "app/engine_cli/ranks.h"
 
+#include <csignal>
 #include <cstdio>
 #include <map>
 
@@ -15,6 +16,7 @@ struct Registered {
   const ModelOptions* model = nullptr;
   const std::string* devices = nullptr;
   const std::vector<std::string>* model_on_rank = nullptr;
+  const std::string* rank_fault = nullptr;
 };
 std::map<const CLI::App*, Registered>& registry() {
   static std::map<const CLI::App*, Registered> r;
@@ -62,9 +64,29 @@ void finish_ranks() {
 
 void register_model_options(const CLI::App& cmd, const ModelOptions* options) { registry()[&cmd].model = options; }
 
-void register_devices_option(const CLI::App& cmd, const std::string* devices, const std::vector<std::string>* model_on_rank) {
+void register_devices_option(const CLI::App& cmd, const std::string* devices, const std::vector<std::string>* model_on_rank,
+                             const std::string* rank_fault) {
   registry()[&cmd].devices = devices;
   registry()[&cmd].model_on_rank = model_on_rank;
+  registry()[&cmd].rank_fault = rank_fault;
+}
+
+Expected<int64_t> crash_after_for_rank(const std::string& fault, int rank) {
+  if (fault.empty()) return int64_t{-1};
+  // "R:crash_after=N"
+  const size_t colon = fault.find(':'), eq = fault.find('=');
+  const std::string bad = "--rank-fault '" + fault + "': expected R:crash_after=CALLS, e.g. 1:crash_after=8";
+  if (colon == std::string::npos || eq == std::string::npos || eq < colon ||
+      fault.substr(colon + 1, eq - colon - 1) != "crash_after")
+    return Error{Code::InvalidArgument, bad};
+  try {
+    const int r = std::stoi(fault.substr(0, colon));
+    const long long n = std::stoll(fault.substr(eq + 1));
+    if (r < 1 || n < 0) return Error{Code::InvalidArgument, bad + " (a worker rank >= 1, calls >= 0)"};
+    return r == rank ? static_cast<int64_t>(n) : int64_t{-1};
+  } catch (...) {
+    return Error{Code::InvalidArgument, bad};
+  }
 }
 
 Expected<std::string> model_for_rank(const std::vector<std::string>& entries, int rank) {
@@ -134,7 +156,15 @@ int run_worker(const CLI::App& cmd) {
     STRATA_ASSIGN_OR_RETURN(model, load_model(m, /*remember=*/false));
     return model.get();
   };
-  Status s = (*cluster)->serve(load, list);
+  auto crash_after = crash_after_for_rank(reg.rank_fault ? *reg.rank_fault : std::string(), ctx->link->rank());
+  if (!crash_after.ok()) return fail(crash_after.error());
+  Status s = (*cluster)->serve(load, list, *crash_after);
+  if (!s.ok() && *crash_after >= 0 && s.error().code == Code::Cancelled) {
+    // The fault asked for: this rank dies as a crashed process would, without a word to the others.
+    std::fprintf(stderr, "rank %d: %s\n", ctx->link->rank(), s.error().message.c_str());
+    std::fflush(stderr);
+    std::raise(SIGKILL);
+  }
   if (!s.ok()) return fail(s.error());
   return 0;
 }

@@ -32,7 +32,8 @@ void finish_ranks();
 // What a worker needs of a subcommand's options (registered by add_model_options and
 // add_device_options, read by run_worker for the subcommand that was chosen).
 void register_model_options(const CLI::App& cmd, const ModelOptions* options);
-void register_devices_option(const CLI::App& cmd, const std::string* devices, const std::vector<std::string>* model_on_rank);
+void register_devices_option(const CLI::App& cmd, const std::string* devices, const std::vector<std::string>* model_on_rank,
+                             const std::string* rank_fault = nullptr);
 
 // A worker rank: makes its devices, tells rank 0 about them, serves rank 0 until it stops.
 // Returns the exit code.
@@ -42,6 +43,10 @@ int run_worker(const CLI::App& cmd);
 // the workers (they are waiting in run_worker).
 Expected<std::vector<std::unique_ptr<exec::Device>>> connect_ranks(const std::string& devices_spec, int threads,
                                                                    double cpu_bandwidth_gbps);
+
+// "--rank-fault R:crash_after=N" (fault injection): N for `rank`, -1 when it names another rank or
+// is empty.
+Expected<int64_t> crash_after_for_rank(const std::string& fault, int rank);
 
 // "--model-on-rank R=PATH" entries: the path for `rank`, or "" when none names it.
 Expected<std::string> model_for_rank(const std::vector<std::string>& entries, int rank);

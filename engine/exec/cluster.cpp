@@ -387,7 +387,8 @@ Expected<std::unique_ptr<comm::Communicator>> Cluster::group_communicator(const 
 }
 
 Status Cluster::serve(const std::function<Expected<const model::Model*>()>& load_model,
-                      const std::vector<Device*>& devices) {
+                      const std::vector<Device*>& devices, int64_t crash_after_calls) {
+  int64_t stage_calls = 0;
   std::unique_ptr<trace::Recorder> recorder;
   std::unique_ptr<Pipeline> pipeline;
   uint64_t cursor = 0;
@@ -438,6 +439,9 @@ Status Cluster::serve(const std::function<Expected<const model::Model*>()>& load
       }();
       put_status(out, s);
     } else if (kind == Kind::Stage) {
+      if (crash_after_calls >= 0 && stage_calls++ >= crash_after_calls)
+        return Error{Code::Cancelled, "fault injection: rank " + std::to_string(link_.rank()) + " stops after " +
+                                          std::to_string(crash_after_calls) + " stage calls"};
       StageCall call;
       Status s = [&]() -> Status {
         STRATA_ASSIGN_OR_RETURN(call.stage, r.get<int32_t>());

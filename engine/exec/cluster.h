@@ -47,8 +47,11 @@ class Cluster final : public RankBridge {
 
   // Worker: answers the driver until it says stop (Ok) or is lost (Device error). model: loads the
   // model on the first placement (each rank maps the file itself). devices: this rank's devices
-  // and the stand-ins of the others (what the driver's placement may name).
-  Status serve(const std::function<Expected<const model::Model*>()>& model, const std::vector<Device*>& devices);
+  // and the stand-ins of the others (what the driver's placement may name). crash_after_calls >= 0
+  // (fault injection, for tests of a lost rank): returns Cancelled instead of answering stage call
+  // number crash_after_calls + 1, leaving the driver waiting; the caller then ends the process.
+  Status serve(const std::function<Expected<const model::Model*>()>& model, const std::vector<Device*>& devices,
+               int64_t crash_after_calls = -1);
   // Driver: tells every live worker to stop (their serve() returns). Idempotent.
   void stop_workers();
 

@@ -152,10 +152,12 @@ std::string Device::failure() const {
 }
 
 void Device::mark_failed(const std::string& reason) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   if (failed_) return;
   failure_ = reason;
   failed_ = true;
+  lock.unlock();
+  on_failed();
 }
 
 void Device::limit_allocations(uint64_t bytes) {
@@ -222,6 +224,12 @@ void SimulatedDevice::inject(const SimFaults& f) {
   }
   if (f.oom_after_bytes >= 0) limit_allocations(static_cast<uint64_t>(f.oom_after_bytes));
   slow_.store(std::max(1.0, f.slow));
+  hang_left_.store(f.hang_after_ops >= 0 ? f.hang_after_ops : -1);
+}
+
+void SimulatedDevice::on_failed() {
+  std::lock_guard<std::mutex> lock(hang_mutex_);
+  hang_cv_.notify_all();
 }
 
 Status SimulatedDevice::check_alive() {
@@ -231,6 +239,14 @@ Status SimulatedDevice::check_alive() {
     while (left > 0 && !ops_left_.compare_exchange_weak(left, left - 1)) {
     }
     if (left == 0) mark_failed("lost (injected fault: fail_after ops reached)");
+    int64_t hang = hang_left_.load();
+    while (hang > 0 && !hang_left_.compare_exchange_weak(hang, hang - 1)) {
+    }
+    if (hang == 0) {
+      // The device stops answering: this op blocks until the engine gives the device up.
+      std::unique_lock<std::mutex> lock(hang_mutex_);
+      hang_cv_.wait(lock, [this] { return failed(); });
+    }
     const int64_t at = fail_at_ns_.load();
     if (at >= 0 && std::chrono::duration_cast<std::chrono::nanoseconds>(
                        std::chrono::steady_clock::now().time_since_epoch()).count() >= at)
@@ -425,6 +441,11 @@ Expected<std::vector<std::unique_ptr<Device>>> make_devices(const std::string& s
         if (n != std::floor(n) || n > 1e15)
           return Error{Code::InvalidArgument, "device '" + s.id + "': fail_after=" + value + " must be a whole number of ops"};
         faults.fail_after_ops = static_cast<int64_t>(n);
+      } else if (key == "hang_after") {
+        STRATA_ASSIGN_OR_RETURN(double n, parse_rate(key, value, ""));
+        if (n != std::floor(n) || n > 1e15)
+          return Error{Code::InvalidArgument, "device '" + s.id + "': hang_after=" + value + " must be a whole number of ops"};
+        faults.hang_after_ops = static_cast<int64_t>(n);
       } else if (key == "fail_at") {
         STRATA_ASSIGN_OR_RETURN(faults.fail_at_s, parse_rate(key, value, "s"));
       } else if (key == "oom_after") {
@@ -437,7 +458,7 @@ Expected<std::vector<std::unique_ptr<Device>>> make_devices(const std::string& s
       } else {
         return Error{Code::InvalidArgument, "device '" + s.id + "': unknown option '" + key +
                                                 "' (bw, tflops, link, latency, threads, overhead, fail_after, fail_at, "
-                                                "oom_after, slow)"};
+                                                "hang_after, oom_after, slow)"};
       }
     }
     ids.push_back(s.id);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -122,6 +123,10 @@ class Device {
   bool failed() const;
   std::string failure() const;
   void mark_failed(const std::string& reason);
+  // Whether the engine may give this device up (mark it failed) when its work does not finish
+  // within the device timeout. False for the CPU: it runs the engine itself, there is nothing to
+  // re-plan onto without it, and a long prompt chunk on a slow CPU is slow, not hung.
+  virtual bool can_be_lost() const { return true; }
   // Out-of-memory fault: allocations fail (OutOfMemory, naming the fault) once `bytes` more than
   // are in use now would be held. Any thread. Used by simulated devices' oom_after option and
   // by fault injection.
@@ -142,6 +147,9 @@ class Device {
   virtual void* allocate_memory(size_t bytes);
   virtual void free_memory(void* memory, size_t bytes);
   void set_capacity(uint64_t capacity_bytes);
+  // Called once, by the thread that marks the device failed, after failed() became true: a
+  // device whose work may be blocked waiting on itself (a simulated hang) wakes it here.
+  virtual void on_failed() {}
 
  private:
   friend class Buffer;
@@ -180,6 +188,7 @@ class CpuDevice final : public HostDevice {
   DeviceInfo info() const override;
   bool supports(kernels::DType) const override { return true; }
   Expected<std::unique_ptr<backend::Ops>> create_ops(const OpsWorkspace& workspace) override;
+  bool can_be_lost() const override { return false; }
 
  private:
   int threads_;
@@ -208,6 +217,9 @@ struct SimFaults {
   double fail_at_s = -1;         // lost this many seconds after the fault is set (-1: never)
   int64_t oom_after_bytes = -1;  // allocations fail once this many more bytes would be held (-1: never)
   double slow = 1;               // every op and transfer takes this factor of its declared time (>= 1)
+  // Hung: when this many more ops have started, the next one never finishes: it blocks until
+  // the engine gives the device up (its device timeout), then fails as lost (-1: never).
+  int64_t hang_after_ops = -1;
 };
 
 class SimulatedDevice final : public HostDevice {
@@ -229,8 +241,14 @@ class SimulatedDevice final : public HostDevice {
   // Factor on declared op and transfer times (1 unless a slow fault is armed).
   double slow_factor() const { return slow_.load(std::memory_order_relaxed); }
 
+ protected:
+  void on_failed() override;
+
  private:
   SimulatedSpec spec_;
+  std::atomic<int64_t> hang_left_{-1};      // -1: no hang fault
+  std::mutex hang_mutex_;                   // with hang_cv_: a hung op waits for failed()
+  std::condition_variable hang_cv_;
   std::atomic<int64_t> ops_left_{-1};       // -1: no fail_after fault
   std::atomic<int64_t> fail_at_ns_{-1};     // steady-clock ns; -1: no fail_at fault
   std::atomic<double> slow_{1.0};
@@ -238,7 +256,7 @@ class SimulatedDevice final : public HostDevice {
 
 // Parses "cpu,cuda,cuda:1,sim:gpu0:24GiB,sim:gpu1:12GiB:bw=900GB/s:tflops=80:link=25GB/s:threads=1"
 // into devices. Simulated devices also take fault options (SimFaults): fail_after=OPS,
-// fail_at=SECONDS, oom_after=BYTES, slow=FACTOR. "cuda" opens every CUDA device found, "cuda:N" device N (NotCompiled in a build
+// fail_at=SECONDS, hang_after=OPS, oom_after=BYTES, slow=FACTOR. "cuda" opens every CUDA device found, "cuda:N" device N (NotCompiled in a build
 // without CUDA, NotFound when there is no such device). cpu_threads / cpu_bandwidth_gbps describe
 // the CPU entry. Errors name the entry.
 Expected<std::vector<std::unique_ptr<Device>>> make_devices(const std::string& spec, int cpu_threads,

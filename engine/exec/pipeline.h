@@ -12,6 +12,8 @@
 // Calling thread: one driver at a time calls eval/apply.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -96,6 +98,15 @@ class Pipeline {
   // Worker ranks: the driver's position of a sequence (for copy_sequence's bounds).
   void set_position(int32_t seq, int64_t n);
 
+  // The longest wait for one piece of a device's work (a stage's micro-batch, a tensor group
+  // member's layer part, a copy back to the host). A device that can be lost
+  // (Device::can_be_lost: not the CPU) and does not finish in time is marked failed ("did not
+  // answer within ... s") and the eval fails with Device, which the scheduler turns into a
+  // re-plan. Backends' own blocking calls give up once their device is failed, so the wait then
+  // ends. 0: wait without limit. Default 60 s. Any thread.
+  void set_device_timeout(std::chrono::milliseconds timeout) { device_timeout_ms_.store(timeout.count()); }
+  std::chrono::milliseconds device_timeout() const { return std::chrono::milliseconds(device_timeout_ms_.load()); }
+
   // Per device: bytes held, by use (what the planner's estimate is checked against).
   std::map<std::string, MemoryUse> memory_by_device() const;
   // Records one memory snapshot per device lane into the recorder (if any).
@@ -137,6 +148,9 @@ class Pipeline {
   int32_t lane_of(const Device* d) const;
   int32_t lane_named(const std::string& id) const;
   bool local(const Device* d) const { return d->remote_rank() < 0; }
+  // Waits for `done`, work submitted to rt's worker, under the device timeout (see
+  // set_device_timeout): Device error (and rt's device marked failed) when it ran out.
+  Status await_work(DeviceRuntime& rt, std::future<void>& done);
 
   const model::Model& model_;
   std::vector<Device*> devices_;
@@ -147,6 +161,7 @@ class Pipeline {
   std::vector<std::unique_ptr<LayerSlot>> layers_;
   std::unique_ptr<RuntimeSet> runtime_;  // device runtimes and stages of the current placement
   std::vector<int64_t> positions_;  // per sequence
+  std::atomic<int64_t> device_timeout_ms_{60000};
 
   // Completion of eval(): micro-batches that left the last stage.
   std::mutex done_mutex_;

@@ -4,6 +4,7 @@
 // explicit synchronize), so a micro-batch handed to the next stage is complete.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <future>
 
@@ -135,6 +136,23 @@ int32_t Pipeline::lane_of(const Device* d) const {
   return it == runtime_->runtimes.end() ? -1 : it->second->lane;
 }
 
+Status Pipeline::await_work(DeviceRuntime& rt, std::future<void>& done) {
+  const std::chrono::milliseconds limit = device_timeout();
+  if (limit.count() <= 0 || !rt.device->can_be_lost()) {
+    done.wait();
+    return {};
+  }
+  if (done.wait_for(limit) == std::future_status::ready) return {};
+  char why[96];
+  std::snprintf(why, sizeof why, "did not answer within %.3g s (hung; device timeout)",
+                static_cast<double>(limit.count()) / 1000.0);
+  rt.device->mark_failed(why);
+  // The work still refers to this stage's state: wait until it gives up (a failed device's
+  // blocking calls return), so nothing it touches is freed under it.
+  done.wait();
+  return Error{Code::Device, "device '" + rt.device->id() + "' " + why};
+}
+
 void Pipeline::start_stages() {
   if (!runtime_) return;
   for (auto& st : runtime_->stages) {
@@ -221,7 +239,9 @@ void Pipeline::run_stage(StageRuntime& stage, MicroBatch& mb) {
 Status Pipeline::run_local(StageRuntime& stage, MicroBatch& mb) {
   if (stage.members.size() == 1) {
     Status s;
-    stage.members[0]->worker->submit([&] { s = run_single(stage, mb); }).wait();
+    std::future<void> done = stage.members[0]->worker->submit([&] { s = run_single(stage, mb); });
+    Status waited = await_work(*stage.members[0], done);
+    if (!waited.ok()) s = std::move(waited);
     return s;
   }
   return run_group(stage, mb);
@@ -463,7 +483,10 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
         if (s.ok()) s = rt.ops->synchronize();
         results[i] = std::move(s);
       });
-    for (auto& f : pending) f.wait();
+    for (size_t i = 0; i < k; ++i) {
+      Status waited = await_work(*stage.local[i], pending[i]);
+      if (!waited.ok()) results[i] = std::move(waited);
+    }
     for (Status& s : results) {
       if (!s.ok()) return std::move(s);
     }
@@ -530,11 +553,10 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
   }
   DeviceRuntime& first = *stage.local[0];
   Status out;
-  first.worker
-      ->submit([&] {
-        out = first.ops->to_host(first.block->scratch().hidden, mb.hidden.data(), count * sizeof(float));
-      })
-      .wait();
+  std::future<void> copied = first.worker->submit([&] {
+    out = first.ops->to_host(first.block->scratch().hidden, mb.hidden.data(), count * sizeof(float));
+  });
+  STRATA_RETURN_IF_ERROR(await_work(first, copied));
   STRATA_RETURN_IF_ERROR(out);
   mb.holder = first.device;
   return {};

@@ -486,6 +486,13 @@ bool Scheduler::recover(const Status& cause) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++replans_;
   }
+  for (auto& s : slots_) {
+    if (!s->busy || !s->req.on_replan) continue;
+    try {
+      s->req.on_replan(*report, s->result.n_generated);
+    } catch (...) {
+    }
+  }
   // Every cache is gone (Discard). Sequences reading their prompt start it again; decoding ones
   // evaluate everything they had again, then go on with the token they had sampled.
   for (auto& s : slots_) {

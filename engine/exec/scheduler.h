@@ -60,6 +60,10 @@ struct GenerationRequest {
   // Called on the scheduler thread after each chunk of the prompt is evaluated: prompt tokens in
   // the cache now (reused ones included) of `total`; the last call has done == total. May be empty.
   std::function<void(int64_t done, int64_t total)> on_prompt_progress;
+  // Called on the scheduler thread when a lost device made the engine re-plan while this request
+  // held a slot and the new placement runs (its cache is rebuilt before it goes on). generated:
+  // the tokens it had sampled by then (0: it was reading its prompt). May be empty.
+  std::function<void(const ReplanReport& report, int64_t generated)> on_replan;
   // Called exactly once per accepted request: on the scheduler thread, or on the thread that
   // shuts the scheduler down (finish Cancelled). Must not call back into the scheduler's
   // submit/run_exclusive (cancel is fine). May be empty.

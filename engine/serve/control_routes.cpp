@@ -292,7 +292,8 @@ void handle_inspect(ServerContext& ctx, const httplib::Request& req, httplib::Re
 }
 
 // POST /strata/v1/devices/ID/fault: {"kind":"lost"} (now), {"kind":"lost","after_ops":N} or
-// {"kind":"lost","after_s":S}, {"kind":"oom","bytes":B}, {"kind":"slow","factor":F}. Simulated
+// {"kind":"lost","after_s":S}, {"kind":"hang","after_ops":N} (the device stops answering: the
+// engine gives it up after its device timeout), {"kind":"oom","bytes":B}, {"kind":"slow","factor":F}. Simulated
 // devices only, and only on a server that has an API key (a fault is a way to stop service).
 void handle_fault(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   if (ctx.options.api_key.empty()) {
@@ -322,6 +323,10 @@ void handle_fault(ServerContext& ctx, const httplib::Request& req, httplib::Resp
     if (after_ops > 0) f.fail_after_ops = after_ops;
     if (after_s > 0) f.fail_at_s = after_s;
     lost_now = after_ops == 0 && after_s == 0;
+  } else if (kind == "hang") {
+    int64_t after_ops = 0;
+    if (auto e = read_int(body, "after_ops", 0, int64_t{1} << 40, after_ops)) return send_error(res, *e);
+    f.hang_after_ops = after_ops;
   } else if (kind == "oom") {
     int64_t bytes = 0;
     if (auto e = read_int(body, "bytes", 0, int64_t{1} << 60, bytes)) return send_error(res, *e);
@@ -332,7 +337,7 @@ void handle_fault(ServerContext& ctx, const httplib::Request& req, httplib::Resp
       return send_error(res, bad_request("'factor' must be a number in [1, 1000]", "factor"));
     f.slow = body["factor"].get<double>();
   } else {
-    return send_error(res, bad_request("'kind' is '" + kind + "', expected lost, oom or slow", "kind"));
+    return send_error(res, bad_request("'kind' is '" + kind + "', expected lost, hang, oom or slow", "kind"));
   }
   Status s = ctx.host.inject_fault(id, f, lost_now);
   if (!s.ok()) {

@@ -171,7 +171,8 @@ Status EngineHost::install(std::unique_ptr<model::Model> model, const plan::Plac
   }
   std::vector<exec::Device*> list;
   for (const auto& d : devices_) list.push_back(d.get());
-  STRATA_ASSIGN_OR_RETURN(loaded->pipeline, exec::Pipeline::create(*model, list, placement, &recorder_));
+  STRATA_ASSIGN_OR_RETURN(loaded->pipeline, exec::Pipeline::create(*model, list, placement, &recorder_, options_.ranks));
+  loaded->pipeline->set_device_timeout(std::chrono::milliseconds(static_cast<int64_t>(options_.device_timeout_s * 1000.0)));
   loaded->model = std::move(model);
   exec::SchedulerOptions so;
   so.max_waiting = options_.max_waiting;
@@ -244,6 +245,13 @@ void EngineHost::do_load(LoadJob& job) {
     job.result = std::move(e);
   };
   if (Status s = check_model_file(job.path.string(), options_); !s.ok()) return fail("path", s.error());
+  if (options_.ranks) {
+    std::error_code a, b;
+    if (!std::filesystem::equivalent(job.path, options_.ranks_model, a) || a || b)
+      return fail("path", Error{Code::Unsupported, "this engine spans several ranks (mpirun), each mapping " +
+                                                       options_.ranks_model.filename().string() +
+                                                       ": restart the job to serve another model"});
+  }
   auto loaded = model::Model::load(job.path);
   if (!loaded.ok()) {
     // Say no more about the file than that it is not a (loadable) GGUF model.

@@ -45,10 +45,16 @@ struct HostOptions {
   int64_t n_seq = 4;                           // --parallel: sequence slots
   int64_t max_waiting = 64;                    // --queue
   int64_t prompt_chunk = 64;                   // prompt tokens a step while others decode (chunked prefill)
+  double device_timeout_s = 60;                // a device's work unfinished this long: it is lost (0: no limit)
   plan::PlacementRequest default_request;      // how a load with placement null is placed
   // Loads are restricted to files under these folders unless allow_any_path (empty: any path).
   std::vector<std::filesystem::path> model_dirs;
   bool allow_any_path = false;
+  // Under mpirun: the other ranks (their devices are among the host's). Every rank maps the model
+  // given at start-up, so a load over HTTP may only name that file again (other placements, n_ctx
+  // and n_seq are fine).
+  exec::RankBridge* ranks = nullptr;
+  std::filesystem::path ranks_model;  // the model every rank maps
 };
 
 // Checks a model path before anything opens it: no NUL, inside the model folders (when they are

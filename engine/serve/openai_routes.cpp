@@ -29,6 +29,8 @@ struct Channel {
   std::vector<Json> pending_lp;     // logprob entries of tokens not yet written (stream)
   std::vector<Json> all_lp;         // every token's logprob entry (blocking answer)
   int64_t prompt_done = -1, prompt_total = 0;  // "return_progress": the latest, not yet written when >= 0
+  std::vector<Json> replans_pending;  // re-plans this choice lived through, not yet written (stream)
+  std::vector<Json> replans;          // all of them (blocking answer)
   bool done = false;
   exec::GenerationResult result;
   std::atomic<bool> gone{false};
@@ -257,6 +259,18 @@ const char* finish_name(exec::FinishReason f) {
   return f == exec::FinishReason::Length || f == exec::FinishReason::ContextFull ? "length" : "stop";
 }
 
+// What a choice reports of a re-plan it lived through (a Strata extension, "replan"): the lost
+// devices, the token it had reached, the devices it runs on now and how long re-planning took.
+Json replan_note(const exec::ReplanReport& r, int64_t generated) {
+  return {{"lost", r.lost},
+          {"excluded", r.excluded},
+          {"at_token", generated},
+          {"devices", r.placement.devices()},
+          {"moved_blocks", r.moved_blocks},
+          {"ms", r.ms},
+          {"cause", r.cause}};
+}
+
 std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 std::string sse(const Json& j) { return "data: " + dump(j) + "\n\n"; }
 
@@ -364,6 +378,7 @@ void answer_blocking(httplib::Response& res, const std::shared_ptr<Request>& rq,
     const exec::GenerationResult& r = ch.result;
     size_t offset = 0;
     Json choice = {{"index", i}, {"logprobs", logprobs_json(env, ch.all_lp, offset)}, {"finish_reason", finish_name(r.finish)}};
+    if (!ch.replans.empty()) choice["replans"] = ch.replans;
     if (env.chat) {
       Json message = {{"role", "assistant"}, {"content", r.text}};
       if (env.tools.enabled) {
@@ -432,12 +447,14 @@ void answer_stream(ServerContext& ctx, httplib::Response& res, const std::shared
     std::vector<std::string> text(n);
     std::vector<std::vector<Json>> lp(n);
     std::vector<bool> ended(n, false);
+    std::vector<std::vector<Json>> replans(n);
     std::pair<int64_t, int64_t> progress{-1, 0};
     {
       std::unique_lock<std::mutex> lock(rq->mutex);
       rq->cv.wait_for(lock, std::chrono::milliseconds(200), [&] {
         for (const auto& ch : rq->choices) {
-          if (!ch->pending.empty() || !ch->pending_lp.empty() || (ch->done && !ch->finished) || ch->prompt_done >= 0)
+          if (!ch->pending.empty() || !ch->pending_lp.empty() || !ch->replans_pending.empty() ||
+              (ch->done && !ch->finished) || ch->prompt_done >= 0)
             return true;
         }
         return false;
@@ -449,6 +466,7 @@ void answer_stream(ServerContext& ctx, httplib::Response& res, const std::shared
         Channel& ch = *rq->choices[i];
         text[i].swap(ch.pending);
         lp[i].swap(ch.pending_lp);
+        replans[i].swap(ch.replans_pending);
         if (ch.done && !ch.finished) {
           ch.finished = true;
           ended[i] = true;
@@ -467,6 +485,22 @@ void answer_stream(ServerContext& ctx, httplib::Response& res, const std::shared
       if (!write(sse(c))) return false;
     }
     bool wrote = false;
+    // A re-plan this choice lived through: an empty delta carrying "replan", before the text that
+    // came after it.
+    for (size_t i = 0; i < n; ++i) {
+      for (Json& note : replans[i]) {
+        Json choice = {{"index", i}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+        if (env.chat) {
+          choice["delta"] = {{"content", ""}};
+        } else {
+          choice["text"] = "";
+        }
+        Json c = chunk(env, choice);
+        c["replan"] = std::move(note);
+        if (!write(sse(c))) return false;
+        wrote = true;
+      }
+    }
     for (size_t i = 0; i < n; ++i) {
       Channel& ch = *rq->choices[i];
       if (env.tools.enabled) {
@@ -667,6 +701,13 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
         std::lock_guard<std::mutex> lock(rqp->mutex);
         chp->result = r;
         chp->done = true;
+      }
+      rqp->cv.notify_all();
+    };
+    g.on_replan = [rq, chp, rqp, stream](const exec::ReplanReport& r, int64_t generated) {
+      {
+        std::lock_guard<std::mutex> lock(rqp->mutex);
+        (stream ? chp->replans_pending : chp->replans).push_back(replan_note(r, generated));
       }
       rqp->cv.notify_all();
     };

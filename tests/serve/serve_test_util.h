@@ -212,6 +212,7 @@ struct Streamed {
   bool done = false;
   int chunks = 0;
   Json usage;
+  Json replans = Json::array();  // the "replan" notes of chunks (a device was lost mid-stream)
 };
 
 inline Streamed stream_completion(int port, const std::string& path, Json body, const std::string& key = "") {
@@ -227,6 +228,7 @@ inline Streamed stream_completion(int port, const std::string& path, Json body, 
     if (j.is_discarded()) return false;
     ++s.chunks;
     if (j.contains("usage") && !j["usage"].is_null()) s.usage = j["usage"];
+    if (j.contains("replan")) s.replans.push_back(j["replan"]);
     if (!j.contains("choices") || j["choices"].empty()) return true;
     const Json& c = j["choices"][0];
     if (chat && c["delta"].contains("content")) s.text += c["delta"]["content"].get<std::string>();

@@ -70,6 +70,15 @@ TEST(ServeFaults, LostGpuMidRequestKeepsTheTextAndIsReported) {
   ASSERT_EQ(after.status, 200) << after.body;
   EXPECT_EQ(after.json()["choices"][0]["message"]["content"], text);
   EXPECT_EQ(after.json()["usage"]["completion_tokens"], 32);
+  // The choice says what it lived through: gpu1 lost at some token of its 32, the devices it
+  // finished on.
+  const Json notes = after.json()["choices"][0].value("replans", Json::array());
+  ASSERT_EQ(notes.size(), 1u) << after.body;
+  EXPECT_EQ(notes[0]["lost"], Json::array({"gpu1"}));
+  EXPECT_GE(notes[0]["at_token"].get<int>(), 0);
+  EXPECT_LE(notes[0]["at_token"].get<int>(), 32);
+  EXPECT_GT(notes[0]["ms"].get<double>(), 0.0);
+  EXPECT_FALSE(placement_uses(notes[0]["devices"], "gpu1")) << notes[0].dump();
 
   const Json event = replan_event.get_future().get();
   reader.join();
@@ -92,6 +101,40 @@ TEST(ServeFaults, LostGpuMidRequestKeepsTheTextAndIsReported) {
   const Reply again = post(port, "/v1/chat/completions", body, kKey);
   ASSERT_EQ(again.status, 200);
   EXPECT_EQ(again.json()["choices"][0]["message"]["content"], text);
+
+  // A stream that loses gpu0 mid-reply: the same text, and one chunk carrying the re-plan note at
+  // a token the stream had reached (no content of its own).
+  ASSERT_EQ(post(port, "/strata/v1/devices/gpu0/fault", Json{{"kind", "lost"}, {"after_ops", 60}}, kKey).status, 200);
+  const Streamed streamed = stream_completion(port, "/v1/chat/completions", body, kKey);
+  ASSERT_EQ(streamed.status, 200);
+  EXPECT_TRUE(streamed.done);
+  EXPECT_EQ(streamed.text, text);
+  ASSERT_EQ(streamed.replans.size(), 1u);
+  EXPECT_EQ(streamed.replans[0]["lost"], Json::array({"gpu0"}));
+  EXPECT_EQ(streamed.replans[0]["devices"], Json::array({"cpu"}));
+  EXPECT_GE(streamed.replans[0]["at_token"].get<int>(), 0);
+  EXPECT_LE(streamed.replans[0]["at_token"].get<int>(), 32);
+}
+
+TEST(ServeFaults, AHungGpuIsGivenUpAfterTheDeviceTimeout) {
+  ServerProcess server({"-m", stories_model(), "--devices", "cpu,sim:gpu0:4GiB,sim:gpu1:4GiB", "--api-key", kKey,
+                        "--device-timeout", "1.5"});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  const int port = server.port();
+  Json body = chat_body("Once upon a time", 24);
+  body["ignore_eos"] = true;
+  const Reply before = post(port, "/v1/chat/completions", body, kKey);
+  ASSERT_EQ(before.status, 200) << before.body;
+  // gpu1 stops answering at its 60th op from now; nothing but the device timeout ends that wait.
+  ASSERT_EQ(post(port, "/strata/v1/devices/gpu1/fault", Json{{"kind", "hang"}, {"after_ops", 60}}, kKey).status, 200);
+  const Reply after = post(port, "/v1/chat/completions", body, kKey);
+  ASSERT_EQ(after.status, 200) << after.body;
+  EXPECT_EQ(after.json()["choices"][0]["message"]["content"], before.json()["choices"][0]["message"]["content"]);
+  const Json status = get(port, "/strata/v1/status", kKey).json();
+  ASSERT_EQ(status["lost_devices"].size(), 1u) << status.dump();
+  EXPECT_EQ(status["lost_devices"][0]["device"], "gpu1");
+  EXPECT_NE(status["lost_devices"][0]["failure"].get<std::string>().find("did not answer within 1.5 s"), std::string::npos)
+      << status["lost_devices"].dump();
 }
 
 int blocks_on(const Json& placement, const std::string& id) {

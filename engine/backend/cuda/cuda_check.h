@@ -5,8 +5,10 @@
 // Included only by engine/backend/cuda/cuda_*.cpp (it includes CUDA headers). Thread-safe.
 #pragma once
 
+#include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -111,6 +113,25 @@ inline Error failed_device_error(const exec::Device& device) {
   return Error{Code::Device, "device '" + device.id() + "' failed earlier: " + device.failure()};
 }
 
+// Waits until everything queued on `stream` has run, as cudaStreamSynchronize, but gives up once
+// `device` is marked failed (the pipeline's device timeout marks a device that does not answer):
+// a hung kernel then cannot hold the calling worker forever. Polls cudaStreamQuery: yielding for
+// the first ~100 us (decode steps wait microseconds), then sleeping 50 us between polls.
+inline Status wait_stream(exec::Device& device, cudaStream_t stream, const char* call, const char* file, int line) {
+  const auto start = std::chrono::steady_clock::now();
+  while (true) {
+    const cudaError_t e = cudaStreamQuery(stream);
+    if (e == cudaSuccess) return Status();
+    if (e != cudaErrorNotReady) return device_error(&device, e, call, file, line);
+    if (device.failed()) return failed_device_error(device);
+    if (std::chrono::steady_clock::now() - start < std::chrono::microseconds(100)) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+}
+
 }  // namespace strata::backend::cuda
 
 // Each macro returns the Error from the enclosing function (which returns Status or Expected<T>).
@@ -132,6 +153,14 @@ inline Error failed_device_error(const exec::Device& device) {
     const cudaError_t strata_cuda_e_ = (expr);                                                          \
     if (strata_cuda_e_ != cudaSuccess)                                                                  \
       return ::strata::backend::cuda::device_error((device), strata_cuda_e_, #expr, __FILE__, __LINE__); \
+  } while (0)
+
+// Waits for a stream of `device` (an exec::Device&) through wait_stream; returns its error.
+#define STRATA_CUDA_WAIT_ON(device, stream)                                                              \
+  do {                                                                                                  \
+    ::strata::Status strata_wait_s_ = ::strata::backend::cuda::wait_stream((device), (stream),          \
+                                                                           "wait for " #stream, __FILE__, __LINE__); \
+    if (!strata_wait_s_.ok()) return strata_wait_s_;                                                    \
   } while (0)
 
 #define STRATA_CUBLAS_TRY_ON(device, expr)                                                                \

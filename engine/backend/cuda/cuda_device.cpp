@@ -100,9 +100,10 @@ void scatter_rows(const uint8_t* packed, const Piece& p) {
 }
 
 // Waits for a stream after a failed copy, so that no DMA still reads or writes staging memory when
-// the next copy reuses it; the error being returned already says what went wrong.
-void drain(cudaStream_t stream) {
-  if (stream != nullptr && cudaStreamSynchronize(stream) != cudaSuccess) (void)cudaGetLastError();
+// the next copy reuses it; the error being returned already says what went wrong. Not on a failed
+// device: a hung one would hold the caller forever (its memory is given up with it).
+void drain(const exec::Device& device, cudaStream_t stream) {
+  if (stream != nullptr && !device.failed() && cudaStreamSynchronize(stream) != cudaSuccess) (void)cudaGetLastError();
 }
 
 // Dense f16 tensor-core FLOP per clock per SM with f32 accumulation (the gemm_f16 path), by compute
@@ -250,8 +251,8 @@ Status CudaDevice::init_resources() {
 CudaDevice::~CudaDevice() {
   // Best effort: a failed device answers every call with its sticky error, which changes nothing here.
   (void)cudaSetDevice(ordinal_);
-  drain(copy_stream_);
-  drain(peer_stream_);
+  drain(*this, copy_stream_);
+  drain(*this, peer_stream_);
   for (int i = 0; i < 2; ++i) {
     if (staging_done_[i] != nullptr) (void)cudaEventDestroy(staging_done_[i]);
     if (staging_[i] != nullptr) (void)cudaFreeHost(staging_[i]);
@@ -354,10 +355,10 @@ Status CudaDevice::copy_from_host(const exec::Copy2D& copy) {
                                                  cudaMemcpyHostToDevice, copy_stream_));
       STRATA_CUDA_TRY_ON(this, cudaEventRecord(staging_done_[slot], copy_stream_));
     }
-    STRATA_CUDA_TRY_ON(this, cudaStreamSynchronize(copy_stream_));
+    STRATA_CUDA_WAIT_ON(*this, copy_stream_);
     return Status();
   }();
-  if (!status.ok()) drain(copy_stream_);
+  if (!status.ok()) drain(*this, copy_stream_);
   return status;
 }
 
@@ -387,7 +388,7 @@ Status CudaDevice::copy_to_host(const exec::Copy2D& copy) {
     }
     return Status();
   }();
-  if (!status.ok()) drain(copy_stream_);
+  if (!status.ok()) drain(*this, copy_stream_);
   return status;
 }
 
@@ -397,7 +398,7 @@ Status CudaDevice::copy_within(const exec::Copy2D& copy) {
   STRATA_RETURN_IF_ERROR(make_current());
   STRATA_CUDA_TRY_ON(this, cudaMemcpy2DAsync(c.dst, c.dst_pitch, c.src, c.src_pitch, c.width, c.height,
                                              cudaMemcpyDeviceToDevice, copy_stream_));
-  STRATA_CUDA_TRY_ON(this, cudaStreamSynchronize(copy_stream_));
+  STRATA_CUDA_WAIT_ON(*this, copy_stream_);
   return Status();
 }
 
@@ -408,7 +409,7 @@ Status CudaDevice::fill_zero(void* dst, size_t bytes) {
                                             std::to_string(bytes) + " bytes"};
   STRATA_RETURN_IF_ERROR(make_current());
   STRATA_CUDA_TRY_ON(this, cudaMemsetAsync(dst, 0, bytes, copy_stream_));
-  STRATA_CUDA_TRY_ON(this, cudaStreamSynchronize(copy_stream_));
+  STRATA_CUDA_WAIT_ON(*this, copy_stream_);
   return Status();
 }
 
@@ -454,7 +455,7 @@ Status CudaDevice::copy_to_peer(const exec::Copy2D& copy, exec::Device& peer) {
     p.extent = make_cudaExtent(c.width, c.height, 1);
     STRATA_CUDA_TRY_ON(this, cudaMemcpy3DPeerAsync(&p, copy_stream_));
   }
-  STRATA_CUDA_TRY_ON(this, cudaStreamSynchronize(copy_stream_));
+  STRATA_CUDA_WAIT_ON(*this, copy_stream_);
   return Status();
 }
 
@@ -481,20 +482,20 @@ Status CudaDevice::staged_copy_to_peer(const exec::Copy2D& c, CudaDevice& peer) 
       STRATA_CUDA_TRY_ON(this, cudaSetDevice(ordinal_));
       STRATA_CUDA_TRY_ON(this, cudaEventSynchronize(staging_done_[slot]));
       STRATA_CUDA_TRY_ON(&peer, cudaSetDevice(peer.ordinal_));
-      STRATA_CUDA_TRY_ON(&peer, cudaStreamSynchronize(peer.peer_stream_));
+      STRATA_CUDA_WAIT_ON(peer, peer.peer_stream_);
       STRATA_CUDA_TRY_ON(&peer, cudaMemcpy2DAsync(p.dst, p.dst_pitch, staging_[slot], p.width, p.width, p.rows,
                                                   cudaMemcpyHostToDevice, peer.peer_stream_));
       if (i + 1 < pieces.size()) STRATA_RETURN_IF_ERROR(download(i + 1));
     }
     STRATA_CUDA_TRY_ON(&peer, cudaSetDevice(peer.ordinal_));
-    STRATA_CUDA_TRY_ON(&peer, cudaStreamSynchronize(peer.peer_stream_));
+    STRATA_CUDA_WAIT_ON(peer, peer.peer_stream_);
     return Status();
   }();
   if (!status.ok()) {
     (void)cudaSetDevice(peer.ordinal_);
-    drain(peer.peer_stream_);
+    drain(peer, peer.peer_stream_);
     (void)cudaSetDevice(ordinal_);
-    drain(copy_stream_);
+    drain(*this, copy_stream_);
   }
   (void)cudaSetDevice(ordinal_);
   return status;

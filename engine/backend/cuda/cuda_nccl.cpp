@@ -38,7 +38,7 @@ class NcclCommunicator final : public comm::Communicator {
     for (size_t i = 0; i < members_.size(); ++i) {
       (void)cudaSetDevice(members_[i]->ordinal());
       if (i < streams_.size() && streams_[i] != nullptr) {
-        if (cudaStreamSynchronize(streams_[i]) != cudaSuccess) (void)cudaGetLastError();
+        if (!any_failed && cudaStreamSynchronize(streams_[i]) != cudaSuccess) (void)cudaGetLastError();
         (void)cudaStreamDestroy(streams_[i]);
       }
       // A failed member may never finish its part of a collective: abort rather than wait.
@@ -79,7 +79,7 @@ class NcclCommunicator final : public comm::Communicator {
       return with_member_state(nccl_error(ended, "ncclGroupEnd", __FILE__, __LINE__, ncclGetLastError(comms_[0])));
     for (size_t i = 0; i < members_.size(); ++i) {
       STRATA_CUDA_TRY_ON(members_[i], cudaSetDevice(members_[i]->ordinal()));
-      STRATA_CUDA_TRY_ON(members_[i], cudaStreamSynchronize(streams_[i]));
+      STRATA_CUDA_WAIT_ON(*members_[i], streams_[i]);
     }
     return Status();
   }

@@ -142,7 +142,8 @@ Status CudaOps::init() {
 CudaOps::~CudaOps() {
   // Best effort: queued work may still read the scratch and the pinned slots.
   (void)cudaSetDevice(device_.ordinal());
-  if (stream_ != nullptr && cudaStreamSynchronize(stream_) != cudaSuccess) (void)cudaGetLastError();
+  // (Not on a failed device: a hung kernel would hold this destructor forever.)
+  if (stream_ != nullptr && !device_.failed() && cudaStreamSynchronize(stream_) != cudaSuccess) (void)cudaGetLastError();
   if (cublas_ != nullptr) (void)cublasDestroy(cublas_);
   cublas_workspace_.reset();
   w_f16_.reset();
@@ -166,7 +167,7 @@ Status CudaOps::ensure(std::unique_ptr<exec::Buffer>& buffer, size_t bytes, cons
   // Small buffers in 64 KiB steps; large ones in cudaMalloc's own 2 MiB granule.
   const size_t rounded = round_up(std::max<size_t>(bytes, 1), bytes < (2u << 20) ? (64u << 10) : (2u << 20));
   if (buffer) {
-    STRATA_CUDA_TRY_ON(&device_, cudaStreamSynchronize(stream_));
+    STRATA_CUDA_WAIT_ON(device_, stream_);
     buffer.reset();
   }
   Expected<std::unique_ptr<exec::Buffer>> allocated = device_.allocate(rounded, exec::BufferUse::Scratch);
@@ -482,7 +483,7 @@ Status CudaOps::to_host(const void* src, void* host_dst, size_t bytes) {
     return Error{Code::InvalidArgument, "to_host on device '" + device_.id() + "': null pointer for " +
                                             std::to_string(bytes) + " bytes"};
   STRATA_CUDA_TRY_ON(&device_, cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
-  STRATA_CUDA_TRY_ON(&device_, cudaStreamSynchronize(stream_));
+  STRATA_CUDA_WAIT_ON(device_, stream_);
   return Status();
 }
 
@@ -507,7 +508,7 @@ Status CudaOps::copy(const void* src, void* dst, size_t bytes) {
 
 Status CudaOps::synchronize() {
   STRATA_RETURN_IF_ERROR(begin());
-  STRATA_CUDA_TRY_ON(&device_, cudaStreamSynchronize(stream_));
+  STRATA_CUDA_WAIT_ON(device_, stream_);
   return Status();
 }
 

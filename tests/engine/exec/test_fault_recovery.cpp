@@ -5,6 +5,7 @@
 // deterministic: an op count, not a time.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <future>
 #include <mutex>
 
@@ -187,6 +188,30 @@ TEST(FaultRecovery, ADeviceOutOfMemoryIsLeftOutOfTheNewPlan) {
   }
 }
 
+TEST(FaultRecovery, AHungDeviceIsGivenUpAtItsTimeoutAndTheTextIsKept) {
+  auto m = load(shared_model("stories260K.gguf"));
+  ASSERT_TRUE(m);
+  // gpu1's op 400 never finishes on its own: only the pipeline's device timeout ends the wait.
+  DeviceSet devices = make_device_set("cpu,sim:gpu0:4GiB,sim:gpu1:4GiB:hang_after=400");
+  auto pipeline = exec::Pipeline::create(*m, devices.list(), split_over_two(m->config(), 3));
+  ASSERT_TRUE(pipeline.ok()) << pipeline.error().to_string();
+  (*pipeline)->set_device_timeout(std::chrono::milliseconds(1500));
+  const auto prompts = prompts_for(*m);
+  const RunOutcome run = generate_all(**pipeline, prompts, 24);
+  ASSERT_EQ(run.replans.size(), 1u);
+  ASSERT_TRUE(run.replans[0].ok()) << run.replans[0].error().to_string();
+  EXPECT_EQ(run.replans[0]->lost, std::vector<std::string>{"gpu1"});
+  EXPECT_NE(run.replans[0]->cause.find("did not answer within 1.5 s"), std::string::npos) << run.replans[0]->cause;
+  EXPECT_TRUE(devices.owned[2]->failed());
+  EXPECT_NE(devices.owned[2]->failure().find("hung"), std::string::npos) << devices.owned[2]->failure();
+  EXPECT_FALSE(devices.owned[1]->failed());
+  EXPECT_FALSE(uses((*pipeline)->placement(), "gpu1"));
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_TRUE(run.results[i].status.ok());
+    EXPECT_EQ(run.results[i].text, reference(*m, prompts[i], 24)) << "stream " << i;
+  }
+}
+
 TEST(FaultRecovery, WhenNothingFitsEveryStreamEndsWithTheError) {
   auto m = load(shared_model("stories260K.gguf"));
   ASSERT_TRUE(m);
@@ -237,6 +262,25 @@ TEST(FaultRecovery, SimulatedFaultOptionsParseAndAct) {
   EXPECT_EQ(third.error().code, Code::Device);
   EXPECT_TRUE(sim->failed());
   EXPECT_EQ(sim->allocate(16, exec::BufferUse::Scratch).error().code, Code::Device);
+
+  // hang_after=1: one op runs; the next blocks until someone gives the device up, then fails.
+  EXPECT_FALSE(exec::make_devices("sim:gpu1:1GiB:hang_after=x", 1, 20.0).ok());
+  auto h = exec::make_devices("sim:gpu1:1GiB:hang_after=1", 1, 20.0);
+  ASSERT_TRUE(h.ok()) << h.error().to_string();
+  auto* hung = dynamic_cast<exec::SimulatedDevice*>((*h)[0].get());
+  ASSERT_NE(hung, nullptr);
+  EXPECT_TRUE(hung->check_alive().ok());
+  auto blocked = std::async(std::launch::async, [hung] { return hung->check_alive(); });
+  EXPECT_FALSE(hung->failed());
+  hung->mark_failed("given up by the test");
+  const Status after = blocked.get();
+  ASSERT_FALSE(after.ok());
+  EXPECT_EQ(after.error().code, Code::Device);
+  EXPECT_NE(after.error().message.find("given up by the test"), std::string::npos);
+  // The CPU is never given up by the device timeout; simulated devices are.
+  exec::CpuDevice cpu(1, uint64_t{1} << 30, 20.0);
+  EXPECT_FALSE(cpu.can_be_lost());
+  EXPECT_TRUE(hung->can_be_lost());
 }
 
 }  // namespace

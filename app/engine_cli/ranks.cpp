@@ -30,7 +30,7 @@ Expected<std::vector<std::unique_ptr<exec::Device>>> local_devices(comm::RankLin
   if (!mine.empty()) {
     STRATA_ASSIGN_OR_RETURN(devices, exec::make_devices(mine, threads, cpu_bw));
   }
-  for (auto& d : devices) d->prefix_id("r" + std::to_string(link.rank()) + ":");
+  for (auto& d : devices) d->set_rank(link.rank(), link.host_name());
   return devices;
 }
 }  // namespace

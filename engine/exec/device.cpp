@@ -205,6 +205,8 @@ DeviceInfo CpuDevice::info() const {
   i.link_gbps = bandwidth_gbps_;  // "transfers" from the CPU are host copies
   i.link_latency_us = 2;
   i.threads = threads_;
+  i.rank = rank();
+  i.host = host();
   i.failed = failed();
   if (i.failed) i.failure = failure();
   return i;
@@ -272,6 +274,8 @@ DeviceInfo SimulatedDevice::info() const {
   i.link_latency_us = spec_.link_latency_us;
   i.runtime_overhead_bytes = spec_.runtime_overhead_bytes;
   i.threads = spec_.threads;
+  i.rank = rank();
+  i.host = host();
   i.failed = failed();
   if (i.failed) i.failure = failure();
   return i;

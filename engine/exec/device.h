@@ -138,8 +138,15 @@ class Device {
   // Several processes: the rank that owns a device standing in for another process's device
   // (RemoteDevice), -1 for a device of this process.
   virtual int remote_rank() const { return -1; }
-  // Names a device of this process after its rank ("r1:" + id): call before any use.
-  void prefix_id(const std::string& prefix) { id_ = prefix + id_; }
+  // Under mpirun: names a device of this process after its rank ("r1:" + id) and records the rank
+  // and host its info() reports. Call before any use.
+  void set_rank(int rank, const std::string& host) {
+    id_ = "r" + std::to_string(rank) + ":" + id_;
+    rank_ = rank;
+    host_ = host;
+  }
+  int rank() const { return rank_; }
+  const std::string& host() const { return host_; }
 
  protected:
   Device(std::string id, uint64_t capacity_bytes);
@@ -156,6 +163,8 @@ class Device {
   void release(BufferUse use, size_t bytes);
 
   std::string id_;
+  int rank_ = 0;      // under mpirun: this process's rank (set_rank)
+  std::string host_;  // and its host name
   uint64_t capacity_;
   mutable std::mutex mutex_;
   MemoryUse use_;

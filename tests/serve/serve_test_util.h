@@ -46,8 +46,10 @@ inline std::string slow_model() {
 
 class ServerProcess {
  public:
-  // Starts `strata-engine serve --port 0 ARGS...`; port() is 0 when it did not come up.
-  explicit ServerProcess(std::vector<std::string> args, std::chrono::seconds timeout = std::chrono::seconds(60)) {
+  // Starts `strata-engine serve --port 0 ARGS...`; port() is 0 when it did not come up. launcher:
+  // a command line the engine runs under (mpirun and its options; the first word a full path).
+  explicit ServerProcess(std::vector<std::string> args, std::chrono::seconds timeout = std::chrono::seconds(60),
+                         std::vector<std::string> launcher = {}) {
     int fds[2];
     if (pipe(fds) != 0) return;
     pid_ = fork();
@@ -55,7 +57,8 @@ class ServerProcess {
       dup2(fds[1], STDERR_FILENO);
       close(fds[0]);
       close(fds[1]);
-      std::vector<std::string> all = {STRATA_ENGINE_BINARY, "serve", "--port", "0"};
+      std::vector<std::string> all = launcher;
+      for (const char* a : {STRATA_ENGINE_BINARY, "serve", "--port", "0"}) all.push_back(a);
       all.insert(all.end(), args.begin(), args.end());
       std::vector<char*> argv;
       for (auto& a : all) argv.push_back(a.data());

@@ -294,6 +294,8 @@ DeviceInfo CudaDevice::info() const {
   i.compute_capability = compute_capability_;
   i.ordinal = ordinal_;
   for (int p : peer_ordinals_) i.peers.push_back("cuda" + std::to_string(p));
+  i.rank = rank();
+  i.host = host();
   i.failed = failed();
   if (i.failed) i.failure = failure();
   return i;

@@ -1,0 +1,64 @@
+// tests/mpi/test_mpi_serve.cpp — `strata-engine serve` over `mpirun -np 2` on this machine: rank 0
+// serves HTTP with blocks on rank 1; the devices route lists both ranks with their hosts; when
+// rank 1 dies mid-reply the engine re-plans onto rank 0's CPU and the reply finishes with the same
+// text as one process gives. Registered only when the build has MPI and the HTTP server.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "app/cli_runner.h"
+#include "serve/serve_test_util.h"
+
+namespace strata::test {
+namespace {
+
+std::vector<std::string> mpirun() {
+  return {STRATA_MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-np", "2", "--mca", "btl", "self,tcp",
+          "--mca", "btl_tcp_if_include", "lo", "--enable-recovery"};
+}
+
+std::string split_placement() {
+  const fs::path p = temp_dir("mpi-serve") / "split.json";
+  std::ofstream(p) << R"({"version": 1, "n_ctx": 256, "n_seq": 1,
+    "embedding": {"device": "r0:cpu"},
+    "layers": [{"layers": "0-2", "device": "r0:cpu"}, {"layers": "3-4", "device": "r1:cpu"}],
+    "head": {"device": "r0:cpu"}})";
+  return p.string();
+}
+
+TEST(MpiServe, LostRankIsReplannedAndTheReplyCarriesOnWithTheSameText) {
+  ASSERT_TRUE(have(shared_model("stories260K.gguf"))) << "missing stories260K.gguf";
+  const CliRun ref = engine({"run", "--model", stories_model(), "--devices", "cpu", "-t", "1", "--prompt",
+                             "Once upon a time", "-n", "40", "--temperature", "0", "--no-echo"});
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  // Rank 1 dies instead of answering its 11th stage call: mid-reply.
+  ServerProcess server({"--model", stories_model(), "--devices", "r0:cpu,r1:cpu", "--placement", split_placement(),
+                        "-t", "1", "--parallel", "1", "--rank-fault", "1:crash_after=10"},
+                       std::chrono::seconds(90), mpirun());
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+
+  Reply devices = get(server.port(), "/strata/v1/devices");
+  ASSERT_EQ(devices.status, 200) << devices.body;
+  const Json d = Json::parse(devices.body);
+  ASSERT_EQ(d["devices"].size(), 2u) << devices.body;
+  EXPECT_EQ(d["devices"][0]["id"], "r0:cpu");
+  EXPECT_EQ(d["devices"][1]["id"], "r1:cpu");
+  EXPECT_EQ(d["devices"][1]["rank"], 1);
+  EXPECT_FALSE(d["devices"][0]["host"].get<std::string>().empty());
+  EXPECT_FALSE(d["devices"][1]["host"].get<std::string>().empty());
+
+  Reply r = post(server.port(), "/v1/completions",
+                 Json{{"prompt", "Once upon a time"}, {"max_tokens", 40}, {"temperature", 0}});
+  ASSERT_EQ(r.status, 200) << r.body << "\n" << server.stderr_text();
+  const Json j = Json::parse(r.body);
+  const Json& choice = j["choices"][0];
+  EXPECT_EQ(choice["text"].get<std::string>(), ref.out);
+  ASSERT_TRUE(choice.contains("replans")) << r.body;
+  ASSERT_EQ(choice["replans"].size(), 1u) << r.body;
+  EXPECT_EQ(choice["replans"][0]["lost"], Json::array({"r1:cpu"})) << r.body;
+  EXPECT_EQ(choice["replans"][0]["devices"], Json::array({"r0:cpu"})) << r.body;
+  EXPECT_NE(choice["replans"][0]["cause"].get<std::string>().find("rank 1 is lost"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace strata::test

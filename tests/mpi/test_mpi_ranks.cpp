@@ -45,7 +45,10 @@ CliRun shell(const std::string& line, int timeout_s = 180) {
 
 std::string engine_line(const std::vector<std::string>& args) {
   std::string line = quote(STRATA_ENGINE_BINARY);
-  for (const auto& a : args) line += " " + quote(a);
+  for (const auto& a : args) {
+    line += ' ';
+    line += quote(a);
+  }
   return line;
 }
 

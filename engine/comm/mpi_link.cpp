@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -310,19 +309,9 @@ class MpiLink final : public RankLink {
   std::thread beat_thread_;
 };
 
-int env_int(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::atoi(v) : 0;
-}
-
 }  // namespace
 
 bool RankLink::compiled() { return true; }
-
-bool RankLink::launched_with_ranks() {
-  return env_int("OMPI_COMM_WORLD_SIZE") > 1 || env_int("PMI_SIZE") > 1 || env_int("PMIX_SIZE") > 1 ||
-         env_int("MPI_LOCALNRANKS") > 1;
-}
 
 Expected<std::unique_ptr<RankLink>> RankLink::start(int64_t heartbeat_ms, int64_t dead_after_ms) {
   auto link = std::make_unique<MpiLink>(heartbeat_ms, dead_after_ms);

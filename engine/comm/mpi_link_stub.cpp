@@ -4,7 +4,6 @@
 namespace strata::comm {
 
 bool RankLink::compiled() { return false; }
-bool RankLink::launched_with_ranks() { return false; }
 Expected<std::unique_ptr<RankLink>> RankLink::start(int64_t, int64_t) {
   return Error{Code::NotCompiled, "built without MPI (configure with STRATA_MPI=ON and install libopenmpi-dev)"};
 }

@@ -290,7 +290,7 @@ Status Cluster::begin_place(const plan::Placement& placement, bool fresh, bool d
   return {};
 }
 
-Status Cluster::end_place(const plan::Placement* revert_to) {
+Status Cluster::end_place(const plan::Placement* revert_to, bool local_failed) {
   Status first;
   std::vector<int> placed;
   for (auto [r, tag] : pending_place_) {
@@ -304,7 +304,7 @@ Status Cluster::end_place(const plan::Placement* revert_to) {
     else if (first.ok()) first = std::move(s);
   }
   pending_place_.clear();
-  if (first.ok() || !revert_to) return first;
+  if ((first.ok() && !local_failed) || !revert_to) return first;
   // Put the ranks that did place back on the old placement (their cache carried where it stays).
   comm::WireWriter body;
   body.put<int32_t>(0);

@@ -58,7 +58,7 @@ class Cluster final : public RankBridge {
   // RankBridge (the driver's side, except group_communicator which every member rank uses).
   int rank() const override { return link_.rank(); }
   Status begin_place(const plan::Placement& placement, bool fresh, bool discard_kv) override;
-  Status end_place(const plan::Placement* revert_to) override;
+  Status end_place(const plan::Placement* revert_to, bool local_failed) override;
   Status run_stage(int rank, StageCall& call) override;
   Status copy_sequence(int32_t src, int32_t dst, int64_t n) override;
   Expected<std::unique_ptr<comm::Communicator>> group_communicator(const std::vector<Device*>& local,

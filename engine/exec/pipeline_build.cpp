@@ -60,7 +60,7 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::create(const model::Model& model, 
     return {};
   }();
   if (driver) {
-    Status remote = ranks->end_place(nullptr);
+    Status remote = ranks->end_place(nullptr, !built.ok());
     if (built.ok() && !remote.ok()) return remote.error();
   }
   STRATA_RETURN_IF_ERROR(built);
@@ -390,10 +390,10 @@ Expected<int64_t> Pipeline::apply(const plan::Placement& next, KvOnApply kv) {
   }
   // Collects the other ranks' answers (once); on a local failure they go back to the old placement.
   bool collected = !driver;
-  auto collect = [&](bool local_ok) -> Status {
+  auto collect = [&](bool local_failed) -> Status {
     if (collected) return {};
     collected = true;
-    return ranks_->end_place(&placement_);
+    return ranks_->end_place(&placement_, local_failed);
   };
   // 1. Build every changed block beside the old ones, so a failure changes nothing.
   std::vector<std::unique_ptr<LayerSlot>> fresh(layers_.size());
@@ -402,7 +402,7 @@ Expected<int64_t> Pipeline::apply(const plan::Placement& next, KvOnApply kv) {
     if (layers_[l]->where == next.layers[l]) continue;
     auto slot = build_layer(static_cast<int64_t>(l), next.layers[l]);
     if (!slot.ok()) {
-      (void)collect(false);
+      (void)collect(true);
       start_stages();
       return Error{slot.error().code, "re-placement failed at block " + std::to_string(l) + ", nothing changed: " +
                                           slot.error().message};
@@ -422,7 +422,7 @@ Expected<int64_t> Pipeline::apply(const plan::Placement& next, KvOnApply kv) {
     built = build_runtimes(next, next_layers);
   }
   if (!built.ok()) {
-    (void)collect(false);
+    (void)collect(true);
     Error why = std::move(built).error();
     fresh.clear();  // frees the new blocks before the old runtimes come back
     if (!runtime_) {
@@ -440,7 +440,7 @@ Expected<int64_t> Pipeline::apply(const plan::Placement& next, KvOnApply kv) {
   for (size_t l = 0; l < layers_.size(); ++l) {
     if (!fresh[l] || kv == KvOnApply::Discard) continue;
     if (Status s = copy_kv(*layers_[l], *fresh[l]); !s.ok()) {
-      (void)collect(false);
+      (void)collect(true);
       built->reset();
       fresh.clear();
       if (!runtime_) {
@@ -454,7 +454,7 @@ Expected<int64_t> Pipeline::apply(const plan::Placement& next, KvOnApply kv) {
                                        "'s KV cache, nothing changed: " + s.error().message};
     }
   }
-  if (Status remote = collect(true); !remote.ok()) {
+  if (Status remote = collect(false); !remote.ok()) {
     built->reset();
     fresh.clear();
     if (!runtime_) {

@@ -51,13 +51,14 @@ class RankBridge {
  public:
   virtual ~RankBridge() = default;
   virtual int rank() const = 0;
-  // Driver only (rank 0). Asks every other rank to place `placement` without waiting; then end_place waits for all of them
-  // (an error names the rank). The driver places its own part in between, so that cross-rank groups
-  // are made by all their members at once. On a failure end_place asks the ranks that did place to
-  // go back to `revert_to` (when given).
-  // fresh: a new pipeline (Pipeline::create: the ranks drop what they had), else a re-placement.
+  // Driver only (rank 0). Asks every other rank to place `placement` without waiting; then
+  // end_place waits for all of them (an error names the rank). The driver places its own part in
+  // between, so that cross-rank groups are made by all their members at once. On a failure (of a
+  // rank, or of the driver's own part: local_failed) end_place asks the ranks that did place to go
+  // back to `revert_to` (when given). fresh: a new pipeline (Pipeline::create: the ranks drop what
+  // they had), else a re-placement.
   virtual Status begin_place(const plan::Placement& placement, bool fresh, bool discard_kv) = 0;
-  virtual Status end_place(const plan::Placement* revert_to) = 0;
+  virtual Status end_place(const plan::Placement* revert_to, bool local_failed) = 0;
   // Runs stage call.stage of one micro-batch on `rank` (blocking; any stage thread).
   virtual Status run_stage(int rank, StageCall& call) = 0;
   // Copies the first n positions of sequence src to dst on every other rank.

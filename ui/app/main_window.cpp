@@ -326,6 +326,18 @@ void MainWindow::wirePanels() {
     devicesPanel_->applyMemorySnapshot(batch);
     profilerPanel_->appendBatch(batch);  // held by the panel while paused
   });
+  // A lost device and the re-plan: a band on the timeline, the devices list again (the lost one
+  // marked), a line in the status bar. The reply that was streaming gets its own note (ChatStream).
+  connect(client, &EngineClient::replanned, this, [this, client](const QJsonObject& record) {
+    profilerPanel_->timelineModel()->appendReplan(record);
+    client->fetchDevices();
+    client->fetchStatus();
+    const QList<TraceFault>& faults = profilerPanel_->timelineModel()->faults();
+    if (!faults.isEmpty()) statusBar()->showMessage(faults.last().text, 15000);
+  });
+  connect(client, &EngineClient::faultInjected, this, [this](const QString& device, const QString& kind) {
+    statusBar()->showMessage(tr("fault injected: %1 on %2").arg(kind, device), 8000);
+  });
   connect(ws_->chat(), &ChatController::replyFinished, this, [this](int row) {
     const StoredMessage m = ws_->chat()->chatModel()->message(row);
     profilerPanel_->addReplyStats(double(m.ttftMs), m.tokens, m.tokensPerSecond);
@@ -345,6 +357,10 @@ void MainWindow::onStatus(const QJsonObject& status) {
   ws_->modelFiles()->setContextLength(ws_->settings().ctx);  // the settings may have changed it
   devicesPanel_->setStatus(status);
   modelsPanel_->setStatus(status);
+  // Re-plans the trace stream did not bring (it connected later, or reconnected): the timeline
+  // takes each record once, whichever path brings it first.
+  for (const QJsonValue& r : status.value(QStringLiteral("replans")).toArray())
+    profilerPanel_->timelineModel()->appendReplan(r.toObject());
   const QJsonObject model = status.value(QStringLiteral("model")).toObject();
   const int row = ws_->modelFiles()->rowOfPath(model.value(QStringLiteral("path")).toString());
   if (row >= 0 && modelCombo_->currentIndex() != row) modelCombo_->setCurrentIndex(row);

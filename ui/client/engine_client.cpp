@@ -131,6 +131,15 @@ void EngineClient::applyPlacement(const QJsonObject& placement) {
   }, QStringLiteral("apply"), 600000);
 }
 
+void EngineClient::injectFault(const QString& deviceId, const QJsonObject& fault) {
+  const QString kind = fault.value(QStringLiteral("kind")).toString();
+  send("POST", QStringLiteral("/strata/v1/devices/%1/fault").arg(QString::fromUtf8(QUrl::toPercentEncoding(deviceId))), fault,
+       this, [this, deviceId, kind](const EngineResult& r) {
+         if (r.ok()) emit faultInjected(deviceId, kind);
+         else emit requestFailed(QStringLiteral("inject fault"), r.error);
+       });
+}
+
 void EngineClient::plan(const QString& goal, int nCtx, int nSeq) {
   QJsonObject body{{QStringLiteral("goal"), goal}};
   if (nCtx > 0) body.insert(QStringLiteral("n_ctx"), nCtx);
@@ -219,6 +228,11 @@ void EngineClient::openTraceStream() {
       emit traceStreamConnected(true);
     }
     for (const SseEvent& e : traceParser_.feed(reply->readAll())) {
+      if (e.event == QLatin1String("strata.replan")) {
+        const QJsonObject record = QJsonDocument::fromJson(e.data).object();
+        if (!record.isEmpty()) emit replanned(record);
+        continue;
+      }
       if (e.event != QLatin1String("trace") && e.event != QLatin1String("message")) continue;
       const QJsonObject batch = QJsonDocument::fromJson(e.data).object();
       if (!batch.isEmpty()) emit traceBatch(batch);

@@ -186,6 +186,7 @@ Status EngineHost::install(std::unique_ptr<model::Model> model, const plan::Plac
     if (r.ok()) {
       j["lost"] = r->lost;
       j["excluded"] = r->excluded;
+      j["full"] = r->full;
       j["cause"] = r->cause;
       j["error"] = nullptr;
       j["moved_blocks"] = r->moved_blocks;

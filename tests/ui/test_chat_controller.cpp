@@ -107,6 +107,9 @@ class TestChatController : public QObject {
     QCOMPARE(ChatController::replanNote(QJsonObject{{"lost", QJsonArray{"gpu0", "gpu2"}}, {"at_token", 37},
                                                     {"devices", QJsonArray{"gpu1", "cpu"}}, {"ms", 46.0}}),
              QStringLiteral("gpu0, gpu2 lost at token 37; re-planned onto gpu1 + cpu in 0.05 s"));
+    QCOMPARE(ChatController::replanNote(QJsonObject{{"lost", QJsonArray{}}, {"full", QJsonArray{"gpu1"}}, {"at_token", 5},
+                                                    {"devices", QJsonArray{"gpu0", "cpu"}}, {"ms", 300.0}}),
+             QStringLiteral("gpu1 out of memory at token 5; re-planned onto gpu0 + cpu in 0.3 s"));
     // A store from before notes existed opens and gets the column.
     const QString old = dir_.filePath(QStringLiteral("old.sqlite3"));
     {

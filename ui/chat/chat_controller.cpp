@@ -32,8 +32,14 @@ QString ChatController::replanNote(const QJsonObject& replan) {
   const int atToken = replan.value(QStringLiteral("at_token")).toInt();
   const QString where = atToken > 0 ? tr("at token %1").arg(atToken) : tr("while reading the prompt");
   const double seconds = replan.value(QStringLiteral("ms")).toDouble() / 1000.0;
-  return tr("%1 lost %2; re-planned onto %3 in %4 s")
-      .arg(lost.isEmpty() ? tr("a device") : lost.join(QStringLiteral(", ")), where,
+  QStringList full;
+  for (const QJsonValue& v : replan.value(QStringLiteral("full")).toArray()) full << v.toString();
+  QStringList what;
+  if (!lost.isEmpty()) what << tr("%1 lost").arg(lost.join(QStringLiteral(", ")));
+  if (!full.isEmpty()) what << tr("%1 out of memory").arg(full.join(QStringLiteral(", ")));
+  if (what.isEmpty()) what << tr("a device lost");
+  return tr("%1 %2; re-planned onto %3 in %4 s")
+      .arg(what.join(QStringLiteral(", ")), where,
            onto.isEmpty() ? tr("the devices left") : onto.join(QStringLiteral(" + ")),
            QString::number(seconds, 'f', seconds < 0.1 ? 2 : 1));
 }

@@ -182,14 +182,20 @@ void TimelineModel::appendReplan(const QJsonObject& record) {
   addDevices(placement.value(QLatin1String("embedding")));
   for (const QJsonValue& l : placement.value(QLatin1String("layers")).toArray()) addDevices(l);
   addDevices(placement.value(QLatin1String("head")));
-  const QString lost = f.lost.isEmpty() ? tr("a device") : f.lost.join(QStringLiteral(", "));
+  QStringList what;
+  if (!f.lost.isEmpty()) what << tr("%1 lost").arg(f.lost.join(QStringLiteral(", ")));
+  QStringList full;
+  for (const QJsonValue& v : record.value(QLatin1String("full")).toArray()) full << v.toString();
+  if (!full.isEmpty()) what << tr("%1 out of memory").arg(full.join(QStringLiteral(", ")));
+  if (what.isEmpty()) what << tr("a device lost");
+  const QString lost = what.join(QStringLiteral(", "));
   if (f.ok) {
-    f.text = tr("%1 lost · re-planned in %2 · %n block(s) moved", nullptr,
+    f.text = tr("%1 · re-planned in %2 · %n block(s) moved", nullptr,
                 record.value(QLatin1String("moved_blocks")).toInt())
                  .arg(lost, formatDurationNsShort(f.durationNs));
     if (!onto.isEmpty()) f.text += tr(" · now %1").arg(onto.join(QStringLiteral(" + ")));
   } else {
-    f.text = tr("%1 lost · no placement fits what is left: %2").arg(lost, record.value(QLatin1String("error")).toString());
+    f.text = tr("%1 · no placement fits what is left: %2").arg(lost, record.value(QLatin1String("error")).toString());
   }
   // Older than the window (a /status record of long ago): the lanes are marked, nothing drawn.
   if (endNs >= latestNs_ - windowNs_)

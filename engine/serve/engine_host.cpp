@@ -415,7 +415,7 @@ nlohmann::json EngineHost::status_json() const {
                 {"chat_template", !loaded->own_template                     ? "completion"
                                   : loaded->model->chat_template_builtin() ? "builtin"
                                                                            : "model"}};
-  // Sizes the placement editor needs for instant local estimates while dragging.
+  // Sizes the placement editor draws its tiles with (its figures come from /placement/estimate).
   const model::ModelWeights& w = loaded->model->weights();
   nlohmann::json layer_bytes = nlohmann::json::array();
   for (const model::LayerWeights& l : w.layers) layer_bytes.push_back(l.n_bytes());

@@ -36,6 +36,7 @@
 #include "ui/models/model_inspector.h"
 #include "ui/models/models_panel.h"
 #include "ui/placement/placement_editor.h"
+#include "ui/placement/placement_estimator.h"
 #include "ui/placement/placement_model.h"
 #include "ui/profiler/profiler_panel.h"
 #include "ui/profiler/timeline_model.h"
@@ -229,8 +230,7 @@ QJsonObject MainWindow::modelInfoFromStatus(const QJsonObject& status) {
   if (n <= 0) return {};
   QJsonObject info{{QStringLiteral("name"), m.value(QStringLiteral("id")).toString()}, {QStringLiteral("n_layers"), n}};
   if (m.contains(QStringLiteral("layer_bytes"))) {
-    for (const char* k : {"layer_bytes", "embedding_bytes", "head_bytes", "head_tied", "kv_bytes_per_token", "n_embd",
-                          "scratch_bytes"})
+    for (const char* k : {"layer_bytes", "embedding_bytes", "head_bytes"})
       if (m.contains(QLatin1String(k))) info.insert(QLatin1String(k), m.value(QLatin1String(k)));
     return info;
   }
@@ -296,7 +296,13 @@ void MainWindow::wirePanels() {
     if (ws_->state() == Workstation::EngineState::Ready) client->fetchPlacement();
   });
 
-  // Placement editor: plans, applies, simulated devices.
+  // Placement editor: its figures are the engine's (one estimate request in flight, the latest edit
+  // next), asked for again whenever the engine becomes ready (a restart, a new model).
+  auto* estimator = new PlacementEstimator(client, placementEditor_->model(), placementEditor_);
+  connect(ws_, &Workstation::stateChanged, estimator, [estimator](Workstation::EngineState s) {
+    if (s == Workstation::EngineState::Ready) estimator->refresh();
+  });
+  // Plans, applies, simulated devices.
   connect(placementEditor_, &PlacementEditor::requestAutoPlan, this, [this, client](const QString& goal) {
     client->plan(goal, ws_->settings().ctx, 0);
   });

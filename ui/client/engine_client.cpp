@@ -116,14 +116,6 @@ void EngineClient::fetchPlacement() {
   }, QStringLiteral("placement"), 10000);
 }
 
-void EngineClient::estimatePlacement(const QJsonObject& placement) {
-  send("POST", QStringLiteral("/strata/v1/placement/estimate"), placement, this, [this](const EngineResult& r) {
-    // The estimate route answers 200 with fits=false and an error text for plans that do not fit.
-    if (r.ok() || r.object().contains(QStringLiteral("fits"))) emit estimateReceived(r.object());
-    else emit requestFailed(QStringLiteral("estimate"), r.error);
-  }, QStringLiteral("estimate"), 10000);
-}
-
 void EngineClient::applyPlacement(const QJsonObject& placement) {
   send("PUT", QStringLiteral("/strata/v1/placement"), placement, this, [this](const EngineResult& r) {
     if (r.ok()) emit placementApplied(r.object());

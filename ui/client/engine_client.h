@@ -45,7 +45,6 @@ class EngineClient : public QObject {
   void fetchStatus();
   void fetchDevices();
   void fetchPlacement();
-  void estimatePlacement(const QJsonObject& placement);  // latest only
   void applyPlacement(const QJsonObject& placement);
   void plan(const QString& goal, int nCtx, int nSeq);     // goal: fit | balance | fewest-transfers
   // POST /strata/v1/devices/ID/fault (simulated devices; the engine needs an API key): fault is
@@ -76,7 +75,6 @@ class EngineClient : public QObject {
   void statusReceived(const QJsonObject& status);
   void devicesReceived(const QJsonArray& devices);
   void placementReceived(const QJsonObject& placement);
-  void estimateReceived(const QJsonObject& estimate);   // {fits, memory, cost, error}
   void placementApplied(const QJsonObject& result);     // {moved_layers, placement, memory}
   void planReceived(const QJsonObject& plan);           // {placement, memory, cost, explanation}
   void modelLoaded(const QJsonObject& status);

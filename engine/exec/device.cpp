@@ -227,6 +227,8 @@ void SimulatedDevice::inject(const SimFaults& f) {
   if (f.oom_after_bytes >= 0) limit_allocations(static_cast<uint64_t>(f.oom_after_bytes));
   slow_.store(std::max(1.0, f.slow));
   hang_left_.store(f.hang_after_ops >= 0 ? f.hang_after_ops : -1);
+  oom_ops_left_.store(f.oom_after_ops >= 0 ? f.oom_after_ops : -1);
+  full_.store(false);
 }
 
 void SimulatedDevice::on_failed() {
@@ -255,6 +257,13 @@ Status SimulatedDevice::check_alive() {
       mark_failed("lost (injected fault: fail_at time reached)");
   }
   if (failed()) return Error{Code::Device, "device '" + id() + "' is lost: " + failure()};
+  int64_t oom = oom_ops_left_.load();
+  while (oom > 0 && !oom_ops_left_.compare_exchange_weak(oom, oom - 1)) {
+  }
+  if (oom == 0) full_.store(true);
+  if (full_.load())
+    return Error{Code::OutOfMemory, "device '" + id() + "': its scratch cannot grow: out of memory (injected fault: "
+                                    "oom_after ops reached)"};
   return {};
 }
 
@@ -450,6 +459,11 @@ Expected<std::vector<std::unique_ptr<Device>>> make_devices(const std::string& s
         if (n != std::floor(n) || n > 1e15)
           return Error{Code::InvalidArgument, "device '" + s.id + "': hang_after=" + value + " must be a whole number of ops"};
         faults.hang_after_ops = static_cast<int64_t>(n);
+      } else if (key == "oom_after_ops") {
+        STRATA_ASSIGN_OR_RETURN(double n, parse_rate(key, value, ""));
+        if (n != std::floor(n) || n > 1e15)
+          return Error{Code::InvalidArgument, "device '" + s.id + "': oom_after_ops=" + value + " must be a whole number of ops"};
+        faults.oom_after_ops = static_cast<int64_t>(n);
       } else if (key == "fail_at") {
         STRATA_ASSIGN_OR_RETURN(faults.fail_at_s, parse_rate(key, value, "s"));
       } else if (key == "oom_after") {
@@ -462,7 +476,7 @@ Expected<std::vector<std::unique_ptr<Device>>> make_devices(const std::string& s
       } else {
         return Error{Code::InvalidArgument, "device '" + s.id + "': unknown option '" + key +
                                                 "' (bw, tflops, link, latency, threads, overhead, fail_after, fail_at, "
-                                                "hang_after, oom_after, slow)"};
+                                                "hang_after, oom_after, oom_after_ops, slow)"};
       }
     }
     ids.push_back(s.id);

@@ -229,6 +229,10 @@ struct SimFaults {
   // Hung: when this many more ops have started, the next one never finishes: it blocks until
   // the engine gives the device up (its device timeout), then fails as lost (-1: never).
   int64_t hang_after_ops = -1;
+  // Full: when this many more ops have started, every later op fails with OutOfMemory, as a GPU
+  // whose lazily grown scratch (the CUDA backend's staging and workspaces) no longer fits because
+  // something else took its memory. The device is full, not lost (-1: never).
+  int64_t oom_after_ops = -1;
 };
 
 class SimulatedDevice final : public HostDevice {
@@ -256,6 +260,8 @@ class SimulatedDevice final : public HostDevice {
  private:
   SimulatedSpec spec_;
   std::atomic<int64_t> hang_left_{-1};      // -1: no hang fault
+  std::atomic<int64_t> oom_ops_left_{-1};   // -1: no oom_after_ops fault
+  std::atomic<bool> full_{false};           // the oom_after_ops fault fired
   std::mutex hang_mutex_;                   // with hang_cv_: a hung op waits for failed()
   std::condition_variable hang_cv_;
   std::atomic<int64_t> ops_left_{-1};       // -1: no fail_after fault
@@ -265,7 +271,7 @@ class SimulatedDevice final : public HostDevice {
 
 // Parses "cpu,cuda,cuda:1,sim:gpu0:24GiB,sim:gpu1:12GiB:bw=900GB/s:tflops=80:link=25GB/s:threads=1"
 // into devices. Simulated devices also take fault options (SimFaults): fail_after=OPS,
-// fail_at=SECONDS, hang_after=OPS, oom_after=BYTES, slow=FACTOR. "cuda" opens every CUDA device found, "cuda:N" device N (NotCompiled in a build
+// fail_at=SECONDS, hang_after=OPS, oom_after=BYTES, oom_after_ops=OPS, slow=FACTOR. "cuda" opens every CUDA device found, "cuda:N" device N (NotCompiled in a build
 // without CUDA, NotFound when there is no such device). cpu_threads / cpu_bandwidth_gbps describe
 // the CPU entry. Errors name the entry.
 Expected<std::vector<std::unique_ptr<Device>>> make_devices(const std::string& spec, int cpu_threads,

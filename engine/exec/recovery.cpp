@@ -8,10 +8,24 @@
 
 namespace strata::exec {
 
-Expected<ReplanReport> replan_without_failed(Pipeline& pipeline, const std::string& cause) {
+std::vector<std::string> devices_out_of_memory(const Pipeline& pipeline, const Error& error) {
+  std::vector<std::string> out;
+  if (error.code != Code::OutOfMemory) return out;
+  for (const std::string& id : pipeline.placement().devices()) {
+    if (error.message.find("device '" + id + "'") == std::string::npos) continue;
+    for (Device* d : pipeline.devices()) {
+      if (d->id() == id && !d->failed() && d->can_be_lost()) out.push_back(id);
+    }
+  }
+  return out;
+}
+
+Expected<ReplanReport> replan_without_failed(Pipeline& pipeline, const std::string& cause,
+                                             const std::vector<std::string>& full) {
   const auto t0 = std::chrono::steady_clock::now();
   ReplanReport report;
   report.lost = pipeline.failed_devices();
+  report.full = full;
   report.cause = cause;
   const plan::Placement& old = pipeline.placement();
   plan::AutoPlanOptions o;
@@ -26,10 +40,12 @@ Expected<ReplanReport> replan_without_failed(Pipeline& pipeline, const std::stri
     for (Device* d : pipeline.devices()) {
       if (d->failed()) continue;
       if (std::find(report.excluded.begin(), report.excluded.end(), d->id()) != report.excluded.end()) continue;
+      if (std::find(full.begin(), full.end(), d->id()) != full.end()) continue;
       alive.push_back(d->info());
     }
     std::string lost_text;
     for (const std::string& id : report.lost) lost_text += (lost_text.empty() ? "" : ", ") + id;
+    for (const std::string& id : full) lost_text += (lost_text.empty() ? "" : ", ") + id + " (out of memory)";
     if (alive.empty()) return Error{Code::OutOfMemory, "lost " + lost_text + ": no device is left to run the model"};
     auto planned = plan::auto_plan(m.config(), m.weights(), alive, o);
     if (!planned.ok())

@@ -15,6 +15,7 @@ namespace strata::exec {
 struct ReplanReport {
   std::vector<std::string> lost;         // ids of the failed devices the old placement used
   std::string cause;                     // the error that revealed the loss
+  std::vector<std::string> full;         // devices left out because they ran out of memory while running
   std::vector<std::string> excluded;     // devices also left out: they refused the new blocks (out of memory)
   plan::Placement placement;             // the placement now running
   int64_t moved_blocks = 0;              // blocks placed anew (weights loaded from the mapped file)
@@ -27,6 +28,13 @@ struct ReplanReport {
 // that refuses its new blocks (out of memory, e.g. an injected oom fault) is left out and the
 // plan made again. OutOfMemory when the model no longer fits what is left; the pipeline then
 // keeps its old placement (and every eval on it fails with the lost device's error).
-Expected<ReplanReport> replan_without_failed(Pipeline& pipeline, const std::string& cause);
+// full: devices to leave out although they are not lost (an op failed for lack of their memory:
+// a lazily grown scratch that no longer fits); the report lists them as `full`.
+Expected<ReplanReport> replan_without_failed(Pipeline& pipeline, const std::string& cause,
+                                             const std::vector<std::string>& full = {});
+
+// The devices of the current placement, not lost, that an OutOfMemory error names ("device 'ID'").
+// Empty for other errors.
+std::vector<std::string> devices_out_of_memory(const Pipeline& pipeline, const Error& error);
 
 }  // namespace strata::exec

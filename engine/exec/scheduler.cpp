@@ -462,10 +462,18 @@ void Scheduler::step() {
 }
 
 bool Scheduler::recover(const Status& cause) {
-  if (!options_.recover_lost_devices || pipeline_.failed_devices().empty()) return false;
+  if (!options_.recover_lost_devices) return false;
+  // A device that ran out of memory while running (its scratch could not grow) stays out of every
+  // later plan: putting blocks back on it would only run it out of memory again.
+  for (const std::string& id : devices_out_of_memory(pipeline_, cause.error()))
+    if (std::find(full_devices_.begin(), full_devices_.end(), id) == full_devices_.end()) full_devices_.push_back(id);
+  bool uses_full = false;
+  for (const std::string& id : pipeline_.placement().devices())
+    uses_full = uses_full || std::find(full_devices_.begin(), full_devices_.end(), id) != full_devices_.end();
+  if (pipeline_.failed_devices().empty() && !uses_full) return false;
   trace::Span span;
   if (options_.recorder) span = options_.recorder->span(options_.host_lane, trace::EventKind::Replan);
-  Expected<ReplanReport> report = replan_without_failed(pipeline_, cause.error().message);
+  Expected<ReplanReport> report = replan_without_failed(pipeline_, cause.error().message, full_devices_);
   span.end();
   if (options_.on_replan) {
     try {

@@ -157,8 +157,9 @@ class Scheduler {
   // those positions over (prompt_done grows). Returns false when slot should sit this step out
   // because an older sequence is still reading a long prefix of the same prompt.
   bool share_prompt(Slot& slot);
-  // After a failed step: re-plans when a device was lost and sets every sequence to rebuild its
-  // cache. True when generation can go on.
+  // After a failed step: re-plans without the lost devices and those out of memory (full_devices_)
+  // and sets every sequence to rebuild its cache. False when the step failed for another reason
+  // (or recovery is off). Scheduler thread.
   bool recover(const Status& cause);
   void after_logits(Slot& slot);
   void finish(Slot& slot, FinishReason reason, Status status = {});
@@ -173,6 +174,7 @@ class Scheduler {
   int32_t n_vocab_ = 0;
   std::vector<std::unique_ptr<Slot>> slots_;  // touched by the scheduler thread only
   LogprobScratch logprobs_;                   // scheduler thread: token_step's log-softmax scratch
+  std::vector<std::string> full_devices_;     // scheduler thread: ran out of memory while running
 
   mutable std::mutex mutex_;                  // guards everything below
   std::condition_variable cv_;

@@ -37,13 +37,17 @@ std::vector<const DeviceInfo*> infos(const std::vector<std::string>& ids,
   return out;
 }
 
+// The hidden state leaving target a is already on every device of target b: nothing moves.
+bool held_by(const Target& a, const Target& b) {
+  return std::all_of(b.devices.begin(), b.devices.end(), [&](const std::string& id) {
+    return std::find(a.devices.begin(), a.devices.end(), id) != a.devices.end();
+  });
+}
+
 // Moving the hidden state from target a to target b: free when b's devices already hold it.
 double boundary_ms(const Target& a, const Target& b, uint64_t bytes, const std::vector<DeviceInfo>& devices,
                    int64_t batch) {
-  const bool held = std::all_of(b.devices.begin(), b.devices.end(), [&](const std::string& id) {
-    return std::find(a.devices.begin(), a.devices.end(), id) != a.devices.end();
-  });
-  if (held) return 0.0;
+  if (held_by(a, b)) return 0.0;
   std::vector<std::string> ids = a.devices;
   for (const auto& id : b.devices)
     if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
@@ -217,6 +221,7 @@ Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfi
         s.prefill_ms += slowest_p;
         const double ar = 2.0 * link_ms(hidden, members, 1);
         s.allreduce_ms += ar;
+        s.transfer_bytes += 2 * hidden;
         s.prefill_ms += 2.0 * link_ms(hidden, members, batch);
       }
       const bool kv_elsewhere = !s.kv_device.empty() && std::find(s.target.devices.begin(), s.target.devices.end(),
@@ -225,6 +230,7 @@ Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfi
         auto ds = members;
         ds.push_back(find_device(devices, s.kv_device));
         s.kv_transfer_ms += 2.0 * link_ms(kv_move / 2, ds, 1);
+        s.transfer_bytes += kv_move;
         s.prefill_ms += 2.0 * link_ms(kv_move / 2, ds, batch);
       }
     }
@@ -237,6 +243,8 @@ Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfi
       busy_of(head).prefill_ms += t / static_cast<double>(batch);
     }
     if (si > 0) {
+      s.receives = !held_by(out[si - 1].target, s.target);
+      if (s.receives) s.transfer_bytes += hidden;
       s.recv_ms = boundary_ms(out[si - 1].target, s.target, hidden, devices, 1);
       s.prefill_ms += boundary_ms(out[si - 1].target, s.target, hidden, devices, batch);
     }
@@ -251,6 +259,8 @@ Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfi
     est.decode_ms_per_token += s.decode_ms;
     est.bottleneck_ms = std::max(est.bottleneck_ms, s.decode_ms);
     est.prefill_ms_per_token += s.prefill_ms;
+    est.boundaries += s.receives ? 1 : 0;
+    est.transfer_bytes_per_token += s.transfer_bytes;
   }
   const double round_ms =
       std::max(est.decode_ms_per_token, static_cast<double>(p.n_seq) * est.bottleneck_ms);  // n_seq tokens
@@ -271,6 +281,8 @@ nlohmann::json to_json(const CostEstimate& cost) {
   j["decode_tokens_per_s"] = cost.decode_tokens_per_s;
   j["prefill_ms_per_token"] = cost.prefill_ms_per_token;
   j["prefill_tokens_per_s"] = cost.prefill_tokens_per_s;
+  j["boundaries"] = cost.boundaries;
+  j["transfer_bytes_per_token"] = cost.transfer_bytes_per_token;
   j["stages"] = nlohmann::json::array();
   for (const auto& s : cost.stages) {
     j["stages"].push_back({{"devices", s.target.devices},
@@ -284,7 +296,9 @@ nlohmann::json to_json(const CostEstimate& cost) {
                            {"allreduce_ms", s.allreduce_ms},
                            {"kv_transfer_ms", s.kv_transfer_ms},
                            {"decode_ms", s.decode_ms},
-                           {"prefill_ms", s.prefill_ms}});
+                           {"prefill_ms", s.prefill_ms},
+                           {"transfer_bytes", s.transfer_bytes},
+                           {"receives", s.receives}});
   }
   j["devices"] = nlohmann::json::array();
   for (const auto& d : cost.devices)

@@ -39,6 +39,10 @@ struct StageCost {
   double kv_transfer_ms = 0;  // q/k/v out and attention back, for blocks whose KV lives elsewhere
   double decode_ms = 0;       // the four above
   double prefill_ms = 0;      // per prompt token, weights read once per batch of max_batch tokens
+  // Bytes per decoded token (one sequence) this stage moves between devices: the hidden state in
+  // (when it crosses devices), 2 all-reduces per group block, q/k/v out and back per KV-elsewhere block.
+  uint64_t transfer_bytes = 0;
+  bool receives = false;      // the hidden state crosses devices into this stage (a boundary)
 };
 
 struct DeviceCost {
@@ -57,6 +61,8 @@ struct CostEstimate {
   double decode_tokens_per_s = 0;    // n_seq sequences pipelined: 1000 n_seq / max(sum, n_seq x slowest)
   double prefill_ms_per_token = 0;   // one batch at a time through every stage: the sum
   double prefill_tokens_per_s = 0;
+  int64_t boundaries = 0;            // stages the hidden state crosses devices into
+  uint64_t transfer_bytes_per_token = 0;  // all stages' transfer_bytes: what crosses links per token
   // Milliseconds per generated token over all sequences; what the auto-planner minimises.
   double objective_ms() const { return decode_tokens_per_s > 0 ? 1000.0 / decode_tokens_per_s : 0.0; }
 };

@@ -328,9 +328,17 @@ void handle_fault(ServerContext& ctx, const httplib::Request& req, httplib::Resp
     if (auto e = read_int(body, "after_ops", 0, int64_t{1} << 40, after_ops)) return send_error(res, *e);
     f.hang_after_ops = after_ops;
   } else if (kind == "oom") {
-    int64_t bytes = 0;
-    if (auto e = read_int(body, "bytes", 0, int64_t{1} << 60, bytes)) return send_error(res, *e);
-    f.oom_after_bytes = bytes;
+    // "bytes": allocations fail beyond B more bytes; "after_ops": the device's scratch stops
+    // growing (ops fail with out of memory) after N more ops.
+    if (body.contains("after_ops")) {
+      int64_t after_ops = 0;
+      if (auto e = read_int(body, "after_ops", 0, int64_t{1} << 40, after_ops)) return send_error(res, *e);
+      f.oom_after_ops = after_ops;
+    } else {
+      int64_t bytes = 0;
+      if (auto e = read_int(body, "bytes", 0, int64_t{1} << 60, bytes)) return send_error(res, *e);
+      f.oom_after_bytes = bytes;
+    }
   } else if (kind == "slow") {
     if (!body.contains("factor") || !body["factor"].is_number() || !(body["factor"].get<double>() >= 1) ||
         body["factor"].get<double>() > 1000)

@@ -186,6 +186,7 @@ Status EngineHost::install(std::unique_ptr<model::Model> model, const plan::Plac
     if (r.ok()) {
       j["lost"] = r->lost;
       j["excluded"] = r->excluded;
+      j["full"] = r->full;
       j["cause"] = r->cause;
       j["error"] = nullptr;
       j["moved_blocks"] = r->moved_blocks;
@@ -421,7 +422,7 @@ nlohmann::json EngineHost::status_json() const {
                 {"chat_template", !loaded->own_template                     ? "completion"
                                   : loaded->model->chat_template_builtin() ? "builtin"
                                                                            : "model"}};
-  // Sizes the placement editor needs for instant local estimates while dragging.
+  // Sizes the placement editor draws its tiles with (its figures come from /placement/estimate).
   const model::ModelWeights& w = loaded->model->weights();
   nlohmann::json layer_bytes = nlohmann::json::array();
   for (const model::LayerWeights& l : w.layers) layer_bytes.push_back(l.n_bytes());

@@ -264,6 +264,7 @@ const char* finish_name(exec::FinishReason f) {
 Json replan_note(const exec::ReplanReport& r, int64_t generated) {
   return {{"lost", r.lost},
           {"excluded", r.excluded},
+          {"full", r.full},
           {"at_token", generated},
           {"devices", r.placement.devices()},
           {"moved_blocks", r.moved_blocks},

@@ -133,6 +133,11 @@ TEST(ServeControl, EstimateSaysWhetherAPlacementFitsWithoutApplyingIt) {
   EXPECT_EQ(ok.json()["fits"], true);
   EXPECT_TRUE(ok.json()["error"].is_null());
   EXPECT_TRUE(ok.json()["cost"].is_object());
+  // What the GUI's placement editor shows besides tokens/s: stage boundaries and bytes per token
+  // (n_embd 64 x 4 per boundary; the default split has no tensor group and no KV elsewhere).
+  const Json cost = ok.json()["cost"];
+  ASSERT_TRUE(cost["boundaries"].is_number_integer());
+  EXPECT_EQ(cost["transfer_bytes_per_token"].get<uint64_t>(), cost["boundaries"].get<uint64_t>() * 64 * 4);
 
   // Every block and its KV cache for 4 x 8M positions on gpu0: far more than 1 GiB.
   Json huge = current;

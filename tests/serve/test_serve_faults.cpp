@@ -137,6 +137,30 @@ TEST(ServeFaults, AHungGpuIsGivenUpAfterTheDeviceTimeout) {
       << status["lost_devices"].dump();
 }
 
+TEST(ServeFaults, AGpuOutOfMemoryMidStreamIsLeftOutAndTheStreamSaysSo) {
+  ServerProcess server({"-m", stories_model(), "--devices", "cpu,sim:gpu0:4GiB,sim:gpu1:4GiB", "--api-key", kKey});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  const int port = server.port();
+  Json body = chat_body("Once upon a time", 24);
+  body["ignore_eos"] = true;
+  const Reply before = post(port, "/v1/chat/completions", body, kKey);
+  ASSERT_EQ(before.status, 200) << before.body;
+  // Bad bodies are refused; then gpu1's scratch stops growing 60 ops from now.
+  EXPECT_EQ(post(port, "/strata/v1/devices/gpu1/fault", Json{{"kind", "oom"}, {"after_ops", -1}}, kKey).status, 400);
+  ASSERT_EQ(post(port, "/strata/v1/devices/gpu1/fault", Json{{"kind", "oom"}, {"after_ops", 60}}, kKey).status, 200);
+  const Streamed streamed = stream_completion(port, "/v1/chat/completions", body, kKey);
+  ASSERT_EQ(streamed.status, 200);
+  EXPECT_EQ(streamed.text, before.json()["choices"][0]["message"]["content"]);
+  ASSERT_EQ(streamed.replans.size(), 1u);
+  EXPECT_EQ(streamed.replans[0]["full"], Json::array({"gpu1"}));
+  EXPECT_EQ(streamed.replans[0]["lost"], Json::array());
+  EXPECT_FALSE(placement_uses(streamed.replans[0]["devices"], "gpu1"));
+  const Json status = get(port, "/strata/v1/status", kKey).json();
+  EXPECT_EQ(status["lost_devices"].size(), 0u) << status["lost_devices"].dump();  // full, not lost
+  ASSERT_EQ(status["replans"].size(), 1u);
+  EXPECT_EQ(status["replans"][0]["full"], Json::array({"gpu1"}));
+}
+
 int blocks_on(const Json& placement, const std::string& id) {
   int n = 0;
   for (const Json& l : placement["layers"]) n += l.dump().find("\"" + id + "\"") != std::string::npos;

@@ -17,6 +17,10 @@ class FakeEngine : public QObject {
   QStringList pieces{QStringLiteral("Hello"), QStringLiteral(", "), QStringLiteral("**world**"), QStringLiteral("!")};
   int pieceIntervalMs = 5;
   QList<QPair<int, int>> promptProgress;  // (processed, total) chunks sent before the pieces
+  // A chunk with this "replan" object (a lost device; docs/api.md) is sent before piece
+  // replanBeforePiece (-1: none).
+  QJsonObject replan;
+  int replanBeforePiece = -1;
   QString apiKey;                 // when set, requests without "Bearer apiKey" get 401
   int chatStatus = 200;           // e.g. 503 to test errors
   QList<QJsonObject> chatBodies;  // every chat request body received
@@ -142,6 +146,15 @@ class FakeEngine : public QObject {
         return;
       }
       const int piece = *next - int(promptProgress.size());
+      if (piece == replanBeforePiece && !sock->property("replanSent").toBool()) {
+        sock->setProperty("replanSent", true);
+        QJsonObject c{{"object", "chat.completion.chunk"},
+                      {"choices", QJsonArray{QJsonObject{{"index", 0}, {"delta", QJsonObject{{"content", ""}}},
+                                                         {"finish_reason", QJsonValue::Null}}}},
+                      {"replan", replan}};
+        chunk(sock, "data: " + QJsonDocument(c).toJson(QJsonDocument::Compact) + "\n\n");
+        return;
+      }
       if (piece < pieces.size()) {
         // Split each event in two writes to exercise the incremental parser.
         const QByteArray e = event(QJsonObject{{"content", pieces.at(piece)}}, QJsonValue::Null);

@@ -4,7 +4,10 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
+#include <QJsonArray>
 #include <QSignalSpy>
+#include <QSqlDatabase>
+#include <QSqlQuery>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -74,6 +77,59 @@ class TestChatController : public QObject {
     QCOMPARE(rig->store.conversations().first().title, QStringLiteral("Say hello"));
     // The stats line under the reply.
     QVERIFY(view.messageWidget(1)->findChild<QLabel*>(QStringLiteral("messageStats"))->text().startsWith(QStringLiteral("4 tokens")));
+  }
+
+  // A device lost mid-reply: the stream's "replan" chunk becomes a note under the reply, shown while
+  // it streams, kept in the store, and the text is not touched.
+  void replanNoteUnderTheReply() {
+    auto rig = makeRig();
+    rig->engine.replan = QJsonObject{{"lost", QJsonArray{"gpu1"}}, {"excluded", QJsonArray{}}, {"at_token", 2},
+                                     {"devices", QJsonArray{"gpu0", "cpu"}}, {"moved_blocks", 11}, {"ms", 412.5},
+                                     {"cause", "device 'gpu1' is lost"}};
+    rig->engine.replanBeforePiece = 2;
+    ChatView view(rig->chat);
+    view.show();
+    QSignalSpy finished(rig->chat, &ChatController::replyFinished);
+    QVERIFY(rig->chat->send(QStringLiteral("Say hello")));
+    QVERIFY(finished.wait(5000));
+    const QString note = QStringLiteral("gpu1 lost at token 2; re-planned onto gpu0 + cpu in 0.4 s");
+    const StoredMessage reply = rig->chat->chatModel()->message(1);
+    QCOMPARE(reply.content, QStringLiteral("Hello, **world**!"));
+    QCOMPARE(reply.note, note);
+    QCOMPARE(rig->chat->chatModel()->index(1).data(ChatModel::NoteRole).toString(), note);
+    QCOMPARE(rig->store.messages(rig->chat->currentConversation()).at(1).note, note);
+    QTRY_COMPARE(view.messageWidget(1)->noteText(), note);
+    QCOMPARE(view.messageWidget(0)->noteText(), QString());
+    // The wording for each case.
+    QCOMPARE(ChatController::replanNote(QJsonObject{{"lost", QJsonArray{"cuda1"}}, {"at_token", 0},
+                                                    {"devices", QJsonArray{"cpu"}}, {"ms", 1234.0}}),
+             QStringLiteral("cuda1 lost while reading the prompt; re-planned onto cpu in 1.2 s"));
+    QCOMPARE(ChatController::replanNote(QJsonObject{{"lost", QJsonArray{"gpu0", "gpu2"}}, {"at_token", 37},
+                                                    {"devices", QJsonArray{"gpu1", "cpu"}}, {"ms", 46.0}}),
+             QStringLiteral("gpu0, gpu2 lost at token 37; re-planned onto gpu1 + cpu in 0.05 s"));
+    QCOMPARE(ChatController::replanNote(QJsonObject{{"lost", QJsonArray{}}, {"full", QJsonArray{"gpu1"}}, {"at_token", 5},
+                                                    {"devices", QJsonArray{"gpu0", "cpu"}}, {"ms", 300.0}}),
+             QStringLiteral("gpu1 out of memory at token 5; re-planned onto gpu0 + cpu in 0.3 s"));
+    // A store from before notes existed opens and gets the column.
+    const QString old = dir_.filePath(QStringLiteral("old.sqlite3"));
+    {
+      QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("old"));
+      db.setDatabaseName(old);
+      QVERIFY(db.open());
+      QSqlQuery q(db);
+      QVERIFY(q.exec(QStringLiteral("CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, conversation_id INTEGER NOT NULL,"
+                                    " position INTEGER NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL, complete INTEGER NOT NULL,"
+                                    " tokens INTEGER NOT NULL, tokens_per_s REAL NOT NULL, ttft_ms INTEGER NOT NULL,"
+                                    " finish_reason TEXT NOT NULL, created_ms INTEGER NOT NULL)")));
+      QVERIFY(q.exec(QStringLiteral("INSERT INTO messages VALUES (1, 1, 0, 'user', 'hi', 1, -1, 0, -1, '', 0)")));
+      db.close();
+    }
+    QSqlDatabase::removeDatabase(QStringLiteral("old"));
+    ConversationStore reopened;
+    QVERIFY2(reopened.open(old), qPrintable(reopened.lastError()));
+    QCOMPARE(reopened.messages(1).size(), 1);
+    QCOMPARE(reopened.messages(1).at(0).content, QStringLiteral("hi"));
+    QCOMPARE(reopened.messages(1).at(0).note, QString());
   }
 
   void systemPromptAndSampling() {

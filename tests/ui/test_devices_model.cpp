@@ -195,6 +195,27 @@ class TestDevicesModel : public QObject {
     QCOMPARE(i.data(DeviceModel::FailureRole).toString(), QString());
   }
 
+  // /strata/v1/status's lost_devices marks a row at once (without waiting for a device list).
+  void statusMarksLostDevices() {
+    DeviceModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setDevices(cudaDevices());
+    const QString lostId = model.device(1).id;
+    QVERIFY(!model.device(1).failed);
+    QSignalSpy changes(&model, &QAbstractItemModel::dataChanged);
+    model.setStatus(QJsonObject{{"memory", QJsonArray{}},
+                                {"lost_devices", QJsonArray{QJsonObject{{"device", lostId}, {"failure", "did not answer within 60 s (hung; device timeout)"}},
+                                                            QJsonObject{{"device", "no-such-device"}, {"failure", "x"}}}}});
+    QCOMPARE(changes.count(), 1);
+    QCOMPARE(model.index(1).data(DeviceModel::FailedRole).toBool(), true);
+    QCOMPARE(model.index(1).data(DeviceModel::FailureRole).toString(), QString("did not answer within 60 s (hung; device timeout)"));
+    QCOMPARE(model.index(0).data(DeviceModel::FailedRole).toBool(), false);
+    QVERIFY(model.index(1).data(Qt::ToolTipRole).toString().contains("failed: did not answer"));
+    // The same status again changes nothing.
+    model.setStatus(QJsonObject{{"lost_devices", QJsonArray{QJsonObject{{"device", lostId}, {"failure", "other"}}}}});
+    QCOMPARE(changes.count(), 1);
+  }
+
   void barColours_data() {
     QTest::addColumn<bool>("simulated");
     QTest::newRow("real") << false;

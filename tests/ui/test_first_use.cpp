@@ -184,7 +184,11 @@ class TestFirstUse : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(m->placement() == engine, 20000);
     QCOMPARE(m->placement().nCtx, 256);
     QCOMPARE(m->changedTileCount(), 0);
-    QCOMPARE(m->applyBlocker(), QStringLiteral("nothing moved"));
+    // The figures are the engine's answer to the editor's estimate request: they come a moment later.
+    QTRY_COMPARE_WITH_TIMEOUT(m->applyBlocker(), QStringLiteral("nothing moved"), 20000);
+    QVERIFY(m->estimateCurrent());
+    QVERIFY(m->fits());
+    QCOMPARE(m->memoryOf(QStringLiteral("gpu0")).capacity, 1ull << 30);
     QCOMPARE(app.window->placementEditor()->applyButton()->text(), QStringLiteral("Apply"));
     for (QLabel* l : app.window->placementEditor()->findChildren<QLabel*>())
       QVERIFY2(!l->text().contains(QStringLiteral("which is not among")), qPrintable(l->text()));
@@ -199,6 +203,10 @@ class TestFirstUse : public QObject {
     QVERIFY2(applied.wait(30000), failed.isEmpty() ? "" : qPrintable(failed.first().value(1).toString()));
     QTRY_VERIFY_WITH_TIMEOUT(m->placement() == moved, 20000);
     QCOMPARE(m->changedTileCount(), 0);
+    // ... and shows the engine's figures for it: everything on the CPU.
+    QTRY_VERIFY_WITH_TIMEOUT(m->estimateCurrent(), 20000);
+    QCOMPARE(m->memoryOf(QStringLiteral("gpu0")).total, 0ull);
+    QVERIFY(m->memoryOf(QStringLiteral("cpu")).weights > 0);
   }
 
   // Items 5 and 11: the message box has the keyboard at start, after a reply, after Stop (not the

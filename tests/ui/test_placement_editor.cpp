@@ -1,16 +1,22 @@
-// tests/ui/test_placement_editor.cpp — the editor panel: drops through the view (synthesized
-// QDragMoveEvent/QDropEvent), hover preview, Apply refused with the reason on overflow, auto-plan
-// signals and plan results, save/load, planning mode with declared devices.
+// tests/ui/test_placement_editor.cpp — the editor panel against the real engine (stories260K, a CPU
+// and two small simulated GPUs): drops through the view (synthesized QDragMoveEvent/QDropEvent),
+// hover preview, the lane figures, predicted speed and Apply's refusal on overflow all being the
+// engine's answer for the placement shown, auto-plan signals and plan results, save/load, planning
+// mode with declared devices.
 #include <QDragMoveEvent>
 #include <QDropEvent>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QLabel>
 #include <QMimeData>
 #include <QPushButton>
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "real_engine.h"
+#include "ui/devices/memory_bar.h"
 #include "ui/placement/placement_editor.h"
+#include "ui/placement/placement_estimator.h"
 #include "ui/placement/placement_model.h"
 #include "ui/placement/placement_view.h"
 #include "ui/placement/simulated_devices.h"
@@ -19,20 +25,9 @@ using namespace strata::ui;
 
 namespace {
 
-QJsonObject modelInfo() {
-  return QJsonObject{{"name", "toy"}, {"n_layers", 4}, {"layer_bytes", 1000}, {"embedding_bytes", 500},
-                     {"head_bytes", 600}, {"kv_bytes_per_token", 2}, {"n_embd", 8}, {"scratch_bytes", 50}};
-}
-
-QJsonArray devices() {
-  return QJsonArray{QJsonObject{{"id", "cpu"}, {"kind", "cpu"}, {"bytes_total", 100000}, {"bandwidth_gbps", 50}},
-                    QJsonObject{{"id", "gpu0"}, {"kind", "sim"}, {"simulated", true}, {"bytes_total", 3000}, {"bandwidth_gbps", 1000}},
-                    QJsonObject{{"id", "gpu1"}, {"kind", "sim"}, {"simulated", true}, {"bytes_total", 4000}, {"bandwidth_gbps", 500}}};
-}
-
 QJsonObject placement() {
-  return QJsonDocument::fromJson(R"({"version":1,"n_ctx":100,"n_seq":1,"max_batch":256,"embedding":{"device":"gpu0"},"head":{"device":"gpu1"},
-      "layers":[{"layers":"0-1","device":"gpu0"},{"layers":"2-3","device":"gpu1"}]})").object();
+  return QJsonDocument::fromJson(R"({"version":1,"n_ctx":64,"n_seq":1,"max_batch":256,"embedding":{"device":"gpu0"},"head":{"device":"gpu1"},
+      "layers":[{"layers":"0-1","device":"gpu0"},{"layers":"2-4","device":"gpu1"}]})").object();
 }
 
 }  // namespace
@@ -40,17 +35,68 @@ QJsonObject placement() {
 class TestPlacementEditor : public QObject {
   Q_OBJECT
  private:
+  RealEngine engine_;
+  std::unique_ptr<EngineClient> client_;
   std::unique_ptr<PlacementEditor> editor_;
+  PlacementEstimator* estimator_ = nullptr;
+
+  bool waitCurrent() {
+    QElapsedTimer t;
+    t.start();
+    while (t.elapsed() < 30000 && (estimator_->busy() || !editor_->model()->estimateCurrent())) QTest::qWait(2);
+    return editor_->model()->estimateCurrent() && !estimator_->busy();
+  }
+
+  // The engine's answer for the placement the editor shows (the preview while hovering).
+  EngineEstimate engineEstimate() {
+    QString error;
+    const EngineEstimate e = engine_.estimate(editor_->model()->estimatedPlacement(), &error);
+    if (!error.isEmpty()) qWarning("estimate: %s", qPrintable(error));
+    return e;
+  }
 
  private slots:
+  void initTestCase() {
+    // gpu0 2 MiB holds the embedding and two blocks (1.4 MB with scratch), not the whole model (2.1 MB).
+    const QString failed = engine_.start(QStringLiteral("cpu,sim:gpu0:2MiB,sim:gpu1:4MiB"), 64);
+    if (!failed.isEmpty()) QFAIL(qPrintable(failed));
+  }
+
   void init() {
+    client_ = std::make_unique<EngineClient>();
+    client_->setEndpoint(engine_.url(), engine_.apiKey());
     editor_ = std::make_unique<PlacementEditor>();
+    estimator_ = new PlacementEstimator(client_.get(), editor_->model(), editor_.get());
     editor_->resize(900, 600);
-    editor_->setDevices(devices());
-    editor_->setModelInfo(modelInfo());
+    editor_->setDevices(engine_.devicesJson());
+    editor_->setModelInfo(engine_.modelJson());
     editor_->resetPlacement(placement());
     editor_->show();
     QVERIFY(QTest::qWaitForWindowExposed(editor_.get()));
+    QVERIFY(waitCurrent());
+  }
+
+  void cleanup() {
+    editor_.reset();
+    client_.reset();
+  }
+
+  void predictionIsTheEngines() {
+    const EngineEstimate e = engineEstimate();
+    QVERIFY(e.hasCost);
+    auto* label = editor_->findChild<QLabel*>("prediction");
+    QVERIFY(label);
+    QVERIFY2(label->text().startsWith(QStringLiteral("Predicted: %1 tok/s decode (%2 ms/token), %3 tok/s prefill · 1 boundary · %4 moved per token")
+                                          .arg(e.cost.decodeTokensPerS, 0, 'f', 1)
+                                          .arg(e.cost.decodeMsPerToken, 0, 'f', 2)
+                                          .arg(e.cost.prefillTokensPerS, 0, 'f', 0)
+                                          .arg(formatBytes(e.cost.transferBytesPerToken))),
+             qPrintable(label->text()));
+    QCOMPARE(e.cost.transferBytesPerToken, 256ull);  // one boundary: 64 floats
+    // The engine unreachable: the label says so instead of showing figures.
+    client_->setEndpoint(QUrl(QStringLiteral("http://127.0.0.1:%1").arg(EngineProcess::freeLoopbackPort())), QString());
+    QTRY_VERIFY_WITH_TIMEOUT(label->text().startsWith("No estimate: "), 30000);
+    QVERIFY(!editor_->applyButton()->isEnabled());
   }
 
   void viewDrop_data() {
@@ -58,20 +104,17 @@ class TestPlacementEditor : public QObject {
     QTest::addColumn<int>("lastTile");
     QTest::addColumn<QString>("lane");
     QTest::addColumn<bool>("accepted");
-    QTest::addColumn<quint64>("gpu1Total");
-    QTest::addColumn<QString>("applyReason");
-    QTest::newRow("blk 1 to cpu") << 2 << 2 << "cpu" << true << quint64(3050) << "";
-    QTest::newRow("blk 0-1 to gpu1 overflows") << 1 << 2 << "gpu1" << true << quint64(5450)
-                                               << "gpu1: needs 5.3 KiB, has 3.9 KiB: short 1.4 KiB";
-    QTest::newRow("onto the model column") << 2 << 2 << "model" << false << quint64(3050) << "nothing moved";
+    QTest::addColumn<bool>("overflows");  // Apply refused with the engine's reason
+    QTest::newRow("blk 1 to cpu") << 2 << 2 << "cpu" << true << false;
+    QTest::newRow("blk 2-4 and the head to gpu0 overflow") << 3 << 6 << "gpu0" << true << true;
+    QTest::newRow("onto the model column") << 2 << 2 << "model" << false << false;
   }
   void viewDrop() {
     QFETCH(int, firstTile);
     QFETCH(int, lastTile);
     QFETCH(QString, lane);
     QFETCH(bool, accepted);
-    QFETCH(quint64, gpu1Total);
-    QFETCH(QString, applyReason);
+    QFETCH(bool, overflows);
     PlacementView* view = editor_->view();
     PlacementModel* model = editor_->model();
     const int column = lane == "model" ? 0 : model->laneOfDevice(lane);
@@ -87,14 +130,24 @@ class TestPlacementEditor : public QObject {
     QCOMPARE(move.isAccepted(), accepted);
     QCOMPARE(view->hoverColumn(), accepted ? column : -1);
     QCOMPARE(model->isPreviewing(), accepted);
-    QCOMPARE(model->memoryOf("gpu1").total, gpu1Total);  // the preview, before the drop
+    // The preview's figures, before the drop: the engine's for the previewed placement.
+    QVERIFY(waitCurrent());
+    EngineEstimate hovered = engineEstimate();
+    QCOMPARE(model->memoryOf("gpu0").total, hovered.memory[1].total);
+    QCOMPARE(model->memoryOf("gpu1").total, hovered.memory[2].total);
+    QCOMPARE(model->fits(), !overflows);
+    const quint64 gpu0Total = hovered.memory[1].total;
 
     QDropEvent drop(QPointF(pos), Qt::MoveAction | Qt::CopyAction, mime.get(), Qt::LeftButton, Qt::NoModifier);
     QCoreApplication::sendEvent(view->viewport(), &drop);
     QCOMPARE(drop.isAccepted(), accepted);
     QVERIFY(!model->isPreviewing());
-    QCOMPARE(model->memoryOf("gpu1").total, gpu1Total);
+    QVERIFY(waitCurrent());
+    QCOMPARE(model->memoryOf("gpu0").total, gpu0Total);
     QCOMPARE(model->undoStack()->count(), accepted ? 1 : 0);
+    const EngineEstimate dropped = engineEstimate();
+    const QString applyReason = !accepted ? QStringLiteral("nothing moved") : overflows ? dropped.error : QString();
+    if (overflows) QVERIFY2(applyReason.contains("device 'gpu0'") && applyReason.contains("short"), qPrintable(applyReason));
     QCOMPARE(editor_->applyBlockedReason(), applyReason);
     QCOMPARE(editor_->applyButton()->isEnabled(), applyReason.isEmpty());
 
@@ -113,13 +166,14 @@ class TestPlacementEditor : public QObject {
     QCOMPARE(requested[1].first().toString(), QString("fewest-transfers"));
     // The /plan response: placement + explanation; undoable.
     QJsonObject planned = placement();
-    planned["layers"] = QJsonArray{QJsonObject{{"layers", "0-3"}, {"device", "cpu"}}};
+    planned["layers"] = QJsonArray{QJsonObject{{"layers", "0-4"}, {"device", "cpu"}}};
     planned["head"] = QJsonObject{{"device", "cpu"}};
-    editor_->setPlacement(QJsonObject{{"placement", planned}, {"explanation", QJsonArray{"cpu: layers 0-3 + head"}}});
+    editor_->setPlacement(QJsonObject{{"placement", planned}, {"explanation", QJsonArray{"cpu: layers 0-4 + head"}}});
     QCOMPARE(editor_->model()->placementJson()["layers"], planned["layers"]);
-    QCOMPARE(editor_->applyButton()->text(), QString("Apply: move 5 layer(s)"));
+    QCOMPARE(editor_->applyButton()->text(), QString("Apply: move 6 layer(s)"));
     editor_->model()->undoStack()->undo();
     QCOMPARE(editor_->model()->placementJson(), placement());
+    QVERIFY(waitCurrent());
     editor_->applySucceeded();
     QCOMPARE(editor_->applyBlockedReason(), QString("nothing moved"));
   }
@@ -128,7 +182,7 @@ class TestPlacementEditor : public QObject {
     QTemporaryDir dir;
     const QString path = dir.filePath("p.json");
     QJsonObject other = placement();
-    other["layers"] = QJsonArray{QJsonObject{{"layers", "0-3"}, {"device", "gpu1"}}};
+    other["layers"] = QJsonArray{QJsonObject{{"layers", "0-4"}, {"device", "gpu1"}}};
     QVERIFY(editor_->model()->setPlacement(other));
     QVERIFY(editor_->savePlacement(path));
     editor_->model()->undoStack()->undo();

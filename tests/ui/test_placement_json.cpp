@@ -1,5 +1,5 @@
-// tests/ui/test_placement_json.cpp — placement JSON parsing/writing (docs/placement.md), the local
-// cost model's exact figures and the --devices spec written for declared simulated devices.
+// tests/ui/test_placement_json.cpp — placement JSON parsing/writing (docs/placement.md), the engine's
+// estimate answer as the editor reads it, and the --devices spec written for declared simulated devices.
 #include <QCheckBox>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -65,46 +65,43 @@ class TestPlacementJson : public QObject {
     QCOMPARE(result.layerCount(), 0);
   }
 
-  void costModel_data() {
-    QTest::addColumn<QString>("placement");
-    QTest::addColumn<double>("msPerToken");
-    QTest::addColumn<int>("boundaries");
-    QTest::addColumn<quint64>("transferBytes");
-    // 2 blocks of 1e9 B, head 5e8 B, n_embd 4096 (16 KiB hidden state); gpu0 1000 GB/s, gpu1 500 GB/s
-    // with a 25 GB/s link; latency 10 us per transfer.
-    QTest::newRow("one device") << R"({"layers":[{"layers":"0-1","device":"gpu0"}],"head":{"device":"gpu0"}})"
-                                << 2.5 << 0 << quint64(0);
-    // gpu0 1 ms; boundary 16384 B / 25e9 + 0.01 ms; gpu1 (1e9 + 5e8) / 5e11 = 3 ms.
-    QTest::newRow("two stages") << R"({"layers":[{"layers":0,"device":"gpu0"},{"layers":1,"device":"gpu1"}],"head":{"device":"gpu1"}})"
-                                << 1.0 + 16384.0 / 25e9 * 1e3 + 0.01 + 3.0 << 1 << quint64(16384);
-    // Group 1:1: each member 5e8 B; the slower (gpu1) 1 ms per block + 2 all-reduces of 16 KiB each;
-    // head on gpu0 0.5 ms; the embedding's gpu0 -> group boundary adds gpu1: one transfer.
-    QTest::newRow("tensor group") << R"({"layers":[{"layers":"0-1","group":["gpu0","gpu1"]}],"head":{"device":"gpu0"}})"
-                                  << 2 * (1.0 + 2 * (16384.0 / 25e9 * 1e3 + 0.01)) + 16384.0 / 25e9 * 1e3 + 0.01 + 0.5
-                                  << 1 << quint64(4 * 16384 + 16384);
-  }
-  void costModel() {
-    QFETCH(QString, placement);
-    QFETCH(double, msPerToken);
-    QFETCH(int, boundaries);
-    QFETCH(quint64, transferBytes);
-    ModelInfo model = ModelInfo::fromJson(QJsonObject{{"n_layers", 2}, {"layer_bytes", 1e9}, {"head_bytes", 5e8},
-                                                      {"embedding_bytes", 0}, {"n_embd", 4096}});
+  void engineAnswerParsed() {
+    // An answer of /strata/v1/placement/estimate (gpu1 is not used; gpu9 is not among the editor's
+    // devices): every device of the editor gets a row, the engine's numbers taken as they are.
+    const QJsonObject answer = parse(R"({"fits":false,"error":"device 'gpu0': needs 3.0 KiB, has 2.0 KiB: short 1.0 KiB",
+        "memory":{"devices":[{"device":"gpu0","weight_bytes":2000,"kv_bytes":500,"scratch_bytes":400,"overhead_bytes":100,
+                              "total_bytes":3000,"capacity_bytes":2048,"fits":false,"shortfall_bytes":952},
+                             {"device":"gpu9","weight_bytes":1,"kv_bytes":0,"scratch_bytes":0,"overhead_bytes":0,
+                              "total_bytes":1,"capacity_bytes":10,"fits":true,"shortfall_bytes":0}]},
+        "cost":{"decode_ms_per_token":0.5,"decode_tokens_per_s":2000,"prefill_tokens_per_s":50000,"boundaries":1,
+                "transfer_bytes_per_token":256,"stages":[{},{}]}})");
     const QList<DeviceSpec> devices = DeviceSpec::listFromJson(QJsonArray{
-        QJsonObject{{"id", "gpu0"}, {"bytes_total", 1e12}, {"bandwidth_gbps", 1000}},
-        QJsonObject{{"id", "gpu1"}, {"bytes_total", 1e12}, {"bandwidth_gbps", 500}, {"link_gbps", 25}}});
-    QJsonObject json = QJsonDocument::fromJson(placement.toUtf8()).object();
-    json["version"] = 1;
-    json["n_ctx"] = 16;
-    json["embedding"] = QJsonObject{{"device", "gpu0"}};
-    QString error;
-    const PlacementData p = PlacementData::fromJson(json, 2, &error);
-    QVERIFY2(error.isEmpty(), qPrintable(error));
-    const CostPrediction c = predictCost(p, model, devices);
-    QCOMPARE(c.decodeMsPerToken, msPerToken);
-    QCOMPARE(c.decodeTokensPerS, 1000.0 / msPerToken);
-    QCOMPARE(c.boundaries, boundaries);
-    QCOMPARE(c.transferBytesPerToken, transferBytes);
+        QJsonObject{{"id", "gpu0"}, {"bytes_total", 2048}}, QJsonObject{{"id", "gpu1"}, {"bytes_total", 4096}}});
+    const EngineEstimate e = parseEstimate(answer, devices);
+    QCOMPARE(e.memory.size(), 3);
+    QCOMPARE(e.memory[0].device, QString("gpu0"));
+    QCOMPARE(e.memory[0].weights, 2000ull);
+    QCOMPARE(e.memory[0].kv, 500ull);
+    QCOMPARE(e.memory[0].scratch, 400ull);
+    QCOMPARE(e.memory[0].overhead, 100ull);
+    QCOMPARE(e.memory[0].total, 3000ull);
+    QCOMPARE(e.memory[0].shortfall, 952ull);
+    QVERIFY(!e.memory[0].fits && e.memory[0].used);
+    QCOMPARE(e.memory[1].device, QString("gpu1"));
+    QCOMPARE(e.memory[1].total, 0ull);
+    QCOMPARE(e.memory[1].capacity, 4096ull);
+    QVERIFY(e.memory[1].fits && !e.memory[1].used);
+    QCOMPARE(e.memory[2].device, QString("gpu9"));
+    QVERIFY(!e.fits);
+    QCOMPARE(e.error, QString("device 'gpu0': needs 3.0 KiB, has 2.0 KiB: short 1.0 KiB"));
+    QVERIFY(e.hasCost);
+    QCOMPARE(e.cost.decodeTokensPerS, 2000.0);
+    QCOMPARE(e.cost.decodeMsPerToken, 0.5);
+    QCOMPARE(e.cost.prefillTokensPerS, 50000.0);
+    QCOMPARE(e.cost.stages, 2);
+    QCOMPARE(e.cost.boundaries, 1);
+    QCOMPARE(e.cost.transferBytesPerToken, 256ull);
+    QVERIFY(!parseEstimate(parse(R"({"fits":true,"memory":{"devices":[]},"cost":null})"), devices).hasCost);
   }
 
   void devicesSpec_data() {

@@ -1,5 +1,9 @@
-// tests/ui/test_placement_model.cpp — PlacementModel drops (tile to lane, range, tensor group,
-// invalid drops), exact per-device bytes and shortfalls, undo/redo, MIME payloads, model tester.
+// tests/ui/test_placement_model.cpp — PlacementModel against the real engine (stories260K, a CPU and
+// two small simulated GPUs): drops (tile to lane, range, tensor group, invalid drops), and after
+// each the per-device bytes, shortfalls and predicted speed the model shows, which must equal the
+// engine's own /strata/v1/placement/estimate answer for the same placement; the last answer shown
+// until the next arrives; coalesced requests while a drag outpaces the engine; an unreachable
+// engine; undo/redo; MIME payloads; the item-model tester.
 #include <QAbstractItemModelTester>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -7,37 +11,25 @@
 #include <QSignalSpy>
 #include <QtTest>
 
+#include "real_engine.h"
+#include "ui/placement/placement_estimator.h"
 #include "ui/placement/placement_model.h"
 
 using namespace strata::ui;
 
 namespace {
 
-// 4 blocks of 1000 B, embedding 500 B, head 600 B, KV 2 B per position -> 200 B per block at ctx 100,
-// scratch 50 B per computing device.
-QJsonObject modelInfo() {
-  return QJsonObject{{"name", "toy"},
-                     {"n_layers", 4},
-                     {"layer_bytes", QJsonArray{1000, 1000, 1000, 1000}},
-                     {"embedding_bytes", 500},
-                     {"head_bytes", 600},
-                     {"kv_bytes_per_token", 2},
-                     {"n_embd", 8},
-                     {"scratch_bytes", 50}};
-}
+// stories260K: 5 blocks of 181,760 B (F32), embedding 131,072 B, head 131,328 B. gpu0 (2 MiB) holds
+// the embedding and two blocks with their KV at ctx 64 and the engine's scratch (1.4 MB in all),
+// not the whole model (2.1 MB); gpu1 (4 MiB) holds the head and three blocks.
+const QString kDevices = QStringLiteral("cpu,sim:gpu0:%1,sim:gpu1:%2");
+constexpr int kCtx = 64;
 
-QJsonArray devices() {
-  return QJsonArray{
-      QJsonObject{{"id", "cpu"}, {"kind", "cpu"}, {"name", "CPU"}, {"simulated", false}, {"bytes_total", 100000}, {"bandwidth_gbps", 50}},
-      QJsonObject{{"id", "gpu0"}, {"kind", "sim"}, {"name", "sim-gpu0"}, {"simulated", true}, {"bytes_total", 3000}, {"bandwidth_gbps", 1000}},
-      QJsonObject{{"id", "gpu1"}, {"kind", "sim"}, {"name", "sim-gpu1"}, {"simulated", true}, {"bytes_total", 4000}, {"bandwidth_gbps", 500}}};
-}
-
-// embedding + blk 0-1 on gpu0, blk 2-3 + head on gpu1: gpu0 2950 B, gpu1 3050 B, both fit.
+// embedding + blk 0-1 on gpu0, blk 2-4 + head on gpu1.
 QJsonObject initialPlacement() {
-  return QJsonDocument::fromJson(R"({"version":1,"n_ctx":100,"n_seq":1,"max_batch":256,
+  return QJsonDocument::fromJson(R"({"version":1,"n_ctx":64,"n_seq":1,"max_batch":256,
       "embedding":{"device":"gpu0"},"head":{"device":"gpu1"},
-      "layers":[{"layers":"0-1","device":"gpu0"},{"layers":"2-3","device":"gpu1"}]})")
+      "layers":[{"layers":"0-1","device":"gpu0"},{"layers":"2-4","device":"gpu1"}]})")
       .object();
 }
 
@@ -45,7 +37,7 @@ QString layersJson(const QJsonObject& placement) {
   return QString::fromUtf8(QJsonDocument(placement.value("layers").toArray()).toJson(QJsonDocument::Compact));
 }
 
-// "gpu1", "cpu", "model", "group:gpu0,gpu1:2,1", "lane:99" -> column (adding a group lane if needed).
+// "gpu1", "cpu", "model", "group:gpu0,gpu1:1,1", "lane:99" -> column (adding a group lane if needed).
 int laneColumn(PlacementModel& m, const QString& lane) {
   if (lane == "model") return 0;
   if (lane.startsWith("lane:")) return lane.mid(5).toInt();
@@ -58,40 +50,97 @@ int laneColumn(PlacementModel& m, const QString& lane) {
   return m.laneOfDevice(lane);
 }
 
-using Bytes = QList<quint64>;
-
 }  // namespace
 
 class TestPlacementModel : public QObject {
   Q_OBJECT
  private:
+  RealEngine engine_;
+  std::unique_ptr<EngineClient> client_;  // the estimator's, asynchronous like the GUI's
   std::unique_ptr<PlacementModel> model_;
   std::unique_ptr<QAbstractItemModelTester> tester_;
+  std::unique_ptr<PlacementEstimator> estimator_;
+
+  // Waits until the figures shown are the engine's answer for the shown placement.
+  bool waitCurrent() {
+    QElapsedTimer t;
+    t.start();
+    while (t.elapsed() < 30000 && (estimator_->busy() || !model_->estimateCurrent())) QTest::qWait(2);
+    return model_->estimateCurrent() && !estimator_->busy();
+  }
+
+  // The model shows exactly what the engine answers for the placement shown.
+  void compareWithEngine() {
+    const QJsonObject shown = model_->estimatedPlacement();
+    QString error;
+    const EngineEstimate e = engine_.estimate(shown, &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    for (const DeviceMemoryEstimate& want : e.memory) {
+      const DeviceMemoryEstimate got = model_->memoryOf(want.device);
+      QCOMPARE(got.weights, want.weights);
+      QCOMPARE(got.kv, want.kv);
+      QCOMPARE(got.scratch, want.scratch);
+      QCOMPARE(got.overhead, want.overhead);
+      QCOMPARE(got.total, want.total);
+      QCOMPARE(got.capacity, want.capacity);
+      QCOMPARE(got.fits, want.fits);
+      QCOMPARE(got.shortfall, want.shortfall);
+      const int lane = model_->laneOfDevice(want.device);
+      QCOMPARE(model_->headerData(lane, Qt::Horizontal, PlacementModel::LaneTotalRole).toULongLong(), want.total);
+      QCOMPARE(model_->headerData(lane, Qt::Horizontal, PlacementModel::LaneShortfallRole).toULongLong(), want.shortfall);
+      QCOMPARE(model_->headerData(lane, Qt::Horizontal, PlacementModel::LaneFitsRole).toBool(), want.fits);
+    }
+    QCOMPARE(model_->fits(), e.fits);
+    QCOMPARE(model_->estimateError(), e.error);
+    QVERIFY(e.hasCost);
+    QCOMPARE(model_->prediction().decodeTokensPerS, e.cost.decodeTokensPerS);
+    QCOMPARE(model_->prediction().decodeMsPerToken, e.cost.decodeMsPerToken);
+    QCOMPARE(model_->prediction().prefillTokensPerS, e.cost.prefillTokensPerS);
+    QCOMPARE(model_->prediction().boundaries, e.cost.boundaries);
+    QCOMPARE(model_->prediction().transferBytesPerToken, e.cost.transferBytesPerToken);
+    QVERIFY(e.cost.decodeTokensPerS > 0);
+  }
 
  private slots:
+  void initTestCase() {
+    const QString failed = engine_.start(kDevices.arg(QStringLiteral("2MiB"), QStringLiteral("4MiB")), kCtx);
+    if (!failed.isEmpty()) QFAIL(qPrintable(failed));
+    QCOMPARE(engine_.modelJson().value("n_layers").toInt(), 5);
+  }
+
   void init() {
+    client_ = std::make_unique<EngineClient>();
+    client_->setEndpoint(engine_.url(), engine_.apiKey());
     model_ = std::make_unique<PlacementModel>();
     tester_ = std::make_unique<QAbstractItemModelTester>(model_.get(), QAbstractItemModelTester::FailureReportingMode::QtTest);
-    model_->setDevices(devices());
-    model_->setModelInfo(modelInfo());
+    estimator_ = std::make_unique<PlacementEstimator>(client_.get(), model_.get());
+    model_->setDevices(engine_.devicesJson());
+    model_->setModelInfo(engine_.modelJson());
     QString error;
     QVERIFY2(model_->resetPlacement(initialPlacement(), &error), qPrintable(error));
+    QVERIFY(waitCurrent());
+  }
+
+  void cleanup() {
+    estimator_.reset();
+    tester_.reset();
+    model_.reset();
+    client_.reset();
   }
 
   void initialFigures() {
-    QCOMPARE(model_->rowCount(), 6);     // embedding, blk 0-3, head
+    QCOMPARE(model_->rowCount(), 7);     // embedding, blk 0-4, head
     QCOMPARE(model_->columnCount(), 4);  // model, cpu, gpu0, gpu1
-    QCOMPARE(model_->memoryOf("gpu0").weights, 2500ull);
-    QCOMPARE(model_->memoryOf("gpu0").kv, 400ull);
-    QCOMPARE(model_->memoryOf("gpu0").total, 2950ull);
-    QCOMPARE(model_->memoryOf("gpu1").total, 3050ull);
-    QCOMPARE(model_->memoryOf("cpu").total, 0ull);
+    compareWithEngine();
     QVERIFY(model_->fits());
+    QCOMPARE(model_->memoryOf("cpu").total, 0ull);  // nothing placed there
+    QVERIFY(!model_->memoryOf("cpu").used);
+    QCOMPARE(model_->memoryOf("gpu0").weights, 131072ull + 2 * 181760ull);
     QCOMPARE(model_->applyBlocker(), QString("nothing moved"));
     QCOMPARE(model_->data(model_->index(2, 2), PlacementModel::PlacedRole).toBool(), true);   // blk 1 on gpu0
     QCOMPARE(model_->data(model_->index(2, 3), PlacementModel::PlacedRole).toBool(), false);
-    QCOMPARE(model_->data(model_->index(5, 0)).toString(), QString("head"));
-    QCOMPARE(model_->headerData(3, Qt::Horizontal, PlacementModel::LaneTotalRole).toULongLong(), 3050ull);
+    QCOMPARE(model_->data(model_->index(6, 0)).toString(), QString("head"));
+    QCOMPARE(model_->data(model_->index(1, 0), PlacementModel::TileBytesRole).toULongLong(), 181760ull);
   }
 
   void drop_data() {
@@ -100,40 +149,26 @@ class TestPlacementModel : public QObject {
     QTest::addColumn<int>("lastTile");
     QTest::addColumn<bool>("accepted");
     QTest::addColumn<QString>("layers");   // expected "layers" array of the placement
-    QTest::addColumn<Bytes>("totals");     // cpu, gpu0, gpu1
-    QTest::addColumn<Bytes>("shortfalls");
+    QTest::addColumn<QString>("overflow"); // the device that no longer fits ("" when all fit)
     QTest::addColumn<QString>("error");    // part of the rejection message
 
-    const QString initial = R"([{"device":"gpu0","layers":"0-1"},{"device":"gpu1","layers":"2-3"}])";
-    const Bytes initialTotals{0, 2950, 3050}, none{0, 0, 0};
-
-    // blk 1 -> cpu: cpu 1000 + KV 200 + scratch 50; gpu0 keeps embedding + blk 0.
+    const QString initial = R"([{"device":"gpu0","layers":"0-1"},{"device":"gpu1","layers":"2-4"}])";
     QTest::newRow("tile to lane") << "cpu" << 2 << 2 << true
-                                  << R"([{"device":"gpu0","layers":0},{"device":"cpu","layers":1},{"device":"gpu1","layers":"2-3"}])"
-                                  << Bytes{1250, 1750, 3050} << none << "";
-    // blk 0-1 -> gpu1: gpu1 4 blocks + head + 4 KV + scratch = 5450 > 4000; gpu0 only the embedding (no scratch).
-    QTest::newRow("range") << "gpu1" << 1 << 2 << true << R"([{"device":"gpu1","layers":"0-3"}])"
-                           << Bytes{0, 500, 5450} << Bytes{0, 0, 1450} << "";
-    // blk 3 + head -> gpu0: 500 + 3000 + 600 + KV 600 + 50 = 4750 > 3000.
-    QTest::newRow("range with head") << "gpu0" << 4 << 5 << true
-                                     << R"([{"device":"gpu0","layers":"0-1"},{"device":"gpu1","layers":2},{"device":"gpu0","layers":3}])"
-                                     << Bytes{0, 4750, 1250} << Bytes{0, 1750, 0} << "";
-    // blk 0-1 -> group gpu0+gpu1 2:1: each block 666 / 334 B, KV 133 / 67 B.
-    QTest::newRow("tensor group") << "group:gpu0,gpu1:2,1" << 1 << 2 << true
-                                  << R"([{"group":["gpu0","gpu1"],"layers":"0-1","ratio":[2,1]},{"device":"gpu1","layers":"2-3"}])"
-                                  << Bytes{0, 500 + 2 * 666 + 2 * 133 + 50, 2 * 334 + 2 * 67 + 2000 + 600 + 400 + 50}
-                                  << none << "";
-    QTest::newRow("onto the model column") << "model" << 2 << 2 << false << initial << initialTotals << none
-                                           << "not onto the model column";
-    QTest::newRow("range past the end") << "gpu0" << 4 << 7 << false << initial << initialTotals << none
-                                        << "tiles 3-6 out of range: the model has 4 layers (0-3)";
-    QTest::newRow("group of one device") << "group:gpu0:1" << 1 << 1 << false << initial << initialTotals << none
+                                  << R"([{"device":"gpu0","layers":0},{"device":"cpu","layers":1},{"device":"gpu1","layers":"2-4"}])"
+                                  << "" << "";
+    QTest::newRow("range") << "gpu0" << 3 << 6 << true << R"([{"device":"gpu0","layers":"0-4"}])" << "gpu0" << "";
+    QTest::newRow("tensor group") << "group:gpu0,gpu1:1,1" << 1 << 2 << true
+                                  << R"([{"group":["gpu0","gpu1"],"layers":"0-1","ratio":[1,1]},{"device":"gpu1","layers":"2-4"}])"
+                                  << "" << "";
+    QTest::newRow("onto the model column") << "model" << 2 << 2 << false << initial << "" << "not onto the model column";
+    QTest::newRow("range past the end") << "gpu0" << 4 << 8 << false << initial << ""
+                                        << "tiles 3-7 out of range: the model has 5 layers (0-4)";
+    QTest::newRow("group of one device") << "group:gpu0:1" << 1 << 1 << false << initial << ""
                                          << "a 'group' needs at least 2 devices, has 1";
-    QTest::newRow("embedding into a group") << "group:gpu0,gpu1:1,1" << 0 << 1 << false << initial << initialTotals
-                                            << none << "the embedding must be on one device, not a group of 2 (gpu0, gpu1)";
-    QTest::newRow("no such lane") << "lane:99" << 1 << 1 << false << initial << initialTotals << none
-                                  << "column 99 does not exist";
-    QTest::newRow("nothing moves") << "gpu0" << 1 << 2 << false << initial << initialTotals << none << "nothing moves";
+    QTest::newRow("embedding into a group") << "group:gpu0,gpu1:1,1" << 0 << 1 << false << initial << ""
+                                            << "the embedding must be on one device, not a group of 2 (gpu0, gpu1)";
+    QTest::newRow("no such lane") << "lane:99" << 1 << 1 << false << initial << "" << "column 99 does not exist";
+    QTest::newRow("nothing moves") << "gpu0" << 1 << 2 << false << initial << "" << "nothing moves";
   }
 
   void drop() {
@@ -142,8 +177,7 @@ class TestPlacementModel : public QObject {
     QFETCH(int, lastTile);
     QFETCH(bool, accepted);
     QFETCH(QString, layers);
-    QFETCH(Bytes, totals);
-    QFETCH(Bytes, shortfalls);
+    QFETCH(QString, overflow);
     QFETCH(QString, error);
 
     const QJsonObject before = model_->placementJson();
@@ -153,17 +187,11 @@ class TestPlacementModel : public QObject {
     const QModelIndex target = model_->index(1, column);  // invalid for a missing column
     QCOMPARE(model_->canDropMimeData(mime.get(), Qt::MoveAction, -1, column, target), accepted);
     QCOMPARE(model_->dropMimeData(mime.get(), Qt::MoveAction, -1, column, target), accepted);
-
     QCOMPARE(layersJson(model_->placementJson()), layers);
-    const QStringList ids{"cpu", "gpu0", "gpu1"};
-    for (int i = 0; i < ids.size(); ++i) {
-      const DeviceMemoryEstimate m = model_->memoryOf(ids[i]);
-      QCOMPARE(m.total, totals[i]);
-      QCOMPARE(m.shortfall, shortfalls[i]);
-      QCOMPARE(m.fits, shortfalls[i] == 0);
-      QCOMPARE(model_->headerData(model_->laneOfDevice(ids[i]), Qt::Horizontal, PlacementModel::LaneShortfallRole).toULongLong(),
-               shortfalls[i]);
-    }
+    QVERIFY(waitCurrent());
+    compareWithEngine();
+    for (const QString& id : {QStringLiteral("cpu"), QStringLiteral("gpu0"), QStringLiteral("gpu1")})
+      QCOMPARE(model_->memoryOf(id).fits, id != overflow);
     if (!accepted) {
       QCOMPARE(rejected.count(), 1);
       QVERIFY2(model_->lastError().contains(error), qPrintable(model_->lastError()));
@@ -172,19 +200,110 @@ class TestPlacementModel : public QObject {
       return;
     }
     QCOMPARE(model_->undoStack()->count(), 1);
-    const bool overflow = std::any_of(shortfalls.begin(), shortfalls.end(), [](quint64 s) { return s > 0; });
-    QCOMPARE(model_->applyBlocker().contains("short"), overflow);
-    QCOMPARE(model_->applyBlocker().isEmpty(), !overflow);
+    // Apply is refused with the engine's reason when a device overflows.
+    QCOMPARE(model_->applyBlocker(), overflow.isEmpty() ? QString() : model_->estimateError());
+    if (!overflow.isEmpty()) QVERIFY2(model_->applyBlocker().contains("'" + overflow + "'"), qPrintable(model_->applyBlocker()));
 
-    // Undo restores the placement and the figures exactly; redo brings the drop back.
+    // Undo restores the placement and, once answered, the engine's figures for it; redo brings the drop back.
     const QJsonObject after = model_->placementJson();
+    const quint64 gpu1After = model_->memoryOf("gpu1").total;
     model_->undoStack()->undo();
     QCOMPARE(model_->placementJson(), before);
-    QCOMPARE(model_->memoryOf("gpu0").total, 2950ull);
-    QCOMPARE(model_->memoryOf("gpu1").total, 3050ull);
+    QVERIFY(waitCurrent());
+    compareWithEngine();
+    QVERIFY(model_->fits());
     model_->undoStack()->redo();
     QCOMPARE(model_->placementJson(), after);
-    QCOMPARE(model_->memoryOf("gpu1").total, totals[2]);
+    QVERIFY(waitCurrent());
+    QCOMPARE(model_->memoryOf("gpu1").total, gpu1After);
+  }
+
+  void lastAnswerShownUntilTheNext() {
+    const DeviceMemoryEstimate gpu0 = model_->memoryOf("gpu0");
+    const double tokensPerS = model_->prediction().decodeTokensPerS;
+    QVERIFY(model_->setKvDeviceForAll("cpu"));
+    // Asked, not answered yet: the previous figures stay, marked as not current.
+    QVERIFY(estimator_->busy());
+    QVERIFY(!model_->estimateCurrent());
+    QCOMPARE(model_->memoryOf("gpu0").total, gpu0.total);
+    QCOMPARE(model_->prediction().decodeTokensPerS, tokensPerS);
+    QCOMPARE(model_->applyBlocker(), QString("waiting for the engine's estimate"));
+    QVERIFY(waitCurrent());
+    compareWithEngine();
+    QCOMPARE(model_->memoryOf("gpu0").kv, 0ull);  // every block's KV is on the CPU now
+    QVERIFY(model_->memoryOf("cpu").kv > 0);
+    QCOMPARE(model_->memoryOf("gpu0").weights, gpu0.weights);
+  }
+
+  void lateAnswerForALeftPlacementIsDropped() {
+    // An edit asks; undoing it at once returns to the placement already estimated: its figures
+    // stay current, and the late answer for the undone edit does not replace them.
+    const int sent = estimator_->requestsSent();
+    const QJsonObject before = model_->placementJson();
+    const quint64 gpu0 = model_->memoryOf("gpu0").total;
+    QVERIFY(model_->setKvDeviceForAll("cpu"));
+    model_->undoStack()->undo();
+    QVERIFY(model_->estimateCurrent());
+    QVERIFY(waitCurrent());
+    QCOMPARE(estimator_->requestsSent() - sent, 1);
+    QCOMPARE(model_->estimatedPlacement(), before);
+    QCOMPARE(model_->memoryOf("gpu0").total, gpu0);
+    compareWithEngine();
+  }
+
+  void dragOutpacingTheEngineIsCoalesced() {
+    // Twenty hover moves between two lanes before the event loop runs: one request goes out at
+    // once, the others collapse into one (the last), sent when the first is answered.
+    const int sent = estimator_->requestsSent();
+    QString error;
+    std::unique_ptr<QMimeData> mime(PlacementModel::makeMime(2, 3));
+    const PlacementEdit toCpu = model_->editFromMime(mime.get(), model_->laneOfDevice("cpu"), &error);
+    const PlacementEdit toGpu1 = model_->editFromMime(mime.get(), model_->laneOfDevice("gpu1"), &error);
+    QVERIFY(error.isEmpty());
+    for (int i = 0; i < 20; ++i) model_->previewEdit(i % 2 ? toCpu : toGpu1);  // ends on cpu
+    QVERIFY(model_->isPreviewing());
+    QVERIFY(waitCurrent());
+    QCOMPARE(estimator_->requestsSent() - sent, 2);
+    QCOMPARE(model_->estimatedPlacement(), applyEdit(toCpu, model_->placement()).toJson());
+    compareWithEngine();
+    QVERIFY(model_->memoryOf("cpu").weights >= 2 * 181760ull);
+    // Dropping what the hover showed needs no new request: the preview's answer is the drop's.
+    QVERIFY(model_->dropMimeData(mime.get(), Qt::MoveAction, -1, model_->laneOfDevice("cpu"), {}));
+    QVERIFY(!model_->isPreviewing());
+    QVERIFY(model_->estimateCurrent());
+    QCOMPARE(estimator_->requestsSent() - sent, 2);
+    QCOMPARE(model_->applyBlocker(), QString());
+  }
+
+  void unreachableEngine() {
+    // Nothing listens on this port: the editor says so, shows no figures and refuses Apply.
+    client_->setEndpoint(QUrl(QStringLiteral("http://127.0.0.1:%1").arg(EngineProcess::freeLoopbackPort())), QString());
+    QTRY_VERIFY_WITH_TIMEOUT(!model_->estimateUnavailable().isEmpty(), 30000);
+    QVERIFY(!model_->hasEstimate());
+    QCOMPARE(model_->memoryOf("gpu0").total, 0ull);
+    QCOMPARE(model_->memoryOf("gpu0").capacity, 2ull << 20);
+    QVERIFY2(model_->applyBlocker().startsWith("no estimate from the engine: "), qPrintable(model_->applyBlocker()));
+    // Back to the engine: asked again at once.
+    client_->setEndpoint(engine_.url(), engine_.apiKey());
+    QVERIFY(waitCurrent());
+    QVERIFY(model_->estimateUnavailable().isEmpty());
+    compareWithEngine();
+  }
+
+  void engineRejectsUnknownDevice() {
+    // The editor's device list names a device the engine does not have (planning mode before the
+    // engine restarted with the declared devices): the engine's refusal is what the editor shows.
+    QJsonArray devices = engine_.devicesJson();
+    devices.append(QJsonObject{{"id", "gpu7"}, {"kind", "sim"}, {"simulated", true}, {"bytes_total", 1e9}});
+    model_->setDevices(devices);
+    QVERIFY(waitCurrent());
+    std::unique_ptr<QMimeData> mime(PlacementModel::makeMime(1, 1));
+    QVERIFY(model_->dropMimeData(mime.get(), Qt::MoveAction, -1, model_->laneOfDevice("gpu7"), {}));
+    QVERIFY(waitCurrent());
+    QVERIFY(!model_->fits());
+    QVERIFY(!model_->hasPrediction());
+    QVERIFY2(model_->applyBlocker().contains("gpu7"), qPrintable(model_->applyBlocker()));
+    QCOMPARE(model_->applyBlocker(), model_->estimateError());
   }
 
   void mimeFromSelection() {
@@ -204,24 +323,28 @@ class TestPlacementModel : public QObject {
     const PlacementEdit e = model_->editFromMime(std::unique_ptr<QMimeData>(PlacementModel::makeMime(1, 2)).get(),
                                                  model_->laneOfDevice("cpu"), &error);
     QVERIFY(error.isEmpty());
-    QSignalSpy changed(model_.get(), &PlacementModel::estimateChanged);
     model_->previewEdit(e);
     QVERIFY(model_->isPreviewing());
-    QCOMPARE(model_->memoryOf("cpu").total, 2450ull);  // 2 blocks + 2 KV + scratch
-    QCOMPARE(model_->undoStack()->count(), 0);          // nothing applied
+    QVERIFY(waitCurrent());
+    compareWithEngine();
+    QCOMPARE(model_->memoryOf("cpu").weights, 2 * 181760ull);  // 2 blocks
+    QCOMPARE(model_->undoStack()->count(), 0);                  // nothing applied
+    QCOMPARE(model_->applyBlocker(), QString("nothing moved")); // Apply judges the placement, not the preview
     model_->clearPreview();
+    QVERIFY(waitCurrent());
     QCOMPARE(model_->memoryOf("cpu").total, 0ull);
-    QCOMPARE(changed.count(), 2);
   }
 
   void kvOnCpuAndContext() {
     QVERIFY(model_->setKvDeviceForAll("cpu"));
-    QCOMPARE(model_->memoryOf("cpu").kv, 800ull);
-    QCOMPARE(model_->memoryOf("cpu").scratch, 0ull);  // holds KV only
-    QCOMPARE(model_->memoryOf("gpu0").total, 2550ull);
-    QVERIFY(model_->setContext(200, 2));  // KV x 4
-    QCOMPARE(model_->memoryOf("cpu").kv, 3200ull);
-    QCOMPARE(model_->changedTileCount(), 5);  // 4 blocks' KV + the context
+    QVERIFY(waitCurrent());
+    const quint64 kv = model_->memoryOf("cpu").kv;
+    QVERIFY(kv > 0);
+    QVERIFY(model_->setContext(2 * kCtx, 2));  // KV x 4
+    QVERIFY(waitCurrent());
+    compareWithEngine();
+    QCOMPARE(model_->memoryOf("cpu").kv, 4 * kv);
+    QCOMPARE(model_->changedTileCount(), 6);  // 5 blocks' KV + the context
     model_->undoStack()->undo();
     model_->undoStack()->undo();
     QCOMPARE(model_->placementJson(), initialPlacement());
@@ -229,21 +352,23 @@ class TestPlacementModel : public QObject {
 
   void setPlacementUndoableAndChecked() {
     QJsonObject p = initialPlacement();
-    p["layers"] = QJsonArray{QJsonObject{{"layers", "0-3"}, {"device", "cpu"}}};
+    p["layers"] = QJsonArray{QJsonObject{{"layers", "0-4"}, {"device", "cpu"}}};
     QVERIFY(model_->setPlacement(p));
-    QCOMPARE(model_->memoryOf("cpu").total, 4000ull + 800 + 50);
-    QCOMPARE(model_->changedTileCount(), 4);  // blk 0-1 moved off gpu0, blk 2-3 off gpu1
+    QVERIFY(waitCurrent());
+    compareWithEngine();
+    QCOMPARE(model_->memoryOf("cpu").weights, 5 * 181760ull);
+    QCOMPARE(model_->changedTileCount(), 5);
     QCOMPARE(model_->applyBlocker(), QString());
     model_->undoStack()->undo();
     QCOMPARE(model_->placementJson(), initialPlacement());
 
-    p["layers"] = QJsonArray{QJsonObject{{"layers", "0-3"}, {"device", "gpu7"}}};
+    p["layers"] = QJsonArray{QJsonObject{{"layers", "0-4"}, {"device", "gpu7"}}};
     QString error;
     QVERIFY(!model_->setPlacement(p, &error));
     QCOMPARE(error, QString("layer 0: placement names device 'gpu7', which is not among: cpu, gpu0, gpu1"));
-    p["layers"] = QJsonArray{QJsonObject{{"layers", "0-2"}, {"device", "cpu"}}};
+    p["layers"] = QJsonArray{QJsonObject{{"layers", "0-3"}, {"device", "cpu"}}};
     QVERIFY(!model_->setPlacement(p, &error));
-    QCOMPARE(error, QString("layer 3 of 4 has no placement"));
+    QCOMPARE(error, QString("layer 4 of 5 has no placement"));
   }
 };
 

@@ -157,9 +157,64 @@ class TestProfilerTimeline : public QObject {
     QVERIFY2(columns.size() >= 5, qPrintable(QString::number(columns.size())));
     QStringList kinds;
     for (const auto& entry : TimelinePlot::legendEntries()) kinds << entry.first.section(' ', 0, 0);
-    QCOMPARE(kinds, (QStringList{"compute", "transfer", "all-reduce", "embedding", "host:", "idle"}));
+    QCOMPARE(kinds, (QStringList{"compute", "transfer", "all-reduce", "embedding", "host:", "idle", "lost"}));
     for (const auto& entry : TimelinePlot::legendEntries())
       QVERIFY(plot.legend()->text().contains(entry.second.name()));
+  }
+
+  // A strata.replan record: a fault band over every lane with what happened, the lost lane marked,
+  // the band's text as the tooltip, drawn in the re-plan colour.
+  void faultBandAndLostLane() {
+    TimelineModel model;
+    TimelinePlot plot;
+    plot.resize(800, 300);
+    plot.setModel(&model);
+    model.appendBatch(QJsonObject{{"lanes", lanes()},
+                                  {"events", QJsonArray{traceEvent(0, "compute", 0, 0, 30), traceEvent(1, "compute", 1, 30, 10)}}});
+    const QJsonObject placement{{"embedding", QJsonObject{{"device", "gpu0"}}},
+                                {"layers", QJsonArray{QJsonObject{{"layers", "0-1"}, {"device", "gpu0"}},
+                                                      QJsonObject{{"layers", "2-3"}, {"group", QJsonArray{"gpu0", "cpu"}}}}},
+                                {"head", QJsonObject{{"device", "cpu"}}}};
+    // Ended at 62.5 ms after 12.5 ms of re-planning: the band is [50, 62.5] ms.
+    model.appendReplan(QJsonObject{{"time_ns", double(62'500'000)}, {"ms", 12.5}, {"ok", true},
+                                   {"lost", QJsonArray{"gpu1"}}, {"excluded", QJsonArray{}}, {"moved_blocks", 2},
+                                   {"placement", placement}, {"error", QJsonValue::Null}});
+    QCOMPARE(model.faults().size(), 1);
+    // The same record again (from /status after the trace stream): still one.
+    model.appendReplan(QJsonObject{{"time_ns", double(62'500'000)}, {"ms", 12.5}, {"ok", true}, {"lost", QJsonArray{"gpu1"}}});
+    QCOMPARE(model.faults().size(), 1);
+    const TraceFault& f = model.faults().first();
+    QCOMPARE(f.startNs, qint64(50'000'000));
+    QCOMPARE(f.durationNs, qint64(12'500'000));
+    QCOMPARE(f.lost, QStringList{"gpu1"});
+    QCOMPARE(f.text, QStringLiteral("gpu1 lost · re-planned in 13 ms · 2 block(s) moved · now gpu0 + cpu"));
+    QCOMPARE(model.laneLabel(1), QStringLiteral("gpu1 (lost)"));
+    QCOMPARE(model.laneLabel(0), QStringLiteral("gpu0 (simulated)"));
+    plot.setFollowLatest(false);
+    plot.plot()->xAxis->setRange(0, 100);
+    plot.rebuild();
+    plot.replotNow();
+    QCOMPARE(plot.faultBands().size(), 1);
+    QCOMPARE(plot.faultBands()[0].first, qMakePair(50.0, 62.5));
+    QCOMPARE(plot.tooltipAt(55.0, 0.0), f.text);  // over any lane
+    QCOMPARE(plot.tooltipAt(55.0, 2.0), f.text);
+    QVERIFY(plot.tooltipAt(80.0, 0.0).isEmpty());
+    // The line where the device was found lost is drawn in the re-plan colour.
+    const QImage image = plot.plot()->toPixmap(800, 280).toImage();
+    const QRgb colour = TimelinePlot::spanColor(TraceSpan{0, "replan"}).rgb();
+    int pixels = 0;
+    for (int y = 0; y < image.height(); ++y)
+      for (int x = 0; x < image.width(); ++x) pixels += (image.pixel(x, y) & 0xffffff) == (colour & 0xffffff);
+    QVERIFY2(pixels >= 100, qPrintable(QString::number(pixels)));
+    // A re-plan that found no placement says so; a lane that appears later for a lost device is marked too.
+    model.appendReplan(QJsonObject{{"time_ns", double(90'000'000)}, {"ms", 1.0}, {"ok", false},
+                                   {"lost", QJsonArray{"gpu7"}}, {"error", "needs 3.0 GiB more"}});
+    QCOMPARE(model.faults().size(), 2);
+    QCOMPARE(model.faults()[1].text, QStringLiteral("gpu7 lost · no placement fits what is left: needs 3.0 GiB more"));
+    model.appendBatch(QJsonObject{{"lanes", QJsonArray{QJsonObject{{"id", 5}, {"name", "gpu7"}, {"simulated", true}}}}});
+    QCOMPARE(model.laneLabel(5), QStringLiteral("gpu7 (simulated, lost)"));
+    model.clear();
+    QVERIFY(model.faults().isEmpty());
   }
 
   void ordering_data() {

@@ -36,6 +36,7 @@
 #include "ui/models/model_inspector.h"
 #include "ui/models/models_panel.h"
 #include "ui/placement/placement_editor.h"
+#include "ui/placement/placement_estimator.h"
 #include "ui/placement/placement_model.h"
 #include "ui/profiler/profiler_panel.h"
 #include "ui/profiler/timeline_model.h"
@@ -229,8 +230,7 @@ QJsonObject MainWindow::modelInfoFromStatus(const QJsonObject& status) {
   if (n <= 0) return {};
   QJsonObject info{{QStringLiteral("name"), m.value(QStringLiteral("id")).toString()}, {QStringLiteral("n_layers"), n}};
   if (m.contains(QStringLiteral("layer_bytes"))) {
-    for (const char* k : {"layer_bytes", "embedding_bytes", "head_bytes", "head_tied", "kv_bytes_per_token", "n_embd",
-                          "scratch_bytes"})
+    for (const char* k : {"layer_bytes", "embedding_bytes", "head_bytes"})
       if (m.contains(QLatin1String(k))) info.insert(QLatin1String(k), m.value(QLatin1String(k)));
     return info;
   }
@@ -296,7 +296,13 @@ void MainWindow::wirePanels() {
     if (ws_->state() == Workstation::EngineState::Ready) client->fetchPlacement();
   });
 
-  // Placement editor: plans, applies, simulated devices.
+  // Placement editor: its figures are the engine's (one estimate request in flight, the latest edit
+  // next), asked for again whenever the engine becomes ready (a restart, a new model).
+  auto* estimator = new PlacementEstimator(client, placementEditor_->model(), placementEditor_);
+  connect(ws_, &Workstation::stateChanged, estimator, [estimator](Workstation::EngineState s) {
+    if (s == Workstation::EngineState::Ready) estimator->refresh();
+  });
+  // Plans, applies, simulated devices.
   connect(placementEditor_, &PlacementEditor::requestAutoPlan, this, [this, client](const QString& goal) {
     client->plan(goal, ws_->settings().ctx, 0);
   });
@@ -326,6 +332,18 @@ void MainWindow::wirePanels() {
     devicesPanel_->applyMemorySnapshot(batch);
     profilerPanel_->appendBatch(batch);  // held by the panel while paused
   });
+  // A lost device and the re-plan: a band on the timeline, the devices list again (the lost one
+  // marked), a line in the status bar. The reply that was streaming gets its own note (ChatStream).
+  connect(client, &EngineClient::replanned, this, [this, client](const QJsonObject& record) {
+    profilerPanel_->timelineModel()->appendReplan(record);
+    client->fetchDevices();
+    client->fetchStatus();
+    const QList<TraceFault>& faults = profilerPanel_->timelineModel()->faults();
+    if (!faults.isEmpty()) statusBar()->showMessage(faults.last().text, 15000);
+  });
+  connect(client, &EngineClient::faultInjected, this, [this](const QString& device, const QString& kind) {
+    statusBar()->showMessage(tr("fault injected: %1 on %2").arg(kind, device), 8000);
+  });
   connect(ws_->chat(), &ChatController::replyFinished, this, [this](int row) {
     const StoredMessage m = ws_->chat()->chatModel()->message(row);
     profilerPanel_->addReplyStats(double(m.ttftMs), m.tokens, m.tokensPerSecond);
@@ -345,6 +363,10 @@ void MainWindow::onStatus(const QJsonObject& status) {
   ws_->modelFiles()->setContextLength(ws_->settings().ctx);  // the settings may have changed it
   devicesPanel_->setStatus(status);
   modelsPanel_->setStatus(status);
+  // Re-plans the trace stream did not bring (it connected later, or reconnected): the timeline
+  // takes each record once, whichever path brings it first.
+  for (const QJsonValue& r : status.value(QStringLiteral("replans")).toArray())
+    profilerPanel_->timelineModel()->appendReplan(r.toObject());
   const QJsonObject model = status.value(QStringLiteral("model")).toObject();
   const int row = ws_->modelFiles()->rowOfPath(model.value(QStringLiteral("path")).toString());
   if (row >= 0 && modelCombo_->currentIndex() != row) modelCombo_->setCurrentIndex(row);

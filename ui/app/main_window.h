@@ -57,6 +57,7 @@ class MainWindow : public QMainWindow {
   void openModelDialog();
   void showSettings();
   void attachRemoteDialog();
+  void injectFaultDialog();  // Engine ▸ Inject fault… (simulated devices)
   void loadModelFile(const QString& path);
 
  protected:

@@ -18,6 +18,7 @@
 #include <QStatusBar>
 
 #include "ui/app/about_box.h"
+#include "ui/app/fault_dialog.h"
 #include "ui/app/main_window.h"
 #include "ui/app/settings_dialog.h"
 #include "ui/app/theme.h"
@@ -26,7 +27,10 @@
 #include "ui/chat/chat_view.h"
 #include "ui/chat/conversation_export.h"
 #include "ui/storage/conversation_store.h"
+#include "ui/client/engine_client.h"
 #include "ui/client/engine_process.h"
+#include "ui/devices/device_model.h"
+#include "ui/devices/devices_panel.h"
 
 namespace {
 QString ggufFromMime(const QMimeData* mime) {
@@ -123,6 +127,8 @@ void MainWindow::buildMenus() {
   });
   add(engine, tr("&Attach to a remote engine…"), {}, [this] { attachRemoteDialog(); });
   add(engine, tr("Use the &local engine"), {}, [this] { ws_->useLocalEngine(); });
+  engine->addSeparator();
+  add(engine, tr("Inject &fault…"), {}, [this] { injectFaultDialog(); });
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   add(help, tr("&About Strata"), {}, [this] { showAboutBox(this, ws_->lastStatus(), ws_->stateText()); });
@@ -163,6 +169,18 @@ void MainWindow::showSettings() {
   } else {
     ws_->useLocalEngine();
   }
+}
+
+void MainWindow::injectFaultDialog() {
+  QStringList simulated;
+  const strata::ui::DeviceModel* devices = devicesPanel_->model();
+  for (int row = 0; row < devices->rowCount(); ++row) {
+    const strata::ui::DeviceRow& d = devices->device(row);
+    if (d.simulated && !d.failed) simulated << d.id;
+  }
+  FaultDialog dialog(simulated, this);
+  if (dialog.exec() != QDialog::Accepted || dialog.device().isEmpty()) return;
+  ws_->client()->injectFault(dialog.device(), dialog.fault());
 }
 
 void MainWindow::attachRemoteDialog() {

@@ -135,6 +135,10 @@ void ScreenshotScript::step(int n) {
       strata::ui::PlacementModel* pm = window_->placementEditor()->model();
       if (pm->laneOfDevice(QStringLiteral("gpu0")) >= 0 && pm->laneOfDevice(QStringLiteral("gpu1")) >= 0)
         pm->addGroupLane({QStringLiteral("gpu0"), QStringLiteral("gpu1")}, {2.0, 1.0});
+      // The lanes' figures are the engine's answer: wait for it (bounded) before the picture.
+      QElapsedTimer asked;
+      asked.start();
+      while (!pm->estimateCurrent() && asked.elapsed() < 10000) QApplication::processEvents(QEventLoop::AllEvents, 50);
       QApplication::processEvents();
       ok = save(window_, QStringLiteral("placement.png")) && ok;
       window_->showTab(MainWindow::Tab::Chat);

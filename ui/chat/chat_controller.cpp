@@ -24,6 +24,26 @@ ChatController::~ChatController() {
   if (stream_) endReply(QStringLiteral("stopped"), true);
 }
 
+QString ChatController::replanNote(const QJsonObject& replan) {
+  QStringList lost;
+  for (const QJsonValue& v : replan.value(QStringLiteral("lost")).toArray()) lost << v.toString();
+  QStringList onto;
+  for (const QJsonValue& v : replan.value(QStringLiteral("devices")).toArray()) onto << v.toString();
+  const int atToken = replan.value(QStringLiteral("at_token")).toInt();
+  const QString where = atToken > 0 ? tr("at token %1").arg(atToken) : tr("while reading the prompt");
+  const double seconds = replan.value(QStringLiteral("ms")).toDouble() / 1000.0;
+  QStringList full;
+  for (const QJsonValue& v : replan.value(QStringLiteral("full")).toArray()) full << v.toString();
+  QStringList what;
+  if (!lost.isEmpty()) what << tr("%1 lost").arg(lost.join(QStringLiteral(", ")));
+  if (!full.isEmpty()) what << tr("%1 out of memory").arg(full.join(QStringLiteral(", ")));
+  if (what.isEmpty()) what << tr("a device lost");
+  return tr("%1 %2; re-planned onto %3 in %4 s")
+      .arg(what.join(QStringLiteral(", ")), where,
+           onto.isEmpty() ? tr("the devices left") : onto.join(QStringLiteral(" + ")),
+           QString::number(seconds, 'f', seconds < 0.1 ? 2 : 1));
+}
+
 QJsonObject ChatController::defaultSampling() {
   return QJsonObject{{QStringLiteral("temperature"), 0.7}, {QStringLiteral("top_p"), 0.9},
                      {QStringLiteral("max_tokens"), 1024}};
@@ -180,6 +200,12 @@ void ChatController::startReply() {
   });
   connect(stream_, &ChatStream::promptProgress, this, [this](int processed, int total) {
     emit promptProgress(streamRow_, processed, total);
+  });
+  connect(stream_, &ChatStream::replanned, this, [this](const QJsonObject& replan) {
+    StoredMessage m = chat_.message(streamRow_);
+    const QString line = replanNote(replan);
+    chat_.setNote(streamRow_, m.note.isEmpty() ? line : m.note + QLatin1Char('\n') + line);
+    dirty_ = true;
   });
   connect(stream_, &ChatStream::finished, this, [this](const QString& reason) { endReply(reason, true); });
   connect(stream_, &ChatStream::failed, this, [this](const QString& message) {

@@ -25,6 +25,9 @@ class ChatController : public QObject {
   ConversationListModel* conversationModel() { return &conversations_; }
 
   static QJsonObject defaultSampling();   // temperature 0.7, top_p 0.9, max_tokens 1024
+  // The line under a reply that lived through a re-plan, from the stream's "replan" object:
+  // "gpu1 lost at token 37; re-planned onto gpu0 + cpu in 0.4 s".
+  static QString replanNote(const QJsonObject& replan);
   void setDefaultSampling(const QJsonObject& s) { defaultSampling_ = s; }
   void setDefaultSystemPrompt(const QString& s) { defaultSystemPrompt_ = s; }
 

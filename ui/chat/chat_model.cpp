@@ -35,6 +35,7 @@ QVariant ChatModel::data(const QModelIndex& index, int role) const {
     case FinishReasonRole: return m.finishReason;
     case StatsTextRole: return statsText(m);
     case MessageIdRole: return m.id;
+    case NoteRole: return m.note;
     default: return {};
   }
 }
@@ -51,6 +52,7 @@ QHash<int, QByteArray> ChatModel::roleNames() const {
   names.insert(FinishReasonRole, "finishReason");
   names.insert(StatsTextRole, "statsText");
   names.insert(MessageIdRole, "messageId");
+  names.insert(NoteRole, "note");
   return names;
 }
 
@@ -79,6 +81,12 @@ void ChatModel::appendContent(int row, const QString& piece) {
   if (row < 0 || row >= messages_.size() || piece.isEmpty()) return;
   messages_[row].content += piece;
   emit dataChanged(index(row), index(row), {Qt::DisplayRole, ContentRole});
+}
+
+void ChatModel::setNote(int row, const QString& note) {
+  if (row < 0 || row >= messages_.size() || messages_[row].note == note) return;
+  messages_[row].note = note;
+  emit dataChanged(index(row), index(row), {NoteRole});
 }
 
 void ChatModel::setStreaming(int row, bool streaming) {

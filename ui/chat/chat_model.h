@@ -21,6 +21,7 @@ class ChatModel : public QAbstractListModel {
     FinishReasonRole,             // "stop", "length", "stopped", "error: ..."
     StatsTextRole,                // "212 tokens · 41.3 tok/s · first token 180 ms"
     MessageIdRole,                // qint64 row id in the store
+    NoteRole,                     // "gpu1 lost at token 37; re-planned onto gpu0 + cpu in 0.4 s" ("" for none)
   };
   Q_ENUM(Roles)
 
@@ -34,6 +35,7 @@ class ChatModel : public QAbstractListModel {
   int appendMessage(const StoredMessage& message);          // returns its row
   void setMessage(int row, const StoredMessage& message);   // replaces the row's data
   void appendContent(int row, const QString& piece);        // streaming
+  void setNote(int row, const QString& note);               // streaming: what the engine went through
   void setStreaming(int row, bool streaming);
   void removeFrom(int row);                                 // row and all after it
   StoredMessage message(int row) const { return messages_.value(row); }

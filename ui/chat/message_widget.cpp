@@ -74,6 +74,12 @@ MessageWidget::MessageWidget(QWidget* parent) : QFrame(parent) {
   footer->addWidget(stats_);
   footer->addStretch(1);
   layout->addLayout(footer);
+  note_ = new QLabel(this);
+  note_->setObjectName(QStringLiteral("messageNote"));
+  note_->setWordWrap(true);
+  note_->setEnabled(false);  // muted, like the stats
+  note_->setVisible(false);
+  layout->addWidget(note_);
 
   connect(regenerate_, &QToolButton::clicked, this, &MessageWidget::regenerateRequested);
   connect(edit_, &QToolButton::clicked, this, &MessageWidget::editRequested);
@@ -99,6 +105,8 @@ void MessageWidget::setMessage(const StoredMessage& m, bool streaming, bool isLa
                 .arg(100 * qint64(promptDone_) / qMax(1, promptTotal_));
   stats_->setText(stats);
   stats_->setVisible(assistant);
+  note_->setText(m.note.isEmpty() ? QString() : QStringLiteral("⚠ ") + m.note);
+  note_->setVisible(!m.note.isEmpty());
   regenerate_->setVisible(assistant && isLast && !streaming);
   edit_->setVisible(!assistant && !streaming);
   copy_->setVisible(!streaming);
@@ -118,6 +126,8 @@ void MessageWidget::setPromptProgress(int processed, int total) {
 }
 
 QString MessageWidget::statsText() const { return stats_->text(); }
+
+QString MessageWidget::noteText() const { return note_->isVisibleTo(this) ? message_.note : QString(); }
 
 QString MessageWidget::renderedText() const { return browser_->document()->toPlainText(); }
 

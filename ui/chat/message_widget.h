@@ -24,6 +24,7 @@ class MessageWidget : public QFrame {
   // While streaming and before the first text: "reading the prompt: 512 / 4096 tokens (12%)".
   void setPromptProgress(int processed, int total);
   QString statsText() const;
+  QString noteText() const;  // "" when the message has no note (the label is hidden)
   QString markdown() const { return message_.content; }
   QTextBrowser* browser() const { return browser_; }
 
@@ -48,6 +49,7 @@ class MessageWidget : public QFrame {
   QLabel* who_;
   QTextBrowser* browser_;
   QLabel* stats_;
+  QLabel* note_;  // under the footer: what the engine went through while this reply streamed
   QToolButton* regenerate_;
   QToolButton* edit_;
   QToolButton* copy_;

@@ -66,6 +66,8 @@ void ChatStream::handleEvent(const QByteArray& data) {
   const QJsonObject progress = chunk.value(QStringLiteral("prompt_progress")).toObject();
   if (!progress.isEmpty())
     emit promptProgress(progress.value(QStringLiteral("processed")).toInt(), progress.value(QStringLiteral("total")).toInt());
+  const QJsonObject replan = chunk.value(QStringLiteral("replan")).toObject();
+  if (!replan.isEmpty()) emit replanned(replan);
   const QJsonArray choices = chunk.value(QStringLiteral("choices")).toArray();
   if (choices.isEmpty()) return;
   const QJsonObject choice = choices.first().toObject();

@@ -33,6 +33,9 @@ class ChatStream : public QObject {
   void contentDelta(const QString& text);      // a piece of the reply, in order
   // Prompt processing ("return_progress"): prompt tokens in the engine's cache of `total`.
   void promptProgress(int processed, int total);
+  // The engine lost a device while this reply streamed and re-planned (the chunk's "replan" object:
+  // {lost, excluded, at_token, devices, moved_blocks, ms, cause}; docs/api.md "Lost devices").
+  void replanned(const QJsonObject& note);
   void finished(const QString& finishReason);  // "stop", "length", "stopped" (by abort())
   void failed(const QString& message);         // network or engine error; text() keeps what came
 

@@ -116,19 +116,20 @@ void EngineClient::fetchPlacement() {
   }, QStringLiteral("placement"), 10000);
 }
 
-void EngineClient::estimatePlacement(const QJsonObject& placement) {
-  send("POST", QStringLiteral("/strata/v1/placement/estimate"), placement, this, [this](const EngineResult& r) {
-    // The estimate route answers 200 with fits=false and an error text for plans that do not fit.
-    if (r.ok() || r.object().contains(QStringLiteral("fits"))) emit estimateReceived(r.object());
-    else emit requestFailed(QStringLiteral("estimate"), r.error);
-  }, QStringLiteral("estimate"), 10000);
-}
-
 void EngineClient::applyPlacement(const QJsonObject& placement) {
   send("PUT", QStringLiteral("/strata/v1/placement"), placement, this, [this](const EngineResult& r) {
     if (r.ok()) emit placementApplied(r.object());
     else emit requestFailed(QStringLiteral("apply placement"), r.error);
   }, QStringLiteral("apply"), 600000);
+}
+
+void EngineClient::injectFault(const QString& deviceId, const QJsonObject& fault) {
+  const QString kind = fault.value(QStringLiteral("kind")).toString();
+  send("POST", QStringLiteral("/strata/v1/devices/%1/fault").arg(QString::fromUtf8(QUrl::toPercentEncoding(deviceId))), fault,
+       this, [this, deviceId, kind](const EngineResult& r) {
+         if (r.ok()) emit faultInjected(deviceId, kind);
+         else emit requestFailed(QStringLiteral("inject fault"), r.error);
+       });
 }
 
 void EngineClient::plan(const QString& goal, int nCtx, int nSeq) {
@@ -219,6 +220,11 @@ void EngineClient::openTraceStream() {
       emit traceStreamConnected(true);
     }
     for (const SseEvent& e : traceParser_.feed(reply->readAll())) {
+      if (e.event == QLatin1String("strata.replan")) {
+        const QJsonObject record = QJsonDocument::fromJson(e.data).object();
+        if (!record.isEmpty()) emit replanned(record);
+        continue;
+      }
       if (e.event != QLatin1String("trace") && e.event != QLatin1String("message")) continue;
       const QJsonObject batch = QJsonDocument::fromJson(e.data).object();
       if (!batch.isEmpty()) emit traceBatch(batch);

@@ -45,9 +45,11 @@ class EngineClient : public QObject {
   void fetchStatus();
   void fetchDevices();
   void fetchPlacement();
-  void estimatePlacement(const QJsonObject& placement);  // latest only
   void applyPlacement(const QJsonObject& placement);
   void plan(const QString& goal, int nCtx, int nSeq);     // goal: fit | balance | fewest-transfers
+  // POST /strata/v1/devices/ID/fault (simulated devices; the engine needs an API key): fault is
+  // {"kind":"lost"|"hang"|"oom"|"slow", ...} as in docs/api.md. Answers faultInjected.
+  void injectFault(const QString& deviceId, const QJsonObject& fault);
   void loadModel(const QString& path, const QJsonValue& placement, int nCtx);
   void unloadModel();
   void fetchTraceJson(int seconds, QObject* context, Callback cb);
@@ -73,13 +75,16 @@ class EngineClient : public QObject {
   void statusReceived(const QJsonObject& status);
   void devicesReceived(const QJsonArray& devices);
   void placementReceived(const QJsonObject& placement);
-  void estimateReceived(const QJsonObject& estimate);   // {fits, memory, cost, error}
   void placementApplied(const QJsonObject& result);     // {moved_layers, placement, memory}
   void planReceived(const QJsonObject& plan);           // {placement, memory, cost, explanation}
   void modelLoaded(const QJsonObject& status);
   void modelUnloaded();
   void requestFailed(const QString& operation, const QString& message);
   void traceBatch(const QJsonObject& batch);
+  // The trace stream's "strata.replan" event: a lost device and the re-plan that followed
+  // ({time_ns, ok, lost, excluded, cause, moved_blocks, ms, placement, error}; docs/api.md).
+  void replanned(const QJsonObject& record);
+  void faultInjected(const QString& deviceId, const QString& kind);
   void traceStreamConnected(bool connected);
   void endpointChanged();
 

@@ -44,7 +44,7 @@ void DeviceDelegate::paint(QPainter* p, const QStyleOptionViewItem& option, cons
   const bool failed = index.data(DeviceModel::FailedRole).toBool();
   const QString cc = index.data(DeviceModel::ComputeCapabilityRole).toString();
 
-  // Line 1: id, name, capacity; a tag at the right: "failed", "simulated", or a real GPU's compute
+  // Line 1: id, name, capacity; a tag at the right: "lost", "simulated", or a real GPU's compute
   // capability ("cc 9.0"; its peers are in the tooltip).
   const QRect line1(option.rect.left() + kMargin, option.rect.top() + kMargin, option.rect.width() - 2 * kMargin,
                     fm.height());
@@ -54,7 +54,7 @@ void DeviceDelegate::paint(QPainter* p, const QStyleOptionViewItem& option, cons
   QString tag;
   QColor tagColor(0x9a, 0x5b, 0x00);
   if (failed) {
-    tag = QStringLiteral("failed");
+    tag = QStringLiteral("lost");
     tagColor = QColor(0xc0, 0x20, 0x20);
   } else if (simulated) {
     tag = QStringLiteral("simulated");
@@ -82,7 +82,7 @@ void DeviceDelegate::paint(QPainter* p, const QStyleOptionViewItem& option, cons
     const QString failure = index.data(DeviceModel::FailureRole).toString();
     p->setPen(readableOn(QColor(0xc0, 0x20, 0x20), pal.color(QPalette::Base)));
     p->drawText(line3, Qt::AlignLeft | Qt::AlignVCenter,
-                fm.elidedText(QStringLiteral("failed: %1").arg(failure), Qt::ElideRight, line3.width()));
+                fm.elidedText(QStringLiteral("lost: %1").arg(failure), Qt::ElideRight, line3.width()));
     p->restore();
     return;
   }

@@ -148,6 +148,16 @@ void DeviceModel::setStatus(const QJsonObject& status) {
     m.free = 0;  // derived from the capacity until a snapshot reports it
     emitRowChanged(row);
   }
+  // A device the engine lost (a sticky error, a hang, an injected fault) is marked at once; only a
+  // new device list (setDevices, e.g. after an engine restart) can bring it back.
+  for (const QJsonValue& v : status.value(QLatin1String("lost_devices")).toArray()) {
+    const QJsonObject o = v.toObject();
+    const int row = rowOf(o.value(QLatin1String("device")).toString());
+    if (row < 0 || rows_[row].failed) continue;
+    rows_[row].failed = true;
+    rows_[row].failure = o.value(QLatin1String("failure")).toString();
+    emitRowChanged(row);
+  }
 }
 
 void DeviceModel::applyMemorySnapshot(const QJsonObject& batch) {

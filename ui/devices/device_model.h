@@ -68,6 +68,7 @@ class DeviceModel : public QAbstractListModel {
   void setDevices(const QJsonArray& devices);
   // /strata/v1/status: its "memory": [{device, weights, kv, scratch, overhead, total, capacity}].
   // kv counts as reserved; KV used is kept from the last trace snapshot (capped at reserved).
+  // Its "lost_devices": [{device, failure}] marks those rows failed (FailedRole, FailureRole).
   void setStatus(const QJsonObject& status);
   // A trace-stream batch ({lanes:[{id,name,simulated}], memory:[{lane, weights, kv_used, kv_reserved,
   // scratch, other, free, total}]}) or one memory entry with a "device" (or "lane" + "lane_name") key.

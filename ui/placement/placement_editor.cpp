@@ -33,6 +33,7 @@ PlacementEditor::PlacementEditor(QWidget* parent)
       groupSpec_(new QLineEdit(this)), kvWithLayer_(new QRadioButton(tr("with its layer"), this)),
       kvOnCpu_(new QRadioButton(tr("on CPU"), this)), apply_(new QPushButton(tr("Apply"), this)) {
   setObjectName(QStringLiteral("placementEditor"));
+  prediction_->setObjectName(QStringLiteral("prediction"));
   view_->setPlacementModel(model_);
   // Long text wraps instead of widening the panel (and squeezing the chat list beside it).
   message_->setWordWrap(true);
@@ -235,15 +236,28 @@ void PlacementEditor::refresh() {
                                          .arg(info.name.isEmpty() ? tr("model") : info.name)
                                          .arg(info.nLayers).arg(p.nCtx).arg(p.nSeq)
                                    : tr("Placement — no model"));
-  const CostPrediction c = model_->prediction();
-  prediction_->setText(info.nLayers > 0 ? tr("Predicted: %1 tok/s decode (%2 ms/token) · %3 boundar%4 · %5 moved per token%6")
-                                              .arg(c.decodeTokensPerS, 0, 'f', 1)
-                                              .arg(c.decodeMsPerToken, 0, 'f', 2)
-                                              .arg(c.boundaries)
-                                              .arg(c.boundaries == 1 ? "y" : "ies")
-                                              .arg(formatBytes(c.transferBytesPerToken))
-                                              .arg(model_->isPreviewing() ? tr(" — if dropped here") : QString())
-                                        : QString());
+  // The engine's figures (PlacementEstimator); the last answer stays until the next one arrives.
+  QString predicted;
+  if (info.nLayers <= 0) {
+  } else if (!model_->estimateUnavailable().isEmpty()) {
+    predicted = tr("No estimate: %1").arg(model_->estimateUnavailable());
+  } else if (!model_->hasEstimate()) {
+    predicted = tr("Predicted: asking the engine…");
+  } else if (!model_->hasPrediction()) {
+    predicted = tr("No prediction: %1").arg(model_->estimateError());
+  } else {
+    const CostPrediction c = model_->prediction();
+    predicted = tr("Predicted: %1 tok/s decode (%2 ms/token), %3 tok/s prefill · %4 boundar%5 · %6 moved per token")
+                    .arg(c.decodeTokensPerS, 0, 'f', 1)
+                    .arg(c.decodeMsPerToken, 0, 'f', 2)
+                    .arg(c.prefillTokensPerS, 0, 'f', 0)
+                    .arg(c.boundaries)
+                    .arg(c.boundaries == 1 ? "y" : "ies")
+                    .arg(formatBytes(c.transferBytesPerToken));
+    if (!model_->estimateCurrent()) predicted += tr(" — updating…");
+    else if (model_->isPreviewing()) predicted += tr(" — if dropped here");
+  }
+  prediction_->setText(predicted);
   const QString reason = model_->applyBlocker();
   const int moved = model_->changedTileCount();
   apply_->setText(moved > 0 ? tr("Apply: move %1 layer(s)").arg(moved) : tr("Apply"));

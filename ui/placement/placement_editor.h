@@ -1,7 +1,8 @@
 // ui/placement/placement_editor.h — the placement editor panel: auto-plan buttons, undo/redo, save
 // and load, the tiles x lanes view with memory bars, tensor groups, KV location, the predicted speed,
 // Apply (refused with the reason when a lane overflows), and the planning mode with simulated devices.
-// Takes engine JSON through slots and emits signals; the shell does the HTTP.
+// Takes engine JSON through slots and emits signals; the shell does the HTTP (and connects a
+// PlacementEstimator to model() for the engine's figures).
 #pragma once
 
 #include <QJsonArray>
@@ -36,7 +37,7 @@ class PlacementEditor : public QWidget {
   bool loadPlacement(const QString& path, QString* error = nullptr);  // undoable
 
  public slots:
-  void setModelInfo(const QJsonObject& info);        // see ModelInfo (placement_estimate.h)
+  void setModelInfo(const QJsonObject& info);        // tile sizes: see ModelInfo (placement_estimate.h)
   void setDevices(const QJsonArray& devices);        // /strata/v1/devices "devices"
   void resetPlacement(const QJsonObject& placement); // the engine's current placement (baseline)
   // An auto-plan result: the /strata/v1/plan response ({placement, explanation, ...}) or a bare

@@ -1,10 +1,6 @@
-// ui/placement/placement_estimate.cpp — local memory and speed estimate of a placement (see header).
+// ui/placement/placement_estimate.cpp — parsing the engine's model sizes, devices and placement
+// estimates (see header). No estimate is computed here.
 #include "ui/placement/placement_estimate.h"
-
-#include <QHash>
-
-#include <algorithm>
-#include <cmath>
 
 namespace strata::ui {
 
@@ -14,22 +10,6 @@ quint64 bytesOf(const QJsonValue& v) {
   const double d = v.toDouble(0);
   return d > 0 ? static_cast<quint64>(d) : 0;
 }
-
-// Member shares of `bytes`: floor(bytes x fraction) each, the last member the remainder.
-QList<quint64> shares(quint64 bytes, const LayerTarget& t) {
-  QList<quint64> out;
-  quint64 given = 0;
-  for (int i = 0; i < t.devices.size(); ++i) {
-    quint64 s = i + 1 == t.devices.size() ? bytes - given
-                                          : static_cast<quint64>(std::floor(static_cast<double>(bytes) * t.fraction(i)));
-    s = std::min(s, bytes - given);
-    out.append(s);
-    given += s;
-  }
-  return out;
-}
-
-double msFor(quint64 bytes, double gbps) { return gbps > 0 ? static_cast<double>(bytes) / (gbps * 1e9) * 1e3 : 0.0; }
 
 }  // namespace
 
@@ -47,11 +27,6 @@ ModelInfo ModelInfo::fromJson(const QJsonObject& j) {
   m.layerBytes.resize(m.nLayers, uniform);
   m.embeddingBytes = bytesOf(j.value(QLatin1String("embedding_bytes")));
   m.headBytes = bytesOf(j.value(QLatin1String("head_bytes")));
-  m.headTied = j.value(QLatin1String("head_tied")).toBool();
-  m.kvBytesPerToken = bytesOf(j.value(QLatin1String("kv_bytes_per_token")));
-  m.nEmbd = j.value(QLatin1String("n_embd")).toInt();
-  m.scratchBytes = j.contains(QLatin1String("scratch_bytes")) ? bytesOf(j.value(QLatin1String("scratch_bytes")))
-                                                              : kDefaultScratchBytes;
   return m;
 }
 
@@ -62,11 +37,7 @@ QJsonObject ModelInfo::toJson() const {
           {"n_layers", nLayers},
           {"layer_bytes", lb},
           {"embedding_bytes", static_cast<double>(embeddingBytes)},
-          {"head_bytes", static_cast<double>(headBytes)},
-          {"head_tied", headTied},
-          {"kv_bytes_per_token", static_cast<double>(kvBytesPerToken)},
-          {"n_embd", nEmbd},
-          {"scratch_bytes", static_cast<double>(scratchBytes)}};
+          {"head_bytes", static_cast<double>(headBytes)}};
 }
 
 quint64 ModelInfo::tileBytes(int tile) const {
@@ -86,141 +57,55 @@ QList<DeviceSpec> DeviceSpec::listFromJson(const QJsonArray& devices) {
     d.kind = o.value(QLatin1String("kind")).toString();
     d.simulated = o.value(QLatin1String("simulated")).toBool(d.kind == QLatin1String("sim"));
     d.capacity = bytesOf(o.value(QLatin1String("bytes_total")));
-    d.bandwidthGbps = o.value(QLatin1String("bandwidth_gbps")).toDouble();
-    d.linkGbps = o.value(QLatin1String("link_gbps")).toDouble();
-    d.overheadBytes = bytesOf(o.value(QLatin1String("runtime_overhead_bytes")));
     out.append(d);
   }
   return out;
 }
 
-QJsonObject DeviceSpec::toJson() const {
-  return {{"id", id},
-          {"name", name},
-          {"kind", kind},
-          {"simulated", simulated},
-          {"bytes_total", static_cast<double>(capacity)},
-          {"bytes_free", static_cast<double>(capacity)},
-          {"bandwidth_gbps", bandwidthGbps},
-          {"link_gbps", linkGbps},
-          {"runtime_overhead_bytes", static_cast<double>(overheadBytes)}};
-}
-
-QList<DeviceMemoryEstimate> estimateMemory(const PlacementData& p, const ModelInfo& model,
-                                           const QList<DeviceSpec>& devices) {
-  QList<DeviceMemoryEstimate> out;
-  QHash<QString, int> at;
+EngineEstimate parseEstimate(const QJsonObject& answer, const QList<DeviceSpec>& devices) {
+  EngineEstimate e;
   for (const DeviceSpec& d : devices) {
-    at.insert(d.id, static_cast<int>(out.size()));
-    DeviceMemoryEstimate e;
-    e.device = d.id;
-    e.capacity = d.capacity;
-    out.append(e);
+    DeviceMemoryEstimate m;
+    m.device = d.id;
+    m.capacity = d.capacity;
+    e.memory.append(m);
   }
-  QList<bool> computes(out.size(), false);
-  auto add = [&](const QString& id, quint64 weights, quint64 kv, bool compute) {
-    auto it = at.find(id);
-    if (it == at.end()) return;
-    DeviceMemoryEstimate& e = out[*it];
-    e.weights += weights;
-    e.kv += kv;
-    e.used = true;
-    if (compute) computes[*it] = true;
-  };
-  add(p.embeddingDevice, model.embeddingBytes, 0, false);
-  add(p.headDevice, model.headBytes + (model.headTied && p.headDevice != p.embeddingDevice ? model.embeddingBytes : 0),
-      0, true);
-  const quint64 kvPerBlock = model.kvBytesPerToken * static_cast<quint64>(p.nCtx) * static_cast<quint64>(p.nSeq);
-  for (int b = 0; b < p.layers.size() && b < model.nLayers; ++b) {
-    const LayerTarget& t = p.layers[b];
-    const QList<quint64> w = shares(model.layerBytes.value(b), t);
-    const QList<quint64> kv = shares(kvPerBlock, t);
-    const bool kvElsewhere = !t.kvDevice.isEmpty();
-    for (int i = 0; i < t.devices.size(); ++i) add(t.devices[i], w[i], kvElsewhere ? 0 : kv[i], true);
-    if (kvElsewhere) add(t.kvDevice, 0, kvPerBlock, false);
-  }
-  for (int i = 0; i < out.size(); ++i) {
-    DeviceMemoryEstimate& e = out[i];
-    if (computes[i]) e.scratch = model.scratchBytes;
-    if (e.used) e.overhead = devices[i].overheadBytes;
-    e.total = e.weights + e.kv + e.scratch + e.overhead;
-    e.fits = e.total <= e.capacity;
-    e.shortfall = e.fits ? 0 : e.total - e.capacity;
-  }
-  return out;
-}
-
-CostPrediction predictCost(const PlacementData& p, const ModelInfo& model, const QList<DeviceSpec>& devices) {
-  CostPrediction c;
-  QHash<QString, DeviceSpec> byId;
-  for (const DeviceSpec& d : devices) byId.insert(d.id, d);
-  auto bw = [&](const QString& id) {
-    const double g = byId.value(id).bandwidthGbps;
-    return g > 0 ? g : kDefaultBandwidthGbps;
-  };
-  const quint64 hidden = static_cast<quint64>(std::max(model.nEmbd, 0)) * 4;
-  // ms to move `bytes` between the devices of a and b: bytes / min(link) + latency.
-  auto transfer = [&](const QStringList& a, const QStringList& b, quint64 bytes) {
-    double minLink = 0;
-    for (const QString& id : a + b) {
-      const double l = byId.value(id).linkGbps;
-      if (l > 0) minLink = minLink > 0 ? std::min(minLink, l) : l;
-    }
-    return msFor(bytes, minLink) + kLinkLatencyUs / 1000.0;
-  };
-
-  // Tiles in order: embedding, blocks, head, each with its target; stages are runs of equal targets.
-  struct Tile {
-    LayerTarget target;
-    double ms;
-  };
-  QList<Tile> tiles;
-  tiles.append({LayerTarget{{p.embeddingDevice}, {}, {}}, 0.0});  // one row read: negligible
-  for (int b = 0; b < p.layers.size() && b < model.nLayers; ++b) {
-    const LayerTarget& t = p.layers[b];
-    const QList<quint64> w = shares(model.layerBytes.value(b), t);
-    double ms = 0;
-    for (int i = 0; i < t.devices.size(); ++i) ms = std::max(ms, msFor(w[i], bw(t.devices[i])));
-    if (t.isGroup()) {
-      ms += 2 * transfer(t.devices, {}, hidden);
-      c.transferBytesPerToken += 2 * hidden;
-    }
-    if (!t.kvDevice.isEmpty() && !t.devices.contains(t.kvDevice)) {
-      ms += 2 * transfer(t.devices, {t.kvDevice}, hidden);
-      c.transferBytesPerToken += 2 * hidden;
-    }
-    tiles.append({LayerTarget{t.devices, t.ratio, {}}, ms});
-  }
-  tiles.append({LayerTarget{{p.headDevice}, {}, {}}, msFor(model.headBytes, bw(p.headDevice))});
-
-  // One pass: a stage's time is its tiles plus receiving the hidden state at its start.
-  QList<double> stageMs;
-  for (int i = 0; i < tiles.size(); ++i) {
-    if (i == 0 || !tiles[i].target.sameTarget(tiles[i - 1].target)) {
-      stageMs.append(0.0);
-      if (i > 0) {
-        const QStringList& prev = tiles[i - 1].target.devices;
-        const QStringList& next = tiles[i].target.devices;
-        if (std::any_of(next.begin(), next.end(), [&](const QString& d) { return !prev.contains(d); })) {
-          ++c.boundaries;
-          stageMs.last() += transfer(prev, next, hidden);
-          c.transferBytesPerToken += hidden;
-        }
+  const QJsonArray listed = answer.value(QLatin1String("memory")).toObject().value(QLatin1String("devices")).toArray();
+  for (const QJsonValue& v : listed) {
+    const QJsonObject o = v.toObject();
+    DeviceMemoryEstimate m;
+    m.device = o.value(QLatin1String("device")).toString();
+    m.weights = bytesOf(o.value(QLatin1String("weight_bytes")));
+    m.kv = bytesOf(o.value(QLatin1String("kv_bytes")));
+    m.scratch = bytesOf(o.value(QLatin1String("scratch_bytes")));
+    m.overhead = bytesOf(o.value(QLatin1String("overhead_bytes")));
+    m.total = bytesOf(o.value(QLatin1String("total_bytes")));
+    m.capacity = bytesOf(o.value(QLatin1String("capacity_bytes")));
+    m.fits = o.value(QLatin1String("fits")).toBool(true);
+    m.shortfall = bytesOf(o.value(QLatin1String("shortfall_bytes")));
+    m.used = true;
+    bool placed = false;
+    for (DeviceMemoryEstimate& known : e.memory)
+      if (known.device == m.device) {
+        known = m;
+        placed = true;
       }
-    }
-    stageMs.last() += tiles[i].ms;
+    if (!placed) e.memory.append(m);
   }
-  c.stages = static_cast<int>(stageMs.size());
-  double s = 0, slowest = 0;
-  for (double ms : stageMs) {
-    s += ms;
-    slowest = std::max(slowest, ms);
+  const QJsonValue cost = answer.value(QLatin1String("cost"));
+  e.hasCost = cost.isObject();
+  if (e.hasCost) {
+    const QJsonObject c = cost.toObject();
+    e.cost.decodeMsPerToken = c.value(QLatin1String("decode_ms_per_token")).toDouble();
+    e.cost.decodeTokensPerS = c.value(QLatin1String("decode_tokens_per_s")).toDouble();
+    e.cost.prefillTokensPerS = c.value(QLatin1String("prefill_tokens_per_s")).toDouble();
+    e.cost.stages = static_cast<int>(c.value(QLatin1String("stages")).toArray().size());
+    e.cost.boundaries = c.value(QLatin1String("boundaries")).toInt();
+    e.cost.transferBytesPerToken = bytesOf(c.value(QLatin1String("transfer_bytes_per_token")));
   }
-  c.decodeMsPerToken = s;
-  const double n = std::max(p.nSeq, 1);
-  const double round = std::max(s, n * slowest);
-  c.decodeTokensPerS = round > 0 ? 1000.0 * n / round : 0.0;
-  return c;
+  e.fits = answer.value(QLatin1String("fits")).toBool();
+  e.error = answer.value(QLatin1String("error")).toString();
+  return e;
 }
 
 }  // namespace strata::ui

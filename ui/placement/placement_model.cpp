@@ -1,5 +1,5 @@
 // ui/placement/placement_model.cpp — PlacementModel: tiles x lanes, drops as undoable edits, and the
-// local estimate refreshed after every change. GUI thread only.
+// engine's estimate asked for after every change. GUI thread only.
 #include "ui/placement/placement_model.h"
 
 #include <QBrush>
@@ -67,21 +67,21 @@ QVariant PlacementModel::data(const QModelIndex& index, int role) const {
 
   const Lane l = lane(index.column());
   bool placed = false;
-  quint64 share = 0;
+  double share = 0;  // of the tile's split ratio, as the user set it (the engine splits by whole heads)
   if (l.kind == Lane::Kind::Device) {
     const int member = static_cast<int>(target.devices.indexOf(l.target.devices.first()));
     placed = target.devices.size() == 1 && member == 0;
-    if (member >= 0) share = placed ? bytes : static_cast<quint64>(static_cast<double>(bytes) * target.fraction(member));
+    if (member >= 0) share = placed ? 1.0 : target.fraction(member);
   } else if (l.kind == Lane::Kind::Group) {
     placed = target.isGroup() && target.sameTarget(l.target);
-    share = placed ? bytes : 0;
+    share = placed ? 1.0 : 0.0;
   }
 
   switch (role) {
     case Qt::DisplayRole:
       if (index.column() == 0) return tileName(tile, n);
       if (placed) return QStringLiteral("%1  %2").arg(tileName(tile, n), formatBytes(bytes));
-      if (share > 0) return QStringLiteral("%1  %2 (split)").arg(tileName(tile, n), formatBytes(share));
+      if (share > 0) return QStringLiteral("%1  %2% of a split").arg(tileName(tile, n)).arg(qRound(share * 100));
       return {};
     case Qt::ToolTipRole:
       return QStringLiteral("%1: %2 on %3%4")
@@ -101,7 +101,7 @@ QVariant PlacementModel::data(const QModelIndex& index, int role) const {
     case TileBytesRole: return bytes;
     case TargetRole: return target.label();
     case PlacedRole: return placed;
-    case ShareBytesRole: return share;
+    case ShareRole: return share;
     default: return {};
   }
 }
@@ -115,7 +115,7 @@ QVariant PlacementModel::headerData(int section, Qt::Orientation orientation, in
   const Lane l = lane(section);
   const bool isDevice = l.kind == Lane::Kind::Device;
   const DeviceSpec* dev = isDevice ? &devices_[section - 1] : nullptr;
-  const DeviceMemoryEstimate mem = isDevice && section - 1 < memory_.size() ? memory_[section - 1] : DeviceMemoryEstimate{};
+  const DeviceMemoryEstimate mem = isDevice ? memoryOf(dev->id) : DeviceMemoryEstimate{};
   switch (role) {
     case Qt::DisplayRole:
       if (!isDevice) return l.label();
@@ -149,7 +149,7 @@ QVariant PlacementModel::headerData(int section, Qt::Orientation orientation, in
 Qt::ItemFlags PlacementModel::flags(const QModelIndex& index) const {
   if (!index.isValid()) return Qt::ItemIsDropEnabled;
   Qt::ItemFlags f = Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemIsDropEnabled;
-  if (index.column() == 0 || data(index, PlacedRole).toBool() || data(index, ShareBytesRole).toULongLong() > 0)
+  if (index.column() == 0 || data(index, PlacedRole).toBool() || data(index, ShareRole).toDouble() > 0)
     f |= Qt::ItemIsDragEnabled;
   return f;
 }
@@ -157,7 +157,7 @@ Qt::ItemFlags PlacementModel::flags(const QModelIndex& index) const {
 QHash<int, QByteArray> PlacementModel::roleNames() const {
   QHash<int, QByteArray> r = QAbstractTableModel::roleNames();
   r.insert({{TileKindRole, "tileKind"}, {LayerRole, "layer"}, {TileBytesRole, "tileBytes"}, {TargetRole, "target"},
-            {PlacedRole, "placed"}, {ShareBytesRole, "shareBytes"}, {LaneKindRole, "laneKind"},
+            {PlacedRole, "placed"}, {ShareRole, "share"}, {LaneKindRole, "laneKind"},
             {LaneDevicesRole, "laneDevices"}, {LaneSimulatedRole, "laneSimulated"}, {LaneWeightsRole, "laneWeights"},
             {LaneKvRole, "laneKv"}, {LaneScratchRole, "laneScratch"}, {LaneOverheadRole, "laneOverhead"},
             {LaneTotalRole, "laneTotal"}, {LaneCapacityRole, "laneCapacity"}, {LaneFitsRole, "laneFits"},
@@ -211,16 +211,23 @@ bool PlacementModel::canDropMimeData(const QMimeData* data, Qt::DropAction, int,
 
 bool PlacementModel::dropMimeData(const QMimeData* data, Qt::DropAction action, int, int column,
                                   const QModelIndex& parent) {
-  clearPreview();
-  if (action == Qt::IgnoreAction) return true;
-  QString error;
-  const PlacementEdit e = editFromMime(data, parent.isValid() ? parent.column() : column, &error);
-  if (!error.isEmpty()) {
-    lastError_ = error;
-    emit editRejected(error);
-    return false;
+  // The preview ends without asking the engine about the placement before the drop: the drop's own
+  // placement is what the hover showed, and its answer (in hand or on its way) serves it.
+  const bool previewed = preview_.has_value();
+  preview_.reset();
+  bool ok = action == Qt::IgnoreAction;
+  if (!ok) {
+    QString error;
+    const PlacementEdit e = editFromMime(data, parent.isValid() ? parent.column() : column, &error);
+    if (!error.isEmpty()) {
+      lastError_ = error;
+      emit editRejected(error);
+    } else {
+      ok = applyEdit(e, &error);
+    }
   }
-  return applyEdit(e, &error);
+  if (previewed && shown().toJson() != estimateFor_) recompute();  // nothing dropped: back to the placement
+  return ok;
 }
 
 bool PlacementModel::applyEdit(const PlacementEdit& edit, QString* error) {
@@ -287,6 +294,8 @@ void PlacementModel::setModelInfo(const QJsonObject& info) {
   model_ = ModelInfo::fromJson(info);
   undo_->clear();
   preview_.reset();
+  hasEstimate_ = hasCommitted_ = false;  // answers for another model
+  estimate_ = EngineEstimate{};
   if (placement_.layerCount() != model_.nLayers) {
     QString first = devices_.isEmpty() ? QStringLiteral("cpu") : devices_.first().id;
     for (const DeviceSpec& d : devices_)
@@ -298,16 +307,28 @@ void PlacementModel::setModelInfo(const QJsonObject& info) {
     applied_ = PlacementData{};
   }
   endResetModel();
-  recompute();
+  recompute(true);
   emit placementChanged(placement_.toJson());
 }
 
 void PlacementModel::setDevices(const QJsonArray& devices) {
   beginResetModel();
-  devices_ = DeviceSpec::listFromJson(devices);
+  const QList<DeviceSpec> next = DeviceSpec::listFromJson(devices);
+  const auto sameDevices = [&] {
+    if (next.size() != devices_.size()) return false;
+    for (int i = 0; i < next.size(); ++i)
+      if (next[i].id != devices_[i].id || next[i].capacity != devices_[i].capacity) return false;
+    return true;
+  };
+  if (!sameDevices()) {  // figures for other devices: none until the engine answers for these
+    estimate_ = EngineEstimate{};
+    estimateFor_ = {};
+    hasEstimate_ = hasCommitted_ = false;
+  }
+  devices_ = next;
   preview_.reset();
   endResetModel();
-  recompute();
+  recompute(true);  // other devices (or the same ones of a restarted engine): ask again
 }
 
 QString PlacementModel::checkDevices(const PlacementData& p) const {
@@ -392,38 +413,81 @@ void PlacementModel::clearPreview() {
   recompute();
 }
 
-void PlacementModel::recompute() {
-  memory_ = estimateMemory(shown(), model_, devices_);
-  cost_ = predictCost(shown(), model_, devices_);
+void PlacementModel::recompute(bool force) {
+  const QJsonObject want = shown().toJson();
+  if (!force && hasEstimate_ && estimateFor_ == want) {
+    // The answer in hand is for this placement (a drop of the placement the hover previewed).
+    if (!preview_) {
+      committed_ = estimate_;
+      committedFor_ = want;
+      hasCommitted_ = true;
+    }
+  } else if (model_.nLayers > 0 && !devices_.isEmpty()) {
+    emit estimateWanted(want);
+  }
+  figuresChanged();
+}
+
+void PlacementModel::figuresChanged() {
   if (columnCount() > 1) emit headerDataChanged(Qt::Horizontal, 1, columnCount() - 1);
   emit estimateChanged();
 }
 
-QList<DeviceMemoryEstimate> PlacementModel::memory() const { return memory_; }
-
-DeviceMemoryEstimate PlacementModel::memoryOf(const QString& device) const {
-  for (const DeviceMemoryEstimate& m : memory_)
-    if (m.device == device) return m;
-  return {};
+void PlacementModel::takeEstimate(const QJsonObject& placement, const EngineEstimate& estimate) {
+  // A late answer for a placement left behind (an undo back to one already estimated) does not
+  // replace the figures of the placement shown.
+  if (estimateCurrent() && placement != estimateFor_) return;
+  estimate_ = estimate;
+  estimateFor_ = placement;
+  hasEstimate_ = true;
+  unavailable_.clear();
+  if (placement == placement_.toJson()) {
+    committed_ = estimate;
+    committedFor_ = placement;
+    hasCommitted_ = true;
+  }
+  figuresChanged();
 }
 
-CostPrediction PlacementModel::prediction() const { return cost_; }
+void PlacementModel::setEngineEstimate(const QJsonObject& placement, const QJsonObject& answer) {
+  takeEstimate(placement, parseEstimate(answer, devices_));
+}
 
-bool PlacementModel::fits() const {
-  for (const DeviceMemoryEstimate& m : memory_)
-    if (!m.fits) return false;
-  return true;
+void PlacementModel::setEstimateRejected(const QJsonObject& placement, const QString& error) {
+  EngineEstimate e = parseEstimate({}, devices_);
+  e.fits = false;
+  e.error = error;
+  takeEstimate(placement, e);
+}
+
+void PlacementModel::setEstimateUnavailable(const QString& reason) {
+  unavailable_ = reason.isEmpty() ? QStringLiteral("the engine did not answer") : reason;
+  estimate_ = EngineEstimate{};
+  estimateFor_ = {};
+  hasEstimate_ = hasCommitted_ = false;
+  figuresChanged();
+}
+
+void PlacementModel::requestEstimate() { recompute(true); }
+
+bool PlacementModel::estimateCurrent() const { return hasEstimate_ && estimateFor_ == shown().toJson(); }
+
+DeviceMemoryEstimate PlacementModel::memoryOf(const QString& device) const {
+  for (const DeviceMemoryEstimate& m : estimate_.memory)
+    if (m.device == device) return m;
+  DeviceMemoryEstimate none;  // not estimated (yet): nothing placed, its capacity
+  none.device = device;
+  for (const DeviceSpec& d : devices_)
+    if (d.id == device) none.capacity = d.capacity;
+  return none;
 }
 
 QString PlacementModel::applyBlocker() const {
   if (model_.nLayers <= 0) return QStringLiteral("no model loaded");
-  const QList<DeviceMemoryEstimate> mem = estimateMemory(placement_, model_, devices_);
-  QStringList over;
-  for (const DeviceMemoryEstimate& m : mem)
-    if (!m.fits)
-      over << QStringLiteral("%1: needs %2, has %3: short %4")
-                  .arg(m.device, formatBytes(m.total), formatBytes(m.capacity), formatBytes(m.shortfall));
-  if (!over.isEmpty()) return over.join(QStringLiteral("; "));
+  if (!unavailable_.isEmpty()) return QStringLiteral("no estimate from the engine: ") + unavailable_;
+  if (!hasCommitted_ || committedFor_ != placement_.toJson()) return QStringLiteral("waiting for the engine's estimate");
+  if (!committed_.fits)
+    return committed_.error.isEmpty() ? QStringLiteral("the engine says it does not fit") : committed_.error;
   if (changedTileCount() == 0) return QStringLiteral("nothing moved");
   return {};
 }

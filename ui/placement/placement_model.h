@@ -1,8 +1,10 @@
 // ui/placement/placement_model.h — the placement editor's item model: rows are the model's tiles
 // (embedding, blk 0..n-1, head), column 0 the model, then one lane per device and per tensor group.
-// Holds the placement, the model's byte sizes and the devices; estimates memory and speed locally
-// for instant feedback; drops (MIME application/x-strata-layers) become validated, undoable edits.
-// GUI thread only; no HTTP, no engine headers.
+// Holds the placement, the model's byte sizes and the devices; drops (MIME
+// application/x-strata-layers) become validated, undoable edits. Memory and speed figures are the
+// engine's: every change of the shown placement (an edit, a hover preview) asks for them
+// (estimateWanted) and PlacementEstimator brings the answer back (setEngineEstimate); until then the
+// last answer stays shown. GUI thread only; no HTTP, no engine headers.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -27,7 +29,7 @@ class PlacementModel : public QAbstractTableModel {
     TileBytesRole,      // quint64 weight bytes of the whole tile
     TargetRole,         // the tile's target: "gpu0", "gpu0+gpu1 2:1"
     PlacedRole,         // bool: the tile's target is exactly this lane (lane columns)
-    ShareBytesRole,     // quint64 weight bytes of this tile held by this lane's device
+    ShareRole,          // double: this lane's device's share of the tile's split ratio (0 when not a member)
     // Lane roles: headerData(column, Qt::Horizontal, role)
     LaneKindRole,       // "model" | "device" | "group"
     LaneDevicesRole,    // QStringList
@@ -91,12 +93,21 @@ class PlacementModel : public QAbstractTableModel {
   int addGroupLane(const QStringList& devices, const QList<double>& ratio);
   bool removeGroupLane(int column);  // only a lane no block uses
 
-  // Figures for the placement (or the preview while a drag hovers), one per device in device order.
-  QList<DeviceMemoryEstimate> memory() const;
+  // The engine's figures last received, one per device in device order (zeros before the first
+  // answer, and while the engine cannot be asked). They are for the shown placement (the preview
+  // while a drag hovers) when estimateCurrent(); else an answer for it is on its way.
+  QList<DeviceMemoryEstimate> memory() const { return estimate_.memory; }
   DeviceMemoryEstimate memoryOf(const QString& device) const;
-  CostPrediction prediction() const;
-  bool fits() const;
-  // Empty when Apply may run; else why not ("gpu1: needs 13.9 GiB, has 12.0 GiB: short 1.9 GiB").
+  CostPrediction prediction() const { return estimate_.cost; }
+  bool hasPrediction() const { return hasEstimate_ && estimate_.hasCost; }
+  bool fits() const { return hasEstimate_ && estimate_.fits; }
+  bool hasEstimate() const { return hasEstimate_; }
+  bool estimateCurrent() const;
+  QJsonObject estimatedPlacement() const { return estimateFor_; }  // what the shown figures are for
+  QString estimateError() const { return estimate_.error; }        // the engine's: why it does not fit
+  QString estimateUnavailable() const { return unavailable_; }     // why the engine could not be asked
+  // Empty when Apply may run; else why not: the engine's reason ("device 'gpu1': needs 13.9 GiB
+  // (...), has 12.0 GiB: short 1.9 GiB"), "waiting for the engine's estimate", "nothing moved".
   QString applyBlocker() const;
   int changedTileCount() const;  // tiles whose target differs from the applied baseline
   void markApplied();            // the current placement is now the engine's
@@ -115,10 +126,22 @@ class PlacementModel : public QAbstractTableModel {
 
   static QMimeData* makeMime(int firstTile, int lastTile);
 
+  // The engine's answers (PlacementEstimator calls these on the GUI thread).
+  // The 200 body of POST /strata/v1/placement/estimate for `placement`.
+  void setEngineEstimate(const QJsonObject& placement, const QJsonObject& answer);
+  // The engine refused `placement` (400: invalid, unknown device): no figures, Apply blocked with `error`.
+  void setEstimateRejected(const QJsonObject& placement, const QString& error);
+  // The engine could not be asked (unreachable, no model loaded, timed out): figures cleared.
+  void setEstimateUnavailable(const QString& reason);
+  // Asks again for the shown placement (the engine restarted or reloaded).
+  void requestEstimate();
+
  signals:
   void placementChanged(const QJsonObject& placement);
   void estimateChanged();           // memory / prediction / apply state changed (also previews)
   void editRejected(const QString& reason);
+  // The shown placement changed and the engine has not estimated it: ask it (latest wins).
+  void estimateWanted(const QJsonObject& placement);
 
  private:
   void setPlacementData(const PlacementData& p);  // the undo commands' setter
@@ -127,7 +150,11 @@ class PlacementModel : public QAbstractTableModel {
   QString checkDevices(const PlacementData& p) const;
   QStringList deviceIds() const;
   const PlacementData& shown() const { return preview_ ? *preview_ : placement_; }
-  void recompute();  // memory_ and cost_ for shown(); emits estimateChanged and lane headers
+  // The shown placement changed: reuses the last answer when it is for it, else asks for one
+  // (force: ask even then, e.g. the devices changed). Emits estimateChanged and lane headers.
+  void recompute(bool force = false);
+  void takeEstimate(const QJsonObject& placement, const EngineEstimate& estimate);
+  void figuresChanged();
 
   ModelInfo model_;
   QList<DeviceSpec> devices_;
@@ -135,8 +162,13 @@ class PlacementModel : public QAbstractTableModel {
   PlacementData placement_;
   PlacementData applied_;
   std::optional<PlacementData> preview_;
-  QList<DeviceMemoryEstimate> memory_;  // of shown()
-  CostPrediction cost_;
+  EngineEstimate estimate_;        // the last answer (zeros when none)
+  QJsonObject estimateFor_;        // the placement it is for
+  bool hasEstimate_ = false;
+  EngineEstimate committed_;       // the last answer for placement_ itself (not a preview)
+  QJsonObject committedFor_;
+  bool hasCommitted_ = false;
+  QString unavailable_;
   QUndoStack* undo_;
   QString lastError_;
 };

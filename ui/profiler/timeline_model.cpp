@@ -27,9 +27,18 @@ QString kindName(const QJsonValue& v) {
   return QString::fromLatin1(k >= 0 && k < static_cast<int>(std::size(names)) ? names[k] : "compute");
 }
 
+// "412 ms", "1.23 s": how long a re-plan took.
+QString formatDurationNsShort(qint64 ns) {
+  if (ns >= 1'000'000'000) return QStringLiteral("%1 s").arg(static_cast<double>(ns) / 1e9, 0, 'f', 2);
+  return QStringLiteral("%1 ms").arg(static_cast<double>(ns) / 1e6, 0, 'f', ns >= 10'000'000 ? 0 : 1);
+}
 }  // namespace
 
-QString TraceLane::label() const { return simulated ? name + QStringLiteral(" (simulated)") : name; }
+QString TraceLane::label() const {
+  if (simulated && lost) return name + QStringLiteral(" (simulated, lost)");
+  if (lost) return name + QStringLiteral(" (lost)");
+  return simulated ? name + QStringLiteral(" (simulated)") : name;
+}
 
 TimelineModel::TimelineModel(QObject* parent) : QAbstractListModel(parent) {}
 
@@ -96,7 +105,9 @@ void TimelineModel::addLane(int id, const QString& name, bool simulated) {
     lanes_[row].simulated = simulated;
   } else {
     auto at = std::lower_bound(lanes_.begin(), lanes_.end(), id, [](const TraceLane& l, int v) { return l.id < v; });
-    lanes_.insert(at, TraceLane{id, name, simulated});
+    bool lost = false;
+    for (const TraceFault& f : faults_) lost = lost || f.lost.contains(name);
+    lanes_.insert(at, TraceLane{id, name, simulated, lost});
   }
   emit lanesChanged();
 }
@@ -150,8 +161,63 @@ void TimelineModel::appendBatch(const QJsonObject& batch) {
   emit batchAppended();
 }
 
+void TimelineModel::appendReplan(const QJsonObject& record) {
+  TraceFault f;
+  const qint64 endNs = int64Of(record.value(QLatin1String("time_ns")));
+  // The same record comes from the trace stream and from /status (whichever is first): once.
+  if (seenReplanNs_.contains(endNs)) return;
+  seenReplanNs_.insert(endNs);
+  f.durationNs = static_cast<qint64>(record.value(QLatin1String("ms")).toDouble() * 1e6);
+  f.startNs = endNs - f.durationNs;
+  f.ok = record.value(QLatin1String("ok")).toBool(true);
+  for (const QJsonValue& v : record.value(QLatin1String("lost")).toArray()) f.lost << v.toString();
+  QStringList onto;
+  const QJsonObject placement = record.value(QLatin1String("placement")).toObject();
+  auto addDevices = [&onto](const QJsonValue& target) {
+    for (const QJsonValue& d : target.toObject().value(QLatin1String("group")).toArray())
+      if (!onto.contains(d.toString())) onto << d.toString();
+    const QString one = target.toObject().value(QLatin1String("device")).toString();
+    if (!one.isEmpty() && !onto.contains(one)) onto << one;
+  };
+  addDevices(placement.value(QLatin1String("embedding")));
+  for (const QJsonValue& l : placement.value(QLatin1String("layers")).toArray()) addDevices(l);
+  addDevices(placement.value(QLatin1String("head")));
+  QStringList what;
+  if (!f.lost.isEmpty()) what << tr("%1 lost").arg(f.lost.join(QStringLiteral(", ")));
+  QStringList full;
+  for (const QJsonValue& v : record.value(QLatin1String("full")).toArray()) full << v.toString();
+  if (!full.isEmpty()) what << tr("%1 out of memory").arg(full.join(QStringLiteral(", ")));
+  if (what.isEmpty()) what << tr("a device lost");
+  const QString lost = what.join(QStringLiteral(", "));
+  if (f.ok) {
+    f.text = tr("%1 · re-planned in %2 · %n block(s) moved", nullptr,
+                record.value(QLatin1String("moved_blocks")).toInt())
+                 .arg(lost, formatDurationNsShort(f.durationNs));
+    if (!onto.isEmpty()) f.text += tr(" · now %1").arg(onto.join(QStringLiteral(" + ")));
+  } else {
+    f.text = tr("%1 · no placement fits what is left: %2").arg(lost, record.value(QLatin1String("error")).toString());
+  }
+  // Older than the window (a /status record of long ago): the lanes are marked, nothing drawn.
+  if (endNs >= latestNs_ - windowNs_)
+    faults_.insert(std::upper_bound(faults_.begin(), faults_.end(), f.startNs,
+                                    [](qint64 v, const TraceFault& x) { return v < x.startNs; }),
+                   f);
+  bool lanesMarked = false;
+  for (TraceLane& lane : lanes_) {
+    if (f.lost.contains(lane.name) && !lane.lost) {
+      lane.lost = true;
+      lanesMarked = true;
+    }
+  }
+  latestNs_ = std::max(latestNs_, endNs);
+  if (originNs_ < 0) originNs_ = f.startNs;
+  if (lanesMarked) emit lanesChanged();
+  emit batchAppended();
+}
+
 void TimelineModel::trim() {
   const qint64 cutoff = latestNs_ - windowNs_;
+  while (!faults_.isEmpty() && faults_.first().endNs() < cutoff) faults_.removeFirst();
   int n = 0;
   while (n < spans_.size() && spans_[n].startNs < cutoff) ++n;
   if (n == 0) return;
@@ -163,6 +229,8 @@ void TimelineModel::trim() {
 void TimelineModel::clear() {
   beginResetModel();
   spans_.clear();
+  faults_.clear();
+  seenReplanNs_.clear();
   originNs_ = -1;
   latestNs_ = 0;
   tokensPerS_ = 0;

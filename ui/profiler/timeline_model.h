@@ -7,6 +7,7 @@
 #include <QJsonObject>
 #include <QList>
 #include <QMap>
+#include <QSet>
 
 namespace strata::ui {
 
@@ -29,7 +30,19 @@ struct TraceLane {
   int id = 0;
   QString name;           // "gpu0", "cpu", "host"
   bool simulated = false;
-  QString label() const;  // "gpu0 (simulated)"
+  bool lost = false;      // the engine lost this device (a re-plan record named it)
+  QString label() const;  // "gpu0 (simulated)", "gpu1 (simulated, lost)"
+};
+
+// A fault and the re-plan that followed (the trace stream's strata.replan record), drawn across
+// every lane of the timeline.
+struct TraceFault {
+  qint64 startNs = 0;     // re-planning began (engine clock, as spans)
+  qint64 durationNs = 0;  // planning and re-placing
+  QStringList lost;       // device ids
+  bool ok = true;         // false: nothing fitted what was left
+  QString text;           // "gpu1 lost · re-planned in 412 ms · 11 blocks moved · now gpu0 + cpu"
+  qint64 endNs() const { return startNs + durationNs; }
 };
 
 class TimelineModel : public QAbstractListModel {
@@ -80,6 +93,9 @@ class TimelineModel : public QAbstractListModel {
   // nothing runs at all (between replies) counts for no one. (docs/profiler.md)
   QMap<int, double> bubblePercent() const;
 
+  // Faults in the buffered window, oldest first.
+  const QList<TraceFault>& faults() const { return faults_; }
+
   // Chrome trace-event JSON of the buffer: {"traceEvents":[thread_name metadata, "X" spans with
   // ts/dur in microseconds since originNs(), args {layer, token, seq, bytes, peer}], "displayTimeUnit":"ms"}.
   QJsonObject toChromeTrace() const;
@@ -90,6 +106,10 @@ class TimelineModel : public QAbstractListModel {
   //  bytes, peer_lane, n_tokens}], "memory":[...], "tokens_per_s":x, "now_ns":t}. Events may come
   // out of order; they are inserted by start time. Memory is not kept here (ProfilerSeries).
   void appendBatch(const QJsonObject& batch);
+  // A strata.replan record {time_ns (when it ended), ok, lost, excluded, moved_blocks, ms,
+  // placement, error}, from the trace stream or /status "replans": adds a TraceFault (once per
+  // record) and marks the lost lanes.
+  void appendReplan(const QJsonObject& record);
   void clear();
 
  signals:
@@ -102,6 +122,8 @@ class TimelineModel : public QAbstractListModel {
 
   QList<TraceSpan> spans_;  // ordered by startNs
   QList<TraceLane> lanes_;
+  QList<TraceFault> faults_;  // by startNs
+  QSet<qint64> seenReplanNs_;  // time_ns of every record taken (records come by two paths)
   qint64 windowNs_ = 30'000'000'000;
   qint64 originNs_ = -1;
   qint64 latestNs_ = 0;

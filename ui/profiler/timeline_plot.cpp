@@ -45,6 +45,12 @@ class SpanLayer : public QCPAbstractPlottable {
 
   QList<Item> items;           // start order
   QList<bool> simulatedRows;   // hatched lane backgrounds
+  struct Fault {
+    double x0, x1;  // ms: re-planning began, ended
+    QString text;   // drawn at the top of the band
+    bool ok;
+  };
+  QList<Fault> faults;
 
   double selectTest(const QPointF&, bool, QVariant*) const override { return -1; }
   QCPRange getKeyRange(bool& found, QCP::SignDomain) const override {
@@ -84,6 +90,24 @@ class SpanLayer : public QCPAbstractPlottable {
       const QRectF rect(QPointF(px0, std::min(py0, py1)), QPointF(px1, std::max(py0, py1)));
       painter->fillRect(rect, i.idle ? QBrush(i.color, Qt::Dense5Pattern) : QBrush(i.color));
     }
+    // Faults: a band over every lane for the re-planning, a line where the device was found lost,
+    // and what happened, at the top.
+    for (const Fault& f : faults) {
+      if (f.x1 < visible.lower || f.x0 > visible.upper) continue;
+      const QColor c = f.ok ? QColor(0xc0, 0x20, 0xc0) : QColor(0xc0, 0x20, 0x20);
+      const double px0 = k->coordToPixel(f.x0), px1 = std::max(k->coordToPixel(f.x1), px0 + 2);
+      const double top = std::min(v->coordToPixel(v->range().lower), v->coordToPixel(v->range().upper));
+      const double bottom = std::max(v->coordToPixel(v->range().lower), v->coordToPixel(v->range().upper));
+      QColor band = c;
+      band.setAlpha(40);
+      painter->fillRect(QRectF(QPointF(px0, top), QPointF(px1, bottom)), band);
+      painter->setPen(QPen(c, 2));
+      painter->drawLine(QPointF(px0, top), QPointF(px0, bottom));
+      painter->setPen(c);
+      painter->drawText(QRectF(QPointF(px0 + 4, top + 2), QPointF(right, top + 2 + painter->fontMetrics().height())),
+                        Qt::AlignLeft | Qt::AlignTop, f.text);
+    }
+    painter->setPen(Qt::NoPen);
     // Flow arrows of transfers: sender's lane → receiver's lane, at the transfer's start.
     painter->setRenderHint(QPainter::Antialiasing, true);
     for (const Item& i : items) {
@@ -168,13 +192,14 @@ QColor TimelinePlot::spanColor(const TraceSpan& s) {
 QList<QPair<QString, QColor>> TimelinePlot::legendEntries() {
   TraceSpan compute{0, QStringLiteral("compute"), 0}, transfer{0, QStringLiteral("transfer")},
       allReduce{0, QStringLiteral("all-reduce")}, edge{0, QStringLiteral("embed")}, host{0, QStringLiteral("sample")},
-      idle{0, QStringLiteral("idle")};
+      idle{0, QStringLiteral("idle")}, replan{0, QStringLiteral("replan")};
   return {{tr("compute (colour by layer)"), spanColor(compute)},
           {tr("transfer (link row, arrow sender → receiver)"), spanColor(transfer)},
           {tr("all-reduce"), spanColor(allReduce)},
           {tr("embedding / head"), spanColor(edge)},
           {tr("host: tokenize, sample, detokenize"), spanColor(host)},
-          {tr("idle"), spanColor(idle)}};
+          {tr("idle"), spanColor(idle)},
+          {tr("lost device: re-planning (band over every lane)"), spanColor(replan)}};
 }
 
 void TimelinePlot::updateLegend() {
@@ -187,6 +212,7 @@ void TimelinePlot::updateLegend() {
 void TimelinePlot::rebuild() {
   spans_->items.clear();
   spans_->simulatedRows.clear();
+  spans_->faults.clear();
   linkRows_.clear();
   auto ticker = qSharedPointerCast<QCPAxisTickerText>(plot_->yAxis->ticker());
   ticker->clear();
@@ -227,6 +253,9 @@ void TimelinePlot::rebuild() {
       }
       spans_->items.append(item);
     }
+    for (const TraceFault& f : model_->faults())
+      spans_->faults.append({static_cast<double>(f.startNs - origin) / 1e6, static_cast<double>(f.endNs() - origin) / 1e6,
+                             f.text, f.ok});
     plot_->yAxis->setRange(-0.5, std::max<double>(spans_->simulatedRows.size(), 1) - 0.5);
     if (follow_ && model_->rowCount() > 0) {
       const double latest = static_cast<double>(model_->latestNs() - origin) / 1e6;
@@ -234,6 +263,12 @@ void TimelinePlot::rebuild() {
     }
   }
   plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QList<QPair<QPair<double, double>, QString>> TimelinePlot::faultBands() const {
+  QList<QPair<QPair<double, double>, QString>> out;
+  for (const SpanLayer::Fault& f : spans_->faults) out.append({{f.x0, f.x1}, f.text});
+  return out;
 }
 
 void TimelinePlot::replotNow() { plot_->replot(QCustomPlot::rpImmediateRefresh); }
@@ -249,6 +284,10 @@ int TimelinePlot::spanCount() const { return static_cast<int>(spans_->items.size
 
 QString TimelinePlot::tooltipAt(double xMs, double laneRow) const {
   if (!model_) return {};
+  // A fault band covers every lane: its text comes first.
+  for (const SpanLayer::Fault& f : spans_->faults) {
+    if (xMs >= f.x0 && xMs <= f.x1) return f.text;
+  }
   const int row = qRound(laneRow);
   if (std::abs(laneRow - row) > kRowHeight / 2) return {};
   // A span under the cursor (the latest started wins), else the nearest within two pixels, so that

@@ -44,7 +44,9 @@ class TimelinePlot : public QWidget {
   QLabel* legend() const { return legend_; }
   static QList<QPair<QString, QColor>> legendEntries();  // one per event kind, in legend order
   int spanCount() const;
-  QString tooltipAt(double xMs, double laneRow) const;  // empty when no span is there
+  QString tooltipAt(double xMs, double laneRow) const;  // empty when no span or fault is there
+  // Fault bands drawn (TimelineModel::faults()): [start, end) in ms since the origin, and the text.
+  QList<QPair<QPair<double, double>, QString>> faultBands() const;
 
   static QColor spanColor(const TraceSpan& span);
 

@@ -53,7 +53,21 @@ bool ConversationStore::open(const QString& path) {
                              " position INTEGER NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL,"
                              " complete INTEGER NOT NULL, tokens INTEGER NOT NULL, tokens_per_s REAL NOT NULL,"
                              " ttft_ms INTEGER NOT NULL, finish_reason TEXT NOT NULL, created_ms INTEGER NOT NULL)")) &&
-         exec(QStringLiteral("CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, position)"));
+         exec(QStringLiteral("CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, position)")) &&
+         addNoteColumn();
+}
+
+// Stores made before messages had a note get the column (empty for their rows).
+bool ConversationStore::addNoteColumn() {
+  QSqlQuery q(QSqlDatabase::database(connection_));
+  if (!q.exec(QStringLiteral("PRAGMA table_info(messages)"))) {
+    lastError_ = q.lastError().text();
+    return false;
+  }
+  while (q.next()) {
+    if (q.value(1).toString() == QLatin1String("note")) return true;
+  }
+  return exec(QStringLiteral("ALTER TABLE messages ADD COLUMN note TEXT NOT NULL DEFAULT ''"));
 }
 
 bool ConversationStore::exec(const QString& sql) {
@@ -160,8 +174,8 @@ QList<StoredMessage> ConversationStore::messages(qint64 conversationId) const {
   QList<StoredMessage> out;
   if (connection_.isEmpty()) return out;
   QSqlQuery q(QSqlDatabase::database(connection_));
-  q.prepare(QStringLiteral("SELECT id, position, role, content, complete, tokens, tokens_per_s, ttft_ms, finish_reason"
-                           " FROM messages WHERE conversation_id = ? ORDER BY position, id"));
+  q.prepare(QStringLiteral("SELECT id, position, role, content, complete, tokens, tokens_per_s, ttft_ms, finish_reason,"
+                           " note FROM messages WHERE conversation_id = ? ORDER BY position, id"));
   q.addBindValue(conversationId);
   q.exec();
   while (q.next()) {
@@ -176,6 +190,7 @@ QList<StoredMessage> ConversationStore::messages(qint64 conversationId) const {
     m.tokensPerSecond = q.value(6).toDouble();
     m.ttftMs = q.value(7).toLongLong();
     m.finishReason = q.value(8).toString();
+    m.note = q.value(9).toString();
     out.append(m);
   }
   return out;
@@ -184,7 +199,7 @@ QList<StoredMessage> ConversationStore::messages(qint64 conversationId) const {
 qint64 ConversationStore::addMessage(const StoredMessage& m) {
   QSqlQuery q(QSqlDatabase::database(connection_));
   q.prepare(QStringLiteral("INSERT INTO messages (conversation_id, position, role, content, complete, tokens,"
-                           " tokens_per_s, ttft_ms, finish_reason, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+                           " tokens_per_s, ttft_ms, finish_reason, note, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   q.addBindValue(m.conversationId);
   q.addBindValue(m.position);
   q.addBindValue(text(m.role));
@@ -194,6 +209,7 @@ qint64 ConversationStore::addMessage(const StoredMessage& m) {
   q.addBindValue(m.tokensPerSecond);
   q.addBindValue(m.ttftMs);
   q.addBindValue(text(m.finishReason));
+  q.addBindValue(text(m.note));
   q.addBindValue(nowMs());
   if (!q.exec()) {
     lastError_ = q.lastError().text();
@@ -206,13 +222,14 @@ qint64 ConversationStore::addMessage(const StoredMessage& m) {
 bool ConversationStore::updateMessage(const StoredMessage& m) {
   QSqlQuery q(QSqlDatabase::database(connection_));
   q.prepare(QStringLiteral("UPDATE messages SET content = ?, complete = ?, tokens = ?, tokens_per_s = ?, ttft_ms = ?,"
-                           " finish_reason = ? WHERE id = ?"));
+                           " finish_reason = ?, note = ? WHERE id = ?"));
   q.addBindValue(text(m.content));
   q.addBindValue(m.complete ? 1 : 0);
   q.addBindValue(m.tokens);
   q.addBindValue(m.tokensPerSecond);
   q.addBindValue(m.ttftMs);
   q.addBindValue(text(m.finishReason));
+  q.addBindValue(text(m.note));
   q.addBindValue(m.id);
   if (q.exec()) return true;
   lastError_ = q.lastError().text();

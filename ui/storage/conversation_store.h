@@ -28,6 +28,7 @@ struct StoredMessage {
   double tokensPerSecond = 0.0;
   qint64 ttftMs = -1;
   QString finishReason;    // "stop", "length", "stopped", "error: ..."
+  QString note;            // what the engine went through meanwhile: "gpu1 lost at token 37; re-planned onto gpu0 + cpu in 0.4 s"
 };
 
 class ConversationStore {
@@ -60,6 +61,7 @@ class ConversationStore {
 
  private:
   bool exec(const QString& sql);
+  bool addNoteColumn();
   void touch(qint64 conversationId);
 
   QString connection_;

@@ -212,6 +212,31 @@ TEST(FaultRecovery, AHungDeviceIsGivenUpAtItsTimeoutAndTheTextIsKept) {
   }
 }
 
+TEST(FaultRecovery, ADeviceOutOfMemoryMidDecodeIsLeftOutAndTheTextIsKept) {
+  auto m = load(shared_model("stories260K.gguf"));
+  ASSERT_TRUE(m);
+  // gpu1's scratch stops growing at its op 400 (something else took its memory): every op there
+  // fails with OutOfMemory from then on, but the device is not lost.
+  DeviceSet devices = make_device_set("cpu,sim:gpu0:4GiB,sim:gpu1:4GiB:oom_after_ops=400");
+  auto pipeline = exec::Pipeline::create(*m, devices.list(), split_over_two(m->config(), 3));
+  ASSERT_TRUE(pipeline.ok()) << pipeline.error().to_string();
+  const auto prompts = prompts_for(*m);
+  const RunOutcome run = generate_all(**pipeline, prompts, 24);
+  ASSERT_EQ(run.replans.size(), 1u);
+  ASSERT_TRUE(run.replans[0].ok()) << run.replans[0].error().to_string();
+  EXPECT_TRUE(run.replans[0]->lost.empty());
+  EXPECT_EQ(run.replans[0]->full, std::vector<std::string>{"gpu1"});
+  EXPECT_NE(run.replans[0]->cause.find("out of memory"), std::string::npos) << run.replans[0]->cause;
+  EXPECT_FALSE(devices.owned[2]->failed());
+  EXPECT_FALSE(uses((*pipeline)->placement(), "gpu1"));
+  EXPECT_EQ(run.stats.replans, 1u);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_TRUE(run.results[i].status.ok()) << run.results[i].status.error().to_string();
+    EXPECT_EQ(run.results[i].n_generated, 24);
+    EXPECT_EQ(run.results[i].text, reference(*m, prompts[i], 24)) << "stream " << i;
+  }
+}
+
 TEST(FaultRecovery, WhenNothingFitsEveryStreamEndsWithTheError) {
   auto m = load(shared_model("stories260K.gguf"));
   ASSERT_TRUE(m);
@@ -265,6 +290,18 @@ TEST(FaultRecovery, SimulatedFaultOptionsParseAndAct) {
 
   // hang_after=1: one op runs; the next blocks until someone gives the device up, then fails.
   EXPECT_FALSE(exec::make_devices("sim:gpu1:1GiB:hang_after=x", 1, 20.0).ok());
+  // oom_after_ops=1: one op runs; every later one fails with OutOfMemory, and the device is not lost.
+  auto full = exec::make_devices("sim:gpu2:1GiB:oom_after_ops=1", 1, 20.0);
+  ASSERT_TRUE(full.ok()) << full.error().to_string();
+  auto* gpu2 = dynamic_cast<exec::SimulatedDevice*>((*full)[0].get());
+  EXPECT_TRUE(gpu2->check_alive().ok());
+  for (int i = 0; i < 2; ++i) {
+    const Status s = gpu2->check_alive();
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().code, Code::OutOfMemory);
+    EXPECT_NE(s.error().message.find("device 'gpu2'"), std::string::npos);
+  }
+  EXPECT_FALSE(gpu2->failed());
   auto h = exec::make_devices("sim:gpu1:1GiB:hang_after=1", 1, 20.0);
   ASSERT_TRUE(h.ok()) << h.error().to_string();
   auto* hung = dynamic_cast<exec::SimulatedDevice*>((*h)[0].get());

@@ -109,6 +109,16 @@ TEST(CostModel, PipelineTransfersAndSequences) {
   // 4 sequences: 4 tokens per max(sum, 4 x slowest).
   EXPECT_NEAR(c->decode_tokens_per_s, 4000 / std::max(s0 + s1, 4 * s1), 1e-6);
   EXPECT_NEAR(c->objective_ms(), std::max(s0 + s1, 4 * s1) / 4, 1e-12);
+  // One boundary (a -> b): the hidden state, 256 floats, crosses it once per token.
+  EXPECT_EQ(c->boundaries, 1);
+  EXPECT_FALSE(c->stages[0].receives);
+  EXPECT_TRUE(c->stages[1].receives);
+  EXPECT_EQ(c->stages[1].transfer_bytes, 1024u);
+  EXPECT_EQ(c->transfer_bytes_per_token, 1024u);
+  const nlohmann::json j = to_json(*c);
+  EXPECT_EQ(j["boundaries"], 1);
+  EXPECT_EQ(j["transfer_bytes_per_token"], 1024);
+  EXPECT_EQ(j["stages"][1]["transfer_bytes"], 1024);
 }
 
 TEST(CostModel, TensorGroupAllReducesAndKvElsewhere) {
@@ -127,6 +137,11 @@ TEST(CostModel, TensorGroupAllReducesAndKvElsewhere) {
   EXPECT_NEAR(c->stages[1].compute_ms, 2 * (kBlockBytes + 2048) / 2 / 1e8, 1e-12);
   EXPECT_EQ(c->stages[1].recv_ms, 1024 / 1e7 + 0.010);  // a -> {a, b}: b needs it
   EXPECT_EQ(c->stages[2].recv_ms, 0.0);                  // {a, b} -> a: a holds it
+  // Bytes per token: into the group 1024, 2 all-reduces of 1024 per block (2 blocks), nothing back.
+  EXPECT_EQ(c->boundaries, 1);
+  EXPECT_EQ(c->stages[1].transfer_bytes, 1024u + 2 * 2 * 1024u);
+  EXPECT_EQ(c->stages[2].transfer_bytes, 0u);
+  EXPECT_EQ(c->transfer_bytes_per_token, 5u * 1024u);
 
   Placement k = one_device("a", 2);
   k.layers[1].kv_device = "cpu";
@@ -137,6 +152,9 @@ TEST(CostModel, TensorGroupAllReducesAndKvElsewhere) {
   ASSERT_EQ(ck->stages.size(), 2u);
   EXPECT_NEAR(ck->stages[1].kv_transfer_ms, 4096 / 1e7 + 0.020, 1e-12);
   EXPECT_EQ(ck->stages[1].recv_ms, 0.0);  // same device a
+  // q, k, v out and the attention result back: (2 x 256 + 2 x 256) x 4 bytes; no boundary.
+  EXPECT_EQ(ck->boundaries, 0);
+  EXPECT_EQ(ck->transfer_bytes_per_token, 4096u);
 }
 
 }  // namespace

@@ -54,11 +54,10 @@ TEST(StreamDecoder, Llama31AndQwen3) {
     const fs::path path = shared_models() / "tokenizers" / name;
     std::string why;
     auto tok = load_tokenizer(path, &why);
-    if (!tok) {
-      std::cout << "skipping " << name << ": " << why << "\n";
-      continue;
-    }
+    // Setup guarantees both vocabularies and the test strings: missing ones fail, not skip.
+    ASSERT_TRUE(tok.has_value()) << name << ": " << why;
     std::vector<std::string> texts = testing::vocab_test_strings();
+    ASSERT_FALSE(texts.empty()) << "no test strings (tokenizers/llama.cpp-vocab/ggml-vocab-gpt-2.gguf.inp)";
     texts.push_back(kEmojiText);
     for (const auto& s : texts) {
       const auto ids = tok->encode(s, true, false);

@@ -1,0 +1,89 @@
+// tests/ui/real_engine.h — the real `strata-engine serve` (this build's, or $STRATA_ENGINE) as a child
+// process with stories260K from the shared models folder and the devices a test declares, for UI
+// tests whose figures must be the engine's. Synchronous helpers for the test's own requests (the
+// code under test uses its own EngineClient, asynchronously). Header-only, no moc.
+#pragma once
+
+#include <QElapsedTimer>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonObject>
+#include <QTest>
+
+#include <memory>
+
+#include "ui/client/engine_client.h"
+#include "ui/client/engine_process.h"
+#include "ui/placement/placement_estimate.h"
+
+class RealEngine {
+ public:
+  static QString binary() { return qEnvironmentVariable("STRATA_ENGINE", QStringLiteral(STRATA_ENGINE_BINARY)); }
+  static QString modelPath() { return QStringLiteral(STRATA_SHARED_MODELS_DIR "/stories260K.gguf"); }
+
+  // Starts the engine with `devices` (a --devices spec) and waits until it serves the model.
+  // Returns an empty string on success, else what went wrong (the test fails with it).
+  QString start(const QString& devices, int ctx) {
+    if (!QFile::exists(modelPath()))
+      return QStringLiteral("stories260K.gguf is not in the shared models folder (setup puts it beside the checkout)");
+    client_ = std::make_unique<EngineClient>();
+    process_ = std::make_unique<EngineProcess>(client_.get());
+    EngineProcess::Options o;
+    o.program = binary();
+    o.devices = devices;
+    o.ctx = ctx;
+    o.threads = 1;
+    process_->setOptions(o);
+    process_->setModel(modelPath());
+    process_->start();
+    QElapsedTimer t;
+    t.start();
+    while (process_->state() != EngineProcess::State::Ready && t.elapsed() < 60000) QTest::qWait(20);
+    if (process_->state() != EngineProcess::State::Ready)
+      return QStringLiteral("the engine did not become ready: %1\n%2").arg(process_->lastError(), process_->recentOutput());
+    status_ = request("GET", QStringLiteral("/strata/v1/status"), QJsonValue::Undefined).object();
+    devices_ = request("GET", QStringLiteral("/strata/v1/devices"), QJsonValue::Undefined).object().value("devices").toArray();
+    if (status_.value("model").toObject().value("n_layers").toInt() <= 0) return QStringLiteral("the engine has no model");
+    return {};
+  }
+
+  EngineClient* client() const { return client_.get(); }
+  QUrl url() const { return client_->baseUrl(); }
+  QString apiKey() const { return client_->apiKey(); }
+  QJsonObject status() const { return status_; }
+  QJsonObject modelJson() const { return status_.value("model").toObject(); }
+  QJsonArray devicesJson() const { return devices_; }
+
+  // One request, waited for.
+  EngineResult request(const QByteArray& verb, const QString& path, const QJsonValue& body) {
+    EngineResult result;
+    bool done = false;
+    client_->send(verb, path, body, nullptr, [&](const EngineResult& r) {
+      result = r;
+      done = true;
+    });
+    QElapsedTimer t;
+    t.start();
+    while (!done && t.elapsed() < 30000) QTest::qWait(5);
+    if (!done) result.error = QStringLiteral("no answer in 30 s");
+    return result;
+  }
+
+  // The engine's own estimate of `placement`, parsed as the editor parses it.
+  strata::ui::EngineEstimate estimate(const QJsonObject& placement, QString* error = nullptr) {
+    const EngineResult r = request("POST", QStringLiteral("/strata/v1/placement/estimate"), placement);
+    strata::ui::EngineEstimate e = strata::ui::parseEstimate(r.object(), strata::ui::DeviceSpec::listFromJson(devices_));
+    if (!r.ok()) {
+      e.fits = false;
+      e.error = r.error;
+    }
+    if (error) *error = r.ok() ? QString() : r.error;
+    return e;
+  }
+
+ private:
+  std::unique_ptr<EngineClient> client_;
+  std::unique_ptr<EngineProcess> process_;
+  QJsonObject status_;
+  QJsonArray devices_;
+};

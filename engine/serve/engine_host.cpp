@@ -15,6 +15,7 @@
 #include "engine/plan/memory_estimate.h"
 #include "engine/plan/placement_validate.h"
 #include "engine/serve/device_json.h"
+#include "engine/serve/replan_json.h"
 
 namespace strata::serve {
 
@@ -180,17 +181,11 @@ Status EngineHost::install(std::unique_ptr<model::Model> model, const plan::Plac
   so.recorder = &recorder_;
   so.host_lane = host_lane_;
   so.on_replan = [this](const Expected<exec::ReplanReport>& r) {
-    nlohmann::json j;
+    nlohmann::json j = r.ok() ? replan_json(*r) : nlohmann::json::object();
     j["time_ns"] = recorder_.now_ns();
     j["ok"] = r.ok();
     if (r.ok()) {
-      j["lost"] = r->lost;
-      j["excluded"] = r->excluded;
-      j["full"] = r->full;
-      j["cause"] = r->cause;
       j["error"] = nullptr;
-      j["moved_blocks"] = r->moved_blocks;
-      j["ms"] = r->ms;
       j["explanation"] = r->explanation;
       j["placement"] = plan::to_json(r->placement);
     } else {

@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "engine/serve/replan_json.h"
 #include "engine/serve/response_format.h"
 #include "engine/serve/server_context.h"
 #include "engine/serve/tool_calls.h"
@@ -262,14 +263,9 @@ const char* finish_name(exec::FinishReason f) {
 // What a choice reports of a re-plan it lived through (a Strata extension, "replan"): the lost
 // devices, the token it had reached, the devices it runs on now and how long re-planning took.
 Json replan_note(const exec::ReplanReport& r, int64_t generated) {
-  return {{"lost", r.lost},
-          {"excluded", r.excluded},
-          {"full", r.full},
-          {"at_token", generated},
-          {"devices", r.placement.devices()},
-          {"moved_blocks", r.moved_blocks},
-          {"ms", r.ms},
-          {"cause", r.cause}};
+  Json j = replan_json(r);
+  j["at_token"] = generated;
+  return j;
 }
 
 std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }

@@ -178,7 +178,8 @@ class TestProfilerTimeline : public QObject {
     // Ended at 62.5 ms after 12.5 ms of re-planning: the band is [50, 62.5] ms.
     model.appendReplan(QJsonObject{{"time_ns", double(62'500'000)}, {"ms", 12.5}, {"ok", true},
                                    {"lost", QJsonArray{"gpu1"}}, {"excluded", QJsonArray{}}, {"moved_blocks", 2},
-                                   {"placement", placement}, {"error", QJsonValue::Null}});
+                                   {"devices", QJsonArray{"gpu0", "cpu"}}, {"placement", placement},
+                                   {"error", QJsonValue::Null}});
     QCOMPARE(model.faults().size(), 1);
     // The same record again (from /status after the trace stream): still one.
     model.appendReplan(QJsonObject{{"time_ns", double(62'500'000)}, {"ms", 12.5}, {"ok", true}, {"lost", QJsonArray{"gpu1"}}});

@@ -171,17 +171,8 @@ void TimelineModel::appendReplan(const QJsonObject& record) {
   f.startNs = endNs - f.durationNs;
   f.ok = record.value(QLatin1String("ok")).toBool(true);
   for (const QJsonValue& v : record.value(QLatin1String("lost")).toArray()) f.lost << v.toString();
-  QStringList onto;
-  const QJsonObject placement = record.value(QLatin1String("placement")).toObject();
-  auto addDevices = [&onto](const QJsonValue& target) {
-    for (const QJsonValue& d : target.toObject().value(QLatin1String("group")).toArray())
-      if (!onto.contains(d.toString())) onto << d.toString();
-    const QString one = target.toObject().value(QLatin1String("device")).toString();
-    if (!one.isEmpty() && !onto.contains(one)) onto << one;
-  };
-  addDevices(placement.value(QLatin1String("embedding")));
-  for (const QJsonValue& l : placement.value(QLatin1String("layers")).toArray()) addDevices(l);
-  addDevices(placement.value(QLatin1String("head")));
+  QStringList onto;  // the devices of the new placement
+  for (const QJsonValue& d : record.value(QLatin1String("devices")).toArray()) onto << d.toString();
   QStringList what;
   if (!f.lost.isEmpty()) what << tr("%1 lost").arg(f.lost.join(QStringLiteral(", ")));
   QStringList full;

@@ -106,8 +106,8 @@ class TimelineModel : public QAbstractListModel {
   //  bytes, peer_lane, n_tokens}], "memory":[...], "tokens_per_s":x, "now_ns":t}. Events may come
   // out of order; they are inserted by start time. Memory is not kept here (ProfilerSeries).
   void appendBatch(const QJsonObject& batch);
-  // A strata.replan record {time_ns (when it ended), ok, lost, excluded, moved_blocks, ms,
-  // placement, error}, from the trace stream or /status "replans": adds a TraceFault (once per
+  // A strata.replan record {time_ns (when it ended), ok, lost, full, excluded, devices (of the new
+  // placement), moved_blocks, ms, placement, error}, from the trace stream or /status "replans": adds a TraceFault (once per
   // record) and marks the lost lanes.
   void appendReplan(const QJsonObject& record);
   void clear();

@@ -22,14 +22,14 @@ struct MakeModelOptions {
 int make_model(MakeModelOptions& o) {
   bool known = false;
   for (model::Arch a : {model::Arch::Llama, model::Arch::Qwen2, model::Arch::Qwen3, model::Arch::Gemma3,
-                        model::Arch::Phi3}) {
+                        model::Arch::Phi3, model::Arch::Qwen2Moe, model::Arch::Qwen3Moe}) {
     if (o.arch == model::arch_name(a)) {
       o.spec.arch = a;
       known = true;
     }
   }
   if (!known)
-    return report(Error{Code::InvalidArgument, "--arch '" + o.arch + "' is not one of llama, qwen2, qwen3, gemma3, phi3"});
+    return report(Error{Code::InvalidArgument, "--arch '" + o.arch + "' is not one of llama, qwen2, qwen3, gemma3, phi3, qwen2moe, qwen3moe"});
   o.spec.n_threads = resolve_threads(o.threads);
   if (o.spec.n_kv_heads == 0) o.spec.n_kv_heads = o.spec.n_heads;
   if (Status s = model::validate(o.spec); !s.ok()) return report(s.error());
@@ -43,7 +43,7 @@ int make_model(MakeModelOptions& o) {
 Command add_make_model_command(CLI::App& app) {
   auto o = std::make_shared<MakeModelOptions>();
   CLI::App* cmd = app.add_subcommand("make-model", "write a random-weight GGUF model (for tests and benchmarks)");
-  cmd->add_option("--arch", o->arch, "llama, qwen2, qwen3, gemma3 or phi3");
+  cmd->add_option("--arch", o->arch, "llama, qwen2, qwen3, gemma3, phi3, qwen2moe or qwen3moe");
   cmd->add_option("--name", o->spec.name, "general.name");
   cmd->add_option("--dim", o->spec.n_embd, "hidden size")->check(CLI::Range(int64_t{1}, int64_t{65536}));
   cmd->add_option("--layers", o->spec.n_layers, "blocks")->check(CLI::Range(int64_t{1}, int64_t{1024}));
@@ -59,6 +59,15 @@ Command add_make_model_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   cmd->add_option("--swa-pattern", o->spec.swa_pattern, "every N-th layer global, the others local (gemma3 default 6)")
       ->check(CLI::Range(int64_t{0}, int64_t{4096}));
+  cmd->add_option("--experts", o->spec.n_expert,
+                  "mixture of experts: routed experts per layer (qwen2moe, qwen3moe; llama: Mixtral-style)")
+      ->check(CLI::Range(int64_t{0}, int64_t{4096}));
+  cmd->add_option("--experts-used", o->spec.n_expert_used, "experts each token runs (top-k)")
+      ->check(CLI::Range(int64_t{0}, int64_t{4096}));
+  cmd->add_option("--expert-ff", o->spec.n_ff_exp, "one expert's feed-forward size (qwen*moe; default --ffn)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  cmd->add_option("--shared-expert-ff", o->spec.n_ff_shexp, "qwen2moe: the shared expert's size (default --ffn)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   cmd->add_flag("!--no-longrope", o->spec.longrope, "phi3: leave out the long-context RoPE factors");
   cmd->add_option("--type", o->spec.type, "f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k q4_k_m q5_k_m");
   cmd->add_option("--std", o->spec.stddev, "standard deviation of the weights")->check(CLI::Range(0.0f, 10.0f));

@@ -112,6 +112,18 @@ class Ops {
   // Softmax of each row in place; x: [n_rows][n].
   virtual Status softmax(float* x, int64_t n_rows, int64_t n) = 0;
 
+  // Rows by index, for mixture-of-experts layers (the tokens routed to one expert are gathered,
+  // run through that expert's matrices as one batch, and added back weighted).
+  // dst[i] = src[rows[i]] for i < n_rows; src: [src_rows][n], dst: [n_rows][n] f32. rows: host
+  // memory (the host picks the experts). InvalidArgument names the first row outside [0, src_rows).
+  virtual Status gather_rows(const float* src, int64_t src_rows, int64_t n, const int32_t* rows, int64_t n_rows,
+                             float* dst) = 0;
+  // dst[rows[i]] += scales[i] * src[i] for i < n_rows; src: [n_rows][n], dst: [dst_rows][n] f32.
+  // rows, scales: host memory. The rows must be distinct (backends update them in parallel):
+  // InvalidArgument names a row outside [0, dst_rows) or one given twice.
+  virtual Status scale_add_rows(float* dst, int64_t dst_rows, int64_t n, const float* src, const int32_t* rows,
+                                const float* scales, int64_t n_rows) = 0;
+
   // Copies within and across the host boundary. to_host blocks until the bytes are in host
   // memory (it is how logits come back); from_host may return before the copy ran only where the
   // backend keeps its own copy of the source (pinned staging).

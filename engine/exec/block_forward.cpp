@@ -1,7 +1,10 @@
-// engine/exec/block_forward.cpp — pre-norm decoder block arithmetic over the Ops table.
+// engine/exec/block_forward.cpp — pre-norm decoder block arithmetic over the Ops table, and the
+// mixture-of-experts FFN (routing on the host, experts batched by expert).
 #include "engine/exec/block_forward.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace strata::exec {
 
@@ -24,6 +27,9 @@ ScratchViews carve_scratch(float* base, const plan::ScratchLayout& l, int thread
   s.up = take(l.up);
   s.scores = take(l.scores);
   s.logits = take(l.logits);
+  s.router = take(l.router);
+  s.moe_x = take(l.moe_x);
+  s.moe_y = take(l.moe_y);
   s.scores_per_thread = threads > 0 ? l.scores / threads : 0;
   return s;
 }
@@ -108,6 +114,11 @@ Status BlockForward::attention_partial(const ShardWeights& w, int64_t layer, con
 Status BlockForward::ffn_partial(const ShardWeights& w, const float* hidden, int64_t n, float* out) {
   const model::ModelConfig& c = config_;
   const ScratchViews& s = scratch_;
+  if (w.is_moe()) {
+    routing_.want_x_norm = false;
+    STRATA_RETURN_IF_ERROR(moe_route(w, hidden, n, routing_, out));
+    return moe_experts(w, s.norm, routing_, n, out);
+  }
   if (w.n_ff == 0) return ops_.zero(out, n * c.n_embd);
   STRATA_RETURN_IF_ERROR(ops_.rms_norm(hidden, f32(w.ffn_norm), s.norm, n, c.n_embd, c.rms_eps));
   STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.w_gate), s.norm, n, s.gate));
@@ -118,6 +129,152 @@ Status BlockForward::ffn_partial(const ShardWeights& w, const float* hidden, int
     STRATA_RETURN_IF_ERROR(ops_.swiglu(s.gate, s.up, n * w.n_ff));
   }
   return ops_.matmul(matrix(w.w_down), s.gate, n, out);
+}
+
+namespace {
+
+// Matrix i of a 3-D expert tensor, as the Ops table takes it.
+backend::MatrixView expert_matrix(const model::TensorView& t, int64_t i) {
+  return {t.data + static_cast<uint64_t>(i) * t.mat_stride, t.type, t.rows, t.cols};
+}
+
+// Per token: softmax over the n_expert logits, the k most probable experts (ties: the lower index
+// first), their probabilities renormalised to sum 1 when `normalise` (the sum clamped below at
+// 6.1e-5, as llama.cpp does, so a row of tiny weights cannot divide by zero); then the same
+// choices grouped by expert. Host arithmetic in double.
+void route_tokens(MoeRouting& r, bool normalise) {
+  const int64_t n = r.n_tokens, e_count = r.n_expert, k = r.k;
+  r.expert.resize(static_cast<size_t>(n * k));
+  r.weight.resize(static_cast<size_t>(n * k));
+  std::vector<double> p(static_cast<size_t>(e_count));
+  std::vector<int32_t> order(static_cast<size_t>(e_count));
+  for (int64_t t = 0; t < n; ++t) {
+    const float* z = r.logits.data() + t * e_count;
+    const double zmax = *std::max_element(z, z + e_count);
+    double sum = 0;
+    for (int64_t e = 0; e < e_count; ++e) sum += p[static_cast<size_t>(e)] = std::exp(static_cast<double>(z[e]) - zmax);
+    for (double& v : p) v /= sum;
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
+      const double pa = p[static_cast<size_t>(a)], pb = p[static_cast<size_t>(b)];
+      return pa > pb || (pa == pb && a < b);
+    });
+    double chosen = 0;
+    for (int64_t j = 0; j < k; ++j) chosen += p[static_cast<size_t>(order[static_cast<size_t>(j)])];
+    const double scale = normalise ? 1.0 / std::max(chosen, 6.103515625e-5) : 1.0;
+    for (int64_t j = 0; j < k; ++j) {
+      const int32_t e = order[static_cast<size_t>(j)];
+      r.expert[static_cast<size_t>(t * k + j)] = e;
+      r.weight[static_cast<size_t>(t * k + j)] = static_cast<float>(p[static_cast<size_t>(e)] * scale);
+    }
+  }
+  // Counting sort by expert; tokens stay ascending within an expert.
+  r.offset.assign(static_cast<size_t>(e_count + 1), 0);
+  for (int32_t e : r.expert) ++r.offset[static_cast<size_t>(e + 1)];
+  for (int64_t e = 0; e < e_count; ++e) r.offset[static_cast<size_t>(e + 1)] += r.offset[static_cast<size_t>(e)];
+  r.token_of.resize(static_cast<size_t>(n * k));
+  r.weight_of.resize(static_cast<size_t>(n * k));
+  std::vector<int32_t> fill(r.offset.begin(), r.offset.end() - 1);
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t j = 0; j < k; ++j) {
+      const size_t i = static_cast<size_t>(t * k + j);
+      const int32_t at = fill[static_cast<size_t>(r.expert[i])]++;
+      r.token_of[static_cast<size_t>(at)] = static_cast<int32_t>(t);
+      r.weight_of[static_cast<size_t>(at)] = r.weight[i];
+    }
+}
+
+}  // namespace
+
+Status BlockForward::moe_route(const ShardWeights& w, const float* hidden, int64_t n, MoeRouting& routing,
+                               float* out) {
+  const model::ModelConfig& c = config_;
+  const ScratchViews& s = scratch_;
+  if (!w.ffn_gate_inp.present() || !w.ffn_norm.present())
+    return Error{Code::InvalidArgument, "moe_route: this device holds no router (ffn_gate_inp) for the layer"};
+  if (w.ffn_gate_inp.rows != c.n_expert || c.n_expert_used <= 0 || c.n_expert_used > c.n_expert)
+    return Error{Code::InvalidArgument, "moe_route: a router of " + std::to_string(w.ffn_gate_inp.rows) +
+                                            " experts, top-" + std::to_string(c.n_expert_used) + " of " +
+                                            std::to_string(c.n_expert)};
+  if (!s.router) return Error{Code::InvalidArgument, "moe_route: the device's scratch has no router buffer"};
+  routing.n_tokens = n;
+  routing.n_expert = c.n_expert;
+  routing.k = c.n_expert_used;
+  if (n == 0) {
+    routing.expert.clear(), routing.weight.clear(), routing.token_of.clear(), routing.weight_of.clear();
+    routing.offset.assign(static_cast<size_t>(c.n_expert + 1), 0);
+    return {};
+  }
+  const int64_t d = c.n_embd;
+  STRATA_RETURN_IF_ERROR(ops_.rms_norm(hidden, f32(w.ffn_norm), s.norm, n, d, c.rms_eps));
+  STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.ffn_gate_inp), s.norm, n, s.router));
+  routing.logits.resize(static_cast<size_t>(n * c.n_expert));
+  STRATA_RETURN_IF_ERROR(ops_.to_host(s.router, routing.logits.data(), routing.logits.size() * sizeof(float)));
+  route_tokens(routing, c.expert_weights_norm);
+  if (routing.want_x_norm) {
+    routing.x_norm.resize(static_cast<size_t>(n * d));
+    STRATA_RETURN_IF_ERROR(ops_.to_host(s.norm, routing.x_norm.data(), routing.x_norm.size() * sizeof(float)));
+  }
+  STRATA_RETURN_IF_ERROR(ops_.zero(out, n * d));
+  if (!w.ffn_gate_shexp.present()) return {};
+  // The shared expert: every token, one batch; weighted by sigmoid(gate_inp_shexp · x) (qwen2moe).
+  const int64_t f = w.ffn_gate_shexp.rows;
+  STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.ffn_gate_shexp), s.norm, n, s.gate));
+  STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.ffn_up_shexp), s.norm, n, s.up));
+  STRATA_RETURN_IF_ERROR(ops_.swiglu(s.gate, s.up, n * f));
+  STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.ffn_down_shexp), s.gate, n, s.moe_y));
+  shexp_gate_.assign(static_cast<size_t>(n), 1.0f);
+  if (w.ffn_gate_inp_shexp.present()) {
+    // A [1][n_embd] matrix: one logit per token, into the router buffer (its logits are on the host).
+    const backend::MatrixView g{w.ffn_gate_inp_shexp.data, kernels::DType::F32, 1, d};
+    STRATA_RETURN_IF_ERROR(ops_.matmul(g, s.norm, n, s.router));
+    STRATA_RETURN_IF_ERROR(ops_.to_host(s.router, shexp_gate_.data(), static_cast<size_t>(n) * sizeof(float)));
+    for (float& v : shexp_gate_) v = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(v))));
+  }
+  identity_.resize(static_cast<size_t>(n));
+  std::iota(identity_.begin(), identity_.end(), 0);
+  return ops_.scale_add_rows(out, n, d, s.moe_y, identity_.data(), shexp_gate_.data(), n);
+}
+
+Status BlockForward::moe_experts(const ShardWeights& w, const float* x_norm, const MoeRouting& routing, int64_t n,
+                                 float* out) {
+  const model::ModelConfig& c = config_;
+  const ScratchViews& s = scratch_;
+  if (routing.n_tokens != n || routing.n_expert != c.n_expert ||
+      static_cast<int64_t>(routing.offset.size()) != c.n_expert + 1)
+    return Error{Code::InvalidArgument, "moe_experts: a routing of " + std::to_string(routing.n_tokens) +
+                                            " tokens over " + std::to_string(routing.n_expert) + " experts for " +
+                                            std::to_string(n) + " tokens over " + std::to_string(c.n_expert)};
+  if (w.expert_begin < 0 || w.expert_end > c.n_expert || w.expert_begin > w.expert_end)
+    return Error{Code::InvalidArgument, "moe_experts: experts [" + std::to_string(w.expert_begin) + ", " +
+                                            std::to_string(w.expert_end) + ") of " + std::to_string(c.n_expert)};
+  if (w.expert_end > w.expert_begin &&
+      (!w.ffn_gate_exps.present() || w.ffn_gate_exps.n_mats != w.expert_end - w.expert_begin))
+    return Error{Code::InvalidArgument, "moe_experts: the device holds " + std::to_string(w.ffn_gate_exps.n_mats) +
+                                            " expert matrices for experts [" + std::to_string(w.expert_begin) +
+                                            ", " + std::to_string(w.expert_end) + ")"};
+  const int64_t d = c.n_embd;
+  const int64_t f = w.ffn_gate_exps.rows;
+  for (int64_t e = w.expert_begin; e < w.expert_end; ++e) {
+    const int32_t first = routing.offset[static_cast<size_t>(e)];
+    const int64_t m = routing.offset[static_cast<size_t>(e + 1)] - first;
+    if (m == 0) continue;
+    const int32_t* rows = routing.token_of.data() + first;
+    // Every token (decode: always) in order needs no gather: the rows are x_norm itself.
+    const float* x = x_norm;
+    if (m != n) {
+      STRATA_RETURN_IF_ERROR(ops_.gather_rows(x_norm, n, d, rows, m, s.moe_x));
+      x = s.moe_x;
+    }
+    const int64_t i = e - w.expert_begin;
+    STRATA_RETURN_IF_ERROR(ops_.matmul(expert_matrix(w.ffn_gate_exps, i), x, m, s.gate));
+    STRATA_RETURN_IF_ERROR(ops_.matmul(expert_matrix(w.ffn_up_exps, i), x, m, s.up));
+    STRATA_RETURN_IF_ERROR(ops_.swiglu(s.gate, s.up, m * f));
+    STRATA_RETURN_IF_ERROR(ops_.matmul(expert_matrix(w.ffn_down_exps, i), s.gate, m, s.moe_y));
+    STRATA_RETURN_IF_ERROR(
+        ops_.scale_add_rows(out, n, d, s.moe_y, rows, routing.weight_of.data() + first, m));
+  }
+  return {};
 }
 
 Status BlockForward::residual_add(const model::TensorView& post_norm, float* hidden, float* update, int64_t n) {

@@ -4,12 +4,15 @@
 // ModelConfig says (Q/K norms, post-norms, activation, windows, RoPE); there is one code path.
 // Works on a whole block or one tensor-parallel shard of it: attention and FFN each produce a
 // partial sum of the residual update ([n_tokens][n_embd]) that the caller sums (all-reduce) and
-// hands to residual_add.
+// hands to residual_add. A mixture-of-experts FFN (qwen2moe, qwen3moe, Mixtral-style llama) is
+// two steps that may run on different devices: moe_route (norm, router, top-k on the host, shared
+// expert) and moe_experts (the routed experts a device holds, tokens grouped by expert).
 // Calling thread: one device's worker; every pointer is in that device's memory.
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "engine/backend/ops.h"
 #include "engine/core/status.h"
@@ -24,9 +27,39 @@ namespace strata::exec {
 struct ShardWeights {
   model::TensorView attn_norm, wq, wk, wv, bq, bk, bv, q_norm, k_norm, wo, post_attn_norm, ffn_norm, w_gate, w_up,
       w_down, post_ffn_norm;
+  // Mixture of experts (absent on dense layers): the router [n_expert][n_embd], the shared expert
+  // (gate/up [n_ff_shexp][n_embd], down [n_embd][n_ff_shexp], its sigmoid gate [n_embd] f32), and
+  // the routed experts [expert_begin, expert_end) as 3-D tensors of expert_end - expert_begin
+  // matrices: global expert e is matrix e - expert_begin.
+  model::TensorView ffn_gate_inp, ffn_gate_inp_shexp, ffn_gate_shexp, ffn_up_shexp, ffn_down_shexp;
+  model::TensorView ffn_gate_exps, ffn_up_exps, ffn_down_exps;
   int64_t n_heads = 0;     // local query heads
   int64_t n_kv_heads = 0;  // local KV heads
   int64_t n_ff = 0;        // local FFN units
+  int64_t expert_begin = 0, expert_end = 0;  // routed experts held
+
+  bool is_moe() const { return ffn_gate_inp.present() || ffn_gate_exps.present(); }
+};
+
+// The routing of one block of n tokens through one MoE layer, in host memory: moe_route writes
+// it, moe_experts reads it (on the same device or another; copy it by value). Sized to the last
+// block; reused between calls so decode allocates nothing.
+struct MoeRouting {
+  int64_t n_tokens = 0;
+  int64_t n_expert = 0;
+  int64_t k = 0;                  // experts per token (config.n_expert_used)
+  std::vector<int32_t> expert;    // [n_tokens][k] chosen experts, most probable first
+  std::vector<float> weight;      // [n_tokens][k] their weights (renormalised where the arch says)
+  // The same choices grouped by expert, so that each expert runs once over all its tokens: expert
+  // e's tokens are token_of[offset[e] .. offset[e + 1]) (ascending), weights in weight_of.
+  std::vector<int32_t> offset;    // [n_expert + 1]
+  std::vector<int32_t> token_of;  // [n_tokens * k]
+  std::vector<float> weight_of;   // [n_tokens * k]
+  // Set want_x_norm before moe_route when the experts run on another device: moe_route then also
+  // copies the normalised FFN input here ([n_tokens][n_embd] f32), for that device's x_norm.
+  bool want_x_norm = false;
+  std::vector<float> x_norm;
+  std::vector<float> logits;      // [n_tokens][n_expert]: the router's output, copied to the host
 };
 
 // One sequence's keys and values of one shard: position p of local KV head j at element
@@ -52,6 +85,7 @@ struct SeqRows {
 struct ScratchViews {
   float *hidden = nullptr, *norm = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *attn_out = nullptr,
         *proj = nullptr, *gate = nullptr, *up = nullptr, *scores = nullptr, *logits = nullptr;
+  float *router = nullptr, *moe_x = nullptr, *moe_y = nullptr;  // MoE models only (plan::ScratchLayout)
   int64_t scores_per_thread = 0;  // n_ctx
 };
 ScratchViews carve_scratch(float* base, const plan::ScratchLayout& layout, int threads);
@@ -79,7 +113,24 @@ class BlockForward {
   Status attention_partial(const ShardWeights& w, int64_t layer, const float* hidden, int64_t n,
                            std::span<const SeqRows> seqs, float* out);
   // out: [n][n_embd] <- this shard's share of W_down · (act(W_gate·x) * W_up·x), x = rms_norm(hidden).
+  // On an MoE layer: moe_route, then moe_experts over the experts w holds, on this device.
   Status ffn_partial(const ShardWeights& w, const float* hidden, int64_t n, float* out);
+
+  // The first step of an MoE FFN, on the device holding the router (and shared expert):
+  // x = rms_norm(hidden) into scratch().norm ([n][n_embd]); the router's logits come to the host
+  // (Ops::to_host, n x n_expert floats), which picks each token's top-k experts and weights into
+  // `routing` (softmax over all experts, then top-k, renormalised where config says); with
+  // routing.want_x_norm, x is copied to routing.x_norm as well. out: [n][n_embd] <- the shared
+  // expert's output (times its sigmoid gate where there is one), or zeros. w needs ffn_norm and
+  // ffn_gate_inp (and the shared expert's tensors where the model has one).
+  Status moe_route(const ShardWeights& w, const float* hidden, int64_t n, MoeRouting& routing, float* out);
+  // The second step: out ([n][n_embd], device memory) += sum over the routed experts in
+  // [w.expert_begin, w.expert_end) of weight * down(silu(gate·x) * up·x), each expert run once
+  // over the rows of its tokens (gathered from x_norm when they are not all n). x_norm:
+  // [n][n_embd] in this device's memory (scratch().norm after moe_route on the same device, else
+  // routing.x_norm uploaded by the caller; it must not be scratch's moe_x, gate, up or moe_y).
+  // Experts outside the range are skipped: another device adds them.
+  Status moe_experts(const ShardWeights& w, const float* x_norm, const MoeRouting& routing, int64_t n, float* out);
   // hidden += post_norm(update) (post_norm: w.post_attn_norm or w.post_ffn_norm, where the
   // architecture has them); update is the whole (summed) residual update, [n][n_embd], and is
   // overwritten.
@@ -101,6 +152,9 @@ class BlockForward {
   backend::Ops& ops_;
   ScratchViews scratch_;
   const float* rope_freqs_;
+  MoeRouting routing_;             // ffn_partial's routing of an MoE layer (host)
+  std::vector<int32_t> identity_;  // [n] 0..n-1: the rows of the shared expert's weighted add
+  std::vector<float> shexp_gate_;  // [n] the shared expert's per-token gate (host)
 };
 
 }  // namespace strata::exec

@@ -40,6 +40,26 @@ class Packer {
     cursor_ += out.n_bytes;
     return out;
   }
+  // Matrices [i0, i1) of a 3-D tensor (a run of experts), as a 3-D view of i1 - i0 matrices.
+  TensorView mats(const TensorView& t, int64_t i0, int64_t i1) {
+    if (!t.present()) return t;
+    TensorView out = t;
+    out.n_mats = i1 - i0;
+    out.n_bytes = static_cast<uint64_t>(out.n_mats) * t.mat_stride;
+    out.data = cursor_;
+    std::memcpy(cursor_, t.data + static_cast<uint64_t>(i0) * t.mat_stride, out.n_bytes);
+    cursor_ += out.n_bytes;
+    return out;
+  }
+  // A whole tensor (or an absent one).
+  TensorView whole(const TensorView& t) {
+    if (!t.present()) return t;
+    TensorView out = t;
+    out.data = cursor_;
+    std::memcpy(cursor_, t.data, t.n_bytes);
+    cursor_ += t.n_bytes;
+    return out;
+  }
   // Columns [c0, c1) of every row; c0, c1 are multiples of the block size (tensor_split ensures it).
   TensorView cols(const TensorView& t, int64_t c0, int64_t c1) {
     const kernels::DTypeTraits& tr = kernels::traits(t.type);
@@ -91,15 +111,30 @@ Expected<ShardWeights> place_shard(Device& device, const model::ModelConfig& c, 
   w.n_kv_heads = s.n_kv_heads();
   w.n_heads = w.n_kv_heads * group;
   w.n_ff = s.n_ff();
+  w.expert_begin = s.expert_begin;
+  w.expert_end = s.expert_end;
   const plan::LayerShard whole = plan::whole_layer(c);
   const bool is_whole = s.kv_head_begin == 0 && s.kv_head_end == whole.kv_head_end && s.ff_begin == 0 &&
-                        s.ff_end == whole.ff_end;
+                        s.ff_end == whole.ff_end && s.expert_begin == 0 && s.expert_end == whole.expert_end;
+  for (const TensorView* t : {&l.ffn_gate_inp, &l.ffn_gate_exps, &l.ffn_up_exps, &l.ffn_down_exps, &l.ffn_gate_shexp,
+                              &l.ffn_up_shexp, &l.ffn_down_shexp}) {
+    if (t->present() && !device.supports(t->type))
+      return Error{Code::Unsupported, "device '" + device.id() + "' cannot run " + kernels::dtype_name(t->type) +
+                                          " weights ('" + t->name + "')"};
+  }
+  if (s.expert_begin < 0 || s.expert_end < s.expert_begin || s.expert_end > c.n_expert)
+    return Error{Code::InvalidArgument, "experts [" + std::to_string(s.expert_begin) + ", " +
+                                            std::to_string(s.expert_end) + ") of a layer with " +
+                                            std::to_string(c.n_expert) + " experts"};
   if (is_whole && reads_in_place(device)) {
     STRATA_ASSIGN_OR_RETURN(auto buf, device.adopt(l.wq.data, l.n_bytes(), BufferUse::Weights));
     keep.push_back(std::move(buf));
     w.attn_norm = l.attn_norm, w.wq = l.wq, w.wk = l.wk, w.wv = l.wv, w.bq = l.bq, w.bk = l.bk, w.bv = l.bv;
     w.wo = l.wo, w.ffn_norm = l.ffn_norm, w.w_gate = l.w_gate, w.w_up = l.w_up, w.w_down = l.w_down;
     w.q_norm = l.q_norm, w.k_norm = l.k_norm, w.post_attn_norm = l.post_attn_norm, w.post_ffn_norm = l.post_ffn_norm;
+    w.ffn_gate_inp = l.ffn_gate_inp, w.ffn_gate_exps = l.ffn_gate_exps, w.ffn_up_exps = l.ffn_up_exps;
+    w.ffn_down_exps = l.ffn_down_exps, w.ffn_gate_inp_shexp = l.ffn_gate_inp_shexp;
+    w.ffn_gate_shexp = l.ffn_gate_shexp, w.ffn_up_shexp = l.ffn_up_shexp, w.ffn_down_shexp = l.ffn_down_shexp;
     return w;
   }
   const uint64_t bytes = plan::shard_weight_bytes(c, l, s);
@@ -124,17 +159,32 @@ Expected<ShardWeights> place_shard(Device& device, const model::ModelConfig& c, 
   w.bq = p.elements(l.bq, q0, q1);
   w.bk = p.elements(l.bk, k0, k1);
   w.bv = p.elements(l.bv, k0, k1);
+  w.ffn_gate_inp_shexp = p.whole(l.ffn_gate_inp_shexp);  // f32 [n_embd]
+  w.ffn_gate_inp = p.whole(l.ffn_gate_inp);              // the router: f32 in llama.cpp's files
   w.wq = p.rows(l.wq, q0, q1);
   w.wk = p.rows(l.wk, k0, k1);
   w.wv = p.rows(l.wv, k0, k1);
   w.wo = p.cols(l.wo, q0, q1);
-  w.w_gate = p.rows(l.w_gate, s.ff_begin, s.ff_end);
-  w.w_up = p.rows(l.w_up, s.ff_begin, s.ff_end);
-  w.w_down = p.cols(l.w_down, s.ff_begin, s.ff_end);
+  if (l.is_moe()) {
+    // Never cut by units (split_layer refuses MoE groups): the shared expert whole, and the
+    // shard's run of routed experts.
+    w.ffn_gate_shexp = p.whole(l.ffn_gate_shexp);
+    w.ffn_up_shexp = p.whole(l.ffn_up_shexp);
+    w.ffn_down_shexp = p.whole(l.ffn_down_shexp);
+    w.ffn_gate_exps = p.mats(l.ffn_gate_exps, s.expert_begin, s.expert_end);
+    w.ffn_up_exps = p.mats(l.ffn_up_exps, s.expert_begin, s.expert_end);
+    w.ffn_down_exps = p.mats(l.ffn_down_exps, s.expert_begin, s.expert_end);
+  } else {
+    w.w_gate = p.rows(l.w_gate, s.ff_begin, s.ff_end);
+    w.w_up = p.rows(l.w_up, s.ff_begin, s.ff_end);
+    w.w_down = p.cols(l.w_down, s.ff_begin, s.ff_end);
+  }
   if (!staging.empty()) {
     STRATA_RETURN_IF_ERROR(device.copy_from_host({staging.data(), bytes, buf->data(), bytes, bytes, 1}));
-    for (TensorView* t : {&w.attn_norm, &w.ffn_norm, &w.q_norm, &w.k_norm, &w.post_attn_norm, &w.post_ffn_norm, &w.bq, &w.bk, &w.bv, &w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up,
-                          &w.w_down})
+    for (TensorView* t : {&w.attn_norm, &w.ffn_norm, &w.q_norm, &w.k_norm, &w.post_attn_norm, &w.post_ffn_norm, &w.bq,
+                          &w.bk, &w.bv, &w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down, &w.ffn_gate_inp,
+                          &w.ffn_gate_exps, &w.ffn_up_exps, &w.ffn_down_exps, &w.ffn_gate_inp_shexp,
+                          &w.ffn_gate_shexp, &w.ffn_up_shexp, &w.ffn_down_shexp})
       p.rebase(*t);
   }
   keep.push_back(std::move(buf));

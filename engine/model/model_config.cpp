@@ -13,6 +13,8 @@ const char* arch_name(Arch arch) {
     case Arch::Qwen3: return "qwen3";
     case Arch::Gemma3: return "gemma3";
     case Arch::Phi3: return "phi3";
+    case Arch::Qwen2Moe: return "qwen2moe";
+    case Arch::Qwen3Moe: return "qwen3moe";
   }
   return "?";
 }
@@ -25,6 +27,56 @@ Expected<int64_t> positive(const gguf::GgufFile& f, const std::string& key, int6
     return Error{Code::Corrupt, "key '" + key + "': value " + std::to_string(v) +
                                     " outside [1, " + std::to_string(max) + "]"};
   return static_cast<int64_t>(v);
+}
+
+// The mixture-of-experts keys (llama.cpp's names and defaults). Which architectures may have
+// experts: qwen2moe and qwen3moe must; llama may (Mixtral); the others must not.
+Status read_moe_config(const gguf::GgufFile& f, const std::string& p, ModelConfig& c) {
+  const bool must = c.arch == Arch::Qwen2Moe || c.arch == Arch::Qwen3Moe;
+  const bool may = must || c.arch == Arch::Llama;
+  STRATA_ASSIGN_OR_RETURN(uint64_t n_expert, f.get_uint_or(p + "expert_count", 0));
+  if (n_expert == 0) {
+    if (must) return Error{Code::Corrupt, "key '" + p + "expert_count' is missing or 0: " + arch_name(c.arch) +
+                                              " is a mixture-of-experts architecture"};
+    return {};
+  }
+  if (!may)
+    return Error{Code::Unsupported, "key '" + p + "expert_count' = " + std::to_string(n_expert) + ": " +
+                                        arch_name(c.arch) + " with experts is not supported (llama, qwen2moe, qwen3moe are)"};
+  if (n_expert > 4096)
+    return Error{Code::Corrupt, "key '" + p + "expert_count': " + std::to_string(n_expert) + " outside [1, 4096]"};
+  const std::string used_key = p + "expert_used_count";
+  if (f.find(used_key) && !f.get_uint(used_key).ok())
+    return Error{Code::Unsupported, "key '" + used_key + "': a per-layer list of top-k counts is not supported"};
+  STRATA_ASSIGN_OR_RETURN(uint64_t used, f.get_uint_or(used_key, 0));
+  if (used == 0 || used > n_expert)
+    return Error{Code::Corrupt, "key '" + used_key + "': " + std::to_string(used) + " outside [1, expert_count " +
+                                    std::to_string(n_expert) + "]"};
+  c.n_expert = static_cast<int64_t>(n_expert);
+  c.n_expert_used = static_cast<int64_t>(used);
+  if (c.arch == Arch::Llama) {
+    // Mixtral: every expert is an FFN of feed_forward_length units; no shared expert.
+    c.n_ff_exp = c.n_ff;
+    c.expert_weights_norm = true;
+  } else {
+    STRATA_ASSIGN_OR_RETURN(uint64_t ff_exp, f.get_uint_or(p + "expert_feed_forward_length",
+                                                           static_cast<uint64_t>(c.n_ff / c.n_expert_used)));
+    if (ff_exp == 0 || ff_exp > (1u << 20))
+      return Error{Code::Corrupt, "key '" + p + "expert_feed_forward_length': " + std::to_string(ff_exp) +
+                                      " outside [1, 1048576]"};
+    c.n_ff_exp = static_cast<int64_t>(ff_exp);
+    c.expert_weights_norm = c.arch == Arch::Qwen3Moe;
+  }
+  if (c.arch == Arch::Qwen2Moe) {
+    STRATA_ASSIGN_OR_RETURN(uint64_t ff_sh, f.get_uint_or(p + "expert_shared_feed_forward_length",
+                                                          static_cast<uint64_t>(c.n_ff)));
+    if (ff_sh == 0 || ff_sh > (1u << 20))
+      return Error{Code::Corrupt, "key '" + p + "expert_shared_feed_forward_length': " + std::to_string(ff_sh) +
+                                      " outside [1, 1048576]"};
+    c.n_ff_shexp = static_cast<int64_t>(ff_sh);
+    c.has_shexp_gate = true;
+  }
+  return {};
 }
 
 }  // namespace
@@ -62,6 +114,14 @@ Expected<ModelConfig> read_model_config(const gguf::GgufFile& f) {
     c.arch = Arch::Qwen3;
     c.rope_style = RopeStyle::Neox;
     c.has_qk_norm = true;
+  } else if (arch == "qwen2moe") {
+    c.arch = Arch::Qwen2Moe;
+    c.rope_style = RopeStyle::Neox;
+    c.has_qkv_bias = true;
+  } else if (arch == "qwen3moe") {
+    c.arch = Arch::Qwen3Moe;
+    c.rope_style = RopeStyle::Neox;
+    c.has_qk_norm = true;
   } else if (arch == "gemma3") {
     c.arch = Arch::Gemma3;
     c.rope_style = RopeStyle::Neox;
@@ -77,7 +137,8 @@ Expected<ModelConfig> read_model_config(const gguf::GgufFile& f) {
     return Error{Code::NotFound, "key 'general.architecture' is missing: not a model file"};
   } else {
     return Error{Code::Unsupported,
-                 "architecture '" + arch + "' is not supported (llama, mistral as llama, qwen2, qwen3, gemma3, phi3 are)"};
+                 "architecture '" + arch + "' is not supported (llama, mistral and mixtral as llama, qwen2, qwen3, "
+                 "gemma3, phi3, qwen2moe, qwen3moe are)"};
   }
   const std::string p = arch + ".";
   STRATA_ASSIGN_OR_RETURN(c.name, f.get_string_or("general.name", ""));
@@ -177,6 +238,7 @@ Expected<ModelConfig> read_model_config(const gguf::GgufFile& f) {
     return Error{Code::Corrupt, "key '" + p + "rope.freq_base_swa': " + std::to_string(base_local)};
   c.rope_freq_base_local = static_cast<float>(base_local);
   if (c.arch == Arch::Gemma3) c.embd_scale = std::sqrt(static_cast<float>(c.n_embd));
+  STRATA_RETURN_IF_ERROR(read_moe_config(f, p, c));
 
   const gguf::TensorInfo* embd = f.find_tensor("token_embd.weight");
   if (!embd) return Error{Code::NotFound, "tensor 'token_embd.weight' is missing"};

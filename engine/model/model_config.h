@@ -13,8 +13,9 @@
 namespace strata::model {
 
 // llama also covers Mistral (and SmolLM2, TinyLlama, Llama 2/3): a sliding window when the
-// metadata sets one.
-enum class Arch { Llama, Qwen2, Qwen3, Gemma3, Phi3 };
+// metadata sets one; and Mixtral-style mixture-of-experts when llama.expert_count > 0.
+// Qwen2Moe / Qwen3Moe: qwen2 / qwen3 attention with a mixture-of-experts FFN in every layer.
+enum class Arch { Llama, Qwen2, Qwen3, Gemma3, Phi3, Qwen2Moe, Qwen3Moe };
 
 // How rotary embeddings pair up the dimensions of a head.
 enum class RopeStyle {
@@ -75,7 +76,28 @@ struct ModelConfig {
   int64_t n_ctx_orig = 0;        // <name>.rope.scaling.original_context_length; 0: not set
   float rope_attn_factor = 1.0f; // <name>.rope.scaling.attn_factor
 
+  // Mixture of experts (every layer's FFN when n_expert > 0; the dense ffn_gate/up/down are then
+  // absent). The router (ffn_gate_inp) scores each token against every expert; the probabilities
+  // are a softmax over all n_expert logits; the top n_expert_used experts run on the token and
+  // their outputs are summed weighted by their probabilities, renormalised over the top k to sum
+  // to 1 where expert_weights_norm says so (llama.cpp's choice per architecture: Mixtral-style
+  // llama and qwen3moe renormalise, qwen2moe does not). llama.cpp reads no expert_weights_scale
+  // for these three architectures, and neither does Strata (the weights are not scaled).
+  int64_t n_expert = 0;          // <name>.expert_count; 0: a dense model
+  int64_t n_expert_used = 0;     // <name>.expert_used_count: top-k
+  int64_t n_ff_exp = 0;          // one routed expert's hidden units: <name>.expert_feed_forward_length
+                                 // (qwen*moe; else n_ff / n_expert_used); llama: feed_forward_length
+  bool expert_weights_norm = false;
+  // The shared expert (qwen2moe): a gated FFN every token runs, added to the routed experts'
+  // sum, scaled per token by sigmoid(ffn_gate_inp_shexp · x) when has_shexp_gate.
+  int64_t n_ff_shexp = 0;        // <name>.expert_shared_feed_forward_length (else n_ff); 0: none
+  bool has_shexp_gate = false;
+
   int64_t q_dim() const { return n_heads * head_dim; }
+  bool is_moe() const { return n_expert > 0; }
+  // The widest FFN hidden activation a layer computes ([tokens][this] for gate and up): the dense
+  // FFN's n_ff, or the widest of a routed and the shared expert.
+  int64_t ffn_width() const { return is_moe() ? (n_ff_exp > n_ff_shexp ? n_ff_exp : n_ff_shexp) : n_ff; }
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
   bool layer_is_local(int64_t layer) const {
     return sliding_window > 0 && layer >= 0 && layer < static_cast<int64_t>(local_layers.size()) &&

@@ -1,5 +1,6 @@
 // engine/model/model_weights.h — binds the tensors of a GGUF file to the roles of a decoder block
-// (llama, qwen2, qwen3, gemma3, phi3), checking every shape and type. Views only: the bytes stay in
+// (llama, qwen2, qwen3, gemma3, phi3, and the MoE ones: Mixtral-style llama, qwen2moe, qwen3moe),
+// checking every shape and type. Views only: the bytes stay in
 // the mapping. Fused tensors (phi3's attn_qkv and gate+up ffn_up) become views of their row ranges,
 // so the rest of the engine sees separate Q, K, V, gate and up matrices.
 #pragma once
@@ -15,8 +16,10 @@
 
 namespace strata::model {
 
-// A 1-D or 2-D weight. For a matrix, cols = dims[0] (contiguous), rows = dims[1]; the layer
-// computes y = W x with x of length cols.
+// A 1-D, 2-D or 3-D weight. For a matrix, cols = dims[0] (contiguous), rows = dims[1]; the layer
+// computes y = W x with x of length cols. A 3-D tensor (a mixture-of-experts layer's merged
+// expert matrices, dims [cols, rows, n_mats]) is n_mats such matrices back to back, matrix i at
+// data + i * mat_stride bytes; n_bytes counts all of them.
 struct TensorView {
   std::string name;
   const uint8_t* data = nullptr;   // nullptr: absent (optional tensors)
@@ -24,8 +27,12 @@ struct TensorView {
   int64_t cols = 0;
   int64_t rows = 1;
   uint64_t n_bytes = 0;
+  int64_t n_mats = 1;        // matrices (experts) held; 1 for 1-D and 2-D tensors
+  uint64_t mat_stride = 0;   // bytes between consecutive matrices: rows * row_bytes(type, cols)
 
   bool present() const { return data != nullptr; }
+  // Matrix i (in [0, n_mats)) of a 3-D tensor as a 2-D view of its own (named "<name>[i]").
+  TensorView mat(int64_t i) const;
 };
 
 struct LayerWeights {
@@ -43,6 +50,19 @@ struct LayerWeights {
   TensorView w_up;       // [n_ff][n_embd]
   TensorView w_down;     // [n_embd][n_ff]
   TensorView post_ffn_norm;   // [n_embd] f32: norm of the FFN output (gemma3)
+  // Mixture of experts (config.is_moe(); w_gate, w_up, w_down are then absent):
+  TensorView ffn_gate_inp;    // router [n_expert rows][n_embd], f32 or any weight type
+  TensorView ffn_gate_exps;   // [n_expert][n_ff_exp][n_embd] (3-D)
+  TensorView ffn_up_exps;     // [n_expert][n_ff_exp][n_embd]
+  TensorView ffn_down_exps;   // [n_expert][n_embd][n_ff_exp]
+  TensorView ffn_gate_inp_shexp;  // [n_embd] f32: the shared expert's sigmoid gate (qwen2moe)
+  TensorView ffn_gate_shexp;  // [n_ff_shexp][n_embd]
+  TensorView ffn_up_shexp;    // [n_ff_shexp][n_embd]
+  TensorView ffn_down_shexp;  // [n_embd][n_ff_shexp]
+
+  bool is_moe() const { return ffn_gate_inp.present(); }
+  // Bytes of the routed experts' tensors (ffn_*_exps), all experts.
+  uint64_t expert_bytes() const;
 
   uint64_t n_bytes() const;  // all tensors of the layer
 };

@@ -108,6 +108,19 @@ Status validate(const RandomModelSpec& s) {
   if (s.n_ctx <= 0 || s.n_ctx > (1 << 24)) return bad("--ctx " + std::to_string(s.n_ctx) + " outside [1, 16777216]");
   if (s.n_threads <= 0 || s.n_threads > 1024) return bad("--threads " + std::to_string(s.n_threads));
   if (!(s.stddev >= 0.0f && s.stddev < 10.0f)) return bad("--std " + std::to_string(s.stddev));
+  const bool moe_arch = s.arch == Arch::Qwen2Moe || s.arch == Arch::Qwen3Moe;
+  if (s.n_expert < 0 || s.n_expert > 4096) return bad("--experts " + std::to_string(s.n_expert) + " outside [0, 4096]");
+  if (moe_arch && s.n_expert == 0) return bad(std::string("--arch ") + arch_name(s.arch) + " needs --experts");
+  if (s.n_expert > 0 && !moe_arch && s.arch != Arch::Llama)
+    return bad(std::string("--experts: ") + arch_name(s.arch) + " has no mixture-of-experts form (llama, qwen2moe, qwen3moe do)");
+  if (s.n_expert > 0 && (s.n_expert_used < 1 || s.n_expert_used > s.n_expert))
+    return bad("--experts-used " + std::to_string(s.n_expert_used) + " outside [1, --experts " +
+               std::to_string(s.n_expert) + "]");
+  if (s.n_ff_exp < 0 || s.n_ff_exp > (1 << 20)) return bad("--expert-ff " + std::to_string(s.n_ff_exp));
+  if (s.arch == Arch::Llama && s.n_ff_exp != 0 && s.n_ff_exp != s.n_ff)
+    return bad("--expert-ff: a Mixtral-style llama model's experts have --ffn units");
+  if (s.n_ff_shexp < 0 || s.n_ff_shexp > (1 << 20)) return bad("--shared-expert-ff " + std::to_string(s.n_ff_shexp));
+  if (s.n_ff_shexp > 0 && s.arch != Arch::Qwen2Moe) return bad("--shared-expert-ff: only qwen2moe has a shared expert");
   auto mix = type_mix(s.type);
   if (!mix.ok()) return mix.error();
   return {};
@@ -133,7 +146,8 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
   w.set_u32(a + ".feed_forward_length", static_cast<uint32_t>(s.n_ff));
   w.set_u32(a + ".attention.head_count", static_cast<uint32_t>(s.n_heads));
   w.set_u32(a + ".attention.head_count_kv", static_cast<uint32_t>(s.n_kv_heads));
-  const bool qwen_or_gemma = s.arch == Arch::Qwen2 || s.arch == Arch::Qwen3 || s.arch == Arch::Gemma3;
+  const bool qwen_or_gemma = s.arch == Arch::Qwen2 || s.arch == Arch::Qwen3 || s.arch == Arch::Gemma3 ||
+                             s.arch == Arch::Qwen2Moe || s.arch == Arch::Qwen3Moe;
   w.set_f32(a + ".attention.layer_norm_rms_epsilon", qwen_or_gemma ? 1e-6f : 1e-5f);
   w.set_f32(a + ".rope.freq_base", qwen_or_gemma ? 1000000.0f : 10000.0f);
   w.set_u32(a + ".rope.dimension_count", static_cast<uint32_t>(head_dim));
@@ -152,6 +166,15 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
     w.set_f32(a + ".rope.scaling.attn_factor",
               static_cast<float>(std::sqrt(1.0 + std::log(factor) / std::log(static_cast<double>(ctx_orig)))));
   }
+  const bool moe = s.n_expert > 0;
+  const int64_t ff_exp = s.arch == Arch::Llama || s.n_ff_exp == 0 ? s.n_ff : s.n_ff_exp;
+  const int64_t ff_shexp = s.arch != Arch::Qwen2Moe ? 0 : s.n_ff_shexp > 0 ? s.n_ff_shexp : s.n_ff;
+  if (moe) {
+    w.set_u32(a + ".expert_count", static_cast<uint32_t>(s.n_expert));
+    w.set_u32(a + ".expert_used_count", static_cast<uint32_t>(s.n_expert_used));
+    if (s.arch != Arch::Llama) w.set_u32(a + ".expert_feed_forward_length", static_cast<uint32_t>(ff_exp));
+    if (ff_shexp > 0) w.set_u32(a + ".expert_shared_feed_forward_length", static_cast<uint32_t>(ff_shexp));
+  }
   w.set_u32(a + ".vocab_size", static_cast<uint32_t>(n_vocab));
   for (const auto& [key, value] : vocab_source.metadata()) {
     if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
@@ -162,13 +185,20 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
     return w.add_tensor_generated(name, type, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)},
                                   random_fill(type, cols, rows, s.stddev, 0.0f, name_hash(name, s.seed), s.n_threads));
   };
+  // n matrices of [rows][cols] (gguf dims [cols, rows, n]): merged experts.
+  auto matrices = [&](const std::string& name, int64_t cols, int64_t rows, int64_t n, DType want) -> Status {
+    const DType type = fit_type(want, cols);
+    return w.add_tensor_generated(
+        name, type, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows), static_cast<uint64_t>(n)},
+        random_fill(type, cols, rows * n, s.stddev, 0.0f, name_hash(name, s.seed), s.n_threads));
+  };
   auto vector = [&](const std::string& name, int64_t n, float stddev, float value) -> Status {
     return w.add_tensor_generated(name, DType::F32, {static_cast<uint64_t>(n)},
                                   random_fill(DType::F32, n, 1, stddev, value, name_hash(name, s.seed), 1));
   };
 
   const int64_t q_dim = s.n_heads * head_dim, kv_dim = s.n_kv_heads * head_dim;
-  const bool qk_norm = s.arch == Arch::Qwen3 || s.arch == Arch::Gemma3;
+  const bool qk_norm = s.arch == Arch::Qwen3 || s.arch == Arch::Gemma3 || s.arch == Arch::Qwen3Moe;
   const bool post_norms = s.arch == Arch::Gemma3;
   const bool fused = s.arch == Arch::Phi3;
   STRATA_RETURN_IF_ERROR(matrix("token_embd.weight", s.n_embd, n_vocab, mix.base));
@@ -196,13 +226,26 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
       STRATA_RETURN_IF_ERROR(vector(b + "post_attention_norm.weight", s.n_embd, 0.1f, 1.0f));
       STRATA_RETURN_IF_ERROR(vector(b + "post_ffw_norm.weight", s.n_embd, 0.1f, 1.0f));
     }
-    if (s.arch == Arch::Qwen2) {
+    if (s.arch == Arch::Qwen2 || s.arch == Arch::Qwen2Moe) {
       STRATA_RETURN_IF_ERROR(vector(b + "attn_q.bias", q_dim, s.stddev, 0.0f));
       STRATA_RETURN_IF_ERROR(vector(b + "attn_k.bias", kv_dim, s.stddev, 0.0f));
       STRATA_RETURN_IF_ERROR(vector(b + "attn_v.bias", kv_dim, s.stddev, 0.0f));
     }
     STRATA_RETURN_IF_ERROR(matrix(b + "attn_output.weight", q_dim, s.n_embd, mix.base));
     STRATA_RETURN_IF_ERROR(vector(b + "ffn_norm.weight", s.n_embd, 0.0f, 1.0f));
+    if (moe) {
+      STRATA_RETURN_IF_ERROR(matrix(b + "ffn_gate_inp.weight", s.n_embd, s.n_expert, DType::F32));
+      STRATA_RETURN_IF_ERROR(matrices(b + "ffn_gate_exps.weight", s.n_embd, ff_exp, s.n_expert, mix.base));
+      STRATA_RETURN_IF_ERROR(matrices(b + "ffn_up_exps.weight", s.n_embd, ff_exp, s.n_expert, mix.base));
+      STRATA_RETURN_IF_ERROR(matrices(b + "ffn_down_exps.weight", ff_exp, s.n_embd, s.n_expert, more));
+      if (ff_shexp > 0) {
+        STRATA_RETURN_IF_ERROR(vector(b + "ffn_gate_inp_shexp.weight", s.n_embd, s.stddev, 0.0f));
+        STRATA_RETURN_IF_ERROR(matrix(b + "ffn_gate_shexp.weight", s.n_embd, ff_shexp, mix.base));
+        STRATA_RETURN_IF_ERROR(matrix(b + "ffn_up_shexp.weight", s.n_embd, ff_shexp, mix.base));
+        STRATA_RETURN_IF_ERROR(matrix(b + "ffn_down_shexp.weight", ff_shexp, s.n_embd, more));
+      }
+      continue;
+    }
     if (fused) {
       STRATA_RETURN_IF_ERROR(matrix(b + "ffn_up.weight", s.n_embd, 2 * s.n_ff, mix.base));
     } else {

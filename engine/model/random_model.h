@@ -1,5 +1,6 @@
 // engine/model/random_model.h — writes a GGUF model of any supported architecture (llama, qwen2,
-// qwen3, gemma3, phi3), shape and tensor type
+// qwen3, gemma3, phi3; mixture-of-experts qwen2moe, qwen3moe and Mixtral-style llama), shape and
+// tensor type
 // with random weights (normal, std 0.02) and a real vocabulary copied from another GGUF file.
 // For tests and benchmarks: the shapes and bytes are real, the text it writes is not.
 #pragma once
@@ -29,6 +30,13 @@ struct RandomModelSpec {
   // phi3: write long-context RoPE (rope.scaling.type longrope, original_context_length n_ctx / 4,
   // rope_factors_short / _long tensors and the attn_factor llama.cpp's converter derives).
   bool longrope = true;
+  // Mixture of experts: n_expert > 0 gives every layer a router (ffn_gate_inp, f32 as llama.cpp's
+  // quantizer keeps it) and merged experts (ffn_{gate,up,down}_exps, 3-D) instead of the dense FFN.
+  // qwen2moe and qwen3moe need it; llama takes it (Mixtral); others refuse it.
+  int64_t n_expert = 0;
+  int64_t n_expert_used = 0;  // top-k, in [1, n_expert]
+  int64_t n_ff_exp = 0;       // one expert's units (qwen*moe: expert_feed_forward_length); 0: n_ff. llama: n_ff
+  int64_t n_ff_shexp = 0;     // qwen2moe's shared expert (expert_shared_feed_forward_length); 0: n_ff
   // A single type ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k",
   // "q3_k", "q4_k", "q5_k", "q6_k") or a llama.cpp-style mix ("q4_k_m", "q5_k_m").
   std::string type = "f32";

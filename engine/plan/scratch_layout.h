@@ -24,9 +24,15 @@ struct ScratchLayout {
   int64_t up = 0;         // [max_batch][local n_ff]
   int64_t scores = 0;     // [threads][n_ctx]     attention scores
   int64_t logits = 0;     // [n_seq][n_vocab]     only where the head runs
+  // Mixture-of-experts layers only (config.is_moe()):
+  int64_t router = 0;     // [max_batch][n_expert] router logits (also the shared expert's gate logits)
+  int64_t moe_x = 0;      // [max_batch][n_embd]  one expert's tokens, gathered
+  int64_t moe_y = 0;      // [max_batch][n_embd]  one expert's output rows before the weighted add
   int64_t matmul_bytes = 0;  // quantized activations: [max_batch][widest input row] at <= 4 B each
 
-  int64_t floats() const { return hidden + norm + q + k + v + attn_out + proj + gate + up + scores + logits; }
+  int64_t floats() const {
+    return hidden + norm + q + k + v + attn_out + proj + gate + up + scores + logits + router + moe_x + moe_y;
+  }
   uint64_t bytes() const { return static_cast<uint64_t>(floats()) * sizeof(float) + static_cast<uint64_t>(matmul_bytes); }
 };
 
@@ -50,6 +56,11 @@ inline ScratchLayout scratch_layout(const model::ModelConfig& c, const LayerShar
     s.gate = max_batch * widest.n_ff();
     s.up = max_batch * widest.n_ff();
     s.scores = static_cast<int64_t>(threads) * n_ctx;
+    if (c.is_moe()) {
+      s.router = max_batch * c.n_expert;
+      s.moe_x = max_batch * c.n_embd;
+      s.moe_y = max_batch * c.n_embd;
+    }
     widest_input = std::max<int64_t>({c.n_embd, q_local, widest.n_ff()});
   }
   if (has_head) s.logits = n_seq * c.n_vocab;

@@ -7,7 +7,9 @@
 
 namespace strata::plan {
 
-LayerShard whole_layer(const model::ModelConfig& c) { return LayerShard{0, c.n_kv_heads, 0, c.n_ff}; }
+LayerShard whole_layer(const model::ModelConfig& c) {
+  return LayerShard{0, c.n_kv_heads, 0, c.ffn_width(), 0, c.n_expert};
+}
 
 namespace {
 
@@ -38,6 +40,9 @@ Expected<std::vector<LayerShard>> split_layer(const model::ModelConfig& c, const
     if (!(r > 0.0) || !std::isfinite(r))
       return Error{Code::InvalidArgument, where + ": split ratio " + std::to_string(r) + " must be positive"};
   }
+  if (c.is_moe())
+    return Error{Code::InvalidArgument, where + ": tensor-parallel groups of mixture-of-experts layers are not "
+                                                "supported (place the layer on one device)"};
   const int64_t group = c.n_heads / c.n_kv_heads;
   // Attention unit: the fewest KV heads whose query columns fill whole attn_output blocks.
   const int64_t wo_block = kernels::traits(l.wo.type).block_elems;
@@ -85,6 +90,13 @@ uint64_t shard_weight_bytes(const model::ModelConfig& c, const model::LayerWeigh
   b += rows(l.wq, q_rows) + rows(l.wk, kv_rows) + rows(l.wv, kv_rows);
   if (l.bq.present()) b += static_cast<uint64_t>(q_rows + 2 * kv_rows) * sizeof(float);
   b += static_cast<uint64_t>(c.n_embd) * static_cast<uint64_t>(kernels::row_bytes(l.wo.type, q_rows));
+  if (l.is_moe()) {
+    b += l.ffn_gate_inp.n_bytes + l.ffn_gate_inp_shexp.n_bytes + l.ffn_gate_shexp.n_bytes + l.ffn_up_shexp.n_bytes +
+         l.ffn_down_shexp.n_bytes;
+    const auto n_exp = static_cast<uint64_t>(s.n_experts());
+    b += n_exp * (l.ffn_gate_exps.mat_stride + l.ffn_up_exps.mat_stride + l.ffn_down_exps.mat_stride);
+    return b;
+  }
   b += rows(l.w_gate, s.n_ff()) + rows(l.w_up, s.n_ff());
   b += static_cast<uint64_t>(c.n_embd) * static_cast<uint64_t>(kernels::row_bytes(l.w_down.type, s.n_ff()));
   return b;

@@ -15,23 +15,30 @@ namespace strata::plan {
 
 struct LayerShard {
   int64_t kv_head_begin = 0, kv_head_end = 0;  // KV heads [begin, end); query heads follow (x group)
-  int64_t ff_begin = 0, ff_end = 0;            // FFN hidden units [begin, end)
+  // FFN hidden units [begin, end). A mixture-of-experts layer is never cut by units (see
+  // split_layer): its whole shard has [0, config.ffn_width()), the widest expert's units, which
+  // sizes the gate/up activations.
+  int64_t ff_begin = 0, ff_end = 0;
+  int64_t expert_begin = 0, expert_end = 0;    // routed experts [begin, end) held (MoE layers)
 
   int64_t n_kv_heads() const { return kv_head_end - kv_head_begin; }
   int64_t n_ff() const { return ff_end - ff_begin; }
+  int64_t n_experts() const { return expert_end - expert_begin; }
 };
 
-// The whole block as one shard (no split).
+// The whole block as one shard (no split): every head, FFN unit and expert.
 LayerShard whole_layer(const model::ModelConfig& config);
 
 // Cuts heads and FFN units in proportion to ratio (largest remainder), respecting the block
 // size of attn_output and ffn_down columns (a quantized row cannot be cut inside a block).
 // Unsupported when the layer cannot be cut that finely for the group; InvalidArgument for bad
-// ratios.
+// ratios, and for a mixture-of-experts layer (tensor groups of MoE layers are not supported: its
+// experts are placed whole, or by expert ranges, on single devices).
 Expected<std::vector<LayerShard>> split_layer(const model::ModelConfig& config, const model::LayerWeights& layer,
                                               const std::vector<double>& ratio, int64_t layer_index);
 
-// Bytes of the weights one shard holds (norms are replicated on every member).
+// Bytes of the weights one shard holds (norms are replicated on every member). An MoE layer's
+// shard holds the router and the shared expert, and the routed experts [expert_begin, expert_end).
 uint64_t shard_weight_bytes(const model::ModelConfig& config, const model::LayerWeights& layer,
                             const LayerShard& shard);
 

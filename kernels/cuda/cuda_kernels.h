@@ -53,6 +53,14 @@ cudaError_t swiglu(float* gate, const float* up, int64_t n, cudaStream_t stream)
 cudaError_t geglu(float* gate, const float* up, int64_t n, cudaStream_t stream);           // gate = gelu_tanh(gate)*up
 cudaError_t scale(float* x, float s, int64_t n, cudaStream_t stream);                      // x *= s
 cudaError_t softmax_rows(float* x, int64_t n_rows, int64_t n, cudaStream_t stream);        // in place per row
+// Mixture-of-experts rows (rows.cu). rows, scales: device memory, already checked on the host
+// (indices in range; for scale_add_rows, distinct). src / dst rows are n floats long.
+// dst[i] = src[rows[i]], i < n_rows.
+cudaError_t gather_rows(const float* src, int64_t n, const int32_t* rows, int64_t n_rows, float* dst,
+                        cudaStream_t stream);
+// dst[rows[i]] += scales[i] * src[i], i < n_rows.
+cudaError_t scale_add_rows(float* dst, int64_t n, const float* src, const int32_t* rows, const float* scales,
+                           int64_t n_rows, cudaStream_t stream);
 
 // Rotates the first rope_dims dims of each head of x: [n_tokens][n_heads][head_dim], token t at
 // position pos0 + t. theta_i = pos * freq_scale * freq_base^(-2i/rope_dims) / divisors[i]

@@ -4,7 +4,9 @@ supported architecture against the independent NumPy forward pass of reference_m
 
 Cases: llama (MHA and GQA), llama with a sliding window (Mistral), qwen2, qwen3 (head size apart
 from dim / heads), gemma3 (local + global layers, window shorter than the prompt), phi3 (fused
-tensors, long-context RoPE factors, context past the original so the long factors apply), each
+tensors, long-context RoPE factors, context past the original so the long factors apply), the
+mixture-of-experts ones (qwen3moe with 8 and with 128 experts, Mixtral-style llama, qwen2moe with
+its shared expert), each
 with an f32 KV cache (tolerance 1e-4 relative: max |a-b| / max |b|) and gemma3 / llama also with
 the default f16 cache against the reference with K and V rounded to f16 (tolerance 1e-3).
 
@@ -35,6 +37,16 @@ CASES = [
                 "--sliding-window", "6", "--swa-pattern", "2"], []),
     ("phi3-long", ["--arch", "phi3", "--heads", "4", "--kv-heads", "4"], []),
     ("phi3-short", ["--arch", "phi3", "--heads", "4", "--kv-heads", "4"], ["--ctx", "16"]),  # same file as phi3-long
+    # Mixture of experts: top-k routing (renormalised for qwen3moe and Mixtral, not for qwen2moe),
+    # merged 3-D expert tensors, qwen2moe's sigmoid-gated shared expert; the 128-expert top-8 case
+    # is Qwen3-30B-A3B's routing shape scaled down.
+    ("qwen3moe", ["--arch", "qwen3moe", "--heads", "4", "--kv-heads", "2", "--head-dim", "32", "--experts", "8",
+                  "--experts-used", "2", "--expert-ff", "64"], []),
+    ("qwen3moe-128", ["--arch", "qwen3moe", "--heads", "4", "--kv-heads", "2", "--head-dim", "32", "--experts",
+                      "128", "--experts-used", "8", "--expert-ff", "32"], []),
+    ("mixtral", ["--arch", "llama", "--heads", "4", "--kv-heads", "2", "--experts", "4", "--experts-used", "2"], []),
+    ("qwen2moe", ["--arch", "qwen2moe", "--heads", "4", "--kv-heads", "2", "--experts", "8", "--experts-used", "4",
+                  "--expert-ff", "32", "--shared-expert-ff", "128"], []),
 ]
 F16_CASES = {"llama-gqa", "gemma3"}
 
@@ -60,7 +72,8 @@ def run_case(engine, vocab, work, name, make_args, run_args, kv_type):
     err = float(np.max(np.abs(ours - want)) / np.max(np.abs(want)))
     tol = 1e-4 if kv_type == "f32" else 1e-3
     ok = err < tol and ours.shape == want.shape
-    print(f"{name:15s} kv {kv_type}: {len(tokens)} tokens, max rel error {err:.2e} (tolerance {tol:.0e}) "
+    gap = f", smallest top-k probability gap {m.min_route_gap:.1e}" if m.min_route_gap < float("inf") else ""
+    print(f"{name:15s} kv {kv_type}: {len(tokens)} tokens, max rel error {err:.2e} (tolerance {tol:.0e}){gap} "
           f"{'ok' if ok else 'FAIL'}")
     return ok
 

@@ -1,5 +1,6 @@
 """tests/reference/reference_model.py — an independent NumPy forward pass of the decoder
-architectures Strata runs (llama / Mistral, qwen2, qwen3, gemma3, phi3), written from the
+architectures Strata runs (llama / Mistral / Mixtral, qwen2, qwen3, gemma3, phi3, qwen2moe,
+qwen3moe), written from the
 architectures' published definitions, not from Strata's code. Tensors are read and dequantized
 with the `gguf` package (gguf-py), so quantized real models can be checked too.
 
@@ -40,7 +41,13 @@ class Model:
         self.rope_scale = 1.0 / _field(r, p + "rope.scaling.factor", 1.0) if scaling == "linear" else 1.0
         self.ctx_orig = _field(r, p + "rope.scaling.original_context_length", 0)
         self.attn_factor = _field(r, p + "rope.scaling.attn_factor", 1.0)
-        self.neox = self.arch in ("qwen2", "qwen3", "gemma3", "phi3")
+        self.neox = self.arch in ("qwen2", "qwen3", "gemma3", "phi3", "qwen2moe", "qwen3moe")
+        # Mixture of experts: softmax over all experts, top-k, weights renormalised over the k
+        # for Mixtral (llama) and qwen3moe, not for qwen2moe (as the published models define it).
+        self.n_expert = _field(r, p + "expert_count", 0)
+        self.n_expert_used = _field(r, p + "expert_used_count", 0)
+        self.norm_topk = self.arch in ("llama", "qwen3moe")
+        self.min_route_gap = float("inf")  # smallest gap between the k-th and (k+1)-th probability seen
         self.gelu = self.arch == "gemma3"
         self.embd_scale = np.sqrt(self.n_embd) if self.arch == "gemma3" else 1.0
         self.q_scale = _field(r, p + "attention.scale", 0.0) or 1.0 / np.sqrt(self.head_dim)
@@ -101,6 +108,40 @@ def rope(x, positions, base, rope_dims, neox, scale=1.0, divisors=None, attn_fac
 
 def gelu_tanh(x):
     return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+def moe_ffn(m, g, h):
+    """The mixture-of-experts FFN of one layer on h [T][n_embd]: every token runs its top-k experts
+    (gated SiLU FFNs), summed with their router probabilities; plus the shared expert if present
+    (times sigmoid of its gate where there is one)."""
+    logits = h @ g("ffn_gate_inp.weight").T  # [T][E]
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    gate_e, up_e, down_e = g("ffn_gate_exps.weight"), g("ffn_up_exps.weight"), g("ffn_down_exps.weight")
+    k = m.n_expert_used
+    out = np.zeros_like(h)
+    for t in range(h.shape[0]):
+        order = np.argsort(-p[t], kind="stable")
+        top = order[:k]
+        if k < m.n_expert:
+            m.min_route_gap = min(m.min_route_gap, float(p[t, order[k - 1]] - p[t, order[k]]))
+        w = p[t, top]
+        if m.norm_topk:
+            w = w / w.sum()
+        for e, we in zip(top, w):
+            a = silu(gate_e[e] @ h[t]) * (up_e[e] @ h[t])
+            out[t] += we * (down_e[e] @ a)
+    if g("ffn_gate_shexp.weight") is not None:
+        s = (silu(h @ g("ffn_gate_shexp.weight").T) * (h @ g("ffn_up_shexp.weight").T)) @ g("ffn_down_shexp.weight").T
+        gate = g("ffn_gate_inp_shexp.weight")
+        if gate is not None:
+            s = s * (1.0 / (1.0 + np.exp(-(h @ gate))))[:, None]
+        out += s
+    return out
 
 
 def forward(m, tokens, kv_f16=False, n_ctx=None):
@@ -164,6 +205,9 @@ def forward(m, tokens, kv_f16=False, n_ctx=None):
             o = rms_norm(o, g("post_attention_norm.weight"), m.eps)
         x = x + o
         h = rms_norm(x, g("ffn_norm.weight"), m.eps)
+        if g("ffn_gate_inp.weight") is not None:
+            x = x + moe_ffn(m, g, h)
+            continue
         if g("ffn_gate.weight") is not None:
             gate, up = h @ g("ffn_gate.weight").T, h @ g("ffn_up.weight").T
         else:  # phi3: gate and up rows fused in ffn_up

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/backend/row_index.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/fp16.h"
 #include "kernels/cpu/matmul.h"
@@ -150,6 +151,25 @@ Status CpuOps::zero(float* x, int64_t n) {
 
 Status CpuOps::softmax(float* x, int64_t n_rows, int64_t n) {
   for (int64_t r = 0; r < n_rows; ++r) kernels::softmax_f32(x + r * n, n);
+  return {};
+}
+
+Status CpuOps::gather_rows(const float* src, int64_t src_rows, int64_t n, const int32_t* rows, int64_t n_rows,
+                           float* dst) {
+  STRATA_RETURN_IF_ERROR(check_row_indices("gather_rows", rows, n_rows, src_rows, false));
+  for (int64_t i = 0; i < n_rows; ++i) std::memcpy(dst + i * n, src + rows[i] * n, static_cast<size_t>(n) * sizeof(float));
+  return {};
+}
+
+Status CpuOps::scale_add_rows(float* dst, int64_t dst_rows, int64_t n, const float* src, const int32_t* rows,
+                              const float* scales, int64_t n_rows) {
+  STRATA_RETURN_IF_ERROR(check_row_indices("scale_add_rows", rows, n_rows, dst_rows, true));
+  for (int64_t i = 0; i < n_rows; ++i) {
+    float* y = dst + rows[i] * n;
+    const float* x = src + i * n;
+    const float s = scales[i];
+    for (int64_t j = 0; j < n; ++j) y[j] += s * x[j];
+  }
   return {};
 }
 

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "engine/backend/cuda/cuda_check.h"
+#include "engine/backend/row_index.h"
 #include "engine/backend/cuda/cuda_device.h"
 #include "kernels/cuda/cuda_kernels.h"
 
@@ -473,6 +474,41 @@ Status CudaOps::softmax(float* x, int64_t n_rows, int64_t n) {
   if (n_rows == 0 || n == 0) return Status();
   STRATA_CUDA_LAUNCH("softmax of [" + std::to_string(n_rows) + " x " + std::to_string(n) + "]",
                      kernels::cuda::softmax_rows(x, n_rows, n, stream_));
+  return Status();
+}
+
+Status CudaOps::gather_rows(const float* src, int64_t src_rows, int64_t n, const int32_t* rows, int64_t n_rows,
+                            float* dst) {
+  STRATA_RETURN_IF_ERROR(begin());
+  STRATA_RETURN_IF_ERROR(check_args(device_, "gather_rows", {src_rows, n, n_rows}, {src, dst}));
+  STRATA_RETURN_IF_ERROR(check_row_indices("gather_rows", rows, n_rows, src_rows, false));
+  if (n_rows == 0 || n == 0) return Status();
+  const size_t bytes = static_cast<size_t>(n_rows) * sizeof(int32_t);
+  STRATA_RETURN_IF_ERROR(ensure(rows_, bytes, "row indices"));
+  STRATA_RETURN_IF_ERROR(upload(rows, rows_->data(), bytes));
+  STRATA_CUDA_LAUNCH("gather_rows of " + std::to_string(n_rows) + " rows of " + std::to_string(n),
+                     kernels::cuda::gather_rows(src, n, reinterpret_cast<const int32_t*>(rows_->data()), n_rows, dst,
+                                                stream_));
+  return Status();
+}
+
+Status CudaOps::scale_add_rows(float* dst, int64_t dst_rows, int64_t n, const float* src, const int32_t* rows,
+                               const float* scales, int64_t n_rows) {
+  STRATA_RETURN_IF_ERROR(begin());
+  STRATA_RETURN_IF_ERROR(check_args(device_, "scale_add_rows", {dst_rows, n, n_rows}, {dst, src}));
+  STRATA_RETURN_IF_ERROR(check_row_indices("scale_add_rows", rows, n_rows, dst_rows, true));
+  if (n_rows == 0 || n == 0) return Status();
+  if (scales == nullptr)
+    return Error{Code::InvalidArgument, "scale_add_rows on device '" + device_.id() + "': no scales"};
+  const size_t bytes = static_cast<size_t>(n_rows) * sizeof(int32_t);
+  STRATA_RETURN_IF_ERROR(ensure(rows_, bytes, "row indices"));
+  STRATA_RETURN_IF_ERROR(ensure(row_scales_, static_cast<size_t>(n_rows) * sizeof(float), "row scales"));
+  STRATA_RETURN_IF_ERROR(upload(rows, rows_->data(), bytes));
+  STRATA_RETURN_IF_ERROR(upload(scales, row_scales_->data(), static_cast<size_t>(n_rows) * sizeof(float)));
+  STRATA_CUDA_LAUNCH("scale_add_rows of " + std::to_string(n_rows) + " rows of " + std::to_string(n),
+                     kernels::cuda::scale_add_rows(dst, n, src, reinterpret_cast<const int32_t*>(rows_->data()),
+                                                   reinterpret_cast<const float*>(row_scales_->data()), n_rows,
+                                                   stream_));
   return Status();
 }
 

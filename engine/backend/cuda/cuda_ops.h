@@ -64,6 +64,12 @@ class CudaOps final : public backend::Ops {
   Status scale(float* x, float s, int64_t n) override;
   Status zero(float* x, int64_t n) override;  // cudaMemsetAsync
   Status softmax(float* x, int64_t n_rows, int64_t n) override;
+  // The index list (and scales) go up through a pinned slot into rows_ / row_scales_, then one
+  // kernel: a block per row.
+  Status gather_rows(const float* src, int64_t src_rows, int64_t n, const int32_t* rows, int64_t n_rows,
+                     float* dst) override;
+  Status scale_add_rows(float* dst, int64_t dst_rows, int64_t n, const float* src, const int32_t* rows,
+                        const float* scales, int64_t n_rows) override;
 
   // Queued D2H copy, then waits for the stream (host_dst may be pageable).
   Status to_host(const void* src, void* host_dst, size_t bytes) override;
@@ -102,6 +108,8 @@ class CudaOps final : public backend::Ops {
   std::unique_ptr<exec::Buffer> y_tile_;    // [max(n_tokens, max_tokens)][tile rows] f32: one row tile's output
   std::unique_ptr<exec::Buffer> attention_workspace_;  // attention_workspace_bytes(max_tokens, max_ctx, ...)
   std::unique_ptr<exec::Buffer> tokens_;    // [n] int32: embed's token ids
+  std::unique_ptr<exec::Buffer> rows_;      // [n_rows] int32: gather_rows / scale_add_rows indices
+  std::unique_ptr<exec::Buffer> row_scales_;  // [n_rows] f32: scale_add_rows' scales
 
   // Pinned host slots for upload(), used alternately; done: the copy that last read the slot ran.
   struct PinnedSlot {

@@ -130,6 +130,17 @@ Status SimOps::softmax(float* x, int64_t n_rows, int64_t n) {
   return paced({2.0 * n_rows * n * kF, 5.0 * n_rows * n}, [&] { return cpu_.softmax(x, n_rows, n); });
 }
 
+Status SimOps::gather_rows(const float* src, int64_t src_rows, int64_t n, const int32_t* rows, int64_t n_rows,
+                           float* dst) {
+  return paced({2.0 * n_rows * n * kF, 0}, [&] { return cpu_.gather_rows(src, src_rows, n, rows, n_rows, dst); });
+}
+
+Status SimOps::scale_add_rows(float* dst, int64_t dst_rows, int64_t n, const float* src, const int32_t* rows,
+                              const float* scales, int64_t n_rows) {
+  return paced({3.0 * n_rows * n * kF, 2.0 * n_rows * n},
+               [&] { return cpu_.scale_add_rows(dst, dst_rows, n, src, rows, scales, n_rows); });
+}
+
 Status SimOps::to_host(const void* src, void* dst, size_t bytes) {
   const auto start = Clock::now();
   return paced_link(static_cast<double>(bytes), cpu_.to_host(src, dst, bytes), start);

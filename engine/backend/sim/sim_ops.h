@@ -51,6 +51,10 @@ class SimOps final : public Ops {
   Status scale(float* x, float s, int64_t n) override;
   Status zero(float* x, int64_t n) override;
   Status softmax(float* x, int64_t n_rows, int64_t n) override;
+  Status gather_rows(const float* src, int64_t src_rows, int64_t n, const int32_t* rows, int64_t n_rows,
+                     float* dst) override;
+  Status scale_add_rows(float* dst, int64_t dst_rows, int64_t n, const float* src, const int32_t* rows,
+                        const float* scales, int64_t n_rows) override;
   Status to_host(const void* src, void* host_dst, size_t bytes) override;
   Status from_host(const void* host_src, void* dst, size_t bytes) override;
   Status copy(const void* src, void* dst, size_t bytes) override;

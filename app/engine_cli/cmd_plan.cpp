@@ -14,6 +14,7 @@
 #include "engine/model/model_weights.h"
 #include "engine/plan/cost_model.h"
 #include "engine/plan/memory_estimate.h"
+#include "engine/plan/placement_parts.h"
 
 namespace strata::cli {
 
@@ -41,27 +42,9 @@ int plan_command(const PlanOptions& o) {
   auto rt = make_runtime_devices(o.model, o.devices, measure);
   if (!rt.ok()) return report(rt.error());
 
-  plan::PlacementRequest req;
-  req.placement = o.devices.placement;
-  auto mode = plan::parse_split_mode(o.devices.split_mode);
-  if (!mode.ok()) return report(mode.error());
-  req.split_mode = *mode;
-  if (!o.devices.split_ratio.empty()) {
-    auto ratio = plan::parse_split_ratio(o.devices.split_ratio);
-    if (!ratio.ok()) return report(ratio.error());
-    req.split_ratio = *ratio;
-  }
-  req.gpu_layers = o.devices.gpu_layers;
-  req.kv_on_cpu = o.devices.kv_on_cpu;
-  if (auto kv = plan::kv_type_from_name(o.devices.kv_type); kv.ok()) req.kv_type = *kv;
-  req.main_device = o.devices.main_device;
-  req.n_ctx = o.model.ctx;
-  req.n_seq = o.n_seq;
-  req.max_batch = o.devices.max_batch;
-  auto goal = plan::parse_plan_goal(o.devices.goal);
-  if (!goal.ok()) return report(goal.error());
-  req.goal = *goal;
-  auto result = plan::plan_from_options(*config, *weights, rt->infos, req);
+  auto req = placement_request(o.model, o.devices, o.n_seq);
+  if (!req.ok()) return report(req.error());
+  auto result = plan::plan_from_options(*config, *weights, rt->infos, *req);
   if (!result.ok()) return report(result.error());
   const Status fits = plan::check_fits(result->memory);
   if (!o.save.empty()) {
@@ -72,6 +55,7 @@ int plan_command(const PlanOptions& o) {
     j["model"] = config->name.empty() ? path->stem().string() : config->name;
     j["placement"] = plan::to_json(result->placement);
     j["memory"] = plan::to_json(result->memory);
+    j["parts"] = plan::parts_json(result->placement, *config, *weights);
     j["cost"] = plan::to_json(result->cost);
     j["cost_full_context"] = plan::to_json(result->cost_full_context);
     j["explanation"] = result->explanation;
@@ -88,6 +72,7 @@ int plan_command(const PlanOptions& o) {
                 plan::format_bytes(info.bytes_total).c_str(), info.bandwidth_gbps,
                 info.simulated ? ", simulated" : "");
   std::printf("\nplacement\n%s\n", plan::to_json(result->placement).dump(2).c_str());
+  std::printf("\nparts\n%s", plan::format_parts_table(result->placement, *config, *weights).c_str());
   std::printf("\nmemory\n%s", plan::format_memory_table(result->memory).c_str());
   std::printf("\npredicted: %.1f tokens/s decode, %.1f tokens/s prefill (empty cache); %.1f and %.1f with %lld "
               "tokens in the cache\n",

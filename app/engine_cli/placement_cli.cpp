@@ -26,6 +26,12 @@ void add_device_options(CLI::App& cmd, DeviceOptions& o, bool with_trace) {
   cmd.add_option("--placement", o.placement, "auto | FILE.json (overrides the split options)");
   cmd.add_option("--plan-goal", o.goal, "for --placement auto: fit | balance | fewest-transfers");
   cmd.add_option("--main-device", o.main_device, "device of the unsplit parts (split-mode none / tensor)");
+  cmd.add_option("--experts-on-cpu,--n-cpu-moe", o.experts_on_cpu,
+                 "MoE models: the routed experts of the first N blocks (or 'all') on the CPU, the rest of each block "
+                 "where the split puts it");
+  cmd.add_option("--override,--override-tensor", o.overrides,
+                 "place parts by tensor name, llama.cpp -ot style: REGEX=DEVICE[,REGEX=DEVICE...], e.g. 'exps=cpu' "
+                 "(the first matching pattern wins; a block's attention, FFN and experts each move whole)");
   cmd.add_option("--batch", o.max_batch, "tokens per forward pass in prompt processing")
       ->check(CLI::Range(int64_t{1}, int64_t{65536}));
   if (with_trace) cmd.add_option("--trace", o.trace_path, "write a Chrome trace (Perfetto) of the run to this file");
@@ -69,8 +75,7 @@ Expected<Runtime> make_runtime_devices(const ModelOptions& mo, const DeviceOptio
   return rt;
 }
 
-Expected<plan::PlanResult> make_plan(const model::Model& model, const Runtime& rt, const ModelOptions& mo,
-                                     const DeviceOptions& o, int64_t n_seq) {
+Expected<plan::PlacementRequest> placement_request(const ModelOptions& mo, const DeviceOptions& o, int64_t n_seq) {
   plan::PlacementRequest req;
   req.placement = o.placement;
   STRATA_ASSIGN_OR_RETURN(req.split_mode, plan::parse_split_mode(o.split_mode));
@@ -81,10 +86,20 @@ Expected<plan::PlanResult> make_plan(const model::Model& model, const Runtime& r
   req.kv_on_cpu = o.kv_on_cpu;
   STRATA_ASSIGN_OR_RETURN(req.kv_type, plan::kv_type_from_name(o.kv_type));
   req.main_device = o.main_device;
+  if (!o.experts_on_cpu.empty()) {
+    STRATA_ASSIGN_OR_RETURN(req.experts_on_cpu, plan::parse_experts_on_cpu(o.experts_on_cpu));
+  }
+  STRATA_ASSIGN_OR_RETURN(req.overrides, plan::parse_overrides(o.overrides));
   req.n_ctx = mo.ctx;
   req.n_seq = n_seq;
   req.max_batch = o.max_batch;
   STRATA_ASSIGN_OR_RETURN(req.goal, plan::parse_plan_goal(o.goal));
+  return req;
+}
+
+Expected<plan::PlanResult> make_plan(const model::Model& model, const Runtime& rt, const ModelOptions& mo,
+                                     const DeviceOptions& o, int64_t n_seq) {
+  STRATA_ASSIGN_OR_RETURN(plan::PlacementRequest req, placement_request(mo, o, n_seq));
   // No placement options: the default split, or the auto plan when that does not fit.
   return plan::plan_that_fits(model.config(), model.weights(), rt.infos, req);
 }

@@ -28,6 +28,8 @@ struct DeviceOptions {
   std::string placement;   // "", "auto", FILE.json
   std::string goal = "balance";
   std::string main_device;
+  std::string experts_on_cpu;              // --experts-on-cpu N|all (llama.cpp's --n-cpu-moe)
+  std::vector<std::string> overrides;      // --override REGEX=DEVICE (llama.cpp's -ot)
   std::string trace_path;  // --trace out.json
   int64_t max_batch = 256;
   std::vector<std::string> model_on_rank;  // --model-on-rank R=PATH (mpirun: another rank's copy of the model)
@@ -51,6 +53,8 @@ std::string resolved_devices(const DeviceOptions& o);
 // Whether the devices are the CPU alone (then its bandwidth need not be measured).
 bool only_cpu(const DeviceOptions& o);
 Expected<Runtime> make_runtime_devices(const ModelOptions& model_options, const DeviceOptions& o, bool measure_cpu);
+// The placement request the options ask for (n_seq sequences at once, the model options' context).
+Expected<plan::PlacementRequest> placement_request(const ModelOptions& mo, const DeviceOptions& o, int64_t n_seq);
 // The placement asked for, its estimate checked against every device (OutOfMemory with the
 // shortfall per device); n_seq sequences at once. With no placement options, the auto plan when the
 // default split does not fit (plan::plan_that_fits).

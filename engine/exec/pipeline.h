@@ -109,6 +109,10 @@ class Pipeline {
 
   // Per device: bytes held, by use (what the planner's estimate is checked against).
   std::map<std::string, MemoryUse> memory_by_device() const;
+  // Per device: weight bytes of the blocks by part (attention, FFN part, routed experts), from the
+  // buffers placed for each (what plan::DeviceMemory's attention_bytes, ffn_bytes and
+  // experts_bytes predict). Devices holding no block part are absent.
+  std::map<std::string, PartBytes> part_bytes_by_device() const;
   // Records one memory snapshot per device lane into the recorder (if any).
   void snapshot_memory() const;
 
@@ -124,6 +128,7 @@ class Pipeline {
   // --- building (pipeline_build.cpp) ---
   Expected<Device*> device(const std::string& id) const;
   Expected<std::unique_ptr<LayerSlot>> build_layer(int64_t index, const plan::LayerPlacement& where);
+  Status place_parts(LayerSlot& slot, int64_t index);
   // Device runtimes (ops, scratch, embedding/head copies) and stages for `layers` under `placement`.
   Expected<std::unique_ptr<RuntimeSet>> build_runtimes(const plan::Placement& placement,
                                                        const std::vector<LayerSlot*>& layers);
@@ -139,6 +144,7 @@ class Pipeline {
   Status run_local(StageRuntime& stage, MicroBatch& mb);
   Status run_remote(StageRuntime& stage, MicroBatch& mb, int rank, bool record);
   Status run_single(StageRuntime& stage, MicroBatch& mb);
+  Status run_unit(DeviceRuntime& rt, const LayerSlot& slot, const plan::BlockUnit& unit, MicroBatch& mb);
   Status run_group(StageRuntime& stage, MicroBatch& mb);
   KvView kv_view(const LayerSlot& slot, size_t member, int32_t seq) const;
   // The rows, positions and KV views of every sequence of a micro-batch for one layer's member.

@@ -105,9 +105,18 @@ Expected<std::unique_ptr<Pipeline::LayerSlot>> Pipeline::build_layer(int64_t ind
         return Error{Code::Unsupported, "layer " + std::to_string(index) + ": device '" + d.id() + "' cannot run " +
                                             kernels::dtype_name(t->type) + " weights ('" + t->name + "')"};
     }
-    STRATA_ASSIGN_OR_RETURN(ShardWeights w, place_shard(d, c, lw, slot->shards[i], slot->weight_buffers));
+    // A block in parts: the members hold its attention, and its FFN part and experts unless
+    // those are placed apart (place_parts).
+    unsigned parts = kAllParts;
+    if (!where.ffn_device.empty()) parts &= ~(kFfnPart | kExpertsPart);
+    if (!where.experts.empty()) parts &= ~kExpertsPart;
+    PartBytes charged;
+    STRATA_ASSIGN_OR_RETURN(ShardWeights w,
+                            place_shard(d, c, lw, slot->shards[i], slot->weight_buffers, parts, &charged));
+    slot->charged.emplace_back(&d, charged);
     slot->weights.push_back(w);
   }
+  STRATA_RETURN_IF_ERROR(place_parts(*slot, index));
   const int64_t n_ctx = placement_.n_ctx, n_seq = placement_.n_seq;
   slot->shared_kv = !where.kv_device.empty();
   slot->kv_type = placement_.kv_type;
@@ -143,6 +152,51 @@ Expected<std::unique_ptr<Pipeline::LayerSlot>> Pipeline::build_layer(int64_t ind
   return slot;
 }
 
+// The parts of a block placed below it: the FFN part on its own device, then each routed expert
+// range on its device. Devices of another rank cannot hold a part (the micro-batch's partial
+// update does not travel between ranks).
+Status Pipeline::place_parts(LayerSlot& slot, int64_t index) {
+  const plan::LayerPlacement& where = slot.where;
+  if (!where.has_parts()) return {};
+  const model::ModelConfig& c = model_.config();
+  const model::LayerWeights& lw = model_.weights().layers[static_cast<size_t>(index)];
+  auto part_device = [&](const std::string& id, const char* part) -> Expected<Device*> {
+    STRATA_ASSIGN_OR_RETURN(Device * d, device(id));
+    if (d->failed())
+      return Error{Code::Device, "layer " + std::to_string(index) + " " + part + ": device '" + id + "' has failed: " +
+                                     d->failure()};
+    if (!local(d) || std::any_of(slot.members.begin(), slot.members.end(), [](Device* m) { return m->remote_rank() >= 0; }))
+      return Error{Code::Unsupported, "layer " + std::to_string(index) + ": parts of a block on another rank's device ('" +
+                                          id + "') are not supported; place the whole block there"};
+    return d;
+  };
+  if (!where.ffn_device.empty()) {
+    STRATA_ASSIGN_OR_RETURN(slot.ffn_device, part_device(where.ffn_device, "ffn"));
+    // With its experts unless they are placed by ranges.
+    const unsigned parts = where.experts.empty() ? (kFfnPart | kExpertsPart) : kFfnPart;
+    PartBytes charged;
+    STRATA_ASSIGN_OR_RETURN(slot.ffn_weights, place_shard(*slot.ffn_device, c, lw, plan::whole_layer(c),
+                                                          slot.weight_buffers, parts, &charged));
+    slot.charged.emplace_back(slot.ffn_device, charged);
+  }
+  for (const plan::BlockUnit& u : plan::units_of(where, index, c.n_expert)) {
+    if (u.kind != plan::PartKind::Experts) continue;
+    LayerSlot::ExpertPart part;
+    STRATA_ASSIGN_OR_RETURN(part.device, part_device(u.target.devices[0], "experts"));
+    part.begin = u.expert_begin;
+    part.end = u.expert_end;
+    plan::LayerShard range = plan::whole_layer(c);
+    range.expert_begin = part.begin;
+    range.expert_end = part.end;
+    PartBytes charged;
+    STRATA_ASSIGN_OR_RETURN(part.weights,
+                            place_shard(*part.device, c, lw, range, slot.weight_buffers, kExpertsPart, &charged));
+    slot.charged.emplace_back(part.device, charged);
+    slot.expert_parts.push_back(std::move(part));
+  }
+  return {};
+}
+
 Expected<std::unique_ptr<Pipeline::RuntimeSet>> Pipeline::build_runtimes(const plan::Placement& placement,
                                                                           const std::vector<LayerSlot*>& layers) {
   const model::ModelConfig& c = model_.config();
@@ -157,12 +211,23 @@ Expected<std::unique_ptr<Pipeline::RuntimeSet>> Pipeline::build_runtimes(const p
   STRATA_ASSIGN_OR_RETURN(Device * head_dev, device(placement.head.devices[0]));
   needs[embed_dev].embed = true;
   needs[head_dev].head = true;
+  // Scratch by the parts each device runs (plan::estimate_memory widens the same way).
   for (const LayerSlot* slot : layers) {
     for (size_t i = 0; i < slot->members.size(); ++i) {
       Needs& n = needs[slot->members[i]];
       n.layers = true;
       n.widest.kv_head_end = std::max(n.widest.kv_head_end, slot->shards[i].n_kv_heads());
-      n.widest.ff_end = std::max(n.widest.ff_end, slot->shards[i].n_ff());
+      if (!slot->ffn_device) n.widest.ff_end = std::max(n.widest.ff_end, slot->shards[i].n_ff());
+    }
+    if (slot->ffn_device) {
+      Needs& n = needs[slot->ffn_device];
+      n.layers = true;
+      n.widest.ff_end = std::max(n.widest.ff_end, plan::whole_layer(c).n_ff());
+    }
+    for (const LayerSlot::ExpertPart& e : slot->expert_parts) {
+      Needs& n = needs[e.device];
+      n.layers = true;
+      n.widest.ff_end = std::max(n.widest.ff_end, plan::whole_layer(c).n_ff());
     }
   }
   // Devices that only hold KV caches still carry their runtime overhead.
@@ -231,19 +296,26 @@ Expected<std::unique_ptr<Pipeline::RuntimeSet>> Pipeline::build_runtimes(const p
     set->runtimes[dev] = std::move(rt);
   }
 
-  // Stages: embedding, the runs of blocks, the head; single-device neighbours merge.
+  // Stages: embedding, the runs of blocks (and of parts of blocks placed in parts) on one target,
+  // the head; single-device neighbours merge. Whole blocks group as plan::stages_of does.
   auto& stages = set->stages;
+  std::string stage_kv;
   for (const plan::Stage& s : plan::stages_of(placement)) {
-    auto st = std::make_unique<StageRuntime>();
-    st->first = s.first_layer;
-    st->end = s.end_layer;
-    std::vector<Device*> members;
-    for (const std::string& id : s.target.devices) {
-      STRATA_ASSIGN_OR_RETURN(Device * d, device(id));
-      st->members.push_back(set->runtimes.at(d).get());
-      members.push_back(d);
+    for (int64_t l = s.first_layer; l < s.end_layer; ++l) {
+      for (const plan::BlockUnit& u : plan::units_of(placement.layers[static_cast<size_t>(l)], l, c.n_expert)) {
+        if (stages.empty() || stages.back()->units.empty() || stages.back()->units.back().target != u.target ||
+            stage_kv != s.kv_device) {
+          auto st = std::make_unique<StageRuntime>();
+          for (const std::string& id : u.target.devices) {
+            STRATA_ASSIGN_OR_RETURN(Device * d, device(id));
+            st->members.push_back(set->runtimes.at(d).get());
+          }
+          stages.push_back(std::move(st));
+          stage_kv = s.kv_device;
+        }
+        stages.back()->units.push_back(u);
+      }
     }
-    stages.push_back(std::move(st));
   }
   auto single_on = [](const StageRuntime& st, const Device* d) {
     return st.members.size() == 1 && st.members[0]->device == d;
@@ -256,7 +328,7 @@ Expected<std::unique_ptr<Pipeline::RuntimeSet>> Pipeline::build_runtimes(const p
     st->members.push_back(set->runtimes.at(embed_dev).get());
     stages.insert(stages.begin(), std::move(st));
   }
-  if (single_on(*stages.back(), head_dev) && (stages.back()->end > 0 || stages.back()->has_embed)) {
+  if (single_on(*stages.back(), head_dev) && (!stages.back()->units.empty() || stages.back()->has_embed)) {
     stages.back()->has_head = true;
   } else {
     auto st = std::make_unique<StageRuntime>();
@@ -482,7 +554,8 @@ std::vector<std::string> Pipeline::failed_devices() const {
     bool used = false;
     for (const plan::LayerPlacement& lp : placement_.layers) {
       for (const std::string& id : lp.target.devices) used = used || id == d->id();
-      used = used || lp.kv_device == d->id();
+      used = used || lp.kv_device == d->id() || lp.ffn_device == d->id();
+      for (const plan::ExpertRange& e : lp.experts) used = used || e.device == d->id();
     }
     for (const plan::Target* t : {&placement_.embedding, &placement_.head}) {
       for (const std::string& id : t->devices) used = used || id == d->id();
@@ -495,6 +568,19 @@ std::vector<std::string> Pipeline::failed_devices() const {
 std::map<std::string, MemoryUse> Pipeline::memory_by_device() const {
   std::map<std::string, MemoryUse> out;
   for (const Device* d : devices_) out[d->id()] = d->memory_use();
+  return out;
+}
+
+std::map<std::string, PartBytes> Pipeline::part_bytes_by_device() const {
+  std::map<std::string, PartBytes> out;
+  for (const auto& slot : layers_) {
+    for (const auto& [device, bytes] : slot->charged) {
+      PartBytes& p = out[device->id()];
+      p.attention += bytes.attention;
+      p.ffn += bytes.ffn;
+      p.experts += bytes.experts;
+    }
+  }
   return out;
 }
 

@@ -31,6 +31,19 @@ struct Pipeline::LayerSlot {
   std::vector<Device*> kv_devices;  // the device of each kv_buffers entry
   BufferList kv_buffers;
   kernels::DType kv_type = kernels::DType::F32;
+  // Parts placed below the block (plan::LayerPlacement ffn_device / experts; docs/placement.md):
+  // the FFN part's device and weights (null: with the members, in weights[]), and each routed
+  // expert range's.
+  Device* ffn_device = nullptr;
+  ShardWeights ffn_weights;
+  struct ExpertPart {
+    Device* device = nullptr;
+    int64_t begin = 0, end = 0;  // experts [begin, end)
+    ShardWeights weights;
+  };
+  std::vector<ExpertPart> expert_parts;
+  // Weight bytes each placement above charged, by device and part (part_bytes_by_device).
+  std::vector<std::pair<Device*, PartBytes>> charged;
 };
 
 // A device of another rank has a runtime with only its device and lane (its work runs there).
@@ -51,7 +64,9 @@ struct Pipeline::DeviceRuntime {
 
 struct Pipeline::StageRuntime {
   bool has_embed = false, has_head = false;
-  int64_t first = 0, end = 0;  // blocks [first, end)
+  // The blocks, or parts of blocks, this stage runs, in order (plan::units_of): whole blocks on
+  // the stage's target, or the parts of blocks placed in parts that the target runs.
+  std::vector<plan::BlockUnit> units;
   std::vector<DeviceRuntime*> members;
   // Several processes: the members of this rank (with their index in members), and the other
   // ranks holding members (sorted). One process: local == members, ranks empty.
@@ -82,6 +97,11 @@ struct Pipeline::MicroBatch {
   std::vector<int32_t> tokens;      // [n] the parts' tokens, in row order
   int64_t n = 0;                    // rows: the sum of parts[i].n
   std::vector<float> hidden;        // [n][n_embd], host memory between stages
+  // A block placed in parts whose residual update is not finished when the micro-batch leaves a
+  // stage (its MoE experts run further on): the update so far ([n][n_embd], host) and the
+  // routing of every row.
+  std::vector<float> pending_update;
+  MoeRouting routing;
   const Device* holder = nullptr;   // device whose memory produced `hidden`
   Status status;                    // the first error of any stage; later stages skip the batch
   // Trace attribution: the first part's sequence and position, n_tokens = n.

@@ -428,6 +428,47 @@ Status Pipeline::run_head(DeviceRuntime& rt, MicroBatch& mb, trace::Recorder* re
   return {};
 }
 
+// One unit of a stage on a single device (rt's worker): a whole block, or one part of a block
+// placed in parts (attention; the FFN part; a range of routed experts). The residual stream is
+// scratch().hidden; a block's unfinished update stays in scratch().proj (its MoE routing and
+// normalised input in mb.routing and scratch().norm) until its last unit adds it.
+Status Pipeline::run_unit(DeviceRuntime& rt, const LayerSlot& slot, const plan::BlockUnit& u, MicroBatch& mb) {
+  BlockForward& block = *rt.block;
+  const ScratchViews& s = block.scratch();
+  const int64_t l = u.layer;
+  if (u.whole_block || u.kind == plan::PartKind::Attention) {
+    const ShardWeights& w = slot.weights[0];
+    STRATA_RETURN_IF_ERROR(block.attention_partial(w, l, s.hidden, mb.n, seq_rows(slot, 0, mb), s.proj));
+    STRATA_RETURN_IF_ERROR(block.residual_add(w.post_attn_norm, s.hidden, s.proj, mb.n));
+    if (!u.whole_block) return {};
+    STRATA_RETURN_IF_ERROR(block.ffn_partial(w, s.hidden, mb.n, s.proj));
+    return block.residual_add(w.post_ffn_norm, s.hidden, s.proj, mb.n);
+  }
+  const ShardWeights& ffn = slot.ffn_device ? slot.ffn_weights : slot.weights[0];
+  if (u.kind == plan::PartKind::Ffn) {
+    if (u.last_of_block) {
+      STRATA_RETURN_IF_ERROR(block.ffn_partial(ffn, s.hidden, mb.n, s.proj));
+      return block.residual_add(ffn.post_ffn_norm, s.hidden, s.proj, mb.n);
+    }
+    // The router and shared expert here; the routed experts run in the units that follow. Their
+    // input (the normalised rows) goes with the routing when one of them is on another device.
+    mb.routing.want_x_norm = std::any_of(slot.expert_parts.begin(), slot.expert_parts.end(),
+                                         [&](const LayerSlot::ExpertPart& e) { return e.device != rt.device; });
+    return block.moe_route(ffn, s.hidden, mb.n, mb.routing, s.proj);
+  }
+  const LayerSlot::ExpertPart* part = nullptr;
+  for (const LayerSlot::ExpertPart& e : slot.expert_parts) {
+    if (e.begin == u.expert_begin && e.end == u.expert_end) part = &e;
+  }
+  if (!part) return Error{Code::Internal, "layer " + std::to_string(l) + ": no experts " + std::to_string(u.expert_begin) +
+                                             "-" + std::to_string(u.expert_end - 1) + " placed"};
+  STRATA_RETURN_IF_ERROR(block.moe_experts(part->weights, s.norm, mb.routing, mb.n, s.proj));
+  if (!u.last_of_block) return {};
+  // No MoE architecture has a post-FFN norm (ModelConfig::has_post_norms is gemma3's), so the
+  // experts' device needs none: the weights placed with them have it absent.
+  return block.residual_add(part->weights.post_ffn_norm, s.hidden, s.proj, mb.n);
+}
+
 // Runs on the stage's device worker.
 Status Pipeline::run_single(StageRuntime& stage, MicroBatch& mb) {
   const model::ModelConfig& c = model_.config();
@@ -445,16 +486,28 @@ Status Pipeline::run_single(StageRuntime& stage, MicroBatch& mb) {
     STRATA_RETURN_IF_ERROR(transfer_in(recorder_, lane_of(mb.holder), rt.lane, ops, mb.seq(), mb.pos0(), mb.n,
                                        mb.hidden.data(), s.hidden, count));
   }
-  for (int64_t l = stage.first; l < stage.end; ++l) {
+  // A block in parts whose update is under way arrives with its partial sum (and routing).
+  const size_t pending_count = static_cast<size_t>(mb.n * c.n_embd);
+  if (!stage.units.empty() && stage.units.front().kind == plan::PartKind::Experts) {
+    if (mb.pending_update.size() != pending_count)
+      return Error{Code::Internal, "layer " + std::to_string(stage.units.front().layer) +
+                                       ": experts without the partial update of their block"};
+    STRATA_RETURN_IF_ERROR(ops.from_host(mb.pending_update.data(), s.proj, pending_count * sizeof(float)));
+    STRATA_RETURN_IF_ERROR(ops.from_host(mb.routing.x_norm.data(), s.norm, pending_count * sizeof(float)));
+  }
+  for (const plan::BlockUnit& u : stage.units) {
+    const int64_t l = u.layer;
     const LayerSlot& slot = *layers_[static_cast<size_t>(l)];
     clock.begin(proto(rt.lane, trace::EventKind::Compute, static_cast<int32_t>(l), mb.seq(), mb.pos0(), mb.n));
-    const ShardWeights& w = slot.weights[0];
-    const std::vector<SeqRows> seqs = seq_rows(slot, 0, mb);
-    STRATA_RETURN_IF_ERROR(block.attention_partial(w, l, s.hidden, mb.n, seqs, s.proj));
-    STRATA_RETURN_IF_ERROR(block.residual_add(w.post_attn_norm, s.hidden, s.proj, mb.n));
-    STRATA_RETURN_IF_ERROR(block.ffn_partial(w, s.hidden, mb.n, s.proj));
-    STRATA_RETURN_IF_ERROR(block.residual_add(w.post_ffn_norm, s.hidden, s.proj, mb.n));
+    STRATA_RETURN_IF_ERROR(run_unit(rt, slot, u, mb));
     clock.end();
+  }
+  if (!stage.units.empty() && !stage.units.back().last_of_block) {
+    // The block's update goes on on another device: carry the partial sum along.
+    mb.pending_update.resize(pending_count);
+    STRATA_RETURN_IF_ERROR(ops.to_host(s.proj, mb.pending_update.data(), pending_count * sizeof(float)));
+  } else {
+    mb.pending_update.clear();
   }
   clock.flush();
   if (stage.has_head) STRATA_RETURN_IF_ERROR(run_head(rt, mb, recorder_));
@@ -516,28 +569,45 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
     return transfer_in(recorder_, from_lane, rt.lane, *rt.ops, mb.seq(), mb.pos0(), mb.n, mb.hidden.data(),
                        rt.block->scratch().hidden, count);
   }));
-  for (int64_t l = stage.first; l < stage.end; ++l) {
+  for (const plan::BlockUnit& u : stage.units) {
+    // A group runs whole blocks, or the attention or FFN part of blocks placed in parts.
+    const int64_t l = u.layer;
     const LayerSlot& slot = *layers_[static_cast<size_t>(l)];
-    STRATA_RETURN_IF_ERROR(on_each([&](size_t i) -> Status {
-      DeviceRuntime& rt = *stage.local[i];
-      const size_t m = stage.local_index[i];
-      SpanClock clock(recorder_, *rt.ops, !rt.device->host_visible());
-      clock.begin(proto(rt.lane, trace::EventKind::Compute, static_cast<int32_t>(l), mb.seq(), mb.pos0(), mb.n));
-      STRATA_RETURN_IF_ERROR(rt.block->attention_partial(slot.weights[m], l, rt.block->scratch().hidden, mb.n,
-                                                         seq_rows(slot, m, mb), rt.block->scratch().proj));
-      clock.end();
-      STRATA_RETURN_IF_ERROR(rt.ops->synchronize());
-      clock.flush();
-      return {};
-    }));
-    STRATA_RETURN_IF_ERROR(all_reduce(l));
+    if (u.kind == plan::PartKind::Experts)
+      return Error{Code::Internal, "layer " + std::to_string(l) + ": routed experts on a tensor-parallel group"};
+    const bool attention = u.whole_block || u.kind == plan::PartKind::Attention;
+    const bool ffn = u.whole_block || u.kind == plan::PartKind::Ffn;
+    if (attention) {
+      STRATA_RETURN_IF_ERROR(on_each([&](size_t i) -> Status {
+        DeviceRuntime& rt = *stage.local[i];
+        const size_t m = stage.local_index[i];
+        SpanClock clock(recorder_, *rt.ops, !rt.device->host_visible());
+        clock.begin(proto(rt.lane, trace::EventKind::Compute, static_cast<int32_t>(l), mb.seq(), mb.pos0(), mb.n));
+        STRATA_RETURN_IF_ERROR(rt.block->attention_partial(slot.weights[m], l, rt.block->scratch().hidden, mb.n,
+                                                           seq_rows(slot, m, mb), rt.block->scratch().proj));
+        clock.end();
+        STRATA_RETURN_IF_ERROR(rt.ops->synchronize());
+        clock.flush();
+        return {};
+      }));
+      STRATA_RETURN_IF_ERROR(all_reduce(l));
+      if (!ffn) {
+        STRATA_RETURN_IF_ERROR(on_each([&](size_t i) {
+          const ScratchViews& s = stage.local[i]->block->scratch();
+          return stage.local[i]->block->residual_add(slot.weights[stage.local_index[i]].post_attn_norm, s.hidden,
+                                                     s.proj, mb.n);
+        }));
+        continue;
+      }
+    }
     STRATA_RETURN_IF_ERROR(on_each([&](size_t i) -> Status {
       DeviceRuntime& rt = *stage.local[i];
       const size_t m = stage.local_index[i];
       const ScratchViews& s = rt.block->scratch();
       SpanClock clock(recorder_, *rt.ops, !rt.device->host_visible());
       clock.begin(proto(rt.lane, trace::EventKind::Compute, static_cast<int32_t>(l), mb.seq(), mb.pos0(), mb.n));
-      STRATA_RETURN_IF_ERROR(rt.block->residual_add(slot.weights[m].post_attn_norm, s.hidden, s.proj, mb.n));
+      // The attention's summed update lands with the FFN's work (one round trip to the workers).
+      if (attention) STRATA_RETURN_IF_ERROR(rt.block->residual_add(slot.weights[m].post_attn_norm, s.hidden, s.proj, mb.n));
       STRATA_RETURN_IF_ERROR(rt.block->ffn_partial(slot.weights[m], s.hidden, mb.n, s.proj));
       clock.end();
       STRATA_RETURN_IF_ERROR(rt.ops->synchronize());

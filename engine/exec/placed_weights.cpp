@@ -105,17 +105,17 @@ Expected<TensorView> place_tensor(Device& device, const TensorView& t, BufferLis
 }
 
 Expected<ShardWeights> place_shard(Device& device, const model::ModelConfig& c, const model::LayerWeights& l,
-                                   const plan::LayerShard& s, BufferList& keep) {
+                                   const plan::LayerShard& s, BufferList& keep, unsigned parts, PartBytes* charged) {
   ShardWeights w;
   const int64_t group = c.n_heads / c.n_kv_heads;
-  w.n_kv_heads = s.n_kv_heads();
+  const bool attention = (parts & kAttentionPart) != 0, ffn = (parts & kFfnPart) != 0,
+             experts = (parts & kExpertsPart) != 0 && l.is_moe();
+  w.n_kv_heads = attention ? s.n_kv_heads() : 0;
   w.n_heads = w.n_kv_heads * group;
-  w.n_ff = s.n_ff();
-  w.expert_begin = s.expert_begin;
-  w.expert_end = s.expert_end;
+  w.n_ff = ffn ? s.n_ff() : 0;
+  w.expert_begin = experts ? s.expert_begin : 0;
+  w.expert_end = experts ? s.expert_end : 0;
   const plan::LayerShard whole = plan::whole_layer(c);
-  const bool is_whole = s.kv_head_begin == 0 && s.kv_head_end == whole.kv_head_end && s.ff_begin == 0 &&
-                        s.ff_end == whole.ff_end && s.expert_begin == 0 && s.expert_end == whole.expert_end;
   for (const TensorView* t : {&l.ffn_gate_inp, &l.ffn_gate_exps, &l.ffn_up_exps, &l.ffn_down_exps, &l.ffn_gate_shexp,
                               &l.ffn_up_shexp, &l.ffn_down_shexp}) {
     if (t->present() && !device.supports(t->type))
@@ -126,68 +126,116 @@ Expected<ShardWeights> place_shard(Device& device, const model::ModelConfig& c, 
     return Error{Code::InvalidArgument, "experts [" + std::to_string(s.expert_begin) + ", " +
                                             std::to_string(s.expert_end) + ") of a layer with " +
                                             std::to_string(c.n_expert) + " experts"};
-  if (is_whole && reads_in_place(device)) {
-    STRATA_ASSIGN_OR_RETURN(auto buf, device.adopt(l.wq.data, l.n_bytes(), BufferUse::Weights));
-    keep.push_back(std::move(buf));
-    w.attn_norm = l.attn_norm, w.wq = l.wq, w.wk = l.wk, w.wv = l.wv, w.bq = l.bq, w.bk = l.bk, w.bv = l.bv;
-    w.wo = l.wo, w.ffn_norm = l.ffn_norm, w.w_gate = l.w_gate, w.w_up = l.w_up, w.w_down = l.w_down;
-    w.q_norm = l.q_norm, w.k_norm = l.k_norm, w.post_attn_norm = l.post_attn_norm, w.post_ffn_norm = l.post_ffn_norm;
-    w.ffn_gate_inp = l.ffn_gate_inp, w.ffn_gate_exps = l.ffn_gate_exps, w.ffn_up_exps = l.ffn_up_exps;
-    w.ffn_down_exps = l.ffn_down_exps, w.ffn_gate_inp_shexp = l.ffn_gate_inp_shexp;
-    w.ffn_gate_shexp = l.ffn_gate_shexp, w.ffn_up_shexp = l.ffn_up_shexp, w.ffn_down_shexp = l.ffn_down_shexp;
-    return w;
-  }
-  const uint64_t bytes = plan::shard_weight_bytes(c, l, s);
-  STRATA_ASSIGN_OR_RETURN(auto buf, device.allocate(bytes, BufferUse::Weights));
-  std::vector<uint8_t> staging;
-  uint8_t* host = buf->host();
-  if (!host) {
-    staging.resize(bytes);
-    host = staging.data();
-  }
-  Packer p(host, buf->data());
   const int64_t hd = c.head_dim;
   const int64_t q0 = s.kv_head_begin * group * hd, q1 = s.kv_head_end * group * hd;
   const int64_t k0 = s.kv_head_begin * hd, k1 = s.kv_head_end * hd;
-  // f32 vectors first so they stay 4-byte aligned.
-  w.attn_norm = p.elements(l.attn_norm, 0, c.n_embd);
-  w.ffn_norm = p.elements(l.ffn_norm, 0, c.n_embd);
-  w.q_norm = p.elements(l.q_norm, 0, hd);
-  w.k_norm = p.elements(l.k_norm, 0, hd);
-  w.post_attn_norm = p.elements(l.post_attn_norm, 0, c.n_embd);
-  w.post_ffn_norm = p.elements(l.post_ffn_norm, 0, c.n_embd);
-  w.bq = p.elements(l.bq, q0, q1);
-  w.bk = p.elements(l.bk, k0, k1);
-  w.bv = p.elements(l.bv, k0, k1);
-  w.ffn_gate_inp_shexp = p.whole(l.ffn_gate_inp_shexp);  // f32 [n_embd]
-  w.ffn_gate_inp = p.whole(l.ffn_gate_inp);              // the router: f32 in llama.cpp's files
-  w.wq = p.rows(l.wq, q0, q1);
-  w.wk = p.rows(l.wk, k0, k1);
-  w.wv = p.rows(l.wv, k0, k1);
-  w.wo = p.cols(l.wo, q0, q1);
-  if (l.is_moe()) {
-    // Never cut by units (split_layer refuses MoE groups): the shared expert whole, and the
-    // shard's run of routed experts.
-    w.ffn_gate_shexp = p.whole(l.ffn_gate_shexp);
-    w.ffn_up_shexp = p.whole(l.ffn_up_shexp);
-    w.ffn_down_shexp = p.whole(l.ffn_down_shexp);
-    w.ffn_gate_exps = p.mats(l.ffn_gate_exps, s.expert_begin, s.expert_end);
-    w.ffn_up_exps = p.mats(l.ffn_up_exps, s.expert_begin, s.expert_end);
-    w.ffn_down_exps = p.mats(l.ffn_down_exps, s.expert_begin, s.expert_end);
-  } else {
-    w.w_gate = p.rows(l.w_gate, s.ff_begin, s.ff_end);
-    w.w_up = p.rows(l.w_up, s.ff_begin, s.ff_end);
-    w.w_down = p.cols(l.w_down, s.ff_begin, s.ff_end);
+  PartBytes placed;
+  // One part: in place on the CPU when it is not cut (the mapping's own bytes, accounted), else
+  // packed into one device buffer (through a staging copy where the host cannot write it).
+  // `pack` fills the views from a Packer; `in_place` from the mapping.
+  auto place_part = [&](uint64_t bytes, bool uncut, const uint8_t* first, auto&& in_place, auto&& pack,
+                        std::vector<TensorView*> views, uint64_t& charged_bytes) -> Status {
+    if (bytes == 0) return {};
+    if (uncut && reads_in_place(device)) {
+      STRATA_ASSIGN_OR_RETURN(auto buf, device.adopt(first, bytes, BufferUse::Weights));
+      charged_bytes += buf->size();
+      keep.push_back(std::move(buf));
+      in_place();
+      return {};
+    }
+    STRATA_ASSIGN_OR_RETURN(auto buf, device.allocate(bytes, BufferUse::Weights));
+    std::vector<uint8_t> staging;
+    uint8_t* host = buf->host();
+    if (!host) {
+      staging.resize(bytes);
+      host = staging.data();
+    }
+    Packer p(host, buf->data());
+    pack(p);
+    if (!staging.empty()) {
+      STRATA_RETURN_IF_ERROR(device.copy_from_host({staging.data(), bytes, buf->data(), bytes, bytes, 1}));
+      for (TensorView* t : views) p.rebase(*t);
+    }
+    charged_bytes += buf->size();
+    keep.push_back(std::move(buf));
+    return {};
+  };
+  if (attention) {
+    const bool uncut = s.kv_head_begin == 0 && s.kv_head_end == whole.kv_head_end;
+    STRATA_RETURN_IF_ERROR(place_part(
+        plan::shard_attention_bytes(c, l, s), uncut, l.wq.data,
+        [&] {
+          w.attn_norm = l.attn_norm, w.wq = l.wq, w.wk = l.wk, w.wv = l.wv, w.bq = l.bq, w.bk = l.bk, w.bv = l.bv;
+          w.wo = l.wo, w.q_norm = l.q_norm, w.k_norm = l.k_norm, w.post_attn_norm = l.post_attn_norm;
+        },
+        [&](Packer& p) {
+          w.attn_norm = p.elements(l.attn_norm, 0, c.n_embd);
+          w.q_norm = p.elements(l.q_norm, 0, hd);
+          w.k_norm = p.elements(l.k_norm, 0, hd);
+          w.post_attn_norm = p.elements(l.post_attn_norm, 0, c.n_embd);
+          w.bq = p.elements(l.bq, q0, q1);
+          w.bk = p.elements(l.bk, k0, k1);
+          w.bv = p.elements(l.bv, k0, k1);
+          w.wq = p.rows(l.wq, q0, q1);
+          w.wk = p.rows(l.wk, k0, k1);
+          w.wv = p.rows(l.wv, k0, k1);
+          w.wo = p.cols(l.wo, q0, q1);
+        },
+        {&w.attn_norm, &w.q_norm, &w.k_norm, &w.post_attn_norm, &w.bq, &w.bk, &w.bv, &w.wq, &w.wk, &w.wv, &w.wo},
+        placed.attention));
   }
-  if (!staging.empty()) {
-    STRATA_RETURN_IF_ERROR(device.copy_from_host({staging.data(), bytes, buf->data(), bytes, bytes, 1}));
-    for (TensorView* t : {&w.attn_norm, &w.ffn_norm, &w.q_norm, &w.k_norm, &w.post_attn_norm, &w.post_ffn_norm, &w.bq,
-                          &w.bk, &w.bv, &w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down, &w.ffn_gate_inp,
-                          &w.ffn_gate_exps, &w.ffn_up_exps, &w.ffn_down_exps, &w.ffn_gate_inp_shexp,
-                          &w.ffn_gate_shexp, &w.ffn_up_shexp, &w.ffn_down_shexp})
-      p.rebase(*t);
+  if (ffn) {
+    // An MoE block's FFN part (router, shared expert) is never cut; a dense one by its units.
+    const bool uncut = l.is_moe() || (s.ff_begin == 0 && s.ff_end == whole.ff_end);
+    STRATA_RETURN_IF_ERROR(place_part(
+        plan::shard_ffn_bytes(c, l, s), uncut, l.is_moe() ? l.ffn_gate_inp.data : l.w_gate.data,
+        [&] {
+          w.ffn_norm = l.ffn_norm, w.post_ffn_norm = l.post_ffn_norm, w.w_gate = l.w_gate, w.w_up = l.w_up;
+          w.w_down = l.w_down, w.ffn_gate_inp = l.ffn_gate_inp, w.ffn_gate_inp_shexp = l.ffn_gate_inp_shexp;
+          w.ffn_gate_shexp = l.ffn_gate_shexp, w.ffn_up_shexp = l.ffn_up_shexp, w.ffn_down_shexp = l.ffn_down_shexp;
+        },
+        [&](Packer& p) {
+          w.ffn_norm = p.elements(l.ffn_norm, 0, c.n_embd);
+          w.post_ffn_norm = p.elements(l.post_ffn_norm, 0, c.n_embd);
+          w.ffn_gate_inp_shexp = p.whole(l.ffn_gate_inp_shexp);  // f32 [n_embd]
+          if (l.is_moe()) {
+            w.ffn_gate_inp = p.whole(l.ffn_gate_inp);  // the router: f32 in llama.cpp's files
+            w.ffn_gate_shexp = p.whole(l.ffn_gate_shexp);
+            w.ffn_up_shexp = p.whole(l.ffn_up_shexp);
+            w.ffn_down_shexp = p.whole(l.ffn_down_shexp);
+          } else {
+            w.w_gate = p.rows(l.w_gate, s.ff_begin, s.ff_end);
+            w.w_up = p.rows(l.w_up, s.ff_begin, s.ff_end);
+            w.w_down = p.cols(l.w_down, s.ff_begin, s.ff_end);
+          }
+        },
+        {&w.ffn_norm, &w.post_ffn_norm, &w.ffn_gate_inp_shexp, &w.ffn_gate_inp, &w.ffn_gate_shexp, &w.ffn_up_shexp,
+         &w.ffn_down_shexp, &w.w_gate, &w.w_up, &w.w_down},
+        placed.ffn));
   }
-  keep.push_back(std::move(buf));
+  if (experts && s.expert_end > s.expert_begin) {
+    // A run of experts is contiguous in each merged tensor: in place on the CPU whatever the range
+    // (three mapping regions, charged as one).
+    const auto at = [&](const TensorView& t) { return t.data + static_cast<uint64_t>(s.expert_begin) * t.mat_stride; };
+    STRATA_RETURN_IF_ERROR(place_part(
+        plan::expert_range_bytes(c, l, s.expert_begin, s.expert_end), true, at(l.ffn_gate_exps),
+        [&] {
+          for (auto [from, to] : {std::pair{&l.ffn_gate_exps, &w.ffn_gate_exps}, std::pair{&l.ffn_up_exps, &w.ffn_up_exps},
+                                  std::pair{&l.ffn_down_exps, &w.ffn_down_exps}}) {
+            *to = *from;
+            to->data = at(*from);
+            to->n_mats = s.expert_end - s.expert_begin;
+            to->n_bytes = static_cast<uint64_t>(to->n_mats) * from->mat_stride;
+          }
+        },
+        [&](Packer& p) {
+          w.ffn_gate_exps = p.mats(l.ffn_gate_exps, s.expert_begin, s.expert_end);
+          w.ffn_up_exps = p.mats(l.ffn_up_exps, s.expert_begin, s.expert_end);
+          w.ffn_down_exps = p.mats(l.ffn_down_exps, s.expert_begin, s.expert_end);
+        },
+        {&w.ffn_gate_exps, &w.ffn_up_exps, &w.ffn_down_exps}, placed.experts));
+  }
+  if (charged) *charged = placed;
   return w;
 }
 

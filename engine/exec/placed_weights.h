@@ -20,8 +20,23 @@ using BufferList = std::vector<std::unique_ptr<Buffer>>;
 // A whole tensor on a device; its buffer is appended to keep.
 Expected<model::TensorView> place_tensor(Device& device, const model::TensorView& tensor, BufferList& keep);
 
-// One block's shard on a device: exactly plan::shard_weight_bytes bytes are charged.
+// The parts of a block's shard a device holds (docs/placement.md, "Parts of a block"): a block
+// placed in parts has its attention on one device, its FFN part (dense FFN, or MoE router and
+// shared expert) on another, its routed experts on a third or by ranges. A bit mask.
+inline constexpr unsigned kAttentionPart = 1, kFfnPart = 2, kExpertsPart = 4;
+inline constexpr unsigned kAllParts = kAttentionPart | kFfnPart | kExpertsPart;
+
+// Weight bytes charged to a device, by part.
+struct PartBytes {
+  uint64_t attention = 0, ffn = 0, experts = 0;
+};
+
+// One block's shard on a device, the parts in `parts` (the experts: the shard's expert range),
+// each in a buffer of its own: exactly plan::shard_attention_bytes, shard_ffn_bytes and
+// expert_range_bytes are charged (all parts: plan::shard_weight_bytes), as `charged` reports
+// from the buffers. Views of the parts not held are absent.
 Expected<ShardWeights> place_shard(Device& device, const model::ModelConfig& config, const model::LayerWeights& layer,
-                                   const plan::LayerShard& shard, BufferList& keep);
+                                   const plan::LayerShard& shard, BufferList& keep, unsigned parts = kAllParts,
+                                   PartBytes* charged = nullptr);
 
 }  // namespace strata::exec

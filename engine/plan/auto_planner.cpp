@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 
 #include "engine/plan/placement_validate.h"
 
@@ -52,7 +53,12 @@ struct Problem {
   kernels::DType kv_type = kernels::DType::F16;
   double margin = 0.05;
   std::vector<uint64_t> budget;                 // usable bytes per device
-  std::vector<uint64_t> prefix_bytes;           // weights + KV of layers [0, i)
+  // Per device: weights + KV of layers [0, i) (a device other than the CPU holds no routed
+  // experts of the first experts_on_cpu layers: they are on the CPU).
+  std::vector<std::vector<uint64_t>> prefix_bytes;
+  int64_t experts_on_cpu = 0;   // MoE: the first N blocks' routed experts run on the CPU device
+  uint64_t cpu_reserved = 0;    // bytes those experts (and the CPU's runtime) take there
+  bool no_blocks_on_cpu = false;  // experts-first plans keep every block's attention off the CPU
   std::vector<std::vector<double>> prefix_ms;   // per device: decode ms of layers [0, i)
   std::vector<uint64_t> scratch, scratch_head;  // per device, running blocks (without / with head)
   std::vector<uint64_t> scratch_emb_only;       // per device, embedding only
@@ -61,7 +67,8 @@ struct Problem {
 };
 
 Problem make_problem(const model::ModelConfig& c, const model::ModelWeights& w,
-                     const std::vector<DeviceInfo>& devices, int64_t n_ctx, const AutoPlanOptions& o) {
+                     const std::vector<DeviceInfo>& devices, int64_t n_ctx, const AutoPlanOptions& o,
+                     int64_t experts_on_cpu = 0) {
   Problem p;
   p.c = &c;
   p.w = &w;
@@ -72,24 +79,51 @@ Problem make_problem(const model::ModelConfig& c, const model::ModelWeights& w,
   p.kv_type = o.kv_type;
   p.max_batch = o.max_batch;
   p.margin = o.margin_fraction;
+  p.experts_on_cpu = experts_on_cpu;
+  p.no_blocks_on_cpu = experts_on_cpu > 0;
   const LayerShard whole = whole_layer(c);
   const uint64_t kv = shard_kv_bytes(c, whole, n_ctx, o.n_seq, o.kv_type);
-  p.prefix_bytes.assign(static_cast<size_t>(p.n) + 1, 0);
-  for (int64_t i = 0; i < p.n; ++i) p.prefix_bytes[i + 1] = p.prefix_bytes[i] + w.layers[i].n_bytes() + kv;
   p.emb_bytes = w.token_embd.n_bytes;
   p.rope_bytes = w.rope_freqs.n_bytes;
+  for (size_t k = 0; k < p.order.size(); ++k)
+    if (p.order[k].kind == DeviceKind::Cpu && p.cpu < 0) p.cpu = static_cast<int>(k);
   for (size_t k = 0; k < p.order.size(); ++k) {
     const DeviceInfo& d = p.order[k];
-    if (d.kind == DeviceKind::Cpu && p.cpu < 0) p.cpu = static_cast<int>(k);
-    p.budget.push_back(static_cast<uint64_t>(static_cast<double>(d.bytes_total) * (1.0 - o.margin_fraction)));
+    const bool experts_away = experts_on_cpu > 0 && static_cast<int>(k) != p.cpu && p.cpu >= 0;
+    std::vector<uint64_t> bytes(static_cast<size_t>(p.n) + 1, 0);
     std::vector<double> ms(static_cast<size_t>(p.n) + 1, 0.0);
-    for (int64_t i = 0; i < p.n; ++i) ms[i + 1] = ms[i] + block_ms(c, w.layers[i], whole, true, d, 1);
+    for (int64_t i = 0; i < p.n; ++i) {
+      const model::LayerWeights& l = w.layers[static_cast<size_t>(i)];
+      uint64_t b = l.n_bytes() + kv;
+      double t = block_ms(c, l, whole, true, d, 1);
+      if (experts_away && i < experts_on_cpu) {
+        // The block's attention and router here, its routed experts on the CPU, and the hidden
+        // state (with the routing and partial sum) there and back.
+        const DeviceInfo& cpu = p.order[static_cast<size_t>(p.cpu)];
+        const uint64_t experts = expert_range_bytes(c, l, 0, c.n_expert);
+        b -= experts;
+        t = block_ms(c, l, whole, true, d, 1) - experts_ms(c, l, 0, c.n_expert, d, 1) +
+            experts_ms(c, l, 0, c.n_expert, cpu, 1) +
+            2.0 * transfer_ms(2 * hidden_state_bytes(c), d, cpu);
+      }
+      bytes[static_cast<size_t>(i) + 1] = bytes[static_cast<size_t>(i)] + b;
+      ms[static_cast<size_t>(i) + 1] = ms[static_cast<size_t>(i)] + t;
+    }
+    p.prefix_bytes.push_back(std::move(bytes));
+    p.budget.push_back(static_cast<uint64_t>(static_cast<double>(d.bytes_total) * (1.0 - o.margin_fraction)));
     p.prefix_ms.push_back(std::move(ms));
     p.scratch.push_back(device_scratch_bytes(c, whole, true, false, o.max_batch, n_ctx, o.n_seq, d.threads));
     p.scratch_head.push_back(device_scratch_bytes(c, whole, true, true, o.max_batch, n_ctx, o.n_seq, d.threads));
     p.scratch_emb_only.push_back(device_scratch_bytes(c, whole, false, false, o.max_batch, n_ctx, o.n_seq, d.threads));
     p.emb_ms.push_back(embedding_ms(c, w, d));
     p.head_ms.push_back(head_ms(c, w, d, 1));
+  }
+  if (experts_on_cpu > 0 && p.cpu >= 0) {
+    // The CPU holds the experts, their activation scratch and its runtime.
+    const DeviceInfo& cpu = p.order[static_cast<size_t>(p.cpu)];
+    for (int64_t i = 0; i < std::min(experts_on_cpu, p.n); ++i)
+      p.cpu_reserved += expert_range_bytes(c, w.layers[static_cast<size_t>(i)], 0, c.n_expert);
+    p.cpu_reserved += cpu.runtime_overhead_bytes + p.rope_bytes + p.scratch[static_cast<size_t>(p.cpu)];
   }
   return p;
 }
@@ -99,7 +133,7 @@ Problem make_problem(const model::ModelConfig& c, const model::ModelWeights& w,
 uint64_t segment_bytes(const Problem& p, int k, int64_t i, int64_t j, bool emb_on_cpu) {
   const bool emb_here = i == 0 && !emb_on_cpu;
   const bool head_here = j == p.n;
-  uint64_t b = p.order[k].runtime_overhead_bytes + p.rope_bytes + (p.prefix_bytes[j] - p.prefix_bytes[i]);
+  uint64_t b = p.order[k].runtime_overhead_bytes + p.rope_bytes + (p.prefix_bytes[k][j] - p.prefix_bytes[k][i]);
   b += head_here ? p.scratch_head[k] : p.scratch[k];
   if (emb_here) b += p.emb_bytes;
   if (head_here) b += head_weight_bytes(*p.c, *p.w, emb_on_cpu ? k == p.cpu : emb_here);
@@ -107,6 +141,7 @@ uint64_t segment_bytes(const Problem& p, int k, int64_t i, int64_t j, bool emb_o
 }
 
 uint64_t budget_of(const Problem& p, int k, bool emb_on_cpu) {
+  if (k == p.cpu && p.no_blocks_on_cpu) return 0;  // experts-first: no block runs whole on the CPU
   if (emb_on_cpu && k == p.cpu) return p.budget[k] > p.emb_bytes ? p.budget[k] - p.emb_bytes : 0;
   return p.budget[k];
 }
@@ -140,7 +175,9 @@ double objective(const Problem& p, double sum, double worst) {
 bool cpu_embedding_fits(const Problem& p, const Candidate& cand) {
   if (!cand.emb_on_cpu) return true;
   if (std::find(cand.device.begin(), cand.device.end(), p.cpu) != cand.device.end()) return true;  // sized in DP
-  const uint64_t need = p.order[p.cpu].runtime_overhead_bytes + p.scratch_emb_only[p.cpu] + p.emb_bytes;
+  // The experts' reservation already counts the CPU's runtime and a blocks-sized scratch.
+  const uint64_t need = p.cpu_reserved > 0 ? p.cpu_reserved + p.emb_bytes
+                                           : p.order[p.cpu].runtime_overhead_bytes + p.scratch_emb_only[p.cpu] + p.emb_bytes;
   return need <= p.budget[p.cpu];
 }
 
@@ -325,7 +362,7 @@ std::vector<std::string> explain(const Problem& p, const PlanResult& r, PlanGoal
   const std::vector<Stage> stages = stages_of(r.placement);
   const uint64_t smallest_layer = p.n > 0 ? [&] {
     uint64_t m = std::numeric_limits<uint64_t>::max();
-    for (int64_t i = 0; i < p.n; ++i) m = std::min(m, p.prefix_bytes[i + 1] - p.prefix_bytes[i]);
+    for (int64_t i = 0; i < p.n; ++i) m = std::min(m, p.prefix_bytes[0][i + 1] - p.prefix_bytes[0][i]);
     return m;
   }()
                                           : 0;
@@ -441,17 +478,50 @@ Expected<PlanResult> auto_plan(const model::ModelConfig& c, const model::ModelWe
   if (static_cast<int64_t>(w.layers.size()) != c.n_layers)
     return Error{Code::Internal, "auto placement: weights have " + std::to_string(w.layers.size()) +
                                      " layers, the config " + std::to_string(c.n_layers)};
+  auto first_fitting = [&](const Problem& p) -> Expected<std::optional<PlanResult>> {
+    for (const Candidate& cand : ranked(p, o.goal)) {
+      PlanResult r;
+      r.placement = to_placement(p, cand);
+      STRATA_ASSIGN_OR_RETURN(r.memory, estimate_memory(r.placement, c, w, devices));
+      if (!check_fits(r.memory, o.margin_fraction).ok()) continue;  // the DP's sizes disagree: next plan
+      STRATA_ASSIGN_OR_RETURN(r.cost, estimate_cost(r.placement, c, w, devices));
+      STRATA_ASSIGN_OR_RETURN(r.cost_full_context, estimate_cost(r.placement, c, w, devices, r.placement.n_ctx));
+      r.explanation = explain(p, r, o.goal, devices);
+      return std::optional<PlanResult>(std::move(r));
+    }
+    return std::optional<PlanResult>();
+  };
   const Problem p = make_problem(c, w, devices, n_ctx, o);
-  for (const Candidate& cand : ranked(p, o.goal)) {
-    PlanResult r;
-    r.placement = to_placement(p, cand);
-    STRATA_ASSIGN_OR_RETURN(r.memory, estimate_memory(r.placement, c, w, devices));
-    if (!check_fits(r.memory, o.margin_fraction).ok()) continue;  // the DP's sizes disagree: next plan
-    STRATA_ASSIGN_OR_RETURN(r.cost, estimate_cost(r.placement, c, w, devices));
-    STRATA_ASSIGN_OR_RETURN(r.cost_full_context, estimate_cost(r.placement, c, w, devices, r.placement.n_ctx));
-    r.explanation = explain(p, r, o.goal, devices);
-    return r;
+  STRATA_ASSIGN_OR_RETURN(std::optional<PlanResult> plain, first_fitting(p));
+  // A mixture-of-experts model that does not fit the accelerators whole: move routed experts to
+  // the CPU, block by block from the first (llama.cpp's --n-cpu-moe), before whole blocks.
+  const auto blocks_on_cpu = [&](const Placement& pl) {
+    int64_t n = 0;
+    for (const LayerPlacement& l : pl.layers) n += p.cpu >= 0 && l.target.devices[0] == p.order[p.cpu].id ? 1 : 0;
+    return n;
+  };
+  const bool accelerators = std::any_of(p.order.begin(), p.order.end(), [](const DeviceInfo& d) { return d.kind != DeviceKind::Cpu; });
+  const int64_t plain_on_cpu = plain ? blocks_on_cpu(plain->placement) : -1;
+  if (c.is_moe() && p.cpu >= 0 && accelerators && (!plain || plain_on_cpu > 0)) {
+    for (int64_t n_experts = 1; n_experts <= c.n_layers; ++n_experts) {
+      const Problem q = make_problem(c, w, devices, n_ctx, o, n_experts);
+      STRATA_ASSIGN_OR_RETURN(std::optional<PlanResult> moved, first_fitting(q));
+      if (!moved) continue;
+      uint64_t expert_bytes = 0;
+      for (int64_t l = 0; l < n_experts; ++l) expert_bytes += expert_range_bytes(c, w.layers[static_cast<size_t>(l)], 0, c.n_expert);
+      moved->explanation.insert(
+          moved->explanation.begin(),
+          "experts first: the routed experts of " +
+              (n_experts == 1 ? std::string("block 0") : "blocks 0-" + std::to_string(n_experts - 1)) + " (" +
+              format_bytes(expert_bytes) + ") run on " + p.order[p.cpu].id +
+              " so that every block's attention, KV cache and router stay on the accelerators; " +
+              (plain ? "otherwise " + std::to_string(plain_on_cpu) + " whole block" + (plain_on_cpu == 1 ? "" : "s") +
+                           " would run on " + p.order[p.cpu].id
+                     : std::string("whole blocks alone do not fit")));
+      return std::move(*moved);
+    }
   }
+  if (plain) return std::move(*plain);
 
   // Nothing fits: what is missing, and the largest context that would fit.
   uint64_t need = 0, hold = 0;

@@ -3,6 +3,7 @@
 #include "engine/plan/cost_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "engine/plan/placement_validate.h"
@@ -58,14 +59,62 @@ double boundary_ms(const Target& a, const Target& b, uint64_t bytes, const std::
 
 uint64_t hidden_state_bytes(const model::ModelConfig& c) { return static_cast<uint64_t>(c.n_embd) * sizeof(float); }
 
-uint64_t shard_parameters(const model::ModelConfig& c, const model::LayerWeights& l, const LayerShard& s) {
+uint64_t attention_parameters(const model::ModelConfig& c, const model::LayerWeights& l, const LayerShard& s) {
   const int64_t group = c.n_heads / std::max<int64_t>(c.n_kv_heads, 1);
   const auto q_rows = static_cast<uint64_t>(s.n_kv_heads() * group * c.head_dim);
   const auto kv_rows = static_cast<uint64_t>(s.n_kv_heads() * c.head_dim);
   const auto e = static_cast<uint64_t>(c.n_embd);
-  uint64_t n = e * (q_rows + 2 * kv_rows) + e * q_rows + 3 * e * static_cast<uint64_t>(s.n_ff()) + 2 * e;
+  uint64_t n = e * (q_rows + 2 * kv_rows) + e * q_rows + e;
   if (l.bq.present() || l.bq.n_bytes > 0) n += q_rows + 2 * kv_rows;
   return n;
+}
+
+uint64_t ffn_parameters(const model::ModelConfig& c, const model::LayerWeights& l, const LayerShard& s) {
+  const auto e = static_cast<uint64_t>(c.n_embd);
+  if (!l.is_moe()) return 3 * e * static_cast<uint64_t>(s.n_ff()) + e;
+  // The router and the shared expert (if any).
+  return e * static_cast<uint64_t>(c.n_expert) + 3 * e * static_cast<uint64_t>(c.n_ff_shexp) + e;
+}
+
+uint64_t shard_parameters(const model::ModelConfig& c, const model::LayerWeights& l, const LayerShard& s) {
+  uint64_t n = attention_parameters(c, l, s) + ffn_parameters(c, l, s);
+  // Per token: the routed experts it runs through (n_expert_used of them, each 3 matrices).
+  if (l.is_moe())
+    n += static_cast<uint64_t>(std::min(c.n_expert_used, s.n_experts())) * 3 * static_cast<uint64_t>(c.n_embd) *
+         static_cast<uint64_t>(c.n_ff_exp);
+  return n;
+}
+
+namespace {
+// Experts of [begin, end) a batch of `batch` tokens reads: each token picks n_expert_used of the
+// n_expert, taken as spread evenly, so an expert is missed by the whole batch with probability
+// (1 - k / n)^batch.
+double experts_read(const model::ModelConfig& c, int64_t begin, int64_t end, int64_t batch) {
+  if (c.n_expert <= 0 || end <= begin) return 0.0;
+  const double k = static_cast<double>(std::min(c.n_expert_used, c.n_expert)) / static_cast<double>(c.n_expert);
+  const double touched = 1.0 - std::pow(1.0 - k, static_cast<double>(std::max<int64_t>(batch, 1)));
+  return static_cast<double>(end - begin) * touched;
+}
+}  // namespace
+
+double experts_ms(const model::ModelConfig& c, const model::LayerWeights& l, int64_t begin, int64_t end,
+                  const DeviceInfo& d, int64_t batch) {
+  if (!l.is_moe() || end <= begin) return 0.0;
+  const double per_expert = static_cast<double>(expert_range_bytes(c, l, 0, 1));
+  const double bytes_per_batch = experts_read(c, begin, end, batch) * per_expert;
+  // FLOPs per token: its experts that fall in [begin, end).
+  const double share = static_cast<double>(end - begin) / static_cast<double>(c.n_expert);
+  const double flops = 2.0 * share * static_cast<double>(c.n_expert_used) * 3.0 * static_cast<double>(c.n_embd) *
+                       static_cast<double>(c.n_ff_exp);
+  const double read = bytes_per_batch / bandwidth_bytes_per_ms(d) / static_cast<double>(std::max<int64_t>(batch, 1));
+  return std::max(read, flops / flops_per_ms(d));
+}
+
+uint64_t expert_partial_bytes(const model::ModelConfig& c, const BlockUnit& from) {
+  if (c.n_expert <= 0 || from.last_of_block || from.kind == PartKind::Attention) return 0;
+  // The partial update and the normalised FFN input (n_embd floats each), and the routing (k
+  // expert ids and weights) per token.
+  return 2 * hidden_state_bytes(c) + static_cast<uint64_t>(c.n_expert_used) * (sizeof(int32_t) + sizeof(float));
 }
 
 double compute_ms(uint64_t weight_bytes, double flops, const DeviceInfo& d, int64_t batch) {
@@ -76,6 +125,16 @@ double compute_ms(uint64_t weight_bytes, double flops, const DeviceInfo& d, int6
 
 double block_ms(const model::ModelConfig& c, const model::LayerWeights& l, const LayerShard& s, bool whole,
                 const DeviceInfo& d, int64_t batch) {
+  if (l.is_moe()) {
+    // Attention, router and shared expert as any block; the routed experts as far as the batch's
+    // tokens reach them.
+    const LayerShard shard = whole ? whole_layer(c) : s;
+    const double dense = compute_ms(shard_attention_bytes(c, l, shard) + shard_ffn_bytes(c, l, shard),
+                                    2.0 * static_cast<double>(attention_parameters(c, l, shard) +
+                                                              ffn_parameters(c, l, shard)),
+                                    d, batch);
+    return dense + experts_ms(c, l, shard.expert_begin, shard.expert_end, d, batch);
+  }
   const uint64_t bytes = whole ? l.n_bytes() : shard_weight_bytes(c, l, s);
   return compute_ms(bytes, 2.0 * static_cast<double>(shard_parameters(c, l, s)), d, batch);
 }
@@ -106,6 +165,89 @@ double transfer_ms(uint64_t bytes, const DeviceInfo& a, const DeviceInfo& b) {
   if (a.id == b.id) return 0.0;
   return link_ms(bytes, {&a, &b}, 1);
 }
+
+namespace {
+
+// One block placed in parts (units_of): each part on its own target, the hidden state crossing
+// between consecutive parts on different devices (and from the last part back to the next
+// block's attention), the MoE expert partial sums riding along with it.
+template <typename BusyOf>
+Status cost_parts(const model::ModelConfig& c, const model::LayerWeights& lw, const LayerPlacement& lp, int64_t layer,
+                  const std::vector<DeviceInfo>& devices, double decode_positions, double prompt_positions,
+                  int64_t batch, double prompt_tile, kernels::DType kv_type, StageCost& s, BusyOf&& busy_of) {
+  const uint64_t hidden = hidden_state_bytes(c);
+  const std::vector<BlockUnit> units = units_of(lp, layer, c.n_expert);
+  std::vector<LayerShard> shards = {whole_layer(c)};
+  if (lp.target.is_group()) {
+    STRATA_ASSIGN_OR_RETURN(shards, split_layer(c, lw, lp.target.ratio, layer));
+  }
+  const bool kv_away = !lp.kv_device.empty() && std::find(lp.target.devices.begin(), lp.target.devices.end(),
+                                                          lp.kv_device) == lp.target.devices.end();
+  auto charge = [&](const std::string& id, double t, double tp) {
+    busy_of(id).decode_ms += t;
+    busy_of(id).prefill_ms += tp;
+  };
+  auto crossing = [&](const Target& a, const Target& b, uint64_t bytes) {
+    if (held_by(a, b)) return;
+    s.crossing_ms += boundary_ms(a, b, bytes, devices, 1);
+    s.prefill_ms += boundary_ms(a, b, bytes, devices, batch);
+    s.transfer_bytes += bytes;
+  };
+  for (size_t k = 0; k < units.size(); ++k) {
+    const BlockUnit& u = units[k];
+    if (k > 0) crossing(units[k - 1].target, u.target, hidden + expert_partial_bytes(c, units[k - 1]));
+    const auto members = infos(u.target.devices, devices);
+    double slowest = 0, slowest_p = 0, slowest_a = 0;
+    for (size_t m = 0; m < members.size(); ++m) {
+      const LayerShard shard = u.target.is_group() ? shards[m] : whole_layer(c);
+      double t = 0, tp = 0, ta = 0;
+      if (u.kind == PartKind::Attention) {
+        const int64_t kvh = shard.n_kv_heads();
+        if (kv_away) {
+          const DeviceInfo& kd = *find_device(devices, lp.kv_device);
+          const double tk = attention_ms(c, kvh, kv_type, decode_positions, kd, 1.0);
+          charge(kd.id, tk, attention_ms(c, kvh, kv_type, prompt_positions, kd, prompt_tile));
+          ta = tk;
+        } else {
+          ta = attention_ms(c, kvh, kv_type, decode_positions, *members[m], 1.0);
+          tp += attention_ms(c, kvh, kv_type, prompt_positions, *members[m], prompt_tile);
+        }
+        const double flops = 2.0 * static_cast<double>(attention_parameters(c, lw, shard));
+        t += compute_ms(shard_attention_bytes(c, lw, shard), flops, *members[m], 1) + (kv_away ? 0.0 : ta);
+        tp += compute_ms(shard_attention_bytes(c, lw, shard), flops, *members[m], batch);
+      } else if (u.kind == PartKind::Ffn) {
+        const double flops = 2.0 * static_cast<double>(ffn_parameters(c, lw, shard));
+        t += compute_ms(shard_ffn_bytes(c, lw, shard), flops, *members[m], 1);
+        tp += compute_ms(shard_ffn_bytes(c, lw, shard), flops, *members[m], batch);
+        if (lp.experts.empty()) {  // the routed experts run with their FFN part
+          t += experts_ms(c, lw, 0, c.n_expert, *members[m], 1);
+          tp += experts_ms(c, lw, 0, c.n_expert, *members[m], batch);
+        }
+      } else {
+        t += experts_ms(c, lw, u.expert_begin, u.expert_end, *members[m], 1);
+        tp += experts_ms(c, lw, u.expert_begin, u.expert_end, *members[m], batch);
+      }
+      charge(members[m]->id, t, tp);
+      slowest = std::max(slowest, t);
+      slowest_p = std::max(slowest_p, tp);
+      slowest_a = std::max(slowest_a, ta);
+    }
+    s.compute_ms += slowest;
+    s.prefill_ms += slowest_p;
+    s.attention_ms += slowest_a;
+    if (u.target.is_group()) {
+      // One all-reduce per part a group runs (attention, or a grouped FFN).
+      s.allreduce_ms += link_ms(hidden, members, 1);
+      s.transfer_bytes += hidden;
+      s.prefill_ms += link_ms(hidden, members, batch);
+    }
+  }
+  // Back to where the next block starts (its attention, on this stage's target).
+  if (layer + 1 < s.end_layer) crossing(units.back().target, lp.target, hidden);
+  return {};
+}
+
+}  // namespace
 
 Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfig& c, const model::ModelWeights& w,
                                      const std::vector<DeviceInfo>& devices, int64_t context) {
@@ -177,6 +319,12 @@ Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfi
       const double prompt_positions = context > 0 ? cap(static_cast<double>(context) + static_cast<double>(batch) / 2.0) : 0.0;
       const bool kv_away = !s.kv_device.empty() && std::find(s.target.devices.begin(), s.target.devices.end(),
                                                              s.kv_device) == s.target.devices.end();
+      const LayerPlacement& lp = p.layers[static_cast<size_t>(i)];
+      if (lp.has_parts()) {
+        STRATA_RETURN_IF_ERROR(cost_parts(c, lw, lp, i, devices, decode_positions, prompt_positions, batch,
+                                          kPromptTileTokens, p.kv_type, s, busy_of));
+        continue;
+      }
       if (kv_away) {
         // Attention runs where the cache is.
         const DeviceInfo& kd = *find_device(devices, s.kv_device);
@@ -243,12 +391,20 @@ Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfi
       busy_of(head).prefill_ms += t / static_cast<double>(batch);
     }
     if (si > 0) {
-      s.receives = !held_by(out[si - 1].target, s.target);
+      // The hidden state leaves the previous stage from where its last block ended (the last
+      // part's device when that block is placed in parts).
+      const StageCost& prev = out[si - 1];
+      Target from = prev.target;
+      if (prev.end_layer > prev.first_layer) {
+        const auto units = units_of(p.layers[static_cast<size_t>(prev.end_layer - 1)], prev.end_layer - 1, c.n_expert);
+        from = units.back().target;
+      }
+      s.receives = !held_by(from, s.target);
       if (s.receives) s.transfer_bytes += hidden;
-      s.recv_ms = boundary_ms(out[si - 1].target, s.target, hidden, devices, 1);
-      s.prefill_ms += boundary_ms(out[si - 1].target, s.target, hidden, devices, batch);
+      s.recv_ms = boundary_ms(from, s.target, hidden, devices, 1);
+      s.prefill_ms += boundary_ms(from, s.target, hidden, devices, batch);
     }
-    s.decode_ms = s.recv_ms + s.compute_ms + s.allreduce_ms + s.kv_transfer_ms;
+    s.decode_ms = s.recv_ms + s.compute_ms + s.allreduce_ms + s.kv_transfer_ms + s.crossing_ms;
   }
 
   CostEstimate est;
@@ -295,6 +451,7 @@ nlohmann::json to_json(const CostEstimate& cost) {
                            {"attention_ms", s.attention_ms},
                            {"allreduce_ms", s.allreduce_ms},
                            {"kv_transfer_ms", s.kv_transfer_ms},
+                           {"crossing_ms", s.crossing_ms},
                            {"decode_ms", s.decode_ms},
                            {"prefill_ms", s.prefill_ms},
                            {"transfer_bytes", s.transfer_bytes},

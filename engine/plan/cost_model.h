@@ -37,7 +37,8 @@ struct StageCost {
   double attention_ms = 0;    // of compute_ms: reading the KV cache at the estimate's context
   double allreduce_ms = 0;    // 2 per block of a group
   double kv_transfer_ms = 0;  // q/k/v out and attention back, for blocks whose KV lives elsewhere
-  double decode_ms = 0;       // the four above
+  double crossing_ms = 0;     // the hidden state between the parts of blocks placed in parts
+  double decode_ms = 0;       // the five above
   double prefill_ms = 0;      // per prompt token, weights read once per batch of max_batch tokens
   // Bytes per decoded token (one sequence) this stage moves between devices: the hidden state in
   // (when it crosses devices), 2 all-reduces per group block, q/k/v out and back per KV-elsewhere block.
@@ -83,6 +84,19 @@ nlohmann::json to_json(const CostEstimate& cost);
 uint64_t hidden_state_bytes(const model::ModelConfig& config);  // n_embd x 4: one token's activations
 // Elements of the matrices and vectors of one shard (FLOPs per token = 2 x this).
 uint64_t shard_parameters(const model::ModelConfig& config, const model::LayerWeights& layer, const LayerShard& shard);
+// The same by part of a block: attention (Q, K, V, O, norm) and the FFN part (a dense FFN; an
+// MoE block's router and shared expert).
+uint64_t attention_parameters(const model::ModelConfig& config, const model::LayerWeights& layer,
+                              const LayerShard& shard);
+uint64_t ffn_parameters(const model::ModelConfig& config, const model::LayerWeights& layer, const LayerShard& shard);
+// Routed experts [begin, end) of an MoE block per token, weights read once per batch: a decoded
+// token reads the experts it is routed to (n_expert_used of n_expert, spread evenly), a batch of
+// tokens every expert one of them is routed to.
+double experts_ms(const model::ModelConfig& config, const model::LayerWeights& layer, int64_t begin, int64_t end,
+                  const DeviceInfo& device, int64_t batch);
+// Bytes per token that travel with the hidden state after unit `from` when the next part of the
+// block runs elsewhere: an MoE block's partial sum and routing (0 for dense blocks).
+uint64_t expert_partial_bytes(const model::ModelConfig& config, const BlockUnit& from);
 // max(bytes / bandwidth / batch, flops / rate) in ms, per token, weights read once per batch.
 double compute_ms(uint64_t weight_bytes, double flops, const DeviceInfo& device, int64_t batch);
 // One block (whole, or a shard of a group) per token.

@@ -91,14 +91,41 @@ Expected<MemoryEstimate> estimate_memory(const Placement& p, const model::ModelC
     } else {
       shards = {whole};
     }
-    for (size_t m = 0; m < l.target.devices.size(); ++m) {
-      Acc& a = at(l.target.devices[m]);
-      a.mem.n_blocks += 1;
-      a.mem.weight_bytes += l.target.is_group() ? shard_weight_bytes(config, lw, shards[m]) : lw.n_bytes();
-      widen(a, shards[m]);
-      if (l.kv_device.empty()) {
-        a.mem.kv_bytes += shard_kv_bytes(config, shards[m], p.n_ctx, p.n_seq, p.kv_type);
-        a.mem.n_kv_blocks += 1;
+    // Every device running a part of the block counts it once in n_blocks.
+    std::vector<std::string> runs_block;
+    auto count_block = [&](const std::string& id) {
+      if (std::find(runs_block.begin(), runs_block.end(), id) != runs_block.end()) return;
+      runs_block.push_back(id);
+      at(id).mem.n_blocks += 1;
+    };
+    for (const BlockUnit& u : units_of(l, static_cast<int64_t>(i), config.n_expert)) {
+      for (size_t m = 0; m < u.target.devices.size(); ++m) {
+        Acc& a = at(u.target.devices[m]);
+        count_block(u.target.devices[m]);
+        // A group's units use its shards; a single-device part of a grouped block is whole.
+        const LayerShard& shard = u.target.is_group() ? shards[m] : whole;
+        if (u.kind == PartKind::Attention) {
+          const uint64_t attention = shard_attention_bytes(config, lw, shard);
+          a.mem.attention_bytes += attention;
+          a.mem.weight_bytes += attention;
+          widen(a, LayerShard{0, shard.n_kv_heads(), 0, 0});
+          if (l.kv_device.empty()) {
+            a.mem.kv_bytes += shard_kv_bytes(config, shard, p.n_ctx, p.n_seq, p.kv_type);
+            a.mem.n_kv_blocks += 1;
+          }
+        }
+        if (u.kind == PartKind::Ffn || u.whole_block) {
+          const uint64_t ffn = shard_ffn_bytes(config, lw, shard);
+          a.mem.ffn_bytes += ffn;
+          a.mem.weight_bytes += ffn;
+          widen(a, LayerShard{0, 0, 0, shard.n_ff()});
+        }
+        if (u.kind == PartKind::Experts) {
+          const uint64_t experts = expert_range_bytes(config, lw, u.expert_begin, u.expert_end);
+          a.mem.experts_bytes += experts;
+          a.mem.weight_bytes += experts;
+          widen(a, LayerShard{0, 0, 0, whole.n_ff()});
+        }
       }
     }
     if (!l.kv_device.empty()) {
@@ -209,6 +236,9 @@ nlohmann::json to_json(const MemoryEstimate& est) {
                             {"has_embedding", d.has_embedding},
                             {"has_head", d.has_head},
                             {"n_blocks", d.n_blocks},
+                            {"parts", {{"attention_bytes", d.attention_bytes},
+                                       {"ffn_bytes", d.ffn_bytes},
+                                       {"experts_bytes", d.experts_bytes}}},
                             {"n_kv_blocks", d.n_kv_blocks}});
   }
   return j;

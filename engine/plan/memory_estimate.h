@@ -21,6 +21,9 @@ namespace strata::plan {
 struct DeviceMemory {
   std::string device;            // device id
   uint64_t weight_bytes = 0;     // tensors held (exact GGUF bytes; shards for groups)
+  // weight_bytes by part of the blocks (docs/placement.md, "Parts of a block"); what is left of
+  // weight_bytes is the embedding, the head and the RoPE factors.
+  uint64_t attention_bytes = 0, ffn_bytes = 0, experts_bytes = 0;
   uint64_t kv_bytes = 0;         // float32 K and V for n_seq x n_ctx positions
   uint64_t scratch_bytes = 0;    // activation buffers (scratch_layout)
   uint64_t overhead_bytes = 0;   // DeviceInfo::runtime_overhead_bytes
@@ -31,7 +34,7 @@ struct DeviceMemory {
   // What the device holds, for tables and explanations.
   bool has_embedding = false;
   bool has_head = false;
-  int64_t n_blocks = 0;          // blocks it runs (whole or a shard)
+  int64_t n_blocks = 0;          // blocks it runs (whole, a shard, or some of their parts)
   int64_t n_kv_blocks = 0;       // blocks whose KV (or a share of it) it holds
 };
 

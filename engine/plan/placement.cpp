@@ -21,22 +21,70 @@ std::vector<std::string> Placement::devices() const {
   for (const auto& l : layers) {
     for (const auto& d : l.target.devices) add(d);
     add(l.kv_device);
+    add(l.ffn_device);
+    for (const auto& r : l.experts) add(r.device);
   }
   for (const auto& d : head.devices) add(d);
   return out;
+}
+
+const char* part_name(PartKind kind) {
+  switch (kind) {
+    case PartKind::Attention: return "attention";
+    case PartKind::Ffn: return "ffn";
+    case PartKind::Experts: return "experts";
+  }
+  return "?";
 }
 
 std::vector<Stage> stages_of(const Placement& p) {
   std::vector<Stage> stages;
   for (size_t i = 0; i < p.layers.size(); ++i) {
     const LayerPlacement& l = p.layers[i];
-    if (!stages.empty() && stages.back().target == l.target && stages.back().kv_device == l.kv_device) {
+    if (!stages.empty() && stages.back().target == l.target && stages.back().kv_device == l.kv_device &&
+        stages.back().ffn_device == l.ffn_device && stages.back().experts == l.experts) {
       stages.back().end_layer = static_cast<int64_t>(i) + 1;
       continue;
     }
-    stages.push_back(Stage{l.target, l.kv_device, static_cast<int64_t>(i), static_cast<int64_t>(i) + 1});
+    stages.push_back(Stage{l.target, l.kv_device, static_cast<int64_t>(i), static_cast<int64_t>(i) + 1, l.ffn_device,
+                           l.experts});
   }
   return stages;
+}
+
+std::vector<BlockUnit> units_of(const LayerPlacement& l, int64_t index, int64_t n_expert) {
+  std::vector<BlockUnit> units;
+  BlockUnit attention;
+  attention.layer = index;
+  attention.kind = PartKind::Attention;
+  attention.target = l.target;
+  if (!l.has_parts()) {
+    attention.whole_block = true;
+    attention.last_of_block = true;
+    return {attention};
+  }
+  units.push_back(attention);
+  BlockUnit ffn;
+  ffn.layer = index;
+  ffn.kind = PartKind::Ffn;
+  if (l.ffn_device.empty()) {
+    ffn.target = l.target;
+  } else {
+    ffn.target.devices = {l.ffn_device};
+  }
+  ffn.last_of_block = l.experts.empty();
+  units.push_back(ffn);
+  for (size_t r = 0; r < l.experts.size(); ++r) {
+    BlockUnit e;
+    e.layer = index;
+    e.kind = PartKind::Experts;
+    e.target.devices = {l.experts[r].device};
+    e.expert_begin = l.experts[r].begin;
+    e.expert_end = l.experts[r].end == kAllExperts ? n_expert : l.experts[r].end;
+    e.last_of_block = r + 1 == l.experts.size();
+    units.push_back(e);
+  }
+  return units;
 }
 
 namespace {
@@ -175,6 +223,41 @@ Expected<std::pair<int64_t, int64_t>> parse_range(const json& j, const std::stri
   return std::make_pair(a, b);
 }
 
+// "experts": "cpu" (all of them), or [{"experts": "0-63", "device": "gpu0"}, {"experts": "64-",
+// "device": "cpu"}] (ranges inclusive; "N-" runs to the last expert). Order, overlaps and
+// coverage are checked against the model in validate_placement.
+Expected<std::vector<ExpertRange>> parse_experts(const json& j, const std::string& where) {
+  if (j.is_string()) {
+    STRATA_ASSIGN_OR_RETURN(std::string id, device_id(j, where));
+    return std::vector<ExpertRange>{ExpertRange{0, kAllExperts, id}};
+  }
+  if (!j.is_array() || j.empty())
+    return bad(where + " must be a device id or a non-empty array of {\"experts\": \"0-63\", \"device\": id}, not " +
+               type_name(j));
+  std::vector<ExpertRange> out;
+  for (size_t i = 0; i < j.size(); ++i) {
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    const json& r = j[i];
+    if (!r.is_object()) return bad(at + " must be an object, not " + type_name(r));
+    STRATA_RETURN_IF_ERROR(check_keys(r, at, {"experts", "device"}));
+    if (!r.contains("experts") || !r.contains("device")) return bad(at + ": needs 'experts' and 'device'");
+    ExpertRange range;
+    STRATA_ASSIGN_OR_RETURN(range.device, device_id(r["device"], at + ": 'device'"));
+    const json& e = r["experts"];
+    if (e.is_string() && !e.get<std::string>().empty() && e.get<std::string>().back() == '-') {
+      const std::string s = e.get<std::string>();
+      STRATA_ASSIGN_OR_RETURN(range.begin, parse_layer_number(s.substr(0, s.size() - 1), at + ": expert"));
+      range.end = kAllExperts;
+    } else {
+      STRATA_ASSIGN_OR_RETURN(auto span, parse_range(e, at + ": expert"));
+      range.begin = span.first;
+      range.end = span.second + 1;
+    }
+    out.push_back(std::move(range));
+  }
+  return out;
+}
+
 Expected<int64_t> parse_count(const json& top, const char* key, int64_t fallback, bool required) {
   if (!top.contains(key)) {
     if (required) return bad(std::string("placement: missing '") + key + "'");
@@ -225,6 +308,21 @@ nlohmann::json to_json(const Placement& p) {
     const json target = target_json(s.target);
     for (auto it = target.begin(); it != target.end(); ++it) entry[it.key()] = it.value();
     if (!s.kv_device.empty()) entry["kv_device"] = s.kv_device;
+    if (!s.ffn_device.empty()) entry["ffn_device"] = s.ffn_device;
+    if (s.experts.size() == 1 && s.experts[0].begin == 0 && s.experts[0].end == kAllExperts) {
+      entry["experts"] = s.experts[0].device;
+    } else if (!s.experts.empty()) {
+      json ranges = json::array();
+      for (const ExpertRange& r : s.experts) {
+        json range = json::object();
+        range["device"] = r.device;
+        range["experts"] = r.end == kAllExperts ? std::to_string(r.begin) + "-"
+                           : r.end - r.begin == 1 ? std::to_string(r.begin)
+                                                  : std::to_string(r.begin) + "-" + std::to_string(r.end - 1);
+        ranges.push_back(range);
+      }
+      entry["experts"] = ranges;
+    }
     layers.push_back(entry);
   }
   j["layers"] = layers;
@@ -262,7 +360,8 @@ Expected<Placement> placement_from_json(const nlohmann::json& top, int64_t n_lay
     const std::string where = "layers[" + std::to_string(e) + "]";
     const json& entry = layers[e];
     if (!entry.is_object()) return bad(where + " must be an object, not " + type_name(entry));
-    STRATA_RETURN_IF_ERROR(check_keys(entry, where, {"layers", "device", "group", "ratio", "kv_device"}));
+    STRATA_RETURN_IF_ERROR(
+        check_keys(entry, where, {"layers", "device", "group", "ratio", "kv_device", "ffn_device", "experts"}));
     if (!entry.contains("layers")) return bad(where + ": missing 'layers'");
     STRATA_ASSIGN_OR_RETURN(auto range, parse_range(entry["layers"], where));
     const std::string what = range_text(range.first, range.second);
@@ -273,6 +372,12 @@ Expected<Placement> placement_from_json(const nlohmann::json& top, int64_t n_lay
     STRATA_ASSIGN_OR_RETURN(lp.target, parse_target(entry, where + " (" + what + ")"));
     if (entry.contains("kv_device")) {
       STRATA_ASSIGN_OR_RETURN(lp.kv_device, device_id(entry["kv_device"], where + ": 'kv_device'"));
+    }
+    if (entry.contains("ffn_device")) {
+      STRATA_ASSIGN_OR_RETURN(lp.ffn_device, device_id(entry["ffn_device"], where + ": 'ffn_device'"));
+    }
+    if (entry.contains("experts")) {
+      STRATA_ASSIGN_OR_RETURN(lp.experts, parse_experts(entry["experts"], where + ": 'experts'"));
     }
     for (int64_t l = range.first; l <= range.second; ++l) {
       if (owner[l] >= 0) {

@@ -27,11 +27,37 @@ struct Target {
   bool operator==(const Target&) const = default;
 };
 
+// Routed experts [begin, end) of a mixture-of-experts block on one device. end == kAllExperts:
+// through the block's last expert (what "experts": "cpu" says, before the model is known).
+inline constexpr int64_t kAllExperts = -1;
+struct ExpertRange {
+  int64_t begin = 0;
+  int64_t end = kAllExperts;  // exclusive
+  std::string device;
+  bool operator==(const ExpertRange&) const = default;
+};
+
+// The parts of a block, in the order they run (docs/placement.md, "Parts of a block").
+enum class PartKind {
+  Attention,  // attention with its KV cache (the block's target)
+  Ffn,        // the dense FFN, or an MoE block's router and shared expert
+  Experts,    // an MoE block's routed experts (all, or an index range)
+};
+const char* part_name(PartKind kind);  // "attention", "ffn", "experts"
+
 struct LayerPlacement {
+  // The block's attention (with its KV cache), and every part not placed below.
   Target target;
   // Device holding this block's KV cache. Empty: with the layer (for a group, each member
   // keeps the KV of its own heads). Otherwise one device id (e.g. "cpu" for --kv-on-cpu).
   std::string kv_device;
+  // Placement below the block. ffn_device: where the dense FFN (or the MoE router and shared
+  // expert) runs; empty: with the target. experts: the routed experts by index ranges that
+  // together cover every expert once, in order; empty: with the FFN part.
+  std::string ffn_device;
+  std::vector<ExpertRange> experts;
+
+  bool has_parts() const { return !ffn_device.empty() || !experts.empty(); }
   bool operator==(const LayerPlacement&) const = default;
 };
 
@@ -48,17 +74,32 @@ struct Placement {
 
   bool operator==(const Placement&) const = default;
 
-  // Every distinct device id in order of first appearance (embedding, layers, head).
+  // Every distinct device id in order of first appearance (embedding, layers and their parts, head).
   std::vector<std::string> devices() const;
 };
 
-// A stage: a maximal run of consecutive blocks with the same target and KV device.
+// A stage: a maximal run of consecutive blocks placed alike (same target, KV device and parts).
 struct Stage {
   Target target;
   std::string kv_device;
   int64_t first_layer = 0;
   int64_t end_layer = 0;  // exclusive
+  std::string ffn_device;            // the blocks' parts (see LayerPlacement)
+  std::vector<ExpertRange> experts;
 };
+
+// One part of one block on its target, in execution order: a block without parts is one unit
+// (kind Attention standing for the whole block, whole_block true); otherwise its attention,
+// its FFN part, then one unit per expert range. n_expert resolves kAllExperts.
+struct BlockUnit {
+  int64_t layer = 0;
+  PartKind kind = PartKind::Attention;
+  bool whole_block = false;   // attention and FFN (and experts) together
+  Target target;
+  int64_t expert_begin = 0, expert_end = 0;  // kind Experts
+  bool last_of_block = false; // the unit that finishes the block's residual update
+};
+std::vector<BlockUnit> units_of(const LayerPlacement& layer, int64_t index, int64_t n_expert);
 std::vector<Stage> stages_of(const Placement& placement);
 
 Expected<kernels::DType> kv_type_from_name(const std::string& name);

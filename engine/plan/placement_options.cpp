@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <map>
+#include <regex>
 #include <sstream>
 
 #include "engine/plan/placement_validate.h"
@@ -189,9 +191,156 @@ std::string ranges_on(const Placement& p, const std::string& id) {
 
 }  // namespace
 
+Expected<std::vector<std::string>> parse_overrides(const std::vector<std::string>& arguments) {
+  std::vector<std::string> out;
+  for (const std::string& arg : arguments) {
+    size_t start = 0;
+    while (start <= arg.size()) {
+      size_t end = arg.find(',', start);
+      if (end == std::string::npos) end = arg.size();
+      const std::string item = arg.substr(start, end - start);
+      const size_t eq = item.rfind('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+        return bad("override '" + item + "' is not PATTERN=DEVICE (e.g. \"exps=cpu\")");
+      out.push_back(item);
+      start = end + 1;
+    }
+  }
+  return out;
+}
+
+Expected<int64_t> parse_experts_on_cpu(const std::string& text) {
+  if (text == "all") return int64_t{-1};
+  if (text.empty() || text.size() > 9 || !std::all_of(text.begin(), text.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+    return bad("--experts-on-cpu '" + text + "' is neither a number of blocks nor 'all'");
+  return static_cast<int64_t>(std::stoll(text));
+}
+
+namespace {
+
+// A device named the way llama.cpp names buffer types ("CPU", "CUDA0") or by its own id.
+Expected<std::string> override_device(const std::string& name, const std::vector<DeviceInfo>& devices) {
+  for (const DeviceInfo& d : devices)
+    if (d.id == name) return d.id;
+  auto lower = [](std::string t) {
+    for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return t;
+  };
+  for (const DeviceInfo& d : devices)
+    if (lower(d.id) == lower(name)) return d.id;
+  return Error{Code::NotFound, "override device '" + name + "' is not among: " + device_id_list(devices)};
+}
+
+}  // namespace
+
+Status apply_part_options(Placement& p, const model::ModelConfig& c, const model::ModelWeights& w,
+                          const std::vector<DeviceInfo>& devices, const PlacementRequest& r) {
+  if (r.experts_on_cpu != 0) {
+    if (!c.is_moe())
+      return bad("--experts-on-cpu: the model's blocks have a dense FFN, not experts (use --override 'ffn=cpu' to "
+                 "place the FFN)");
+    const DeviceInfo* cpu = first_cpu(devices);
+    if (!cpu) return bad("--experts-on-cpu needs a CPU device (devices: " + device_id_list(devices) + ")");
+    const int64_t n = r.experts_on_cpu < 0 ? c.n_layers : std::min(r.experts_on_cpu, c.n_layers);
+    for (int64_t i = 0; i < n; ++i) p.layers[static_cast<size_t>(i)].experts = {ExpertRange{0, kAllExperts, cpu->id}};
+  }
+  if (!r.overrides.empty()) {
+    struct Rule {
+      std::regex pattern;
+      std::string text, device;
+    };
+    std::vector<Rule> rules;
+    for (const std::string& item : r.overrides) {
+      const size_t eq = item.rfind('=');
+      if (eq == std::string::npos) return bad("override '" + item + "' is not PATTERN=DEVICE");
+      Rule rule;
+      rule.text = item.substr(0, eq);
+      try {
+        rule.pattern = std::regex(rule.text);
+      } catch (const std::regex_error& e) {
+        return bad("override pattern '" + rule.text + "' is not a regular expression: " + e.what());
+      }
+      STRATA_ASSIGN_OR_RETURN(rule.device, override_device(item.substr(eq + 1), devices));
+      rules.push_back(std::move(rule));
+    }
+    // Each part takes the device of its tensors' matching rules; a part's tensors must agree.
+    struct Choice {
+      std::string device, tensor;
+    };
+    std::map<std::pair<int64_t, int>, Choice> chosen;  // (layer or -1 embedding / -2 head, part) -> device
+    auto consider = [&](const model::TensorView& t, int64_t layer, int part) -> Status {
+      if (!t.present()) return {};
+      for (const Rule& rule : rules) {
+        if (!std::regex_search(t.name, rule.pattern)) continue;
+        auto [it, fresh] = chosen.emplace(std::make_pair(layer, part), Choice{rule.device, t.name});
+        if (!fresh && it->second.device != rule.device)
+          return bad("overrides place '" + it->second.tensor + "' on " + it->second.device + " but '" + t.name +
+                     "' of the same part on " + rule.device + "; a part (attention, ffn, experts) moves whole");
+        return {};
+      }
+      return {};
+    };
+    STRATA_RETURN_IF_ERROR(consider(w.token_embd, -1, 0));
+    STRATA_RETURN_IF_ERROR(consider(w.output_norm, -2, 0));
+    if (!c.tied_output) STRATA_RETURN_IF_ERROR(consider(w.output, -2, 0));
+    for (int64_t i = 0; i < c.n_layers; ++i) {
+      const model::LayerWeights& l = w.layers[static_cast<size_t>(i)];
+      const int attention = static_cast<int>(PartKind::Attention), ffn = static_cast<int>(PartKind::Ffn),
+                experts = static_cast<int>(PartKind::Experts);
+      for (const model::TensorView* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm,
+                                         &l.wo, &l.post_attn_norm})
+        STRATA_RETURN_IF_ERROR(consider(*t, i, attention));
+      for (const model::TensorView* t : {&l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down, &l.post_ffn_norm, &l.ffn_gate_inp,
+                                         &l.ffn_gate_inp_shexp, &l.ffn_gate_shexp, &l.ffn_up_shexp, &l.ffn_down_shexp})
+        STRATA_RETURN_IF_ERROR(consider(*t, i, ffn));
+      for (const model::TensorView* t : {&l.ffn_gate_exps, &l.ffn_up_exps, &l.ffn_down_exps})
+        STRATA_RETURN_IF_ERROR(consider(*t, i, experts));
+    }
+    for (const auto& [key, choice] : chosen) {
+      const auto [layer, part] = key;
+      if (layer == -1) {
+        p.embedding.devices = {choice.device};
+        p.embedding.ratio.clear();
+        continue;
+      }
+      if (layer == -2) {
+        p.head.devices = {choice.device};
+        p.head.ratio.clear();
+        continue;
+      }
+      LayerPlacement& lp = p.layers[static_cast<size_t>(layer)];
+      switch (static_cast<PartKind>(part)) {
+        case PartKind::Attention:
+          lp.target = Target{{choice.device}, {}};
+          break;
+        case PartKind::Ffn:
+          lp.ffn_device = choice.device;
+          break;
+        case PartKind::Experts:
+          lp.experts = {ExpertRange{0, kAllExperts, choice.device}};
+          break;
+      }
+    }
+  }
+  // Parts on the device they would be on anyway are not placed apart.
+  for (LayerPlacement& lp : p.layers) {
+    if (!lp.target.is_group() && lp.ffn_device == lp.target.devices[0]) lp.ffn_device.clear();
+    const std::string ffn_on = !lp.ffn_device.empty()  ? lp.ffn_device
+                               : lp.target.is_group() ? std::string()
+                                                      : lp.target.devices[0];
+    if (lp.experts.size() == 1 && lp.experts[0].begin == 0 && lp.experts[0].end == kAllExperts &&
+        lp.experts[0].device == ffn_on)
+      lp.experts.clear();
+  }
+  return {};
+}
+
 Expected<PlanResult> plan_from_options(const model::ModelConfig& c, const model::ModelWeights& w,
                                        const std::vector<DeviceInfo>& devices, const PlacementRequest& r) {
   if (r.placement == "auto") {
+    if (r.experts_on_cpu != 0 || !r.overrides.empty())
+      return bad("--placement auto places the parts of blocks itself; leave out --experts-on-cpu and --override "
+                 "(or start from its plan file)");
     AutoPlanOptions o;
     o.n_ctx = r.n_ctx;
     o.n_seq = r.n_seq > 0 ? r.n_seq : 1;
@@ -219,7 +368,12 @@ Expected<PlanResult> plan_from_options(const model::ModelConfig& c, const model:
     how = std::string("split mode ") + split_mode_name(r.split_mode) +
           (r.gpu_layers >= 0 ? ", gpu layers " + std::to_string(r.gpu_layers) : "") +
           (r.kv_on_cpu ? ", KV on the CPU" : "");
+    if (r.experts_on_cpu != 0)
+      how += r.experts_on_cpu < 0 ? ", experts on the CPU"
+                                  : ", experts of the first " + std::to_string(r.experts_on_cpu) + " blocks on the CPU";
+    if (!r.overrides.empty()) how += ", " + std::to_string(r.overrides.size()) + " override(s)";
   }
+  STRATA_RETURN_IF_ERROR(apply_part_options(p, c, w, devices, r));
   PlanResult res;
   res.placement = std::move(p);
   STRATA_ASSIGN_OR_RETURN(res.memory, estimate_memory(res.placement, c, w, devices));  // validates
@@ -266,13 +420,14 @@ Expected<Placement> placement_from_options(const model::ModelConfig& c, const mo
     p.max_batch = r.max_batch > 0 ? r.max_batch : 256;
     p.kv_type = r.kv_type.value_or(kernels::DType::F16);
   }
+  STRATA_RETURN_IF_ERROR(apply_part_options(p, c, w, devices, r));
   STRATA_RETURN_IF_ERROR(validate_placement(p, c, w, devices));
   return p;
 }
 
 bool is_default_request(const PlacementRequest& r) {
   return r.placement.empty() && r.split_mode == SplitMode::Layer && r.split_ratio.empty() && r.gpu_layers < 0 &&
-         !r.kv_on_cpu && r.main_device.empty();
+         !r.kv_on_cpu && r.main_device.empty() && r.experts_on_cpu == 0 && r.overrides.empty();
 }
 
 Expected<PlanResult> plan_that_fits(const model::ModelConfig& c, const model::ModelWeights& w,

@@ -38,6 +38,13 @@ struct PlacementRequest {
   int64_t n_seq = 0;                // 0: 1 (or the file's)
   int64_t max_batch = 0;            // 0: 256 (or the file's)
   std::optional<kernels::DType> kv_type;  // KV cache elements; unset: f16 (or the file's)
+  // Placement below the block (applied after the options above; docs/placement.md):
+  // experts_on_cpu: the routed experts of the first N blocks on the CPU device (-1: every
+  // block's), llama.cpp's --n-cpu-moe; overrides: "REGEX=DEVICE" pairs with llama.cpp's -ot
+  // meaning: the first pattern found (std::regex_search) in a tensor's name places that tensor's
+  // part (a block's attention, FFN part or routed experts; the embedding; the head) on DEVICE.
+  int64_t experts_on_cpu = 0;
+  std::vector<std::string> overrides;
   PlanGoal goal = PlanGoal::BalanceSpeed;  // for "auto"
   double margin_fraction = 0.05;           // for "auto": share of each device kept free
 };
@@ -52,6 +59,16 @@ Expected<Placement> placement_from_options(const model::ModelConfig& config, con
 // explanation for "auto").
 Expected<PlanResult> plan_from_options(const model::ModelConfig& config, const model::ModelWeights& weights,
                                        const std::vector<DeviceInfo>& devices, const PlacementRequest& request);
+
+// "exps=CPU,attn=cuda0" or several such arguments -> {"exps=CPU", "attn=cuda0"} (llama.cpp's
+// -ot lists); InvalidArgument when an item has no '=' or an empty side.
+Expected<std::vector<std::string>> parse_overrides(const std::vector<std::string>& arguments);
+// "all" -> -1, "N" -> N (>= 0).
+Expected<int64_t> parse_experts_on_cpu(const std::string& text);
+
+// Applies request.experts_on_cpu and request.overrides to a placement (validated after).
+Status apply_part_options(Placement& placement, const model::ModelConfig& config, const model::ModelWeights& weights,
+                          const std::vector<DeviceInfo>& devices, const PlacementRequest& request);
 
 // Whether the request asks for nothing in particular: no placement, split mode layer, no split
 // ratio, every block offloaded, KV with its layer, no main device.

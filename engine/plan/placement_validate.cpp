@@ -70,6 +70,39 @@ Status check_limit(const char* name, int64_t value, int64_t lo, int64_t hi) {
                                    std::to_string(lo) + ".." + std::to_string(hi));
 }
 
+// The parts of a block placed below it (docs/placement.md, "Parts of a block").
+Status check_parts(const LayerPlacement& l, const std::string& where, const model::ModelConfig& config,
+                   const std::vector<DeviceInfo>& devices) {
+  if (!l.ffn_device.empty()) STRATA_RETURN_IF_ERROR(check_device(l.ffn_device, where + " ffn_device", devices));
+  if (l.experts.empty()) return {};
+  if (config.n_expert <= 0)
+    return bad(Code::InvalidArgument, where + ": places routed experts, but the model's blocks have a dense FFN "
+                                              "(no experts); use 'ffn_device' to place the FFN");
+  if (l.ffn_device.empty() && l.target.is_group())
+    return bad(Code::Unsupported, where + ": its FFN part is split across a group; place it on one device "
+                                          "('ffn_device') to place its experts");
+  int64_t next = 0;
+  for (size_t r = 0; r < l.experts.size(); ++r) {
+    const ExpertRange& e = l.experts[r];
+    const std::string at = where + " experts[" + std::to_string(r) + "]";
+    STRATA_RETURN_IF_ERROR(check_device(e.device, at, devices));
+    const int64_t end = e.end == kAllExperts ? config.n_expert : e.end;
+    if (e.begin != next)
+      return bad(Code::InvalidArgument, at + ": starts at expert " + std::to_string(e.begin) + ", expected " +
+                                            std::to_string(next) + " (ranges must cover experts 0-" +
+                                            std::to_string(config.n_expert - 1) + " once, in order)");
+    if (end <= e.begin || end > config.n_expert)
+      return bad(Code::InvalidArgument, at + ": experts " + std::to_string(e.begin) + "-" + std::to_string(end - 1) +
+                                            " out of range: the block has " + std::to_string(config.n_expert) +
+                                            " experts (0-" + std::to_string(config.n_expert - 1) + ")");
+    next = end;
+  }
+  if (next != config.n_expert)
+    return bad(Code::InvalidArgument, where + ": experts " + std::to_string(next) + "-" +
+                                          std::to_string(config.n_expert - 1) + " have no placement");
+  return {};
+}
+
 }  // namespace
 
 Status validate_placement(const Placement& p, const model::ModelConfig& config, const model::ModelWeights& weights,
@@ -107,6 +140,7 @@ Status validate_placement(const Placement& p, const model::ModelConfig& config, 
       auto shards = split_layer(config, weights.layers[i], l.target.ratio, static_cast<int64_t>(i));
       if (!shards.ok()) return shards.error();
     }
+    STRATA_RETURN_IF_ERROR(check_parts(l, where, config, devices));
   }
   return check_kv_type(p, config, devices);
 }

@@ -77,29 +77,45 @@ Expected<std::vector<LayerShard>> split_layer(const model::ModelConfig& c, const
   return shards;
 }
 
-uint64_t shard_weight_bytes(const model::ModelConfig& c, const model::LayerWeights& l, const LayerShard& s) {
+namespace {
+uint64_t row_run_bytes(const model::TensorView& t, int64_t n) {
+  return static_cast<uint64_t>(n) * static_cast<uint64_t>(kernels::row_bytes(t.type, t.cols));
+}
+}  // namespace
+
+uint64_t shard_attention_bytes(const model::ModelConfig& c, const model::LayerWeights& l, const LayerShard& s) {
   const int64_t group = c.n_heads / c.n_kv_heads;
   const int64_t q_rows = s.n_kv_heads() * group * c.head_dim;
   const int64_t kv_rows = s.n_kv_heads() * c.head_dim;
-  auto rows = [](const model::TensorView& t, int64_t n) {
-    return static_cast<uint64_t>(n) * static_cast<uint64_t>(kernels::row_bytes(t.type, t.cols));
-  };
   // Norm vectors go whole to every shard.
-  uint64_t b = l.attn_norm.n_bytes + l.ffn_norm.n_bytes + l.q_norm.n_bytes + l.k_norm.n_bytes +
-               l.post_attn_norm.n_bytes + l.post_ffn_norm.n_bytes;
-  b += rows(l.wq, q_rows) + rows(l.wk, kv_rows) + rows(l.wv, kv_rows);
+  uint64_t b = l.attn_norm.n_bytes + l.q_norm.n_bytes + l.k_norm.n_bytes + l.post_attn_norm.n_bytes;
+  b += row_run_bytes(l.wq, q_rows) + row_run_bytes(l.wk, kv_rows) + row_run_bytes(l.wv, kv_rows);
   if (l.bq.present()) b += static_cast<uint64_t>(q_rows + 2 * kv_rows) * sizeof(float);
   b += static_cast<uint64_t>(c.n_embd) * static_cast<uint64_t>(kernels::row_bytes(l.wo.type, q_rows));
+  return b;
+}
+
+uint64_t shard_ffn_bytes(const model::ModelConfig& c, const model::LayerWeights& l, const LayerShard& s) {
+  uint64_t b = l.ffn_norm.n_bytes + l.post_ffn_norm.n_bytes;
   if (l.is_moe()) {
-    b += l.ffn_gate_inp.n_bytes + l.ffn_gate_inp_shexp.n_bytes + l.ffn_gate_shexp.n_bytes + l.ffn_up_shexp.n_bytes +
-         l.ffn_down_shexp.n_bytes;
-    const auto n_exp = static_cast<uint64_t>(s.n_experts());
-    b += n_exp * (l.ffn_gate_exps.mat_stride + l.ffn_up_exps.mat_stride + l.ffn_down_exps.mat_stride);
-    return b;
+    // Never cut (split_layer refuses MoE groups): the router and the shared expert whole.
+    return b + l.ffn_gate_inp.n_bytes + l.ffn_gate_inp_shexp.n_bytes + l.ffn_gate_shexp.n_bytes +
+           l.ffn_up_shexp.n_bytes + l.ffn_down_shexp.n_bytes;
   }
-  b += rows(l.w_gate, s.n_ff()) + rows(l.w_up, s.n_ff());
+  b += row_run_bytes(l.w_gate, s.n_ff()) + row_run_bytes(l.w_up, s.n_ff());
   b += static_cast<uint64_t>(c.n_embd) * static_cast<uint64_t>(kernels::row_bytes(l.w_down.type, s.n_ff()));
   return b;
+}
+
+uint64_t expert_range_bytes(const model::ModelConfig&, const model::LayerWeights& l, int64_t begin, int64_t end) {
+  if (!l.is_moe() || end <= begin) return 0;
+  return static_cast<uint64_t>(end - begin) *
+         (l.ffn_gate_exps.mat_stride + l.ffn_up_exps.mat_stride + l.ffn_down_exps.mat_stride);
+}
+
+uint64_t shard_weight_bytes(const model::ModelConfig& c, const model::LayerWeights& l, const LayerShard& s) {
+  return shard_attention_bytes(c, l, s) + shard_ffn_bytes(c, l, s) +
+         expert_range_bytes(c, l, s.expert_begin, s.expert_end);
 }
 
 uint64_t shard_kv_bytes(const model::ModelConfig& c, const LayerShard& s, int64_t n_ctx, int64_t n_seq,

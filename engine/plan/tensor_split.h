@@ -37,8 +37,18 @@ LayerShard whole_layer(const model::ModelConfig& config);
 Expected<std::vector<LayerShard>> split_layer(const model::ModelConfig& config, const model::LayerWeights& layer,
                                               const std::vector<double>& ratio, int64_t layer_index);
 
-// Bytes of the weights one shard holds (norms are replicated on every member). An MoE layer's
-// shard holds the router and the shared expert, and the routed experts [expert_begin, expert_end).
+// Bytes of the weights one shard holds (norms are replicated on every member), by the parts of a
+// block that can be placed apart (docs/placement.md, "Parts of a block"):
+// - attention: the norm, Q/K/V with biases and Q/K norms, O, the post-attention norm;
+// - ffn: the FFN norm and post-FFN norm, and the dense gate/up/down (the shard's units), or an MoE
+//   block's router and shared expert (whole);
+// - experts: an MoE block's routed experts [begin, end) (0 for a dense block);
+// shard_weight_bytes is the three together, with the shard's own expert range.
+uint64_t shard_attention_bytes(const model::ModelConfig& config, const model::LayerWeights& layer,
+                               const LayerShard& shard);
+uint64_t shard_ffn_bytes(const model::ModelConfig& config, const model::LayerWeights& layer, const LayerShard& shard);
+uint64_t expert_range_bytes(const model::ModelConfig& config, const model::LayerWeights& layer, int64_t begin,
+                            int64_t end);
 uint64_t shard_weight_bytes(const model::ModelConfig& config, const model::LayerWeights& layer,
                             const LayerShard& shard);
 

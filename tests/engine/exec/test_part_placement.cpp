@@ -1,0 +1,165 @@
+// tests/engine/exec/test_part_placement.cpp — blocks placed in parts (docs/placement.md, "Parts
+// of a block"): a block's attention on one device, its FFN part on another (and, for MoE models,
+// its routed experts on a third or by ranges). Checked: the logits are bit-identical to one
+// device's (every backend here runs the same CPU kernels, so moving a part changes where the
+// arithmetic runs, not what it is); the memory estimate equals the bytes each part allocates on
+// each device; the trace shows the parts' compute and the crossings between them.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "engine/exec/device.h"
+#include "engine/exec/pipeline.h"
+#include "engine/exec/session.h"
+#include "engine/model/model.h"
+#include "engine/plan/memory_estimate.h"
+#include "engine/plan/placement_parts.h"
+#include "test_support.h"
+
+namespace strata {
+namespace {
+
+using plan::Placement;
+
+struct Fixture {
+  std::unique_ptr<model::Model> model;
+  std::vector<std::unique_ptr<exec::Device>> devices;
+  std::vector<exec::Device*> list;
+  std::vector<DeviceInfo> infos;
+};
+
+Fixture load(const std::filesystem::path& path, const std::string& devices) {
+  Fixture f;
+  auto m = model::Model::load(path);
+  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().to_string());
+  if (!m.ok()) return f;
+  f.model = std::move(*m);
+  auto d = exec::make_devices(devices, 1, 20.0);
+  EXPECT_TRUE(d.ok()) << d.error().to_string();
+  f.devices = std::move(d).value();
+  for (auto& dev : f.devices) {
+    f.list.push_back(dev.get());
+    f.infos.push_back(dev->info());
+  }
+  return f;
+}
+
+// Greedy tokens and every step's logits of `steps` tokens after a prompt.
+struct GreedyRun {
+  std::vector<int32_t> tokens;
+  std::vector<std::vector<float>> logits;
+};
+
+GreedyRun greedy(const model::Model& m, const Placement& p, const std::vector<exec::Device*>& devices,
+           const std::vector<int32_t>& prompt, int steps, trace::Recorder* rec = nullptr) {
+  GreedyRun r;
+  auto pipeline = exec::Pipeline::create(m, devices, p, rec);
+  EXPECT_TRUE(pipeline.ok()) << pipeline.error().to_string();
+  if (!pipeline.ok()) return r;
+  exec::Session s(**pipeline, 0);
+  auto out = s.eval(prompt);
+  const int64_t n_vocab = m.config().n_vocab;
+  for (int i = 0; i < steps; ++i) {
+    EXPECT_TRUE(out.ok()) << out.error().to_string();
+    if (!out.ok()) return r;
+    r.logits.emplace_back(*out, *out + n_vocab);
+    const int32_t t = static_cast<int32_t>(std::max_element(*out, *out + n_vocab) - *out);
+    r.tokens.push_back(t);
+    out = s.eval(std::span<const int32_t>(&t, 1));
+  }
+  return r;
+}
+
+// Attention of blocks 1-3 on gpu0, their FFN on gpu1; blocks 0 and 4 whole on gpu0.
+Placement ffn_apart(const model::ModelConfig& c) {
+  Placement p = exec::single_device_placement(c, "gpu0", 256, 1, 16);
+  for (int64_t l = 1; l < 4 && l < c.n_layers; ++l) p.layers[static_cast<size_t>(l)].ffn_device = "gpu1";
+  return p;
+}
+
+TEST(PartPlacement, FfnOnAnotherDeviceGivesTheSameLogits) {
+  Fixture f = load(test::shared_model("stories260K.gguf"), "cpu,sim:gpu0:64MiB,sim:gpu1:64MiB");
+  ASSERT_TRUE(f.model);
+  const model::ModelConfig& c = f.model->config();
+  const std::vector<int32_t> prompt = f.model->tokenizer().encode("Once upon a time", true, true);
+  const GreedyRun one = greedy(*f.model, exec::single_device_placement(c, "gpu0", 256, 1, 16), f.list, prompt, 12);
+  trace::Recorder rec;
+  for (const auto& info : f.infos) rec.add_lane(info.id, info.simulated);
+  const GreedyRun parts = greedy(*f.model, ffn_apart(c), f.list, prompt, 12, &rec);
+  ASSERT_EQ(one.tokens.size(), 12u);
+  EXPECT_EQ(parts.tokens, one.tokens);
+  ASSERT_EQ(parts.logits.size(), one.logits.size());
+  for (size_t i = 0; i < one.logits.size(); ++i) EXPECT_EQ(parts.logits[i], one.logits[i]) << "step " << i;
+  // The trace: gpu1 computes blocks 1-3 (their FFN), and the hidden state crosses both ways.
+  int32_t gpu0 = -1, gpu1 = -1;
+  for (const auto& lane : rec.lanes()) {
+    if (lane.name == "gpu0") gpu0 = lane.id;
+    if (lane.name == "gpu1") gpu1 = lane.id;
+  }
+  std::set<int32_t> gpu1_layers;
+  int to_gpu1 = 0, to_gpu0 = 0;
+  for (const trace::Event& e : rec.snapshot()) {
+    if (e.kind == trace::EventKind::Compute && e.lane == gpu1) gpu1_layers.insert(e.layer);
+    if (e.kind == trace::EventKind::Transfer && e.lane == gpu0 && e.peer_lane == gpu1) {
+      ++to_gpu1;
+      EXPECT_EQ(e.bytes, static_cast<uint64_t>(e.n_tokens * c.n_embd) * sizeof(float));
+    }
+    if (e.kind == trace::EventKind::Transfer && e.lane == gpu1 && e.peer_lane == gpu0) ++to_gpu0;
+  }
+  EXPECT_EQ(gpu1_layers, (std::set<int32_t>{1, 2, 3}));
+  // 13 evals (the prompt, then 12 tokens... the last one unread) x 3 blocks, each way.
+  EXPECT_EQ(to_gpu1, 13 * 3);
+  EXPECT_EQ(to_gpu0, 13 * 3);
+}
+
+TEST(PartPlacement, EstimateEqualsAllocatedBytesPerDeviceAndPart) {
+  Fixture f = load(test::shared_model("stories260K.gguf"), "cpu,sim:gpu0:64MiB:overhead=1MiB,sim:gpu1:64MiB");
+  ASSERT_TRUE(f.model);
+  const model::ModelConfig& c = f.model->config();
+  Placement p = ffn_apart(c);
+  p.layers[4].ffn_device = "cpu";  // the CPU reads its part in place from the mapping
+  auto estimate = plan::estimate_memory(p, c, f.model->weights(), f.infos);
+  ASSERT_TRUE(estimate.ok()) << estimate.error().to_string();
+  auto pipeline = exec::Pipeline::create(*f.model, f.list, p);
+  ASSERT_TRUE(pipeline.ok()) << pipeline.error().to_string();
+  const auto actual = (*pipeline)->memory_by_device();
+  const auto parts = (*pipeline)->part_bytes_by_device();
+  for (const plan::DeviceMemory& want : estimate->devices) {
+    SCOPED_TRACE(want.device);
+    const exec::MemoryUse& got = actual.at(want.device);
+    EXPECT_EQ(got.weights, want.weight_bytes);
+    EXPECT_EQ(got.kv, want.kv_bytes);
+    EXPECT_EQ(got.scratch, want.scratch_bytes);
+    EXPECT_EQ(got.overhead, want.overhead_bytes);
+    const exec::PartBytes& part = parts.count(want.device) ? parts.at(want.device) : exec::PartBytes{};
+    EXPECT_EQ(part.attention, want.attention_bytes);
+    EXPECT_EQ(part.ffn, want.ffn_bytes);
+    EXPECT_EQ(part.experts, want.experts_bytes);
+  }
+  // gpu1 holds FFN parts only, gpu0 the attention of every block and the FFN of 0 and 5+.
+  const plan::DeviceMemory* gpu1 = estimate->find("gpu1");
+  ASSERT_NE(gpu1, nullptr);
+  EXPECT_EQ(gpu1->attention_bytes, 0u);
+  EXPECT_GT(gpu1->ffn_bytes, 0u);
+  EXPECT_EQ(gpu1->kv_bytes, 0u);
+}
+
+TEST(PartPlacement, PlanTableNamesEveryPart) {
+  Fixture f = load(test::shared_model("stories260K.gguf"), "cpu,sim:gpu0:64MiB,sim:gpu1:64MiB");
+  ASSERT_TRUE(f.model);
+  const model::ModelConfig& c = f.model->config();
+  const nlohmann::json j = plan::parts_json(ffn_apart(c), c, f.model->weights());
+  ASSERT_EQ(j.size(), 3u) << j.dump();
+  EXPECT_EQ(j[0]["layers"], "0");
+  EXPECT_EQ(j[1]["layers"], "1-3");
+  EXPECT_EQ(j[1]["attention"]["devices"], nlohmann::json::array({"gpu0"}));
+  EXPECT_EQ(j[1]["ffn"]["devices"], nlohmann::json::array({"gpu1"}));
+  EXPECT_FALSE(j[1].contains("experts"));  // a dense model
+  const model::LayerWeights& l1 = f.model->weights().layers[1];
+  EXPECT_EQ(j[1]["ffn"]["bytes"].get<uint64_t>(),
+            3 * (l1.ffn_norm.n_bytes + l1.w_gate.n_bytes + l1.w_up.n_bytes + l1.w_down.n_bytes));
+}
+
+}  // namespace
+}  // namespace strata

@@ -196,19 +196,19 @@ TEST(MoeModel, BadMetadataAndMissingExpertTensorsAreNamed) {
 
 constexpr int kSteps = 6;
 
-struct Run {
+struct Trajectory {
   std::vector<float> prompt_logits;  // after the last prompt token
   std::vector<int32_t> tokens;       // greedy continuation
   std::vector<std::vector<float>> logits;
 };
 
 // prompt in one eval (batched) or one token per eval (decode), then kSteps greedy decode steps.
-Run run(const model::Model& m, const std::string& devices, const std::string& device, const std::string& prompt,
+Trajectory run(const model::Model& m, const std::string& devices, const std::string& device, const std::string& prompt,
         bool batched) {
   test::DeviceSet set = test::make_device_set(devices);
   auto p = exec::Pipeline::create(m, set.list(), exec::single_device_placement(m.config(), device, 128, 1, 64));
   EXPECT_TRUE(p.ok()) << p.error().to_string();
-  Run r;
+  Trajectory r;
   if (!p.ok()) return r;
   std::vector<float> logits(static_cast<size_t>(m.config().n_vocab));
   const std::vector<int32_t> ids = m.tokenizer().encode(prompt, true, true);
@@ -240,8 +240,8 @@ TEST_P(MoeForward, BatchedPromptEqualsTokenByTokenDecode) {
   ASSERT_TRUE(test::have(test::shared_model("stories260K.gguf")));
   auto m = load(make(GetParam()));
   ASSERT_TRUE(m);
-  const Run batched = run(*m, "cpu", "cpu", kPrompt, true);
-  const Run decode = run(*m, "cpu", "cpu", kPrompt, false);
+  const Trajectory batched = run(*m, "cpu", "cpu", kPrompt, true);
+  const Trajectory decode = run(*m, "cpu", "cpu", kPrompt, false);
   ASSERT_FALSE(batched.prompt_logits.empty());
   EXPECT_LE(max_relative(batched.prompt_logits, decode.prompt_logits), 1e-4);
   EXPECT_EQ(batched.tokens, decode.tokens);
@@ -253,8 +253,8 @@ TEST_P(MoeForward, SimulatedGpuEqualsCpu) {
   ASSERT_TRUE(test::have(test::shared_model("stories260K.gguf")));
   auto m = load(make(GetParam()));
   ASSERT_TRUE(m);
-  const Run cpu = run(*m, "cpu", "cpu", kPrompt, true);
-  const Run sim = run(*m, "cpu,sim:gpu0:1GiB", "gpu0", kPrompt, true);
+  const Trajectory cpu = run(*m, "cpu", "cpu", kPrompt, true);
+  const Trajectory sim = run(*m, "cpu,sim:gpu0:1GiB", "gpu0", kPrompt, true);
   EXPECT_EQ(sim.tokens, cpu.tokens);
   // The simulated device runs the CPU kernels on the same threads' worth of work: same values.
   EXPECT_LE(max_relative(sim.prompt_logits, cpu.prompt_logits), 1e-6);
@@ -293,7 +293,7 @@ TEST(MoeBatchedEval, SequencesTogetherEqualEachAlone) {
     ASSERT_TRUE((*p)->eval(reqs).ok());
   }
   for (int i = 0; i < kSeqs; ++i) {
-    const Run alone = run(*m, "cpu", "cpu", prompts[i], true);
+    const Trajectory alone = run(*m, "cpu", "cpu", prompts[i], true);
     EXPECT_EQ(together[i], alone.tokens) << prompts[i];
   }
 }
@@ -340,7 +340,7 @@ TEST(MoePlacement, EstimateEqualsAllocatedBytesWithExperts) {
     const std::vector<int32_t> ids = m->tokenizer().encode(kPrompt, true, true);
     exec::Pipeline::Request q{0, ids, logits.data()};
     ASSERT_TRUE((*pipeline)->eval(std::span<const exec::Pipeline::Request>(&q, 1)).ok());
-    const Run cpu = run(*m, "cpu", "cpu", kPrompt, true);
+    const Trajectory cpu = run(*m, "cpu", "cpu", kPrompt, true);
     EXPECT_EQ(argmax(logits), argmax(cpu.prompt_logits));
   }
 }

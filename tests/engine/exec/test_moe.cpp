@@ -192,6 +192,28 @@ TEST(MoeModel, BadMetadataAndMissingExpertTensorsAreNamed) {
       << m.error().to_string();
 }
 
+TEST(MoeModel, MakeModelRefusesBadExpertOptions) {
+  struct Case {
+    model::Arch arch;
+    int64_t experts, used, shared_ff;
+    std::string expect;
+  };
+  for (const Case& k : {Case{model::Arch::Qwen3Moe, 0, 0, 0, "needs --experts"},
+                        Case{model::Arch::Gemma3, 8, 2, 0, "no mixture-of-experts form"},
+                        Case{model::Arch::Qwen3Moe, 8, 9, 0, "--experts-used 9"},
+                        Case{model::Arch::Qwen3Moe, 8, 2, 64, "only qwen2moe has a shared expert"}}) {
+    model::RandomModelSpec spec;
+    spec.arch = k.arch;
+    spec.n_expert = k.experts;
+    spec.n_expert_used = k.used;
+    spec.n_ff_shexp = k.shared_ff;
+    const Status st = model::validate(spec);
+    ASSERT_FALSE(st.ok()) << k.expect;
+    EXPECT_EQ(st.error().code, Code::InvalidArgument);
+    EXPECT_NE(st.error().message.find(k.expect), std::string::npos) << st.error().to_string();
+  }
+}
+
 // ---- the forward pass ---------------------------------------------------------------------------
 
 constexpr int kSteps = 6;

@@ -8,22 +8,28 @@
 // - a simulated GPU gives the CPU's greedy tokens and logits (it runs the CPU ops: bit for bit);
 // - several sequences decoded in one batch give each sequence's one-at-a-time tokens;
 // - the memory estimate equals the bytes the devices allocate, expert tensors included;
-// - a tensor-parallel group on an MoE layer is refused, naming the layer.
+// - a tensor-parallel group on an MoE layer is refused, naming the layer;
+// - the two public steps, moe_route on one device and moe_experts over expert ranges on two
+//   others, add up to ffn_partial on one device (the interface placement below the layer uses).
 // Logits against an independent NumPy forward pass: tests/reference/reference_forward.py.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "device_set.h"
+#include "engine/exec/block_forward.h"
 #include "engine/exec/device.h"
 #include "engine/exec/pipeline.h"
+#include "engine/exec/placed_weights.h"
 #include "engine/exec/session.h"
 #include "engine/gguf/gguf_writer.h"
 #include "engine/model/model.h"
 #include "engine/model/random_model.h"
 #include "engine/plan/memory_estimate.h"
+#include "engine/plan/scratch_layout.h"
 #include "test_support.h"
 
 namespace strata {
@@ -383,6 +389,96 @@ TEST(MoePlacement, TensorGroupOnAnMoeLayerIsRefusedNamingTheLayer) {
   EXPECT_EQ(est.error().code, Code::InvalidArgument);
   EXPECT_NE(est.error().message.find("layer 1"), std::string::npos) << est.error().to_string();
   EXPECT_NE(est.error().message.find("mixture-of-experts"), std::string::npos) << est.error().to_string();
+}
+
+// One device's BlockForward with its own ops and host scratch (cpu and sim memory is host memory).
+struct DeviceBlock {
+  std::unique_ptr<backend::Ops> ops;
+  std::vector<float> scratch;
+  std::unique_ptr<exec::BlockForward> block;
+};
+
+DeviceBlock block_on(exec::Device& d, const model::ModelConfig& c, int64_t max_batch) {
+  DeviceBlock b;
+  const plan::ScratchLayout layout = plan::scratch_layout(c, plan::whole_layer(c), true, false, max_batch, 16, 1, 1);
+  b.scratch.assign(static_cast<size_t>(layout.floats()), 0.0f);
+  exec::OpsWorkspace ws;
+  ws.matmul_bytes = static_cast<size_t>(layout.matmul_bytes);
+  ws.max_ctx = 16;
+  ws.max_tokens = max_batch;
+  auto ops = d.create_ops(ws);
+  EXPECT_TRUE(ops.ok()) << ops.error().to_string();
+  if (!ops.ok()) return b;
+  b.ops = std::move(*ops);
+  b.block = std::make_unique<exec::BlockForward>(c, *b.ops, exec::carve_scratch(b.scratch.data(), layout, 1), nullptr);
+  return b;
+}
+
+TEST(MoeSplit, RouteOnOneDeviceAndExpertRangesOnTwoOthersAddUpToTheWholeFfn) {
+  ASSERT_TRUE(test::have(test::shared_model("stories260K.gguf")));
+  auto m = load(make(kQwen2Moe));  // 8 experts top-4 and a gated shared expert
+  ASSERT_TRUE(m);
+  const model::ModelConfig& c = m->config();
+  const model::LayerWeights& layer = m->weights().layers[1];
+  auto d = exec::make_devices("cpu,sim:gpu0:1GiB,sim:gpu1:1GiB", 1, 20.0);
+  ASSERT_TRUE(d.ok());
+  exec::Device& cpu = *(*d)[0];
+  exec::Device& gpu0 = *(*d)[1];
+  exec::Device& gpu1 = *(*d)[2];
+  exec::BufferList keep;
+  const int64_t n = 7, dim = c.n_embd;
+  std::vector<float> hidden(static_cast<size_t>(n * dim));
+  for (size_t i = 0; i < hidden.size(); ++i) hidden[i] = std::sin(0.37f * static_cast<float>(i)) * 2.0f;
+
+  // The whole FFN on the CPU.
+  auto whole = exec::place_shard(cpu, c, layer, plan::whole_layer(c), keep);
+  ASSERT_TRUE(whole.ok()) << whole.error().to_string();
+  DeviceBlock on_cpu = block_on(cpu, c, n);
+  std::vector<float> want(static_cast<size_t>(n * dim));
+  ASSERT_TRUE(on_cpu.block->ffn_partial(*whole, hidden.data(), n, want.data()).ok());
+
+  // Route (and the shared expert) on the CPU; experts [0, 3) on gpu0 and [3, 8) on gpu1, each from
+  // the routing's host copy of the normalised rows.
+  exec::MoeRouting routing;
+  routing.want_x_norm = true;
+  std::vector<float> got(static_cast<size_t>(n * dim));
+  ASSERT_TRUE(on_cpu.block->moe_route(*whole, hidden.data(), n, routing, got.data()).ok());
+  ASSERT_EQ(routing.x_norm.size(), static_cast<size_t>(n * dim));
+  ASSERT_EQ(routing.expert.size(), static_cast<size_t>(n * c.n_expert_used));
+  for (int64_t t = 0; t < n; ++t) {  // qwen2moe: softmax weights, not renormalised, best first
+    float sum = 0;
+    for (int64_t j = 0; j < c.n_expert_used; ++j) {
+      const float w = routing.weight[static_cast<size_t>(t * c.n_expert_used + j)];
+      if (j > 0) EXPECT_LE(w, routing.weight[static_cast<size_t>(t * c.n_expert_used + j - 1)]);
+      sum += w;
+    }
+    EXPECT_LT(sum, 1.0f) << "token " << t;
+  }
+  for (auto [dev, e0, e1] : {std::tuple<exec::Device*, int64_t, int64_t>{&gpu0, 0, 3}, {&gpu1, 3, 8}}) {
+    SCOPED_TRACE(dev->id());
+    plan::LayerShard shard = plan::whole_layer(c);
+    shard.kv_head_end = 0;  // no attention here
+    shard.expert_begin = e0;
+    shard.expert_end = e1;
+    const uint64_t before = dev->memory_use().weights;
+    auto w = exec::place_shard(*dev, c, layer, shard, keep);
+    ASSERT_TRUE(w.ok()) << w.error().to_string();
+    EXPECT_EQ(dev->memory_use().weights - before, plan::shard_weight_bytes(c, layer, shard));
+    EXPECT_EQ(w->ffn_gate_exps.n_mats, e1 - e0);
+    DeviceBlock blk = block_on(*dev, c, n);
+    std::vector<float> part(static_cast<size_t>(n * dim), 0.0f);
+    ASSERT_TRUE(blk.block->moe_experts(*w, routing.x_norm.data(), routing, n, part.data()).ok());
+    for (size_t i = 0; i < got.size(); ++i) got[i] += part[i];
+  }
+  // Tolerance: 1e-5 relative (max|a-b| / max|b|): the same products, the experts' rows summed
+  // in another order.
+  EXPECT_LE(max_relative(got, want), 1e-5);
+
+  // A routing of another batch size is refused.
+  std::vector<float> out(static_cast<size_t>(n * dim));
+  const Status bad = on_cpu.block->moe_experts(*whole, routing.x_norm.data(), routing, n - 1, out.data());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, Code::InvalidArgument);
 }
 
 }  // namespace

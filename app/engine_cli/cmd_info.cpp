@@ -75,6 +75,10 @@ int info(const InfoOptions& o) {
                     {"n_layers", c.n_layers}, {"n_heads", c.n_heads}, {"n_kv_heads", c.n_kv_heads},
                     {"head_dim", c.head_dim}, {"n_ff", c.n_ff}, {"rope_freq_base", c.rope_freq_base},
                     {"tied_output", c.tied_output}};
+      if (c.is_moe())
+        j["model"]["experts"] = {{"n_expert", c.n_expert}, {"n_expert_used", c.n_expert_used},
+                                 {"n_ff_exp", c.n_ff_exp}, {"n_ff_shexp", c.n_ff_shexp},
+                                 {"weights_normalised", c.expert_weights_norm}};
     } else {
       j["model_error"] = config.error().message;
     }
@@ -103,6 +107,11 @@ int info(const InfoOptions& o) {
                 (long long)c.n_vocab, (long long)c.n_ctx_train, (long long)c.n_embd, (long long)c.n_layers,
                 (long long)c.n_heads, (long long)c.n_kv_heads, (long long)c.head_dim, (long long)c.n_ff,
                 c.rope_freq_base, c.tied_output ? ", tied output" : "");
+    if (c.is_moe())
+      std::printf("experts      %lld per layer, top-%lld (%s), expert ffn %lld%s\n", (long long)c.n_expert,
+                  (long long)c.n_expert_used, c.expert_weights_norm ? "weights renormalised" : "softmax weights",
+                  (long long)c.n_ff_exp,
+                  c.n_ff_shexp > 0 ? (", shared expert ffn " + std::to_string(c.n_ff_shexp)).c_str() : "");
   } else if (!f.architecture().empty()) {
     std::printf("model        not runnable: %s\n", config.error().message.c_str());
   }

@@ -122,7 +122,8 @@ class BlockForward {
   // `routing` (softmax over all experts, then top-k, renormalised where config says); with
   // routing.want_x_norm, x is copied to routing.x_norm as well. out: [n][n_embd] <- the shared
   // expert's output (times its sigmoid gate where there is one), or zeros. w needs ffn_norm and
-  // ffn_gate_inp (and the shared expert's tensors where the model has one).
+  // ffn_gate_inp (and the shared expert's tensors where the model has one). Calling thread: the
+  // device's worker, which also does the host part (softmax, top-k, grouping: O(n x n_expert)).
   Status moe_route(const ShardWeights& w, const float* hidden, int64_t n, MoeRouting& routing, float* out);
   // The second step: out ([n][n_embd], device memory) += sum over the routed experts in
   // [w.expert_begin, w.expert_end) of weight * down(silu(gate·x) * up·x), each expert run once

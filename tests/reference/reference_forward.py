@@ -72,7 +72,7 @@ def run_case(engine, vocab, work, name, make_args, run_args, kv_type):
     err = float(np.max(np.abs(ours - want)) / np.max(np.abs(want)))
     tol = 1e-4 if kv_type == "f32" else 1e-3
     ok = err < tol and ours.shape == want.shape
-    gap = f", smallest top-k probability gap {m.min_route_gap:.1e}" if m.min_route_gap < float("inf") else ""
+    gap = f", smallest top-k router logit gap {m.min_route_gap:.1e}" if m.min_route_gap < float("inf") else ""
     print(f"{name:15s} kv {kv_type}: {len(tokens)} tokens, max rel error {err:.2e} (tolerance {tol:.0e}){gap} "
           f"{'ok' if ok else 'FAIL'}")
     return ok

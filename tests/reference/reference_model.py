@@ -47,7 +47,9 @@ class Model:
         self.n_expert = _field(r, p + "expert_count", 0)
         self.n_expert_used = _field(r, p + "expert_used_count", 0)
         self.norm_topk = self.arch in ("llama", "qwen3moe")
-        self.min_route_gap = float("inf")  # smallest gap between the k-th and (k+1)-th probability seen
+        # The smallest router-logit gap between a token's k-th and (k+1)-th expert seen: how far the
+        # top-k choice is from a tie (float32 logits carry errors of ~1e-6 of their size).
+        self.min_route_gap = float("inf")
         self.gelu = self.arch == "gemma3"
         self.embd_scale = np.sqrt(self.n_embd) if self.arch == "gemma3" else 1.0
         self.q_scale = _field(r, p + "attention.scale", 0.0) or 1.0 / np.sqrt(self.head_dim)
@@ -128,7 +130,7 @@ def moe_ffn(m, g, h):
         order = np.argsort(-p[t], kind="stable")
         top = order[:k]
         if k < m.n_expert:
-            m.min_route_gap = min(m.min_route_gap, float(p[t, order[k - 1]] - p[t, order[k]]))
+            m.min_route_gap = min(m.min_route_gap, float(logits[t, order[k - 1]] - logits[t, order[k]]))
         w = p[t, top]
         if m.norm_topk:
             w = w / w.sum()

@@ -458,6 +458,85 @@ void add_rows_case(Env& env) {
       ASSERT_EQ(got[r * n + i], y[r * n + i] + b[i]) << "add_rows: row " << r << " element " << i;
 }
 
+// -- gather_rows / scale_add_rows (mixture-of-experts token routing) --
+void gather_rows_case(Env& env) {
+  const int64_t src_rows = 20, n = 300;
+  Rng rng(31);
+  const std::vector<float> src = rng.sym_vec(static_cast<size_t>(src_rows * n), 5.0);
+  const std::vector<int32_t> rows = {3, 19, 0, 3, 7};  // a row may be gathered twice
+  const int64_t m = static_cast<int64_t>(rows.size());
+  auto dsrc = env.upload(src);
+  auto ddst = env.alloc(static_cast<size_t>(m * n) * sizeof(float));
+  must(env.ops().gather_rows(reinterpret_cast<const float*>(dsrc->data()), src_rows, n, rows.data(), m,
+                             reinterpret_cast<float*>(ddst->data())),
+       "gather_rows");
+  // A copy: bit for bit.
+  const std::vector<float> got = env.download(ddst->data(), static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      ASSERT_EQ(got[i * n + j], src[rows[i] * n + j]) << "gather_rows: row " << i << " (source " << rows[i] << ")";
+  // No rows: nothing happens.
+  must(env.ops().gather_rows(reinterpret_cast<const float*>(dsrc->data()), src_rows, n, nullptr, 0,
+                             reinterpret_cast<float*>(ddst->data())),
+       "gather_rows of none");
+}
+
+void scale_add_rows_case(Env& env) {
+  const int64_t dst_rows = 20, n = 300;
+  Rng rng(32);
+  const std::vector<float> dst = rng.sym_vec(static_cast<size_t>(dst_rows * n), 5.0);
+  const std::vector<int32_t> rows = {4, 0, 19, 11, 7};
+  const std::vector<float> scales = {0.5f, -1.25f, 0.0f, 2.0f, 0.333f};
+  const int64_t m = static_cast<int64_t>(rows.size());
+  const std::vector<float> src = rng.sym_vec(static_cast<size_t>(m * n), 5.0);
+  auto ddst = env.upload(dst);
+  auto dsrc = env.upload(src);
+  must(env.ops().scale_add_rows(reinterpret_cast<float*>(ddst->data()), dst_rows, n,
+                                reinterpret_cast<const float*>(dsrc->data()), rows.data(), scales.data(), m),
+       "scale_add_rows");
+  std::vector<double> ref(dst.begin(), dst.end());
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      ref[static_cast<size_t>(rows[i] * n + j)] += static_cast<double>(scales[i]) * src[static_cast<size_t>(i * n + j)];
+  const std::vector<float> got = env.download(ddst->data(), dst.size());
+  // Rows not named are untouched, bit for bit.
+  for (int64_t r = 0; r < dst_rows; ++r) {
+    if (std::find(rows.begin(), rows.end(), r) != rows.end()) continue;
+    for (int64_t j = 0; j < n; ++j) ASSERT_EQ(got[r * n + j], dst[r * n + j]) << "scale_add_rows: row " << r;
+  }
+  // Tolerance: 1e-6 relative (L2 per row): one multiply and one add per element in f32 (a fused
+  // multiply-add rounds once instead of twice).
+  expect_rows_close(got, ref, n, 1e-6, "scale_add_rows");
+}
+
+void row_index_errors_case(Env& env) {
+  const int64_t n = 32;
+  Rng rng(33);
+  auto a = env.upload(rng.sym_vec(static_cast<size_t>(4 * n)));
+  auto b = env.upload(rng.sym_vec(static_cast<size_t>(4 * n)));
+  float* pa = reinterpret_cast<float*>(a->data());
+  const float* pb = reinterpret_cast<const float*>(b->data());
+  const std::vector<float> scales = {1.0f, 1.0f, 1.0f};
+  struct Bad {
+    std::vector<int32_t> rows;
+    bool gather;
+    std::string named;
+  };
+  for (const Bad& bad : {Bad{{0, 4}, true, "row 4"}, Bad{{-1}, true, "row -1"}, Bad{{1, 9, 2}, false, "row 9"},
+                         Bad{{2, 0, 2}, false, "row 2 is given twice"}}) {
+    const int64_t m = static_cast<int64_t>(bad.rows.size());
+    Status s = bad.gather ? env.ops().gather_rows(pb, 4, n, bad.rows.data(), m, pa)
+                          : env.ops().scale_add_rows(pa, 4, n, pb, bad.rows.data(), scales.data(), m);
+    ASSERT_FALSE(s.ok()) << bad.named << " was accepted";
+    EXPECT_EQ(s.error().code, Code::InvalidArgument) << s.error().to_string();
+    EXPECT_NE(s.error().message.find(bad.named), std::string::npos) << s.error().to_string();
+  }
+  // The device still works after the refusals.
+  const std::vector<int32_t> good = {3};
+  must(env.ops().scale_add_rows(pa, 4, n, pb, good.data(), scales.data(), 1), "scale_add_rows after errors");
+  must(env.ops().synchronize(), "synchronize");
+}
+
 void mul_case(Env& env) {
   const int64_t n = 4099;
   Rng rng(23);
@@ -980,6 +1059,9 @@ std::vector<OpCase> all_cases() {
   cases.push_back({"add", [](Env& e) { add_case(e); }});
   cases.push_back({"add_rows", [](Env& e) { add_rows_case(e); }});
   cases.push_back({"mul", [](Env& e) { mul_case(e); }});
+  cases.push_back({"gather_rows", [](Env& e) { gather_rows_case(e); }});
+  cases.push_back({"scale_add_rows", [](Env& e) { scale_add_rows_case(e); }});
+  cases.push_back({"row_index_errors", [](Env& e) { row_index_errors_case(e); }});
   cases.push_back({"zero", [](Env& e) { zero_case(e); }});
   cases.push_back({"swiglu", [](Env& e) { swiglu_case(e); }});
   cases.push_back({"geglu", [](Env& e) { geglu_case(e); }});

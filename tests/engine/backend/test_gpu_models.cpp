@@ -1,7 +1,7 @@
 // tests/engine/backend/test_gpu_models.cpp — whole models on a CUDA device, through strata-engine
 // as a user runs it: the stories260K golden text on cuda:0, a cuda:0 + cpu layer split that gives
 // the CPU's text, and a random 16-layer Q4_K_M model whose greedy tokens and logits on cuda:0
-// match the CPU's. Labelled "gpu" in CTest (tools/gpu-check.sh runs them); every test skips,
+// match the CPU's, and a random mixture-of-experts model against the CPU. Labelled "gpu" in CTest (tools/gpu-check.sh runs them); every test skips,
 // saying why, where there is no CUDA device.
 #include <gtest/gtest.h>
 
@@ -206,6 +206,31 @@ TEST(GpuModels, RandomQ4KMModelLongPromptLogitsMatchCpu) {
   const LogitsComparison c =
       compare_logits(read_floats(dir / "q4km-long-cpu.f32"), read_floats(dir / "q4km-long-cuda.f32"));
   EXPECT_LE(c.rel_l2, 1e-1) << "logits after a " << prompt.size() << "-character prompt";
+}
+
+// A mixture-of-experts model (qwen3moe, 8 experts, top-2, F32 weights) on cuda:0: the router's
+// top-k on the host, tokens gathered per expert and added back weighted (gather_rows /
+// scale_add_rows), through the prompt path (more than 8 tokens: cuBLAS in f32) and 4 decode steps.
+// F32 weights give the GPU no quantization to differ by: logits within 1e-2 relative (L2) of the
+// CPU's (a top-k pick flipped by rounding would move them far more), greedy tokens equal.
+TEST(GpuModels, MoeModelMatchesCpu) {
+  REQUIRE_CUDA();
+  REQUIRE_SHARED("stories260K.gguf");
+  const fs::path dir = test::temp_dir("gpu-models");
+  const fs::path model = dir / "random-qwen3moe-8x2-f32.gguf";
+  const CliRun made = engine({"make-model", "--arch", "qwen3moe", "--dim", "256", "--layers", "4", "--heads", "4",
+                              "--kv-heads", "2", "--head-dim", "64", "--ffn", "512", "--experts", "8",
+                              "--experts-used", "2", "--expert-ff", "256", "--ctx", "512", "--type", "f32", "--std",
+                              "0.08", "--vocab-from", stories(), "-o", model.string()});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string prompt = golden()["cases"][0]["text"].get<std::string>().substr(0, 200);
+  const CliRun cpu = greedy(model.string(), prompt, 4, "cpu", dir / "moe-cpu.f32");
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  const CliRun gpu = greedy(model.string(), prompt, 4, "cuda:0", dir / "moe-cuda.f32");
+  ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
+  const LogitsComparison c = compare_logits(read_floats(dir / "moe-cpu.f32"), read_floats(dir / "moe-cuda.f32"));
+  EXPECT_LE(c.rel_l2, 1e-2) << "logits after the prompt, cuda:0 against cpu";
+  EXPECT_EQ(gpu.out, cpu.out) << "4 greedy tokens; logits rel L2 " << c.rel_l2;
 }
 
 }  // namespace

@@ -8,22 +8,28 @@
 // - a simulated GPU gives the CPU's greedy tokens and logits (it runs the CPU ops: bit for bit);
 // - several sequences decoded in one batch give each sequence's one-at-a-time tokens;
 // - the memory estimate equals the bytes the devices allocate, expert tensors included;
-// - a tensor-parallel group on an MoE layer is refused, naming the layer.
+// - a tensor-parallel group on an MoE layer is refused, naming the layer;
+// - the two public steps, moe_route on one device and moe_experts over expert ranges on two
+//   others, add up to ffn_partial on one device (the interface placement below the layer uses).
 // Logits against an independent NumPy forward pass: tests/reference/reference_forward.py.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "device_set.h"
+#include "engine/exec/block_forward.h"
 #include "engine/exec/device.h"
 #include "engine/exec/pipeline.h"
+#include "engine/exec/placed_weights.h"
 #include "engine/exec/session.h"
 #include "engine/gguf/gguf_writer.h"
 #include "engine/model/model.h"
 #include "engine/model/random_model.h"
 #include "engine/plan/memory_estimate.h"
+#include "engine/plan/scratch_layout.h"
 #include "test_support.h"
 
 namespace strata {
@@ -192,23 +198,45 @@ TEST(MoeModel, BadMetadataAndMissingExpertTensorsAreNamed) {
       << m.error().to_string();
 }
 
+TEST(MoeModel, MakeModelRefusesBadExpertOptions) {
+  struct Case {
+    model::Arch arch;
+    int64_t experts, used, shared_ff;
+    std::string expect;
+  };
+  for (const Case& k : {Case{model::Arch::Qwen3Moe, 0, 0, 0, "needs --experts"},
+                        Case{model::Arch::Gemma3, 8, 2, 0, "no mixture-of-experts form"},
+                        Case{model::Arch::Qwen3Moe, 8, 9, 0, "--experts-used 9"},
+                        Case{model::Arch::Qwen3Moe, 8, 2, 64, "only qwen2moe has a shared expert"}}) {
+    model::RandomModelSpec spec;
+    spec.arch = k.arch;
+    spec.n_expert = k.experts;
+    spec.n_expert_used = k.used;
+    spec.n_ff_shexp = k.shared_ff;
+    const Status st = model::validate(spec);
+    ASSERT_FALSE(st.ok()) << k.expect;
+    EXPECT_EQ(st.error().code, Code::InvalidArgument);
+    EXPECT_NE(st.error().message.find(k.expect), std::string::npos) << st.error().to_string();
+  }
+}
+
 // ---- the forward pass ---------------------------------------------------------------------------
 
 constexpr int kSteps = 6;
 
-struct Run {
+struct Trajectory {
   std::vector<float> prompt_logits;  // after the last prompt token
   std::vector<int32_t> tokens;       // greedy continuation
   std::vector<std::vector<float>> logits;
 };
 
 // prompt in one eval (batched) or one token per eval (decode), then kSteps greedy decode steps.
-Run run(const model::Model& m, const std::string& devices, const std::string& device, const std::string& prompt,
+Trajectory run(const model::Model& m, const std::string& devices, const std::string& device, const std::string& prompt,
         bool batched) {
   test::DeviceSet set = test::make_device_set(devices);
   auto p = exec::Pipeline::create(m, set.list(), exec::single_device_placement(m.config(), device, 128, 1, 64));
   EXPECT_TRUE(p.ok()) << p.error().to_string();
-  Run r;
+  Trajectory r;
   if (!p.ok()) return r;
   std::vector<float> logits(static_cast<size_t>(m.config().n_vocab));
   const std::vector<int32_t> ids = m.tokenizer().encode(prompt, true, true);
@@ -240,8 +268,8 @@ TEST_P(MoeForward, BatchedPromptEqualsTokenByTokenDecode) {
   ASSERT_TRUE(test::have(test::shared_model("stories260K.gguf")));
   auto m = load(make(GetParam()));
   ASSERT_TRUE(m);
-  const Run batched = run(*m, "cpu", "cpu", kPrompt, true);
-  const Run decode = run(*m, "cpu", "cpu", kPrompt, false);
+  const Trajectory batched = run(*m, "cpu", "cpu", kPrompt, true);
+  const Trajectory decode = run(*m, "cpu", "cpu", kPrompt, false);
   ASSERT_FALSE(batched.prompt_logits.empty());
   EXPECT_LE(max_relative(batched.prompt_logits, decode.prompt_logits), 1e-4);
   EXPECT_EQ(batched.tokens, decode.tokens);
@@ -253,8 +281,8 @@ TEST_P(MoeForward, SimulatedGpuEqualsCpu) {
   ASSERT_TRUE(test::have(test::shared_model("stories260K.gguf")));
   auto m = load(make(GetParam()));
   ASSERT_TRUE(m);
-  const Run cpu = run(*m, "cpu", "cpu", kPrompt, true);
-  const Run sim = run(*m, "cpu,sim:gpu0:1GiB", "gpu0", kPrompt, true);
+  const Trajectory cpu = run(*m, "cpu", "cpu", kPrompt, true);
+  const Trajectory sim = run(*m, "cpu,sim:gpu0:1GiB", "gpu0", kPrompt, true);
   EXPECT_EQ(sim.tokens, cpu.tokens);
   // The simulated device runs the CPU kernels on the same threads' worth of work: same values.
   EXPECT_LE(max_relative(sim.prompt_logits, cpu.prompt_logits), 1e-6);
@@ -293,7 +321,7 @@ TEST(MoeBatchedEval, SequencesTogetherEqualEachAlone) {
     ASSERT_TRUE((*p)->eval(reqs).ok());
   }
   for (int i = 0; i < kSeqs; ++i) {
-    const Run alone = run(*m, "cpu", "cpu", prompts[i], true);
+    const Trajectory alone = run(*m, "cpu", "cpu", prompts[i], true);
     EXPECT_EQ(together[i], alone.tokens) << prompts[i];
   }
 }
@@ -340,7 +368,7 @@ TEST(MoePlacement, EstimateEqualsAllocatedBytesWithExperts) {
     const std::vector<int32_t> ids = m->tokenizer().encode(kPrompt, true, true);
     exec::Pipeline::Request q{0, ids, logits.data()};
     ASSERT_TRUE((*pipeline)->eval(std::span<const exec::Pipeline::Request>(&q, 1)).ok());
-    const Run cpu = run(*m, "cpu", "cpu", kPrompt, true);
+    const Trajectory cpu = run(*m, "cpu", "cpu", kPrompt, true);
     EXPECT_EQ(argmax(logits), argmax(cpu.prompt_logits));
   }
 }
@@ -361,6 +389,96 @@ TEST(MoePlacement, TensorGroupOnAnMoeLayerIsRefusedNamingTheLayer) {
   EXPECT_EQ(est.error().code, Code::InvalidArgument);
   EXPECT_NE(est.error().message.find("layer 1"), std::string::npos) << est.error().to_string();
   EXPECT_NE(est.error().message.find("mixture-of-experts"), std::string::npos) << est.error().to_string();
+}
+
+// One device's BlockForward with its own ops and host scratch (cpu and sim memory is host memory).
+struct DeviceBlock {
+  std::unique_ptr<backend::Ops> ops;
+  std::vector<float> scratch;
+  std::unique_ptr<exec::BlockForward> block;
+};
+
+DeviceBlock block_on(exec::Device& d, const model::ModelConfig& c, int64_t max_batch) {
+  DeviceBlock b;
+  const plan::ScratchLayout layout = plan::scratch_layout(c, plan::whole_layer(c), true, false, max_batch, 16, 1, 1);
+  b.scratch.assign(static_cast<size_t>(layout.floats()), 0.0f);
+  exec::OpsWorkspace ws;
+  ws.matmul_bytes = static_cast<size_t>(layout.matmul_bytes);
+  ws.max_ctx = 16;
+  ws.max_tokens = max_batch;
+  auto ops = d.create_ops(ws);
+  EXPECT_TRUE(ops.ok()) << ops.error().to_string();
+  if (!ops.ok()) return b;
+  b.ops = std::move(*ops);
+  b.block = std::make_unique<exec::BlockForward>(c, *b.ops, exec::carve_scratch(b.scratch.data(), layout, 1), nullptr);
+  return b;
+}
+
+TEST(MoeSplit, RouteOnOneDeviceAndExpertRangesOnTwoOthersAddUpToTheWholeFfn) {
+  ASSERT_TRUE(test::have(test::shared_model("stories260K.gguf")));
+  auto m = load(make(kQwen2Moe));  // 8 experts top-4 and a gated shared expert
+  ASSERT_TRUE(m);
+  const model::ModelConfig& c = m->config();
+  const model::LayerWeights& layer = m->weights().layers[1];
+  auto d = exec::make_devices("cpu,sim:gpu0:1GiB,sim:gpu1:1GiB", 1, 20.0);
+  ASSERT_TRUE(d.ok());
+  exec::Device& cpu = *(*d)[0];
+  exec::Device& gpu0 = *(*d)[1];
+  exec::Device& gpu1 = *(*d)[2];
+  exec::BufferList keep;
+  const int64_t n = 7, dim = c.n_embd;
+  std::vector<float> hidden(static_cast<size_t>(n * dim));
+  for (size_t i = 0; i < hidden.size(); ++i) hidden[i] = std::sin(0.37f * static_cast<float>(i)) * 2.0f;
+
+  // The whole FFN on the CPU.
+  auto whole = exec::place_shard(cpu, c, layer, plan::whole_layer(c), keep);
+  ASSERT_TRUE(whole.ok()) << whole.error().to_string();
+  DeviceBlock on_cpu = block_on(cpu, c, n);
+  std::vector<float> want(static_cast<size_t>(n * dim));
+  ASSERT_TRUE(on_cpu.block->ffn_partial(*whole, hidden.data(), n, want.data()).ok());
+
+  // Route (and the shared expert) on the CPU; experts [0, 3) on gpu0 and [3, 8) on gpu1, each from
+  // the routing's host copy of the normalised rows.
+  exec::MoeRouting routing;
+  routing.want_x_norm = true;
+  std::vector<float> got(static_cast<size_t>(n * dim));
+  ASSERT_TRUE(on_cpu.block->moe_route(*whole, hidden.data(), n, routing, got.data()).ok());
+  ASSERT_EQ(routing.x_norm.size(), static_cast<size_t>(n * dim));
+  ASSERT_EQ(routing.expert.size(), static_cast<size_t>(n * c.n_expert_used));
+  for (int64_t t = 0; t < n; ++t) {  // qwen2moe: softmax weights, not renormalised, best first
+    float sum = 0;
+    for (int64_t j = 0; j < c.n_expert_used; ++j) {
+      const float w = routing.weight[static_cast<size_t>(t * c.n_expert_used + j)];
+      if (j > 0) EXPECT_LE(w, routing.weight[static_cast<size_t>(t * c.n_expert_used + j - 1)]);
+      sum += w;
+    }
+    EXPECT_LT(sum, 1.0f) << "token " << t;
+  }
+  for (auto [dev, e0, e1] : {std::tuple<exec::Device*, int64_t, int64_t>{&gpu0, 0, 3}, {&gpu1, 3, 8}}) {
+    SCOPED_TRACE(dev->id());
+    plan::LayerShard shard = plan::whole_layer(c);
+    shard.kv_head_end = 0;  // no attention here
+    shard.expert_begin = e0;
+    shard.expert_end = e1;
+    const uint64_t before = dev->memory_use().weights;
+    auto w = exec::place_shard(*dev, c, layer, shard, keep);
+    ASSERT_TRUE(w.ok()) << w.error().to_string();
+    EXPECT_EQ(dev->memory_use().weights - before, plan::shard_weight_bytes(c, layer, shard));
+    EXPECT_EQ(w->ffn_gate_exps.n_mats, e1 - e0);
+    DeviceBlock blk = block_on(*dev, c, n);
+    std::vector<float> part(static_cast<size_t>(n * dim), 0.0f);
+    ASSERT_TRUE(blk.block->moe_experts(*w, routing.x_norm.data(), routing, n, part.data()).ok());
+    for (size_t i = 0; i < got.size(); ++i) got[i] += part[i];
+  }
+  // Tolerance: 1e-5 relative (max|a-b| / max|b|): the same products, the experts' rows summed
+  // in another order.
+  EXPECT_LE(max_relative(got, want), 1e-5);
+
+  // A routing of another batch size is refused.
+  std::vector<float> out(static_cast<size_t>(n * dim));
+  const Status bad = on_cpu.block->moe_experts(*whole, routing.x_norm.data(), routing, n - 1, out.data());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, Code::InvalidArgument);
 }
 
 }  // namespace

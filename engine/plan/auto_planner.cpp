@@ -333,6 +333,11 @@ Placement to_placement(const Problem& p, const Candidate& cand) {
   for (size_t s = 0; s < cand.device.size(); ++s) {
     for (; i < cand.end[s]; ++i) pl.layers[i].target.devices = {p.order[cand.device[s]].id};
   }
+  // Experts-first plans: the first experts_on_cpu blocks' routed experts on the CPU.
+  for (int64_t l = 0; l < std::min(p.experts_on_cpu, p.n); ++l) {
+    if (p.cpu >= 0 && pl.layers[static_cast<size_t>(l)].target.devices[0] != p.order[p.cpu].id)
+      pl.layers[static_cast<size_t>(l)].experts = {ExpertRange{0, kAllExperts, p.order[p.cpu].id}};
+  }
   pl.embedding.devices = {cand.emb_on_cpu ? p.order[p.cpu].id : p.order[cand.device.front()].id};
   pl.head.devices = {p.order[cand.device.back()].id};
   return pl;

@@ -120,8 +120,12 @@ Expected<MemoryEstimate> estimate_memory(const Placement& p, const model::ModelC
           a.mem.weight_bytes += ffn;
           widen(a, LayerShard{0, 0, 0, shard.n_ff()});
         }
-        if (u.kind == PartKind::Experts) {
-          const uint64_t experts = expert_range_bytes(config, lw, u.expert_begin, u.expert_end);
+        // Routed experts: their own units, or with the FFN part (a whole block's shard range).
+        const bool experts_with_ffn = u.whole_block || (u.kind == PartKind::Ffn && l.experts.empty());
+        if (config.is_moe() && (u.kind == PartKind::Experts || experts_with_ffn)) {
+          const uint64_t experts = experts_with_ffn
+                                       ? expert_range_bytes(config, lw, shard.expert_begin, shard.expert_end)
+                                       : expert_range_bytes(config, lw, u.expert_begin, u.expert_end);
           a.mem.experts_bytes += experts;
           a.mem.weight_bytes += experts;
           widen(a, LayerShard{0, 0, 0, whole.n_ff()});

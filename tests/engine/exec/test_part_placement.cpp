@@ -12,7 +12,11 @@
 #include "engine/exec/device.h"
 #include "engine/exec/pipeline.h"
 #include "engine/exec/session.h"
+#include "engine/gguf/gguf_file.h"
 #include "engine/model/model.h"
+#include "engine/model/random_model.h"
+#include "engine/plan/auto_planner.h"
+#include "engine/plan/placement_options.h"
 #include "engine/plan/memory_estimate.h"
 #include "engine/plan/placement_parts.h"
 #include "test_support.h"
@@ -159,6 +163,187 @@ TEST(PartPlacement, PlanTableNamesEveryPart) {
   const model::LayerWeights& l1 = f.model->weights().layers[1];
   EXPECT_EQ(j[1]["ffn"]["bytes"].get<uint64_t>(),
             3 * (l1.ffn_norm.n_bytes + l1.w_gate.n_bytes + l1.w_up.n_bytes + l1.w_down.n_bytes));
+}
+
+
+// A random qwen3moe model: 4 blocks of 16 experts, top-4, F32 weights (so the planner's byte
+// counts are the tensors' own), 128-wide.
+std::filesystem::path moe_model() {
+  const auto out = test::temp_dir("parts") / "qwen3moe-16x4.gguf";
+  if (std::filesystem::exists(out)) return out;
+  auto vocab = gguf::GgufFile::open(test::shared_model("stories260K.gguf"));
+  EXPECT_TRUE(vocab.ok());
+  model::RandomModelSpec spec;
+  spec.arch = model::Arch::Qwen3Moe;
+  spec.n_embd = 128;
+  spec.n_layers = 4;
+  spec.n_heads = 4;
+  spec.n_kv_heads = 2;
+  spec.n_ff = 192;
+  spec.n_ctx = 256;
+  spec.n_expert = 16;
+  spec.n_expert_used = 4;
+  spec.n_ff_exp = 96;
+  spec.type = "f32";
+  spec.stddev = 0.08f;
+  spec.n_threads = 2;
+  const Status st = model::write_random_model(spec, *vocab, out);
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+  return out;
+}
+
+// Attention (and router) on gpu0; experts: blocks 0-1 all on the CPU, block 2 split 0-5 gpu0 /
+// 6-15 cpu, block 3 with its FFN part on gpu1 and experts 0-9 on gpu1, 10-15 on the CPU.
+Placement experts_apart(const model::ModelConfig& c) {
+  Placement p = exec::single_device_placement(c, "gpu0", 256, 1, 16);
+  p.layers[0].experts = {plan::ExpertRange{0, plan::kAllExperts, "cpu"}};
+  p.layers[1].experts = {plan::ExpertRange{0, plan::kAllExperts, "cpu"}};
+  p.layers[2].experts = {plan::ExpertRange{0, 6, "gpu0"}, plan::ExpertRange{6, plan::kAllExperts, "cpu"}};
+  p.layers[3].ffn_device = "gpu1";
+  p.layers[3].experts = {plan::ExpertRange{0, 10, "gpu1"}, plan::ExpertRange{10, 16, "cpu"}};
+  return p;
+}
+
+TEST(PartPlacement, MoeExpertsOnTheCpuGiveTheSameTokensAndLogits) {
+  Fixture f = load(moe_model(), "cpu,sim:gpu0:64MiB,sim:gpu1:64MiB");
+  ASSERT_TRUE(f.model);
+  const model::ModelConfig& c = f.model->config();
+  ASSERT_TRUE(c.is_moe());
+  const std::vector<int32_t> prompt = f.model->tokenizer().encode("Once upon a time there was", true, true);
+  const GreedyRun one = greedy(*f.model, exec::single_device_placement(c, "gpu0", 256, 1, 16), f.list, prompt, 10);
+  trace::Recorder rec;
+  for (const auto& info : f.infos) rec.add_lane(info.id, info.simulated);
+  const GreedyRun parts = greedy(*f.model, experts_apart(c), f.list, prompt, 10, &rec);
+  ASSERT_EQ(one.tokens.size(), 10u);
+  EXPECT_EQ(parts.tokens, one.tokens);
+  ASSERT_EQ(parts.logits.size(), one.logits.size());
+  // Experts split into ranges add their terms in another order: equal within float rounding.
+  for (size_t i = 0; i < one.logits.size(); ++i)
+    EXPECT_LT(test::relative_error(parts.logits[i], one.logits[i]), 1e-5) << "step " << i;
+  // The CPU computes the experts of every block; gpu1 the FFN part of block 3 only.
+  int32_t cpu = -1, gpu1 = -1;
+  for (const auto& lane : rec.lanes()) {
+    if (lane.name == "cpu") cpu = lane.id;
+    if (lane.name == "gpu1") gpu1 = lane.id;
+  }
+  std::set<int32_t> cpu_layers, gpu1_layers;
+  uint64_t into_cpu_bytes = 0;
+  for (const trace::Event& e : rec.snapshot()) {
+    if (e.kind == trace::EventKind::Compute && e.lane == cpu) cpu_layers.insert(e.layer);
+    if (e.kind == trace::EventKind::Compute && e.lane == gpu1) gpu1_layers.insert(e.layer);
+    if (e.kind == trace::EventKind::Transfer && e.peer_lane == cpu) into_cpu_bytes += e.bytes;
+  }
+  EXPECT_EQ(cpu_layers, (std::set<int32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(gpu1_layers, (std::set<int32_t>{3}));
+  EXPECT_GT(into_cpu_bytes, 0u);
+}
+
+TEST(PartPlacement, MoeEstimateEqualsAllocatedBytesPerDeviceAndPart) {
+  Fixture f = load(moe_model(), "cpu,sim:gpu0:64MiB:overhead=1MiB,sim:gpu1:64MiB");
+  ASSERT_TRUE(f.model);
+  const model::ModelConfig& c = f.model->config();
+  const Placement p = experts_apart(c);
+  auto estimate = plan::estimate_memory(p, c, f.model->weights(), f.infos);
+  ASSERT_TRUE(estimate.ok()) << estimate.error().to_string();
+  auto pipeline = exec::Pipeline::create(*f.model, f.list, p);
+  ASSERT_TRUE(pipeline.ok()) << pipeline.error().to_string();
+  const auto actual = (*pipeline)->memory_by_device();
+  const auto parts = (*pipeline)->part_bytes_by_device();
+  for (const plan::DeviceMemory& want : estimate->devices) {
+    SCOPED_TRACE(want.device);
+    const exec::MemoryUse& got = actual.at(want.device);
+    EXPECT_EQ(got.weights, want.weight_bytes);
+    EXPECT_EQ(got.kv, want.kv_bytes);
+    EXPECT_EQ(got.scratch, want.scratch_bytes);
+    EXPECT_EQ(got.overhead, want.overhead_bytes);
+    const exec::PartBytes part = parts.count(want.device) ? parts.at(want.device) : exec::PartBytes{};
+    EXPECT_EQ(part.attention, want.attention_bytes);
+    EXPECT_EQ(part.ffn, want.ffn_bytes);
+    EXPECT_EQ(part.experts, want.experts_bytes);
+  }
+  // Independently of the estimate: the experts' bytes by device from the tensors themselves.
+  const model::LayerWeights& l0 = f.model->weights().layers[0];
+  const uint64_t per_expert = l0.ffn_gate_exps.mat_stride + l0.ffn_up_exps.mat_stride + l0.ffn_down_exps.mat_stride;
+  EXPECT_EQ(parts.at("cpu").experts, (16 + 16 + 10 + 6) * per_expert);
+  EXPECT_EQ(parts.at("gpu0").experts, 6 * per_expert);
+  EXPECT_EQ(parts.at("gpu1").experts, 10 * per_expert);
+  EXPECT_EQ(parts.at("gpu1").ffn, l0.ffn_norm.n_bytes + l0.ffn_gate_inp.n_bytes);
+  EXPECT_EQ(parts.at("cpu").attention, 0u);
+}
+
+TEST(PartPlacement, ExpertsOnCpuOptionAndOverridesGiveTheExactPlacement) {
+  Fixture f = load(moe_model(), "cpu,sim:gpu0:64MiB,sim:gpu1:64MiB");
+  ASSERT_TRUE(f.model);
+  const model::ModelConfig& c = f.model->config();
+  plan::PlacementRequest r;
+  r.split_mode = plan::SplitMode::None;
+  r.n_ctx = 256;
+  r.experts_on_cpu = 2;
+  auto p = plan::placement_from_options(c, f.model->weights(), f.infos, r);
+  ASSERT_TRUE(p.ok()) << p.error().to_string();
+  EXPECT_EQ(plan::to_json(*p)["layers"],
+            nlohmann::json::parse(R"([{"layers": "0-1", "device": "gpu0", "experts": "cpu"},
+                                      {"layers": "2-3", "device": "gpu0"}])"));
+  // llama.cpp's -ot: every block's experts, and block 3's FFN part, by tensor name.
+  r.experts_on_cpu = 0;
+  auto ot = plan::parse_overrides({"blk\\.3\\.ffn_(gate_inp|norm)=gpu1,exps=CPU"});
+  ASSERT_TRUE(ot.ok()) << ot.error().to_string();
+  r.overrides = *ot;
+  p = plan::placement_from_options(c, f.model->weights(), f.infos, r);
+  ASSERT_TRUE(p.ok()) << p.error().to_string();
+  EXPECT_EQ(plan::to_json(*p)["layers"],
+            nlohmann::json::parse(R"([{"layers": "0-2", "device": "gpu0", "experts": "cpu"},
+                                      {"layers": 3, "device": "gpu0", "ffn_device": "gpu1", "experts": "cpu"}])"));
+  // A part whose tensors are sent to two devices is refused, naming both tensors.
+  r.overrides = {"ffn_gate_exps=cpu", "ffn_up_exps=gpu1"};
+  p = plan::placement_from_options(c, f.model->weights(), f.infos, r);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().message.find("blk.0.ffn_gate_exps.weight"), std::string::npos) << p.error().message;
+  EXPECT_NE(p.error().message.find("blk.0.ffn_up_exps.weight"), std::string::npos) << p.error().message;
+  // Experts on a dense model are refused.
+  Fixture dense = load(test::shared_model("stories260K.gguf"), "cpu,sim:gpu0:64MiB");
+  ASSERT_TRUE(dense.model);
+  plan::PlacementRequest d;
+  d.experts_on_cpu = -1;
+  auto q = plan::placement_from_options(dense.model->config(), dense.model->weights(), dense.infos, d);
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.error().message.find("dense FFN"), std::string::npos) << q.error().message;
+}
+
+TEST(PartPlacement, AutoPlannerMovesExpertsToTheCpuBeforeWholeBlocks) {
+  // gpu0 holds the model without its experts, but not with them.
+  Fixture f = load(moe_model(), "cpu:1GiB,sim:gpu0:3MiB");
+  ASSERT_TRUE(f.model);
+  const model::ModelConfig& c = f.model->config();
+  const model::ModelWeights& w = f.model->weights();
+  uint64_t experts = 0;
+  for (const model::LayerWeights& l : w.layers) experts += plan::expert_range_bytes(c, l, 0, c.n_expert);
+  ASSERT_GT(w.layers[0].n_bytes() * c.n_layers, 3u << 20) << "the whole model must not fit gpu0";
+  ASSERT_LT(w.layers[0].n_bytes() * c.n_layers - experts, 2u << 20);
+  plan::AutoPlanOptions o;
+  o.n_ctx = 256;
+  o.max_batch = 16;
+  auto r = plan::auto_plan(c, w, f.infos, o);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  int64_t experts_on_cpu = 0;
+  for (const plan::LayerPlacement& l : r->placement.layers) {
+    EXPECT_EQ(l.target.devices, std::vector<std::string>{"gpu0"}) << "no whole block on the CPU";
+    if (!l.experts.empty()) {
+      ++experts_on_cpu;
+      EXPECT_EQ(l.experts[0].device, "cpu");
+    }
+  }
+  EXPECT_GT(experts_on_cpu, 0) << plan::to_json(r->placement).dump() << "\n" << r->explanation[0];
+  // The first blocks' experts move, as few as fit.
+  for (int64_t i = 0; i < experts_on_cpu; ++i) EXPECT_FALSE(r->placement.layers[static_cast<size_t>(i)].experts.empty());
+  ASSERT_FALSE(r->explanation.empty());
+  EXPECT_EQ(r->explanation[0].rfind("experts first:", 0), 0u) << r->explanation[0];
+  EXPECT_TRUE(plan::check_fits(r->memory, o.margin_fraction).ok());
+  // And it runs: the same greedy tokens as the CPU alone.
+  const std::vector<int32_t> prompt = f.model->tokenizer().encode("Once upon a time", true, true);
+  const GreedyRun cpu = greedy(*f.model, exec::single_device_placement(c, "cpu", 256, 1, 16), f.list, prompt, 8);
+  const GreedyRun planned = greedy(*f.model, r->placement, f.list, prompt, 8);
+  EXPECT_EQ(planned.tokens, cpu.tokens);
 }
 
 }  // namespace

@@ -322,7 +322,9 @@ Status apply_part_options(Placement& p, const model::ModelConfig& c, const model
       }
     }
   }
-  // Parts on the device they would be on anyway are not placed apart.
+  // Parts the options sent where they would run anyway are not placed apart (a file's own
+  // parts are left as written, for validation to judge).
+  if (r.experts_on_cpu == 0 && r.overrides.empty()) return {};
   for (LayerPlacement& lp : p.layers) {
     if (!lp.target.is_group() && lp.ffn_device == lp.target.devices[0]) lp.ffn_device.clear();
     const std::string ffn_on = !lp.ffn_device.empty()  ? lp.ffn_device

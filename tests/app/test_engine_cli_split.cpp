@@ -51,7 +51,10 @@ INSTANTIATE_TEST_SUITE_P(
                       std::vector<std::string>{"--devices", "cpu,sim:gpu0:1GiB", "--gpu-layers", "3"},
                       std::vector<std::string>{"--devices", "cpu,sim:gpu0:1GiB,sim:gpu1:1GiB", "--kv-on-cpu"},
                       std::vector<std::string>{"--devices", "sim:gpu0:2560KiB,sim:gpu1:2560KiB", "--placement", "auto",
-                                               "--ctx", "512"}));
+                                               "--ctx", "512"},
+                      // Placement below the block: the FFN of blocks 1-2 on gpu1 (llama.cpp -ot style).
+                      std::vector<std::string>{"--devices", "sim:gpu0:1GiB,sim:gpu1:1GiB", "--split-mode", "none",
+                                               "--override", "blk\\.[12]\\.ffn=gpu1"}));
 
 TEST(EngineCliSplit, PlanPrintsPlacementMemoryAndReasons) {
   REQUIRE_STORIES();
@@ -239,6 +242,53 @@ TEST(EngineCliSplit, TraceIsChromeJsonWithLanesLayersAndTransfers) {
   EXPECT_EQ(transfers, 8);  // one hand-over gpu0 -> gpu1 per forward pass (1 prompt + 7 decode)
 }
 
+// A mixture-of-experts model through the CLI: make-model writes it, plan names every part and
+// its bytes, and running with the experts on the CPU gives the text of the CPU alone.
+TEST(EngineCliSplit, MoeExpertsOnCpuPlanAndRun) {
+  REQUIRE_STORIES();
+  const fs::path model = test::temp_dir("cli-moe") / "qwen3moe.gguf";
+  const CliRun made = engine({"make-model", "--arch", "qwen3moe", "--layers", "4", "--dim", "64", "--heads", "4",
+                              "--kv-heads", "2", "--ffn", "128", "--experts", "8", "--experts-used", "2", "--expert-ff",
+                              "64", "--type", "f32", "--vocab-from", stories(), "-o", model.string()});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const CliRun plan = engine({"plan", "-m", model.string(), "--devices", "cpu,sim:gpu0:1GiB", "--experts-on-cpu", "2",
+                              "--ctx", "256", "--json"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const nlohmann::json j = nlohmann::json::parse(plan.out);
+  EXPECT_EQ(j["placement"]["layers"], nlohmann::json::parse(R"([{"layers": "0-1", "device": "gpu0", "experts": "cpu"},
+                                                               {"layers": "2-3", "device": "gpu0"}])"));
+  ASSERT_EQ(j["parts"].size(), 2u) << j["parts"].dump();
+  const nlohmann::json& first = j["parts"][0];
+  EXPECT_EQ(first["attention"]["devices"], nlohmann::json::array({"gpu0"}));
+  EXPECT_EQ(first["ffn"]["devices"], nlohmann::json::array({"gpu0"}));
+  ASSERT_EQ(first["experts"].size(), 1u);
+  EXPECT_EQ(first["experts"][0]["device"], nlohmann::json::array({"cpu"}));
+  EXPECT_EQ(first["experts"][0]["experts"], "0-7");
+  // 2 blocks x 8 experts x (gate + up + down: 3 x 64 x 64 f32).
+  EXPECT_EQ(first["experts"][0]["bytes"].get<uint64_t>(), 2u * 8u * 3u * 64u * 64u * 4u);
+  uint64_t cpu_experts = 0;
+  for (const auto& d : j["memory"]["devices"])
+    if (d["device"] == "cpu") cpu_experts = d["parts"]["experts_bytes"].get<uint64_t>();
+  EXPECT_EQ(cpu_experts, 2u * 8u * 3u * 64u * 64u * 4u);
+  // The text plan shows the parts table.
+  const CliRun table = engine({"plan", "-m", model.string(), "--devices", "cpu,sim:gpu0:1GiB", "--override", "exps=CPU",
+                               "--ctx", "256"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("layers  attention"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("cpu ("), std::string::npos) << table.out;
+  // Same greedy text as the CPU alone.
+  const std::vector<std::string> run = {"run", "-m", model.string(), "-p", "Once upon a time", "-n", "24", "--temp", "0",
+                                        "--ctx", "256"};
+  std::vector<std::string> cpu_args = run, parts_args = run;
+  cpu_args.insert(cpu_args.end(), {"--devices", "cpu"});
+  parts_args.insert(parts_args.end(), {"--devices", "cpu,sim:gpu0:1GiB", "--override", "exps=CPU"});
+  const CliRun cpu = engine(cpu_args), parts = engine(parts_args);
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  ASSERT_EQ(parts.exit_code, 0) << parts.err;
+  EXPECT_FALSE(cpu.out.empty());
+  EXPECT_EQ(parts.out, cpu.out);
+}
+
 struct BadPlacement {
   std::string name;
   std::string json;     // placement file content ("" -> use devices option only)
@@ -284,7 +334,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadPlacement{"zero_size_device", "", "sim:gpu0:0GiB", "gpu0"},
         BadPlacement{"bad_size_unit", "", "sim:gpu0:12parsecs", "parsecs"},
         BadPlacement{"duplicate_device", "", "sim:gpu0:1GiB,sim:gpu0:1GiB", "gpu0"},
-        BadPlacement{"does_not_fit", "", "sim:gpu0:100KiB", "short"}),
+        BadPlacement{"does_not_fit", "", "sim:gpu0:100KiB", "short"},
+        BadPlacement{"experts_on_dense_model", R"({"version": 1, "n_ctx": 256, )" + kOk +
+                                                   R"(, "layers": [{"layers": "0-4", "device": "gpu0", "experts": "gpu0"}]})",
+                     "sim:gpu0:1GiB", "dense FFN"},
+        BadPlacement{"ffn_device_unknown", R"({"version": 1, "n_ctx": 256, )" + kOk +
+                                               R"(, "layers": [{"layers": "0-4", "device": "gpu0", "ffn_device": "gpu3"}]})",
+                     "sim:gpu0:1GiB", "gpu3"}),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace

@@ -10,6 +10,14 @@
 // sums are scaled per group (vpmulld) and per block (float); offsets of signed weights come
 // from per-token activation sums packed beside the activations. The other ISAs and types have
 // no such kernel (nullptr): matmul then uses vec_dot / VecDot4.
+//
+// Emulated (gemm_emulated.cpp, plain C++ without ISA flags): the same algorithm for the same
+// types on the same bytes (the layouts are gemm_layout.h's), each vector instruction written as
+// the lane-by-lane scalar code of what it does (vpdpbusd: four u8 x s8 products summed into an
+// int32 lane; vfmadd: std::fma). Its outputs are bit-identical to the Avx512 kernels'. It is
+// there so that the packed-tile algorithm is checked against the scalar reference on CPUs
+// without AVX-512 VNNI; it is much slower than vec_dot, and gemm_kernels() never returns it
+// (matmul keeps vec_dot / VecDot4 on such CPUs): only detail::emulated_gemm() does.
 #pragma once
 
 #include <cstdint>
@@ -48,6 +56,9 @@ const GemmKernels* gemm_kernels(DType wtype, Isa isa);
 
 namespace detail {
 const GemmKernels* avx512_gemm(DType wtype);  // gemm_avx512.cpp; call only if Avx512 is supported
+// gemm_emulated.cpp: the Avx512 kernels emulated in plain C++ (runs on any CPU; for tests). The
+// same types as avx512_gemm, else nullptr.
+const GemmKernels* emulated_gemm(DType wtype);
 }  // namespace detail
 
 }  // namespace strata::kernels

@@ -1,18 +1,8 @@
 // kernels/cpu/gemm_avx512.cpp — the AVX-512 VNNI packed-tile kernels of gemm.h: activation
 // packing, weight unpacking into scratch, and the 4-row x 32-token micro-kernels. Compiled with
 // the AVX-512 flags (file suffix); reached only through gemm_kernels() after a cpuid check.
-// No engine types.
-//
-// Layouts (all little-endian, 64-byte vectors of 16 lanes, lane t = token t of the group):
-//   Q8_0 activations, per 32-element block: corr[16] i32 (-128 * sum q), d[16] f32,
-//     q[8 steps][16 tokens][4] i8                                            = 640 bytes
-//   Q8_K activations, per 256-element block: d[16] f32, bs16[8][16] (two int16 sums of 16,
-//     groups 2p and 2p+1), bs32[4][16] (two int16 sums of 32), q[64][16][4] i8 = 4928 bytes
-//   Weights for Q8_0 activations, per block of 4 rows: d[4] f32, q[4 rows][32] u8 = w + 128
-//   Q4_K / Q5_K weights per block of 4 rows: d[4], dmin[4] f32, sc[4 rows][8] i32, min pairs
-//     [4 rows][4] (two int16), q[4 rows][256] u8 (0..15 / 0..31)
-//   Q6_K weights per block of 4 rows: d[4] f32, sc[4 rows][16] i32, offset pairs[4 rows][8] (two
-//     int16: -32 * scale), q[4 rows][256] u8 (0..63)
+// No engine types. The layouts are gemm_layout.h's, shared with gemm_emulated.cpp (the same
+// algorithm in plain C++, which checks this one on CPUs without AVX-512 VNNI).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -26,13 +16,13 @@
 #include "kernels/cpu/blocks.h"
 #include "kernels/cpu/fp16.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_layout.h"
 #include "kernels/cpu/type_kernels.h"
 
 namespace strata::kernels::gemm_avx512 {
 namespace {
 
-constexpr int kG = 16;  // tokens per group
-constexpr int kR = 4;   // weight rows per micro-tile
+using namespace gemm_layout;
 
 inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
 inline __m512i bcast32(const uint8_t* p) {
@@ -45,8 +35,6 @@ inline float loadf(const uint8_t* p) {
   std::memcpy(&v, p, 4);
   return v;
 }
-inline void put32(uint8_t* p, int32_t v) { std::memcpy(p, &v, 4); }
-inline void putf(uint8_t* p, float v) { std::memcpy(p, &v, 4); }
 inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 inline __m256i loadu256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline void storeu256(void* p, __m256i v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
@@ -77,67 +65,16 @@ inline void prefetch_part(const Prefetch& pf, int64_t k) {
   for (int64_t o = 0; o < pf.step; o += 64) _mm_prefetch(reinterpret_cast<const char*>(s + o), _MM_HINT_T1);
 }
 
-// ---- activations: Q8_0 (for Q4_0, Q5_0, Q8_0 weights) ------------------------------------
-
-constexpr int64_t kA80Block = 64 + 64 + 8 * 64;
-int64_t group_bytes_q8_0(int64_t cols) { return cols / 32 * kA80Block; }
+// ---- activations: Q8_0 (for Q4_0, Q5_0, Q8_0 weights), Q8_K (for Q4_K, Q5_K, Q6_K) -------
 
 void pack_group_q8_0(const float* x, int64_t cols, int64_t n_tokens, int64_t group, uint8_t* dst) {
-  const int64_t nb = cols / 32;
-  const TypeKernels* qk = detail::avx512_kernels(DType::Q8_0);
-  for (int t = 0; t < kG; ++t) {
-    const int64_t tok = group * kG + t;
-    for (int64_t k = 0; k < nb; ++k) {
-      uint8_t* o = dst + k * kA80Block;
-      BlockQ8_0 b;
-      int32_t sum = 0;
-      if (tok < n_tokens) {
-        qk->quantize_row(x + tok * cols + k * 32, &b, 32);
-        for (int j = 0; j < 32; ++j) sum += b.qs[j];
-      } else {
-        std::memset(&b, 0, sizeof b);
-      }
-      put32(o + 4 * t, -128 * sum);
-      putf(o + 64 + 4 * t, h2f(b.d));
-      for (int j = 0; j < 8; ++j) std::memcpy(o + 128 + 64 * j + 4 * t, b.qs + 4 * j, 4);
-    }
-  }
+  pack_act_q8_0(detail::avx512_kernels(DType::Q8_0)->quantize_row, x, cols, n_tokens, group, dst);
 }
-
-// ---- activations: Q8_K (for Q4_K, Q5_K, Q6_K weights) ------------------------------------
-
-constexpr int64_t kA8KBs16 = 64, kA8KBs32 = 64 + 512, kA8KQ = 64 + 512 + 256;
-constexpr int64_t kA8KBlock = kA8KQ + 64 * 64;
-int64_t group_bytes_q8_k(int64_t cols) { return cols / 256 * kA8KBlock; }
-
 void pack_group_q8_k(const float* x, int64_t cols, int64_t n_tokens, int64_t group, uint8_t* dst) {
-  const int64_t nb = cols / 256;
-  const TypeKernels* qk = detail::avx512_kernels(DType::Q8_K);
-  for (int t = 0; t < kG; ++t) {
-    const int64_t tok = group * kG + t;
-    for (int64_t k = 0; k < nb; ++k) {
-      uint8_t* o = dst + k * kA8KBlock;
-      BlockQ8_K b;
-      if (tok < n_tokens) qk->quantize_row(x + tok * cols + k * 256, &b, 256);
-      else std::memset(&b, 0, sizeof b);
-      putf(o + 4 * t, b.d);
-      for (int p = 0; p < 8; ++p) {
-        std::memcpy(o + kA8KBs16 + 64 * p + 4 * t, &b.bsums[2 * p], 4);
-      }
-      for (int p = 0; p < 4; ++p) {
-        const int16_t s[2] = {static_cast<int16_t>(b.bsums[4 * p] + b.bsums[4 * p + 1]),
-                              static_cast<int16_t>(b.bsums[4 * p + 2] + b.bsums[4 * p + 3])};
-        std::memcpy(o + kA8KBs32 + 64 * p + 4 * t, s, 4);
-      }
-      for (int s = 0; s < 64; ++s) std::memcpy(o + kA8KQ + 64 * s + 4 * t, b.qs + 4 * s, 4);
-    }
-  }
+  pack_act_q8_k(detail::avx512_kernels(DType::Q8_K)->quantize_row, x, cols, n_tokens, group, dst);
 }
 
 // ---- weights with Q8_0 activations: Q8_0, Q4_0, Q5_0 as u8 = q + 128 -----------------------
-
-constexpr int64_t kW80Block = 16 + kR * 32;
-int64_t scratch_bytes_w80(int64_t cols) { return cols / 32 * kW80Block; }
 
 // Unpacked 32 signed values of block k of a row, plus 128, and its scale.
 template <DType T>
@@ -174,8 +111,8 @@ void pack_w80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws
       float d = 0.f;
       __m256i q = _mm256_setzero_si256();
       if (r < nr) q = unpack_s8_plus128<T>(w + r * wrb, k, &d);
-      putf(o + 4 * r, d);
-      storeu256(o + 16 + 32 * r, q);
+      putf(o + kW80D + 4 * r, d);
+      storeu256(o + kW80Q + 32 * r, q);
     }
   }
 }
@@ -198,34 +135,23 @@ inline void tile_w80(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t 
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
       __m512i a[G];
-      for (int g = 0; g < G; ++g) a[g] = _mm512_load_si512(ab[g] + 128 + 64 * j);
+      for (int g = 0; g < G; ++g) a[g] = _mm512_load_si512(ab[g] + kA80Q + 64 * j);
       for (int r = 0; r < kR; ++r) {
-        const __m512i b = bcast32(wb + 16 + 32 * r + 4 * j);
+        const __m512i b = bcast32(wb + kW80Q + 32 * r + 4 * j);
         for (int g = 0; g < G; ++g) acc[r][g] = _mm512_dpbusd_epi32(acc[r][g], b, a[g]);
       }
     }
     for (int g = 0; g < G; ++g) {
-      const __m512 da = _mm512_load_ps(ab[g] + 64);
-      const __m512i corr = _mm512_load_si512(ab[g]);
+      const __m512 da = _mm512_load_ps(ab[g] + kA80D);
+      const __m512i corr = _mm512_load_si512(ab[g] + kA80Corr);
       for (int r = 0; r < kR; ++r)
         facc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc[r][g], corr)),
-                                     _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + 4 * r))), facc[r][g]);
+                                     _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + kW80D + 4 * r))), facc[r][g]);
     }
   }
 }
 
 // ---- K-quant weights (Q8_K activations) -----------------------------------------------------
-
-// Q4_K / Q5_K block of 4 rows.
-constexpr int64_t kW45D = 0, kW45Dmin = 16, kW45Sc = 32, kW45Mp = 32 + 128, kW45Q = 32 + 128 + 64;
-constexpr int64_t kW45Block = kW45Q + kR * 256;
-// Q6_K block of 4 rows.
-constexpr int64_t kW6D = 0, kW6Sc = 16, kW6Op = 16 + 256, kW6Q = 16 + 256 + 128;
-constexpr int64_t kW6Block = kW6Q + kR * 256;
-
-int64_t scratch_bytes_w45(int64_t cols) { return cols / 256 * kW45Block; }
-int64_t scratch_bytes_w6(int64_t cols) { return cols / 256 * kW6Block; }
-
 
 // Q4_K / Q5_K 12 packed bytes -> 8 scales (low 8 bytes) and 8 mins (high 8 bytes), 6-bit each.
 inline void k4_unpack_scales(const uint8_t* scales, uint64_t* sc, uint64_t* mn) {
@@ -372,7 +298,7 @@ inline void tile_w45(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t 
       }
     }
     for (int g = 0; g < G; ++g) {
-      const __m512 da = _mm512_load_ps(ab[g]);
+      const __m512 da = _mm512_load_ps(ab[g] + kA8KD);
       for (int r = 0; r < kR; ++r) {
         const __m512 dd = _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + kW45D + 4 * r)));
         const __m512 dm = _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + kW45Dmin + 4 * r)));
@@ -418,7 +344,7 @@ inline void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t g
       }
     }
     for (int g = 0; g < G; ++g) {
-      const __m512 da = _mm512_load_ps(ab[g]);
+      const __m512 da = _mm512_load_ps(ab[g] + kA8KD);
       for (int r = 0; r < kR; ++r) {
         const __m512 dd = _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + kW6D + 4 * r)));
         facc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][g]), dd, facc[r][g]);
@@ -496,13 +422,13 @@ void rows_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint
                                      group_bytes_q8_k(cols));
 }
 
-// min_tokens: where these beat VecDot4 + vec_dot (kernel_bench, 2048 x 2048, one thread on Zen 4).
-const GemmKernels kQ8_0{5, &group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q8_0>};
-const GemmKernels kQ4_0{5, &group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q4_0>};
-const GemmKernels kQ5_0{5, &group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q5_0>};
-const GemmKernels kQ4_K{6, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w45, &rows_w45<false>};
-const GemmKernels kQ5_K{6, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w45, &rows_w45<true>};
-const GemmKernels kQ6_K{7, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w6, &rows_w6};
+// min_tokens: gemm_layout.h.
+const GemmKernels kQ8_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q8_0>};
+const GemmKernels kQ4_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q4_0>};
+const GemmKernels kQ5_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q5_0>};
+const GemmKernels kQ4_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w45, &rows_w45<false>};
+const GemmKernels kQ5_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w45, &rows_w45<true>};
+const GemmKernels kQ6_K{kMinTokensW6, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w6, &rows_w6};
 
 }  // namespace
 }  // namespace strata::kernels::gemm_avx512

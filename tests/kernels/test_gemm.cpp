@@ -1,10 +1,15 @@
 // tests/kernels/test_gemm.cpp — the packed-tile prompt kernels (gemm.h) against the scalar
 // reference vec_dot: every type that has one, random-byte weights (every bit pattern of quants
 // and packed scales), row counts that are not multiples of the 4-row tile, token counts that are
-// not multiples of the 16-token group, and outputs outside the tile left untouched.
+// not multiples of the 16-token group, and outputs outside the tile left untouched. The AVX-512
+// VNNI kernels run where the CPU has them; their plain-C++ emulation (same layouts, same
+// operations) runs everywhere, and where both run they must agree bit for bit.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
 
 #include "kernel_test_util.h"
 #include "kernels/cpu/gemm.h"
@@ -21,35 +26,66 @@ struct Case {
   int64_t rows, cols, tokens;
 };
 
-void check_gemm(const GemmKernels& gk, DType wt, const Case& c, uint32_t seed) {
-  const DType at = vec_dot_type(wt);
-  const int64_t wrb = row_bytes(wt, c.cols), arb = row_bytes(at, c.cols);
-  std::vector<uint8_t> w(static_cast<size_t>(wrb * c.rows));
+struct Inputs {
+  int64_t wrb;              // bytes of one weight row
+  std::vector<uint8_t> w;   // [rows][wrb]: random bytes, sane fp16 scales
+  std::vector<float> x;     // [tokens][cols] f32 activations
+};
+
+Inputs make_inputs(DType wt, const Case& c, uint32_t seed) {
+  Inputs in;
+  in.wrb = row_bytes(wt, c.cols);
+  in.w.resize(static_cast<size_t>(in.wrb * c.rows));
   for (int64_t r = 0; r < c.rows; ++r) {
     const std::vector<uint8_t> row = test::random_bytes_row(wt, c.cols, seed + static_cast<uint32_t>(r));
-    std::copy(row.begin(), row.end(), w.begin() + r * wrb);
+    std::copy(row.begin(), row.end(), in.w.begin() + r * in.wrb);
   }
-  const std::vector<float> x = test::random_floats(c.tokens * c.cols, seed + 1000);
+  in.x = test::random_floats(c.tokens * c.cols, seed + 1000);
+  return in;
+}
 
+struct Outputs {
+  std::vector<uint8_t> act;      // the packed groups, one after the other
+  std::vector<uint8_t> scratch;  // scratch_bytes(cols) after the call: the last row quad unpacked
+  std::vector<float> y;          // [tokens][ys], ys = rows + 3; the gap after each token's rows stays NaN
+  int64_t ys;
+};
+
+Outputs run_gemm(const GemmKernels& gk, const Case& c, const Inputs& in) {
   const int64_t n_groups = (c.tokens + kGemmTokenGroup - 1) / kGemmTokenGroup;
-  const int64_t gb = gk.group_bytes(c.cols);
+  const int64_t gb = gk.group_bytes(c.cols), sb = gk.scratch_bytes(c.cols);
   std::vector<uint8_t> act_buf(static_cast<size_t>(n_groups * gb + 64));
-  std::vector<uint8_t> ws_buf(static_cast<size_t>(gk.scratch_bytes(c.cols) + 64));
+  std::vector<uint8_t> ws_buf(static_cast<size_t>(sb + 64));
   uint8_t* act = align64(act_buf);
-  for (int64_t g = 0; g < n_groups; ++g) gk.pack_group(x.data(), c.cols, c.tokens, g, act + g * gb);
+  uint8_t* ws = align64(ws_buf);
+  for (int64_t g = 0; g < n_groups; ++g) gk.pack_group(in.x.data(), c.cols, c.tokens, g, act + g * gb);
 
-  const int64_t ys = c.rows + 3;  // a gap after each token's outputs must stay untouched
-  std::vector<float> y(static_cast<size_t>(c.tokens * ys), NAN);
-  gk.rows(w.data(), wrb, c.rows, c.cols, act, c.tokens, y.data(), ys, align64(ws_buf), nullptr, 0);
+  Outputs out;
+  out.ys = c.rows + 3;
+  out.y.assign(static_cast<size_t>(c.tokens * out.ys), NAN);
+  gk.rows(in.w.data(), in.wrb, c.rows, c.cols, act, c.tokens, out.y.data(), out.ys, ws, nullptr, 0);
+  out.act.assign(act, act + n_groups * gb);
+  out.scratch.assign(ws, ws + sb);
+  return out;
+}
+
+void check_gemm(const GemmKernels& gk, DType wt, const Case& c, uint32_t seed) {
+  const DType at = vec_dot_type(wt);
+  const int64_t arb = row_bytes(at, c.cols);
+  const Inputs in = make_inputs(wt, c, seed);
+  const Outputs out = run_gemm(gk, c, in);
+  const int64_t ys = out.ys;
+  const std::vector<float>& y = out.y;
 
   std::vector<uint8_t> a(static_cast<size_t>(arb));
   for (int64_t t = 0; t < c.tokens; ++t) {
-    quantize_row(at, x.data() + t * c.cols, a.data(), c.cols);
+    quantize_row(at, in.x.data() + t * c.cols, a.data(), c.cols);
     const std::vector<float> af = test::dequantized(at, a.data(), c.cols);
     for (int64_t r = 0; r < c.rows; ++r) {
+      const uint8_t* wr = in.w.data() + r * in.wrb;
       float want = 0;
-      type_kernels(wt, Isa::Scalar)->vec_dot(c.cols, w.data() + r * wrb, a.data(), &want);
-      const std::vector<float> wf = test::dequantized(wt, w.data() + r * wrb, c.cols);
+      type_kernels(wt, Isa::Scalar)->vec_dot(c.cols, wr, a.data(), &want);
+      const std::vector<float> wf = test::dequantized(wt, wr, c.cols);
       double mag = 0;
       for (int64_t i = 0; i < c.cols; ++i) mag += std::fabs(double(wf[i]) * af[i]);
       // Integer sums are exact; the rest is float rounding of per-block scales and sums, in a
@@ -62,19 +98,75 @@ void check_gemm(const GemmKernels& gk, DType wt, const Case& c, uint32_t seed) {
   }
 }
 
+// The weight types with packed kernels (the AVX-512 tables and their emulation alike).
+const DType kPackedTypes[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+bool has_packed_kernels(DType wt) {
+  for (DType p : kPackedTypes)
+    if (p == wt) return true;
+  return false;
+}
+
+std::vector<Case> cases_for(DType wt) {
+  const int64_t blk = traits(wt).block_elems;
+  return {{1, 256, 1},  {3, 256, 5},    {4, 512, 16},  {5, 256, 17},   {9, 768, 33},
+          {13, 512, 64}, {8, 256, 70},  {6, 3 * blk, 2}, {7, 1024, 31}, {4, 5 * blk, 48}};
+}
+
+uint32_t seed_of(const Case& c) { return static_cast<uint32_t>(c.rows * 97 + c.tokens); }
+
 TEST(Gemm, PackedKernelsMatchScalar) {
+  if (!isa_supported(Isa::Avx512))
+    GTEST_SKIP() << "no AVX-512 VNNI on this CPU: Gemm.EmulatedPackedKernelsMatchScalar checks the same "
+                    "packed-tile algorithm in plain C++";
   int checked = 0;
   for (DType wt : test::weight_types()) {
     const GemmKernels* gk = gemm_kernels(wt, Isa::Avx512);
     if (!gk) continue;
-    const int64_t blk = traits(wt).block_elems;
-    const Case cases[] = {{1, 256, 1},   {3, 256, 5},     {4, 512, 16},  {5, 256, 17},
-                          {9, 768, 33},  {13, 512, 64},   {8, 256, 70},  {6, 3 * blk, 2},
-                          {7, 1024, 31}, {4, 5 * blk, 48}};
-    for (const Case& c : cases) check_gemm(*gk, wt, c, static_cast<uint32_t>(c.rows * 97 + c.tokens));
+    for (const Case& c : cases_for(wt)) check_gemm(*gk, wt, c, seed_of(c));
     ++checked;
   }
-  if (checked == 0) GTEST_SKIP() << "no AVX-512 VNNI on this CPU: no packed kernels";
+  EXPECT_EQ(checked, 6);
+}
+
+// Runs on every CPU: the emulated kernels (gemm_emulated.cpp), same cases and tolerance.
+TEST(Gemm, EmulatedPackedKernelsMatchScalar) {
+  int checked = 0;
+  for (DType wt : test::weight_types()) {
+    const GemmKernels* gk = detail::emulated_gemm(wt);
+    ASSERT_EQ(gk != nullptr, has_packed_kernels(wt)) << dtype_name(wt);
+    if (!gk) continue;
+    for (const Case& c : cases_for(wt)) check_gemm(*gk, wt, c, seed_of(c));
+    ++checked;
+  }
+  EXPECT_EQ(checked, 6);
+}
+
+// Where the CPU has AVX-512 VNNI: the emulation writes the same packed activations and weight
+// scratch (every byte), and gives the same output bits (tolerance 0: the same integer sums and the
+// same float operations, fma included, in the same order per output).
+TEST(Gemm, EmulatedIsBitIdenticalToAvx512) {
+  if (!isa_supported(Isa::Avx512))
+    GTEST_SKIP() << "no AVX-512 VNNI on this CPU: no AVX-512 kernels to compare the emulation with";
+  for (DType wt : kPackedTypes) {
+    const GemmKernels* hw = gemm_kernels(wt, Isa::Avx512);
+    const GemmKernels* em = detail::emulated_gemm(wt);
+    ASSERT_NE(hw, nullptr) << dtype_name(wt);
+    ASSERT_NE(em, nullptr) << dtype_name(wt);
+    for (const Case& c : cases_for(wt)) {
+      ASSERT_EQ(hw->group_bytes(c.cols), em->group_bytes(c.cols));
+      ASSERT_EQ(hw->scratch_bytes(c.cols), em->scratch_bytes(c.cols));
+      const Inputs in = make_inputs(wt, c, seed_of(c));
+      const Outputs a = run_gemm(*hw, c, in);
+      const Outputs b = run_gemm(*em, c, in);
+      const std::string what = std::string(dtype_name(wt)) + " rows=" + std::to_string(c.rows) +
+                               " cols=" + std::to_string(c.cols) + " tokens=" + std::to_string(c.tokens);
+      EXPECT_EQ(a.act, b.act) << "packed activations differ: " << what;
+      EXPECT_EQ(a.scratch, b.scratch) << "weight scratch (last row quad) differs: " << what;
+      ASSERT_EQ(a.y.size(), b.y.size());
+      EXPECT_EQ(0, std::memcmp(a.y.data(), b.y.data(), a.y.size() * sizeof(float))) << "outputs differ: " << what;
+    }
+  }
 }
 
 TEST(Gemm, OnlyWhereTheIsaIsSupported) {
@@ -93,25 +185,28 @@ TEST(Gemm, OnlyWhereTheIsaIsSupported) {
 }
 
 TEST(Gemm, ZeroActivationsGiveZeros) {
-  // All-zero tokens (d = 0) beside normal ones: padding lanes and zero rows must not leak.
+  // All-zero tokens (d = 0) and padding lanes: nothing may leak into them. The AVX-512 kernels
+  // where the CPU has them, the emulated ones always.
   for (DType wt : test::weight_types()) {
-    const GemmKernels* gk = gemm_kernels(wt, Isa::Avx512);
-    if (!gk) continue;
-    const int64_t cols = 512, rows = 5, tokens = 20;
-    const int64_t wrb = row_bytes(wt, cols);
-    std::vector<uint8_t> w(static_cast<size_t>(wrb * rows));
-    for (int64_t r = 0; r < rows; ++r) {
-      const std::vector<uint8_t> row = test::random_bytes_row(wt, cols, 5 + static_cast<uint32_t>(r));
-      std::copy(row.begin(), row.end(), w.begin() + r * wrb);
+    for (const GemmKernels* gk : {gemm_kernels(wt, Isa::Avx512), detail::emulated_gemm(wt)}) {
+      if (!gk) continue;
+      const char* which = gk == detail::emulated_gemm(wt) ? "emulated" : "avx512";
+      const int64_t cols = 512, rows = 5, tokens = 20;
+      const int64_t wrb = row_bytes(wt, cols);
+      std::vector<uint8_t> w(static_cast<size_t>(wrb * rows));
+      for (int64_t r = 0; r < rows; ++r) {
+        const std::vector<uint8_t> row = test::random_bytes_row(wt, cols, 5 + static_cast<uint32_t>(r));
+        std::copy(row.begin(), row.end(), w.begin() + r * wrb);
+      }
+      std::vector<float> x(static_cast<size_t>(tokens * cols), 0.f);
+      std::vector<uint8_t> act_buf(static_cast<size_t>(2 * gk->group_bytes(cols) + 64));
+      std::vector<uint8_t> ws_buf(static_cast<size_t>(gk->scratch_bytes(cols) + 64));
+      uint8_t* act = align64(act_buf);
+      for (int64_t g = 0; g < 2; ++g) gk->pack_group(x.data(), cols, tokens, g, act + g * gk->group_bytes(cols));
+      std::vector<float> y(static_cast<size_t>(tokens * rows), NAN);
+      gk->rows(w.data(), wrb, rows, cols, act, tokens, y.data(), rows, align64(ws_buf), w.data(), rows);
+      for (float v : y) ASSERT_EQ(v, 0.f) << dtype_name(wt) << " " << which;
     }
-    std::vector<float> x(static_cast<size_t>(tokens * cols), 0.f);
-    std::vector<uint8_t> act_buf(static_cast<size_t>(2 * gk->group_bytes(cols) + 64));
-    std::vector<uint8_t> ws_buf(static_cast<size_t>(gk->scratch_bytes(cols) + 64));
-    uint8_t* act = align64(act_buf);
-    for (int64_t g = 0; g < 2; ++g) gk->pack_group(x.data(), cols, tokens, g, act + g * gk->group_bytes(cols));
-    std::vector<float> y(static_cast<size_t>(tokens * rows), NAN);
-    gk->rows(w.data(), wrb, rows, cols, act, tokens, y.data(), rows, align64(ws_buf), w.data(), rows);
-    for (float v : y) ASSERT_EQ(v, 0.f) << dtype_name(wt);
   }
 }
 

@@ -1,0 +1,416 @@
+// kernels/cpu/gemm_emulated.cpp — the packed-tile kernels of gemm.h in plain C++ (no ISA flags):
+// the AVX-512 VNNI algorithm of gemm_avx512.cpp, instruction by instruction, on the same bytes
+// (gemm_layout.h). A 512-bit register is an array of 16 lanes and each vector instruction the
+// tile uses is a function that does, lane by lane, what the instruction does (vpdpbusd: four
+// u8 x s8 byte products summed into an int32 lane, wrapping; vfmadd: one rounding). Integer
+// sums are therefore the same, and float operations are the same operations in the same order,
+// so on a CPU with VNNI the outputs are bit-identical to gemm_avx512.cpp's (test_gemm checks it).
+//
+// What it is for: checking the packed-tile algorithm (layouts, offsets of signed weights, scale
+// order) against the scalar reference on CPUs without AVX-512 VNNI, where the AVX-512 kernels
+// cannot run. It is slow (a scalar loop per lane) and never used by matmul: gemm_kernels() does
+// not return it; tests reach it through detail::emulated_gemm(). Activations are quantized with
+// the scalar reference quantizer (the same bits as every ISA's, test_quant). No engine types.
+#include <cmath>
+#include <cstring>
+
+#include "kernels/cpu/blocks.h"
+#include "kernels/cpu/fp16.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_layout.h"
+#include "kernels/cpu/ref_kernels.h"
+
+namespace strata::kernels::gemm_emulated {
+namespace {
+
+using namespace gemm_layout;
+
+// ---- one 512-bit register and the instructions the tiles use --------------------------------
+
+// zmm as 16 x 32-bit lanes (integer lanes kept as their bits: vector integer adds wrap).
+struct VecI {
+  uint32_t l[16];
+};
+struct VecF {
+  float l[16];
+};
+
+VecI zero_i() { return VecI{}; }
+VecF zero_f() { return VecF{}; }
+
+// vmovdqa32 / vmovaps from 64 bytes (little-endian lanes).
+VecI load_i(const uint8_t* p) {
+  VecI v;
+  std::memcpy(v.l, p, 64);
+  return v;
+}
+VecF load_f(const uint8_t* p) {
+  VecF v;
+  std::memcpy(v.l, p, 64);
+  return v;
+}
+// vpbroadcastd of the 4 bytes at p.
+VecI bcast32(const uint8_t* p) {
+  uint32_t x;
+  std::memcpy(&x, p, 4);
+  VecI v;
+  for (uint32_t& e : v.l) e = x;
+  return v;
+}
+// vbroadcastss.
+VecF set1_f(float x) {
+  VecF v;
+  for (float& e : v.l) e = x;
+  return v;
+}
+float loadf(const uint8_t* p) {
+  float v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// Byte i (0..3) of a lane as unsigned / signed, 16-bit half h (0..1) as signed.
+uint32_t byte_u(uint32_t lane, int i) { return (lane >> (8 * i)) & 0xFFu; }
+int32_t byte_s(uint32_t lane, int i) { return static_cast<int8_t>(static_cast<uint8_t>(lane >> (8 * i))); }
+int32_t half_s(uint32_t lane, int h) { return static_cast<int16_t>(static_cast<uint16_t>(lane >> (16 * h))); }
+
+// vpdpbusd acc, u, s: acc += u8(u.byte 4l+i) * s8(s.byte 4l+i) for i = 0..3, per lane l. The four
+// products (each in [-32640, 32385]) sum without overflow; the add to acc wraps (no saturation).
+VecI dpbusd(VecI acc, const VecI& u, const VecI& s) {
+  for (int l = 0; l < 16; ++l) {
+    int32_t p = 0;
+    for (int i = 0; i < 4; ++i) p += static_cast<int32_t>(byte_u(u.l[l], i)) * byte_s(s.l[l], i);
+    acc.l[l] += static_cast<uint32_t>(p);
+  }
+  return acc;
+}
+// vpdpwssd acc, a, b: acc += s16(a.lo) * s16(b.lo) + s16(a.hi) * s16(b.hi) per lane, wrapping.
+VecI dpwssd(VecI acc, const VecI& a, const VecI& b) {
+  for (int l = 0; l < 16; ++l) {
+    const int64_t p = int64_t{half_s(a.l[l], 0)} * half_s(b.l[l], 0) + int64_t{half_s(a.l[l], 1)} * half_s(b.l[l], 1);
+    acc.l[l] += static_cast<uint32_t>(p);
+  }
+  return acc;
+}
+// vpaddd (wrapping).
+VecI add_i(VecI a, const VecI& b) {
+  for (int l = 0; l < 16; ++l) a.l[l] += b.l[l];
+  return a;
+}
+// vpmulld: the low 32 bits of the product (the same bits for signed and unsigned lanes).
+VecI mullo(VecI a, const VecI& b) {
+  for (int l = 0; l < 16; ++l) a.l[l] *= b.l[l];
+  return a;
+}
+// vcvtdq2ps: int32 -> float, round to nearest even (the default rounding of both).
+VecF cvt(const VecI& a) {
+  VecF f;
+  for (int l = 0; l < 16; ++l) f.l[l] = static_cast<float>(static_cast<int32_t>(a.l[l]));
+  return f;
+}
+// vmulps.
+VecF mul_f(VecF a, const VecF& b) {
+  for (int l = 0; l < 16; ++l) a.l[l] *= b.l[l];
+  return a;
+}
+// vfmadd: a * b + c with one rounding; std::fma is exactly that (not the two roundings of
+// a * b + c, which -ffp-contract=off keeps as written elsewhere).
+VecF fmadd(const VecF& a, const VecF& b, VecF c) {
+  for (int l = 0; l < 16; ++l) c.l[l] = std::fma(a.l[l], b.l[l], c.l[l]);
+  return c;
+}
+// vfnmadd: -(a * b) + c with one rounding (negating a is exact).
+VecF fnmadd(const VecF& a, const VecF& b, VecF c) {
+  for (int l = 0; l < 16; ++l) c.l[l] = std::fma(-a.l[l], b.l[l], c.l[l]);
+  return c;
+}
+
+// Writes a tile of one group: acc[r].l[t] -> y[t * ys + r] for r < nr, t < nt (at most 16).
+void store_tile(const VecF (&acc)[kR], int64_t nr, int64_t nt, float* y, int64_t ys) {
+  for (int64_t t = 0; t < kG && t < nt; ++t)
+    for (int64_t r = 0; r < nr; ++r) y[t * ys + r] = acc[r].l[t];
+}
+
+void put16(uint8_t* p, int16_t v) { std::memcpy(p, &v, 2); }
+
+// ---- activations --------------------------------------------------------------------------
+
+void pack_group_q8_0(const float* x, int64_t cols, int64_t n_tokens, int64_t group, uint8_t* dst) {
+  pack_act_q8_0(&ref::quantize_q8_0, x, cols, n_tokens, group, dst);
+}
+void pack_group_q8_k(const float* x, int64_t cols, int64_t n_tokens, int64_t group, uint8_t* dst) {
+  pack_act_q8_k(&ref::quantize_q8_k, x, cols, n_tokens, group, dst);
+}
+
+// ---- weight unpacking: the bytes gemm_avx512.cpp's pack_w80 / pack_w45 / pack_w6 write -------
+
+// Block k of a Q8_0 / Q4_0 / Q5_0 row as 32 u8 = (signed value) + 128, and its scale.
+template <DType T>
+void unpack_s8_plus128(const uint8_t* row, int64_t k, uint8_t* q, float* d) {
+  if constexpr (T == DType::Q8_0) {
+    const BlockQ8_0& b = reinterpret_cast<const BlockQ8_0*>(row)[k];
+    *d = fp16_to_f32(b.d);
+    for (int j = 0; j < 32; ++j) q[j] = static_cast<uint8_t>(static_cast<uint8_t>(b.qs[j]) ^ 0x80u);
+  } else if constexpr (T == DType::Q4_0) {
+    const BlockQ4_0& b = reinterpret_cast<const BlockQ4_0*>(row)[k];
+    *d = fp16_to_f32(b.d);
+    // elements 0..15: low nibbles, 16..31: high nibbles; (q - 8) + 128.
+    for (int j = 0; j < 16; ++j) {
+      q[j] = static_cast<uint8_t>((b.qs[j] & 0x0F) + 120);
+      q[j + 16] = static_cast<uint8_t>((b.qs[j] >> 4) + 120);
+    }
+  } else {  // Q5_0: fifth bit of element j is bit j of qh (little-endian u32); (q - 16) + 128.
+    const BlockQ5_0& b = reinterpret_cast<const BlockQ5_0*>(row)[k];
+    *d = fp16_to_f32(b.d);
+    uint32_t qh;
+    std::memcpy(&qh, b.qh, 4);
+    for (int j = 0; j < 32; ++j) {
+      const int nib = j < 16 ? (b.qs[j] & 0x0F) : (b.qs[j - 16] >> 4);
+      q[j] = static_cast<uint8_t>((nib | static_cast<int>((qh >> j) & 1u) << 4) + 112);
+    }
+  }
+}
+
+template <DType T>
+void pack_w80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
+  for (int64_t k = 0; k < nb; ++k) {
+    uint8_t* o = ws + k * kW80Block;
+    for (int r = 0; r < kR; ++r) {
+      float d = 0.f;
+      uint8_t* q = o + kW80Q + 32 * r;
+      if (r < nr) unpack_s8_plus128<T>(w + r * wrb, k, q, &d);
+      else std::memset(q, 0, 32);
+      putf(o + kW80D + 4 * r, d);
+    }
+  }
+}
+
+template <bool kFive>
+void pack_w45(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
+  for (int64_t k = 0; k < nb; ++k) {
+    uint8_t* o = ws + k * kW45Block;
+    for (int r = 0; r < kR; ++r) {
+      uint8_t* q = o + kW45Q + 256 * r;
+      if (r >= nr) {
+        putf(o + kW45D + 4 * r, 0.f);
+        putf(o + kW45Dmin + 4 * r, 0.f);
+        std::memset(o + kW45Sc + 32 * r, 0, 32);
+        std::memset(o + kW45Mp + 16 * r, 0, 16);
+        std::memset(q, 0, 256);
+        continue;
+      }
+      const uint8_t *qs, *qh = nullptr, *scales;
+      uint16_t d, dmin;
+      if constexpr (kFive) {
+        const BlockQ5_K& b = reinterpret_cast<const BlockQ5_K*>(w + r * wrb)[k];
+        qs = b.qs; qh = b.qh; scales = b.scales; d = b.d; dmin = b.dmin;
+      } else {
+        const BlockQ4_K& b = reinterpret_cast<const BlockQ4_K*>(w + r * wrb)[k];
+        qs = b.qs; scales = b.scales; d = b.d; dmin = b.dmin;
+      }
+      putf(o + kW45D + 4 * r, fp16_to_f32(d));
+      putf(o + kW45Dmin + 4 * r, fp16_to_f32(dmin));
+      // 8 scales as int32, 8 mins as int16 (the pairs vpdpwssd reads), both 0..63.
+      for (int j = 0; j < 8; ++j) {
+        uint8_t sc, mn;
+        k4_scale_min(j, scales, &sc, &mn);
+        put32(o + kW45Sc + 32 * r + 4 * j, sc);
+        put16(o + kW45Mp + 16 * r + 2 * j, mn);
+      }
+      // Element 64c + i (i < 32): low nibble of qs[32c + i]; 64c + 32 + i: its high nibble; Q5_K
+      // adds bit 2c / 2c + 1 of qh[i] as bit 4.
+      for (int c = 0; c < 4; ++c)
+        for (int i = 0; i < 32; ++i) {
+          int lo = qs[32 * c + i] & 0x0F, hi = qs[32 * c + i] >> 4;
+          if constexpr (kFive) {
+            lo |= ((qh[i] >> (2 * c)) & 1) << 4;
+            hi |= ((qh[i] >> (2 * c + 1)) & 1) << 4;
+          }
+          q[64 * c + i] = static_cast<uint8_t>(lo);
+          q[64 * c + 32 + i] = static_cast<uint8_t>(hi);
+        }
+    }
+  }
+}
+
+void pack_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
+  for (int64_t k = 0; k < nb; ++k) {
+    uint8_t* o = ws + k * kW6Block;
+    for (int r = 0; r < kR; ++r) {
+      uint8_t* q = o + kW6Q + 256 * r;
+      if (r >= nr) {
+        putf(o + kW6D + 4 * r, 0.f);
+        std::memset(o + kW6Sc + 64 * r, 0, 64);
+        std::memset(o + kW6Op + 32 * r, 0, 32);
+        std::memset(q, 0, 256);
+        continue;
+      }
+      const BlockQ6_K& b = reinterpret_cast<const BlockQ6_K*>(w + r * wrb)[k];
+      putf(o + kW6D + 4 * r, fp16_to_f32(b.d));
+      // 16 int8 scales as int32, and as int16 offsets -32 * scale (in [-4064, 4096]).
+      for (int j = 0; j < 16; ++j) {
+        put32(o + kW6Sc + 64 * r + 4 * j, b.scales[j]);
+        put16(o + kW6Op + 32 * r + 2 * j, static_cast<int16_t>(-32 * b.scales[j]));
+      }
+      // Half n (128 elements): element 32m + i = nibble m / 2 of ql[64n + 32(m & 1) + i] with
+      // bits 2m, 2m + 1 of qh[32n + i] as bits 4, 5 (0..63).
+      for (int n = 0; n < 2; ++n)
+        for (int m = 0; m < 4; ++m)
+          for (int i = 0; i < 32; ++i) {
+            const uint8_t l = b.ql[64 * n + 32 * (m & 1) + i];
+            const int nib = m < 2 ? (l & 0x0F) : (l >> 4);
+            q[128 * n + 32 * m + i] = static_cast<uint8_t>(nib | ((b.qh[32 * n + i] >> (2 * m)) & 3) << 4);
+          }
+    }
+  }
+}
+
+// ---- tiles: 4 weight rows x one group of 16 tokens over all nb blocks -----------------------
+// (gemm_avx512.cpp runs two groups per tile to reuse each weight broadcast; every lane's
+// operations are the same either way.)
+
+void tile_w80(const uint8_t* ws, int64_t nb, const uint8_t* act, VecF (&facc)[kR]) {
+  for (VecF& f : facc) f = zero_f();
+  for (int64_t k = 0; k < nb; ++k) {
+    const uint8_t* wb = ws + k * kW80Block;
+    const uint8_t* ab = act + k * kA80Block;
+    VecI acc[kR];
+    for (VecI& a : acc) a = zero_i();
+    for (int j = 0; j < 8; ++j) {
+      const VecI a = load_i(ab + kA80Q + 64 * j);
+      for (int r = 0; r < kR; ++r) acc[r] = dpbusd(acc[r], bcast32(wb + kW80Q + 32 * r + 4 * j), a);
+    }
+    // (w + 128) . a - 128 * sum(a) = w . a, then * (d_a * d_w) into the float sum.
+    const VecF da = load_f(ab + kA80D);
+    const VecI corr = load_i(ab + kA80Corr);
+    for (int r = 0; r < kR; ++r)
+      facc[r] = fmadd(cvt(add_i(acc[r], corr)), mul_f(da, set1_f(loadf(wb + kW80D + 4 * r))), facc[r]);
+  }
+}
+
+// Integer sums of kSteps 4-element steps from step s0: acc[r] = sum of vpdpbusd over the steps.
+template <int kSteps>
+void dp_steps(const uint8_t* wq, const uint8_t* aq, int s0, VecI (&acc)[kR]) {
+  for (VecI& a : acc) a = zero_i();
+  for (int s = s0; s < s0 + kSteps; ++s) {
+    const VecI a = load_i(aq + 64 * s);
+    for (int r = 0; r < kR; ++r) acc[r] = dpbusd(acc[r], bcast32(wq + 256 * r + 4 * s), a);
+  }
+}
+
+void tile_w45(const uint8_t* ws, int64_t nb, const uint8_t* act, VecF (&facc)[kR]) {
+  for (VecF& f : facc) f = zero_f();
+  for (int64_t k = 0; k < nb; ++k) {
+    const uint8_t* wb = ws + k * kW45Block;
+    const uint8_t* ab = act + k * kA8KBlock;
+    VecI isum[kR], acc[kR];
+    for (VecI& s : isum) s = zero_i();
+    // 8 groups of 32 (8 steps each), each times its 6-bit scale.
+    for (int grp = 0; grp < 8; ++grp) {
+      dp_steps<8>(wb + kW45Q, ab + kA8KQ, 8 * grp, acc);
+      for (int r = 0; r < kR; ++r) isum[r] = add_i(isum[r], mullo(acc[r], bcast32(wb + kW45Sc + 32 * r + 4 * grp)));
+    }
+    // mins: sum over groups of m * (sum of the group's activations), two groups per vpdpwssd.
+    for (VecI& a : acc) a = zero_i();
+    for (int p = 0; p < 4; ++p) {
+      const VecI bs = load_i(ab + kA8KBs32 + 64 * p);
+      for (int r = 0; r < kR; ++r) acc[r] = dpwssd(acc[r], bs, bcast32(wb + kW45Mp + 16 * r + 4 * p));
+    }
+    const VecF da = load_f(ab + kA8KD);
+    for (int r = 0; r < kR; ++r) {
+      const VecF dd = mul_f(da, set1_f(loadf(wb + kW45D + 4 * r)));
+      const VecF dm = mul_f(da, set1_f(loadf(wb + kW45Dmin + 4 * r)));
+      facc[r] = fmadd(cvt(isum[r]), dd, facc[r]);
+      facc[r] = fnmadd(cvt(acc[r]), dm, facc[r]);
+    }
+  }
+}
+
+void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, VecF (&facc)[kR]) {
+  for (VecF& f : facc) f = zero_f();
+  for (int64_t k = 0; k < nb; ++k) {
+    const uint8_t* wb = ws + k * kW6Block;
+    const uint8_t* ab = act + k * kA8KBlock;
+    VecI isum[kR], acc[kR];
+    // q - 32: start from -32 * sum_g sc[g] * bsum16[g], two groups of 16 per vpdpwssd.
+    for (VecI& s : isum) s = zero_i();
+    for (int p = 0; p < 8; ++p) {
+      const VecI bs = load_i(ab + kA8KBs16 + 64 * p);
+      for (int r = 0; r < kR; ++r) isum[r] = dpwssd(isum[r], bs, bcast32(wb + kW6Op + 32 * r + 4 * p));
+    }
+    // 16 groups of 16 (4 steps each), each times its int8 scale.
+    for (int grp = 0; grp < 16; ++grp) {
+      dp_steps<4>(wb + kW6Q, ab + kA8KQ, 4 * grp, acc);
+      for (int r = 0; r < kR; ++r) isum[r] = add_i(isum[r], mullo(acc[r], bcast32(wb + kW6Sc + 64 * r + 4 * grp)));
+    }
+    const VecF da = load_f(ab + kA8KD);
+    for (int r = 0; r < kR; ++r) {
+      const VecF dd = mul_f(da, set1_f(loadf(wb + kW6D + 4 * r)));
+      facc[r] = fmadd(cvt(isum[r]), dd, facc[r]);
+    }
+  }
+}
+
+// ---- drivers ------------------------------------------------------------------------------
+
+using PackW = void (*)(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws);
+using Tile = void (*)(const uint8_t* ws, int64_t nb, const uint8_t* act, VecF (&facc)[kR]);
+
+// Row quads: unpack 4 weight rows once into scratch, then run them against every token group.
+// The next rows (next_w / next_nr of GemmKernels::rows) are only a prefetch hint there, so they
+// are not read here.
+template <PackW kPack, Tile kTile, int64_t kElemsPerBlock>
+void rows_driver(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens,
+                 float* y, int64_t ys, uint8_t* ws, int64_t gb) {
+  const int64_t nb = cols / kElemsPerBlock;
+  const int64_t n_groups = (n_tokens + kG - 1) / kG;
+  for (int64_t r0 = 0; r0 < nr; r0 += kR) {
+    const int64_t rq = nr - r0 < kR ? nr - r0 : kR;
+    kPack(w + r0 * wrb, wrb, rq, nb, ws);
+    for (int64_t g = 0; g < n_groups; ++g) {
+      VecF facc[kR];
+      kTile(ws, nb, act + g * gb, facc);
+      store_tile(facc, rq, n_tokens - g * kG, y + g * kG * ys + r0, ys);
+    }
+  }
+}
+
+template <DType T>
+void rows_w80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
+              int64_t ys, uint8_t* ws, const uint8_t*, int64_t) {
+  rows_driver<&pack_w80<T>, &tile_w80, 32>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_0(cols));
+}
+template <bool kFive>
+void rows_w45(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
+              int64_t ys, uint8_t* ws, const uint8_t*, int64_t) {
+  rows_driver<&pack_w45<kFive>, &tile_w45, 256>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_k(cols));
+}
+void rows_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
+             int64_t ys, uint8_t* ws, const uint8_t*, int64_t) {
+  rows_driver<&pack_w6, &tile_w6, 256>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_k(cols));
+}
+
+const GemmKernels kQ8_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q8_0>};
+const GemmKernels kQ4_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q4_0>};
+const GemmKernels kQ5_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q5_0>};
+const GemmKernels kQ4_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w45, &rows_w45<false>};
+const GemmKernels kQ5_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w45, &rows_w45<true>};
+const GemmKernels kQ6_K{kMinTokensW6, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w6, &rows_w6};
+
+}  // namespace
+}  // namespace strata::kernels::gemm_emulated
+
+namespace strata::kernels::detail {
+const GemmKernels* emulated_gemm(DType t) {
+  using namespace gemm_emulated;
+  switch (t) {
+    case DType::Q8_0: return &kQ8_0;
+    case DType::Q4_0: return &kQ4_0;
+    case DType::Q5_0: return &kQ5_0;
+    case DType::Q4_K: return &kQ4_K;
+    case DType::Q5_K: return &kQ5_K;
+    case DType::Q6_K: return &kQ6_K;
+    default: return nullptr;
+  }
+}
+}  // namespace strata::kernels::detail

@@ -10,7 +10,8 @@
 #   1. configures and builds build-gpu/ (Release, STRATA_CUDA=ON, sm_90, no GUI, no HTTP server);
 #   2. runs `ctest -L gpu`: the backend conformance suite (cpu, sim and cuda cases), the
 #      stories260K golden text on cuda:0, a cuda:0 + cpu layer split, and a random 16-layer Q4_K_M
-#      model whose greedy tokens on cuda:0 match the CPU's;
+#      model whose greedy tokens on cuda:0 match the CPU's, and test_gemm (the host CPU's AVX-512
+#      VNNI packed-tile kernels against the scalar reference and, bit for bit, their emulation);
 #   3. makes a Llama-2-7B-shape Q4_K_M model (make-model) and runs `strata-engine bench` on cuda:0
 #      (pp512, tg128), and measures the GPU's copy bandwidth and cuBLAS F16 throughput with
 #      tools/gpu_copy_bandwidth.cu in the same run;

@@ -8,6 +8,7 @@
 
 #include "engine/plan/placement_validate.h"
 #include "engine/plan/scratch_layout.h"
+#include "engine/plan/text_table.h"
 
 namespace strata::plan {
 
@@ -191,33 +192,16 @@ Status check_fits(const MemoryEstimate& est, double margin_fraction) {
 }
 
 std::string format_memory_table(const MemoryEstimate& est) {
-  const std::vector<std::string> header = {"device", "weights", "KV", "scratch", "overhead", "total", "capacity"};
+  const std::vector<std::string> header = {"device", "weights", "KV",       "scratch",
+                                           "overhead", "total", "capacity", "fits"};
   std::vector<std::vector<std::string>> rows;
   for (const DeviceMemory& d : est.devices) {
     rows.push_back({d.device, format_bytes(d.weight_bytes), format_bytes(d.kv_bytes), format_bytes(d.scratch_bytes),
-                    format_bytes(d.overhead_bytes), format_bytes(d.total_bytes), format_bytes(d.capacity_bytes)});
+                    format_bytes(d.overhead_bytes), format_bytes(d.total_bytes), format_bytes(d.capacity_bytes),
+                    d.fits ? std::string("✓") : "✗ short " + format_bytes(d.shortfall_bytes)});
   }
-  std::vector<size_t> width(header.size());
-  for (size_t c = 0; c < header.size(); ++c) {
-    width[c] = header[c].size();
-    for (const auto& r : rows) width[c] = std::max(width[c], r[c].size());
-  }
-  auto line = [&](const std::vector<std::string>& cells) {
-    std::string s;
-    for (size_t c = 0; c < cells.size(); ++c) {
-      const std::string pad(width[c] - cells[c].size(), ' ');
-      s += c == 0 ? cells[c] + pad : "  " + pad + cells[c];  // names left, numbers right
-    }
-    return s;
-  };
-  std::string out = "memory at ctx " + std::to_string(est.n_ctx) + " x " + std::to_string(est.n_seq) +
-                    " seq, batch " + std::to_string(est.max_batch) + "\n";
-  out += line(header) + "  fits\n";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const DeviceMemory& d = est.devices[i];
-    out += line(rows[i]) + "  " + (d.fits ? std::string("✓") : "✗ short " + format_bytes(d.shortfall_bytes)) + "\n";
-  }
-  return out;
+  return "memory at ctx " + std::to_string(est.n_ctx) + " x " + std::to_string(est.n_seq) + " seq, batch " +
+         std::to_string(est.max_batch) + "\n" + format_table(header, rows, Align::Right);  // names left, numbers right
 }
 
 nlohmann::json to_json(const MemoryEstimate& est) {

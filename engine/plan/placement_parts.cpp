@@ -5,6 +5,7 @@
 
 #include "engine/plan/memory_estimate.h"
 #include "engine/plan/tensor_split.h"
+#include "engine/plan/text_table.h"
 
 namespace strata::plan {
 
@@ -111,22 +112,7 @@ std::string format_parts_table(const Placement& p, const model::ModelConfig& c, 
     }
     cells.push_back(std::move(row));
   }
-  std::vector<size_t> width(header.size());
-  for (size_t k = 0; k < header.size(); ++k) {
-    width[k] = header[k].size();
-    for (const auto& r : cells) width[k] = std::max(width[k], r[k].size());
-  }
-  auto line = [&](const std::vector<std::string>& row) {
-    std::string s;
-    for (size_t k = 0; k < row.size(); ++k) {
-      s += (k == 0 ? "" : "  ") + row[k];
-      if (k + 1 < row.size()) s += std::string(width[k] - row[k].size(), ' ');
-    }
-    return s + "\n";
-  };
-  std::string out = line(header);
-  for (const auto& r : cells) out += line(r);
-  return out;
+  return format_table(header, cells, Align::Left);
 }
 
 }  // namespace strata::plan

@@ -75,6 +75,24 @@ GreedyRun greedy(const model::Model& m, const Placement& p, const std::vector<ex
   return r;
 }
 
+// Every device's bytes by use, and its weight bytes by part, as estimated and as allocated.
+void expect_estimate_allocated(const plan::MemoryEstimate& estimate, const exec::Pipeline& pipeline) {
+  const auto actual = pipeline.memory_by_device();
+  const auto parts = pipeline.part_bytes_by_device();
+  for (const plan::DeviceMemory& want : estimate.devices) {
+    SCOPED_TRACE(want.device);
+    const exec::MemoryUse& got = actual.at(want.device);
+    EXPECT_EQ(got.weights, want.weight_bytes);
+    EXPECT_EQ(got.kv, want.kv_bytes);
+    EXPECT_EQ(got.scratch, want.scratch_bytes);
+    EXPECT_EQ(got.overhead, want.overhead_bytes);
+    const exec::PartBytes part = parts.count(want.device) ? parts.at(want.device) : exec::PartBytes{};
+    EXPECT_EQ(part.attention, want.attention_bytes);
+    EXPECT_EQ(part.ffn, want.ffn_bytes);
+    EXPECT_EQ(part.experts, want.experts_bytes);
+  }
+}
+
 // Attention of blocks 1-3 on gpu0, their FFN on gpu1; blocks 0 and 4 whole on gpu0.
 Placement ffn_apart(const model::ModelConfig& c) {
   Placement p = exec::single_device_placement(c, "gpu0", 256, 1, 16);
@@ -127,20 +145,7 @@ TEST(PartPlacement, EstimateEqualsAllocatedBytesPerDeviceAndPart) {
   ASSERT_TRUE(estimate.ok()) << estimate.error().to_string();
   auto pipeline = exec::Pipeline::create(*f.model, f.list, p);
   ASSERT_TRUE(pipeline.ok()) << pipeline.error().to_string();
-  const auto actual = (*pipeline)->memory_by_device();
-  const auto parts = (*pipeline)->part_bytes_by_device();
-  for (const plan::DeviceMemory& want : estimate->devices) {
-    SCOPED_TRACE(want.device);
-    const exec::MemoryUse& got = actual.at(want.device);
-    EXPECT_EQ(got.weights, want.weight_bytes);
-    EXPECT_EQ(got.kv, want.kv_bytes);
-    EXPECT_EQ(got.scratch, want.scratch_bytes);
-    EXPECT_EQ(got.overhead, want.overhead_bytes);
-    const exec::PartBytes& part = parts.count(want.device) ? parts.at(want.device) : exec::PartBytes{};
-    EXPECT_EQ(part.attention, want.attention_bytes);
-    EXPECT_EQ(part.ffn, want.ffn_bytes);
-    EXPECT_EQ(part.experts, want.experts_bytes);
-  }
+  expect_estimate_allocated(*estimate, **pipeline);
   // gpu1 holds FFN parts only, gpu0 the attention of every block and the FFN of 0 and 5+.
   const plan::DeviceMemory* gpu1 = estimate->find("gpu1");
   ASSERT_NE(gpu1, nullptr);
@@ -247,20 +252,8 @@ TEST(PartPlacement, MoeEstimateEqualsAllocatedBytesPerDeviceAndPart) {
   ASSERT_TRUE(estimate.ok()) << estimate.error().to_string();
   auto pipeline = exec::Pipeline::create(*f.model, f.list, p);
   ASSERT_TRUE(pipeline.ok()) << pipeline.error().to_string();
-  const auto actual = (*pipeline)->memory_by_device();
+  expect_estimate_allocated(*estimate, **pipeline);
   const auto parts = (*pipeline)->part_bytes_by_device();
-  for (const plan::DeviceMemory& want : estimate->devices) {
-    SCOPED_TRACE(want.device);
-    const exec::MemoryUse& got = actual.at(want.device);
-    EXPECT_EQ(got.weights, want.weight_bytes);
-    EXPECT_EQ(got.kv, want.kv_bytes);
-    EXPECT_EQ(got.scratch, want.scratch_bytes);
-    EXPECT_EQ(got.overhead, want.overhead_bytes);
-    const exec::PartBytes part = parts.count(want.device) ? parts.at(want.device) : exec::PartBytes{};
-    EXPECT_EQ(part.attention, want.attention_bytes);
-    EXPECT_EQ(part.ffn, want.ffn_bytes);
-    EXPECT_EQ(part.experts, want.experts_bytes);
-  }
   // Independently of the estimate: the experts' bytes by device from the tensors themselves.
   const model::LayerWeights& l0 = f.model->weights().layers[0];
   const uint64_t per_expert = l0.ffn_gate_exps.mat_stride + l0.ffn_up_exps.mat_stride + l0.ffn_down_exps.mat_stride;

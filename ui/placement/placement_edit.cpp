@@ -77,7 +77,7 @@ PlacementData applyEdit(const PlacementEdit& e, const PlacementData& current) {
     } else {
       LayerTarget& t = p.layers[tile - 1];
       const QString kv = t.kvDevice;
-      t = LayerTarget{e.lane.target.devices, e.lane.target.isGroup() ? e.lane.target.ratio : QList<double>{}, {}};
+      t = LayerTarget{e.lane.target.devices, e.lane.target.isGroup() ? e.lane.target.ratio : QList<double>{}, {}, {}, {}};
       if (!(t.devices.size() == 1 && t.devices.first() == kv)) t.kvDevice = kv;
     }
   }

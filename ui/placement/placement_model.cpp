@@ -268,7 +268,7 @@ void PlacementModel::ensureGroupLanes(const PlacementData& p) {
 }
 
 int PlacementModel::addGroupLane(const QStringList& devices, const QList<double>& ratio) {
-  const LayerTarget t{devices, ratio, {}};
+  const LayerTarget t{devices, ratio, {}, {}, {}};
   for (int i = 0; i < groups_.size(); ++i)
     if (groups_[i].sameTarget(t) && groups_[i].ratio.size() == ratio.size()) return 1 + static_cast<int>(devices_.size()) + i;
   const int column = columnCount();

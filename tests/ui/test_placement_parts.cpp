@@ -15,6 +15,8 @@
 #include <QProcess>
 #include <QSignalSpy>
 #include <QTemporaryDir>
+#include <QToolTip>
+#include <QVBoxLayout>
 #include <QtTest>
 
 #include "real_engine.h"
@@ -334,6 +336,32 @@ class TestPlacementParts : public QObject {
     QVERIFY(model_->rowOf(TileRow{1, BlockPart::Experts, 0, 8}) > 0);
     QVERIFY(waitCurrent());
     compareWithEngine();
+  }
+
+  void footerTooltipHasTheParts() {
+    // The memory bar under a lane shows the lane's figures, weights by part included.
+    QVERIFY(step("drag experts 1 cpu"));
+    QVERIFY(waitCurrent());
+    QWidget window;
+    auto* layout = new QVBoxLayout(&window);
+    auto* view = new PlacementView(&window);
+    view->setPlacementModel(model_.get());
+    auto* footer = new LaneFooter(view, &window);
+    layout->addWidget(view);
+    layout->addWidget(footer);
+    window.resize(800, 400);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    const int cpu = model_->laneOfDevice("cpu");
+    const QPoint at(view->viewport()->mapTo(&window, QPoint(view->columnViewportPosition(cpu) + 10, 0)).x() -
+                        footer->mapTo(&window, QPoint(0, 0)).x(),
+                    5);
+    QHelpEvent help(QEvent::ToolTip, at, footer->mapToGlobal(at));
+    QCoreApplication::sendEvent(footer, &help);
+    const QString tip = model_->headerData(cpu, Qt::Horizontal, Qt::ToolTipRole).toString();
+    QCOMPARE(QToolTip::text(), tip);
+    QVERIFY2(tip.startsWith("cpu (") && tip.contains("(attention 0 B, ffn 0 B, experts 192.0 KiB)"), qPrintable(tip));
+    QToolTip::hideText();
   }
 
   void viewMenuAndDoubleClick() {

@@ -93,8 +93,8 @@ QVariant PlacementModel::data(const QModelIndex& index, int role) const {
     if (member >= 0) share = placed ? 1.0 : target.fraction(member);
     if (row.part == BlockPart::Whole && layer >= 0 && block.hasParts()) {
       if (block.ffnDevice == id) partsHere << QStringLiteral("ffn");
-      for (const ExpertRange& r : resolvedExperts(block, model_.nExpert))
-        if (r.device == id && !(block.experts.isEmpty()))
+      for (const ExpertRange& r : resolvedExperts(block, model_.nExpert))  // (with the FFN part when not placed)
+        if (r.device == id)
           partsHere << (r.begin == 0 && r.end == model_.nExpert ? QStringLiteral("experts")
                                                                  : QStringLiteral("experts %1-%2").arg(r.begin).arg(r.end - 1));
       if (placed) partsHere.clear();  // the target's lane shows the block

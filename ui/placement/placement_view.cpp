@@ -10,6 +10,7 @@
 #include <QMimeData>
 #include <QPainter>
 #include <QScrollBar>
+#include <QToolTip>
 
 #include "ui/devices/memory_bar.h"
 #include "ui/placement/placement_model.h"
@@ -176,6 +177,18 @@ LaneFooter::LaneFooter(PlacementView* view, QWidget* parent) : QWidget(parent), 
   setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
   connect(view->horizontalHeader(), &QHeaderView::sectionResized, this, qOverload<>(&QWidget::update));
   connect(view->horizontalScrollBar(), &QScrollBar::valueChanged, this, qOverload<>(&QWidget::update));
+}
+
+bool LaneFooter::event(QEvent* event) {
+  auto* model = view_->placementModel();
+  if (event->type() != QEvent::ToolTip || !model) return QWidget::event(event);
+  auto* help = static_cast<QHelpEvent*>(event);
+  const int offset = view_->viewport()->mapToGlobal(QPoint(0, 0)).x() - mapToGlobal(QPoint(0, 0)).x();
+  const int column = view_->columnAt(help->pos().x() - offset);
+  const QString tip = column > 0 ? model->headerData(column, Qt::Horizontal, Qt::ToolTipRole).toString() : QString();
+  if (tip.isEmpty()) QToolTip::hideText();
+  else QToolTip::showText(help->globalPos(), tip, this);
+  return true;
 }
 
 QSize LaneFooter::sizeHint() const { return {400, 3 * fontMetrics().height() + 12}; }

@@ -42,7 +42,8 @@ class PlacementView : public QTableView {
   int hoverColumn_ = -1;
 };
 
-// Memory bars with "used / capacity ✓" or "✗ short X" under each device lane, aligned to the view's columns.
+// Memory bars with "used / capacity ✓" or "✗ short X" under each device lane, aligned to the view's
+// columns; hovering one shows its lane's figures (weights by part, KV, scratch, overhead).
 class LaneFooter : public QWidget {
   Q_OBJECT
  public:
@@ -51,6 +52,7 @@ class LaneFooter : public QWidget {
 
  protected:
   void paintEvent(QPaintEvent* event) override;
+  bool event(QEvent* event) override;  // tooltips: the lane header's (weights by part, KV, scratch)
 
  private:
   PlacementView* view_;

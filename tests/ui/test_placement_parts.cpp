@@ -90,7 +90,7 @@ class TestPlacementParts : public QObject {
   }
 
   // One step of a row: "split L C" cuts block L's experts at C; "drag PART A-B[:E-F] LANE" drags
-  // PART ("attention", "ffn", "experts"; experts E..F inclusive, default all) of blocks A..B, taken
+  // PART ("whole", "attention", "ffn", "experts"; experts E..F inclusive, default all) of blocks A..B, taken
   // from their part rows with the model's own mimeData, onto LANE (a device, or "group:a,b").
   // Returns whether the drop was taken.
   bool step(const QString& text) {
@@ -103,7 +103,7 @@ class TestPlacementParts : public QObject {
     const int end = experts.isEmpty() ? kExperts : experts.value(1, experts[0]).toInt() + 1;
     QModelIndexList rows;
     for (int b = blocks[0].toInt(); b <= blocks.value(1, blocks[0]).toInt(); ++b) {
-      model_->setExpanded(b, true);
+      if (part != BlockPart::Whole) model_->setExpanded(b, true);
       const int row = model_->rowOf(TileRow{b + 1, part, part == BlockPart::Experts ? begin : 0,
                                             part == BlockPart::Experts ? end : 0});
       if (row < 0) qWarning("no row for %s of blk %d", qPrintable(w[1]), b);
@@ -185,6 +185,15 @@ class TestPlacementParts : public QObject {
     QCOMPARE(bytes(6), kExpertsBytes / 2);
     QVERIFY(!model_->splitExperts(1, 8));  // not inside 1..7
     QVERIFY(!model_->splitExperts(1, 0));
+    // A selection of one part drags that part; mixed rows drag the tiles they span, whole.
+    const auto payload = [&](const QModelIndexList& rows) {
+      std::unique_ptr<QMimeData> mime(model_->mimeData(rows));
+      return QString::fromUtf8(mime->data("application/x-strata-layers"));
+    };
+    QCOMPARE(payload({model_->index(6, 0)}), QString(R"({"experts":[4,8],"first_tile":2,"last_tile":2,"part":"experts"})"));
+    QCOMPARE(payload({model_->index(4, 0)}), QString(R"({"first_tile":2,"last_tile":2,"part":"ffn"})"));
+    QCOMPARE(payload({model_->index(3, 0), model_->index(7, 0)}), QString(R"({"first_tile":2,"last_tile":3})"));
+    QCOMPARE(payload({model_->index(5, 0), model_->index(6, 0)}), QString(R"({"first_tile":2,"last_tile":2})"));
     QVERIFY(model_->joinExperts(1));
     QCOMPARE(model_->rowCount(), 9);
     QVERIFY(model_->setExpanded(1, false));
@@ -228,6 +237,9 @@ class TestPlacementParts : public QObject {
         << "split 1 4; drag experts 1:4-7 cpu; drag experts 1:4-7 gpu0" << true << kInitialLayers << "";
     QTest::newRow("attention back clears the ffn override")
         << "drag attention 0 gpu1; drag attention 0 gpu0" << true << kInitialLayers << "";
+    QTest::newRow("whole block moves all its parts")
+        << "drag experts 1 cpu; drag ffn 1 gpu1; drag whole 1 gpu1" << true
+        << R"([{"device":"gpu0","layers":0},{"device":"gpu1","layers":"1-3"}])" << "";
     QTest::newRow("experts onto a group refused")
         << "drag experts 1 group:gpu0,gpu1" << false << kInitialLayers
         << "blk 1: the experts run on one device, not a tensor group";

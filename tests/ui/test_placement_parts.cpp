@@ -8,13 +8,17 @@
 // view's part menu and double-click. Every model change runs under QAbstractItemModelTester.
 #include <QAbstractItemModelTester>
 #include <QAction>
+#include <QApplication>
+#include <QInputDialog>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QMenu>
 #include <QMimeData>
 #include <QProcess>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <QtTest>
@@ -401,9 +405,25 @@ class TestPlacementParts : public QObject {
     QVERIFY(partsMenu->findChild<QAction*>("splitExperts"));
     QVERIFY(partsMenu->findChild<QAction*>("splitExperts")->isEnabled());
     QVERIFY(partsMenu->findChild<QAction*>("hideParts"));
-    model_->splitExperts(2, 2);
+    // "Split experts…" asks for the cut in a spin box (6 here): two rows, 0-5 and 6-7.
+    QTimer answer;
+    answer.setInterval(10);
+    connect(&answer, &QTimer::timeout, this, [&answer] {
+      auto* dialog = qobject_cast<QInputDialog*>(QApplication::activeModalWidget());
+      if (!dialog) return;
+      answer.stop();
+      QCOMPARE(dialog->intMinimum(), 1);
+      QCOMPARE(dialog->intMaximum(), 7);
+      QVERIFY(dialog->findChild<QSpinBox*>());
+      dialog->setIntValue(6);
+      dialog->accept();
+    });
+    answer.start();
+    partsMenu->findChild<QAction*>("splitExperts")->trigger();
+    QVERIFY(model_->rowOf(TileRow{3, BlockPart::Experts, 0, 6}) > 0);
+    QVERIFY(model_->rowOf(TileRow{3, BlockPart::Experts, 6, kExperts}) > 0);
     partsMenu->findChild<QAction*>("joinExperts")->trigger();
-    QCOMPARE(model_->rowOf(TileRow{3, BlockPart::Experts, 0, 2}), -1);
+    QCOMPARE(model_->rowOf(TileRow{3, BlockPart::Experts, 0, 6}), -1);
     menu.reset(view.rowMenu(blk2, nullptr));
     menu->findChild<QAction*>("showAllParts")->trigger();
     QCOMPARE(model_->rowCount(), 6 + 4 * 3);

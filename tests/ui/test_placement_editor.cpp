@@ -217,6 +217,26 @@ class TestPlacementEditor : public QObject {
     }
   }
 
+  void showPartsButton() {
+    auto* button = editor_->findChild<QPushButton*>("showParts");
+    QVERIFY(button);
+    QCOMPARE(editor_->model()->rowCount(), 7);  // embedding, blk 0-4, head
+    button->click();
+    QCOMPARE(editor_->model()->rowCount(), 7 + 5 * 2);  // a dense model: attention and ffn rows
+    QVERIFY(button->isChecked());
+    QCOMPARE(editor_->model()->headerData(4, Qt::Vertical).toString(), QString("blk 1"));
+    QCOMPARE(editor_->model()->headerData(5, Qt::Vertical).toString(), QString("blk 1 attention"));
+    QCOMPARE(editor_->model()->headerData(6, Qt::Vertical).toString(), QString("blk 1 ffn"));
+    // Hiding one block's parts: no longer every block's.
+    editor_->model()->setExpanded(1, false);
+    QVERIFY(!button->isChecked());
+    button->click();
+    QCOMPARE(editor_->model()->rowCount(), 7 + 5 * 2);
+    button->click();
+    QCOMPARE(editor_->model()->rowCount(), 7);
+    QVERIFY(!button->isChecked());
+  }
+
   void autoPlanAndResult() {
     QSignalSpy requested(editor_.get(), &PlacementEditor::requestAutoPlan);
     editor_->findChild<QPushButton*>("auto-balance")->click();

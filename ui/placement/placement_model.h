@@ -106,6 +106,7 @@ class PlacementModel : public QAbstractTableModel {
   bool setExpanded(int layer, bool on);
   bool isExpanded(int layer) const { return expanded_.contains(layer); }
   void setAllExpanded(bool on);
+  bool allExpanded() const { return model_.nLayers > 0 && expanded_.size() == model_.nLayers; }
   // Cuts block `layer`'s experts at expert `cut` (1..n_expert-1) into two rows that drag on their
   // own; the cut stays while both sides run on one device. joinExperts drops the block's own cuts
   // (ranges placed apart stay cut).

@@ -41,7 +41,9 @@ QString tileName(int tile, int nLayers);  // "embedding", "blk 3", "head"
 // "tiles 20-24 out of range: the model has 22 layers (0-21)",
 // "a 'group' needs at least 2 devices, has 1",
 // "the embedding must be on one device, not a group of 2 (gpu0, gpu1)",
-// "placement names device 'gpu7', which is not among: cpu, gpu0".
+// "placement names device 'gpu7', which is not among: cpu, gpu0";
+// for parts (movePart): "the embedding and the head have no parts", "blk 0 has a dense FFN (no experts)",
+// "blk 1: the experts run on one device, not a tensor group".
 // Not fitting in memory is not an error here (the lane turns red; Apply is refused).
 QString validateEdit(const PlacementEdit& edit, const PlacementData& current, const ModelInfo& model,
                      const QStringList& deviceIds);

@@ -14,6 +14,7 @@
 #include "engine/core/version.h"
 #include "engine/plan/memory_estimate.h"
 #include "engine/plan/placement_validate.h"
+#include "engine/plan/tensor_split.h"
 #include "engine/serve/device_json.h"
 #include "engine/serve/replan_json.h"
 
@@ -425,6 +426,18 @@ nlohmann::json EngineHost::status_json() const {
   j["model"]["n_vocab"] = c.n_vocab;
   j["model"]["n_ctx_train"] = c.n_ctx_train;
   j["model"]["layer_bytes"] = layer_bytes;
+  // The parts of each block (docs/placement.md, "Parts of a block"), for the editor's part tiles:
+  // attention (with its norms), the FFN part (dense FFN, or router + shared expert) and the routed
+  // experts (all of them; one expert is experts_bytes / n_expert). The three sum to layer_bytes[i].
+  nlohmann::json layer_parts = nlohmann::json::array();
+  const plan::LayerShard whole = plan::whole_layer(c);
+  for (const model::LayerWeights& l : w.layers)
+    layer_parts.push_back({{"attention_bytes", plan::shard_attention_bytes(c, l, whole)},
+                           {"ffn_bytes", plan::shard_ffn_bytes(c, l, whole)},
+                           {"experts_bytes", plan::expert_range_bytes(c, l, 0, c.n_expert)}});
+  j["model"]["layer_parts"] = layer_parts;
+  j["model"]["n_expert"] = c.n_expert;            // routed experts per block; 0: a dense model
+  j["model"]["n_expert_used"] = c.n_expert_used;  // experts each token runs (top-k)
   j["model"]["embedding_bytes"] = w.token_embd.n_bytes;
   j["model"]["head_bytes"] = w.output_norm.n_bytes + (c.tied_output ? 0 : w.output.n_bytes);
   j["model"]["head_tied"] = c.tied_output;

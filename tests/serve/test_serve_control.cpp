@@ -246,6 +246,47 @@ TEST(ServeInspect, SummarizesAFileAndStatusCarriesLayerSizes) {
   EXPECT_EQ(m["kv_bytes_per_token"], 2 * 32 * 2);  // K and V, 32 f16 elements each
   EXPECT_EQ(m["kv_type"], "f16");
   EXPECT_EQ(m["n_embd"], 64);
+  // A dense model: no experts; each block's parts sum to its bytes, the FFN part being the dense FFN.
+  EXPECT_EQ(m["n_expert"], 0);
+  EXPECT_EQ(m["n_expert_used"], 0);
+  ASSERT_EQ(m["layer_parts"].size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    const Json& p = m["layer_parts"][i];
+    EXPECT_EQ(p["experts_bytes"], 0u);
+    // stories260K (F32, dim 64, 8 heads of 8, 4 KV heads, ffn 172): norms 64, q/o 64x64, k/v 32x64;
+    // FFN 3 x 172 x 64 and its norm, in bytes.
+    EXPECT_EQ(p["attention_bytes"], 4u * (64 + 2 * 64 * 64 + 2 * 32 * 64));
+    EXPECT_EQ(p["ffn_bytes"], 4u * (64 + 3 * 172 * 64));
+    EXPECT_EQ(p["attention_bytes"].get<uint64_t>() + p["ffn_bytes"].get<uint64_t>(), m["layer_bytes"][i].get<uint64_t>());
+  }
+}
+
+// A mixture-of-experts model: its expert counts and the routed experts' bytes per block, which the
+// placement editor shows as a part of its own (and splits by index ranges).
+TEST(ServeInspect, StatusCarriesExpertCountsAndPartSizes) {
+  const auto path = temp_dir("serve_moe") / "moe.gguf";
+  if (!std::filesystem::exists(path)) {
+    CliRun r = engine({"make-model", "--arch", "qwen3moe", "--vocab-from", stories_model(), "--dim", "64", "--layers", "3",
+                       "--heads", "4", "--kv-heads", "2", "--ffn", "128", "--experts", "8", "--experts-used", "2",
+                       "--expert-ff", "32", "--ctx", "256", "--type", "f32", "--seed", "3", "-o", path.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  ServerProcess server({"-m", path.string(), "--ctx", "64"});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  const Json m = get(server.port(), "/strata/v1/status").json()["model"];
+  EXPECT_EQ(m["architecture"], "qwen3moe");
+  EXPECT_EQ(m["n_expert"], 8);
+  EXPECT_EQ(m["n_expert_used"], 2);
+  ASSERT_EQ(m["layer_parts"].size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    const Json& p = m["layer_parts"][i];
+    // 8 experts x (gate, up: 32 x 64; down: 64 x 32) f32.
+    EXPECT_EQ(p["experts_bytes"], 8u * 3u * 32u * 64u * 4u);
+    // FFN norm and router (8 x 64), f32; qwen3moe has no shared expert.
+    EXPECT_EQ(p["ffn_bytes"], 4u * (64 + 8 * 64));
+    EXPECT_EQ(p["attention_bytes"].get<uint64_t>() + p["ffn_bytes"].get<uint64_t>() + p["experts_bytes"].get<uint64_t>(),
+              m["layer_bytes"][i].get<uint64_t>());
+  }
 }
 
 }  // namespace

@@ -21,11 +21,14 @@ class RealEngine {
   static QString binary() { return qEnvironmentVariable("STRATA_ENGINE", QStringLiteral(STRATA_ENGINE_BINARY)); }
   static QString modelPath() { return QStringLiteral(STRATA_SHARED_MODELS_DIR "/stories260K.gguf"); }
 
-  // Starts the engine with `devices` (a --devices spec) and waits until it serves the model.
-  // Returns an empty string on success, else what went wrong (the test fails with it).
-  QString start(const QString& devices, int ctx) {
-    if (!QFile::exists(modelPath()))
-      return QStringLiteral("stories260K.gguf is not in the shared models folder (setup puts it beside the checkout)");
+  // Starts the engine with `devices` (a --devices spec) and waits until it serves the model
+  // (stories260K unless `model` names another file). Returns an empty string on success, else what
+  // went wrong (the test fails with it).
+  QString start(const QString& devices, int ctx, const QString& model = modelPath()) {
+    if (!QFile::exists(model))
+      return model == modelPath()
+                 ? QStringLiteral("stories260K.gguf is not in the shared models folder (setup puts it beside the checkout)")
+                 : QStringLiteral("no model file '%1'").arg(model);
     client_ = std::make_unique<EngineClient>();
     process_ = std::make_unique<EngineProcess>(client_.get());
     EngineProcess::Options o;
@@ -34,7 +37,7 @@ class RealEngine {
     o.ctx = ctx;
     o.threads = 1;
     process_->setOptions(o);
-    process_->setModel(modelPath());
+    process_->setModel(model);
     process_->start();
     QElapsedTimer t;
     t.start();

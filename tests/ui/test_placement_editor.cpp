@@ -157,6 +157,86 @@ class TestPlacementEditor : public QObject {
     if (apply.count()) QCOMPARE(apply.first().first().toJsonObject(), model->placementJson());
   }
 
+  // A part of some blocks dropped through the view, as a drag of part rows brings it: the exact
+  // placement JSON, and the lanes' figures (weights by part too) the engine's for it.
+  void viewPartDrop_data() {
+    QTest::addColumn<int>("firstTile");
+    QTest::addColumn<int>("lastTile");
+    QTest::addColumn<QString>("part");
+    QTest::addColumn<QString>("lane");
+    QTest::addColumn<bool>("accepted");
+    QTest::addColumn<QString>("layers");
+    QTest::newRow("ffn of blk 2-3 to cpu")
+        << 3 << 4 << "ffn" << "cpu" << true
+        << R"([{"device":"gpu0","layers":"0-1"},{"device":"gpu1","ffn_device":"cpu","layers":"2-3"},{"device":"gpu1","layers":4}])";
+    QTest::newRow("attention of blk 1 to gpu1")
+        << 2 << 2 << "attention" << "gpu1" << true
+        << R"([{"device":"gpu0","layers":0},{"device":"gpu1","ffn_device":"gpu0","layers":1},{"device":"gpu1","layers":"2-4"}])";
+    QTest::newRow("ffn of blk 0 where it runs") << 1 << 1 << "ffn" << "gpu0" << false
+                                                << R"([{"device":"gpu0","layers":"0-1"},{"device":"gpu1","layers":"2-4"}])";
+    QTest::newRow("experts of a dense model") << 1 << 1 << "experts" << "cpu" << false
+                                              << R"([{"device":"gpu0","layers":"0-1"},{"device":"gpu1","layers":"2-4"}])";
+  }
+  void viewPartDrop() {
+    QFETCH(int, firstTile);
+    QFETCH(int, lastTile);
+    QFETCH(QString, part);
+    QFETCH(QString, lane);
+    QFETCH(bool, accepted);
+    QFETCH(QString, layers);
+    PlacementView* view = editor_->view();
+    PlacementModel* model = editor_->model();
+    const int column = model->laneOfDevice(lane);
+    const QPoint pos(view->columnViewportPosition(column) + view->columnWidth(column) / 2, 5);
+    std::unique_ptr<QMimeData> mime(PlacementModel::makeMime(firstTile, lastTile, partFromName(part), 0, 1));
+    QDragEnterEvent enter(pos, Qt::MoveAction | Qt::CopyAction, mime.get(), Qt::LeftButton, Qt::NoModifier);
+    QCoreApplication::sendEvent(view->viewport(), &enter);
+    QDragMoveEvent move(pos, Qt::MoveAction | Qt::CopyAction, mime.get(), Qt::LeftButton, Qt::NoModifier);
+    QCoreApplication::sendEvent(view->viewport(), &move);
+    QCOMPARE(move.isAccepted(), accepted);
+    QCOMPARE(model->isPreviewing(), accepted);
+    QDropEvent drop(QPointF(pos), Qt::MoveAction | Qt::CopyAction, mime.get(), Qt::LeftButton, Qt::NoModifier);
+    QCoreApplication::sendEvent(view->viewport(), &drop);
+    QCOMPARE(drop.isAccepted(), accepted);
+    QCOMPARE(QString::fromUtf8(QJsonDocument(model->placementJson().value("layers").toArray()).toJson(QJsonDocument::Compact)),
+             layers);
+    QVERIFY(waitCurrent());
+    QCOMPARE(model->estimatedPlacement(), model->placementJson());
+    const EngineEstimate e = engineEstimate();
+    for (const DeviceMemoryEstimate& want : e.memory) {
+      const int c = model->laneOfDevice(want.device);
+      QCOMPARE(model->headerData(c, Qt::Horizontal, PlacementModel::LaneAttentionRole).toULongLong(), want.attention);
+      QCOMPARE(model->headerData(c, Qt::Horizontal, PlacementModel::LaneFfnRole).toULongLong(), want.ffn);
+      QCOMPARE(model->headerData(c, Qt::Horizontal, PlacementModel::LaneTotalRole).toULongLong(), want.total);
+    }
+    QCOMPARE(model->prediction().decodeTokensPerS, e.cost.decodeTokensPerS);
+    if (accepted && part == "ffn") {
+      // stories260K's FFN part: norm + 3 x 172 x 64 f32, per block; two blocks' of them on the CPU.
+      QCOMPARE(model->memoryOf("cpu").ffn, 2ull * 4 * (64 + 3 * 172 * 64));
+      QCOMPARE(model->memoryOf("cpu").attention, 0ull);
+    }
+  }
+
+  void showPartsButton() {
+    auto* button = editor_->findChild<QPushButton*>("showParts");
+    QVERIFY(button);
+    QCOMPARE(editor_->model()->rowCount(), 7);  // embedding, blk 0-4, head
+    button->click();
+    QCOMPARE(editor_->model()->rowCount(), 7 + 5 * 2);  // a dense model: attention and ffn rows
+    QVERIFY(button->isChecked());
+    QCOMPARE(editor_->model()->headerData(4, Qt::Vertical).toString(), QString("blk 1"));
+    QCOMPARE(editor_->model()->headerData(5, Qt::Vertical).toString(), QString("blk 1 attention"));
+    QCOMPARE(editor_->model()->headerData(6, Qt::Vertical).toString(), QString("blk 1 ffn"));
+    // Hiding one block's parts: no longer every block's.
+    editor_->model()->setExpanded(1, false);
+    QVERIFY(!button->isChecked());
+    button->click();
+    QCOMPARE(editor_->model()->rowCount(), 7 + 5 * 2);
+    button->click();
+    QCOMPARE(editor_->model()->rowCount(), 7);
+    QVERIFY(!button->isChecked());
+  }
+
   void autoPlanAndResult() {
     QSignalSpy requested(editor_.get(), &PlacementEditor::requestAutoPlan);
     editor_->findChild<QPushButton*>("auto-balance")->click();

@@ -36,6 +36,62 @@ class TestPlacementJson : public QObject {
     QCOMPARE(PlacementData::fromJson(scattered, 22, &error).toJson(), doc);
   }
 
+  // Placements as the engine writes them (`strata-engine plan --json`'s "placement" for a 4-block
+  // qwen3moe model with 8 experts and stories260K: --experts-on-cpu 2, --override of FFN and
+  // expert tensors, a placement file with expert ranges, kv_type f32): parsed and written back
+  // unchanged, with the parts read into the fields they stand for.
+  void engineJsonRoundTrips_data() {
+    QTest::addColumn<QString>("json");
+    QTest::addColumn<int>("nLayers");
+    QTest::addColumn<int>("layer");        // a block to look at
+    QTest::addColumn<QString>("ffnDevice");
+    QTest::addColumn<QString>("experts");  // its ranges, "begin-end:device" (end -1: to the last)
+    QTest::newRow("experts on cpu") << R"({"embedding":{"device":"gpu0"},"head":{"device":"gpu1"},"layers":[{"device":"gpu0","experts":"cpu","layers":"0-1"},{"device":"gpu1","layers":"2-3"}],"max_batch":256,"n_ctx":64,"n_seq":1,"version":1})"
+                                    << 4 << 1 << "" << "0--1:cpu";
+    QTest::newRow("dense ffn override") << R"({"embedding":{"device":"gpu0"},"head":{"device":"gpu1"},"layers":[{"device":"gpu0","layers":"0-1"},{"device":"gpu0","ffn_device":"cpu","layers":2},{"device":"gpu1","ffn_device":"cpu","layers":3},{"device":"gpu1","layers":4}],"max_batch":256,"n_ctx":64,"n_seq":1,"version":1})"
+                                        << 5 << 3 << "cpu" << "";
+    QTest::newRow("expert ranges") << R"({"embedding":{"device":"gpu0"},"head":{"device":"gpu1"},"layers":[{"device":"gpu0","experts":[{"device":"gpu0","experts":"0-3"},{"device":"cpu","experts":"4-"}],"layers":"0-1"},{"device":"gpu1","experts":"cpu","ffn_device":"gpu0","kv_device":"cpu","layers":2},{"device":"gpu1","experts":[{"device":"cpu","experts":"0"},{"device":"gpu0","experts":"1-6"},{"device":"gpu1","experts":"7"}],"layers":3}],"max_batch":256,"n_ctx":64,"n_seq":1,"version":1})"
+                                   << 4 << 3 << "" << "0-1:cpu 1-7:gpu0 7-8:gpu1";
+    QTest::newRow("ffn apart, kv_type") << R"({"embedding":{"device":"gpu0"},"head":{"device":"gpu1"},"kv_type":"f32","layers":[{"device":"gpu0","ffn_device":"gpu1","layers":0},{"device":"gpu0","layers":1},{"device":"gpu1","layers":"2-3"}],"max_batch":256,"n_ctx":64,"n_seq":1,"version":1})"
+                                        << 4 << 0 << "gpu1" << "";
+    QTest::newRow("group, no parts") << R"({"embedding":{"device":"gpu0"},"head":{"device":"gpu1"},"layers":[{"group":["gpu0","gpu1"],"layers":"0-4","ratio":[1,1]}],"max_batch":256,"n_ctx":64,"n_seq":1,"version":1})"
+                                     << 5 << 4 << "" << "";
+  }
+  void engineJsonRoundTrips() {
+    QFETCH(QString, json);
+    QFETCH(int, nLayers);
+    QFETCH(int, layer);
+    QFETCH(QString, ffnDevice);
+    QFETCH(QString, experts);
+    const QJsonObject engine = QJsonDocument::fromJson(json.toUtf8()).object();
+    QVERIFY(!engine.isEmpty());
+    QString error;
+    const PlacementData p = PlacementData::fromJson(engine, nLayers, &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    QCOMPARE(p.layers[layer].ffnDevice, ffnDevice);
+    QStringList ranges;
+    for (const ExpertRange& r : p.layers[layer].experts) ranges << QStringLiteral("%1-%2:%3").arg(r.begin).arg(r.end).arg(r.device);
+    QCOMPARE(ranges.join(' '), experts);
+    QCOMPARE(QString::fromUtf8(QJsonDocument(p.toJson()).toJson(QJsonDocument::Compact)), json);
+    // Written and parsed again: the same data.
+    QCOMPARE(PlacementData::fromJson(p.toJson(), nLayers, &error), p);
+  }
+
+  void unknownFieldsStillRejected() {
+    QJsonObject p = parse(R"({"version":1,"n_ctx":64,"embedding":{"device":"a"},"head":{"device":"a"},
+        "layers":[{"layers":"0-1","device":"a"}]})");
+    p["kv_typ"] = "f32";
+    QString error;
+    QCOMPARE(PlacementData::fromJson(p, 2, &error).layerCount(), 0);
+    QCOMPARE(error, QString("placement: unknown field 'kv_typ'"));
+    p.remove("kv_typ");
+    p["kv_type"] = "q4_0";
+    QCOMPARE(PlacementData::fromJson(p, 2, &error).layerCount(), 0);
+    QCOMPARE(error, QString("KV cache type 'q4_0' is not one of f32, f16, q8_0"));
+    p["kv_type"] = "F16";  // the default: not written back
+    QVERIFY(PlacementData::fromJson(p, 2, &error).toJson().value("kv_type").isUndefined());
+  }
+
   void errors_data() {
     QTest::addColumn<QString>("layers");
     QTest::addColumn<QString>("message");
@@ -50,7 +106,20 @@ class TestPlacementJson : public QObject {
                            << "layers[0]: 'ratio'[1] is -2 for device 'b'; ratios must be > 0";
     QTest::newRow("group of one") << R"([{"layers":"0-9","group":["a"]}])" << "layers[0]: a 'group' needs at least 2 devices, has 1";
     QTest::newRow("typo") << R"([{"layers":"0-9","device":"a","kv_devce":"cpu"}])"
-                          << "layers[0]: unknown field 'kv_devce' (expected: layers, device, group, ratio, kv_device)";
+                          << "layers[0]: unknown field 'kv_devce' (expected: layers, device, group, ratio, kv_device, ffn_device, experts)";
+    QTest::newRow("ffn typo") << R"([{"layers":"0-9","device":"a","ffn_devce":"cpu"}])"
+                              << "layers[0]: unknown field 'ffn_devce' (expected: layers, device, group, ratio, kv_device, ffn_device, experts)";
+    QTest::newRow("experts range typo") << R"([{"layers":"0-9","device":"a","experts":[{"expert":"0-3","device":"cpu"}]}])"
+                                        << "layers[0]: 'experts'[0]: unknown field 'expert' (expected: experts, device)";
+    QTest::newRow("experts range without device") << R"([{"layers":"0-9","device":"a","experts":[{"experts":"0-3"}]}])"
+                                                  << "layers[0]: 'experts'[0]: needs 'experts' and 'device'";
+    QTest::newRow("experts empty") << R"([{"layers":"0-9","device":"a","experts":[]}])"
+                                   << "layers[0]: 'experts' must be a device id or a non-empty array of "
+                                      "{\"experts\": \"0-63\", \"device\": id}, not an array";
+    QTest::newRow("experts backwards") << R"([{"layers":"0-9","device":"a","experts":[{"experts":"7-3","device":"a"}]}])"
+                                       << "layers[0]: 'experts'[0]: expert: layer range '7-3' ends before it starts";
+    QTest::newRow("ffn device number") << R"([{"layers":"0-9","device":"a","ffn_device":3}])"
+                                       << "layers[0]: 'ffn_device' must be a device id string, not an integer";
     QTest::newRow("both") << R"([{"layers":"0-9","device":"a","group":["a","b"]}])"
                           << "layers[0]: give either 'device' or 'group', not both";
   }

@@ -11,12 +11,31 @@ namespace strata::ui {
 namespace {
 
 const QSet<QString>& knownTopFields() {
-  static const QSet<QString> f = {"version", "n_ctx", "n_seq", "max_batch", "embedding", "layers", "head"};
+  static const QSet<QString> f = {"version", "n_ctx", "n_seq", "max_batch", "kv_type", "embedding", "layers", "head"};
   return f;
 }
 const QSet<QString>& knownEntryFields() {
-  static const QSet<QString> f = {"layers", "device", "group", "ratio", "kv_device"};
+  static const QSet<QString> f = {"layers", "device", "group", "ratio", "kv_device", "ffn_device", "experts"};
   return f;
+}
+
+QString jsonTypeName(const QJsonValue& v) {
+  switch (v.type()) {
+    case QJsonValue::Double: return v.toDouble() == std::floor(v.toDouble()) ? QStringLiteral("an integer") : QStringLiteral("a number");
+    case QJsonValue::Array: return QStringLiteral("an array");
+    case QJsonValue::Object: return QStringLiteral("an object");
+    case QJsonValue::Bool: return QStringLiteral("a boolean");
+    case QJsonValue::Null: return QStringLiteral("a null");
+    default: return QStringLiteral("a string");
+  }
+}
+
+// A device id field ("ffn_device", an experts range's "device"): a non-empty string.
+bool readDeviceId(const QJsonValue& v, const QString& where, QString* id, QString* error) {
+  if (!v.isString()) return *error = QStringLiteral("%1 must be a device id string, not %2").arg(where, jsonTypeName(v)), false;
+  if (v.toString().isEmpty()) return *error = QStringLiteral("%1 is an empty device id").arg(where), false;
+  *id = v.toString();
+  return true;
 }
 
 QString rangeText(int a, int b) { return a == b ? QString::number(a) : QStringLiteral("%1-%2").arg(a).arg(b); }
@@ -52,6 +71,57 @@ bool readDevice(const QJsonObject& o, const QString& what, QString* device, QStr
   return true;
 }
 
+// "experts": "cpu" (every expert), or [{"experts": "0-63", "device": "gpu0"}, {"experts": "64-",
+// "device": "cpu"}] (inclusive; "N-" runs to the last expert). As the engine parses it; order and
+// coverage against the model are the engine's validation.
+bool parseExperts(const QJsonValue& v, const QString& where, QList<ExpertRange>* out, QString* error) {
+  out->clear();
+  if (v.isString()) {
+    ExpertRange all;
+    if (!readDeviceId(v, where, &all.device, error)) return false;
+    out->append(all);
+    return true;
+  }
+  if (!v.isArray() || v.toArray().isEmpty())
+    return *error = QStringLiteral("%1 must be a device id or a non-empty array of {\"experts\": \"0-63\", \"device\": id}, not %2")
+                        .arg(where, jsonTypeName(v)),
+           false;
+  const QJsonArray ranges = v.toArray();
+  for (int i = 0; i < ranges.size(); ++i) {
+    const QString at = QStringLiteral("%1[%2]").arg(where).arg(i);
+    if (!ranges[i].isObject()) return *error = QStringLiteral("%1 must be an object, not %2").arg(at, jsonTypeName(ranges[i])), false;
+    const QJsonObject r = ranges[i].toObject();
+    for (auto it = r.begin(); it != r.end(); ++it)
+      if (it.key() != QLatin1String("experts") && it.key() != QLatin1String("device"))
+        return *error = QStringLiteral("%1: unknown field '%2' (expected: experts, device)").arg(at, it.key()), false;
+    if (!r.contains(QLatin1String("experts")) || !r.contains(QLatin1String("device")))
+      return *error = QStringLiteral("%1: needs 'experts' and 'device'").arg(at), false;
+    ExpertRange range;
+    if (!readDeviceId(r.value(QLatin1String("device")), at + QStringLiteral(": 'device'"), &range.device, error)) return false;
+    const QJsonValue e = r.value(QLatin1String("experts"));
+    const QString text = e.toString();
+    QString err;
+    if (e.isString() && text.endsWith(QLatin1Char('-')) && text.size() > 1) {  // "64-": to the last expert
+      bool ok = false;
+      range.begin = text.chopped(1).toInt(&ok);
+      if (!ok || range.begin < 0) return *error = QStringLiteral("%1: expert: '%2' is not a layer number").arg(at, text.chopped(1)), false;
+      range.end = kAllExperts;
+    } else {
+      int first = 0, last = 0;
+      if (!parseRange(e, &first, &last, &err)) return *error = QStringLiteral("%1: expert: %2").arg(at, err), false;
+      range.begin = first;
+      range.end = last + 1;
+    }
+    out->append(range);
+  }
+  return true;
+}
+
+QString expertsText(const ExpertRange& r) {
+  if (r.end == kAllExperts) return QStringLiteral("%1-").arg(r.begin);
+  return r.end - r.begin == 1 ? QString::number(r.begin) : QStringLiteral("%1-%2").arg(r.begin).arg(r.end - 1);
+}
+
 }  // namespace
 
 double LayerTarget::fraction(int i) const {
@@ -78,7 +148,7 @@ QString LayerTarget::label() const {
 }
 
 bool PlacementData::operator==(const PlacementData& o) const {
-  return nCtx == o.nCtx && nSeq == o.nSeq && maxBatch == o.maxBatch && embeddingDevice == o.embeddingDevice &&
+  return nCtx == o.nCtx && nSeq == o.nSeq && maxBatch == o.maxBatch && kvType == o.kvType && embeddingDevice == o.embeddingDevice &&
          headDevice == o.headDevice && layers == o.layers;
 }
 
@@ -86,7 +156,7 @@ PlacementData PlacementData::allOn(const QString& device, int nLayers, int nCtx)
   PlacementData p;
   p.nCtx = nCtx;
   p.embeddingDevice = p.headDevice = device;
-  for (int i = 0; i < nLayers; ++i) p.layers.append(LayerTarget{{device}, {}, {}});
+  for (int i = 0; i < nLayers; ++i) p.layers.append(LayerTarget{{device}, {}, {}, {}, {}});
   return p;
 }
 
@@ -115,6 +185,15 @@ PlacementData PlacementData::fromJson(const QJsonObject& json, int nLayers, QStr
   p.maxBatch = json.value(QLatin1String("max_batch")).toInt(256);
   if (p.nCtx < 1 || p.nCtx > (1 << 24)) return fail(QStringLiteral("placement: n_ctx %1 is out of range 1..16777216").arg(p.nCtx));
   if (p.nSeq < 1 || p.nSeq > 256) return fail(QStringLiteral("placement: n_seq %1 is out of range 1..256").arg(p.nSeq));
+  if (json.contains(QLatin1String("kv_type"))) {
+    const QJsonValue kv = json.value(QLatin1String("kv_type"));
+    if (!kv.isString()) return fail(QStringLiteral("placement: 'kv_type' must be a string (f32, f16, q8_0)"));
+    const QString name = kv.toString();
+    if (name != QLatin1String("f16") && name != QLatin1String("F16") && name != QLatin1String("f32") &&
+        name != QLatin1String("F32") && name != QLatin1String("q8_0") && name != QLatin1String("Q8_0"))
+      return fail(QStringLiteral("KV cache type '%1' is not one of f32, f16, q8_0").arg(name));
+    p.kvType = name.toLower() == QLatin1String("f16") ? QString() : name.toLower();  // f16: the default
+  }
   if (!readDevice(json.value(QLatin1String("embedding")).toObject(), QStringLiteral("embedding"), &p.embeddingDevice, &err) ||
       !readDevice(json.value(QLatin1String("head")).toObject(), QStringLiteral("head"), &p.headDevice, &err))
     return fail(err);
@@ -128,7 +207,7 @@ PlacementData PlacementData::fromJson(const QJsonObject& json, int nLayers, QStr
     const QString where = QStringLiteral("layers[%1]").arg(e);
     for (auto it = o.begin(); it != o.end(); ++it)
       if (!knownEntryFields().contains(it.key()))
-        return fail(QStringLiteral("%1: unknown field '%2' (expected: layers, device, group, ratio, kv_device)")
+        return fail(QStringLiteral("%1: unknown field '%2' (expected: layers, device, group, ratio, kv_device, ffn_device, experts)")
                         .arg(where, it.key()));
     int first = 0, last = 0;
     if (!parseRange(o.value(QLatin1String("layers")), &first, &last, &err)) return fail(where + QStringLiteral(": ") + err);
@@ -163,6 +242,12 @@ PlacementData PlacementData::fromJson(const QJsonObject& json, int nLayers, QStr
       }
     }
     t.kvDevice = o.value(QLatin1String("kv_device")).toString();
+    if (o.contains(QLatin1String("ffn_device")) &&
+        !readDeviceId(o.value(QLatin1String("ffn_device")), where + QStringLiteral(": 'ffn_device'"), &t.ffnDevice, &err))
+      return fail(err);
+    if (o.contains(QLatin1String("experts")) &&
+        !parseExperts(o.value(QLatin1String("experts")), where + QStringLiteral(": 'experts'"), &t.experts, &err))
+      return fail(err);
     for (int b = first; b <= last; ++b) {
       if (owner[b] >= 0)
         return fail(QStringLiteral("%1: layers %2 overlap layers %3 at layer %4")
@@ -191,6 +276,7 @@ QJsonObject PlacementData::toJson() const {
   j[QLatin1String("n_ctx")] = nCtx;
   j[QLatin1String("n_seq")] = nSeq;
   j[QLatin1String("max_batch")] = maxBatch;
+  if (!kvType.isEmpty()) j[QLatin1String("kv_type")] = kvType;
   j[QLatin1String("embedding")] = QJsonObject{{QLatin1String("device"), embeddingDevice}};
   j[QLatin1String("head")] = QJsonObject{{QLatin1String("device"), headDevice}};
   QJsonArray entries;
@@ -211,6 +297,15 @@ QJsonObject PlacementData::toJson() const {
       e[QLatin1String("device")] = t.devices.value(0);
     }
     if (!t.kvDevice.isEmpty()) e[QLatin1String("kv_device")] = t.kvDevice;
+    if (!t.ffnDevice.isEmpty()) e[QLatin1String("ffn_device")] = t.ffnDevice;
+    if (t.experts.size() == 1 && t.experts[0].begin == 0 && t.experts[0].end == kAllExperts) {
+      e[QLatin1String("experts")] = t.experts[0].device;
+    } else if (!t.experts.isEmpty()) {
+      QJsonArray ranges;
+      for (const ExpertRange& r : t.experts)
+        ranges.append(QJsonObject{{QLatin1String("device"), r.device}, {QLatin1String("experts"), expertsText(r)}});
+      e[QLatin1String("experts")] = ranges;
+    }
     entries.append(e);
     b = end + 1;
   }

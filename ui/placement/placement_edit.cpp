@@ -21,9 +21,14 @@ QString tileName(int tile, int nLayers) {
 }
 
 QString PlacementEdit::description(int nLayers) const {
-  const QString what = firstTile == lastTile
-                           ? tileName(firstTile, nLayers)
-                           : QStringLiteral("%1 … %2").arg(tileName(firstTile, nLayers), tileName(lastTile, nLayers));
+  QString what = firstTile == lastTile
+                     ? tileName(firstTile, nLayers)
+                     : QStringLiteral("%1 … %2").arg(tileName(firstTile, nLayers), tileName(lastTile, nLayers));
+  if (part == BlockPart::Experts)
+    what += expertEnd - expertBegin == nExpert ? QStringLiteral(" experts")
+                                                : QStringLiteral(" experts %1-%2").arg(expertBegin).arg(expertEnd - 1);
+  else if (part != BlockPart::Whole)
+    what += QLatin1Char(' ') + partName(part);
   return QStringLiteral("%1 → %2").arg(what, lane.label());
 }
 
@@ -63,6 +68,14 @@ QString validateEdit(const PlacementEdit& e, const PlacementData& current, const
   for (const QString& d : t.devices)
     if (!deviceIds.contains(d))
       return QStringLiteral("placement names device '%1', which is not among: %2").arg(d, deviceIds.join(QStringLiteral(", ")));
+  if (e.part != BlockPart::Whole) {
+    if (e.firstTile == 0 || e.lastTile == n + 1) return QStringLiteral("the embedding and the head have no parts");
+    for (int tile = e.firstTile; tile <= e.lastTile; ++tile) {
+      LayerTarget block = current.layers[tile - 1];
+      const QString why = movePart(block, tile - 1, e.part, t, e.expertBegin, e.expertEnd, model.nExpert);
+      if (!why.isEmpty()) return why;
+    }
+  }
   return {};
 }
 
@@ -74,10 +87,12 @@ PlacementData applyEdit(const PlacementEdit& e, const PlacementData& current) {
       p.embeddingDevice = e.lane.target.devices.value(0);
     } else if (tile == n + 1) {
       p.headDevice = e.lane.target.devices.value(0);
+    } else if (e.part != BlockPart::Whole) {
+      movePart(p.layers[tile - 1], tile - 1, e.part, e.lane.target, e.expertBegin, e.expertEnd, e.nExpert);
     } else {
       LayerTarget& t = p.layers[tile - 1];
       const QString kv = t.kvDevice;
-      t = LayerTarget{e.lane.target.devices, e.lane.target.isGroup() ? e.lane.target.ratio : QList<double>{}, {}};
+      t = LayerTarget{e.lane.target.devices, e.lane.target.isGroup() ? e.lane.target.ratio : QList<double>{}, {}, {}, {}};
       if (!(t.devices.size() == 1 && t.devices.first() == kv)) t.kvDevice = kv;
     }
   }

@@ -63,6 +63,21 @@ PlacementEditor::PlacementEditor(QWidget* parent)
     addAction(a);
     top->addWidget(b);
   }
+  // Every block's parts as rows (one block's: double-click it); each part then drags on its own.
+  auto* parts = new QPushButton(tr("Show parts"), this);
+  parts->setObjectName(QStringLiteral("showParts"));
+  parts->setCheckable(true);
+  parts->setToolTip(tr("Show each block's attention, FFN part and experts as rows that drag on their own"));
+  connect(parts, &QPushButton::toggled, this, [this](bool on) { model_->setAllExpanded(on); });
+  const auto followRows = [this, parts] {  // pressed while every block's parts are shown
+    const QSignalBlocker block(parts);
+    parts->setChecked(model_->allExpanded());
+  };
+  connect(model_, &QAbstractItemModel::rowsInserted, this, followRows);
+  connect(model_, &QAbstractItemModel::rowsRemoved, this, followRows);
+  connect(model_, &QAbstractItemModel::modelReset, this, followRows);
+  top->addSpacing(12);
+  top->addWidget(parts);
   auto* save = new QPushButton(tr("Save…"), this);
   auto* load = new QPushButton(tr("Load…"), this);
   connect(save, &QPushButton::clicked, this, [this] {

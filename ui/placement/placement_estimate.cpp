@@ -2,6 +2,8 @@
 // estimates (see header). No estimate is computed here.
 #include "ui/placement/placement_estimate.h"
 
+#include <algorithm>
+
 namespace strata::ui {
 
 namespace {
@@ -27,17 +29,38 @@ ModelInfo ModelInfo::fromJson(const QJsonObject& j) {
   m.layerBytes.resize(m.nLayers, uniform);
   m.embeddingBytes = bytesOf(j.value(QLatin1String("embedding_bytes")));
   m.headBytes = bytesOf(j.value(QLatin1String("head_bytes")));
+  const QJsonArray parts = j.value(QLatin1String("layer_parts")).toArray();
+  for (int i = 0; i < m.nLayers; ++i) {
+    const QJsonObject o = parts.at(i).toObject();
+    m.layerParts.append(PartBytes{bytesOf(o.value(QLatin1String("attention_bytes"))), bytesOf(o.value(QLatin1String("ffn_bytes"))),
+                                  bytesOf(o.value(QLatin1String("experts_bytes")))});
+  }
+  m.nExpert = std::max(0, j.value(QLatin1String("n_expert")).toInt());
+  m.nExpertUsed = std::max(0, j.value(QLatin1String("n_expert_used")).toInt());
   return m;
+}
+
+quint64 ModelInfo::expertsBytes(int layer, int expertBegin, int expertEnd) const {
+  if (nExpert <= 0 || expertEnd <= expertBegin) return 0;
+  return layerParts.value(layer).experts / static_cast<quint64>(nExpert) * static_cast<quint64>(expertEnd - expertBegin);
 }
 
 QJsonObject ModelInfo::toJson() const {
   QJsonArray lb;
   for (quint64 b : layerBytes) lb.append(static_cast<double>(b));
+  QJsonArray parts;
+  for (const PartBytes& p : layerParts)
+    parts.append(QJsonObject{{"attention_bytes", static_cast<double>(p.attention)},
+                             {"ffn_bytes", static_cast<double>(p.ffn)},
+                             {"experts_bytes", static_cast<double>(p.experts)}});
   return {{"name", name},
           {"n_layers", nLayers},
           {"layer_bytes", lb},
+          {"layer_parts", parts},
           {"embedding_bytes", static_cast<double>(embeddingBytes)},
-          {"head_bytes", static_cast<double>(headBytes)}};
+          {"head_bytes", static_cast<double>(headBytes)},
+          {"n_expert", nExpert},
+          {"n_expert_used", nExpertUsed}};
 }
 
 quint64 ModelInfo::tileBytes(int tile) const {
@@ -79,6 +102,10 @@ EngineEstimate parseEstimate(const QJsonObject& answer, const QList<DeviceSpec>&
     m.kv = bytesOf(o.value(QLatin1String("kv_bytes")));
     m.scratch = bytesOf(o.value(QLatin1String("scratch_bytes")));
     m.overhead = bytesOf(o.value(QLatin1String("overhead_bytes")));
+    const QJsonObject parts = o.value(QLatin1String("parts")).toObject();
+    m.attention = bytesOf(parts.value(QLatin1String("attention_bytes")));
+    m.ffn = bytesOf(parts.value(QLatin1String("ffn_bytes")));
+    m.experts = bytesOf(parts.value(QLatin1String("experts_bytes")));
     m.total = bytesOf(o.value(QLatin1String("total_bytes")));
     m.capacity = bytesOf(o.value(QLatin1String("capacity_bytes")));
     m.fits = o.value(QLatin1String("fits")).toBool(true);

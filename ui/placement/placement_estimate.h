@@ -17,17 +17,32 @@ namespace strata::ui {
 //    "n_layers": 28,
 //    "layer_bytes": [..n_layers..] | one number for every block,   weight bytes per block
 //    "embedding_bytes": N,                    token_embd
-//    "head_bytes": N}                         output_norm + output (0 matrix bytes when tied)
+//    "head_bytes": N,                         output_norm + output (0 matrix bytes when tied)
+//    "layer_parts": [{"attention_bytes", "ffn_bytes", "experts_bytes"}, ..n_layers..],   optional
+//    "n_expert": 128, "n_expert_used": 8}     optional; 0 (absent): a dense model
+struct PartBytes {
+  quint64 attention = 0;  // attention, its norms (the KV cache is the estimate's)
+  quint64 ffn = 0;        // the dense FFN, or an MoE block's router + shared expert
+  quint64 experts = 0;    // every routed expert; one is experts / nExpert
+};
 struct ModelInfo {
   QString name;
   int nLayers = 0;
   QList<quint64> layerBytes;
+  QList<PartBytes> layerParts;  // [n_layers]; zeros when the engine did not say
   quint64 embeddingBytes = 0;
   quint64 headBytes = 0;
+  int nExpert = 0;      // routed experts per block; 0: a dense model
+  int nExpertUsed = 0;  // experts each token runs (top-k)
 
+  bool isMoe() const { return nExpert > 0; }
   static ModelInfo fromJson(const QJsonObject& json);
   QJsonObject toJson() const;
   quint64 tileBytes(int tile) const;  // tile 0 = embedding, 1..n = block tile-1, n+1 = head
+  // Bytes of block `layer`'s attention, FFN part, or routed experts [expertBegin, expertEnd).
+  quint64 attentionBytes(int layer) const { return layerParts.value(layer).attention; }
+  quint64 ffnBytes(int layer) const { return layerParts.value(layer).ffn; }
+  quint64 expertsBytes(int layer, int expertBegin, int expertEnd) const;
 };
 
 // A device as /strata/v1/devices describes it (the fields the editor shows).
@@ -46,6 +61,9 @@ struct DeviceSpec {
 struct DeviceMemoryEstimate {
   QString device;
   quint64 weights = 0, kv = 0, scratch = 0, overhead = 0;  // weight_bytes, kv_bytes, scratch_bytes, overhead_bytes
+  // weights by part of the blocks ("parts": attention_bytes, ffn_bytes, experts_bytes); the rest of
+  // weights is the embedding, the head and the RoPE factors.
+  quint64 attention = 0, ffn = 0, experts = 0;
   quint64 total = 0, capacity = 0;                         // total_bytes, capacity_bytes
   bool used = false;            // the engine listed it: the placement puts something here
   bool fits = true;

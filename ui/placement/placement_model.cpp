@@ -7,6 +7,8 @@
 #include <QJsonDocument>
 #include <QMimeData>
 
+#include <algorithm>
+
 #include "ui/devices/memory_bar.h"
 #include "ui/theme/contrast.h"
 
@@ -23,7 +25,7 @@ QColor layerColor(int tile, int tiles) {
 
 PlacementModel::PlacementModel(QObject* parent) : QAbstractTableModel(parent), undo_(new QUndoStack(this)) {}
 
-int PlacementModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : tileCount(); }
+int PlacementModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(rows_.size()); }
 
 int PlacementModel::columnCount(const QModelIndex& parent) const {
   return parent.isValid() ? 0 : 1 + static_cast<int>(devices_.size() + groups_.size());
@@ -56,52 +58,98 @@ QStringList PlacementModel::deviceIds() const {
 
 QVariant PlacementModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
-  const int tile = index.row();
+  const TileRow row = rows_.value(index.row());
+  const int tile = row.tile;
   const int n = model_.nLayers;
+  const int layer = row.layer(n);
   const PlacementData& p = shown();
-  LayerTarget target;
-  if (tile == 0) target.devices = {p.embeddingDevice};
-  else if (tile == n + 1) target.devices = {p.headDevice};
-  else target = p.layers.value(tile - 1);
-  const quint64 bytes = model_.tileBytes(tile);
+  const LayerTarget block = p.layers.value(layer);
+  LayerTarget target;  // where this row's tile or part runs
+  quint64 bytes = model_.tileBytes(tile);
+  if (tile == 0) {
+    target.devices = {p.embeddingDevice};
+  } else if (tile == n + 1) {
+    target.devices = {p.headDevice};
+  } else if (row.part == BlockPart::Ffn) {
+    target = ffnTargetOf(block);
+    bytes = model_.ffnBytes(layer);
+  } else if (row.part == BlockPart::Experts) {
+    const QString device = expertsDevice(block, model_.nExpert, row.expertBegin, row.expertEnd);
+    target = device.isEmpty() ? ffnTargetOf(block) : LayerTarget{{device}, {}, {}, {}, {}};
+    bytes = model_.expertsBytes(layer, row.expertBegin, row.expertEnd);
+  } else {
+    target = block;
+    if (row.part == BlockPart::Attention) bytes = model_.attentionBytes(layer);
+  }
 
   const Lane l = lane(index.column());
   bool placed = false;
   double share = 0;  // of the tile's split ratio, as the user set it (the engine splits by whole heads)
+  QStringList partsHere;  // a whole block's parts on this device lane, apart from its target
   if (l.kind == Lane::Kind::Device) {
-    const int member = static_cast<int>(target.devices.indexOf(l.target.devices.first()));
+    const QString id = l.target.devices.first();
+    const int member = static_cast<int>(target.devices.indexOf(id));
     placed = target.devices.size() == 1 && member == 0;
     if (member >= 0) share = placed ? 1.0 : target.fraction(member);
+    if (row.part == BlockPart::Whole && layer >= 0 && block.hasParts()) {
+      if (block.ffnDevice == id) partsHere << QStringLiteral("ffn");
+      for (const ExpertRange& r : resolvedExperts(block, model_.nExpert))  // (with the FFN part when not placed)
+        if (r.device == id)
+          partsHere << (r.begin == 0 && r.end == model_.nExpert ? QStringLiteral("experts")
+                                                                 : QStringLiteral("experts %1-%2").arg(r.begin).arg(r.end - 1));
+      if (placed) partsHere.clear();  // the target's lane shows the block
+    }
   } else if (l.kind == Lane::Kind::Group) {
     placed = target.isGroup() && target.sameTarget(l.target);
     share = placed ? 1.0 : 0.0;
   }
+  const QColor colour = layerColor(tile, tileCount());
 
   switch (role) {
     case Qt::DisplayRole:
-      if (index.column() == 0) return tileName(tile, n);
-      if (placed) return QStringLiteral("%1  %2").arg(tileName(tile, n), formatBytes(bytes));
-      if (share > 0) return QStringLiteral("%1  %2% of a split").arg(tileName(tile, n)).arg(qRound(share * 100));
+      if (index.column() == 0)
+        return row.part == BlockPart::Whole && expanded_.contains(layer) ? QStringLiteral("▾ ") + row.label(n) : row.label(n);
+      if (placed) return QStringLiteral("%1  %2").arg(row.label(n), formatBytes(bytes));
+      if (share > 0) return QStringLiteral("%1  %2% of a split").arg(row.label(n)).arg(qRound(share * 100));
+      if (!partsHere.isEmpty()) return QStringLiteral("%1  %2").arg(row.label(n), partsHere.join(QStringLiteral(", ")));
       return {};
-    case Qt::ToolTipRole:
-      return QStringLiteral("%1: %2 on %3%4")
-          .arg(tileName(tile, n), formatBytes(bytes), target.label(),
-               target.kvDevice.isEmpty() ? QString() : QStringLiteral(", KV on ") + target.kvDevice);
+    case Qt::ToolTipRole: {
+      QString tip = QStringLiteral("%1: %2 on %3%4")
+                        .arg(row.label(n), formatBytes(bytes), target.label(),
+                             row.part == BlockPart::Ffn || row.part == BlockPart::Experts || target.kvDevice.isEmpty()
+                                 ? QString()
+                                 : QStringLiteral(", KV on ") + target.kvDevice);
+      if (row.part == BlockPart::Whole && layer >= 0 && block.hasParts()) {
+        tip += QStringLiteral("; ffn on %1").arg(ffnTargetOf(block).label());
+        for (const ExpertRange& r : resolvedExperts(block, model_.nExpert))
+          tip += QStringLiteral(", experts %1-%2 on %3").arg(r.begin).arg(r.end - 1).arg(r.device);
+      }
+      if (index.column() == 0 && row.part == BlockPart::Whole && layer >= 0)
+        tip += expanded_.contains(layer) ? QStringLiteral(" (double-click: hide its parts)")
+                                         : QStringLiteral(" (double-click: show its parts)");
+      return tip;
+    }
     case Qt::BackgroundRole:
-      if (index.column() == 0 || placed) return QBrush(layerColor(tile, tileCount()));
-      if (share > 0) return QBrush(layerColor(tile, tileCount()).lighter(110));
+      if (index.column() == 0 || placed) return QBrush(colour);
+      if (share > 0 || !partsHere.isEmpty()) return QBrush(colour.lighter(110));
       return {};
     case Qt::ForegroundRole:  // pastel tiles in every theme: dark text on them, not the palette's
-      if (index.column() == 0 || placed) return QBrush(textOn(layerColor(tile, tileCount())));
-      if (share > 0) return QBrush(textOn(layerColor(tile, tileCount()).lighter(110)));
+      if (index.column() == 0 || placed) return QBrush(textOn(colour));
+      if (share > 0 || !partsHere.isEmpty()) return QBrush(textOn(colour.lighter(110)));
       return {};
     case TileKindRole:
       return tile == 0 ? QStringLiteral("embedding") : tile == n + 1 ? QStringLiteral("head") : QStringLiteral("block");
-    case LayerRole: return tile >= 1 && tile <= n ? tile - 1 : -1;
+    case LayerRole: return layer;
     case TileBytesRole: return bytes;
     case TargetRole: return target.label();
     case PlacedRole: return placed;
     case ShareRole: return share;
+    case TileRole: return tile;
+    case PartRole: return partName(row.part);
+    case ExpertBeginRole: return row.expertBegin;
+    case ExpertEndRole: return row.expertEnd;
+    case ExpandedRole: return row.part == BlockPart::Whole && expanded_.contains(layer);
+    case PartsHereRole: return partsHere;
     default: return {};
   }
 }
@@ -109,7 +157,7 @@ QVariant PlacementModel::data(const QModelIndex& index, int role) const {
 QVariant PlacementModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation == Qt::Vertical) {
     if (section < 0 || section >= rowCount()) return {};
-    return role == Qt::DisplayRole ? QVariant(tileName(section, model_.nLayers)) : QVariant();
+    return role == Qt::DisplayRole ? QVariant(rows_[section].label(model_.nLayers)) : QVariant();
   }
   if (section < 0 || section >= columnCount()) return {};
   const Lane l = lane(section);
@@ -124,9 +172,11 @@ QVariant PlacementModel::headerData(int section, Qt::Orientation orientation, in
     case Qt::ToolTipRole:
       if (!isDevice) return l.kind == Lane::Kind::Group ? QStringLiteral("drop blocks here to split their tensors")
                                                         : QStringLiteral("the model's tiles: drag them onto a lane");
-      return QStringLiteral("%1 (%2): weights %3, KV %4, scratch %5, overhead %6 = %7 of %8%9")
-          .arg(dev->id, dev->name, formatBytes(mem.weights), formatBytes(mem.kv), formatBytes(mem.scratch),
-               formatBytes(mem.overhead), formatBytes(mem.total), formatBytes(mem.capacity),
+      return QStringLiteral("%1 (%2): weights %3 (attention %4, ffn %5%6), KV %7, scratch %8, overhead %9 = %10 of %11%12")
+          .arg(dev->id, dev->name, formatBytes(mem.weights), formatBytes(mem.attention), formatBytes(mem.ffn),
+               model_.isMoe() ? QStringLiteral(", experts ") + formatBytes(mem.experts) : QString(), formatBytes(mem.kv),
+               formatBytes(mem.scratch), formatBytes(mem.overhead))
+          .arg(formatBytes(mem.total), formatBytes(mem.capacity),
                mem.fits ? QString() : QStringLiteral(": short ") + formatBytes(mem.shortfall));
     case Qt::ForegroundRole:
       return isDevice && !mem.fits ? QVariant(QBrush(QColor(0xc0, 0x20, 0x20))) : QVariant();
@@ -142,6 +192,9 @@ QVariant PlacementModel::headerData(int section, Qt::Orientation orientation, in
     case LaneCapacityRole: return mem.capacity;
     case LaneFitsRole: return mem.fits;
     case LaneShortfallRole: return mem.shortfall;
+    case LaneAttentionRole: return mem.attention;
+    case LaneFfnRole: return mem.ffn;
+    case LaneExpertsRole: return mem.experts;
     default: return {};
   }
 }
@@ -161,27 +214,41 @@ QHash<int, QByteArray> PlacementModel::roleNames() const {
             {LaneDevicesRole, "laneDevices"}, {LaneSimulatedRole, "laneSimulated"}, {LaneWeightsRole, "laneWeights"},
             {LaneKvRole, "laneKv"}, {LaneScratchRole, "laneScratch"}, {LaneOverheadRole, "laneOverhead"},
             {LaneTotalRole, "laneTotal"}, {LaneCapacityRole, "laneCapacity"}, {LaneFitsRole, "laneFits"},
-            {LaneShortfallRole, "laneShortfall"}});
+            {LaneShortfallRole, "laneShortfall"}, {TileRole, "tile"}, {PartRole, "part"},
+            {ExpertBeginRole, "expertBegin"}, {ExpertEndRole, "expertEnd"}, {ExpandedRole, "expanded"},
+            {PartsHereRole, "partsHere"}, {LaneAttentionRole, "laneAttention"}, {LaneFfnRole, "laneFfn"},
+            {LaneExpertsRole, "laneExperts"}});
   return r;
 }
 
 QStringList PlacementModel::mimeTypes() const { return {QString::fromLatin1(kMimeType)}; }
 
-QMimeData* PlacementModel::makeMime(int firstTile, int lastTile) {
+QMimeData* PlacementModel::makeMime(int firstTile, int lastTile, BlockPart part, int expertBegin, int expertEnd) {
   auto* mime = new QMimeData;
-  const QJsonObject payload{{"first_tile", firstTile}, {"last_tile", lastTile}};
+  QJsonObject payload{{"first_tile", firstTile}, {"last_tile", lastTile}};
+  if (part != BlockPart::Whole) payload.insert(QStringLiteral("part"), partName(part));
+  if (part == BlockPart::Experts) payload.insert(QStringLiteral("experts"), QJsonArray{expertBegin, expertEnd});
   mime->setData(QString::fromLatin1(kMimeType), QJsonDocument(payload).toJson(QJsonDocument::Compact));
   return mime;
 }
 
 QMimeData* PlacementModel::mimeData(const QModelIndexList& indexes) const {
+  // Rows of one part (the same expert range for experts) drag that part of the blocks they span;
+  // anything else drags the tiles spanned, whole.
   int first = -1, last = -1;
+  std::optional<TileRow> part;
+  bool onePart = true;
   for (const QModelIndex& i : indexes) {
-    if (!i.isValid()) continue;
-    first = first < 0 ? i.row() : std::min(first, i.row());
-    last = std::max(last, i.row());
+    if (!i.isValid() || i.row() >= rows_.size()) continue;
+    const TileRow r = rows_[i.row()];
+    first = first < 0 ? r.tile : std::min(first, r.tile);
+    last = std::max(last, r.tile);
+    if (!part) part = r;
+    onePart = onePart && r.part != BlockPart::Whole && r.part == part->part &&
+              (r.part != BlockPart::Experts || (r.expertBegin == part->expertBegin && r.expertEnd == part->expertEnd));
   }
-  return first < 0 ? nullptr : makeMime(first, last);
+  if (first < 0) return nullptr;
+  return onePart ? makeMime(first, last, part->part, part->expertBegin, part->expertEnd) : makeMime(first, last);
 }
 
 PlacementEdit PlacementModel::editFromMime(const QMimeData* data, int column, QString* error) const {
@@ -194,6 +261,10 @@ PlacementEdit PlacementModel::editFromMime(const QMimeData* data, int column, QS
   const QJsonObject o = QJsonDocument::fromJson(data->data(QString::fromLatin1(kMimeType))).object();
   e.firstTile = o.value(QLatin1String("first_tile")).toInt(-1);
   e.lastTile = o.value(QLatin1String("last_tile")).toInt(-1);
+  e.part = partFromName(o.value(QLatin1String("part")).toString());
+  e.expertBegin = o.value(QLatin1String("experts")).toArray().at(0).toInt();
+  e.expertEnd = o.value(QLatin1String("experts")).toArray().at(1).toInt();
+  e.nExpert = model_.nExpert;
   e.lane = lane(column);
   if (error) {
     *error = column < 0 || column >= columnCount() ? QStringLiteral("drop onto a lane (column %1 does not exist)").arg(column)
@@ -253,6 +324,7 @@ void PlacementModel::setPlacementData(const PlacementData& p) {
   ensureGroupLanes(p);
   placement_ = p;
   preview_.reset();
+  syncRows();
   if (rowCount() > 0 && columnCount() > 0) emit dataChanged(index(0, 0), index(rowCount() - 1, columnCount() - 1));
   recompute();
   emit placementChanged(placement_.toJson());
@@ -268,7 +340,7 @@ void PlacementModel::ensureGroupLanes(const PlacementData& p) {
 }
 
 int PlacementModel::addGroupLane(const QStringList& devices, const QList<double>& ratio) {
-  const LayerTarget t{devices, ratio, {}};
+  const LayerTarget t{devices, ratio, {}, {}, {}};
   for (int i = 0; i < groups_.size(); ++i)
     if (groups_[i].sameTarget(t) && groups_[i].ratio.size() == ratio.size()) return 1 + static_cast<int>(devices_.size()) + i;
   const int column = columnCount();
@@ -292,6 +364,8 @@ bool PlacementModel::removeGroupLane(int column) {
 void PlacementModel::setModelInfo(const QJsonObject& info) {
   beginResetModel();
   model_ = ModelInfo::fromJson(info);
+  expanded_.clear();
+  cuts_.clear();
   undo_->clear();
   preview_.reset();
   hasEstimate_ = hasCommitted_ = false;  // answers for another model
@@ -306,6 +380,7 @@ void PlacementModel::setModelInfo(const QJsonObject& info) {
     placement_ = PlacementData::allOn(first, model_.nLayers, placement_.nCtx);
     applied_ = PlacementData{};
   }
+  rows_ = tileRows(placement_, model_.nExpert, expanded_, cuts_);
   endResetModel();
   recompute(true);
   emit placementChanged(placement_.toJson());
@@ -344,6 +419,8 @@ QString PlacementModel::checkDevices(const PlacementData& p) const {
   for (int b = 0; e.isEmpty() && b < p.layers.size(); ++b) {
     for (const QString& d : p.layers[b].devices) e = e.isEmpty() ? check(d, QStringLiteral("layer %1").arg(b)) : e;
     if (e.isEmpty()) e = check(p.layers[b].kvDevice, QStringLiteral("layer %1").arg(b));
+    if (e.isEmpty()) e = check(p.layers[b].ffnDevice, QStringLiteral("layer %1").arg(b));
+    for (const ExpertRange& r : p.layers[b].experts) e = e.isEmpty() ? check(r.device, QStringLiteral("layer %1").arg(b)) : e;
   }
   return e;
 }

@@ -1,5 +1,7 @@
 // ui/placement/placement_model.h — the placement editor's item model: rows are the model's tiles
-// (embedding, blk 0..n-1, head), column 0 the model, then one lane per device and per tensor group.
+// (embedding, blk 0..n-1, head) and, under a block whose parts are shown, its parts (attention, FFN
+// part, expert ranges; placement_rows.h); column 0 the model, then one lane per device and per
+// tensor group.
 // Holds the placement, the model's byte sizes and the devices; drops (MIME
 // application/x-strata-layers) become validated, undoable edits. Memory and speed figures are the
 // engine's: every change of the shown placement (an edit, a hover preview) asks for them
@@ -17,6 +19,7 @@
 #include "ui/placement/placement_data.h"
 #include "ui/placement/placement_edit.h"
 #include "ui/placement/placement_estimate.h"
+#include "ui/placement/placement_rows.h"
 
 namespace strata::ui {
 
@@ -42,6 +45,18 @@ class PlacementModel : public QAbstractTableModel {
     LaneCapacityRole,
     LaneFitsRole,       // bool
     LaneShortfallRole,  // quint64 bytes, 0 when it fits
+    // Rows with parts (placement_rows.h).
+    TileRole,           // int: the row's tile (0 embedding, 1..n blocks, n+1 head)
+    PartRole,           // "whole" | "attention" | "ffn" | "experts"
+    ExpertBeginRole,    // int: experts rows' first expert
+    ExpertEndRole,      // int: experts rows' end (exclusive)
+    ExpandedRole,       // bool: a block row whose parts are shown below it
+    PartsHereRole,      // QStringList (lane columns of whole block rows): parts of the block placed on this lane apart from its target
+    // Lane roles: the weights by part of the blocks (the engine's "parts"); weights also holds the
+    // embedding and the head.
+    LaneAttentionRole,
+    LaneFfnRole,
+    LaneExpertsRole,
   };
   Q_ENUM(Roles)
 
@@ -84,6 +99,19 @@ class PlacementModel : public QAbstractTableModel {
   QJsonObject placementJson() const { return placement_.toJson(); }
   QUndoStack* undoStack() const { return undo_; }
   int tileCount() const { return model_.nLayers > 0 ? model_.nLayers + 2 : 0; }
+  TileRow tileRow(int row) const { return rows_.value(row); }
+  int rowOf(const TileRow& row) const { return static_cast<int>(rows_.indexOf(row)); }  // -1: not shown
+
+  // Parts of a block, shown as rows under it (view state, not undoable). False when nothing changed.
+  bool setExpanded(int layer, bool on);
+  bool isExpanded(int layer) const { return expanded_.contains(layer); }
+  void setAllExpanded(bool on);
+  bool allExpanded() const { return model_.nLayers > 0 && expanded_.size() == model_.nLayers; }
+  // Cuts block `layer`'s experts at expert `cut` (1..n_expert-1) into two rows that drag on their
+  // own; the cut stays while both sides run on one device. joinExperts drops the block's own cuts
+  // (ranges placed apart stay cut).
+  bool splitExperts(int layer, int cut);
+  bool joinExperts(int layer);
 
   // Lanes: column 0 the model, 1..devices the devices, then the tensor groups.
   int laneCount() const { return columnCount(); }
@@ -124,7 +152,9 @@ class PlacementModel : public QAbstractTableModel {
   bool isPreviewing() const { return preview_.has_value(); }
   QString lastError() const { return lastError_; }
 
-  static QMimeData* makeMime(int firstTile, int lastTile);
+  // {"first_tile", "last_tile"} and for a part {"part": "ffn"} (experts: {"experts": [begin, end]}).
+  static QMimeData* makeMime(int firstTile, int lastTile, BlockPart part = BlockPart::Whole, int expertBegin = 0,
+                             int expertEnd = 0);
 
   // The engine's answers (PlacementEstimator calls these on the GUI thread).
   // The 200 body of POST /strata/v1/placement/estimate for `placement`.
@@ -155,10 +185,15 @@ class PlacementModel : public QAbstractTableModel {
   void recompute(bool force = false);
   void takeEstimate(const QJsonObject& placement, const EngineEstimate& estimate);
   void figuresChanged();
+  // Rows for placement_, expanded_ and cuts_: the changed blocks' part rows removed and inserted.
+  void syncRows();
 
   ModelInfo model_;
   QList<DeviceSpec> devices_;
   QList<LayerTarget> groups_;      // group lanes, in column order after the devices
+  QList<TileRow> rows_;            // rowCount() rows (of placement_: a hover preview keeps the rows)
+  QSet<int> expanded_;             // blocks whose parts are shown
+  QMap<int, QList<int>> cuts_;     // per block: the user's expert cuts
   PlacementData placement_;
   PlacementData applied_;
   std::optional<PlacementData> preview_;

@@ -3,10 +3,14 @@
 
 #include <QDrag>
 #include <QDragEnterEvent>
+#include <QContextMenuEvent>
 #include <QHeaderView>
+#include <QInputDialog>
+#include <QMenu>
 #include <QMimeData>
 #include <QPainter>
 #include <QScrollBar>
+#include <QToolTip>
 
 #include "ui/devices/memory_bar.h"
 #include "ui/placement/placement_model.h"
@@ -14,7 +18,7 @@
 namespace strata::ui {
 
 PlacementView::PlacementView(QWidget* parent) : QTableView(parent) {
-  setSelectionMode(QAbstractItemView::ContiguousSelection);
+  setSelectionMode(QAbstractItemView::ExtendedSelection);  // ctrl-click: one part of several blocks
   setDragEnabled(true);
   setAcceptDrops(true);
   setDropIndicatorShown(false);
@@ -44,6 +48,73 @@ void PlacementView::startDrag(Qt::DropActions) {
   drag->exec(Qt::MoveAction | Qt::CopyAction, Qt::MoveAction);
   setHover(-1);
   model_->clearPreview();
+}
+
+QMenu* PlacementView::rowMenu(const QModelIndex& index, QWidget* parent) {
+  auto* menu = new QMenu(parent);
+  if (!model_) return menu;
+  const int layer = index.isValid() ? model_->data(index, PlacementModel::LayerRole).toInt() : -1;
+  const QString part = index.isValid() ? model_->data(index, PlacementModel::PartRole).toString() : QString();
+  if (layer >= 0) {
+    const bool shown = model_->isExpanded(layer);
+    QAction* toggle = menu->addAction(shown ? tr("Hide parts of blk %1").arg(layer) : tr("Show parts of blk %1").arg(layer));
+    toggle->setObjectName(shown ? QStringLiteral("hideParts") : QStringLiteral("showParts"));
+    connect(toggle, &QAction::triggered, this, [this, layer, shown] { model_->setExpanded(layer, !shown); });
+  }
+  if (part == QLatin1String("experts")) {
+    const int begin = model_->data(index, PlacementModel::ExpertBeginRole).toInt();
+    const int end = model_->data(index, PlacementModel::ExpertEndRole).toInt();
+    QAction* split = menu->addAction(tr("Split experts…"));
+    split->setObjectName(QStringLiteral("splitExperts"));
+    split->setEnabled(end - begin > 1);
+    connect(split, &QAction::triggered, this, [this, layer, begin, end] { askSplitExperts(layer, begin, end); });
+    QAction* join = menu->addAction(tr("Join expert ranges"));
+    join->setObjectName(QStringLiteral("joinExperts"));
+    connect(join, &QAction::triggered, this, [this, layer] { model_->joinExperts(layer); });
+  }
+  menu->addSeparator();
+  QAction* all = menu->addAction(tr("Show the parts of every block"));
+  all->setObjectName(QStringLiteral("showAllParts"));
+  connect(all, &QAction::triggered, this, [this] { model_->setAllExpanded(true); });
+  QAction* none = menu->addAction(tr("Hide the parts of every block"));
+  none->setObjectName(QStringLiteral("hideAllParts"));
+  connect(none, &QAction::triggered, this, [this] { model_->setAllExpanded(false); });
+  return menu;
+}
+
+void PlacementView::askSplitExperts(int layer, int begin, int end) {
+  bool ok = false;
+  const int cut = QInputDialog::getInt(this, tr("Split experts"),
+                                       tr("blk %1, experts %2-%3: the second range starts at expert").arg(layer).arg(begin).arg(end - 1),
+                                       (begin + end) / 2, begin + 1, end - 1, 1, &ok);
+  if (!ok) return;
+  // Every selected experts row of the same range is cut alike, so the ranges drag together.
+  QList<int> layers{layer};
+  for (const QModelIndex& i : selectedIndexes())
+    if (model_->data(i, PlacementModel::PartRole).toString() == QLatin1String("experts") &&
+        model_->data(i, PlacementModel::ExpertBeginRole).toInt() == begin &&
+        model_->data(i, PlacementModel::ExpertEndRole).toInt() == end && !layers.contains(model_->data(i, PlacementModel::LayerRole).toInt()))
+      layers << model_->data(i, PlacementModel::LayerRole).toInt();
+  for (int l : layers) model_->splitExperts(l, cut);
+}
+
+void PlacementView::contextMenuEvent(QContextMenuEvent* event) {
+  QMenu* menu = rowMenu(indexAt(event->pos()), this);
+  menu->setAttribute(Qt::WA_DeleteOnClose);
+  menu->popup(event->globalPos());
+}
+
+void PlacementView::mouseDoubleClickEvent(QMouseEvent* event) {
+  const QModelIndex index = indexAt(event->position().toPoint());
+  if (model_ && index.isValid() && model_->data(index, PlacementModel::PartRole).toString() == QLatin1String("whole")) {
+    const int layer = model_->data(index, PlacementModel::LayerRole).toInt();
+    if (layer >= 0) {
+      model_->setExpanded(layer, !model_->isExpanded(layer));
+      event->accept();
+      return;
+    }
+  }
+  QTableView::mouseDoubleClickEvent(event);
 }
 
 void PlacementView::setHover(int column) {
@@ -106,6 +177,18 @@ LaneFooter::LaneFooter(PlacementView* view, QWidget* parent) : QWidget(parent), 
   setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
   connect(view->horizontalHeader(), &QHeaderView::sectionResized, this, qOverload<>(&QWidget::update));
   connect(view->horizontalScrollBar(), &QScrollBar::valueChanged, this, qOverload<>(&QWidget::update));
+}
+
+bool LaneFooter::event(QEvent* event) {
+  auto* model = view_->placementModel();
+  if (event->type() != QEvent::ToolTip || !model) return QWidget::event(event);
+  auto* help = static_cast<QHelpEvent*>(event);
+  const int offset = view_->viewport()->mapToGlobal(QPoint(0, 0)).x() - mapToGlobal(QPoint(0, 0)).x();
+  const int column = view_->columnAt(help->pos().x() - offset);
+  const QString tip = column > 0 ? model->headerData(column, Qt::Horizontal, Qt::ToolTipRole).toString() : QString();
+  if (tip.isEmpty()) QToolTip::hideText();
+  else QToolTip::showText(help->globalPos(), tip, this);
+  return true;
 }
 
 QSize LaneFooter::sizeHint() const { return {400, 3 * fontMetrics().height() + 12}; }

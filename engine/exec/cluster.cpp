@@ -8,6 +8,8 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "engine/backend/cuda/cuda_backend.h"
+#include "engine/comm/group_transport.h"
 #include "engine/comm/rank_communicator.h"
 #include "engine/comm/wire.h"
 #include "engine/core/device_info_json.h"
@@ -22,6 +24,7 @@ namespace {
 constexpr int kRequestTag = 16;  // driver -> worker, every request
 constexpr int kMeasureTag = 17;  // ping-pong
 constexpr int kHelloTag = 18;    // worker -> driver at start
+constexpr int kNcclIdTag = 19;   // the lowest rank of an all-GPU group -> the others: the NCCL unique id
 constexpr int kFirstReplyTag = 1000;
 
 enum class Kind : uint32_t { Measure = 1, Table = 2, Place = 3, Stage = 4, CopySequence = 5, Stop = 6 };
@@ -338,10 +341,49 @@ Status Cluster::copy_sequence(int32_t src, int32_t dst, int64_t n) {
   return {};
 }
 
-Expected<std::unique_ptr<comm::Communicator>> Cluster::group_communicator(const std::vector<Device*>& local,
+Expected<std::unique_ptr<comm::Communicator>> Cluster::group_communicator(const std::vector<Device*>& members,
                                                                           const std::vector<int>& ranks, int tag) {
-  STRATA_ASSIGN_OR_RETURN(int group, link_.make_group(ranks, tag));
-  return std::unique_ptr<comm::Communicator>(std::make_unique<comm::RankCommunicator>(link_, group, local));
+  const int self = link_.rank();
+  std::vector<Device*> local;
+  std::vector<int> local_index;  // per local member: its index among all members
+  std::vector<comm::GroupMember> kinds;
+  for (size_t i = 0; i < members.size(); ++i) {
+    const int r = members[i]->remote_rank() < 0 ? self : members[i]->remote_rank();
+    kinds.push_back({r, members[i]->info().kind});
+    if (r == self) {
+      local.push_back(members[i]);
+      local_index.push_back(static_cast<int>(i));
+    }
+  }
+  if (local.empty() || ranks.empty()) return Error{Code::Internal, "a rank group with no member on this rank"};
+  if (comm::choose_group_transport(kinds, backend::cuda::compiled()) != comm::GroupTransport::NcclAcrossRanks) {
+    STRATA_ASSIGN_OR_RETURN(int group, link_.make_group(ranks, tag));
+    return std::unique_ptr<comm::Communicator>(std::make_unique<comm::RankCommunicator>(link_, group, local));
+  }
+  // Every member a CUDA GPU: one NCCL communicator over all of them. Its unique id is made on the
+  // group's lowest rank and sent to the others (messages between two ranks keep their order, so
+  // the groups of one placement, made in stage order everywhere, match up on one tag).
+  backend::cuda::NcclRankPart part;
+  part.n_members = static_cast<int>(members.size());
+  part.member_index = std::move(local_index);
+  const int lowest = ranks.front();
+  if (self == lowest) {
+    STRATA_ASSIGN_OR_RETURN(part.unique_id, backend::cuda::nccl_unique_id());
+    for (int r : ranks) {
+      if (r != self) STRATA_RETURN_IF_ERROR(link_.send(r, kNcclIdTag, part.unique_id));
+    }
+  } else {
+    STRATA_ASSIGN_OR_RETURN(comm::RankMessage m, link_.receive(lowest, kNcclIdTag, 60000));
+    part.unique_id = std::move(m.bytes);
+  }
+  comm::RankLink* link = &link_;
+  part.lost_peer = [link, ranks]() -> std::string {
+    for (int r : ranks) {
+      if (link->lost(r)) return "rank " + std::to_string(r) + " is lost: " + link->loss_reason(r);
+    }
+    return std::string();
+  };
+  return backend::cuda::make_nccl_rank_communicator(local, std::move(part));
 }
 
 Status Cluster::serve(const std::function<Expected<const model::Model*>()>& load_model,

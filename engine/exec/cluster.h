@@ -61,7 +61,7 @@ class Cluster final : public RankBridge {
   Status end_place(const plan::Placement* revert_to, bool local_failed) override;
   Status run_stage(int rank, StageCall& call) override;
   Status copy_sequence(int32_t src, int32_t dst, int64_t n) override;
-  Expected<std::unique_ptr<comm::Communicator>> group_communicator(const std::vector<Device*>& local,
+  Expected<std::unique_ptr<comm::Communicator>> group_communicator(const std::vector<Device*>& members,
                                                                    const std::vector<int>& ranks, int tag) override;
   bool rank_lost(int rank) const override { return link_.lost(rank); }
 

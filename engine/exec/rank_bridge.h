@@ -63,9 +63,12 @@ class RankBridge {
   virtual Status run_stage(int rank, StageCall& call) = 0;
   // Copies the first n positions of sequence src to dst on every other rank.
   virtual Status copy_sequence(int32_t src, int32_t dst, int64_t n) = 0;
-  // The communicator of a tensor group whose members span `ranks` (sorted; this rank among them),
-  // `local` being this rank's members. Every rank of the group calls it with the same tag.
-  virtual Expected<std::unique_ptr<comm::Communicator>> group_communicator(const std::vector<Device*>& local,
+  // The communicator of a tensor group whose members span `ranks` (sorted; this rank among them).
+  // members: all of the group's devices in member order, this rank's own and the stand-ins of the
+  // others' (Device::remote_rank() >= 0); the communicator's buffers are this rank's members', in
+  // that order. NCCL over all members when every one is a CUDA GPU (comm/group_transport.h), the
+  // host sum and MPI otherwise. Every rank of the group calls it with the same members and tag.
+  virtual Expected<std::unique_ptr<comm::Communicator>> group_communicator(const std::vector<Device*>& members,
                                                                            const std::vector<int>& ranks, int tag) = 0;
   // Whether a rank has stopped answering.
   virtual bool rank_lost(int rank) const = 0;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "engine/backend/cuda/cuda_backend.h"
@@ -60,10 +61,33 @@ Status get_status(comm::WireReader& r, int rank) {
   return Error{static_cast<Code>(code), "rank " + std::to_string(rank) + ": " + message};
 }
 
-std::vector<uint8_t> stop_message() {
+// The recorder's lane named `id` (a device id), -1 when none.
+int32_t lane_id(const trace::Recorder& recorder, const std::string& id) {
+  if (id.empty()) return -1;
+  for (const trace::LaneInfo& l : recorder.lanes()) {
+    if (l.name == id) return l.id;
+  }
+  return -1;
+}
+
+// Stop, with the ranks the driver knows are lost: a worker that has not noticed yet (its heartbeat
+// check takes seconds) must not wait for them when it ends MPI.
+std::vector<uint8_t> stop_message(const comm::RankLink& link) {
   comm::WireWriter w;
   w.put(Kind::Stop);
+  std::vector<int32_t> lost;
+  for (int r = 1; r < link.size(); ++r) {
+    if (link.lost(r)) lost.push_back(r);
+  }
+  w.put_vector(lost);
   return w.bytes();
+}
+
+// A worker taking a stop message: marks the ranks the driver lists as lost.
+void take_stop(comm::RankLink& link, comm::WireReader& r) {
+  auto lost = r.get_vector<int32_t>();
+  if (!lost.ok()) return;
+  for (int32_t rank : *lost) link.mark_lost(rank, "rank 0 found it lost");
 }
 
 }  // namespace
@@ -111,7 +135,10 @@ Expected<std::unique_ptr<Cluster>> Cluster::connect(comm::RankLink& link, std::v
       STRATA_ASSIGN_OR_RETURN(comm::RankMessage m, link.receive(0, kRequestTag));
       comm::WireReader r(m.bytes);
       STRATA_ASSIGN_OR_RETURN(Kind kind, r.get<Kind>());
-      if (kind == Kind::Stop) return Error{Code::Cancelled, "the driver (rank 0) finished before placing anything"};
+      if (kind == Kind::Stop) {
+        take_stop(link, r);
+        return Error{Code::Cancelled, "the driver (rank 0) finished before placing anything"};
+      }
       if (kind == Kind::Measure) {
         STRATA_ASSIGN_OR_RETURN(comm::LinkMeasure lm, comm::measure_link(link, 0, kMeasureTag));
         (void)lm;
@@ -219,14 +246,14 @@ void Cluster::stop_workers() {
   if (stopped_ || link_.rank() != 0) return;
   stopped_ = true;
   for (int r = 1; r < link_.size(); ++r) {
-    if (!link_.lost(r)) (void)link_.send(r, kRequestTag, stop_message());
+    if (!link_.lost(r)) (void)link_.send(r, kRequestTag, stop_message(link_));
   }
 }
 
 void stop_rank_workers(comm::RankLink& link) {
   if (link.rank() != 0) return;
   for (int r = 1; r < link.size(); ++r) {
-    if (!link.lost(r)) (void)link.send(r, kRequestTag, stop_message());
+    if (!link.lost(r)) (void)link.send(r, kRequestTag, stop_message(link));
   }
 }
 
@@ -297,6 +324,11 @@ Status Cluster::run_stage(int rank, StageCall& call) {
   w.put_vector(parts);
   w.put_vector(call.tokens);
   w.put_vector(call.hidden);
+  w.put<int32_t>(call.hidden_from);
+  w.put<int32_t>(call.hidden_tag);
+  w.put_vector(call.forward_to);
+  w.put<int32_t>(call.forward_tag);
+  w.put_string(call.forward_device);
   STRATA_RETURN_IF_ERROR(request(rank, w.bytes()));
   STRATA_ASSIGN_OR_RETURN(comm::RankMessage m, reply(rank, tag));
   comm::WireReader r(m.bytes);
@@ -397,7 +429,10 @@ Status Cluster::serve(const std::function<Expected<const model::Model*>()>& load
     STRATA_ASSIGN_OR_RETURN(comm::RankMessage m, link_.receive(0, kRequestTag));
     comm::WireReader r(m.bytes);
     STRATA_ASSIGN_OR_RETURN(Kind kind, r.get<Kind>());
-    if (kind == Kind::Stop) return {};
+    if (kind == Kind::Stop) {
+      take_stop(link_, r);
+      return {};
+    }
     if (kind == Kind::Measure) {
       STRATA_RETURN_IF_ERROR(comm::measure_link(link_, 0, kMeasureTag));
       continue;
@@ -451,9 +486,53 @@ Status Cluster::serve(const std::function<Expected<const model::Model*>()>& load
         for (const WirePart& p : parts) call.parts.push_back({p.seq, p.row0, p.n, p.pos0, p.want_logits != 0});
         STRATA_ASSIGN_OR_RETURN(call.tokens, r.get_vector<int32_t>());
         STRATA_ASSIGN_OR_RETURN(call.hidden, r.get_vector<float>());
-        if (!pipeline) return Error{Code::InvalidArgument, "a stage call before any placement"};
+        STRATA_ASSIGN_OR_RETURN(call.hidden_from, r.get<int32_t>());
+        STRATA_ASSIGN_OR_RETURN(call.hidden_tag, r.get<int32_t>());
+        STRATA_ASSIGN_OR_RETURN(call.forward_to, r.get_vector<int32_t>());
+        STRATA_ASSIGN_OR_RETURN(call.forward_tag, r.get<int32_t>());
+        STRATA_ASSIGN_OR_RETURN(call.forward_device, r.get_string());
         call.receive_ns = m.receive_ns;
-        return pipeline->serve_stage(call);
+        if (call.hidden_from >= 0) {
+          // The input comes straight from the worker that computed it (sent before that worker
+          // answered rank 0, so it is on its way); a lost sender fails the wait.
+          if (call.hidden_from == link_.rank() || call.hidden_from >= link_.size())
+            return Error{Code::InvalidArgument, "hidden state from rank " + std::to_string(call.hidden_from)};
+          STRATA_ASSIGN_OR_RETURN(comm::RankMessage in, link_.receive(call.hidden_from, call.hidden_tag));
+          if (in.bytes.size() % sizeof(float) != 0)
+            return Error{Code::Corrupt, "rank " + std::to_string(call.hidden_from) + " sent a hidden state of " +
+                                            std::to_string(in.bytes.size()) + " bytes"};
+          call.hidden.resize(in.bytes.size() / sizeof(float));
+          if (!in.bytes.empty()) std::memcpy(call.hidden.data(), in.bytes.data(), in.bytes.size());
+          call.receive_ns = in.receive_ns;
+        }
+        if (!pipeline) return Error{Code::InvalidArgument, "a stage call before any placement"};
+        STRATA_RETURN_IF_ERROR(pipeline->serve_stage(call));
+        if (call.forward_to.empty()) return {};
+        // The output goes straight on to the next stage's rank(s), not back through rank 0.
+        std::vector<uint8_t> bytes(call.hidden.size() * sizeof(float));
+        if (!bytes.empty()) std::memcpy(bytes.data(), call.hidden.data(), bytes.size());
+        for (int32_t to : call.forward_to) {
+          if (to == link_.rank() || to <= 0 || to >= link_.size())
+            return Error{Code::InvalidArgument, "hidden state forwarded to rank " + std::to_string(to)};
+          const int64_t t0 = recorder ? recorder->now_ns() : 0;
+          STRATA_RETURN_IF_ERROR(link_.send_async(to, call.forward_tag, bytes));
+          if (recorder) {
+            // The crossing out, on this rank's lane; the receiver records the crossing in on its own.
+            trace::Event e;
+            e.lane = lane_id(*recorder, call.out_holder);
+            e.kind = trace::EventKind::Transfer;
+            e.seq = call.parts.empty() ? -1 : call.parts.front().seq;
+            e.token = call.parts.empty() ? -1 : call.parts.front().pos0;
+            e.n_tokens = static_cast<int32_t>(call.n);
+            e.start_ns = t0;
+            e.duration_ns = recorder->now_ns() - t0;
+            e.bytes = bytes.size();
+            e.peer_lane = lane_id(*recorder, call.forward_device);
+            if (e.lane >= 0) recorder->record(e);
+          }
+        }
+        call.hidden.clear();
+        return {};
       }();
       put_status(out, s);
       out.put_vector(s.ok() ? call.hidden : std::vector<float>());

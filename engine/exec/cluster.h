@@ -60,6 +60,7 @@ class Cluster final : public RankBridge {
   Status begin_place(const plan::Placement& placement, bool fresh, bool discard_kv) override;
   Status end_place(const plan::Placement* revert_to, bool local_failed) override;
   Status run_stage(int rank, StageCall& call) override;
+  int next_transfer_tag() override { return next_reply_tag(); }
   Status copy_sequence(int32_t src, int32_t dst, int64_t n) override;
   Expected<std::unique_ptr<comm::Communicator>> group_communicator(const std::vector<Device*>& members,
                                                                    const std::vector<int>& ranks, int tag) override;

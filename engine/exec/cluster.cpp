@@ -231,7 +231,7 @@ std::vector<DeviceInfo> Cluster::all_devices() const {
 std::vector<std::unique_ptr<Device>> Cluster::remote_devices() const {
   std::vector<std::unique_ptr<Device>> out;
   for (const DeviceInfo& i : all_devices()) {
-    if (i.rank != link_.rank()) out.push_back(std::make_unique<RemoteDevice>(i));
+    if (i.rank != link_.rank()) out.push_back(std::make_unique<RemoteDevice>(i, memory_));
   }
   return out;
 }
@@ -287,6 +287,7 @@ Status Cluster::end_place(const plan::Placement* revert_to, bool local_failed) {
     if (m.ok()) {
       comm::WireReader rd(m->bytes);
       s = get_status(rd, r);
+      if (Status mem = take_memory_report(rd, r); s.ok() && !mem.ok()) s = std::move(mem);
     }
     if (s.ok()) placed.push_back(r);
     else if (first.ok()) first = std::move(s);
@@ -306,9 +307,26 @@ Status Cluster::end_place(const plan::Placement* revert_to, bool local_failed) {
     w.put<int32_t>(tag);
     w.put_raw(body.bytes());
     if (!request(r, w.bytes()).ok()) continue;
-    (void)reply(r, tag);
+    auto m = reply(r, tag);
+    if (!m.ok()) continue;
+    comm::WireReader rd(m->bytes);
+    if (get_status(rd, r).ok()) (void)take_memory_report(rd, r);
   }
   return first;
+}
+
+Status Cluster::take_memory_report(comm::WireReader& r, int rank) {
+  STRATA_ASSIGN_OR_RETURN(uint64_t n, r.get<uint64_t>());
+  for (uint64_t i = 0; i < n; ++i) {
+    STRATA_ASSIGN_OR_RETURN(std::string id, r.get_string());
+    RemoteMemory::Figures f;
+    STRATA_ASSIGN_OR_RETURN(f.use, r.get<MemoryUse>());
+    STRATA_ASSIGN_OR_RETURN(f.bytes_free, r.get<uint64_t>());
+    STRATA_ASSIGN_OR_RETURN(f.bytes_total, r.get<uint64_t>());
+    // Only that rank's own devices (ids "rN:...").
+    if (id.rfind("r" + std::to_string(rank) + ":", 0) == 0) memory_->set(id, f);
+  }
+  return {};
 }
 
 Status Cluster::run_stage(int rank, StageCall& call) {
@@ -463,6 +481,20 @@ Status Cluster::serve(const std::function<Expected<const model::Model*>()>& load
         return {};
       }();
       put_status(out, s);
+      // This rank's devices' memory as it is now (placed, or back on the old placement after a
+      // failure): the driver's /devices and /status show it.
+      std::vector<const Device*> own;
+      for (const Device* d : devices) {
+        if (d->remote_rank() < 0) own.push_back(d);
+      }
+      out.put<uint64_t>(own.size());
+      for (const Device* d : own) {
+        const DeviceInfo i = d->info();
+        out.put_string(d->id());
+        out.put(d->memory_use());
+        out.put<uint64_t>(i.bytes_free);
+        out.put<uint64_t>(i.bytes_total);
+      }
     } else if (kind == Kind::CopySequence) {
       Status s = [&]() -> Status {
         STRATA_ASSIGN_OR_RETURN(int32_t src, r.get<int32_t>());

@@ -18,7 +18,12 @@
 #include "engine/core/device_info.h"
 #include "engine/exec/device.h"
 #include "engine/exec/rank_bridge.h"
+#include "engine/exec/remote_device.h"
 #include "engine/model/model.h"
+
+namespace strata::comm {
+class WireReader;
+}
 
 namespace strata::exec {
 
@@ -42,7 +47,9 @@ class Cluster final : public RankBridge {
   // Every device of every rank, in rank order, the link of other ranks' devices set to the
   // measured inter-rank link where that is slower.
   std::vector<DeviceInfo> all_devices() const;
-  // Stand-ins for the devices of the other ranks (RemoteDevice).
+  // Stand-ins for the devices of the other ranks (RemoteDevice). On the driver their memory
+  // figures follow the ranks' reports: every answer to a placement carries the rank's devices'
+  // memory as it is after placing (or after going back), so /devices and /status show it.
   std::vector<std::unique_ptr<Device>> remote_devices() const;
 
   // Worker: answers the driver until it says stop (Ok) or is lost (Device error). model: loads the
@@ -75,9 +82,12 @@ class Cluster final : public RankBridge {
   int next_reply_tag();
   Status request(int rank, const std::vector<uint8_t>& message);
   Expected<comm::RankMessage> reply(int rank, int tag);
+  // Driver: reads a placement answer's memory report (after its status) into memory_.
+  Status take_memory_report(comm::WireReader& r, int rank);
 
   comm::RankLink& link_;
   std::vector<RankSummary> ranks_;
+  std::shared_ptr<RemoteMemory> memory_ = std::make_shared<RemoteMemory>();  // other ranks' reports
   std::atomic<int> reply_counter_{0};
   bool tracing_ = false;
   bool stopped_ = false;

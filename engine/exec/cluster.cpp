@@ -83,6 +83,8 @@ std::vector<uint8_t> stop_message(const comm::RankLink& link) {
   return w.bytes();
 }
 
+std::string status_text(const Status& s) { return s.ok() ? std::string("no error") : s.error().message; }
+
 // A worker taking a stop message: marks the ranks the driver lists as lost.
 void take_stop(comm::RankLink& link, comm::WireReader& r) {
   auto lost = r.get_vector<int32_t>();
@@ -350,7 +352,13 @@ Status Cluster::run_stage(int rank, StageCall& call) {
   STRATA_RETURN_IF_ERROR(request(rank, w.bytes()));
   STRATA_ASSIGN_OR_RETURN(comm::RankMessage m, reply(rank, tag));
   comm::WireReader r(m.bytes);
-  STRATA_RETURN_IF_ERROR(get_status(r, rank));
+  Status status = get_status(r, rank);
+  STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> lost, r.get_vector<int32_t>());
+  for (int32_t other : lost) {
+    if (other > 0 && other < link_.size() && other != rank && !link_.lost(other))
+      link_.mark_lost(other, "rank " + std::to_string(rank) + " lost contact with it: " + status_text(status));
+  }
+  STRATA_RETURN_IF_ERROR(status);
   STRATA_ASSIGN_OR_RETURN(call.hidden, r.get_vector<float>());
   STRATA_ASSIGN_OR_RETURN(uint64_t n_logits, r.get<uint64_t>());
   call.logits.clear();
@@ -567,6 +575,13 @@ Status Cluster::serve(const std::function<Expected<const model::Model*>()>& load
         return {};
       }();
       put_status(out, s);
+      // The workers this one found lost (one it was to receive from, say): rank 0 may not have
+      // noticed yet, and must re-plan around them rather than around this rank.
+      std::vector<int32_t> lost;
+      for (int other = 1; other < link_.size(); ++other) {
+        if (other != link_.rank() && link_.lost(other)) lost.push_back(other);
+      }
+      out.put_vector(lost);
       out.put_vector(s.ok() ? call.hidden : std::vector<float>());
       out.put<uint64_t>(s.ok() ? call.logits.size() : 0);
       if (s.ok()) {

@@ -1,7 +1,8 @@
 // engine/exec/cluster.h — the ranks of an mpirun job working as one engine. Rank 0 (the driver) runs
 // the command (serve, run, bench), the scheduler and the sampler; every other rank (a worker) owns
 // its local devices, maps the model file itself and answers the driver's calls: place a placement,
-// run its part of a stage for one micro-batch, copy a sequence, stop. At start-up every rank tells
+// run its part of a stage for one micro-batch (taking its input from, or sending its output straight
+// to, another worker when the driver says so), copy a sequence, stop. At start-up every rank tells
 // the driver its host and devices, and the driver measures the link to each with ping-pong
 // (latency, bandwidth, clock offset: the cost model and the trace merge use them).
 // Threads: the driver calls the RankBridge functions from its pipeline's threads; serve() runs on

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "engine/backend/cuda/cuda_backend.h"
+#include "engine/comm/group_transport.h"
 #include "engine/exec/device.h"
 
 namespace strata::comm {
@@ -46,9 +47,10 @@ Status HostCommunicator::all_reduce_sum(std::span<float* const> buffers, size_t 
 }
 
 Expected<std::unique_ptr<Communicator>> make_communicator(const std::vector<exec::Device*>& members) {
-  bool all_cuda = !members.empty();
-  for (const exec::Device* d : members) all_cuda = all_cuda && d->info().kind == DeviceKind::Cuda;
-  if (all_cuda && members.size() > 1 && backend::cuda::compiled()) return backend::cuda::make_nccl_communicator(members);
+  std::vector<GroupMember> kinds;
+  for (const exec::Device* d : members) kinds.push_back({0, d->info().kind});
+  if (choose_group_transport(kinds, backend::cuda::compiled()) == GroupTransport::Nccl)
+    return backend::cuda::make_nccl_communicator(members);
   return std::unique_ptr<Communicator>(std::make_unique<HostCommunicator>(members));
 }
 

@@ -114,6 +114,22 @@ class MpiLink final : public RankLink {
     }
   }
 
+  Status send_async(int to, int tag, std::vector<uint8_t> bytes) override {
+    if (to < 0 || to >= size_ || to == rank_) return Error{Code::InvalidArgument, "send to rank " + std::to_string(to)};
+    if (bytes.size() > static_cast<size_t>(INT32_MAX)) return Error{Code::OutOfRange, "message over 2 GiB"};
+    if (lost(to)) return lost_error(to);
+    reap_posted();
+    auto pending = std::make_unique<Pending>();
+    pending->bytes = std::move(bytes);
+    pending->to = to;
+    if (MPI_Isend(pending->bytes.data(), static_cast<int>(pending->bytes.size()), MPI_BYTE, to, tag, data_,
+                  &pending->request) != MPI_SUCCESS)
+      return Error{Code::Device, "MPI_Isend to rank " + std::to_string(to) + " failed"};
+    std::lock_guard<std::mutex> lock(mutex_);
+    posted_.push_back(std::move(pending));
+    return {};
+  }
+
   Expected<RankMessage> receive(int from, int tag, int64_t timeout_ms) override {
     const int64_t deadline = timeout_ms < 0 ? INT64_MAX : steady_ms() + timeout_ms;
     Backoff backoff;
@@ -219,13 +235,35 @@ class MpiLink final : public RankLink {
     bool any_lost = false;
     for (int r = 0; r < size_; ++r) any_lost = any_lost || lost(r);
     if (any_lost) return;  // MPI_Finalize would wait for the lost rank
+    // Outstanding sends (heartbeats, send_async) complete once their receivers take them. One that
+    // does not within the heartbeat's dead time (a rank that died unnoticed, a message nobody took
+    // after its micro-batch failed elsewhere) would hold MPI_Finalize forever: the process then
+    // leaves MPI unfinalized, as with a lost rank.
     for (MPI_Request& q : beat_in_) {
-      if (q == MPI_REQUEST_NULL) continue;
-      MPI_Cancel(&q);
-      MPI_Wait(&q, MPI_STATUS_IGNORE);
+      if (q != MPI_REQUEST_NULL) MPI_Cancel(&q);
     }
-    for (auto& p : beat_out_) MPI_Wait(&p->request, MPI_STATUS_IGNORE);
-    beat_out_.clear();
+    const int64_t give_up = steady_ms() + dead_after_ms_;
+    while (true) {
+      reap_posted();
+      bool pending = false;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        pending = !posted_.empty();
+      }
+      for (MPI_Request& q : beat_in_) {
+        int done = 0;
+        if (q != MPI_REQUEST_NULL) MPI_Test(&q, &done, MPI_STATUS_IGNORE);
+        pending = pending || q != MPI_REQUEST_NULL;
+      }
+      for (auto it = beat_out_.begin(); it != beat_out_.end();) {
+        int done = 0;
+        MPI_Test(&(*it)->request, &done, MPI_STATUS_IGNORE);
+        it = done ? beat_out_.erase(it) : std::next(it);
+      }
+      if (!pending && beat_out_.empty()) break;
+      if (steady_ms() > give_up) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     for (Group& g : groups_) MPI_Comm_free(&g.comm);
     groups_.clear();
     MPI_Comm_free(&data_);
@@ -237,7 +275,26 @@ class MpiLink final : public RankLink {
   struct Pending {
     std::vector<uint8_t> bytes;
     MPI_Request request = MPI_REQUEST_NULL;
+    int to = -1;  // send_async: the receiver
   };
+
+  // Releases the send_async sends that completed; those to a lost rank go to abandoned_ (MPI may
+  // still read their bytes).
+  void reap_posted() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = posted_.begin(); it != posted_.end();) {
+      int done = 0;
+      const bool failed = MPI_Test(&(*it)->request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS;
+      if (done) {
+        it = posted_.erase(it);
+      } else if (failed || !lost_[static_cast<size_t>((*it)->to)].empty()) {
+        abandoned_.push_back(std::move(*it));
+        it = posted_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
   struct Group {
     MPI_Comm comm = MPI_COMM_NULL;
     std::vector<int> ranks;
@@ -266,6 +323,7 @@ class MpiLink final : public RankLink {
           MPI_Isend(&beat, 1, MPI_BYTE, r, kHeartbeatTag, beat_, &p->request);
           beat_out_.push_back(std::move(p));
         }
+        reap_posted();
         // Completed sends are dropped; those to a lost rank never complete and stay.
         for (auto it = beat_out_.begin(); it != beat_out_.end();) {
           int done = 0;
@@ -300,6 +358,7 @@ class MpiLink final : public RankLink {
   std::vector<std::string> lost_;    // per rank: why it is lost, empty while alive
   std::vector<Group> groups_;
   std::vector<std::unique_ptr<Pending>> abandoned_;  // sends to lost ranks: MPI may still hold them
+  std::deque<std::unique_ptr<Pending>> posted_;      // send_async sends not yet complete
   // Heartbeat thread only:
   std::vector<int64_t> last_seen_;   // per rank, steady ms
   std::vector<MPI_Request> beat_in_;

@@ -1,8 +1,9 @@
 // engine/comm/rank_communicator.h — the all-reduce of a tensor group whose members span several
 // ranks of an mpirun job: this rank's members are summed in host memory (staged through the host
 // for members it cannot read), the partial sums of the ranks are added with MPI_Allreduce
-// (RankLink::all_reduce_sum), and the total goes back into every local member's buffer. NCCL
-// between GPUs of different hosts is not used here (kind() says "mpi").
+// (RankLink::all_reduce_sum), and the total goes back into every local member's buffer (kind()
+// says "mpi"). A group whose members are all CUDA GPUs uses NCCL across ranks instead
+// (comm/group_transport.h, backend::cuda::make_nccl_rank_communicator).
 #pragma once
 
 #include <vector>

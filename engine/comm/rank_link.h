@@ -45,6 +45,11 @@ class RankLink {
   // Sends bytes to rank `to` with `tag` (>= 16; lower tags are the link's own). Returns once the
   // bytes are handed over; Device error when `to` is lost or the send does not complete in time.
   virtual Status send(int to, int tag, std::span<const uint8_t> bytes) = 0;
+  // Starts sending bytes to rank `to` with `tag` and returns at once (MPI_Isend): the link keeps the
+  // bytes until the send completes, which needs the receiver to take it (it may be busy for a
+  // while). Completed sends are released on later calls; one to a rank that is lost is dropped (the
+  // receiver's wait fails on its own). Device error when `to` is already lost.
+  virtual Status send_async(int to, int tag, std::vector<uint8_t> bytes) = 0;
   // Receives the next message from `from` (-1: any rank) with `tag` (-1: any tag >= 16). Waits
   // until one arrives, the sender is lost (Device), or timeout_ms passes (-1: no limit;
   // Cancelled when it passes).

@@ -6,8 +6,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "engine/backend/cuda/cuda_backend.h"
+#include "engine/comm/group_transport.h"
 #include "engine/comm/rank_communicator.h"
 #include "engine/comm/wire.h"
 #include "engine/core/device_info_json.h"
@@ -22,6 +25,7 @@ namespace {
 constexpr int kRequestTag = 16;  // driver -> worker, every request
 constexpr int kMeasureTag = 17;  // ping-pong
 constexpr int kHelloTag = 18;    // worker -> driver at start
+constexpr int kNcclIdTag = 19;   // the lowest rank of an all-GPU group -> the others: the NCCL unique id
 constexpr int kFirstReplyTag = 1000;
 
 enum class Kind : uint32_t { Measure = 1, Table = 2, Place = 3, Stage = 4, CopySequence = 5, Stop = 6 };
@@ -57,10 +61,35 @@ Status get_status(comm::WireReader& r, int rank) {
   return Error{static_cast<Code>(code), "rank " + std::to_string(rank) + ": " + message};
 }
 
-std::vector<uint8_t> stop_message() {
+// The recorder's lane named `id` (a device id), -1 when none.
+int32_t lane_id(const trace::Recorder& recorder, const std::string& id) {
+  if (id.empty()) return -1;
+  for (const trace::LaneInfo& l : recorder.lanes()) {
+    if (l.name == id) return l.id;
+  }
+  return -1;
+}
+
+// Stop, with the ranks the driver knows are lost: a worker that has not noticed yet (its heartbeat
+// check takes seconds) must not wait for them when it ends MPI.
+std::vector<uint8_t> stop_message(const comm::RankLink& link) {
   comm::WireWriter w;
   w.put(Kind::Stop);
+  std::vector<int32_t> lost;
+  for (int r = 1; r < link.size(); ++r) {
+    if (link.lost(r)) lost.push_back(r);
+  }
+  w.put_vector(lost);
   return w.bytes();
+}
+
+std::string status_text(const Status& s) { return s.ok() ? std::string("no error") : s.error().message; }
+
+// A worker taking a stop message: marks the ranks the driver lists as lost.
+void take_stop(comm::RankLink& link, comm::WireReader& r) {
+  auto lost = r.get_vector<int32_t>();
+  if (!lost.ok()) return;
+  for (int32_t rank : *lost) link.mark_lost(rank, "rank 0 found it lost");
 }
 
 }  // namespace
@@ -108,7 +137,10 @@ Expected<std::unique_ptr<Cluster>> Cluster::connect(comm::RankLink& link, std::v
       STRATA_ASSIGN_OR_RETURN(comm::RankMessage m, link.receive(0, kRequestTag));
       comm::WireReader r(m.bytes);
       STRATA_ASSIGN_OR_RETURN(Kind kind, r.get<Kind>());
-      if (kind == Kind::Stop) return Error{Code::Cancelled, "the driver (rank 0) finished before placing anything"};
+      if (kind == Kind::Stop) {
+        take_stop(link, r);
+        return Error{Code::Cancelled, "the driver (rank 0) finished before placing anything"};
+      }
       if (kind == Kind::Measure) {
         STRATA_ASSIGN_OR_RETURN(comm::LinkMeasure lm, comm::measure_link(link, 0, kMeasureTag));
         (void)lm;
@@ -201,7 +233,7 @@ std::vector<DeviceInfo> Cluster::all_devices() const {
 std::vector<std::unique_ptr<Device>> Cluster::remote_devices() const {
   std::vector<std::unique_ptr<Device>> out;
   for (const DeviceInfo& i : all_devices()) {
-    if (i.rank != link_.rank()) out.push_back(std::make_unique<RemoteDevice>(i));
+    if (i.rank != link_.rank()) out.push_back(std::make_unique<RemoteDevice>(i, memory_));
   }
   return out;
 }
@@ -216,14 +248,14 @@ void Cluster::stop_workers() {
   if (stopped_ || link_.rank() != 0) return;
   stopped_ = true;
   for (int r = 1; r < link_.size(); ++r) {
-    if (!link_.lost(r)) (void)link_.send(r, kRequestTag, stop_message());
+    if (!link_.lost(r)) (void)link_.send(r, kRequestTag, stop_message(link_));
   }
 }
 
 void stop_rank_workers(comm::RankLink& link) {
   if (link.rank() != 0) return;
   for (int r = 1; r < link.size(); ++r) {
-    if (!link.lost(r)) (void)link.send(r, kRequestTag, stop_message());
+    if (!link.lost(r)) (void)link.send(r, kRequestTag, stop_message(link));
   }
 }
 
@@ -257,6 +289,7 @@ Status Cluster::end_place(const plan::Placement* revert_to, bool local_failed) {
     if (m.ok()) {
       comm::WireReader rd(m->bytes);
       s = get_status(rd, r);
+      if (Status mem = take_memory_report(rd, r); s.ok() && !mem.ok()) s = std::move(mem);
     }
     if (s.ok()) placed.push_back(r);
     else if (first.ok()) first = std::move(s);
@@ -276,9 +309,26 @@ Status Cluster::end_place(const plan::Placement* revert_to, bool local_failed) {
     w.put<int32_t>(tag);
     w.put_raw(body.bytes());
     if (!request(r, w.bytes()).ok()) continue;
-    (void)reply(r, tag);
+    auto m = reply(r, tag);
+    if (!m.ok()) continue;
+    comm::WireReader rd(m->bytes);
+    if (get_status(rd, r).ok()) (void)take_memory_report(rd, r);
   }
   return first;
+}
+
+Status Cluster::take_memory_report(comm::WireReader& r, int rank) {
+  STRATA_ASSIGN_OR_RETURN(uint64_t n, r.get<uint64_t>());
+  for (uint64_t i = 0; i < n; ++i) {
+    STRATA_ASSIGN_OR_RETURN(std::string id, r.get_string());
+    RemoteMemory::Figures f;
+    STRATA_ASSIGN_OR_RETURN(f.use, r.get<MemoryUse>());
+    STRATA_ASSIGN_OR_RETURN(f.bytes_free, r.get<uint64_t>());
+    STRATA_ASSIGN_OR_RETURN(f.bytes_total, r.get<uint64_t>());
+    // Only that rank's own devices (ids "rN:...").
+    if (id.rfind("r" + std::to_string(rank) + ":", 0) == 0) memory_->set(id, f);
+  }
+  return {};
 }
 
 Status Cluster::run_stage(int rank, StageCall& call) {
@@ -294,10 +344,21 @@ Status Cluster::run_stage(int rank, StageCall& call) {
   w.put_vector(parts);
   w.put_vector(call.tokens);
   w.put_vector(call.hidden);
+  w.put<int32_t>(call.hidden_from);
+  w.put<int32_t>(call.hidden_tag);
+  w.put_vector(call.forward_to);
+  w.put<int32_t>(call.forward_tag);
+  w.put_string(call.forward_device);
   STRATA_RETURN_IF_ERROR(request(rank, w.bytes()));
   STRATA_ASSIGN_OR_RETURN(comm::RankMessage m, reply(rank, tag));
   comm::WireReader r(m.bytes);
-  STRATA_RETURN_IF_ERROR(get_status(r, rank));
+  Status status = get_status(r, rank);
+  STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> lost, r.get_vector<int32_t>());
+  for (int32_t other : lost) {
+    if (other > 0 && other < link_.size() && other != rank && !link_.lost(other))
+      link_.mark_lost(other, "rank " + std::to_string(rank) + " lost contact with it: " + status_text(status));
+  }
+  STRATA_RETURN_IF_ERROR(status);
   STRATA_ASSIGN_OR_RETURN(call.hidden, r.get_vector<float>());
   STRATA_ASSIGN_OR_RETURN(uint64_t n_logits, r.get<uint64_t>());
   call.logits.clear();
@@ -338,10 +399,49 @@ Status Cluster::copy_sequence(int32_t src, int32_t dst, int64_t n) {
   return {};
 }
 
-Expected<std::unique_ptr<comm::Communicator>> Cluster::group_communicator(const std::vector<Device*>& local,
+Expected<std::unique_ptr<comm::Communicator>> Cluster::group_communicator(const std::vector<Device*>& members,
                                                                           const std::vector<int>& ranks, int tag) {
-  STRATA_ASSIGN_OR_RETURN(int group, link_.make_group(ranks, tag));
-  return std::unique_ptr<comm::Communicator>(std::make_unique<comm::RankCommunicator>(link_, group, local));
+  const int self = link_.rank();
+  std::vector<Device*> local;
+  std::vector<int> local_index;  // per local member: its index among all members
+  std::vector<comm::GroupMember> kinds;
+  for (size_t i = 0; i < members.size(); ++i) {
+    const int r = members[i]->remote_rank() < 0 ? self : members[i]->remote_rank();
+    kinds.push_back({r, members[i]->info().kind});
+    if (r == self) {
+      local.push_back(members[i]);
+      local_index.push_back(static_cast<int>(i));
+    }
+  }
+  if (local.empty() || ranks.empty()) return Error{Code::Internal, "a rank group with no member on this rank"};
+  if (comm::choose_group_transport(kinds, backend::cuda::compiled()) != comm::GroupTransport::NcclAcrossRanks) {
+    STRATA_ASSIGN_OR_RETURN(int group, link_.make_group(ranks, tag));
+    return std::unique_ptr<comm::Communicator>(std::make_unique<comm::RankCommunicator>(link_, group, local));
+  }
+  // Every member a CUDA GPU: one NCCL communicator over all of them. Its unique id is made on the
+  // group's lowest rank and sent to the others (messages between two ranks keep their order, so
+  // the groups of one placement, made in stage order everywhere, match up on one tag).
+  backend::cuda::NcclRankPart part;
+  part.n_members = static_cast<int>(members.size());
+  part.member_index = std::move(local_index);
+  const int lowest = ranks.front();
+  if (self == lowest) {
+    STRATA_ASSIGN_OR_RETURN(part.unique_id, backend::cuda::nccl_unique_id());
+    for (int r : ranks) {
+      if (r != self) STRATA_RETURN_IF_ERROR(link_.send(r, kNcclIdTag, part.unique_id));
+    }
+  } else {
+    STRATA_ASSIGN_OR_RETURN(comm::RankMessage m, link_.receive(lowest, kNcclIdTag, 60000));
+    part.unique_id = std::move(m.bytes);
+  }
+  comm::RankLink* link = &link_;
+  part.lost_peer = [link, ranks]() -> std::string {
+    for (int r : ranks) {
+      if (link->lost(r)) return "rank " + std::to_string(r) + " is lost: " + link->loss_reason(r);
+    }
+    return std::string();
+  };
+  return backend::cuda::make_nccl_rank_communicator(local, std::move(part));
 }
 
 Status Cluster::serve(const std::function<Expected<const model::Model*>()>& load_model,
@@ -355,7 +455,10 @@ Status Cluster::serve(const std::function<Expected<const model::Model*>()>& load
     STRATA_ASSIGN_OR_RETURN(comm::RankMessage m, link_.receive(0, kRequestTag));
     comm::WireReader r(m.bytes);
     STRATA_ASSIGN_OR_RETURN(Kind kind, r.get<Kind>());
-    if (kind == Kind::Stop) return {};
+    if (kind == Kind::Stop) {
+      take_stop(link_, r);
+      return {};
+    }
     if (kind == Kind::Measure) {
       STRATA_RETURN_IF_ERROR(comm::measure_link(link_, 0, kMeasureTag));
       continue;
@@ -386,6 +489,20 @@ Status Cluster::serve(const std::function<Expected<const model::Model*>()>& load
         return {};
       }();
       put_status(out, s);
+      // This rank's devices' memory as it is now (placed, or back on the old placement after a
+      // failure): the driver's /devices and /status show it.
+      std::vector<const Device*> own;
+      for (const Device* d : devices) {
+        if (d->remote_rank() < 0) own.push_back(d);
+      }
+      out.put<uint64_t>(own.size());
+      for (const Device* d : own) {
+        const DeviceInfo i = d->info();
+        out.put_string(d->id());
+        out.put(d->memory_use());
+        out.put<uint64_t>(i.bytes_free);
+        out.put<uint64_t>(i.bytes_total);
+      }
     } else if (kind == Kind::CopySequence) {
       Status s = [&]() -> Status {
         STRATA_ASSIGN_OR_RETURN(int32_t src, r.get<int32_t>());
@@ -409,11 +526,62 @@ Status Cluster::serve(const std::function<Expected<const model::Model*>()>& load
         for (const WirePart& p : parts) call.parts.push_back({p.seq, p.row0, p.n, p.pos0, p.want_logits != 0});
         STRATA_ASSIGN_OR_RETURN(call.tokens, r.get_vector<int32_t>());
         STRATA_ASSIGN_OR_RETURN(call.hidden, r.get_vector<float>());
-        if (!pipeline) return Error{Code::InvalidArgument, "a stage call before any placement"};
+        STRATA_ASSIGN_OR_RETURN(call.hidden_from, r.get<int32_t>());
+        STRATA_ASSIGN_OR_RETURN(call.hidden_tag, r.get<int32_t>());
+        STRATA_ASSIGN_OR_RETURN(call.forward_to, r.get_vector<int32_t>());
+        STRATA_ASSIGN_OR_RETURN(call.forward_tag, r.get<int32_t>());
+        STRATA_ASSIGN_OR_RETURN(call.forward_device, r.get_string());
         call.receive_ns = m.receive_ns;
-        return pipeline->serve_stage(call);
+        if (call.hidden_from >= 0) {
+          // The input comes straight from the worker that computed it (sent before that worker
+          // answered rank 0, so it is on its way); a lost sender fails the wait.
+          if (call.hidden_from == link_.rank() || call.hidden_from >= link_.size())
+            return Error{Code::InvalidArgument, "hidden state from rank " + std::to_string(call.hidden_from)};
+          STRATA_ASSIGN_OR_RETURN(comm::RankMessage in, link_.receive(call.hidden_from, call.hidden_tag));
+          if (in.bytes.size() % sizeof(float) != 0)
+            return Error{Code::Corrupt, "rank " + std::to_string(call.hidden_from) + " sent a hidden state of " +
+                                            std::to_string(in.bytes.size()) + " bytes"};
+          call.hidden.resize(in.bytes.size() / sizeof(float));
+          if (!in.bytes.empty()) std::memcpy(call.hidden.data(), in.bytes.data(), in.bytes.size());
+          call.receive_ns = in.receive_ns;
+        }
+        if (!pipeline) return Error{Code::InvalidArgument, "a stage call before any placement"};
+        STRATA_RETURN_IF_ERROR(pipeline->serve_stage(call));
+        if (call.forward_to.empty()) return {};
+        // The output goes straight on to the next stage's rank(s), not back through rank 0.
+        std::vector<uint8_t> bytes(call.hidden.size() * sizeof(float));
+        if (!bytes.empty()) std::memcpy(bytes.data(), call.hidden.data(), bytes.size());
+        for (int32_t to : call.forward_to) {
+          if (to == link_.rank() || to <= 0 || to >= link_.size())
+            return Error{Code::InvalidArgument, "hidden state forwarded to rank " + std::to_string(to)};
+          const int64_t t0 = recorder ? recorder->now_ns() : 0;
+          STRATA_RETURN_IF_ERROR(link_.send_async(to, call.forward_tag, bytes));
+          if (recorder) {
+            // The crossing out, on this rank's lane; the receiver records the crossing in on its own.
+            trace::Event e;
+            e.lane = lane_id(*recorder, call.out_holder);
+            e.kind = trace::EventKind::Transfer;
+            e.seq = call.parts.empty() ? -1 : call.parts.front().seq;
+            e.token = call.parts.empty() ? -1 : call.parts.front().pos0;
+            e.n_tokens = static_cast<int32_t>(call.n);
+            e.start_ns = t0;
+            e.duration_ns = recorder->now_ns() - t0;
+            e.bytes = bytes.size();
+            e.peer_lane = lane_id(*recorder, call.forward_device);
+            if (e.lane >= 0) recorder->record(e);
+          }
+        }
+        call.hidden.clear();
+        return {};
       }();
       put_status(out, s);
+      // The workers this one found lost (one it was to receive from, say): rank 0 may not have
+      // noticed yet, and must re-plan around them rather than around this rank.
+      std::vector<int32_t> lost;
+      for (int other = 1; other < link_.size(); ++other) {
+        if (other != link_.rank() && link_.lost(other)) lost.push_back(other);
+      }
+      out.put_vector(lost);
       out.put_vector(s.ok() ? call.hidden : std::vector<float>());
       out.put<uint64_t>(s.ok() ? call.logits.size() : 0);
       if (s.ok()) {

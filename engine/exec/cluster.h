@@ -1,7 +1,8 @@
 // engine/exec/cluster.h — the ranks of an mpirun job working as one engine. Rank 0 (the driver) runs
 // the command (serve, run, bench), the scheduler and the sampler; every other rank (a worker) owns
 // its local devices, maps the model file itself and answers the driver's calls: place a placement,
-// run its part of a stage for one micro-batch, copy a sequence, stop. At start-up every rank tells
+// run its part of a stage for one micro-batch (taking its input from, or sending its output straight
+// to, another worker when the driver says so), copy a sequence, stop. At start-up every rank tells
 // the driver its host and devices, and the driver measures the link to each with ping-pong
 // (latency, bandwidth, clock offset: the cost model and the trace merge use them).
 // Threads: the driver calls the RankBridge functions from its pipeline's threads; serve() runs on
@@ -18,7 +19,12 @@
 #include "engine/core/device_info.h"
 #include "engine/exec/device.h"
 #include "engine/exec/rank_bridge.h"
+#include "engine/exec/remote_device.h"
 #include "engine/model/model.h"
+
+namespace strata::comm {
+class WireReader;
+}
 
 namespace strata::exec {
 
@@ -42,7 +48,9 @@ class Cluster final : public RankBridge {
   // Every device of every rank, in rank order, the link of other ranks' devices set to the
   // measured inter-rank link where that is slower.
   std::vector<DeviceInfo> all_devices() const;
-  // Stand-ins for the devices of the other ranks (RemoteDevice).
+  // Stand-ins for the devices of the other ranks (RemoteDevice). On the driver their memory
+  // figures follow the ranks' reports: every answer to a placement carries the rank's devices'
+  // memory as it is after placing (or after going back), so /devices and /status show it.
   std::vector<std::unique_ptr<Device>> remote_devices() const;
 
   // Worker: answers the driver until it says stop (Ok) or is lost (Device error). model: loads the
@@ -60,8 +68,9 @@ class Cluster final : public RankBridge {
   Status begin_place(const plan::Placement& placement, bool fresh, bool discard_kv) override;
   Status end_place(const plan::Placement* revert_to, bool local_failed) override;
   Status run_stage(int rank, StageCall& call) override;
+  int next_transfer_tag() override { return next_reply_tag(); }
   Status copy_sequence(int32_t src, int32_t dst, int64_t n) override;
-  Expected<std::unique_ptr<comm::Communicator>> group_communicator(const std::vector<Device*>& local,
+  Expected<std::unique_ptr<comm::Communicator>> group_communicator(const std::vector<Device*>& members,
                                                                    const std::vector<int>& ranks, int tag) override;
   bool rank_lost(int rank) const override { return link_.lost(rank); }
 
@@ -74,9 +83,12 @@ class Cluster final : public RankBridge {
   int next_reply_tag();
   Status request(int rank, const std::vector<uint8_t>& message);
   Expected<comm::RankMessage> reply(int rank, int tag);
+  // Driver: reads a placement answer's memory report (after its status) into memory_.
+  Status take_memory_report(comm::WireReader& r, int rank);
 
   comm::RankLink& link_;
   std::vector<RankSummary> ranks_;
+  std::shared_ptr<RemoteMemory> memory_ = std::make_shared<RemoteMemory>();  // other ranks' reports
   std::atomic<int> reply_counter_{0};
   bool tracing_ = false;
   bool stopped_ = false;

@@ -132,8 +132,10 @@ class Device {
   // by fault injection.
   void limit_allocations(uint64_t bytes);
 
-  MemoryUse memory_use() const;
-  uint64_t bytes_free() const;
+  // Bytes held through this device's buffers, by use, and its capacity less those. Virtual for
+  // the stand-in of another rank's device (RemoteDevice), whose figures come from that rank.
+  virtual MemoryUse memory_use() const;
+  virtual uint64_t bytes_free() const;
   const std::string& id() const { return id_; }
   // Several processes: the rank that owns a device standing in for another process's device
   // (RemoteDevice), -1 for a device of this process.

@@ -366,7 +366,9 @@ Expected<std::unique_ptr<Pipeline::RuntimeSet>> Pipeline::build_runtimes(const p
     // The tag: the same on every member rank (they build the same placement), different per stage.
     const int tag = static_cast<int>(std::hash<std::string>{}(plan::to_json(placement).dump()) % 100) * 256 +
                     static_cast<int>(si % 256);
-    STRATA_ASSIGN_OR_RETURN(st.comm, ranks_->group_communicator(local_devices, group, tag));
+    std::vector<Device*> member_devices;
+    for (DeviceRuntime* m : st.members) member_devices.push_back(m->device);
+    STRATA_ASSIGN_OR_RETURN(st.comm, ranks_->group_communicator(member_devices, group, tag));
   }
   return set;
 }

@@ -103,6 +103,10 @@ struct Pipeline::MicroBatch {
   std::vector<float> pending_update;
   MoeRouting routing;
   const Device* holder = nullptr;   // device whose memory produced `hidden`
+  // Several processes: >= 0 when the hidden state is not in `hidden` but was sent by that worker
+  // rank straight to the next stage's rank(s), on hidden_tag (StageCall::forward_to).
+  int hidden_rank = -1;
+  int hidden_tag = -1;
   Status status;                    // the first error of any stage; later stages skip the batch
   // Trace attribution: the first part's sequence and position, n_tokens = n.
   int32_t seq() const { return parts.front().seq; }

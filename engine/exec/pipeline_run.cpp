@@ -259,9 +259,23 @@ Status Pipeline::run_remote(StageRuntime& stage, MicroBatch& mb, int rank, bool 
   }
   for (const MicroBatch::Part& p : mb.parts) call.parts.push_back({p.seq, p.row0, p.n, p.pos0, p.logits != nullptr});
   call.n = mb.n;
-  if (stage.has_embed) call.tokens = mb.tokens;
-  else call.hidden = mb.hidden;
+  if (stage.has_embed) {
+    call.tokens = mb.tokens;
+  } else if (mb.hidden_rank >= 0) {
+    call.hidden_from = mb.hidden_rank;
+    call.hidden_tag = mb.hidden_tag;
+  } else {
+    call.hidden = mb.hidden;
+  }
   call.holder = mb.holder ? mb.holder->id() : std::string();
+  // The next stage only on other workers: this rank sends its output straight there.
+  const StageRuntime* next = stage.next;
+  if (record && stage.local.empty() && next && next->local.empty() && !next->ranks.empty() &&
+      std::find(next->ranks.begin(), next->ranks.end(), rank) == next->ranks.end()) {
+    call.forward_to.assign(next->ranks.begin(), next->ranks.end());
+    call.forward_tag = ranks_->next_transfer_tag();
+    call.forward_device = next->members.front()->device->id();
+  }
   Device* remote = nullptr;
   for (DeviceRuntime* m : stage.members) {
     if (m->device->remote_rank() == rank && !remote) remote = m->device;
@@ -278,11 +292,12 @@ Status Pipeline::run_remote(StageRuntime& stage, MicroBatch& mb, int rank, bool 
   Status s = ranks_->run_stage(rank, call);
   out.end();
   if (!s.ok()) {
-    // The rank stopped answering: its devices are lost (the scheduler re-plans around them).
-    if (ranks_->rank_lost(rank)) {
-      for (Device* d : devices_) {
-        if (d->remote_rank() == rank && !d->failed()) d->mark_failed(s.error().message);
-      }
+    // A rank that stopped answering (this one, or the worker it was to get its input from): its
+    // devices are lost (the scheduler re-plans around them).
+    for (Device* d : devices_) {
+      const int r = d->remote_rank();
+      if (r >= 0 && ranks_->rank_lost(r) && !d->failed())
+        d->mark_failed(r == rank ? s.error().message : "rank " + std::to_string(r) + " is lost");
     }
     return s;
   }
@@ -300,8 +315,9 @@ Status Pipeline::run_remote(StageRuntime& stage, MicroBatch& mb, int rank, bool 
       e.start_ns -= epoch_abs;
       recorder_->record(e);
     }
-    // The crossing back, on the other rank's lane: the answer's bytes coming off the link.
-    if (remote_lane >= 0 && call.reply_end_ns > 0) {
+    // The crossing back, on the other rank's lane: the answer's bytes coming off the link (none
+    // when the hidden state went straight on to another worker: that rank traced it).
+    if (remote_lane >= 0 && call.reply_end_ns > 0 && call.forward_to.empty()) {
       trace::Event e = proto(remote_lane, trace::EventKind::Transfer, -1, mb.seq(), mb.pos0(), mb.n);
       e.peer_lane = next_lane;
       e.bytes = call.reply_bytes;
@@ -311,6 +327,14 @@ Status Pipeline::run_remote(StageRuntime& stage, MicroBatch& mb, int rank, bool 
     }
   }
   if (!record) return {};
+  if (!call.forward_to.empty()) {
+    mb.hidden.clear();
+    mb.hidden_rank = rank;
+    mb.hidden_tag = call.forward_tag;
+    mb.holder = remote;
+    return {};
+  }
+  mb.hidden_rank = -1;
   if (call.hidden.size() != static_cast<size_t>(mb.n * c.n_embd))
     return Error{Code::Corrupt, "rank " + std::to_string(rank) + " returned " + std::to_string(call.hidden.size()) +
                                     " hidden floats for " + std::to_string(mb.n) + " rows"};
@@ -387,6 +411,7 @@ Status Pipeline::serve_stage(StageCall& call) {
     pos = p.pos0 + p.n;
   }
   call.hidden = std::move(mb.hidden);
+  call.out_holder = mb.holder ? mb.holder->id() : std::string();
   return {};
 }
 

@@ -31,6 +31,16 @@ struct StageCall {
   int64_t n = 0;                    // rows
   std::string holder;               // id of the device whose memory produced hidden ("" when none)
   std::vector<float> hidden;        // [n][n_embd]: in, then out
+  // Direct crossings between worker ranks, so that a hidden state going from one worker to the next
+  // does not pass through rank 0. In: when hidden_from >= 0 the input hidden state is not in
+  // `hidden` but comes straight from rank hidden_from (a message on hidden_tag); when forward_to is
+  // not empty the output goes straight to those ranks (on forward_tag, non-blocking) instead of
+  // back in the answer, and forward_device names the device it goes to (for the trace).
+  int32_t hidden_from = -1, hidden_tag = -1;
+  std::vector<int32_t> forward_to;
+  int32_t forward_tag = -1;
+  std::string forward_device;
+  std::string out_holder;           // out (worker): id of the device whose memory produced the output
   std::vector<std::vector<float>> logits;  // out: [n_vocab] per part with want_logits, in order
   // out: the remote rank's trace events of this call, on rank 0's clock, lanes by device id.
   struct LaneEvent {
@@ -61,11 +71,16 @@ class RankBridge {
   virtual Status end_place(const plan::Placement* revert_to, bool local_failed) = 0;
   // Runs stage call.stage of one micro-batch on `rank` (blocking; any stage thread).
   virtual Status run_stage(int rank, StageCall& call) = 0;
+  // A fresh tag for one direct crossing between two other ranks (StageCall::forward_tag).
+  virtual int next_transfer_tag() = 0;
   // Copies the first n positions of sequence src to dst on every other rank.
   virtual Status copy_sequence(int32_t src, int32_t dst, int64_t n) = 0;
-  // The communicator of a tensor group whose members span `ranks` (sorted; this rank among them),
-  // `local` being this rank's members. Every rank of the group calls it with the same tag.
-  virtual Expected<std::unique_ptr<comm::Communicator>> group_communicator(const std::vector<Device*>& local,
+  // The communicator of a tensor group whose members span `ranks` (sorted; this rank among them).
+  // members: all of the group's devices in member order, this rank's own and the stand-ins of the
+  // others' (Device::remote_rank() >= 0); the communicator's buffers are this rank's members', in
+  // that order. NCCL over all members when every one is a CUDA GPU (comm/group_transport.h), the
+  // host sum and MPI otherwise. Every rank of the group calls it with the same members and tag.
+  virtual Expected<std::unique_ptr<comm::Communicator>> group_communicator(const std::vector<Device*>& members,
                                                                            const std::vector<int>& ranks, int tag) = 0;
   // Whether a rank has stopped answering.
   virtual bool rank_lost(int rank) const = 0;

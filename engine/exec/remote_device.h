@@ -4,15 +4,42 @@
 // the Pipeline hands the blocks placed on it to its rank (engine/exec/rank_bridge.h).
 #pragma once
 
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
 #include "engine/exec/device.h"
 
 namespace strata::exec {
 
+// The latest memory figures of other ranks' devices, by rank-qualified id, as those ranks reported
+// them (each answer to a placement carries them: exec::Cluster writes here). Thread-safe.
+class RemoteMemory {
+ public:
+  struct Figures {
+    MemoryUse use;             // bytes held, by use
+    uint64_t bytes_free = 0;   // as the device's info() reports it there
+    uint64_t bytes_total = 0;
+  };
+  void set(const std::string& id, const Figures& figures);
+  std::optional<Figures> get(const std::string& id) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, Figures> by_id_;
+};
+
 class RemoteDevice final : public Device {
  public:
-  // info.id is the rank-qualified id ("r1:cpu"), info.rank the owning rank.
-  explicit RemoteDevice(DeviceInfo info);
+  // info.id is the rank-qualified id ("r1:cpu"), info.rank the owning rank. memory: where the
+  // owning rank's reports land (null: the figures of `info` stay, from start-up).
+  explicit RemoteDevice(DeviceInfo info, std::shared_ptr<const RemoteMemory> memory = nullptr);
+  // Memory figures: the owning rank's latest report, else start-up's.
   DeviceInfo info() const override;
+  MemoryUse memory_use() const override;
+  uint64_t bytes_free() const override;
   bool supports(kernels::DType) const override { return true; }  // the owning rank checks when it places
   bool supports_kv(kernels::DType kv) const override;
   bool host_visible() const override { return false; }
@@ -24,6 +51,7 @@ class RemoteDevice final : public Device {
 
  private:
   DeviceInfo info_;
+  std::shared_ptr<const RemoteMemory> memory_;
 };
 
 }  // namespace strata::exec

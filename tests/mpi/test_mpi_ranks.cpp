@@ -2,7 +2,8 @@
 // (loopback TCP): a layer split across ranks gives the single process's tokens and bit-identical
 // logits; a tensor group across ranks (MPI all-reduce) its tokens and logits within a stated
 // tolerance; the trace has both ranks' lanes and the crossings between them, with bytes; a rank that
-// dies mid-stream gives a clean error, never a hang. Every run is bounded by `timeout`.
+// dies mid-stream gives a clean error, never a hang. With three ranks (`-np 3`), the hidden state
+// goes from one worker straight to the next (not through rank 0). Every run is bounded by `timeout`.
 // Registered only when the build has MPI (tests/CMakeLists.txt).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -52,10 +53,10 @@ std::string engine_line(const std::vector<std::string>& args) {
   return line;
 }
 
-// Two ranks on this machine over loopback TCP (root may run it: CI containers do).
-std::string mpirun(bool recovery = false) {
-  return quote(STRATA_MPIEXEC) + " --allow-run-as-root --oversubscribe -np 2 --mca btl self,tcp" +
-         " --mca btl_tcp_if_include lo" + (recovery ? " --enable-recovery" : "") + " ";
+// Two (or n) ranks on this machine over loopback TCP (root may run it: CI containers do).
+std::string mpirun(bool recovery = false, int n = 2) {
+  return quote(STRATA_MPIEXEC) + " --allow-run-as-root --oversubscribe -np " + std::to_string(n) +
+         " --mca btl self,tcp --mca btl_tcp_if_include lo" + (recovery ? " --enable-recovery" : "") + " ";
 }
 
 std::vector<float> read_floats(const fs::path& p) {
@@ -213,6 +214,87 @@ TEST(MpiRanks, TraceHasBothRanksLanesAndTheTransfersBetweenThemWithBytes) {
   EXPECT_GT(transfers_with_bytes["r1:cpu"], 0);
   EXPECT_TRUE(crossings.count({"r0:cpu", "r1:cpu"})) << "no r0 -> r1 transfer";
   EXPECT_TRUE(crossings.count({"r1:cpu", "r0:cpu"})) << "no r1 -> r0 transfer";
+}
+
+// Three ranks: rank 0 the embedding and the head, ranks 1 and 2 a layer range each. The hidden
+// state goes from rank 1 straight to rank 2 (MPI point-to-point between the workers), not through
+// rank 0: the tokens and logits are the single process's, bit for bit, and the trace has the
+// r1 -> r2 crossing on both workers' lanes with exactly the hidden state's bytes.
+const char* kThreeRankPlacement = R"({"version": 1, "n_ctx": 256,
+    "embedding": {"device": "r0:cpu"},
+    "layers": [{"layers": "0-2", "device": "r1:cpu"}, {"layers": "3-4", "device": "r2:cpu"}],
+    "head": {"device": "r0:cpu"}})";
+
+CliRun three_ranks(const fs::path& placement, const std::string& tag, int tokens, const std::vector<std::string>& extra,
+                   bool recovery = false) {
+  std::vector<std::string> args = {"run", "--model", stories().string(), "--devices", "r0:cpu,r1:cpu,r2:cpu",
+                                   "-t", "1", "--placement", placement.string(), "--prompt", kPrompt, "-n",
+                                   std::to_string(tokens), "--temperature", "0", "--dump-logits",
+                                   (work_dir() / (tag + "-ranks.f32")).string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  CliRun r = shell(mpirun(recovery, 3) + engine_line(args), recovery ? 120 : 180);
+  if (!r.out.empty() && r.out.back() == '\n') r.out.pop_back();
+  return r;
+}
+
+TEST(MpiRanks, ThreeRanksSendTheHiddenStateWorkerToWorkerBitForBit) {
+  ASSERT_TRUE(have(stories())) << "missing " << stories() << " (tools/setup.sh places the shared models)";
+  const Reference ref = single_process(stories(), "three", 32);
+  ASSERT_EQ(ref.logits.size(), 512u);
+  const fs::path placement = placement_file("three-split.json", kThreeRankPlacement);
+  const fs::path trace = work_dir() / "three-trace.json";
+  CliRun r = three_ranks(placement, "three", 32, {"--trace", trace.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, ref.text);
+  const std::vector<float> logits = read_floats(work_dir() / "three-ranks.f32");
+  ASSERT_EQ(logits.size(), ref.logits.size());
+  EXPECT_EQ(std::memcmp(logits.data(), ref.logits.data(), logits.size() * sizeof(float)), 0)
+      << "max relative difference " << relative_error(logits, ref.logits);
+
+  const auto j = nlohmann::json::parse(slurp(trace));
+  const auto& events = j.is_array() ? j : j.at("traceEvents");
+  std::map<int, std::string> lane_names;
+  for (const auto& e : events) {
+    if (e.value("name", "") == "thread_name") lane_names[e.at("tid").get<int>()] = e["args"]["name"].get<std::string>();
+  }
+  // stories260K: n_embd 64, so a hidden state is n_tokens * 64 * 4 bytes.
+  constexpr uint64_t kRowBytes = 64 * sizeof(float);
+  int sent = 0, received = 0, other_size = 0;
+  for (const auto& e : events) {
+    if (e.value("ph", "") != "X" || e.value("cat", "") != "transfer") continue;
+    const std::string lane = lane_names[e.at("tid").get<int>()];
+    const std::string peer = e["args"].value("peer", "");
+    const uint64_t bytes = e["args"].value("bytes", uint64_t{0});
+    const uint64_t rows = e["args"].value("n_tokens", uint64_t{1});
+    if (lane == "r1:cpu" && peer == "r2:cpu") {
+      // Rank 1's send, and rank 2's copy of what came in (both attributed to the sending lane). A
+      // relay through rank 0 would also put rank 1's whole answer message here (status, counts,
+      // its trace spans: more than the hidden state).
+      ++sent;
+      if (bytes != rows * kRowBytes) ++other_size;
+    }
+    if (lane == "r2:cpu" && peer == "r1:cpu") {
+      ++received;
+      EXPECT_EQ(bytes, rows * kRowBytes);
+    }
+  }
+  // 32 tokens: the prompt's micro-batch and 31 decode steps (the last token is not evaluated),
+  // at least one event each way per crossing.
+  EXPECT_GE(sent, 32) << "rank 1's lane has too few transfers to rank 2";
+  EXPECT_GE(received, 32) << "rank 2's lane has too few crossings in from rank 1";
+  EXPECT_EQ(other_size, 0) << "an r1 -> r2 transfer that is not exactly the hidden state: a relay through rank 0";
+}
+
+// Rank 2 (downstream of a worker-to-worker crossing) dies instead of answering its 6th stage call:
+// rank 1's pending send to it is dropped, rank 0 ends with one clean line naming rank 2, and
+// nothing hangs.
+TEST(MpiRanks, KillingTheDownstreamWorkerOfThreeRanksGivesACleanError) {
+  ASSERT_TRUE(have(stories())) << "missing " << stories();
+  const fs::path placement = placement_file("three-fault.json", kThreeRankPlacement);
+  CliRun r = three_ranks(placement, "three-fault", 64, {"--rank-fault", "2:crash_after=5"}, /*recovery=*/true);
+  ASSERT_NE(r.exit_code, -1) << "hang or crash of the job; stderr: " << r.err;
+  EXPECT_NE(r.err.find("error: rank 2 is lost"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.rfind(kPrompt, 0), 0u) << r.out;
 }
 
 // Rank 1 dies (SIGKILL, as a crash) instead of answering its 6th stage call. rank 0 notices the

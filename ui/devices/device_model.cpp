@@ -31,6 +31,7 @@ QString deviceToolTip(const DeviceRow& d) {
     lines << (d.peers.isEmpty() ? QStringLiteral("peer access: none")
                                 : QStringLiteral("peer access: %1").arg(d.peers.join(QLatin1String(", "))));
   }
+  if (!d.host.isEmpty()) lines << QStringLiteral("rank %1 of the engine, on host %2").arg(d.rank).arg(d.host);
   if (d.simulated) lines << QStringLiteral("simulated: declared memory and speeds, run on this machine's CPU");
   return lines.join(QLatin1Char('\n'));
 }
@@ -54,6 +55,8 @@ QVariant DeviceModel::data(const QModelIndex& index, int role) const {
   switch (role) {
     case Qt::DisplayRole: {
       QString text = d.name.isEmpty() ? d.id : d.name;
+      // Several engine processes: every rank has a "CPU"; the rank tells them apart.
+      if (!d.host.isEmpty()) text = QStringLiteral("r%1: %2").arg(d.rank).arg(text);
       if (d.simulated && !text.contains(QLatin1String("simulated"))) text += QStringLiteral(" (simulated)");
       if (d.failed) text += QStringLiteral(" (failed)");
       return text;
@@ -78,6 +81,8 @@ QVariant DeviceModel::data(const QModelIndex& index, int role) const {
     case PeersRole: return d.peers;
     case FailedRole: return d.failed;
     case FailureRole: return d.failure;
+    case RankRole: return d.rank;
+    case HostRole: return d.host;
     default: return {};
   }
 }
@@ -89,7 +94,7 @@ QHash<int, QByteArray> DeviceModel::roleNames() const {
                 {KvReservedRole, "kvReserved"}, {ScratchRole, "scratch"}, {OtherRole, "other"},
                 {FreeRole, "free"}, {UsedFractionRole, "usedFraction"}, {BandwidthRole, "bandwidthGbps"},
                 {ComputeCapabilityRole, "computeCapability"}, {OrdinalRole, "ordinal"}, {PeersRole, "peers"},
-                {FailedRole, "failed"}, {FailureRole, "failure"}});
+                {FailedRole, "failed"}, {FailureRole, "failure"}, {RankRole, "rank"}, {HostRole, "host"}});
   return names;
 }
 
@@ -112,6 +117,8 @@ void DeviceModel::setDevices(const QJsonArray& devices) {
       if (!peer.toString().isEmpty() && peer.toString() != d.id) d.peers.append(peer.toString());
     d.failed = o.value(QLatin1String("failed")).toBool(false);
     if (d.failed) d.failure = o.value(QLatin1String("failure")).toString();
+    d.rank = o.value(QLatin1String("rank")).toInt(0);
+    d.host = o.value(QLatin1String("host")).toString();
     d.memory.capacity = bytesOf(o.value(QLatin1String("bytes_total")));
     if (old < 0 && o.contains(QLatin1String("bytes_free"))) {
       // Before any status: what is not free is "other" (used by someone, not by a known part).

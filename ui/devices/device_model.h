@@ -25,6 +25,10 @@ struct DeviceRow {
   QStringList peers;          // ids of the devices whose memory this one reaches directly
   bool failed = false;        // met a sticky error; the engine no longer uses it
   QString failure;            // why
+  // Under mpirun (several engine processes): the rank owning the device and its host ("" in one
+  // process, where every device is rank 0's). The id then carries the rank too ("r1:cpu").
+  int rank = 0;
+  QString host;
 };
 
 class DeviceModel : public QAbstractListModel {
@@ -49,6 +53,8 @@ class DeviceModel : public QAbstractListModel {
     PeersRole,              // QStringList: ids of the devices with peer access from this one
     FailedRole,             // bool
     FailureRole,            // QString: why it failed ("" unless failed)
+    RankRole,               // int: the engine process (mpirun rank) owning the device; 0 in one process
+    HostRole,               // QString: that process's host name; "" in one process
   };
   Q_ENUM(Roles)
 

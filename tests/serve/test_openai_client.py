@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # tests/serve/test_openai_client.py — the `openai` Python package against the real
 # `strata-engine serve`: a chat completion, non-streaming and streaming, equals `run`'s text.
-# Usage: test_openai_client.py STRATA_ENGINE MODEL.gguf. Exit 77 (CTest: skipped) only when the
-# openai package is missing; any other problem fails.
+# Usage: test_openai_client.py STRATA_ENGINE MODEL.gguf. tools/setup.sh installs the openai package,
+# so its absence fails like any other problem.
 import json
 import re
 import subprocess
@@ -12,8 +12,8 @@ import threading
 try:
     import openai
 except ImportError:
-    print("openai package not installed (python3 -m pip install openai): skipped")
-    sys.exit(77)
+    print("FAIL: the openai package is not installed (tools/setup.sh installs it: python3 -m pip install openai)")
+    sys.exit(1)
 
 
 def validate(value, schema, where="$"):

@@ -1,10 +1,13 @@
 // tests/test_support.h — paths of the shared test models and small helpers for tests.
 #pragma once
 
-#include <filesystem>
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <unistd.h>
@@ -15,10 +18,41 @@ inline std::filesystem::path shared_models() { return std::filesystem::path(STRA
 inline std::filesystem::path shared_model(const std::string& name) { return shared_models() / name; }
 inline bool have(const std::filesystem::path& p) { return std::filesystem::exists(p); }
 
-// A fresh folder under the system temp dir, unique per test process.
+// The folders temp_dir() made, removed with everything in them when the test process exits
+// normally: CTest runs every test case in a process of its own, and models written there are
+// 1-100 MB each, so a kept folder per case filled /tmp by gigabytes a suite run. Set
+// STRATA_KEEP_TEST_DIRS=1 to keep them for a look after a failure. Only the process that made a
+// folder removes it (a forked child leaves through _exit, which skips this destructor anyway).
+class TempDirRegistry {
+ public:
+  ~TempDirRegistry() {
+    if (std::getenv("STRATA_KEEP_TEST_DIRS") != nullptr || owner_ != ::getpid()) return;
+    for (const auto& dir : dirs_) {
+      std::error_code ignored;  // a folder already gone, or busy: nothing a test can do about it
+      std::filesystem::remove_all(dir, ignored);
+    }
+  }
+  void add(const std::filesystem::path& dir) {
+    std::lock_guard lock(mutex_);
+    if (std::find(dirs_.begin(), dirs_.end(), dir) == dirs_.end()) dirs_.push_back(dir);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::filesystem::path> dirs_;
+  pid_t owner_ = ::getpid();
+};
+
+inline TempDirRegistry& temp_dir_registry() {
+  static TempDirRegistry registry;
+  return registry;
+}
+
+// A fresh folder under the system temp dir, unique per test process, removed when it exits.
 inline std::filesystem::path temp_dir(const std::string& tag) {
   auto dir = std::filesystem::temp_directory_path() / ("strata-test-" + tag + "-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
+  temp_dir_registry().add(dir);
   return dir;
 }
 

@@ -26,8 +26,17 @@ struct Channel {
   std::mutex mutex;
   std::condition_variable* cv = nullptr;  // shared by the choices of one request
   std::mutex* cv_mutex = nullptr;
-  std::string pending;              // streamed text not yet written
-  std::vector<Json> pending_lp;     // logprob entries of tokens not yet written (stream)
+  // Streamed text not yet written, one piece per on_text call, each with the logprob entries of
+  // the tokens that made it. Each piece becomes a chunk of its own, however far the writer lags:
+  // like OpenAI's and llama-server's streams, a chunk is a token's text (a token whose bytes end
+  // inside a UTF-8 character, or that a stop string holds back, joins the next piece), so clients
+  // that count chunks as tokens or time them (inter-token latency) read what happened.
+  struct Piece {
+    std::string text;
+    std::vector<Json> lp;
+  };
+  std::vector<Piece> pending;
+  std::vector<Json> pending_lp;     // logprob entries of tokens whose text has not come yet (stream)
   std::vector<Json> all_lp;         // every token's logprob entry (blocking answer)
   int64_t prompt_done = -1, prompt_total = 0;  // "return_progress": the latest, not yet written when >= 0
   std::vector<Json> replans_pending;  // re-plans this choice lived through, not yet written (stream)
@@ -441,8 +450,7 @@ void answer_stream(ServerContext& ctx, httplib::Response& res, const std::shared
         }
       }
     }
-    std::vector<std::string> text(n);
-    std::vector<std::vector<Json>> lp(n);
+    std::vector<std::vector<Channel::Piece>> pieces(n);
     std::vector<bool> ended(n, false);
     std::vector<std::vector<Json>> replans(n);
     std::pair<int64_t, int64_t> progress{-1, 0};
@@ -450,7 +458,7 @@ void answer_stream(ServerContext& ctx, httplib::Response& res, const std::shared
       std::unique_lock<std::mutex> lock(rq->mutex);
       rq->cv.wait_for(lock, std::chrono::milliseconds(200), [&] {
         for (const auto& ch : rq->choices) {
-          if (!ch->pending.empty() || !ch->pending_lp.empty() || !ch->replans_pending.empty() ||
+          if (!ch->pending.empty() || !ch->replans_pending.empty() ||
               (ch->done && !ch->finished) || ch->prompt_done >= 0)
             return true;
         }
@@ -461,8 +469,7 @@ void answer_stream(ServerContext& ctx, httplib::Response& res, const std::shared
       rq->choices[0]->prompt_done = -1;
       for (size_t i = 0; i < n; ++i) {
         Channel& ch = *rq->choices[i];
-        text[i].swap(ch.pending);
-        lp[i].swap(ch.pending_lp);
+        pieces[i].swap(ch.pending);
         replans[i].swap(ch.replans_pending);
         if (ch.done && !ch.finished) {
           ch.finished = true;
@@ -500,19 +507,21 @@ void answer_stream(ServerContext& ctx, httplib::Response& res, const std::shared
     }
     for (size_t i = 0; i < n; ++i) {
       Channel& ch = *rq->choices[i];
-      if (env.tools.enabled) {
-        st->held[i] += text[i];
-        text[i].clear();
+      for (Channel::Piece& piece : pieces[i]) {
+        if (env.tools.enabled) {  // the text is held back until the choice ends, to parse the calls
+          st->held[i] += piece.text;
+          piece.text.clear();
+        }
+        if (piece.text.empty() && piece.lp.empty()) continue;
+        Json choice = {{"index", i}, {"logprobs", logprobs_json(env, piece.lp, ch.text_offset)}, {"finish_reason", nullptr}};
+        if (env.chat) {
+          choice["delta"] = {{"content", piece.text}};
+        } else {
+          choice["text"] = piece.text;
+        }
+        if (!write(sse(chunk(env, choice)))) return false;
+        wrote = true;
       }
-      if (text[i].empty() && lp[i].empty()) continue;
-      Json choice = {{"index", i}, {"logprobs", logprobs_json(env, lp[i], ch.text_offset)}, {"finish_reason", nullptr}};
-      if (env.chat) {
-        choice["delta"] = {{"content", text[i]}};
-      } else {
-        choice["text"] = text[i];
-      }
-      if (!write(sse(chunk(env, choice)))) return false;
-      wrote = true;
     }
     for (size_t i = 0; i < n; ++i) {
       if (!ended[i]) continue;
@@ -686,7 +695,8 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
       if (chp->gone.load()) return false;
       if (stream) {
         std::lock_guard<std::mutex> lock(rqp->mutex);
-        chp->pending.append(text);
+        chp->pending.push_back({std::string(text), std::move(chp->pending_lp)});
+        chp->pending_lp.clear();
       }
       rqp->cv.notify_all();
       return true;
@@ -696,6 +706,9 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
       metrics->requests_active.fetch_sub(1);
       {
         std::lock_guard<std::mutex> lock(rqp->mutex);
+        // Logprob entries of tokens that gave no text (held back at the end): a chunk of their own.
+        if (!chp->pending_lp.empty()) chp->pending.push_back({std::string(), std::move(chp->pending_lp)});
+        chp->pending_lp.clear();
         chp->result = r;
         chp->done = true;
       }

@@ -214,6 +214,7 @@ struct Streamed {
   std::string text, finish;
   bool done = false;
   int chunks = 0;
+  int text_chunks = 0;  // chunks whose content (chat) or text (completion) is not empty
   Json usage;
   Json replans = Json::array();  // the "replan" notes of chunks (a device was lost mid-stream)
 };
@@ -234,8 +235,9 @@ inline Streamed stream_completion(int port, const std::string& path, Json body, 
     if (j.contains("replan")) s.replans.push_back(j["replan"]);
     if (!j.contains("choices") || j["choices"].empty()) return true;
     const Json& c = j["choices"][0];
-    if (chat && c["delta"].contains("content")) s.text += c["delta"]["content"].get<std::string>();
-    if (!chat) s.text += c["text"].get<std::string>();
+    const std::string piece = chat ? c["delta"].value("content", std::string()) : c["text"].get<std::string>();
+    s.text += piece;
+    s.text_chunks += !piece.empty();
     if (!c["finish_reason"].is_null()) s.finish = c["finish_reason"].get<std::string>();
     return true;
   }, key);

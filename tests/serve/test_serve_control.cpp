@@ -32,7 +32,21 @@ TEST(ServeControl, TraceStreamHasEventsOnEveryDeviceWhileGenerating) {
     });
     cli.Get("/strata/v1/trace/stream", [&](const char* d, size_t n) { return parser.feed(d, n); });
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Waits (polling, up to 60 s: only a broken stream takes that long) until `done` holds over the
+  // batches received so far.
+  auto wait_for_batches = [&](const std::function<bool(const std::vector<Batch>&)>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (done(batches)) return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  };
+  // The stream's first batch is sent as soon as it is connected: from then on it sees every event.
+  ASSERT_TRUE(wait_for_batches([](const std::vector<Batch>& b) { return !b.empty(); })) << "no trace batch";
   constexpr int kTokens = 1500;  // a second or more of generation
   const auto t0 = std::chrono::steady_clock::now();
   Reply r = post(port, "/v1/completions",
@@ -40,7 +54,16 @@ TEST(ServeControl, TraceStreamHasEventsOnEveryDeviceWhileGenerating) {
   const auto t1 = std::chrono::steady_clock::now();
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.json()["usage"]["completion_tokens"], kTokens);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // The last events reach the stream a batch or more after the reply: wait for the last token's
+  // sample event on the host lane, however loaded the machine is.
+  wait_for_batches([&](const std::vector<Batch>& got) {
+    int host_lane = -1, samples = 0;
+    for (const Json& l : got.front().data["lanes"])
+      if (l["name"] == "host") host_lane = l["id"].get<int>();
+    for (const Batch& b : got)
+      for (const Json& e : b.data["events"]) samples += e["lane"] == host_lane && e["kind"] == "sample";
+    return samples >= kTokens;
+  });
   stop = true;
   reader.join();
 

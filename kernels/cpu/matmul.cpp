@@ -9,6 +9,7 @@
 #include <atomic>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_float.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/quant.h"
 #include "kernels/cpu/type_kernels.h"
@@ -30,6 +31,16 @@ constexpr int64_t kF32Dot4MinTokens = 16;
 
 bool use_dot4(DType wtype, int64_t n_tokens) {
   return n_tokens >= (wtype == DType::F32 ? kF32Dot4MinTokens : 4);
+}
+
+// Float weights take the register-tiled GEMM (gemm_float.h) from this many tokens on: F32 from
+// kF32Dot4MinTokens (the same bit-for-bit promise), F16 / BF16 from kFloatTilesMinTokens (they
+// make no such promise: their 4-token dot already sums in another order than the one-token dot).
+constexpr int64_t kFloatTilesMinTokens = 4;
+
+const FloatGemmKernels* float_tiles(DType wtype, Isa isa, int64_t n_tokens) {
+  if (n_tokens < (wtype == DType::F32 ? kF32Dot4MinTokens : kFloatTilesMinTokens)) return nullptr;
+  return float_gemm_kernels(wtype, isa);
 }
 
 // Packed-tile path (gemm.h): tokens per work item (their packed activations stay in L2) and
@@ -117,6 +128,8 @@ std::string matmul_path(DType wtype, int64_t n_tokens) {
   if (n_tokens > 1) {
     const GemmKernels* gk = gemm_kernels(wtype, isa);
     if (gk && n_tokens >= gk->min_tokens) return std::string(isa_name(isa)) + "-vnni packed tiles";
+    if (const FloatGemmKernels* fk = float_tiles(wtype, isa, n_tokens))
+      return std::string(isa_name(isa)) + " float tiles " + std::to_string(fk->rm) + "x" + std::to_string(fk->rn);
   }
   // The highest ISA at or below the active one with a table for the type (best_type_kernels' choice).
   Isa used = Isa::Scalar;
@@ -138,6 +151,10 @@ void matmul(ThreadPool& pool, DType wtype, const void* w, int64_t rows, int64_t 
     const GemmKernels* gk = gemm_kernels(wtype, isa);
     if (gk && n_tokens >= gk->min_tokens) {
       matmul_packed(pool, *gk, w, row_bytes(wtype, cols), rows, cols, x, n_tokens, y, scratch);
+      return;
+    }
+    if (const FloatGemmKernels* fk = float_tiles(wtype, isa, n_tokens)) {
+      matmul_float_tiles(pool, *fk, w, row_bytes(wtype, cols), rows, cols, x, n_tokens, y, scratch);
       return;
     }
   }

@@ -19,7 +19,8 @@
 //
 // Variants: Avx2 (256-bit, 16 ymm: 3 rows x 4 tokens, V = 8) and Avx512 (512-bit, 32 zmm:
 // 3 rows x 8 tokens, V = 16); the same code (gemm_float_x86.inc) compiled for each. No scalar
-// variant: matmul keeps vec_dot / VecDot4 there.
+// variant: matmul keeps vec_dot / VecDot4 there. For tests, the Avx512 variant also exists
+// emulated with AVX2 (bit-identical outputs; never chosen by float_gemm_kernels()).
 #pragma once
 
 #include <cstdint>
@@ -57,6 +58,10 @@ void matmul_float_tiles(ThreadPool& pool, const FloatGemmKernels& fk, const void
 namespace detail {
 const FloatGemmKernels* avx2_float_gemm(DType wtype);    // gemm_float_avx2.cpp
 const FloatGemmKernels* avx512_float_gemm(DType wtype);  // gemm_float_avx512.cpp; only if Avx512 is supported
+// gemm_float_wide_avx2.cpp: the Avx512 variant (16-float vectors, 3 x 8 tile, same item sizes and
+// order of operations, bit-identical outputs) emulated with pairs of AVX2 vectors, for tests on
+// CPUs without AVX-512; call only if Avx2 is supported.
+const FloatGemmKernels* avx512_float_gemm_emulated(DType wtype);
 }  // namespace detail
 
 }  // namespace strata::kernels

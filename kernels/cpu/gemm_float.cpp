@@ -21,30 +21,42 @@ const FloatGemmKernels* float_gemm_kernels(DType wtype, Isa isa) {
 
 void matmul_float_tiles(ThreadPool& pool, const FloatGemmKernels& fk, const void* w, int64_t w_row_bytes, int64_t rows,
                         int64_t cols, const float* x, int64_t n_tokens, float* y, std::vector<uint8_t>& scratch) {
-  if (rows <= 0 || n_tokens <= 0) return;
+  if (rows <= 0 || n_tokens <= 0 || cols <= 0) return;
   const int nth = pool.n_threads();
-  // Token blocks of equal size (a multiple of the tile's rn, so only the last panel is padded):
-  // 100 tokens with 64-token blocks are 2 x 52, not 64 + 36.
-  const int64_t n_tb = (n_tokens + fk.token_block - 1) / fk.token_block;
-  const int64_t per_tb = (n_tokens + n_tb - 1) / n_tb;
-  const int64_t tb = (per_tb + fk.rn - 1) / fk.rn * fk.rn;
+  // Token blocks of equal size in whole groups: 100 tokens with 64-token blocks are 56 + 44
+  // (groups of 8), not 64 + 36.
+  const int64_t n_groups = (n_tokens + fk.lanes - 1) / fk.lanes;
+  const int64_t max_groups = fk.token_block / fk.lanes;
+  const int64_t n_tb = (n_groups + max_groups - 1) / max_groups;
+  const int64_t tb = (n_groups + n_tb - 1) / n_tb * fk.lanes;
   const int64_t n_tbs = (n_tokens + tb - 1) / tb;
   const int64_t n_rbs = (rows + fk.row_block - 1) / fk.row_block;
-  const size_t need = static_cast<size_t>(64 + nth * fk.scratch_bytes);
+  const int64_t group_bytes = cols * fk.lanes * 4;
+  const size_t need = static_cast<size_t>(64 + n_groups * group_bytes + nth * fk.scratch_bytes);
   if (scratch.size() < need) scratch.resize(need);
   uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t{63});
+  float* xp = reinterpret_cast<float*>(base);  // group_bytes is a multiple of 32: cols * lanes * 4
+  uint8_t* thread_scratch = base + (n_groups * group_bytes + 63) / 64 * 64;
 
-  struct alignas(64) Job {
+  struct Job {
     const FloatGemmKernels* fk;
     const uint8_t* w;
     const float* x;
+    float* xp;
     float* y;
     uint8_t* scratch;
-    int64_t w_row_bytes, rows, cols, n_tokens, tb, n_tbs, n_items;
+    int64_t w_row_bytes, rows, cols, n_tokens, n_groups, tb, n_tbs, n_items;
     alignas(64) std::atomic<int64_t> next{0};
   };
-  Job job{&fk, static_cast<const uint8_t*>(w), x, y, base, w_row_bytes, rows, cols, n_tokens, tb, n_tbs, n_rbs * n_tbs};
-  // Consecutive items share a row block (its weights stay in cache across the token blocks).
+  Job job{&fk, static_cast<const uint8_t*>(w), x, xp, y, thread_scratch, w_row_bytes, rows, cols,
+          n_tokens, n_groups, tb, n_tbs, n_rbs * n_tbs};
+  // 1. Pack the activations by groups, groups split across threads.
+  static constexpr auto pack = [](Job* j, int ith, int n) {
+    for (int64_t g = ith; g < j->n_groups; g += n)
+      j->fk->pack_group(j->x, j->cols, j->n_tokens, g, j->xp + g * j->cols * j->fk->lanes);
+  };
+  // 2. Row blocks x token blocks, handed out dynamically. Consecutive items share a row block:
+  // its weights stay in cache across the token blocks.
   static constexpr auto work = [](Job* j, int ith) {
     uint8_t* ws = j->scratch + ith * j->fk->scratch_bytes;
     for (;;) {
@@ -52,15 +64,17 @@ void matmul_float_tiles(ThreadPool& pool, const FloatGemmKernels& fk, const void
       if (item >= j->n_items) return;
       const int64_t r0 = (item / j->n_tbs) * j->fk->row_block, nr = std::min(j->rows - r0, j->fk->row_block);
       const int64_t t0 = (item % j->n_tbs) * j->tb, nt = std::min(j->n_tokens - t0, j->tb);
-      j->fk->block(j->w + r0 * j->w_row_bytes, j->w_row_bytes, nr, j->cols, j->x + t0 * j->cols, nt,
+      j->fk->block(j->w + r0 * j->w_row_bytes, j->w_row_bytes, nr, j->cols, j->xp + t0 * j->cols, nt,
                    j->y + t0 * j->rows + r0, j->rows, ws);
     }
   };
   if (nth == 1) {
+    pack(&job, 0, 1);
     work(&job, 0);
     return;
   }
-  pool.run([j = &job](int ith, int) { work(j, ith); });  // one pointer: no std::function allocation
+  pool.run([j = &job](int ith, int n) { pack(j, ith, n); });  // one pointer: no std::function allocation
+  pool.run([j = &job](int ith, int) { work(j, ith); });
 }
 
 }  // namespace strata::kernels

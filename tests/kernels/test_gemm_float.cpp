@@ -1,12 +1,14 @@
 // tests/kernels/test_gemm_float.cpp — the register-tiled float GEMM (gemm_float.h) for F32, F16
-// and BF16 weights against a double-precision product of the same (exactly dequantized) weights:
-// rows, tokens and k that are not multiples of the tile (3 x 4 on AVX2, 3 x 8 on AVX-512), of the
-// vector width (8 / 16) or of the 256-element k chunk, 1 and 2 threads; outputs outside the block
-// left untouched; every output independent of the thread count and of where its row and token
-// fall in a tile (bit for bit); and matmul's routing: F32 batches under 16 rows keep the
-// one-token dot (bit for bit what each token gets alone), larger ones and F16 / BF16 prompts take
-// the tiles. The AVX-512 variant runs where the CPU has it; its AVX2 emulation (same layout and
-// order of operations) runs on every AVX2 CPU, and where both run they must agree bit for bit.
+// and BF16 weights: against a double-precision product of the same (exactly dequantized)
+// weights within a stated tolerance, and bit for bit against the scalar chain it promises
+// (s = fma(w[k], x[k], s) for k in order); rows, tokens and k that are not multiples of the
+// tiles (6 x 2 groups of 8 tokens on AVX2, 12 x 2 groups of 16 on AVX-512), of the groups or of
+// the 256-element k chunk, 1 and 2 threads; outputs outside the block left untouched; every
+// output independent of the thread count and of where its row and token fall in a tile (bit for
+// bit); and matmul's routing: F32 batches under 16 rows keep the one-token dot (bit for bit what
+// each token gets alone), larger ones and F16 / BF16 prompts take the tiles. The AVX-512 variant
+// runs where the CPU has it; its AVX2 emulation (same layout and order of operations) runs on
+// every AVX2 CPU, and where both run they must agree bit for bit.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -42,9 +44,9 @@ Problem make_problem(DType wt, int64_t rows, int64_t cols, int64_t tokens, uint3
 }
 
 // y ([tokens][y_stride]) against sum_k wd[r][k] x[t][k] in double. Tolerance: 1e-5 of
-// sum_k |w x| (float rounding in another order: lane sums of ~cols / 8 terms; measured below
-// 1e-6 of it). A dropped or doubled term of k (|w x| ~ 1 of sum ~ 0.64 cols) is above it up to
-// k ~ 150000, far past the test shapes.
+// sum_k |w x| (float rounding of one running sum: about 2^-24 |partial sum| per term, a random
+// walk). A dropped or doubled term of k (|w x| ~ 1 of sum ~ 0.64 cols) is above it up to
+// k ~ 150000, far past the test shapes. Then bit for bit against the FMA chain.
 void check_against_double(const Problem& p, const std::vector<float>& y, int64_t y_stride, const std::string& what) {
   for (int64_t t = 0; t < p.tokens; ++t) {
     for (int64_t r = 0; r < p.rows; ++r) {
@@ -56,6 +58,12 @@ void check_against_double(const Problem& p, const std::vector<float>& y, int64_t
       }
       ASSERT_NEAR(y[t * y_stride + r], ref, 1e-5 * mag)
           << what << " rows=" << p.rows << " cols=" << p.cols << " tokens=" << p.tokens << " t=" << t << " r=" << r;
+      // The kernel's promise: one FMA chain over k in order.
+      float chain = 0.f;
+      for (int64_t k = 0; k < p.cols; ++k) chain = std::fma(p.wd[r * p.cols + k], p.x[t * p.cols + k], chain);
+      ASSERT_EQ(std::memcmp(&chain, &y[t * y_stride + r], 4), 0)
+          << what << " not the FMA chain: " << y[t * y_stride + r] << " vs " << chain << " rows=" << p.rows
+          << " cols=" << p.cols << " tokens=" << p.tokens << " t=" << t << " r=" << r;
     }
   }
 }
@@ -73,11 +81,11 @@ std::vector<float> run_tiles(const FloatGemmKernels& fk, ThreadPool& pool, DType
   return y;
 }
 
-// The edge shapes: rows 1, 3, 17, 64, 67 (tile 3: remainders 1, 0, 2, 1, 1; 67 rows is
-// two 48-row items); tokens 16, 17, 33, 64, 100 (tile 4 / 8 remainders, 100 = two 52-token
-// blocks); k 32 and 40 (one chunk; 40 = 5 AVX2 vectors, 2 AVX-512 vectors + 8 scalar tail),
-// 37 (scalar tail of 5), 1000 (3 chunks of 256 and a part for both widths), 4104 = 4096 + 8
-// (16 full chunks and a part on AVX2, a scalar tail of 8 on AVX-512), 4099 (tail of 3).
+// The edge shapes: rows 1, 3, 17, 64, 67 (tiles of 6 / 12 rows and 48-row items: 67 is
+// two items, the second of 19 rows); tokens 16, 17, 33, 64, 100 (groups of 8 / 16; a lone last
+// group takes the one-group tile; 100 is two blocks); k 32, 37 and 40 (one chunk; 37 and 40 not
+// multiples of 16, 37 not of 8: the packing's transpose tail), 1000 (3 chunks of 256 and a part),
+// 4104 = 4096 + 8 and 4099 (16 chunks and a part of 8 / 3).
 void check_tiles_at_edges(const FloatGemmKernels& fk, DType wt, int threads) {
   ThreadPool pool(threads);
   std::vector<uint8_t> scratch;
@@ -114,19 +122,35 @@ TEST_P(FloatGemmIsa, MatchesDoubleReferenceAtEdges) {
   }
 }
 
-// One block call with a row stride wider than its rows: it writes exactly its nr x nt outputs.
-TEST_P(FloatGemmIsa, BlockWritesOnlyItsOutputs) {
+uint8_t* align64(std::vector<uint8_t>& v) {
+  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(v.data()) + 63) & ~uintptr_t{63});
+}
+
+// pack_group and one block call with a row stride wider than its rows: the packed layout is
+// the promised one (zeros past the last token), and the block writes exactly its nr x nt outputs.
+TEST_P(FloatGemmIsa, PackAndBlockWriteOnlyTheirOutputs) {
   const Isa isa = GetParam();
   if (!isa_supported(isa)) GTEST_SKIP() << isa_name(isa) << " not supported on this CPU";
   for (DType wt : kFloatTypes) {
     const FloatGemmKernels* fk = float_gemm_kernels(wt, isa);
     ASSERT_NE(fk, nullptr);
-    const Problem p = make_problem(wt, 7, 300, 9, 5);
+    const Problem p = make_problem(wt, 7, 301, 9, 5);
+    const int64_t L = fk->lanes, ng = (p.tokens + L - 1) / L;
+    std::vector<uint8_t> xbuf(static_cast<size_t>(ng * p.cols * L * 4 + 64));
+    float* xp = reinterpret_cast<float*>(align64(xbuf));
+    for (int64_t g = 0; g < ng; ++g) fk->pack_group(p.x.data(), p.cols, p.tokens, g, xp + g * p.cols * L);
+    for (int64_t g = 0; g < ng; ++g)
+      for (int64_t k = 0; k < p.cols; ++k)
+        for (int64_t l = 0; l < L; ++l) {
+          const int64_t t = g * L + l;
+          const float want = t < p.tokens ? p.x[t * p.cols + k] : 0.f;
+          ASSERT_EQ(xp[(g * p.cols + k) * L + l], want) << "packed token " << t << " k " << k;
+        }
     std::vector<uint8_t> buf(static_cast<size_t>(fk->scratch_bytes + 64));
-    uint8_t* scratch = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t{63});
+    uint8_t* scratch = align64(buf);
     const int64_t ys = p.rows + 3;
     std::vector<float> y(static_cast<size_t>(p.tokens * ys), NAN);
-    fk->block(p.w.data(), row_bytes(wt, p.cols), p.rows, p.cols, p.x.data(), p.tokens, y.data(), ys, scratch);
+    fk->block(p.w.data(), row_bytes(wt, p.cols), p.rows, p.cols, xp, p.tokens, y.data(), ys, scratch);
     check_against_double(p, y, ys, dtype_name(wt));
     for (int64_t t = 0; t < p.tokens; ++t)
       for (int64_t r = p.rows; r < ys; ++r) EXPECT_TRUE(std::isnan(y[t * ys + r])) << "wrote past the rows, t=" << t;
@@ -172,7 +196,7 @@ TEST(FloatGemm, EmulatedAvx512MatchesDoubleReference) {
   for (DType wt : kFloatTypes) {
     const FloatGemmKernels* fk = detail::avx512_float_gemm_emulated(wt);
     ASSERT_NE(fk, nullptr);
-    ASSERT_EQ(fk->rn, 8);
+    ASSERT_EQ(fk->lanes, 16);
     for (int threads : {1, 2}) check_tiles_at_edges(*fk, wt, threads);
   }
 }

@@ -56,16 +56,27 @@ void matmul_float_tiles(ThreadPool& pool, const FloatGemmKernels& fk, const void
       j->fk->pack_group(j->x, j->cols, j->n_tokens, g, j->xp + g * j->cols * j->fk->lanes);
   };
   // 2. Row blocks x token blocks, handed out dynamically. Consecutive items share a row block:
-  // its weights stay in cache across the token blocks.
+  // its weights stay in cache across the token blocks. Each thread claims its next item before
+  // computing the current one, so the kernel can prefetch that item's first weights (when they
+  // are other rows).
   static constexpr auto work = [](Job* j, int ith) {
     uint8_t* ws = j->scratch + ith * j->fk->scratch_bytes;
-    for (;;) {
-      const int64_t item = j->next.fetch_add(1, std::memory_order_relaxed);
-      if (item >= j->n_items) return;
-      const int64_t r0 = (item / j->n_tbs) * j->fk->row_block, nr = std::min(j->rows - r0, j->fk->row_block);
+    const int64_t rb = j->fk->row_block;
+    int64_t item = j->next.fetch_add(1, std::memory_order_relaxed);
+    while (item < j->n_items) {
+      const int64_t next = j->next.fetch_add(1, std::memory_order_relaxed);
+      const int64_t r0 = (item / j->n_tbs) * rb, nr = std::min(j->rows - r0, rb);
       const int64_t t0 = (item % j->n_tbs) * j->tb, nt = std::min(j->n_tokens - t0, j->tb);
+      const uint8_t* next_w = nullptr;
+      int64_t next_nr = 0;
+      if (next < j->n_items && next / j->n_tbs != item / j->n_tbs) {
+        const int64_t nr0 = (next / j->n_tbs) * rb;
+        next_w = j->w + nr0 * j->w_row_bytes;
+        next_nr = std::min(j->rows - nr0, rb);
+      }
       j->fk->block(j->w + r0 * j->w_row_bytes, j->w_row_bytes, nr, j->cols, j->xp + t0 * j->cols, nt,
-                   j->y + t0 * j->rows + r0, j->rows, ws);
+                   j->y + t0 * j->rows + r0, j->rows, ws, next_w, next_nr);
+      item = next;
     }
   };
   if (nth == 1) {

@@ -48,9 +48,10 @@ struct FloatGemmKernels {
   // w + r * w_row_bytes (cols elements of the kernel's type); xp: the packed groups of those
   // tokens, one after the other (cols * lanes floats each). nr <= row_block, nt <= token_block;
   // scratch: scratch_bytes, 64-byte aligned, owned by the calling thread. Nothing outside those
-  // outputs is written.
+  // outputs is written. next_w / next_nr: the weight rows (same row bytes) the caller passes
+  // next, whose first chunk is prefetched while the last chunk computes (nullptr / 0: none).
   void (*block)(const uint8_t* w, int64_t w_row_bytes, int64_t nr, int64_t cols, const float* xp, int64_t nt,
-                float* y, int64_t y_stride, uint8_t* scratch);
+                float* y, int64_t y_stride, uint8_t* scratch, const uint8_t* next_w, int64_t next_nr);
 };
 
 // nullptr when wtype is not F32 / F16 / BF16 or the ISA has no variant (Scalar) or the CPU

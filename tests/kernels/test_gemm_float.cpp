@@ -150,7 +150,7 @@ TEST_P(FloatGemmIsa, PackAndBlockWriteOnlyTheirOutputs) {
     uint8_t* scratch = align64(buf);
     const int64_t ys = p.rows + 3;
     std::vector<float> y(static_cast<size_t>(p.tokens * ys), NAN);
-    fk->block(p.w.data(), row_bytes(wt, p.cols), p.rows, p.cols, xp, p.tokens, y.data(), ys, scratch);
+    fk->block(p.w.data(), row_bytes(wt, p.cols), p.rows, p.cols, xp, p.tokens, y.data(), ys, scratch, nullptr, 0);
     check_against_double(p, y, ys, dtype_name(wt));
     for (int64_t t = 0; t < p.tokens; ++t)
       for (int64_t r = p.rows; r < ys; ++r) EXPECT_TRUE(std::isnan(y[t * ys + r])) << "wrote past the rows, t=" << t;

@@ -6,7 +6,7 @@
 // the 256-element k chunk, 1 and 2 threads; outputs outside the block left untouched; every
 // output independent of the thread count and of where its row and token fall in a tile (bit for
 // bit); and matmul's routing: F32 batches under 16 rows keep the one-token dot (bit for bit what
-// each token gets alone), larger ones and F16 / BF16 prompts take the tiles. The AVX-512 variant
+// each token gets alone), from 16 rows all three types take the tiles. The AVX-512 variant
 // runs where the CPU has it; its AVX2 emulation (same layout and order of operations) runs on
 // every AVX2 CPU, and where both run they must agree bit for bit.
 #include <gtest/gtest.h>
@@ -226,8 +226,8 @@ TEST(FloatGemm, EmulatedIsBitIdenticalToAvx512) {
 
 // matmul's routing at each SIMD ISA the CPU has: F32 batches of 2..15 rows give every token bit
 // for bit what it gets alone (the one-token dot: a batched decode step equals single-sequence
-// decode), F32 from 16 rows and F16 / BF16 from 4 rows take the tiles, and the tiled results
-// match the reference.
+// decode), all three types from 16 rows take the tiles (F16 / BF16 below that keep the 4-token
+// dot, faster there), and the tiled results match the reference.
 TEST_P(FloatGemmIsa, MatmulRoutesFloatWeights) {
   const Isa isa = GetParam();
   if (!isa_supported(isa)) GTEST_SKIP() << isa_name(isa) << " not supported on this CPU";
@@ -246,7 +246,7 @@ TEST_P(FloatGemmIsa, MatmulRoutesFloatWeights) {
     }
   }
   for (DType wt : kFloatTypes) {
-    const int64_t n = wt == DType::F32 ? 16 : 4;
+    const int64_t n = 16;
     EXPECT_NE(matmul_path(wt, n).find("float tiles"), std::string::npos) << dtype_name(wt) << ": " << matmul_path(wt, n);
     EXPECT_EQ(matmul_path(wt, n - 1).find("float tiles"), std::string::npos) << dtype_name(wt);
     const Problem p = make_problem(wt, 45, 520, 33, 9);

@@ -7,6 +7,10 @@
 #include <atomic>
 
 namespace strata::kernels {
+namespace {
+// matmul_float_small: 24 rows (8 tiles of 3) an item, a few hundred items for a 4096-row matrix.
+constexpr int64_t kSmallRows = 24;
+}  // namespace
 
 const FloatGemmKernels* float_gemm_kernels(DType wtype, Isa isa) {
   if (wtype != DType::F32 && wtype != DType::F16 && wtype != DType::BF16) return nullptr;
@@ -86,6 +90,33 @@ void matmul_float_tiles(ThreadPool& pool, const FloatGemmKernels& fk, const void
   }
   pool.run([j = &job](int ith, int n) { pack(j, ith, n); });  // one pointer: no std::function allocation
   pool.run([j = &job](int ith, int) { work(j, ith); });
+}
+
+void matmul_float_small(ThreadPool& pool, const FloatGemmKernels& fk, const void* w, int64_t w_row_bytes, int64_t rows,
+                        int64_t cols, const float* x, int64_t n_tokens, float* y) {
+  if (rows <= 0 || n_tokens <= 0) return;
+  struct Job {
+    const FloatGemmKernels* fk;
+    const uint8_t* w;
+    const float* x;
+    float* y;
+    int64_t w_row_bytes, rows, cols, n_tokens, n_items;
+    alignas(64) std::atomic<int64_t> next{0};
+  };
+  Job job{&fk, static_cast<const uint8_t*>(w), x, y, w_row_bytes, rows, cols, n_tokens, (rows + kSmallRows - 1) / kSmallRows};
+  static constexpr auto work = [](Job* j) {
+    for (;;) {
+      const int64_t item = j->next.fetch_add(1, std::memory_order_relaxed);
+      if (item >= j->n_items) return;
+      const int64_t r0 = item * kSmallRows, nr = std::min(j->rows - r0, kSmallRows);
+      j->fk->small(j->w + r0 * j->w_row_bytes, j->w_row_bytes, nr, j->cols, j->x, j->n_tokens, j->y + r0, j->rows);
+    }
+  };
+  if (pool.n_threads() == 1) {
+    work(&job);
+    return;
+  }
+  pool.run([j = &job](int, int) { work(j); });
 }
 
 }  // namespace strata::kernels

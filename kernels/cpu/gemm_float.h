@@ -52,6 +52,13 @@ struct FloatGemmKernels {
   // next, whose first chunk is prefetched while the last chunk computes (nullptr / 0: none).
   void (*block)(const uint8_t* w, int64_t w_row_bytes, int64_t nr, int64_t cols, const float* xp, int64_t nt,
                 float* y, int64_t y_stride, uint8_t* scratch, const uint8_t* next_w, int64_t next_nr);
+  // For a few tokens (matmul: F16 / BF16 batches of 4-15): the same y from x unpacked ([nt][cols]),
+  // as dot products of 3 weight rows x 4 tokens at a time (12 ymm accumulators), each weight row
+  // streamed whole: too few tokens to pay for converting weights into scratch, and one weight
+  // vector feeds 4 FMAs, one token vector 3 (the 4-token dot: 4 and 1). Each output: one 8-lane
+  // sum over k, its horizontal sum, then the k % 8 tail; 256-bit in every variant. No scratch.
+  void (*small)(const uint8_t* w, int64_t w_row_bytes, int64_t nr, int64_t cols, const float* x, int64_t nt,
+                float* y, int64_t y_stride);
 };
 
 // nullptr when wtype is not F32 / F16 / BF16 or the ISA has no variant (Scalar) or the CPU
@@ -63,6 +70,10 @@ const FloatGemmKernels* float_gemm_kernels(DType wtype, Isa isa);
 // packed activations and one block scratch per thread.
 void matmul_float_tiles(ThreadPool& pool, const FloatGemmKernels& fk, const void* w, int64_t w_row_bytes, int64_t rows,
                         int64_t cols, const float* x, int64_t n_tokens, float* y, std::vector<uint8_t>& scratch);
+
+// y = x W^T with fk.small over the pool: row chunks handed out dynamically, every token in each.
+void matmul_float_small(ThreadPool& pool, const FloatGemmKernels& fk, const void* w, int64_t w_row_bytes, int64_t rows,
+                        int64_t cols, const float* x, int64_t n_tokens, float* y);
 
 namespace detail {
 const FloatGemmKernels* avx2_float_gemm(DType wtype);    // gemm_float_avx2.cpp

@@ -46,6 +46,13 @@ const FloatGemmKernels* float_tiles(DType wtype, Isa isa, int64_t n_tokens) {
   return float_gemm_kernels(wtype, isa);
 }
 
+// F16 / BF16 batches of 4 to 15 tokens take gemm_float.h's `small` (3 rows x 4 tokens) instead
+// of the 4-token dot. Not F32: below 16 tokens it keeps the one-token dot (kF32Dot4MinTokens).
+const FloatGemmKernels* float_small(DType wtype, Isa isa, int64_t n_tokens) {
+  if (wtype == DType::F32 || n_tokens < 4 || n_tokens >= kFloatTilesMinTokens) return nullptr;
+  return float_gemm_kernels(wtype, isa);
+}
+
 // Packed-tile path (gemm.h): tokens per work item (their packed activations stay in L2) and
 // weight rows per work item.
 constexpr int64_t kGemmTokenChunk = 64;
@@ -133,6 +140,7 @@ std::string matmul_path(DType wtype, int64_t n_tokens) {
     if (gk && n_tokens >= gk->min_tokens) return std::string(isa_name(isa)) + "-vnni packed tiles";
     if (const FloatGemmKernels* fk = float_tiles(wtype, isa, n_tokens))
       return std::string(isa_name(isa)) + " float tiles " + std::to_string(fk->rm) + "x" + std::to_string(fk->rn);
+    if (float_small(wtype, isa, n_tokens)) return std::string(isa_name(isa)) + " float 3x4 dot";
   }
   // The highest ISA at or below the active one with a table for the type (best_type_kernels' choice).
   Isa used = Isa::Scalar;
@@ -158,6 +166,10 @@ void matmul(ThreadPool& pool, DType wtype, const void* w, int64_t rows, int64_t 
     }
     if (const FloatGemmKernels* fk = float_tiles(wtype, isa, n_tokens)) {
       matmul_float_tiles(pool, *fk, w, row_bytes(wtype, cols), rows, cols, x, n_tokens, y, scratch);
+      return;
+    }
+    if (const FloatGemmKernels* fk = float_small(wtype, isa, n_tokens)) {
+      matmul_float_small(pool, *fk, w, row_bytes(wtype, cols), rows, cols, x, n_tokens, y);
       return;
     }
   }

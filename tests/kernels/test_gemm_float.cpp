@@ -6,7 +6,8 @@
 // the 256-element k chunk, 1 and 2 threads; outputs outside the block left untouched; every
 // output independent of the thread count and of where its row and token fall in a tile (bit for
 // bit); and matmul's routing: F32 batches under 16 rows keep the one-token dot (bit for bit what
-// each token gets alone), from 16 rows all three types take the tiles. The AVX-512 variant
+// each token gets alone), F16 / BF16 batches of 4-15 take `small` (3 rows x 4 tokens dot
+// products, checked the same ways), from 16 rows all three types take the tiles. The AVX-512 variant
 // runs where the CPU has it; its AVX2 emulation (same layout and order of operations) runs on
 // every AVX2 CPU, and where both run they must agree bit for bit.
 #include <gtest/gtest.h>
@@ -83,7 +84,7 @@ std::vector<float> run_tiles(const FloatGemmKernels& fk, ThreadPool& pool, DType
 
 // The edge shapes: rows 1, 3, 17, 64, 67 (tiles of 6 / 12 rows and 48-row items: 67 is
 // two items, the second of 19 rows); tokens 16, 17, 33, 64, 100 (groups of 8 / 16; a lone last
-// group takes the one-group tile; 100 is two blocks); k 32, 37 and 40 (one chunk; 37 and 40 not
+// group takes the one-group tile) and 300 (two token blocks of up to 256); k 32, 37 and 40 (one chunk; 37 and 40 not
 // multiples of 16, 37 not of 8: the packing's transpose tail), 1000 (3 chunks of 256 and a part),
 // 4104 = 4096 + 8 and 4099 (16 chunks and a part of 8 / 3).
 void check_tiles_at_edges(const FloatGemmKernels& fk, DType wt, int threads) {
@@ -91,9 +92,9 @@ void check_tiles_at_edges(const FloatGemmKernels& fk, DType wt, int threads) {
   std::vector<uint8_t> scratch;
   for (int64_t cols : {32, 37, 40, 1000, 4099, 4104}) {
     for (int64_t rows : {1, 3, 17, 64, 67}) {
-      for (int64_t tokens : {16, 17, 33, 64, 100}) {
+      for (int64_t tokens : {16, 17, 33, 64, 100, 300}) {
         // The long rows only at a few shapes: the double reference is the slow part.
-        if (cols >= 1000 && !(rows == 17 || tokens == 17 || (rows == 67 && tokens == 100))) continue;
+        if (cols >= 1000 && !((rows == 17 && tokens != 300) || tokens == 17 || (rows == 67 && tokens == 100))) continue;
         const Problem p = make_problem(wt, rows, cols, tokens, static_cast<uint32_t>(rows * 1000 + tokens * 7 + cols));
         const std::vector<float> y = run_tiles(fk, pool, wt, p, scratch);
         check_against_double(p, y, rows, label(fk, wt, threads));
@@ -186,6 +187,57 @@ TEST_P(FloatGemmIsa, OutputsDoNotDependOnThreadsOrTilePosition) {
   }
 }
 
+// What `small` promises for one output: 8 lane sums (lane l: an FMA chain over k = l, l + 8, ...
+// below cols rounded down to 8), added as ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), then
+// the tail products added in order.
+float small_order(const Problem& p, int64_t r, int64_t t) {
+  const float* w = p.wd.data() + r * p.cols;
+  const float* x = p.x.data() + t * p.cols;
+  const int64_t kv = p.cols / 8 * 8;
+  float l[8] = {};
+  for (int64_t k = 0; k < kv; ++k) l[k % 8] = std::fma(w[k], x[k], l[k % 8]);
+  float s = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+  for (int64_t k = kv; k < p.cols; ++k) s += w[k] * x[k];
+  return s;
+}
+
+// `small` (3 rows x 4 tokens dot products, for batches of a few tokens): rows and tokens not
+// multiples of the tile, k not a multiple of 8, 1 and 2 threads; against the double reference
+// (the tolerance above) and bit for bit against its stated order.
+TEST_P(FloatGemmIsa, SmallMatchesReferenceAndItsOrder) {
+  const Isa isa = GetParam();
+  if (!isa_supported(isa)) GTEST_SKIP() << isa_name(isa) << " not supported on this CPU";
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    for (DType wt : kFloatTypes) {
+      const FloatGemmKernels* fk = float_gemm_kernels(wt, isa);
+      ASSERT_NE(fk, nullptr);
+      for (int64_t cols : {5, 37, 40, 4099})
+        for (int64_t rows : {1, 2, 3, 4, 17, 67})
+          for (int64_t tokens : {1, 3, 4, 5, 8, 15}) {
+            if (cols > 100 && rows != 17 && tokens != 15) continue;
+            const Problem p = make_problem(wt, rows, cols, tokens, static_cast<uint32_t>(rows * 100 + tokens + cols));
+            std::vector<float> y(static_cast<size_t>(tokens * rows), NAN);
+            matmul_float_small(pool, *fk, p.w.data(), row_bytes(wt, cols), rows, cols, p.x.data(), tokens, y.data());
+            for (int64_t t = 0; t < tokens; ++t)
+              for (int64_t r = 0; r < rows; ++r) {
+                double ref = 0, mag = 0;
+                for (int64_t k = 0; k < cols; ++k) {
+                  const double v = double(p.wd[r * cols + k]) * p.x[t * cols + k];
+                  ref += v;
+                  mag += std::fabs(v);
+                }
+                const float got = y[t * rows + r], want = small_order(p, r, t);
+                ASSERT_NEAR(got, ref, 1e-5 * mag) << dtype_name(wt) << " rows=" << rows << " cols=" << cols
+                                                  << " tokens=" << tokens << " t=" << t << " r=" << r;
+                ASSERT_EQ(std::memcmp(&got, &want, 4), 0) << dtype_name(wt) << " rows=" << rows << " cols=" << cols
+                                                          << " tokens=" << tokens << " t=" << t << " r=" << r;
+              }
+          }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isas, FloatGemmIsa, ::testing::Values(Isa::Avx2, Isa::Avx512),
                          [](const auto& info) { return std::string(isa_name(info.param)); });
 
@@ -226,8 +278,8 @@ TEST(FloatGemm, EmulatedIsBitIdenticalToAvx512) {
 
 // matmul's routing at each SIMD ISA the CPU has: F32 batches of 2..15 rows give every token bit
 // for bit what it gets alone (the one-token dot: a batched decode step equals single-sequence
-// decode), all three types from 16 rows take the tiles (F16 / BF16 below that keep the 4-token
-// dot, faster there), and the tiled results match the reference.
+// decode), F16 / BF16 batches of 4-15 rows take `small` (its order, bit for bit), all three types
+// from 16 rows take the tiles, and the tiled results match the reference.
 TEST_P(FloatGemmIsa, MatmulRoutesFloatWeights) {
   const Isa isa = GetParam();
   if (!isa_supported(isa)) GTEST_SKIP() << isa_name(isa) << " not supported on this CPU";
@@ -243,6 +295,20 @@ TEST_P(FloatGemmIsa, MatmulRoutesFloatWeights) {
       std::vector<float> alone(static_cast<size_t>(f32.rows));
       matmul(pool, DType::F32, f32.w.data(), f32.rows, f32.cols, f32.x.data() + t * f32.cols, 1, alone.data(), scratch);
       ASSERT_EQ(std::memcmp(alone.data(), y.data() + t * f32.rows, alone.size() * 4), 0) << "n=" << n << " t=" << t;
+    }
+  }
+  for (DType wt : {DType::F16, DType::BF16}) {
+    EXPECT_EQ(matmul_path(wt, 3).find("3x4 dot"), std::string::npos) << dtype_name(wt);
+    for (int64_t n : {4, 8, 15}) {
+      EXPECT_NE(matmul_path(wt, n).find("float 3x4 dot"), std::string::npos) << dtype_name(wt) << ": " << matmul_path(wt, n);
+      const Problem p = make_problem(wt, 45, 520, n, 19);
+      std::vector<float> y(static_cast<size_t>(p.tokens * p.rows), NAN);
+      matmul(pool, wt, p.w.data(), p.rows, p.cols, p.x.data(), p.tokens, y.data(), scratch);
+      for (int64_t t = 0; t < n; ++t)
+        for (int64_t r = 0; r < p.rows; ++r) {
+          const float want = small_order(p, r, t);
+          ASSERT_EQ(std::memcmp(&y[t * p.rows + r], &want, 4), 0) << dtype_name(wt) << " n=" << n;
+        }
     }
   }
   for (DType wt : kFloatTypes) {

@@ -52,11 +52,14 @@ struct FloatGemmKernels {
   // next, whose first chunk is prefetched while the last chunk computes (nullptr / 0: none).
   void (*block)(const uint8_t* w, int64_t w_row_bytes, int64_t nr, int64_t cols, const float* xp, int64_t nt,
                 float* y, int64_t y_stride, uint8_t* scratch, const uint8_t* next_w, int64_t next_nr);
-  // For a few tokens (matmul: F16 / BF16 batches of 4-15): the same y from x unpacked ([nt][cols]),
-  // as dot products of 3 weight rows x 4 tokens at a time (12 ymm accumulators), each weight row
-  // streamed whole: too few tokens to pay for converting weights into scratch, and one weight
-  // vector feeds 4 FMAs, one token vector 3 (the 4-token dot: 4 and 1). Each output: one 8-lane
-  // sum over k, its horizontal sum, then the k % 8 tail; 256-bit in every variant. No scratch.
+  // For a few tokens (matmul: F32 batches of 2-15, F16 / BF16 of 4-15): the same y from x
+  // unpacked ([nt][cols]) as dot products, each weight row streamed whole (too few tokens to pay
+  // for converting weights into scratch); 256-bit in every variant, no scratch. F16 / BF16: 3
+  // weight rows x 4 tokens at a time (12 ymm accumulators: one weight vector feeds 4 FMAs, one
+  // token vector 3; the 4-token dot: 4 and 1); each output one 8-lane sum over k, its horizontal
+  // sum, then the k % 8 tail. F32: 1 row x 3 tokens in exactly the one-token dot's order (its 4
+  // accumulators per token, same sums and tail), so each token gets bit for bit what it gets
+  // alone (kF32Dot4MinTokens in matmul.cpp), with one weight load per 3 FMAs instead of 1.
   void (*small)(const uint8_t* w, int64_t w_row_bytes, int64_t nr, int64_t cols, const float* x, int64_t nt,
                 float* y, int64_t y_stride);
 };

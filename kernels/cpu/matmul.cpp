@@ -24,9 +24,11 @@ constexpr int64_t kTokenBlock = 64;  // tokens per tile at most
 // 512-token product ran slower per token than an 8-token one.
 constexpr int64_t kTokenBlockBytes = 256 << 10;
 constexpr int64_t kRowBlockPrompt = 16;  // weight rows per tile in prompt mode (L1-sized)
-// F32 weights take the 4-token dot only from this many tokens on: it sums in another order than
-// the one-token dot, and below it (a batched decode step of up to 15 sequences) every token then
-// gets bit for bit what it gets alone. Quantized types re-quantize activations per row anyway.
+// F32 weights take the 4-token dot (or the float tiles) only from this many tokens on: they sum
+// in another order than the one-token dot, and below it (a batched decode step of up to 15
+// sequences) every token then gets bit for bit what it gets alone (the one-token dot, or
+// gemm_float.h's F32 `small`, which sums in exactly its order). Quantized types re-quantize
+// activations per row anyway.
 constexpr int64_t kF32Dot4MinTokens = 16;
 
 bool use_dot4(DType wtype, int64_t n_tokens) {
@@ -46,10 +48,11 @@ const FloatGemmKernels* float_tiles(DType wtype, Isa isa, int64_t n_tokens) {
   return float_gemm_kernels(wtype, isa);
 }
 
-// F16 / BF16 batches of 4 to 15 tokens take gemm_float.h's `small` (3 rows x 4 tokens) instead
-// of the 4-token dot. Not F32: below 16 tokens it keeps the one-token dot (kF32Dot4MinTokens).
+// Batches below kFloatTilesMinTokens take gemm_float.h's `small`: F16 / BF16 from 4 tokens (3
+// rows x 4 tokens, instead of the 4-token dot), F32 from 2 (3 tokens at a time in the one-token
+// dot's exact order: kF32Dot4MinTokens's promise holds).
 const FloatGemmKernels* float_small(DType wtype, Isa isa, int64_t n_tokens) {
-  if (wtype == DType::F32 || n_tokens < 4 || n_tokens >= kFloatTilesMinTokens) return nullptr;
+  if (n_tokens < (wtype == DType::F32 ? 2 : 4) || n_tokens >= kFloatTilesMinTokens) return nullptr;
   return float_gemm_kernels(wtype, isa);
 }
 
@@ -140,7 +143,8 @@ std::string matmul_path(DType wtype, int64_t n_tokens) {
     if (gk && n_tokens >= gk->min_tokens) return std::string(isa_name(isa)) + "-vnni packed tiles";
     if (const FloatGemmKernels* fk = float_tiles(wtype, isa, n_tokens))
       return std::string(isa_name(isa)) + " float tiles " + std::to_string(fk->rm) + "x" + std::to_string(fk->rn);
-    if (float_small(wtype, isa, n_tokens)) return std::string(isa_name(isa)) + " float 3x4 dot";
+    if (float_small(wtype, isa, n_tokens))
+      return std::string(isa_name(isa)) + (wtype == DType::F32 ? " f32 3-token exact dot" : " float 3x4 dot");
   }
   // The highest ISA at or below the active one with a table for the type (best_type_kernels' choice).
   Isa used = Isa::Scalar;

@@ -5,9 +5,9 @@
 // tiles (6 x 2 groups of 8 tokens on AVX2, 12 x 2 groups of 16 on AVX-512), of the groups or of
 // the 256-element k chunk, 1 and 2 threads; outputs outside the block left untouched; every
 // output independent of the thread count and of where its row and token fall in a tile (bit for
-// bit); and matmul's routing: F32 batches under 16 rows keep the one-token dot (bit for bit what
-// each token gets alone), F16 / BF16 batches of 4-15 take `small` (3 rows x 4 tokens dot
-// products, checked the same ways), from 16 rows all three types take the tiles. The AVX-512 variant
+// bit); and matmul's routing: F32 batches under 16 rows keep the one-token dot's order (bit for
+// bit what each token gets alone; `small` does 3 tokens at a time in that order), F16 / BF16
+// batches of 4-15 take `small` (3 rows x 4 tokens dot products, checked the same ways), from 16 rows all three types take the tiles. The AVX-512 variant
 // runs where the CPU has it; its AVX2 emulation (same layout and order of operations) runs on
 // every AVX2 CPU, and where both run they must agree bit for bit.
 #include <gtest/gtest.h>
@@ -201,9 +201,10 @@ float small_order(const Problem& p, int64_t r, int64_t t) {
   return s;
 }
 
-// `small` (3 rows x 4 tokens dot products, for batches of a few tokens): rows and tokens not
-// multiples of the tile, k not a multiple of 8, 1 and 2 threads; against the double reference
-// (the tolerance above) and bit for bit against its stated order.
+// `small` (dot products for batches of a few tokens: 3 rows x 4 tokens for F16 / BF16, 1 x 3 in
+// the one-token dot's order for F32): rows and tokens not multiples of the tile, k not a multiple
+// of 8 or 32, 1 and 2 threads; against the double reference (the tolerance above) and bit for bit
+// against its stated order (F32: the one-token vec_dot of the ISA).
 TEST_P(FloatGemmIsa, SmallMatchesReferenceAndItsOrder) {
   const Isa isa = GetParam();
   if (!isa_supported(isa)) GTEST_SKIP() << isa_name(isa) << " not supported on this CPU";
@@ -212,7 +213,7 @@ TEST_P(FloatGemmIsa, SmallMatchesReferenceAndItsOrder) {
     for (DType wt : kFloatTypes) {
       const FloatGemmKernels* fk = float_gemm_kernels(wt, isa);
       ASSERT_NE(fk, nullptr);
-      for (int64_t cols : {5, 37, 40, 4099})
+      for (int64_t cols : {5, 37, 40, 72, 4099})
         for (int64_t rows : {1, 2, 3, 4, 17, 67})
           for (int64_t tokens : {1, 3, 4, 5, 8, 15}) {
             if (cols > 100 && rows != 17 && tokens != 15) continue;
@@ -227,7 +228,11 @@ TEST_P(FloatGemmIsa, SmallMatchesReferenceAndItsOrder) {
                   ref += v;
                   mag += std::fabs(v);
                 }
-                const float got = y[t * rows + r], want = small_order(p, r, t);
+                float want = small_order(p, r, t);
+                // F32's promise: the one-token dot's bits.
+                if (wt == DType::F32)
+                  best_type_kernels(DType::F32, isa).vec_dot(cols, p.w.data() + r * cols * 4, p.x.data() + t * cols, &want);
+                const float got = y[t * rows + r];
                 ASSERT_NEAR(got, ref, 1e-5 * mag) << dtype_name(wt) << " rows=" << rows << " cols=" << cols
                                                   << " tokens=" << tokens << " t=" << t << " r=" << r;
                 ASSERT_EQ(std::memcmp(&got, &want, 4), 0) << dtype_name(wt) << " rows=" << rows << " cols=" << cols
@@ -277,8 +282,8 @@ TEST(FloatGemm, EmulatedIsBitIdenticalToAvx512) {
 }
 
 // matmul's routing at each SIMD ISA the CPU has: F32 batches of 2..15 rows give every token bit
-// for bit what it gets alone (the one-token dot: a batched decode step equals single-sequence
-// decode), F16 / BF16 batches of 4-15 rows take `small` (its order, bit for bit), all three types
+// for bit what it gets alone (the one-token dot's order: a batched decode step equals
+// single-sequence decode), F16 / BF16 batches of 4-15 rows take `small` (its order, bit for bit), all three types
 // from 16 rows take the tiles, and the tiled results match the reference.
 TEST_P(FloatGemmIsa, MatmulRoutesFloatWeights) {
   const Isa isa = GetParam();
@@ -288,7 +293,7 @@ TEST_P(FloatGemmIsa, MatmulRoutesFloatWeights) {
   std::vector<uint8_t> scratch;
   const Problem f32 = make_problem(DType::F32, 45, 520, 16, 3);
   for (int64_t n : {2, 8, 15}) {
-    EXPECT_EQ(matmul_path(DType::F32, n).find("float tiles"), std::string::npos) << n;
+    EXPECT_NE(matmul_path(DType::F32, n).find("f32 3-token exact dot"), std::string::npos) << n;
     std::vector<float> y(static_cast<size_t>(n * f32.rows));
     matmul(pool, DType::F32, f32.w.data(), f32.rows, f32.cols, f32.x.data(), n, y.data(), scratch);
     for (int64_t t = 0; t < n; ++t) {

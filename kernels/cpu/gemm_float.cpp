@@ -23,6 +23,11 @@ const FloatGemmKernels* float_gemm_kernels(DType wtype, Isa isa) {
   return nullptr;
 }
 
+int64_t float_tiles_scratch_bytes(const FloatGemmKernels& fk, int64_t cols, int64_t n_tokens, int n_threads) {
+  const int64_t n_groups = (n_tokens + fk.lanes - 1) / fk.lanes;
+  return 64 + (n_groups * cols * fk.lanes * 4 + 63) / 64 * 64 + n_threads * fk.scratch_bytes;
+}
+
 void matmul_float_tiles(ThreadPool& pool, const FloatGemmKernels& fk, const void* w, int64_t w_row_bytes, int64_t rows,
                         int64_t cols, const float* x, int64_t n_tokens, float* y, std::vector<uint8_t>& scratch) {
   if (rows <= 0 || n_tokens <= 0 || cols <= 0) return;
@@ -36,7 +41,7 @@ void matmul_float_tiles(ThreadPool& pool, const FloatGemmKernels& fk, const void
   const int64_t n_tbs = (n_tokens + tb - 1) / tb;
   const int64_t n_rbs = (rows + fk.row_block - 1) / fk.row_block;
   const int64_t group_bytes = cols * fk.lanes * 4;
-  const size_t need = static_cast<size_t>(64 + n_groups * group_bytes + nth * fk.scratch_bytes);
+  const size_t need = static_cast<size_t>(float_tiles_scratch_bytes(fk, cols, n_tokens, nth));
   if (scratch.size() < need) scratch.resize(need);
   uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t{63});
   float* xp = reinterpret_cast<float*>(base);  // group_bytes is a multiple of 32: cols * lanes * 4

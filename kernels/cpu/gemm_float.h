@@ -68,6 +68,11 @@ struct FloatGemmKernels {
 // lacks the ISA.
 const FloatGemmKernels* float_gemm_kernels(DType wtype, Isa isa);
 
+// Bytes matmul_float_tiles grows scratch to for n_tokens tokens of cols columns with n_threads
+// threads (the packed activations, rounded up to 64 bytes, one block scratch per thread, and 64
+// bytes to align the start).
+int64_t float_tiles_scratch_bytes(const FloatGemmKernels& fk, int64_t cols, int64_t n_tokens, int n_threads);
+
 // y = x W^T over the pool with the kernels fk (matmul.h's layout and contract): work items of
 // row_block rows x up to token_block tokens handed out dynamically; scratch grows to hold the
 // packed activations and one block scratch per thread.

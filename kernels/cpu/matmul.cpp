@@ -69,13 +69,18 @@ uint8_t* align64(uint8_t* p) {
   return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t{63});
 }
 
+int64_t packed_scratch_bytes(const GemmKernels& gk, int64_t cols, int64_t n_tokens, int n_threads) {
+  const int64_t n_groups = (n_tokens + kGemmTokenGroup - 1) / kGemmTokenGroup;
+  return 64 + n_groups * gk.group_bytes(cols) + n_threads * ((gk.scratch_bytes(cols) + 63) / 64 * 64);
+}
+
 void matmul_packed(ThreadPool& pool, const GemmKernels& gk, const void* w, int64_t w_row_bytes, int64_t rows,
                    int64_t cols, const float* x, int64_t n_tokens, float* y, std::vector<uint8_t>& scratch) {
   const int nth = pool.n_threads();
   const int64_t n_groups = (n_tokens + kGemmTokenGroup - 1) / kGemmTokenGroup;
   const int64_t gb = gk.group_bytes(cols);
   const int64_t wsb = (gk.scratch_bytes(cols) + 63) / 64 * 64;
-  const size_t need = static_cast<size_t>(64 + n_groups * gb + nth * wsb);
+  const size_t need = static_cast<size_t>(packed_scratch_bytes(gk, cols, n_tokens, nth));
   if (scratch.size() < need) scratch.resize(need);
   uint8_t* act = align64(scratch.data());
   uint8_t* wscratch = act + n_groups * gb;
@@ -134,6 +139,38 @@ void matmul_packed(ThreadPool& pool, const GemmKernels& gk, const void* w, int64
 const GemmKernels* gemm_kernels(DType wtype, Isa isa) {
   if (isa != Isa::Avx512 || !isa_supported(isa)) return nullptr;
   return detail::avx512_gemm(wtype);
+}
+
+namespace {
+
+// Bytes matmul() grows scratch to for one call: the same routing as matmul() below.
+int64_t scratch_need(DType wtype, Isa isa, int64_t cols, int64_t n_tokens, int n_threads) {
+  if (n_tokens > 1) {
+    const GemmKernels* gk = gemm_kernels(wtype, isa);
+    if (gk && n_tokens >= gk->min_tokens) return packed_scratch_bytes(*gk, cols, n_tokens, n_threads);
+    if (const FloatGemmKernels* fk = float_tiles(wtype, isa, n_tokens))
+      return float_tiles_scratch_bytes(*fk, cols, n_tokens, n_threads);
+    if (float_small(wtype, isa, n_tokens)) return 0;
+  }
+  const DType at = vec_dot_type(wtype);
+  return at == DType::F32 ? 0 : row_bytes(at, cols) * n_tokens;  // f32 activations are used in place
+}
+
+}  // namespace
+
+int64_t matmul_scratch_bound(int64_t cols, int64_t n_tokens, int n_threads) {
+  const Isa isa = active_isa();
+  int64_t bound = 0;
+  for (uint32_t raw = 0; raw < 64; ++raw) {
+    const DTypeTraits* tr = dtype_traits(raw);
+    if (tr == nullptr || !tr->weight_type) continue;
+    // Every size grows with the columns: the widest row of this type that fits in `cols`.
+    const int64_t c = cols / tr->block_elems * tr->block_elems;
+    if (c <= 0) continue;
+    // Every batch size up to n_tokens: the path, and so the size, changes with the batch.
+    for (int64_t n = 1; n <= n_tokens; ++n) bound = std::max(bound, scratch_need(tr->type, isa, c, n, n_threads));
+  }
+  return bound;
 }
 
 std::string matmul_path(DType wtype, int64_t n_tokens) {

@@ -8,7 +8,8 @@
 #   serve_itl chunked prefill in `serve` (bench/serve_itl.py)
 #   real      the real models (SmolLM2-135M Q4_1, Gemma 3 270M Q4_K_M) and the f32/f16 KV cache at 4k
 #   kernels   the kernel table: every weight type, 4096x4096 mat-vec and x64, 1 and 2 threads, and
-#             llama.cpp's test-backend-ops MUL_MAT perf cases (4096 x 14336) beside ours
+#             llama.cpp's test-backend-ops MUL_MAT perf cases (4096 x 14336) beside ours, and the
+#             float weights at n = 8, 64, 512 with 1 and 2 threads
 #   batched   batched decode: `bench --parallel 8` vs one stream on a 246M Q4_K_M model
 #   server    8 concurrent streams: `strata-engine serve` vs llama-server (bench/serve_throughput.py)
 # Every bench row prints the read bandwidth measured right after each repetition.
@@ -127,6 +128,10 @@ if want kernels; then
     fi
   done
   [ -x "$LLAMA_BIN/test-backend-ops" ] || echo "no $LLAMA_BIN/test-backend-ops: llama.cpp side not measured"
+  echo
+  echo "## Float weights (gemm_float.h: tiles from 16 tokens, 3x4 / exact 3-token dots below): W 4096 x 14336,"
+  echo "## n = 8, 64, 512, 1 and 2 threads"
+  for t in 1 2; do "$KBENCH" "$t" 4096 14336 best f32,f16,bf16 8,64,512 | grep tokens=; done
   echo
 fi
 

@@ -8,6 +8,7 @@
 
 #include "engine/model/model_config.h"
 #include "engine/plan/tensor_split.h"
+#include "kernels/cpu/matmul.h"
 
 namespace strata::plan {
 
@@ -28,7 +29,8 @@ struct ScratchLayout {
   int64_t router = 0;     // [max_batch][n_expert] router logits (also the shared expert's gate logits)
   int64_t moe_x = 0;      // [max_batch][n_embd]  one expert's tokens, gathered
   int64_t moe_y = 0;      // [max_batch][n_embd]  one expert's output rows before the weighted add
-  int64_t matmul_bytes = 0;  // quantized activations: [max_batch][widest input row] at <= 4 B each
+  int64_t matmul_bytes = 0;  // kernels::matmul's scratch (activations quantized or packed, per-thread
+                             // tiles) at its largest for any weight type and batch up to max_batch
 
   int64_t floats() const {
     return hidden + norm + q + k + v + attn_out + proj + gate + up + scores + logits + router + moe_x + moe_y;
@@ -64,7 +66,7 @@ inline ScratchLayout scratch_layout(const model::ModelConfig& c, const LayerShar
     widest_input = std::max<int64_t>({c.n_embd, q_local, widest.n_ff()});
   }
   if (has_head) s.logits = n_seq * c.n_vocab;
-  s.matmul_bytes = max_batch * widest_input * 4;
+  s.matmul_bytes = kernels::matmul_scratch_bound(widest_input, max_batch, std::max(threads, 1));
   return s;
 }
 

@@ -9,6 +9,7 @@
 #include <atomic>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_float.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/quant.h"
 #include "kernels/cpu/type_kernels.h"
@@ -23,13 +24,36 @@ constexpr int64_t kTokenBlock = 64;  // tokens per tile at most
 // 512-token product ran slower per token than an 8-token one.
 constexpr int64_t kTokenBlockBytes = 256 << 10;
 constexpr int64_t kRowBlockPrompt = 16;  // weight rows per tile in prompt mode (L1-sized)
-// F32 weights take the 4-token dot only from this many tokens on: it sums in another order than
-// the one-token dot, and below it (a batched decode step of up to 15 sequences) every token then
-// gets bit for bit what it gets alone. Quantized types re-quantize activations per row anyway.
+// F32 weights take the 4-token dot (or the float tiles) only from this many tokens on: they sum
+// in another order than the one-token dot, and below it (a batched decode step of up to 15
+// sequences) every token then gets bit for bit what it gets alone (the one-token dot, or
+// gemm_float.h's F32 `small`, which sums in exactly its order). Quantized types re-quantize
+// activations per row anyway.
 constexpr int64_t kF32Dot4MinTokens = 16;
 
 bool use_dot4(DType wtype, int64_t n_tokens) {
   return n_tokens >= (wtype == DType::F32 ? kF32Dot4MinTokens : 4);
+}
+
+// Float weights (F32, F16, BF16) take the register-tiled GEMM (gemm_float.h) from this many
+// tokens on. For F32 it is kF32Dot4MinTokens's bit-for-bit promise. F16 / BF16 make no such
+// promise (their 4-token dot already sums in another order than the one-token dot), but at 8
+// tokens the tiles were slower than the 4-token dot (W 4096 x 14336 F16, 1 thread: 46 vs 26 ms of
+// CPU time): a block then converts its weight rows chunk by chunk for only 8 tokens, in short
+// runs the hardware prefetcher does not follow, where the 4-token dot streams whole rows.
+constexpr int64_t kFloatTilesMinTokens = kF32Dot4MinTokens;
+
+const FloatGemmKernels* float_tiles(DType wtype, Isa isa, int64_t n_tokens) {
+  if (n_tokens < kFloatTilesMinTokens) return nullptr;
+  return float_gemm_kernels(wtype, isa);
+}
+
+// Batches below kFloatTilesMinTokens take gemm_float.h's `small`: F16 / BF16 from 4 tokens (3
+// rows x 4 tokens, instead of the 4-token dot), F32 from 2 (3 tokens at a time in the one-token
+// dot's exact order: kF32Dot4MinTokens's promise holds).
+const FloatGemmKernels* float_small(DType wtype, Isa isa, int64_t n_tokens) {
+  if (n_tokens < (wtype == DType::F32 ? 2 : 4) || n_tokens >= kFloatTilesMinTokens) return nullptr;
+  return float_gemm_kernels(wtype, isa);
 }
 
 // Packed-tile path (gemm.h): tokens per work item (their packed activations stay in L2) and
@@ -45,13 +69,18 @@ uint8_t* align64(uint8_t* p) {
   return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t{63});
 }
 
+int64_t packed_scratch_bytes(const GemmKernels& gk, int64_t cols, int64_t n_tokens, int n_threads) {
+  const int64_t n_groups = (n_tokens + kGemmTokenGroup - 1) / kGemmTokenGroup;
+  return 64 + n_groups * gk.group_bytes(cols) + n_threads * ((gk.scratch_bytes(cols) + 63) / 64 * 64);
+}
+
 void matmul_packed(ThreadPool& pool, const GemmKernels& gk, const void* w, int64_t w_row_bytes, int64_t rows,
                    int64_t cols, const float* x, int64_t n_tokens, float* y, std::vector<uint8_t>& scratch) {
   const int nth = pool.n_threads();
   const int64_t n_groups = (n_tokens + kGemmTokenGroup - 1) / kGemmTokenGroup;
   const int64_t gb = gk.group_bytes(cols);
   const int64_t wsb = (gk.scratch_bytes(cols) + 63) / 64 * 64;
-  const size_t need = static_cast<size_t>(64 + n_groups * gb + nth * wsb);
+  const size_t need = static_cast<size_t>(packed_scratch_bytes(gk, cols, n_tokens, nth));
   if (scratch.size() < need) scratch.resize(need);
   uint8_t* act = align64(scratch.data());
   uint8_t* wscratch = act + n_groups * gb;
@@ -112,11 +141,47 @@ const GemmKernels* gemm_kernels(DType wtype, Isa isa) {
   return detail::avx512_gemm(wtype);
 }
 
+namespace {
+
+// Bytes matmul() grows scratch to for one call: the same routing as matmul() below.
+int64_t scratch_need(DType wtype, Isa isa, int64_t cols, int64_t n_tokens, int n_threads) {
+  if (n_tokens > 1) {
+    const GemmKernels* gk = gemm_kernels(wtype, isa);
+    if (gk && n_tokens >= gk->min_tokens) return packed_scratch_bytes(*gk, cols, n_tokens, n_threads);
+    if (const FloatGemmKernels* fk = float_tiles(wtype, isa, n_tokens))
+      return float_tiles_scratch_bytes(*fk, cols, n_tokens, n_threads);
+    if (float_small(wtype, isa, n_tokens)) return 0;
+  }
+  const DType at = vec_dot_type(wtype);
+  return at == DType::F32 ? 0 : row_bytes(at, cols) * n_tokens;  // f32 activations are used in place
+}
+
+}  // namespace
+
+int64_t matmul_scratch_bound(int64_t cols, int64_t n_tokens, int n_threads) {
+  const Isa isa = active_isa();
+  int64_t bound = 0;
+  for (uint32_t raw = 0; raw < 64; ++raw) {
+    const DTypeTraits* tr = dtype_traits(raw);
+    if (tr == nullptr || !tr->weight_type) continue;
+    // Every size grows with the columns: the widest row of this type that fits in `cols`.
+    const int64_t c = cols / tr->block_elems * tr->block_elems;
+    if (c <= 0) continue;
+    // Every batch size up to n_tokens: the path, and so the size, changes with the batch.
+    for (int64_t n = 1; n <= n_tokens; ++n) bound = std::max(bound, scratch_need(tr->type, isa, c, n, n_threads));
+  }
+  return bound;
+}
+
 std::string matmul_path(DType wtype, int64_t n_tokens) {
   const Isa isa = active_isa();
   if (n_tokens > 1) {
     const GemmKernels* gk = gemm_kernels(wtype, isa);
     if (gk && n_tokens >= gk->min_tokens) return std::string(isa_name(isa)) + "-vnni packed tiles";
+    if (const FloatGemmKernels* fk = float_tiles(wtype, isa, n_tokens))
+      return std::string(isa_name(isa)) + " float tiles " + std::to_string(fk->rm) + "x" + std::to_string(fk->rn);
+    if (float_small(wtype, isa, n_tokens))
+      return std::string(isa_name(isa)) + (wtype == DType::F32 ? " f32 3-token exact dot" : " float 3x4 dot");
   }
   // The highest ISA at or below the active one with a table for the type (best_type_kernels' choice).
   Isa used = Isa::Scalar;
@@ -138,6 +203,14 @@ void matmul(ThreadPool& pool, DType wtype, const void* w, int64_t rows, int64_t 
     const GemmKernels* gk = gemm_kernels(wtype, isa);
     if (gk && n_tokens >= gk->min_tokens) {
       matmul_packed(pool, *gk, w, row_bytes(wtype, cols), rows, cols, x, n_tokens, y, scratch);
+      return;
+    }
+    if (const FloatGemmKernels* fk = float_tiles(wtype, isa, n_tokens)) {
+      matmul_float_tiles(pool, *fk, w, row_bytes(wtype, cols), rows, cols, x, n_tokens, y, scratch);
+      return;
+    }
+    if (const FloatGemmKernels* fk = float_small(wtype, isa, n_tokens)) {
+      matmul_float_small(pool, *fk, w, row_bytes(wtype, cols), rows, cols, x, n_tokens, y);
       return;
     }
   }

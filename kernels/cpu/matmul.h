@@ -19,13 +19,23 @@ namespace strata::kernels {
 // active_isa(). n_tokens == 1 (decode) splits rows across threads; n_tokens > 1 works in tiles
 // of a few weight rows x many tokens so each weight row is reused while in cache (with AVX-512
 // VNNI and enough tokens: the packed tiles of gemm.h, scratch then also holds the packed
-// activations and each thread's unpacked weight rows).
+// activations and each thread's unpacked weight rows; float weights on AVX2 / AVX-512: the
+// register tiles of gemm_float.h from 16 tokens, scratch then holds the activations packed by
+// token groups (as many bytes as x, rounded up to a group) and ~100 KiB per thread, and its
+// small-batch dots below 16 tokens).
 void matmul(ThreadPool& pool, DType wtype, const void* w, int64_t rows, int64_t cols,
             const float* x, int64_t n_tokens, float* y, std::vector<uint8_t>& scratch);
 
+// The most bytes matmul() grows scratch to for n_tokens tokens of `cols` columns with a pool of
+// n_threads threads, over every weight type whose blocks divide cols and every path the active
+// ISA takes: what a device reserves up front (plan/scratch_layout.h) so that its scratch never
+// grows while it runs and the memory estimate holds.
+int64_t matmul_scratch_bound(int64_t cols, int64_t n_tokens, int n_threads);
+
 // Which kernel matmul takes for weights of wtype with n_tokens tokens at the active ISA, e.g.
 // "avx2 vec_dot" (one token), "avx2 4-token vec_dot" (prompt rows, VecDot4), "avx512-vnni packed
-// tiles" (gemm.h), "scalar vec_dot": so a benchmark figure says which code it measured.
+// tiles" (gemm.h), "avx2 float tiles 6x16", "avx2 float 3x4 dot", "avx2 f32 3-token exact dot"
+// (gemm_float.h), "scalar vec_dot": so a benchmark figure says which code it measured.
 std::string matmul_path(DType wtype, int64_t n_tokens);
 
 }  // namespace strata::kernels

@@ -7,9 +7,10 @@
 // and SIMD dequantizers for F16, BF16, Q4_0, Q8_0; the other entries point at the scalar
 // reference. 256-bit on purpose: on the target (Zen 4) 512-bit ops run as two 256-bit halves,
 // and the kernels are memory-bound at decode. Prompt processing uses the packed 512-bit tiles
-// of gemm.h where they exist (AVX-512 VNNI: Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K), else VecDot4
-// (below): one weight row against 4 tokens, for F32 (prompt-sized products only, see matmul.cpp),
-// F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K.
+// of gemm.h where they exist (AVX-512 VNNI: Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K), float weights
+// (F32, F16, BF16) the register tiles and small-batch dots of gemm_float.h (AVX2 / AVX-512),
+// else VecDot4 (below): one weight row against 4 tokens, for F32, F16, BF16 (where gemm_float.h
+// has no variant: see matmul.cpp), Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K.
 #pragma once
 
 #include <cstdint>

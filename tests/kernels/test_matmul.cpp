@@ -77,6 +77,41 @@ TEST_P(MatmulTest, DecodeWithManyRows) {
   force_isa(best_isa());
 }
 
+// A device reserves matmul_scratch_bound(widest row, max batch, threads) up front
+// (plan/scratch_layout.h, in the memory estimate), so no product may grow its scratch past it:
+// every weight type, batches across each path switch (1, the 4-token dot, the float tiles at
+// 16, the packed tiles), rows that are and are not a multiple of 64 bytes, 1 and 2 threads.
+// Widths below the bound's own (256 < 300) are covered by the same bound.
+TEST_P(MatmulTest, ScratchNeverGrowsPastTheReservedBound) {
+  const Isa isa = GetParam();
+  if (!isa_supported(isa)) GTEST_SKIP() << isa_name(isa) << " not supported on this CPU";
+  force_isa(isa);
+  constexpr int64_t kMaxBatch = 70;
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    const int64_t bound = matmul_scratch_bound(300, kMaxBatch, threads);
+    for (DType wt : test::weight_types()) {
+      for (int64_t cols : {int64_t{256}, int64_t{288}, int64_t{300}}) {
+        if (cols % traits(wt).block_elems != 0) continue;
+        for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{8}, int64_t{15}, int64_t{16}, int64_t{17}, int64_t{33}, int64_t{64}, kMaxBatch}) {
+          std::vector<uint8_t> scratch;
+          const std::vector<float> x = test::random_floats(n * cols, 5);
+          std::vector<uint8_t> w(static_cast<size_t>(row_bytes(wt, cols) * 3));
+          std::vector<float> y(static_cast<size_t>(n * 3));
+          matmul(pool, wt, w.data(), 3, cols, x.data(), n, y.data(), scratch);
+          EXPECT_LE(static_cast<int64_t>(scratch.size()), bound)
+              << dtype_name(wt) << " cols=" << cols << " tokens=" << n << " threads=" << threads;
+        }
+      }
+    }
+    // The bound follows the batch: a bigger batch never needs less.
+    EXPECT_LE(matmul_scratch_bound(300, 16, threads), bound);
+  }
+  // Quantized activations alone (Q8_K rows of 256 columns, 292 bytes, for 70 tokens) set a floor.
+  EXPECT_GE(matmul_scratch_bound(256, kMaxBatch, 1), 292 * kMaxBatch);
+  force_isa(best_isa());
+}
+
 INSTANTIATE_TEST_SUITE_P(Isas, MatmulTest, ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512),
                          [](const auto& info) { return std::string(isa_name(info.param)); });
 

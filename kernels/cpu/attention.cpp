@@ -160,10 +160,9 @@ struct Plan {
   }
   // The AVX2 kernel on n_rows query rows against keys [kb, kb + 64) of KV head kv_head, read in
   // place (attention_block_cache_supported).
-  // Prefetches keys [next_kb, next_kb + next_rows) of KV head next_head meanwhile (none when
-  // next_rows is 0).
-  void run_cache_block(const ThreadScratch& sc, int64_t n_rows, int64_t kb, int64_t kv_head, int64_t next_kb,
-                       int64_t next_head, int64_t next_rows) const {
+  // Prefetches the cache rows of positions [next_p0, next_p1) meanwhile (all KV heads).
+  void run_cache_block(const ThreadScratch& sc, int64_t n_rows, int64_t kb, int64_t kv_head, int64_t next_p0,
+                       int64_t next_p1) const {
     detail::AttentionBlockArgs a;
     a.q = sc.q;
     a.n_rows = n_rows;
@@ -181,12 +180,10 @@ struct Plan {
     c.v = kv.v + off;
     c.row_stride_bytes = kv.row_stride_bytes;
     c.type = kv.type;
-    if (next_rows > 0) {
-      const int64_t next_off = next_kb * kv.row_stride_bytes + next_head * kv.head_stride_bytes;
-      c.next_k = kv.k + next_off;
-      c.next_v = kv.v + next_off;
-      c.next_rows = next_rows;
-      c.row_bytes = kv.head_stride_bytes;
+    if (next_p1 > next_p0) {
+      c.next_k = kv.k + next_p0 * kv.row_stride_bytes;
+      c.next_v = kv.v + next_p0 * kv.row_stride_bytes;
+      c.next_bytes = (next_p1 - next_p0) * kv.row_stride_bytes;
     }
     detail::attention_block_cache_avx2(a, c);
   }
@@ -223,10 +220,15 @@ void decode(ThreadPool& pool, const Plan& pl, AttentionWorkspace& ws, int64_t ma
       for (int64_t g = 0; g < n_kv; ++g) {
         load_queries(pl.q, g * pl.group, pl.group, pl.s.head_dim, pl.hdp, sc.q);
         if (in_place) {
-          // While KV head g runs, the rows of head g + 1 (or of the next block's head 0) stream in.
-          const int64_t next_kb = g + 1 < n_kv ? kb : (bn < n_blocks ? (b_first + bn) * B : -1);
-          const int64_t next_rows = next_kb < 0 ? 0 : std::min(B, end - next_kb);
-          pl.run_cache_block(sc, pl.group, kb, g, next_kb, (g + 1) % n_kv, next_rows);
+          // While KV head g runs, the g-th slice of the next block's positions (every KV head's
+          // rows: one sequential sweep of the cache over the block) streams in.
+          int64_t p0 = 0, p1 = 0;
+          if (bn < n_blocks) {
+            const int64_t nb = (b_first + bn) * B, n_next = std::min(B, end - nb);
+            p0 = nb + n_next * g / n_kv;
+            p1 = nb + n_next * (g + 1) / n_kv;
+          }
+          pl.run_cache_block(sc, pl.group, kb, g, p0, p1);
         } else {
           pl.run_block(sc, pl.group, g);
         }

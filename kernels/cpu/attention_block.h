@@ -45,12 +45,12 @@ struct CacheBlock {
   const uint8_t* v = nullptr;
   int64_t row_stride_bytes = 0;
   DType type = DType::F16;  // F32, F16 or Q8_0
-  // The block to prefetch while this one is computed (the next one the caller will run: its
-  // first next_rows keys and values, rows of row_bytes at the same stride), or null.
+  // Bytes [0, next_bytes) from next_k and from next_v (in the cache: what the caller runs next)
+  // are prefetched while this block's scores are computed, spread over its keys; none when
+  // next_bytes is 0.
   const uint8_t* next_k = nullptr;
   const uint8_t* next_v = nullptr;
-  int64_t next_rows = 0;
-  int64_t row_bytes = 0;  // bytes of one head's row (head_dim elements of type)
+  int64_t next_bytes = 0;
 };
 
 // Whether attention_block_cache_avx2 takes heads of this type and size (F32 / F16: head_dim a

@@ -228,19 +228,16 @@ void cache_rows(const AttentionBlockArgs& a, const CacheBlock& kv, int64_t r0, i
   const int64_t hdp = a.hdp;
   const float* q = a.q + r0 * hdp;
   float* p = a.p + r0 * B;
-  const bool prefetch = r0 == 0 && kv.next_k != nullptr;
+  // The prefetch range in equal slices of whole cache lines, one slice per pair of keys. Written
+  // out here, not in a helper: GCC takes a function that only prefetches for a pure one and
+  // drops its calls.
+  const int64_t n_pairs = (j_hi - j_lo + 1) / 2;
+  const int64_t slice = r0 == 0 && n_pairs > 0 ? ((kv.next_bytes + 63) / 64 + n_pairs - 1) / n_pairs * 64 : 0;
+  int64_t next_at = 0;
   for (int64_t j = j_lo; j < j_hi; j += 2) {
-    // Written out here, not in a helper: GCC takes a function that only prefetches for a pure
-    // one and drops its calls.
-    for (int64_t i = j; prefetch && i < j + 2 && i < kv.next_rows; ++i) {
-      const uint8_t* nk = kv.next_k + i * kv.row_stride_bytes;
-      const uint8_t* nv = kv.next_v + i * kv.row_stride_bytes;
-      for (int64_t b = 0; b < kv.row_bytes; b += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(nk + b), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(nv + b), _MM_HINT_T0);
-      }
-      _mm_prefetch(reinterpret_cast<const char*>(nk + kv.row_bytes - 1), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(nv + kv.row_bytes - 1), _MM_HINT_T0);
+    for (const int64_t stop = lesser(next_at + slice, kv.next_bytes); next_at < stop; next_at += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(kv.next_k + next_at), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(kv.next_v + next_at), _MM_HINT_T0);
     }
     const uint8_t* k0 = kv.k + j * kv.row_stride_bytes;
     scores_tile<L, R>(q, hdp, k0, k0 + kv.row_stride_bytes, j + 1 < j_hi, p, j);

@@ -14,7 +14,7 @@ build=${1:-build-isa-debug}
 jobs=${JOBS:-$(nproc)}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSTRATA_GUI=OFF -DSTRATA_SERVER=OFF -DSTRATA_CUDA=OFF \
       -DSTRATA_TESTS=ON >/dev/null
-tests=(test_vec_dot test_matmul test_gemm test_gemm_float test_quant test_fp16)
+tests=(test_vec_dot test_matmul test_gemm test_gemm_float test_quant test_fp16 test_attention_block)
 cmake --build "$build" -j "$jobs" --target strata_kernels_cpu "${tests[@]}"
 
 objdir="$build/kernels/CMakeFiles/strata_kernels_cpu.dir/cpu"

@@ -158,6 +158,35 @@ struct Plan {
     a.acc = sc.acc_b;
     block(a);
   }
+  // The AVX2 kernel on n_rows query rows against keys [kb, kb + 64) of KV head kv_head, read in
+  // place (attention_block_cache_supported).
+  // Prefetches the cache rows of positions [next_p0, next_p1) meanwhile (all KV heads).
+  void run_cache_block(const ThreadScratch& sc, int64_t n_rows, int64_t kb, int64_t kv_head, int64_t next_p0,
+                       int64_t next_p1) const {
+    detail::AttentionBlockArgs a;
+    a.q = sc.q;
+    a.n_rows = n_rows;
+    a.hdp = hdp;
+    a.lo = sc.lo;
+    a.hi = sc.hi;
+    a.scale = s.scale;
+    a.p = sc.p;
+    a.m = sc.m_b;
+    a.l = sc.l_b;
+    a.acc = sc.acc_b;
+    detail::CacheBlock c;
+    const int64_t off = kb * kv.row_stride_bytes + kv_head * kv.head_stride_bytes;
+    c.k = kv.k + off;
+    c.v = kv.v + off;
+    c.row_stride_bytes = kv.row_stride_bytes;
+    c.type = kv.type;
+    if (next_p1 > next_p0) {
+      c.next_k = kv.k + next_p0 * kv.row_stride_bytes;
+      c.next_v = kv.v + next_p0 * kv.row_stride_bytes;
+      c.next_bytes = (next_p1 - next_p0) * kv.row_stride_bytes;
+    }
+    detail::attention_block_cache_avx2(a, c);
+  }
 };
 
 // One token: every key block is an item (its rows of all KV heads read in one sequential sweep of
@@ -170,21 +199,39 @@ void decode(ThreadPool& pool, const Plan& pl, AttentionWorkspace& ws, int64_t ma
   const size_t need = static_cast<size_t>(pl.s.n_heads * n_blocks * part);
   if (ws.partials.size() < need) ws.partials.resize(need);
   float* partials = ws.partials.data();
+  // The AVX2 kernel reads F32 / F16 / Q8_0 blocks where they lie in the cache, converting each
+  // element in registers (once per 4 query rows); otherwise the block's rows of every KV head are
+  // converted to f32 copies first.
+  const bool in_place = pl.block != &detail::attention_block_scalar &&
+                        detail::attention_block_cache_supported(pl.kv.type, pl.s.head_dim);
   std::atomic<int64_t> next{0};
   pool.run([&](int thread, int) {
     const ThreadScratch sc = scratch_of(ws, thread, max_rows, pl.hdp, n_kv);
-    for (int64_t bi = next.fetch_add(1, std::memory_order_relaxed); bi < n_blocks;
-         bi = next.fetch_add(1, std::memory_order_relaxed)) {
+    // The next block is claimed before this one is run, so that its rows can be prefetched.
+    for (int64_t bi = next.fetch_add(1, std::memory_order_relaxed), bn; bi < n_blocks; bi = bn) {
+      bn = next.fetch_add(1, std::memory_order_relaxed);
       const int64_t kb = (b_first + bi) * B;
       const int64_t n_keys = std::min(B, end - kb);
-      pl.load_all_heads(kb, n_keys, sc);
+      if (!in_place) pl.load_all_heads(kb, n_keys, sc);
       for (int64_t r = 0; r < pl.group; ++r) {
         sc.lo[r] = static_cast<int32_t>(std::max<int64_t>(0, begin - kb));
         sc.hi[r] = static_cast<int32_t>(n_keys);
       }
       for (int64_t g = 0; g < n_kv; ++g) {
         load_queries(pl.q, g * pl.group, pl.group, pl.s.head_dim, pl.hdp, sc.q);
-        pl.run_block(sc, pl.group, g);
+        if (in_place) {
+          // While KV head g runs, the g-th slice of the next block's positions (every KV head's
+          // rows: one sequential sweep of the cache over the block) streams in.
+          int64_t p0 = 0, p1 = 0;
+          if (bn < n_blocks) {
+            const int64_t nb = (b_first + bn) * B, n_next = std::min(B, end - nb);
+            p0 = nb + n_next * g / n_kv;
+            p1 = nb + n_next * (g + 1) / n_kv;
+          }
+          pl.run_cache_block(sc, pl.group, kb, g, p0, p1);
+        } else {
+          pl.run_block(sc, pl.group, g);
+        }
         for (int64_t r = 0; r < pl.group; ++r) {
           float* dst = partials + ((g * pl.group + r) * n_blocks + bi) * part;
           std::memcpy(dst, sc.acc_b + r * pl.hdp, static_cast<size_t>(pl.hdp) * sizeof(float));

@@ -10,8 +10,11 @@
 // and out = acc / l. A block is read from the cache and converted to f32 once per group of
 // query rows that share it (all heads of a KV head's group and, in prompts, a tile of tokens),
 // never the whole cache at once; there is no [n x n] score matrix.
-//   - Decode (1 token): the (KV head, key block) pairs are split across the threads; the
-//     partials are merged afterwards, per head, in block order.
+//   - Decode (1 token): the key blocks are split across the threads (each block all KV heads);
+//     the partials are merged afterwards, per head, in block order. With AVX2 a block is read
+//     where it lies in the cache (F32 / F16 / Q8_0 converted in registers, no f32 copy) while the
+//     thread's next block is prefetched as one sequential sweep: decode at depth is a stream
+//     of the whole cache, and without the prefetch it waited on memory at every row.
 //   - Prompts: the (KV head, tile of query tokens) pairs are split across the threads (longest
 //     first); each walks its key blocks in order, skipping blocks past its last token (causal)
 //     or before its first token's window.

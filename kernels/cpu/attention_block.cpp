@@ -1,5 +1,6 @@
 // kernels/cpu/attention_block.cpp — the scalar reference of the attention block kernel (see
-// attention_block.h): plain loops, std::exp, float accumulation in key order.
+// attention_block.h): plain loops, std::exp, float accumulation in key order; and which cache
+// blocks the AVX2 kernel can read in place.
 #include <cmath>
 #include <limits>
 
@@ -37,6 +38,16 @@ void attention_block_scalar(const AttentionBlockArgs& a) {
     }
     a.m[r] = m;
     a.l[r] = l;
+  }
+}
+
+bool attention_block_cache_supported(DType type, int64_t head_dim) {
+  if (!isa_supported(Isa::Avx2) || head_dim <= 0) return false;
+  switch (type) {
+    case DType::F32:
+    case DType::F16: return head_dim % 8 == 0;
+    case DType::Q8_0: return head_dim % 32 == 0;
+    default: return false;
   }
 }
 

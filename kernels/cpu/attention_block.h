@@ -1,12 +1,15 @@
 // kernels/cpu/attention_block.h — the inner kernel of kernels/cpu/attention.cpp: one key block
 // against a set of query rows, giving each row its partial softmax. Variants: scalar (the
 // reference, attention_block.cpp) and AVX2 + FMA (attention_block_avx2.cpp: 2 rows x 4 keys of
-// dot products per step, 8-wide exp, 2 rows x 32 floats of value accumulation per step). No
-// engine types.
+// dot products per step, 8-wide exp, 2 rows x 32 floats of value accumulation per step), and,
+// for decode, an AVX2 variant that reads the block straight from an F32 / F16 / Q8_0 cache
+// (converting each element in registers, once per group of 4 query rows) instead of from f32
+// copies: the same arithmetic, so the same bits. No engine types.
 #pragma once
 
 #include <cstdint>
 
+#include "kernels/cpu/dtype.h"
 #include "kernels/cpu/isa.h"
 
 namespace strata::kernels::detail {
@@ -33,5 +36,30 @@ using AttentionBlockFn = void (*)(const AttentionBlockArgs&);
 
 void attention_block_scalar(const AttentionBlockArgs& a);
 void attention_block_avx2(const AttentionBlockArgs& a);
+
+// One KV head's key block in the cache, as it is stored: key j of the block (j in [0, 64)) is
+// head_dim elements of `type` at k + j * row_stride_bytes, value j likewise at v. Only the keys in
+// [min lo, max hi) of the rows are read (the rows past the cache's last position are never touched).
+struct CacheBlock {
+  const uint8_t* k = nullptr;
+  const uint8_t* v = nullptr;
+  int64_t row_stride_bytes = 0;
+  DType type = DType::F16;  // F32, F16 or Q8_0
+  // Bytes [0, next_bytes) from next_k and from next_v (in the cache: what the caller runs next)
+  // are prefetched while this block's scores are computed, spread over its keys; none when
+  // next_bytes is 0.
+  const uint8_t* next_k = nullptr;
+  const uint8_t* next_v = nullptr;
+  int64_t next_bytes = 0;
+};
+
+// Whether attention_block_cache_avx2 takes heads of this type and size (F32 / F16: head_dim a
+// multiple of 8; Q8_0: of 32) on this CPU.
+bool attention_block_cache_supported(DType type, int64_t head_dim);
+
+// attention_block_avx2 on a block read from the cache (a.k and a.v are unused; a.hdp is the head
+// size): for the same rows and the same values it gives bit-identical m, l and acc, so decode
+// (this kernel) and prompts (f32 copies of the block) keep giving a token the same output.
+void attention_block_cache_avx2(const AttentionBlockArgs& a, const CacheBlock& kv);
 
 }  // namespace strata::kernels::detail

@@ -74,6 +74,222 @@ T greater(T a, T b) {
 }
 constexpr float kNegativeInfinity = -__builtin_huge_valf();
 
+// Softmax of each row over its keys, in place in a.p; masked keys (and lanes up to j_end8 outside
+// a row's [lo, hi), whatever a.p held there) get probability exactly 0.
+void softmax_rows(const AttentionBlockArgs& a, int64_t j_end8) {
+  constexpr int64_t B = kAttentionKeyBlock;
+  const __m256 neg_inf = _mm256_set1_ps(kNegativeInfinity);
+  const __m256 scale = _mm256_set1_ps(a.scale);
+  for (int64_t r = 0; r < a.n_rows; ++r) {
+    float* p = a.p + r * B;
+    const int32_t lo = a.lo[r], hi = a.hi[r];
+    __m256 mv = neg_inf;
+    for (int64_t j = 0; j < j_end8; j += 8) {
+      const __m256 s = _mm256_blendv_ps(neg_inf, _mm256_mul_ps(_mm256_loadu_ps(p + j), scale), key_mask(j, lo, hi));
+      _mm256_storeu_ps(p + j, s);
+      mv = _mm256_max_ps(mv, s);
+    }
+    const float m = hmax(mv);
+    const __m256 m8 = _mm256_set1_ps(m);
+    __m256 lv = _mm256_setzero_ps();
+    for (int64_t j = 0; j < j_end8; j += 8) {
+      const __m256 e = _mm256_and_ps(exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(p + j), m8)), key_mask(j, lo, hi));
+      _mm256_storeu_ps(p + j, e);
+      lv = _mm256_add_ps(lv, e);
+    }
+    a.m[r] = m;
+    a.l[r] = hsum(lv);
+  }
+}
+
+// 8 elements [d, d + 8) of a cache row as f32, exactly as dequantize_row would give them.
+struct LoadF32 {
+  static __m256 load(const uint8_t* row, int64_t d) { return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + d); }
+};
+struct LoadF16 {
+  static __m256 load(const uint8_t* row, int64_t d) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * d)));
+  }
+};
+// Q8_0: 34-byte blocks of 32 (an f16 scale, 32 int8); element = scale * q, one rounding, as in
+// dequantize_q8_0.
+struct LoadQ8_0 {
+  static __m256 load(const uint8_t* row, int64_t d) {
+    const uint8_t* b = row + (d >> 5) * 34;
+    const __m256 s = _mm256_set1_ps(_cvtsh_ss(static_cast<unsigned short>(b[0] | (b[1] << 8))));
+    const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 2 + (d & 31))));
+    return _mm256_mul_ps(s, _mm256_cvtepi32_ps(q));
+  }
+};
+
+// Scores p[r][j], p[r][j + 1] of R query rows (R <= 4) against keys j and j + 1 (one key when
+// !two): each key chunk is converted once and feeds R FMAs. Per (row, key): one accumulator over
+// d in 8-float chunks from zero, then reduce4's fixed tree, as in attention_block_avx2. Named
+// accumulators (see values_tile16).
+template <class L, int R>
+inline void scores_tile(const float* q, int64_t hdp, const uint8_t* k0, const uint8_t* k1, bool two, float* p,
+                        int64_t j) {
+  constexpr int64_t B = kAttentionKeyBlock;
+  __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
+  if (!two) k1 = k0;
+  for (int64_t d = 0; d < hdp; d += 8) {
+    const __m256 ka = L::load(k0, d), kb = L::load(k1, d);
+    const __m256 x0 = _mm256_loadu_ps(q + d);
+    s00 = _mm256_fmadd_ps(x0, ka, s00);
+    s01 = _mm256_fmadd_ps(x0, kb, s01);
+    if constexpr (R > 1) {
+      const __m256 x1 = _mm256_loadu_ps(q + hdp + d);
+      s10 = _mm256_fmadd_ps(x1, ka, s10);
+      s11 = _mm256_fmadd_ps(x1, kb, s11);
+    }
+    if constexpr (R > 2) {
+      const __m256 x2 = _mm256_loadu_ps(q + 2 * hdp + d);
+      s20 = _mm256_fmadd_ps(x2, ka, s20);
+      s21 = _mm256_fmadd_ps(x2, kb, s21);
+    }
+    if constexpr (R > 3) {
+      const __m256 x3 = _mm256_loadu_ps(q + 3 * hdp + d);
+      s30 = _mm256_fmadd_ps(x3, ka, s30);
+      s31 = _mm256_fmadd_ps(x3, kb, s31);
+    }
+  }
+  alignas(16) float t[8];
+  _mm_store_ps(t, reduce4(s00, s01, s10, s11));
+  if constexpr (R > 2) _mm_store_ps(t + 4, reduce4(s20, s21, s30, s31));
+  for (int r = 0; r < R; ++r) {
+    p[r * B + j] = t[2 * r];
+    if (two) p[r * B + j + 1] = t[2 * r + 1];
+  }
+}
+
+// acc[r][d, d + 16) = sum over keys [lo, hi) of p[r][j] v_j for R rows (R <= 4): each value
+// chunk is converted once and feeds R FMAs; per (row, lane) one FMA chain in key order from zero,
+// as in attention_block_avx2. Named accumulators, not an array: GCC keeps an array of __m256 in
+// memory and stores it back every key.
+template <class L, int R>
+inline void values_tile16(const float* p, const CacheBlock& kv, int64_t lo, int64_t hi, int64_t d, int64_t hdp,
+                          float* acc) {
+  constexpr int64_t B = kAttentionKeyBlock;
+  __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0;
+  const uint8_t* row = kv.v + lo * kv.row_stride_bytes;
+  for (int64_t j = lo; j < hi; ++j, row += kv.row_stride_bytes) {
+    const __m256 va = L::load(row, d), vb = L::load(row, d + 8);
+    const __m256 w0 = _mm256_broadcast_ss(p + j);
+    a0 = _mm256_fmadd_ps(w0, va, a0);
+    b0 = _mm256_fmadd_ps(w0, vb, b0);
+    if constexpr (R > 1) {
+      const __m256 w1 = _mm256_broadcast_ss(p + B + j);
+      a1 = _mm256_fmadd_ps(w1, va, a1);
+      b1 = _mm256_fmadd_ps(w1, vb, b1);
+    }
+    if constexpr (R > 2) {
+      const __m256 w2 = _mm256_broadcast_ss(p + 2 * B + j);
+      a2 = _mm256_fmadd_ps(w2, va, a2);
+      b2 = _mm256_fmadd_ps(w2, vb, b2);
+    }
+    if constexpr (R > 3) {
+      const __m256 w3 = _mm256_broadcast_ss(p + 3 * B + j);
+      a3 = _mm256_fmadd_ps(w3, va, a3);
+      b3 = _mm256_fmadd_ps(w3, vb, b3);
+    }
+  }
+  _mm256_storeu_ps(acc + d, a0);
+  _mm256_storeu_ps(acc + d + 8, b0);
+  if constexpr (R > 1) {
+    _mm256_storeu_ps(acc + hdp + d, a1);
+    _mm256_storeu_ps(acc + hdp + d + 8, b1);
+  }
+  if constexpr (R > 2) {
+    _mm256_storeu_ps(acc + 2 * hdp + d, a2);
+    _mm256_storeu_ps(acc + 2 * hdp + d + 8, b2);
+  }
+  if constexpr (R > 3) {
+    _mm256_storeu_ps(acc + 3 * hdp + d, a3);
+    _mm256_storeu_ps(acc + 3 * hdp + d + 8, b3);
+  }
+}
+
+// The same for the last 8 lanes of a head whose size is not a multiple of 16, one row at a time.
+template <class L>
+inline void values_tile8(const float* p, const CacheBlock& kv, int64_t lo, int64_t hi, int64_t d, float* acc) {
+  __m256 a0 = _mm256_setzero_ps();
+  const uint8_t* row = kv.v + lo * kv.row_stride_bytes;
+  for (int64_t j = lo; j < hi; ++j, row += kv.row_stride_bytes)
+    a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), L::load(row, d), a0);
+  _mm256_storeu_ps(acc + d, a0);
+}
+
+// R query rows (a tile of the block's rows starting at row r0) against the cache block.
+// Scores of R query rows (a tile of the block's rows starting at row r0) against keys
+// [j_lo, j_hi) of the cache block; the first tile also prefetches the next block's rows.
+template <class L, int R>
+void cache_rows(const AttentionBlockArgs& a, const CacheBlock& kv, int64_t r0, int64_t j_lo, int64_t j_hi) {
+  constexpr int64_t B = kAttentionKeyBlock;
+  const int64_t hdp = a.hdp;
+  const float* q = a.q + r0 * hdp;
+  float* p = a.p + r0 * B;
+  // The prefetch range in equal slices of whole cache lines, one slice per pair of keys. Written
+  // out here, not in a helper: GCC takes a function that only prefetches for a pure one and
+  // drops its calls.
+  const int64_t n_pairs = (j_hi - j_lo + 1) / 2;
+  const int64_t slice = r0 == 0 && n_pairs > 0 ? ((kv.next_bytes + 63) / 64 + n_pairs - 1) / n_pairs * 64 : 0;
+  int64_t next_at = 0;
+  for (int64_t j = j_lo; j < j_hi; j += 2) {
+    for (const int64_t stop = lesser(next_at + slice, kv.next_bytes); next_at < stop; next_at += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(kv.next_k + next_at), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(kv.next_v + next_at), _MM_HINT_T0);
+    }
+    const uint8_t* k0 = kv.k + j * kv.row_stride_bytes;
+    scores_tile<L, R>(q, hdp, k0, k0 + kv.row_stride_bytes, j + 1 < j_hi, p, j);
+  }
+}
+
+template <class L, int R>
+void cache_values(const AttentionBlockArgs& a, const CacheBlock& kv, int64_t r0) {
+  constexpr int64_t B = kAttentionKeyBlock;
+  const int64_t hdp = a.hdp;
+  int64_t lo = a.lo[r0], hi = a.hi[r0];
+  for (int r = 1; r < R; ++r) {
+    lo = lesser<int64_t>(lo, a.lo[r0 + r]);
+    hi = greater<int64_t>(hi, a.hi[r0 + r]);
+  }
+  const float* p = a.p + r0 * B;
+  float* acc = a.acc + r0 * hdp;
+  int64_t d = 0;
+  for (; d + 16 <= hdp; d += 16) values_tile16<L, R>(p, kv, lo, hi, d, hdp, acc);
+  if (d < hdp)
+    for (int r = 0; r < R; ++r) values_tile8<L>(p + r * B, kv, lo, hi, d, acc + r * hdp);
+}
+
+template <class L>
+void cache_block(const AttentionBlockArgs& a, const CacheBlock& kv) {
+  const int64_t n = a.n_rows;
+  int32_t min_lo = static_cast<int32_t>(kAttentionKeyBlock), max_hi = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    min_lo = lesser(min_lo, a.lo[r]);
+    max_hi = greater(max_hi, a.hi[r]);
+  }
+  // Scores of every row over [min_lo, max_hi) (a row's keys outside its own range are masked
+  // by the softmax), 4 rows at a time.
+  for (int64_t r0 = 0; r0 < n; r0 += 4) {
+    switch (lesser<int64_t>(4, n - r0)) {
+      case 4: cache_rows<L, 4>(a, kv, r0, min_lo, max_hi); break;
+      case 3: cache_rows<L, 3>(a, kv, r0, min_lo, max_hi); break;
+      case 2: cache_rows<L, 2>(a, kv, r0, min_lo, max_hi); break;
+      default: cache_rows<L, 1>(a, kv, r0, min_lo, max_hi); break;
+    }
+  }
+  softmax_rows(a, (static_cast<int64_t>(max_hi) + 7) & ~int64_t{7});
+  for (int64_t r0 = 0; r0 < n; r0 += 4) {
+    switch (lesser<int64_t>(4, n - r0)) {
+      case 4: cache_values<L, 4>(a, kv, r0); break;
+      case 3: cache_values<L, 3>(a, kv, r0); break;
+      case 2: cache_values<L, 2>(a, kv, r0); break;
+      default: cache_values<L, 1>(a, kv, r0); break;
+    }
+  }
+}
+
 }  // namespace
 
 void attention_block_avx2(const AttentionBlockArgs& a) {
@@ -117,29 +333,7 @@ void attention_block_avx2(const AttentionBlockArgs& a) {
     }
   }
 
-  // Softmax of each row over its keys; masked keys get probability 0 up to j_end8.
-  const __m256 neg_inf = _mm256_set1_ps(kNegativeInfinity);
-  const __m256 scale = _mm256_set1_ps(a.scale);
-  for (int64_t r = 0; r < n; ++r) {
-    float* p = a.p + r * B;
-    const int32_t lo = a.lo[r], hi = a.hi[r];
-    __m256 mv = neg_inf;
-    for (int64_t j = 0; j < j_end8; j += 8) {
-      const __m256 s = _mm256_blendv_ps(neg_inf, _mm256_mul_ps(_mm256_loadu_ps(p + j), scale), key_mask(j, lo, hi));
-      _mm256_storeu_ps(p + j, s);
-      mv = _mm256_max_ps(mv, s);
-    }
-    const float m = hmax(mv);
-    const __m256 m8 = _mm256_set1_ps(m);
-    __m256 lv = _mm256_setzero_ps();
-    for (int64_t j = 0; j < j_end8; j += 8) {
-      const __m256 e = _mm256_and_ps(exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(p + j), m8)), key_mask(j, lo, hi));
-      _mm256_storeu_ps(p + j, e);
-      lv = _mm256_add_ps(lv, e);
-    }
-    a.m[r] = m;
-    a.l[r] = hsum(lv);
-  }
+  softmax_rows(a, j_end8);
 
   // Values: acc[r] = sum_j p[r][j] v_j over the pair's keys (zeros where a row sees none).
   for (int64_t r = 0; r < n; r += 2) {
@@ -189,6 +383,14 @@ void attention_block_avx2(const AttentionBlockArgs& a) {
       _mm256_storeu_ps(acc0 + d, c0);
       if (two) _mm256_storeu_ps(acc1 + d, c1);
     }
+  }
+}
+
+void attention_block_cache_avx2(const AttentionBlockArgs& a, const CacheBlock& kv) {
+  switch (kv.type) {
+    case DType::F32: cache_block<LoadF32>(a, kv); break;
+    case DType::Q8_0: cache_block<LoadQ8_0>(a, kv); break;
+    default: cache_block<LoadF16>(a, kv); break;
   }
 }
 

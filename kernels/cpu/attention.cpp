@@ -142,11 +142,11 @@ struct Plan {
       }
   }
   // The block kernel on n_rows query rows against the block of KV head slot `slot` of the scratch.
-  void run_block(const ThreadScratch& sc, int64_t n_rows, int64_t slot = 0) const {
+  // The block kernels' arguments for n_rows query rows of the thread's scratch (keys and values
+  // not set: each caller points at its own).
+  detail::AttentionBlockArgs block_args(const ThreadScratch& sc, int64_t n_rows) const {
     detail::AttentionBlockArgs a;
     a.q = sc.q;
-    a.k = sc.k + slot * B * hdp;
-    a.v = sc.v + slot * B * hdp;
     a.n_rows = n_rows;
     a.hdp = hdp;
     a.lo = sc.lo;
@@ -156,6 +156,12 @@ struct Plan {
     a.m = sc.m_b;
     a.l = sc.l_b;
     a.acc = sc.acc_b;
+    return a;
+  }
+  void run_block(const ThreadScratch& sc, int64_t n_rows, int64_t slot = 0) const {
+    detail::AttentionBlockArgs a = block_args(sc, n_rows);
+    a.k = sc.k + slot * B * hdp;
+    a.v = sc.v + slot * B * hdp;
     block(a);
   }
   // The AVX2 kernel on n_rows query rows against keys [kb, kb + 64) of KV head kv_head, read in
@@ -163,17 +169,7 @@ struct Plan {
   // Prefetches the cache rows of positions [next_p0, next_p1) meanwhile (all KV heads).
   void run_cache_block(const ThreadScratch& sc, int64_t n_rows, int64_t kb, int64_t kv_head, int64_t next_p0,
                        int64_t next_p1) const {
-    detail::AttentionBlockArgs a;
-    a.q = sc.q;
-    a.n_rows = n_rows;
-    a.hdp = hdp;
-    a.lo = sc.lo;
-    a.hi = sc.hi;
-    a.scale = s.scale;
-    a.p = sc.p;
-    a.m = sc.m_b;
-    a.l = sc.l_b;
-    a.acc = sc.acc_b;
+    const detail::AttentionBlockArgs a = block_args(sc, n_rows);
     detail::CacheBlock c;
     const int64_t off = kb * kv.row_stride_bytes + kv_head * kv.head_stride_bytes;
     c.k = kv.k + off;

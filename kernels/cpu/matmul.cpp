@@ -143,14 +143,34 @@ const GemmKernels* gemm_kernels(DType wtype, Isa isa) {
 
 namespace {
 
-// Bytes matmul() grows scratch to for one call: the same routing as matmul() below.
-int64_t scratch_need(DType wtype, Isa isa, int64_t cols, int64_t n_tokens, int n_threads) {
+// Which kernel path a product takes: the one routing that matmul(), matmul_path() and
+// matmul_scratch_bound() all read, so the path a benchmark names and the scratch a device
+// reserves are those of the product that runs.
+enum class Path { Packed, FloatTiles, FloatSmall, Dot };
+struct Route {
+  Path path = Path::Dot;
+  const GemmKernels* gk = nullptr;       // Packed
+  const FloatGemmKernels* fk = nullptr;  // FloatTiles, FloatSmall
+};
+
+Route route(DType wtype, Isa isa, int64_t n_tokens) {
   if (n_tokens > 1) {
     const GemmKernels* gk = gemm_kernels(wtype, isa);
-    if (gk && n_tokens >= gk->min_tokens) return packed_scratch_bytes(*gk, cols, n_tokens, n_threads);
-    if (const FloatGemmKernels* fk = float_tiles(wtype, isa, n_tokens))
-      return float_tiles_scratch_bytes(*fk, cols, n_tokens, n_threads);
-    if (float_small(wtype, isa, n_tokens)) return 0;
+    if (gk && n_tokens >= gk->min_tokens) return {Path::Packed, gk, nullptr};
+    if (const FloatGemmKernels* fk = float_tiles(wtype, isa, n_tokens)) return {Path::FloatTiles, nullptr, fk};
+    if (const FloatGemmKernels* fk = float_small(wtype, isa, n_tokens)) return {Path::FloatSmall, nullptr, fk};
+  }
+  return {};
+}
+
+// Bytes matmul() grows scratch to for one call.
+int64_t scratch_need(DType wtype, Isa isa, int64_t cols, int64_t n_tokens, int n_threads) {
+  const Route r = route(wtype, isa, n_tokens);
+  switch (r.path) {
+    case Path::Packed: return packed_scratch_bytes(*r.gk, cols, n_tokens, n_threads);
+    case Path::FloatTiles: return float_tiles_scratch_bytes(*r.fk, cols, n_tokens, n_threads);
+    case Path::FloatSmall: return 0;
+    case Path::Dot: break;
   }
   const DType at = vec_dot_type(wtype);
   return at == DType::F32 ? 0 : row_bytes(at, cols) * n_tokens;  // f32 activations are used in place
@@ -175,13 +195,14 @@ int64_t matmul_scratch_bound(int64_t cols, int64_t n_tokens, int n_threads) {
 
 std::string matmul_path(DType wtype, int64_t n_tokens) {
   const Isa isa = active_isa();
-  if (n_tokens > 1) {
-    const GemmKernels* gk = gemm_kernels(wtype, isa);
-    if (gk && n_tokens >= gk->min_tokens) return std::string(isa_name(isa)) + "-vnni packed tiles";
-    if (const FloatGemmKernels* fk = float_tiles(wtype, isa, n_tokens))
-      return std::string(isa_name(isa)) + " float tiles " + std::to_string(fk->rm) + "x" + std::to_string(fk->rn);
-    if (float_small(wtype, isa, n_tokens))
+  const Route r = route(wtype, isa, n_tokens);
+  switch (r.path) {
+    case Path::Packed: return std::string(isa_name(isa)) + "-vnni packed tiles";
+    case Path::FloatTiles:
+      return std::string(isa_name(isa)) + " float tiles " + std::to_string(r.fk->rm) + "x" + std::to_string(r.fk->rn);
+    case Path::FloatSmall:
       return std::string(isa_name(isa)) + (wtype == DType::F32 ? " f32 3-token exact dot" : " float 3x4 dot");
+    case Path::Dot: break;
   }
   // The highest ISA at or below the active one with a table for the type (best_type_kernels' choice).
   Isa used = Isa::Scalar;
@@ -199,20 +220,13 @@ void matmul(ThreadPool& pool, DType wtype, const void* w, int64_t rows, int64_t 
             const float* x, int64_t n_tokens, float* y, std::vector<uint8_t>& scratch) {
   if (rows <= 0 || n_tokens <= 0) return;
   const Isa isa = active_isa();
-  if (n_tokens > 1) {
-    const GemmKernels* gk = gemm_kernels(wtype, isa);
-    if (gk && n_tokens >= gk->min_tokens) {
-      matmul_packed(pool, *gk, w, row_bytes(wtype, cols), rows, cols, x, n_tokens, y, scratch);
-      return;
-    }
-    if (const FloatGemmKernels* fk = float_tiles(wtype, isa, n_tokens)) {
-      matmul_float_tiles(pool, *fk, w, row_bytes(wtype, cols), rows, cols, x, n_tokens, y, scratch);
-      return;
-    }
-    if (const FloatGemmKernels* fk = float_small(wtype, isa, n_tokens)) {
-      matmul_float_small(pool, *fk, w, row_bytes(wtype, cols), rows, cols, x, n_tokens, y);
-      return;
-    }
+  const Route r = route(wtype, isa, n_tokens);
+  switch (r.path) {
+    case Path::Packed: return matmul_packed(pool, *r.gk, w, row_bytes(wtype, cols), rows, cols, x, n_tokens, y, scratch);
+    case Path::FloatTiles:
+      return matmul_float_tiles(pool, *r.fk, w, row_bytes(wtype, cols), rows, cols, x, n_tokens, y, scratch);
+    case Path::FloatSmall: return matmul_float_small(pool, *r.fk, w, row_bytes(wtype, cols), rows, cols, x, n_tokens, y);
+    case Path::Dot: break;
   }
   const DType at = vec_dot_type(wtype);
   const TypeKernels& wk = best_type_kernels(wtype, isa);

@@ -37,6 +37,12 @@ struct Channel {
   };
   std::vector<Piece> pending;
   std::vector<Json> pending_lp;     // logprob entries of tokens whose text has not come yet (stream)
+  // Closes a piece: `text` with the logprob entries of the tokens since the last one (under the
+  // request's mutex).
+  void add_piece(std::string text) {
+    pending.push_back({std::move(text), std::move(pending_lp)});
+    pending_lp.clear();
+  }
   std::vector<Json> all_lp;         // every token's logprob entry (blocking answer)
   int64_t prompt_done = -1, prompt_total = 0;  // "return_progress": the latest, not yet written when >= 0
   std::vector<Json> replans_pending;  // re-plans this choice lived through, not yet written (stream)
@@ -695,8 +701,7 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
       if (chp->gone.load()) return false;
       if (stream) {
         std::lock_guard<std::mutex> lock(rqp->mutex);
-        chp->pending.push_back({std::string(text), std::move(chp->pending_lp)});
-        chp->pending_lp.clear();
+        chp->add_piece(std::string(text));
       }
       rqp->cv.notify_all();
       return true;
@@ -707,8 +712,7 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
       {
         std::lock_guard<std::mutex> lock(rqp->mutex);
         // Logprob entries of tokens that gave no text (held back at the end): a chunk of their own.
-        if (!chp->pending_lp.empty()) chp->pending.push_back({std::string(), std::move(chp->pending_lp)});
-        chp->pending_lp.clear();
+        if (!chp->pending_lp.empty()) chp->add_piece(std::string());
         chp->result = r;
         chp->done = true;
       }

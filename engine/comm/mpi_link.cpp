@@ -74,6 +74,7 @@ class MpiLink final : public RankLink {
     last_seen_.assign(static_cast<size_t>(size_), now);
     lost_.assign(static_cast<size_t>(size_), std::string());
     beat_in_.assign(static_cast<size_t>(size_), MPI_REQUEST_NULL);
+    beat_out_.assign(static_cast<size_t>(size_), MPI_REQUEST_NULL);
     beat_buf_.assign(static_cast<size_t>(size_), 0);
     for (int r = 0; r < size_; ++r) {
       if (r != rank_) MPI_Irecv(&beat_buf_[static_cast<size_t>(r)], 1, MPI_BYTE, r, kHeartbeatTag, beat_, &beat_in_[static_cast<size_t>(r)]);
@@ -255,12 +256,12 @@ class MpiLink final : public RankLink {
         if (q != MPI_REQUEST_NULL) MPI_Test(&q, &done, MPI_STATUS_IGNORE);
         pending = pending || q != MPI_REQUEST_NULL;
       }
-      for (auto it = beat_out_.begin(); it != beat_out_.end();) {
+      for (MPI_Request& q : beat_out_) {
         int done = 0;
-        MPI_Test(&(*it)->request, &done, MPI_STATUS_IGNORE);
-        it = done ? beat_out_.erase(it) : std::next(it);
+        if (q != MPI_REQUEST_NULL) MPI_Test(&q, &done, MPI_STATUS_IGNORE);
+        pending = pending || q != MPI_REQUEST_NULL;
       }
-      if (!pending && beat_out_.empty()) break;
+      if (!pending) break;
       if (steady_ms() > give_up) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
@@ -309,27 +310,39 @@ class MpiLink final : public RankLink {
   }
 
   // Sends a heartbeat to every live rank each heartbeat_ms and takes in theirs; a rank silent for
-  // dead_after_ms is lost.
+  // dead_after_ms is lost. Two things that are not a peer's silence are kept out of the count:
+  // - at most one beat per peer is in flight: a beat to a peer that has not taken the last one
+  //   (dead, or its socket backed up) is not posted again, so a dead peer does not gather a send
+  //   (and, in OpenMPI's TCP transport, a reconnect attempt) every heartbeat_ms while this thread
+  //   should be beating to the live ones;
+  // - time this thread itself did not poll (descheduled on a loaded machine, or held inside an MPI
+  //   call) is added to every peer's last-seen time: beats that arrived meanwhile are only read now,
+  //   and a stall here says nothing about the peers.
   void heartbeat_loop() {
     static const uint8_t beat = 1;
+    const int64_t poll_ms = std::max<int64_t>(1, heartbeat_ms_ / 4);
     int64_t next_send = 0;
+    int64_t previous = steady_ms();
     while (running_) {
       const int64_t now = steady_ms();
+      const int64_t blind = now - previous - poll_ms;
+      previous = now;
+      if (blind > heartbeat_ms_) {
+        for (int64_t& seen : last_seen_) seen += blind;
+      }
       if (now >= next_send) {
         next_send = now + heartbeat_ms_;
         for (int r = 0; r < size_; ++r) {
-          if (r == rank_ || lost(r)) continue;
-          auto p = std::make_unique<Pending>();
-          MPI_Isend(&beat, 1, MPI_BYTE, r, kHeartbeatTag, beat_, &p->request);
-          beat_out_.push_back(std::move(p));
+          if (r == rank_) continue;
+          MPI_Request& out = beat_out_[static_cast<size_t>(r)];
+          if (out != MPI_REQUEST_NULL) {
+            int done = 0;
+            MPI_Test(&out, &done, MPI_STATUS_IGNORE);  // a completed request becomes MPI_REQUEST_NULL
+          }
+          // One to a lost rank never completes and stays.
+          if (out == MPI_REQUEST_NULL && !lost(r)) MPI_Isend(&beat, 1, MPI_BYTE, r, kHeartbeatTag, beat_, &out);
         }
         reap_posted();
-        // Completed sends are dropped; those to a lost rank never complete and stay.
-        for (auto it = beat_out_.begin(); it != beat_out_.end();) {
-          int done = 0;
-          MPI_Test(&(*it)->request, &done, MPI_STATUS_IGNORE);
-          it = done ? beat_out_.erase(it) : std::next(it);
-        }
       }
       for (int r = 0; r < size_; ++r) {
         MPI_Request& q = beat_in_[static_cast<size_t>(r)];
@@ -346,7 +359,7 @@ class MpiLink final : public RankLink {
         if (silent > dead_after_ms_ && !lost(r))
           mark_lost(r, "no heartbeat for " + std::to_string(silent) + " ms (the process ended or its host is unreachable)");
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::max<int64_t>(1, heartbeat_ms_ / 4)));
+      std::this_thread::sleep_for(std::chrono::milliseconds(poll_ms));
     }
   }
 
@@ -363,7 +376,7 @@ class MpiLink final : public RankLink {
   std::vector<int64_t> last_seen_;   // per rank, steady ms
   std::vector<MPI_Request> beat_in_;
   std::vector<uint8_t> beat_buf_;
-  std::deque<std::unique_ptr<Pending>> beat_out_;
+  std::vector<MPI_Request> beat_out_;  // per rank: the beat in flight to it, or MPI_REQUEST_NULL
   std::atomic<bool> running_{false};
   std::thread beat_thread_;
 };

@@ -143,6 +143,9 @@ class Pipeline {
   void run_stage(StageRuntime& stage, MicroBatch& mb);
   Status run_local(StageRuntime& stage, MicroBatch& mb);
   Status run_remote(StageRuntime& stage, MicroBatch& mb, int rank, bool record);
+  // Marks failed every device on a rank the link has found lost (`rank`'s with `why`, the others'
+  // with "rank R is lost"), so that a re-plan leaves them out. Rank 0's thread.
+  void mark_lost_rank_devices(int rank, const std::string& why);
   Status run_single(StageRuntime& stage, MicroBatch& mb);
   Status run_unit(DeviceRuntime& rt, const LayerSlot& slot, const plan::BlockUnit& unit, MicroBatch& mb);
   Status run_group(StageRuntime& stage, MicroBatch& mb);

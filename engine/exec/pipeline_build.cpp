@@ -458,6 +458,7 @@ Expected<int64_t> Pipeline::apply(const plan::Placement& next, KvOnApply kv) {
   // The other ranks place their part beside this one (see create).
   if (driver) {
     if (Status s = ranks_->begin_place(next, false, kv == KvOnApply::Discard); !s.ok()) {
+      mark_lost_rank_devices(-1, s.error().message);
       start_stages();
       return Error{s.error().code, "re-placement failed, nothing changed: " + s.error().message};
     }
@@ -529,6 +530,7 @@ Expected<int64_t> Pipeline::apply(const plan::Placement& next, KvOnApply kv) {
     }
   }
   if (Status remote = collect(false); !remote.ok()) {
+    mark_lost_rank_devices(-1, remote.error().message);
     built->reset();
     fresh.clear();
     if (!runtime_) {

@@ -250,6 +250,14 @@ Status Pipeline::run_local(StageRuntime& stage, MicroBatch& mb) {
 // The driver's side of a stage on another rank: the micro-batch goes over (tokens, hidden state),
 // the hidden state and any logits come back. record: this call carries the result on (the others
 // of a group only confirm).
+void Pipeline::mark_lost_rank_devices(int rank, const std::string& why) {
+  if (!ranks_) return;
+  for (Device* d : devices_) {
+    const int r = d->remote_rank();
+    if (r >= 0 && ranks_->rank_lost(r) && !d->failed()) d->mark_failed(r == rank ? why : "rank " + std::to_string(r) + " is lost");
+  }
+}
+
 Status Pipeline::run_remote(StageRuntime& stage, MicroBatch& mb, int rank, bool record) {
   if (!ranks_) return Error{Code::Internal, "a stage on another rank, in one process"};
   const model::ModelConfig& c = model_.config();
@@ -294,11 +302,7 @@ Status Pipeline::run_remote(StageRuntime& stage, MicroBatch& mb, int rank, bool 
   if (!s.ok()) {
     // A rank that stopped answering (this one, or the worker it was to get its input from): its
     // devices are lost (the scheduler re-plans around them).
-    for (Device* d : devices_) {
-      const int r = d->remote_rank();
-      if (r >= 0 && ranks_->rank_lost(r) && !d->failed())
-        d->mark_failed(r == rank ? s.error().message : "rank " + std::to_string(r) + " is lost");
-    }
+    mark_lost_rank_devices(rank, s.error().message);
     return s;
   }
   if (recorder_) {

@@ -34,7 +34,7 @@ Expected<ReplanReport> replan_without_failed(Pipeline& pipeline, const std::stri
   o.max_batch = old.max_batch;
   o.kv_type = old.kv_type;
   const model::Model& m = pipeline.model();
-  // Each attempt either succeeds or leaves out one more device, so this ends.
+  // Each attempt either succeeds or leaves out one more device (refused, or lost meanwhile), so this ends.
   while (true) {
     std::vector<DeviceInfo> alive;
     for (Device* d : pipeline.devices()) {
@@ -59,6 +59,16 @@ Expected<ReplanReport> replan_without_failed(Pipeline& pipeline, const std::stri
       report.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       return report;
     }
+    // A device lost while re-placing (a rank that died in turn, say) is left out like the first.
+    bool lost_more = false;
+    for (Device* d : pipeline.devices()) {
+      if (!d->failed() || std::find(report.lost.begin(), report.lost.end(), d->id()) != report.lost.end()) continue;
+      const bool was_alive = std::any_of(alive.begin(), alive.end(), [&](const DeviceInfo& i) { return i.id == d->id(); });
+      if (!was_alive) continue;
+      report.lost.push_back(d->id());
+      lost_more = true;
+    }
+    if (lost_more) continue;
     // Which device refused? Errors name it as "device 'ID'".
     std::string refused;
     if (moved.error().code == Code::OutOfMemory || moved.error().code == Code::Device) {

@@ -13,7 +13,7 @@
 namespace strata::exec {
 
 struct ReplanReport {
-  std::vector<std::string> lost;         // ids of the failed devices the old placement used
+  std::vector<std::string> lost;         // ids of the failed devices the old placement used, then any lost while re-placing
   std::string cause;                     // the error that revealed the loss
   std::vector<std::string> full;         // devices left out because they ran out of memory while running
   std::vector<std::string> excluded;     // devices also left out: they refused the new blocks (out of memory)
@@ -26,7 +26,8 @@ struct ReplanReport {
 // Plans over the pipeline's devices that have not failed (the auto planner, with the pipeline's
 // n_ctx, n_seq, max_batch and KV type) and applies the plan with KvOnApply::Discard. A device
 // that refuses its new blocks (out of memory, e.g. an injected oom fault) is left out and the
-// plan made again. OutOfMemory when the model no longer fits what is left; the pipeline then
+// plan made again; so is a device lost while re-placing (a second rank that dies then: the report
+// lists it among `lost`). OutOfMemory when the model no longer fits what is left; the pipeline then
 // keeps its old placement (and every eval on it fails with the lost device's error).
 // full: devices to leave out although they are not lost (an op failed for lack of their memory:
 // a lazily grown scratch that no longer fits); the report lists them as `full`.

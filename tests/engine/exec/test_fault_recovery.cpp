@@ -188,6 +188,31 @@ TEST(FaultRecovery, ADeviceOutOfMemoryIsLeftOutOfTheNewPlan) {
   }
 }
 
+TEST(FaultRecovery, ADeviceLostWhileRePlacingIsLeftOutToo) {
+  auto m = load(shared_model("stories260K.gguf"));
+  ASSERT_TRUE(m);
+  // gpu1 is lost mid-decode. The new plan cannot stay on gpu0 (it takes no byte more) and gpu2 dies
+  // at its second op, while its new blocks are uploaded: the re-plan must go on to the CPU, with gpu2
+  // reported lost (not refused) and the text of a run without faults.
+  DeviceSet devices = make_device_set("cpu,sim:gpu0:4GiB,sim:gpu1:4GiB:fail_after=400,sim:gpu2:4GiB:fail_after=1");
+  auto pipeline = exec::Pipeline::create(*m, devices.list(), split_over_two(m->config(), 3));
+  ASSERT_TRUE(pipeline.ok()) << pipeline.error().to_string();
+  ASSERT_FALSE(devices.owned[3]->failed()) << "gpu2 holds nothing before the fault, so it ran no op";
+  devices.owned[1]->limit_allocations(0);
+  const auto prompts = prompts_for(*m);
+  const RunOutcome run = generate_all(**pipeline, prompts, 16);
+  ASSERT_EQ(run.replans.size(), 1u);
+  ASSERT_TRUE(run.replans[0].ok()) << run.replans[0].error().to_string();
+  EXPECT_EQ(run.replans[0]->lost, (std::vector<std::string>{"gpu1", "gpu2"}));
+  EXPECT_EQ(run.replans[0]->excluded, std::vector<std::string>{"gpu0"});
+  const plan::Placement& now = (*pipeline)->placement();
+  for (const char* id : {"gpu0", "gpu1", "gpu2"}) EXPECT_FALSE(uses(now, id)) << id;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_TRUE(run.results[i].status.ok()) << run.results[i].status.error().to_string();
+    EXPECT_EQ(run.results[i].text, reference(*m, prompts[i], 16)) << "stream " << i;
+  }
+}
+
 TEST(FaultRecovery, AHungDeviceIsGivenUpAtItsTimeoutAndTheTextIsKept) {
   auto m = load(shared_model("stories260K.gguf"));
   ASSERT_TRUE(m);

@@ -251,15 +251,13 @@ class MpiLink final : public RankLink {
         std::lock_guard<std::mutex> lock(mutex_);
         pending = !posted_.empty();
       }
-      for (MPI_Request& q : beat_in_) {
-        int done = 0;
-        if (q != MPI_REQUEST_NULL) MPI_Test(&q, &done, MPI_STATUS_IGNORE);
-        pending = pending || q != MPI_REQUEST_NULL;
-      }
-      for (MPI_Request& q : beat_out_) {
-        int done = 0;
-        if (q != MPI_REQUEST_NULL) MPI_Test(&q, &done, MPI_STATUS_IGNORE);
-        pending = pending || q != MPI_REQUEST_NULL;
+      // Heartbeats in (cancelled above) and out: a completed request becomes MPI_REQUEST_NULL.
+      for (std::vector<MPI_Request>* requests : {&beat_in_, &beat_out_}) {
+        for (MPI_Request& q : *requests) {
+          int done = 0;
+          if (q != MPI_REQUEST_NULL) MPI_Test(&q, &done, MPI_STATUS_IGNORE);
+          pending = pending || q != MPI_REQUEST_NULL;
+        }
       }
       if (!pending) break;
       if (steady_ms() > give_up) return;

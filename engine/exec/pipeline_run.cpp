@@ -247,9 +247,6 @@ Status Pipeline::run_local(StageRuntime& stage, MicroBatch& mb) {
   return run_group(stage, mb);
 }
 
-// The driver's side of a stage on another rank: the micro-batch goes over (tokens, hidden state),
-// the hidden state and any logits come back. record: this call carries the result on (the others
-// of a group only confirm).
 void Pipeline::mark_lost_rank_devices(int rank, const std::string& why) {
   if (!ranks_) return;
   for (Device* d : devices_) {
@@ -258,6 +255,9 @@ void Pipeline::mark_lost_rank_devices(int rank, const std::string& why) {
   }
 }
 
+// The driver's side of a stage on another rank: the micro-batch goes over (tokens, hidden state),
+// the hidden state and any logits come back. record: this call carries the result on (the others
+// of a group only confirm).
 Status Pipeline::run_remote(StageRuntime& stage, MicroBatch& mb, int rank, bool record) {
   if (!ranks_) return Error{Code::Internal, "a stage on another rank, in one process"};
   const model::ModelConfig& c = model_.config();

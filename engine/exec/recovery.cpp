@@ -60,11 +60,11 @@ Expected<ReplanReport> replan_without_failed(Pipeline& pipeline, const std::stri
       return report;
     }
     // A device lost while re-placing (a rank that died in turn, say) is left out like the first.
+    // alive held no failed device, so one of them failed now is a new loss.
     bool lost_more = false;
     for (Device* d : pipeline.devices()) {
-      if (!d->failed() || std::find(report.lost.begin(), report.lost.end(), d->id()) != report.lost.end()) continue;
       const bool was_alive = std::any_of(alive.begin(), alive.end(), [&](const DeviceInfo& i) { return i.id == d->id(); });
-      if (!was_alive) continue;
+      if (!d->failed() || !was_alive) continue;
       report.lost.push_back(d->id());
       lost_more = true;
     }

@@ -120,6 +120,16 @@ bool uses(const plan::Placement& p, const std::string& id) {
   return p.embedding.devices[0] == id || p.head.devices[0] == id;
 }
 
+// Every stream ended well, with the greedy text of a run without faults (n tokens each).
+void expect_fault_free_texts(const model::Model& m, const std::vector<std::vector<int32_t>>& prompts,
+                             const RunOutcome& run, int64_t n) {
+  ASSERT_EQ(run.results.size(), prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_TRUE(run.results[i].status.ok()) << "stream " << i << ": " << run.results[i].status.error().to_string();
+    EXPECT_EQ(run.results[i].text, reference(m, prompts[i], n)) << "stream " << i;
+  }
+}
+
 // gpu1 is lost after `fail_after` of its ops; the texts must equal the fault-free ones.
 void lost_mid_generation(const fs::path& model_path, int64_t fail_after, int64_t n_tokens, int64_t prompt_chunk,
                          bool expect_generated_replayed) {
@@ -182,10 +192,7 @@ TEST(FaultRecovery, ADeviceOutOfMemoryIsLeftOutOfTheNewPlan) {
   const plan::Placement& now = (*pipeline)->placement();
   EXPECT_FALSE(uses(now, "gpu1"));
   EXPECT_FALSE(uses(now, "gpu0"));
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    EXPECT_TRUE(run.results[i].status.ok());
-    EXPECT_EQ(run.results[i].text, reference(*m, prompts[i], 16)) << "stream " << i;
-  }
+  expect_fault_free_texts(*m, prompts, run, 16);
 }
 
 TEST(FaultRecovery, ADeviceLostWhileRePlacingIsLeftOutToo) {
@@ -207,10 +214,7 @@ TEST(FaultRecovery, ADeviceLostWhileRePlacingIsLeftOutToo) {
   EXPECT_EQ(run.replans[0]->excluded, std::vector<std::string>{"gpu0"});
   const plan::Placement& now = (*pipeline)->placement();
   for (const char* id : {"gpu0", "gpu1", "gpu2"}) EXPECT_FALSE(uses(now, id)) << id;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    EXPECT_TRUE(run.results[i].status.ok()) << run.results[i].status.error().to_string();
-    EXPECT_EQ(run.results[i].text, reference(*m, prompts[i], 16)) << "stream " << i;
-  }
+  expect_fault_free_texts(*m, prompts, run, 16);
 }
 
 TEST(FaultRecovery, AHungDeviceIsGivenUpAtItsTimeoutAndTheTextIsKept) {
@@ -231,10 +235,7 @@ TEST(FaultRecovery, AHungDeviceIsGivenUpAtItsTimeoutAndTheTextIsKept) {
   EXPECT_NE(devices.owned[2]->failure().find("hung"), std::string::npos) << devices.owned[2]->failure();
   EXPECT_FALSE(devices.owned[1]->failed());
   EXPECT_FALSE(uses((*pipeline)->placement(), "gpu1"));
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    EXPECT_TRUE(run.results[i].status.ok());
-    EXPECT_EQ(run.results[i].text, reference(*m, prompts[i], 24)) << "stream " << i;
-  }
+  expect_fault_free_texts(*m, prompts, run, 24);
 }
 
 TEST(FaultRecovery, ADeviceOutOfMemoryMidDecodeIsLeftOutAndTheTextIsKept) {

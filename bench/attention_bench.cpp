@@ -4,7 +4,7 @@
 // from the L3). Prints ms per call (one layer), the KV bytes read per call and their GB/s, and the
 // machine's read bandwidth measured right after each row.
 // Usage: attention_bench [threads=1,2] [depths=1024,4096,8192] [kv=f16|f32|q8_0] [heads=16]
-//                        [kv_heads=4] [head_dim=64] [layers=16] [isa=best|scalar|avx2]
+//                        [kv_heads=4] [head_dim=64] [layers=16] [isa=best|scalar|avx2|avx512]
 // Defaults: the 246M benchmark model's shape (16 query heads, 4 KV heads, head_dim 64, f16 KV).
 #include <algorithm>
 #include <chrono>
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/bandwidth.h"
 #include "kernels/cpu/dtype.h"
@@ -22,20 +23,10 @@
 #include "kernels/cpu/thread_pool.h"
 
 using namespace strata::kernels;
+using strata::bench::parse_positive_list;
+using strata::bench::seconds_since;
 
 namespace {
-
-std::vector<int64_t> parse_list(const std::string& list) {
-  std::vector<int64_t> out;
-  size_t pos = 0;
-  while (pos < list.size()) {
-    const size_t comma = std::min(list.find(',', pos), list.size());
-    const long long v = std::atoll(list.substr(pos, comma - pos).c_str());
-    if (v > 0) out.push_back(v);
-    pos = comma + 1;
-  }
-  return out;
-}
 
 double process_cpu_seconds() {
   timespec ts{};
@@ -43,26 +34,21 @@ double process_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::vector<int64_t> thread_counts = parse_list(argc > 1 ? argv[1] : "1,2");
-  const std::vector<int64_t> depths = parse_list(argc > 2 ? argv[2] : "1024,4096,8192");
+  const std::vector<int64_t> thread_counts = parse_positive_list(argc > 1 ? argv[1] : "1,2");
+  const std::vector<int64_t> depths = parse_positive_list(argc > 2 ? argv[2] : "1024,4096,8192");
   const auto kv_type = dtype_from_name(argc > 3 ? argv[3] : "f16");
   const int64_t n_heads = argc > 4 ? std::atoll(argv[4]) : 16;
   const int64_t n_kv = argc > 5 ? std::atoll(argv[5]) : 4;
   const int64_t hd = argc > 6 ? std::atoll(argv[6]) : 64;
   const int64_t layers = argc > 7 ? std::atoll(argv[7]) : 16;
-  if (argc > 8) {
-    const std::string isa = argv[8];
-    if (isa == "scalar") force_isa(Isa::Scalar);
-    else if (isa == "avx2") force_isa(Isa::Avx2);
+  if (argc > 8 && !strata::bench::use_isa(argv[8])) {
+    std::fprintf(stderr, "attention_bench: isa '%s' is unknown or not supported here (best, scalar, avx2, avx512)\n", argv[8]);
+    return 2;
   }
-  if (!kv_type || !kv_type_supported(*kv_type, hd) || n_kv <= 0 || n_heads % n_kv != 0 || layers <= 0) {
+  if (thread_counts.empty() || depths.empty() || !kv_type || !kv_type_supported(*kv_type, hd) || n_kv <= 0 || n_heads % n_kv != 0 || layers <= 0) {
     std::fprintf(stderr, "attention_bench: unsupported shape or KV type\n");
     return 2;
   }
@@ -135,15 +121,15 @@ int main(int argc, char** argv) {
       // CPU time of the process per call (all threads, spinning included): on a loaded machine it
       // leaves out the time a thread waited for a core.
       const double cpu_per_call = (process_cpu_seconds() - cpu0) / static_cast<double>(sweeps.size() * layers);
-      std::sort(sweeps.begin(), sweeps.end());
-      const double best = sweeps.front(), med = sweeps[sweeps.size() / 2];
+      const strata::bench::Timing timing = strata::bench::summarize(std::move(sweeps));
+      const double best = timing.best, med = timing.median;
       const double bytes = 2.0 * static_cast<double>((depth + 1) * row_b);  // K and V rows read per call
       const double bw = measure_read_bandwidth_gbps(pool, int64_t{256} << 20);
       std::printf("threads=%lld depth=%-5lld best %7.3f ms (median %7.3f) per call  KV %6.2f MiB  %6.2f GB/s "
                   "(median %6.2f; read bw %5.1f GB/s)  cpu %7.3f ms per call  %lld sweeps\n",
                   static_cast<long long>(threads), static_cast<long long>(depth), best * 1e3, med * 1e3,
                   bytes / (1 << 20), bytes / best / 1e9, bytes / med / 1e9, bw, cpu_per_call * 1e3,
-                  static_cast<long long>(sweeps.size()));
+                  static_cast<long long>(timing.calls));
     }
   }
   return 0;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "kernels/cpu/bandwidth.h"
 #include "kernels/cpu/dtype.h"
 #include "kernels/cpu/fp16.h"
@@ -24,6 +25,7 @@
 #include "kernels/cpu/thread_pool.h"
 
 using namespace strata::kernels;
+using strata::bench::seconds_since;
 
 namespace {
 
@@ -44,45 +46,34 @@ std::vector<uint8_t> make_weights(DType t, int64_t rows, int64_t cols) {
   return w;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   const int64_t rows = argc > 2 ? std::atoll(argv[2]) : 5632;
   const int64_t cols = argc > 3 ? std::atoll(argv[3]) : 2048;
-  if (argc > 4) {
-    const std::string isa = argv[4];
-    if (isa == "scalar") force_isa(Isa::Scalar);
-    else if (isa == "avx2") force_isa(Isa::Avx2);
-    else if (isa == "avx512") force_isa(Isa::Avx512);
+  if (argc > 4 && !strata::bench::use_isa(argv[4])) {
+    std::fprintf(stderr, "kernel_bench: isa '%s' is unknown or not supported here (best, scalar, avx2, avx512)\n", argv[4]);
+    return 2;
   }
   std::vector<DType> types = {DType::Q4_K, DType::Q8_0, DType::Q6_K, DType::F16, DType::Q5_K, DType::Q4_0};
   if (argc > 5) {
     types.clear();
     std::string list = argv[5];
     if (list == "all") list = "f32,f16,bf16,q8_0,q4_0,q4_1,q5_0,q5_1,q2_k,q3_k,q4_k,q5_k,q6_k";
-    size_t pos = 0;
-    while (pos <= list.size()) {
-      const size_t comma = std::min(list.find(',', pos), list.size());
-      if (auto t = dtype_from_name(list.substr(pos, comma - pos))) types.push_back(*t);
-      pos = comma + 1;
+    for (const std::string& name : strata::bench::split_commas(list)) {
+      const auto t = dtype_from_name(name);
+      if (!t) {
+        std::fprintf(stderr, "kernel_bench: unknown type '%s'\n", name.c_str());
+        return 2;
+      }
+      types.push_back(*t);
     }
   }
-  std::vector<int64_t> token_counts = {1, 64};
-  if (argc > 6) {
-    token_counts.clear();
-    std::string list = argv[6];
-    size_t pos = 0;
-    while (pos < list.size()) {
-      const size_t comma = std::min(list.find(',', pos), list.size());
-      const long long v = std::atoll(list.substr(pos, comma - pos).c_str());
-      if (v > 0) token_counts.push_back(v);
-      pos = comma + 1;
-    }
+  const std::vector<int64_t> token_counts = strata::bench::parse_positive_list(argc > 6 ? argv[6] : "1,64");
+  if (token_counts.empty()) {
+    std::fprintf(stderr, "kernel_bench: no token count in '%s'\n", argv[6]);
+    return 2;
   }
   ThreadPool pool(threads);
   std::printf("cpu: %s\nisa %s, %d threads, W = %lld rows x %lld cols\n", cpu_description().c_str(),
@@ -116,8 +107,7 @@ int main(int argc, char** argv) {
       for (float& f : x) f = dist(rng);
       const int warm = tokens == 1 ? copies : 2;
       for (int i = 0; i < warm; ++i) matmul(pool, t, ws[i % copies].data(), rows, cols, x.data(), tokens, y.data(), scratch);
-      // Best and median of many calls: on a shared, loaded machine the best call is the one that
-      // ran undisturbed, which is what a kernel change should be judged by.
+      // Best, median and mean of many calls (see bench::Timing).
       std::vector<double> times;
       const auto t0 = std::chrono::steady_clock::now();
       do {
@@ -125,10 +115,8 @@ int main(int argc, char** argv) {
         matmul(pool, t, ws[times.size() % copies].data(), rows, cols, x.data(), tokens, y.data(), scratch);
         times.push_back(seconds_since(c0));
       } while (seconds_since(t0) < 1.0 || times.size() < 4);
-      std::sort(times.begin(), times.end());
-      double sum = 0;
-      for (double v : times) sum += v;
-      const double s = times.front(), med = times[times.size() / 2], mean = sum / static_cast<double>(times.size());
+      const strata::bench::Timing timing = strata::bench::summarize(std::move(times));
+      const double s = timing.best, med = timing.median, mean = timing.mean;
       const double gbps = static_cast<double>(wbytes) / s / 1e9;
       const double gops = 2.0 * rows * cols * tokens / s / 1e9;
       const double bw = measure_read_bandwidth_gbps(pool, int64_t{256} << 20);  // right after this row's calls

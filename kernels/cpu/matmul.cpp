@@ -69,19 +69,23 @@ uint8_t* align64(uint8_t* p) {
   return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t{63});
 }
 
-int64_t packed_scratch_bytes(const GemmKernels& gk, int64_t cols, int64_t n_tokens, int n_threads) {
-  const int64_t n_groups = (n_tokens + kGemmTokenGroup - 1) / kGemmTokenGroup;
-  return 64 + n_groups * gk.group_bytes(cols) + n_threads * ((gk.scratch_bytes(cols) + 63) / 64 * 64);
-}
+// The packed path's scratch, in bytes: up to 63 of alignment, then the packed activations
+// ([n_groups][group_bytes], 16 tokens a group), then one 64-byte-aligned work area per thread.
+struct PackedScratch {
+  int64_t n_groups, group_bytes, worker_bytes, total;
+  PackedScratch(const GemmKernels& gk, int64_t cols, int64_t n_tokens, int n_threads)
+      : n_groups((n_tokens + kGemmTokenGroup - 1) / kGemmTokenGroup),
+        group_bytes(gk.group_bytes(cols)),
+        worker_bytes((gk.scratch_bytes(cols) + 63) / 64 * 64),
+        total(64 + n_groups * group_bytes + n_threads * worker_bytes) {}
+};
 
 void matmul_packed(ThreadPool& pool, const GemmKernels& gk, const void* w, int64_t w_row_bytes, int64_t rows,
                    int64_t cols, const float* x, int64_t n_tokens, float* y, std::vector<uint8_t>& scratch) {
   const int nth = pool.n_threads();
-  const int64_t n_groups = (n_tokens + kGemmTokenGroup - 1) / kGemmTokenGroup;
-  const int64_t gb = gk.group_bytes(cols);
-  const int64_t wsb = (gk.scratch_bytes(cols) + 63) / 64 * 64;
-  const size_t need = static_cast<size_t>(packed_scratch_bytes(gk, cols, n_tokens, nth));
-  if (scratch.size() < need) scratch.resize(need);
+  const PackedScratch layout(gk, cols, n_tokens, nth);
+  const int64_t n_groups = layout.n_groups, gb = layout.group_bytes, wsb = layout.worker_bytes;
+  if (scratch.size() < static_cast<size_t>(layout.total)) scratch.resize(static_cast<size_t>(layout.total));
   uint8_t* act = align64(scratch.data());
   uint8_t* wscratch = act + n_groups * gb;
 
@@ -167,7 +171,7 @@ Route route(DType wtype, Isa isa, int64_t n_tokens) {
 int64_t scratch_need(DType wtype, Isa isa, int64_t cols, int64_t n_tokens, int n_threads) {
   const Route r = route(wtype, isa, n_tokens);
   switch (r.path) {
-    case Path::Packed: return packed_scratch_bytes(*r.gk, cols, n_tokens, n_threads);
+    case Path::Packed: return PackedScratch(*r.gk, cols, n_tokens, n_threads).total;
     case Path::FloatTiles: return float_tiles_scratch_bytes(*r.fk, cols, n_tokens, n_threads);
     case Path::FloatSmall: return 0;
     case Path::Dot: break;

@@ -57,9 +57,9 @@ struct FloatGemmKernels {
   // for converting weights into scratch); 256-bit in every variant, no scratch. F16 / BF16: 3
   // weight rows x 4 tokens at a time (12 ymm accumulators: one weight vector feeds 4 FMAs, one
   // token vector 3; the 4-token dot: 4 and 1); each output one 8-lane sum over k, its horizontal
-  // sum, then the k % 8 tail. F32: 1 row x 3 tokens in exactly the one-token dot's order (its 4
-  // accumulators per token, same sums and tail), so each token gets bit for bit what it gets
-  // alone (kF32Dot4MinTokens in matmul.cpp), with one weight load per 3 FMAs instead of 1.
+  // sum, then the k % 8 tail. F32: 3 rows x 4 tokens in exactly the one-token dot's order (its 4
+  // accumulators per output, computed one after the other; same sums and tail), so each token
+  // gets bit for bit what it gets alone (kF32Dot4MinTokens in matmul.cpp).
   void (*small)(const uint8_t* w, int64_t w_row_bytes, int64_t nr, int64_t cols, const float* x, int64_t nt,
                 float* y, int64_t y_stride);
 };

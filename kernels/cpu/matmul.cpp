@@ -49,7 +49,7 @@ const FloatGemmKernels* float_tiles(DType wtype, Isa isa, int64_t n_tokens) {
 }
 
 // Batches below kFloatTilesMinTokens take gemm_float.h's `small`: F16 / BF16 from 4 tokens (3
-// rows x 4 tokens, instead of the 4-token dot), F32 from 2 (3 tokens at a time in the one-token
+// rows x 4 tokens, instead of the 4-token dot), F32 from 2 (3 rows x 4 tokens in the one-token
 // dot's exact order: kF32Dot4MinTokens's promise holds).
 const FloatGemmKernels* float_small(DType wtype, Isa isa, int64_t n_tokens) {
   if (n_tokens < (wtype == DType::F32 ? 2 : 4) || n_tokens >= kFloatTilesMinTokens) return nullptr;
@@ -205,7 +205,7 @@ std::string matmul_path(DType wtype, int64_t n_tokens) {
     case Path::FloatTiles:
       return std::string(isa_name(isa)) + " float tiles " + std::to_string(r.fk->rm) + "x" + std::to_string(r.fk->rn);
     case Path::FloatSmall:
-      return std::string(isa_name(isa)) + (wtype == DType::F32 ? " f32 3-token exact dot" : " float 3x4 dot");
+      return std::string(isa_name(isa)) + (wtype == DType::F32 ? " f32 3x4 exact dot" : " float 3x4 dot");
     case Path::Dot: break;
   }
   // The highest ISA at or below the active one with a table for the type (best_type_kernels' choice).

@@ -6,7 +6,7 @@
 // the 256-element k chunk, 1 and 2 threads; outputs outside the block left untouched; every
 // output independent of the thread count and of where its row and token fall in a tile (bit for
 // bit); and matmul's routing: F32 batches under 16 rows keep the one-token dot's order (bit for
-// bit what each token gets alone; `small` does 3 tokens at a time in that order), F16 / BF16
+// bit what each token gets alone; `small` does 3 rows x 4 tokens in that order), F16 / BF16
 // batches of 4-15 take `small` (3 rows x 4 tokens dot products, checked the same ways), from 16 rows all three types take the tiles. The AVX-512 variant
 // runs where the CPU has it; its AVX2 emulation (same layout and order of operations) runs on
 // every AVX2 CPU, and where both run they must agree bit for bit.
@@ -201,8 +201,8 @@ float small_order(const Problem& p, int64_t r, int64_t t) {
   return s;
 }
 
-// `small` (dot products for batches of a few tokens: 3 rows x 4 tokens for F16 / BF16, 1 x 3 in
-// the one-token dot's order for F32): rows and tokens not multiples of the tile, k not a multiple
+// `small` (dot products for batches of a few tokens: 3 rows x 4 tokens, for F32 in
+// the one-token dot's order): rows and tokens not multiples of the tile, k not a multiple
 // of 8 or 32, 1 and 2 threads; against the double reference (the tolerance above) and bit for bit
 // against its stated order (F32: the one-token vec_dot of the ISA).
 TEST_P(FloatGemmIsa, SmallMatchesReferenceAndItsOrder) {
@@ -215,7 +215,7 @@ TEST_P(FloatGemmIsa, SmallMatchesReferenceAndItsOrder) {
       ASSERT_NE(fk, nullptr);
       for (int64_t cols : {5, 37, 40, 72, 4099})
         for (int64_t rows : {1, 2, 3, 4, 17, 67})
-          for (int64_t tokens : {1, 3, 4, 5, 8, 15}) {
+          for (int64_t tokens : {1, 3, 4, 5, 8, 15, 21}) {  // 21: past one 16-token pass of F32's
             if (cols > 100 && rows != 17 && tokens != 15) continue;
             const Problem p = make_problem(wt, rows, cols, tokens, static_cast<uint32_t>(rows * 100 + tokens + cols));
             std::vector<float> y(static_cast<size_t>(tokens * rows), NAN);
@@ -293,7 +293,7 @@ TEST_P(FloatGemmIsa, MatmulRoutesFloatWeights) {
   std::vector<uint8_t> scratch;
   const Problem f32 = make_problem(DType::F32, 45, 520, 16, 3);
   for (int64_t n : {2, 8, 15}) {
-    EXPECT_NE(matmul_path(DType::F32, n).find("f32 3-token exact dot"), std::string::npos) << n;
+    EXPECT_NE(matmul_path(DType::F32, n).find("f32 3x4 exact dot"), std::string::npos) << n;
     std::vector<float> y(static_cast<size_t>(n * f32.rows));
     matmul(pool, DType::F32, f32.w.data(), f32.rows, f32.cols, f32.x.data(), n, y.data(), scratch);
     for (int64_t t = 0; t < n; ++t) {

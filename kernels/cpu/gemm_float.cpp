@@ -13,6 +13,7 @@ constexpr int64_t kSmallRows = 24;
 }  // namespace
 
 const FloatGemmKernels* float_gemm_kernels(DType wtype, Isa isa) {
+  if (wtype != DType::F32 && wtype != DType::F16 && wtype != DType::BF16) return nullptr;
   if (!isa_supported(isa)) return nullptr;
   switch (isa) {
     case Isa::Avx512: return detail::avx512_float_gemm(wtype);

@@ -1,11 +1,6 @@
 // kernels/cpu/gemm_float.h — register-tiled products of float weights (F32, F16, BF16) with f32
 // activations, for prompt shapes (internal to kernels/cpu; matmul uses it for n_tokens > 1).
-// Quantized weights (Q4_0 ... Q8_0, Q2_K ... Q6_K) take the same tiles: each 256-element chunk
-// of the block's rows is dequantized into the scratch (type_kernels.h's dequantize_row) instead
-// of converted, and the activations stay f32 (not quantized to the vec_dot type). Per chunk that
-// is one dequantization for up to 256 tokens of FMAs, and the FMAs (8 MACs each, two a cycle)
-// outrun the integer dots (maddubs + madd + add per 32 MACs and token) on AVX2. No `small` for
-// them. Depends on dtype.h, isa.h and thread_pool.h; no engine types.
+// Depends on dtype.h, isa.h and thread_pool.h; no engine types.
 //
 // y[t][r] = sum_k W[r][k] * x[t][k], W rows and x rows both contiguous along k (matmul.h).
 // Activations are first packed by groups of kLanes tokens (8 on AVX2, 16 on AVX-512), k-major
@@ -69,9 +64,8 @@ struct FloatGemmKernels {
                 float* y, int64_t y_stride);
 };
 
-// nullptr when wtype is not a weight type (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K ...
-// Q6_K) or the ISA has no variant (Scalar) or the CPU lacks the ISA. `small` is null for the
-// quantized types.
+// nullptr when wtype is not F32 / F16 / BF16 or the ISA has no variant (Scalar) or the CPU
+// lacks the ISA.
 const FloatGemmKernels* float_gemm_kernels(DType wtype, Isa isa);
 
 // Bytes matmul_float_tiles grows scratch to for n_tokens tokens of cols columns with n_threads

@@ -9,13 +9,11 @@
 
 #include "kernels/cpu/fp16.h"
 #include "kernels/cpu/gemm_float.h"
-#include "kernels/cpu/type_kernels.h"
 
 namespace strata::kernels::gemm_float_avx2 {
 namespace {
 
 struct Simd {
-  static constexpr strata::kernels::Isa kIsa = strata::kernels::Isa::Avx2;
   using V = __m256;
   static constexpr int kLanes = 8;
   static constexpr int kMr = 6, kNr = 2, kMr1 = 12;

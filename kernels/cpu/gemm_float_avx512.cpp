@@ -10,13 +10,11 @@
 
 #include "kernels/cpu/fp16.h"
 #include "kernels/cpu/gemm_float.h"
-#include "kernels/cpu/type_kernels.h"
 
 namespace strata::kernels::gemm_float_avx512 {
 namespace {
 
 struct Simd {
-  static constexpr strata::kernels::Isa kIsa = strata::kernels::Isa::Avx512;
   using V = __m512;
   static constexpr int kLanes = 16;
   static constexpr int kMr = 12, kNr = 2, kMr1 = 24;

@@ -12,13 +12,11 @@
 
 #include "kernels/cpu/fp16.h"
 #include "kernels/cpu/gemm_float.h"
-#include "kernels/cpu/type_kernels.h"
 
 namespace strata::kernels::gemm_float_wide_avx2 {
 namespace {
 
 struct Simd {
-  static constexpr strata::kernels::Isa kIsa = strata::kernels::Isa::Avx2;
   struct V {
     __m256 lo, hi;
   };

@@ -2,9 +2,7 @@
 // then dot products in row x token tiles handed out dynamically (an atomic counter), so threads
 // that finish early take more work. Prompts go to the packed-tile kernels of gemm.h when the
 // type and ISA have them (activations packed in 16-token groups, 16-row x 64-token items, each
-// thread unpacking 4 weight rows at a time into its own scratch), else to the float register
-// tiles of gemm_float.h (float weights, and quantized ones dequantized chunk by chunk) from 16
-// tokens, else to VecDot4 / vec_dot.
+// thread unpacking 4 weight rows at a time into its own scratch), else to VecDot4 / vec_dot.
 #include "kernels/cpu/matmul.h"
 
 #include <algorithm>
@@ -45,15 +43,8 @@ bool use_dot4(DType wtype, int64_t n_tokens) {
 // runs the hardware prefetcher does not follow, where the 4-token dot streams whole rows.
 constexpr int64_t kFloatTilesMinTokens = kF32Dot4MinTokens;
 
-// Quantized weights take the same tiles over dequantized chunks (gemm_float.h) from this many
-// tokens on, where one dequantized chunk serves enough tokens of FMAs; below it, the integer
-// 4-token dot. (Batched decode of up to 15 sequences stays on the dots.)
-constexpr int64_t kQuantTilesMinTokens = 16;
-
-bool is_float_weight(DType wtype) { return wtype == DType::F32 || wtype == DType::F16 || wtype == DType::BF16; }
-
 const FloatGemmKernels* float_tiles(DType wtype, Isa isa, int64_t n_tokens) {
-  if (n_tokens < (is_float_weight(wtype) ? kFloatTilesMinTokens : kQuantTilesMinTokens)) return nullptr;
+  if (n_tokens < kFloatTilesMinTokens) return nullptr;
   return float_gemm_kernels(wtype, isa);
 }
 
@@ -61,8 +52,7 @@ const FloatGemmKernels* float_tiles(DType wtype, Isa isa, int64_t n_tokens) {
 // rows x 4 tokens, instead of the 4-token dot), F32 from 2 (3 rows x 4 tokens in the one-token
 // dot's exact order: kF32Dot4MinTokens's promise holds).
 const FloatGemmKernels* float_small(DType wtype, Isa isa, int64_t n_tokens) {
-  if (!is_float_weight(wtype) || n_tokens < (wtype == DType::F32 ? 2 : 4) || n_tokens >= kFloatTilesMinTokens)
-    return nullptr;
+  if (n_tokens < (wtype == DType::F32 ? 2 : 4) || n_tokens >= kFloatTilesMinTokens) return nullptr;
   return float_gemm_kernels(wtype, isa);
 }
 
@@ -213,8 +203,7 @@ std::string matmul_path(DType wtype, int64_t n_tokens) {
   switch (r.path) {
     case Path::Packed: return std::string(isa_name(isa)) + "-vnni packed tiles";
     case Path::FloatTiles:
-      return std::string(isa_name(isa)) + (is_float_weight(wtype) ? " float tiles " : " dequantized float tiles ") +
-             std::to_string(r.fk->rm) + "x" + std::to_string(r.fk->rn);
+      return std::string(isa_name(isa)) + " float tiles " + std::to_string(r.fk->rm) + "x" + std::to_string(r.fk->rn);
     case Path::FloatSmall:
       return std::string(isa_name(isa)) + (wtype == DType::F32 ? " f32 3x4 exact dot" : " float 3x4 dot");
     case Path::Dot: break;

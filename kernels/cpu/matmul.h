@@ -22,8 +22,7 @@ namespace strata::kernels {
 // activations and each thread's unpacked weight rows; float weights on AVX2 / AVX-512: the
 // register tiles of gemm_float.h from 16 tokens, scratch then holds the activations packed by
 // token groups (as many bytes as x, rounded up to a group) and ~100 KiB per thread, and its
-// small-batch dots below 16 tokens; quantized weights without packed tiles take the same register
-// tiles over dequantized weight chunks from 16 tokens, with f32 activations).
+// small-batch dots below 16 tokens).
 void matmul(ThreadPool& pool, DType wtype, const void* w, int64_t rows, int64_t cols,
             const float* x, int64_t n_tokens, float* y, std::vector<uint8_t>& scratch);
 
@@ -35,9 +34,8 @@ int64_t matmul_scratch_bound(int64_t cols, int64_t n_tokens, int n_threads);
 
 // Which kernel matmul takes for weights of wtype with n_tokens tokens at the active ISA, e.g.
 // "avx2 vec_dot" (one token), "avx2 4-token vec_dot" (prompt rows, VecDot4), "avx512-vnni packed
-// tiles" (gemm.h), "avx2 float tiles 6x16", "avx2 dequantized float tiles 6x16", "avx2 float 3x4
-// dot", "avx2 f32 3x4 exact dot" (gemm_float.h), "scalar vec_dot": so a benchmark figure says
-// which code it measured.
+// tiles" (gemm.h), "avx2 float tiles 6x16", "avx2 float 3x4 dot", "avx2 f32 3x4 exact dot"
+// (gemm_float.h), "scalar vec_dot": so a benchmark figure says which code it measured.
 std::string matmul_path(DType wtype, int64_t n_tokens);
 
 }  // namespace strata::kernels

@@ -123,40 +123,6 @@ TEST_P(FloatGemmIsa, MatchesDoubleReferenceAtEdges) {
   }
 }
 
-// Quantized weights through the same tiles (chunks dequantized into scratch): every quantized
-// weight type, k of one block, several 256-element chunks and a part chunk (32-element blocks:
-// 288 = 256 + 32, 1056; K-quants: 256, 1024, 4352 = 17 chunks), rows across the tile and item
-// edges, tokens across the group and block edges, 1 and 2 threads. Each output is checked against
-// the double reference and bit for bit against the FMA chain over dequantize_row's weights: the
-// chunks are dequantized exactly, and the activations are not quantized.
-TEST_P(FloatGemmIsa, QuantizedWeightsMatchTheirDequantizedChain) {
-  const Isa isa = GetParam();
-  if (!isa_supported(isa)) GTEST_SKIP() << isa_name(isa) << " not supported on this CPU";
-  force_isa(isa);  // dequantize_row (the reference's weights) at the same ISA as the kernel's
-  for (DType wt : test::weight_types()) {
-    if (wt == DType::F32 || wt == DType::F16 || wt == DType::BF16) continue;
-    const FloatGemmKernels* fk = float_gemm_kernels(wt, isa);
-    ASSERT_NE(fk, nullptr) << dtype_name(wt);
-    EXPECT_EQ(fk->small, nullptr) << dtype_name(wt);
-    const bool k_quant = traits(wt).block_elems == 256;
-    const std::vector<int64_t> widths = k_quant ? std::vector<int64_t>{256, 1024, 4352} : std::vector<int64_t>{32, 288, 1056};
-    for (int threads : {1, 2}) {
-      ThreadPool pool(threads);
-      std::vector<uint8_t> scratch;
-      for (int64_t cols : widths) {
-        for (int64_t rows : {1, 17, 67}) {
-          for (int64_t tokens : {16, 17, 100, 300}) {
-            if (cols == widths.back() && !(rows == 17 && tokens == 17)) continue;  // the long rows once
-            const Problem p = make_problem(wt, rows, cols, tokens, static_cast<uint32_t>(rows * 91 + tokens + cols));
-            check_against_double(p, run_tiles(*fk, pool, wt, p, scratch), rows, label(*fk, wt, threads));
-          }
-        }
-      }
-    }
-  }
-  force_isa(best_isa());
-}
-
 uint8_t* align64(std::vector<uint8_t>& v) {
   return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(v.data()) + 63) & ~uintptr_t{63});
 }

@@ -24,10 +24,7 @@ void check_matmul(ThreadPool& pool, DType wt, const Shape& s, uint32_t seed, std
   const std::vector<float> x = test::random_floats(s.tokens * s.cols, seed + 1);
   std::vector<float> y(static_cast<size_t>(s.tokens * s.rows), NAN);
   matmul(pool, wt, w.data(), s.rows, s.cols, x.data(), s.tokens, y.data(), scratch);
-  // Quantized weights on the float tiles (dequantized chunks, from 16 tokens on AVX2) keep the
-  // activations in f32 too.
-  const bool float_acts =
-      vec_dot_type(wt) == DType::F32 || matmul_path(wt, s.tokens).find("float tiles") != std::string::npos;
+  const bool float_acts = vec_dot_type(wt) == DType::F32;
   for (int64_t t = 0; t < s.tokens; ++t) {
     double x2 = 0;
     for (int64_t c = 0; c < s.cols; ++c) x2 += double(x[t * s.cols + c]) * x[t * s.cols + c];

@@ -231,9 +231,9 @@ void cache_rows(const AttentionBlockArgs& a, const CacheBlock& kv, int64_t r0, i
   // The prefetch range in equal slices of whole cache lines, one slice per pair of keys. Written
   // out here, not in a helper: GCC takes a function that only prefetches for a pure one and
   // drops its calls. Into L2 (T1), not L1: the next block's K and V rows (64 positions of every
-  // KV head: 64 KiB for 4 KV heads of 64 f16) do not fit beside this block in a 32 KiB L1. A/B on the 2-core EPYC,
-  // attention_bench 2 threads depth 4096, two rounds: median 0.570 / 0.505 ms per call with T1,
-  // 0.656 / 0.540 with T0, 0.646 / 0.539 with T2, 0.946 / 1.084 with no prefetch.
+  // KV head: 64 KiB for 4 KV heads of 64 f16) do not fit beside this block in a 32 KiB L1. A/B
+  // on the 2-core EPYC, attention_bench 2 threads depth 4096, two rounds: median 0.570 / 0.505 ms
+  // per call with T1, 0.656 / 0.540 with T0, 0.646 / 0.539 with T2, 0.946 / 1.084 with none.
   const int64_t n_pairs = (j_hi - j_lo + 1) / 2;
   const int64_t slice = r0 == 0 && n_pairs > 0 ? ((kv.next_bytes + 63) / 64 + n_pairs - 1) / n_pairs * 64 : 0;
   int64_t next_at = 0;

@@ -24,6 +24,9 @@ constexpr int64_t kTokenBlock = 64;  // tokens per tile at most
 // 512-token product ran slower per token than an 8-token one.
 constexpr int64_t kTokenBlockBytes = 256 << 10;
 constexpr int64_t kRowBlockPrompt = 16;  // weight rows per tile in prompt mode (L1-sized)
+// The 4-token dots' k segment: this many bytes of activations (4 tokens' blocks of the segment),
+// which stay in L1 (32 KiB a core) while each weight row of the tile passes over them.
+constexpr int64_t kDot4SegmentBytes = 8 << 10;
 // F32 weights take the 4-token dot (or the float tiles) only from this many tokens on: they sum
 // in another order than the one-token dot, and below it (a batched decode step of up to 15
 // sequences) every token then gets bit for bit what it gets alone (the one-token dot, or
@@ -260,35 +263,51 @@ void matmul(ThreadPool& pool, DType wtype, const void* w, int64_t rows, int64_t 
   }
 
   // 2. Tiles: rb rows x tb tokens. Decode: big row chunks, ~4 per thread for balance.
-  const int64_t tb_fit = std::max<int64_t>(4, kTokenBlockBytes / std::max<int64_t>(1, a_row_bytes) / 4 * 4);
+  const uint8_t* wb = static_cast<const uint8_t*>(w);
+  const auto vec_dot = wk.vec_dot;
+  const VecDot4 vec_dot4 = use_dot4(wtype, n_tokens) ? vec_dot4_kernel(wtype, isa) : nullptr;
+  // The 4-token dots cut k into segments (their activation blocks stay in L1 for every row of the
+  // tile), so the token block no longer has to keep whole activation rows in L2.
+  const int64_t tb_fit = vec_dot4 ? kTokenBlock
+                                  : std::max<int64_t>(4, kTokenBlockBytes / std::max<int64_t>(1, a_row_bytes) / 4 * 4);
   const int64_t tb = std::min({n_tokens, kTokenBlock, tb_fit});
   int64_t rb = kRowBlockPrompt;
   if (n_tokens == 1) rb = std::max<int64_t>(16, (rows + 4 * nth - 1) / (4 * nth));
   const int64_t n_rb = (rows + rb - 1) / rb;
   const int64_t n_tb = (n_tokens + tb - 1) / tb;
   const int64_t n_items = n_rb * n_tb;
-  const uint8_t* wb = static_cast<const uint8_t*>(w);
-  const auto vec_dot = wk.vec_dot;
-  const VecDot4 vec_dot4 = use_dot4(wtype, n_tokens) ? vec_dot4_kernel(wtype, isa) : nullptr;
+  const int64_t n_blocks = cols / traits(wtype).block_elems;
+  const int64_t seg_blocks = std::max<int64_t>(1, kDot4SegmentBytes / (4 * (a_row_bytes / n_blocks)));
 
   WorkCounter counter;
   auto work = [&]() {
+    // The running sums of one 4-token group for each row of a tile, between k segments.
+    alignas(32) float state[kRowBlockPrompt][kVecDot4StateFloats];
     for (;;) {
       const int64_t item = counter.next.fetch_add(1, std::memory_order_relaxed);
       if (item >= n_items) return;
       const int64_t r0 = (item / n_tb) * rb, r1 = std::min(rows, r0 + rb);
       const int64_t t0 = (item % n_tb) * tb, t1 = std::min(n_tokens, t0 + tb);
-      for (int64_t r = r0; r < r1; ++r) {
-        const uint8_t* wr = wb + r * w_row_bytes;
-        int64_t t = t0;
-        if (vec_dot4) {
-          float o[4];
-          for (; t + 4 <= t1; t += 4) {
-            vec_dot4(cols, wr, act + t * a_row_bytes, a_row_bytes, o);
-            for (int c = 0; c < 4; ++c) y[(t + c) * rows + r] = o[c];
+      int64_t t = t0;
+      if (vec_dot4) {
+        // 4 tokens at a time; each k segment of their activations passes every row of the tile.
+        for (; t + 4 <= t1; t += 4) {
+          const uint8_t* a4 = act + t * a_row_bytes;
+          for (int64_t b0 = 0; b0 < n_blocks; b0 += seg_blocks) {
+            const int64_t b1 = std::min(n_blocks, b0 + seg_blocks);
+            const bool last = b1 == n_blocks;
+            for (int64_t r = r0; r < r1; ++r) {
+              float o[4];
+              vec_dot4(b0, b1, wb + r * w_row_bytes, a4, a_row_bytes, state[r - r0], last ? o : nullptr);
+              if (last)
+                for (int c = 0; c < 4; ++c) y[(t + c) * rows + r] = o[c];
+            }
           }
         }
-        for (; t < t1; ++t) vec_dot(cols, wr, act + t * a_row_bytes, y + t * rows + r);
+      }
+      for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t* wr = wb + r * w_row_bytes;
+        for (int64_t tt = t; tt < t1; ++tt) vec_dot(cols, wr, act + tt * a_row_bytes, y + tt * rows + r);
       }
     }
   };

@@ -10,8 +10,7 @@
 // and the kernels are memory-bound at decode. Prompt processing uses the packed 512-bit tiles
 // of gemm.h where they exist (AVX-512 VNNI: Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K), float weights
 // (F32, F16, BF16) the register tiles and small-batch dots of gemm_float.h (AVX2 / AVX-512),
-// else VecDot4 (below): one weight row against 4 tokens, for F32, F16, BF16 (where gemm_float.h
-// has no variant: see matmul.cpp), Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K.
+// the quantized types else VecDot4 (below): one weight row against 4 tokens over a segment of k.
 #pragma once
 
 #include <cstdint>
@@ -38,9 +37,17 @@ const TypeKernels* type_kernels(DType t, Isa isa);
 // (every table is complete: entries an ISA does not speed up point at the scalar reference).
 const TypeKernels& best_type_kernels(DType t, Isa isa);
 
-// Optional multi-token dot for prompt processing: out[c] = dot(w_row, act + c * act_stride_bytes)
-// for c = 0..3, sharing the weight unpacking across the 4 activation rows.
-using VecDot4 = void (*)(int64_t n, const void* w_row, const void* act, int64_t act_stride_bytes, float* out);
+// Optional multi-token dot for prompt processing, for the quantized weight types: one weight row
+// against 4 activation rows (act + c * act_stride_bytes, c = 0..3), over the row's blocks
+// [b0, b1) only, so that a caller can cut k into segments whose activation blocks stay in L1
+// while several weight rows pass over them (matmul.cpp). Between the segments of one row the
+// 4 running sums live in `state` (kVecDot4StateFloats floats, owned by the caller): the segment
+// with b0 == 0 starts them from zero, and the one given out != nullptr (the last) writes
+// out[c] = dot(w_row, act row c) instead of storing them. Cutting a row into segments gives the
+// bits of one call over all its blocks.
+inline constexpr int kVecDot4StateFloats = 64;
+using VecDot4 = void (*)(int64_t b0, int64_t b1, const void* w_row, const void* act, int64_t act_stride_bytes,
+                         float* state, float* out);
 // nullptr when the type has no such kernel at that ISA (or the CPU lacks the ISA).
 VecDot4 vec_dot4_kernel(DType t, Isa isa);
 

@@ -3,7 +3,9 @@
 // quantized path against the f32 dot of the original activations.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernel_test_util.h"
 #include "kernels/cpu/type_kernels.h"
@@ -130,8 +132,20 @@ TEST(VecDot, FourTokenKernelsMatchScalar) {
           const std::vector<float> x = test::random_floats(n, 100 + c + static_cast<uint32_t>(n));
           quantize_row(at, x.data(), a.data() + c * arb, n);
         }
+        const int64_t nb = n / traits(wt).block_elems;
         float got[4];
-        k4(n, w.data(), a.data(), arb, got);
+        float state[kVecDot4StateFloats];
+        k4(0, nb, w.data(), a.data(), arb, state, got);
+        // Cut into segments (1 block, then 3 at a time: matmul's k segments), the same bits.
+        float seg[4];
+        for (int64_t b0 = 0; b0 < nb;) {
+          const int64_t b1 = std::min(nb, b0 == 0 ? int64_t{1} : b0 + 3);
+          k4(b0, b1, w.data(), a.data(), arb, state, b1 == nb ? seg : nullptr);
+          b0 = b1;
+        }
+        for (int c = 0; c < 4; ++c)
+          ASSERT_EQ(std::memcmp(&seg[c], &got[c], sizeof(float)), 0)
+              << dtype_name(wt) << " " << isa_name(isa) << " n=" << n << " c=" << c << ": " << seg[c] << " vs " << got[c];
         for (int c = 0; c < 4; ++c) {
           float want = 0;
           type_kernels(wt, Isa::Scalar)->vec_dot(n, w.data(), a.data() + c * arb, &want);

@@ -8,8 +8,9 @@
 // - with quantized weights the activations are re-quantized to int8 (Q8_0) before every matrix
 //   product, so one ulp of difference can flip the rounding of one int8 value (a jump of up to
 //   1/254 of its block's range), and later layers carry that forward: measured 0 after one
-//   layer and 8.4e-3 after 16 on the random Q8_0 model. We hold 2e-2 there, plus identical
-//   greedy tokens. That is the noise of 8-bit activations, not an error of the split.
+//   layer and 8.4e-3 after 16 on the random Q8_0 model. We hold 2e-2 there, and the same argmax
+//   at every step that is not a near tie (the split run fed the single device's tokens). That is
+//   the noise of 8-bit activations, not an error of the split.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -63,11 +64,15 @@ void put(Placement& p, int64_t first, int64_t end, std::vector<std::string> devi
 }
 
 struct RunResult {
-  std::vector<int32_t> tokens;
-  std::vector<float> first_logits;
+  std::vector<int32_t> tokens;              // token i: the argmax of logits[i], or the forced one
+  std::vector<std::vector<float>> logits;   // logits[0]: after the prompt; logits[i]: after token i - 1
 };
 
-RunResult run(const model::Model& m, const Devices& devices, const Placement& p, int n_tokens) {
+// The prompt, then n_tokens decode steps. Greedy, or teacher-forced: with `forced`, step i feeds
+// forced[i] whatever this run's argmax was, so that two runs compare step by step even where an
+// argmax differs (a near tie) instead of drifting apart from there on.
+RunResult run(const model::Model& m, const Devices& devices, const Placement& p, int n_tokens,
+              const std::vector<int32_t>* forced = nullptr) {
   RunResult r;
   auto pipeline = exec::Pipeline::create(m, devices.list(), p);
   EXPECT_TRUE(pipeline.ok()) << pipeline.error().to_string();
@@ -76,18 +81,38 @@ RunResult run(const model::Model& m, const Devices& devices, const Placement& p,
   std::vector<int32_t> prompt = m.tokenizer().encode("Once upon a time, in a land far away", true, true);
   auto logits = s.eval(prompt);  // 10 tokens in chunks of 16 -> one pass; more chunks below
   EXPECT_TRUE(logits.ok());
-  r.first_logits.assign(*logits, *logits + m.config().n_vocab);
-  int32_t next = 0;
-  for (int i = 0; i < n_tokens; ++i) {
+  const int64_t n_vocab = m.config().n_vocab;
+  for (int i = 0; i < n_tokens && logits.ok(); ++i) {
     const float* l = *logits;
-    next = static_cast<int32_t>(std::max_element(l, l + m.config().n_vocab) - l);
+    r.logits.emplace_back(l, l + n_vocab);
+    int32_t next = static_cast<int32_t>(std::max_element(l, l + n_vocab) - l);
     r.tokens.push_back(next);
+    if (forced) next = (*forced)[static_cast<size_t>(i)];
     logits = s.eval(std::span<const int32_t>(&next, 1));
     EXPECT_TRUE(logits.ok());
   }
   return r;
 }
 
+// The gap between the largest and the second largest logit.
+double top2_margin(const std::vector<float>& l) {
+  float first = -INFINITY, second = -INFINITY;
+  for (float v : l) {
+    if (v > first) {
+      second = first;
+      first = v;
+    } else if (v > second) {
+      second = v;
+    }
+  }
+  return static_cast<double>(first) - second;
+}
+
+double max_abs(const std::vector<float>& l) {
+  double m = 0;
+  for (float v : l) m = std::max(m, std::fabs(static_cast<double>(v)));
+  return m;
+}
 
 enum class Plan { Layer2, Layer3, Tensor2, Mixed, KvOnCpu, HeadElsewhere };
 
@@ -149,11 +174,39 @@ TEST_P(SplitParity, TokensAndLogitsMatchSingleDevice) {
   ASSERT_EQ(want.tokens.size(), 24u);
 
   const Devices devices = make("cpu,sim:gpu0:1GiB,sim:gpu1:1GiB,sim:gpu2:1GiB");
-  const RunResult got = run(**m, devices, make_plan(which, c), 24);
-  EXPECT_EQ(got.tokens, want.tokens);
   const bool layer_only = which == Plan::Layer2 || which == Plan::Layer3 || which == Plan::HeadElsewhere;
-  const double tolerance = layer_only ? 0.0 : model_name == "random-q8_0" ? 2e-2 : 1e-4;
-  EXPECT_LE(test::relative_error(got.first_logits, want.first_logits), tolerance);
+  // The prompt's logits: the tolerances of the header. Decode steps also read the f16 KV cache,
+  // where a last-bit difference can round a K or V element to the neighbouring f16 value (2^-11
+  // relative): with F32 weights the error grew from 7.7e-7 (prompt) to at most 2.0e-4 over the
+  // 24 steps (plan Mixed), hence 1e-3 after the prompt. The Q8_0 model's activations round coarser.
+  const double tolerance = layer_only ? 0.0 : model_name == "random-q8_0" ? 2e-2 : 1e-3;
+  const double prompt_tolerance = layer_only ? 0.0 : model_name == "random-q8_0" ? 2e-2 : 1e-4;
+  if (layer_only) {
+    // Bit for bit: the same greedy run.
+    const RunResult got = run(**m, devices, make_plan(which, c), 24);
+    EXPECT_EQ(got.tokens, want.tokens);
+    EXPECT_EQ(got.logits, want.logits);
+    return;
+  }
+  // A tensor split sums in another order. The split run is fed the single device's tokens, and at
+  // every step its logits are within the tolerance, and its argmax is the single device's wherever
+  // the single device's top two logits are further apart than the error allowed on both sides
+  // (2 x tolerance x the largest logit); closer than that, either token is within the claim. Free
+  // running greedy decoding cannot be asked to agree: on the random Q8_0 model (AVX-512 VNNI, 2
+  // threads) the error was 0.56-1.25% of the largest logit over the 24 steps and the top two were
+  // 0.17% apart at step 18, so the runs took different tokens from there on.
+  const RunResult got = run(**m, devices, make_plan(which, c), 24, &want.tokens);
+  ASSERT_EQ(got.logits.size(), want.logits.size());
+  int compared = 0;
+  for (size_t i = 0; i < want.logits.size(); ++i) {
+    const double scale = max_abs(want.logits[i]);
+    EXPECT_LE(test::relative_error(got.logits[i], want.logits[i]), i == 0 ? prompt_tolerance : tolerance) << "step " << i;
+    if (top2_margin(want.logits[i]) <= 2 * tolerance * scale) continue;
+    ++compared;
+    EXPECT_EQ(got.tokens[i], want.tokens[i]) << "step " << i << ", margin " << top2_margin(want.logits[i]) / scale;
+  }
+  // Most steps are not near ties: the token check above is not empty (14 of 24 on the Q8_0 model, AVX-512).
+  EXPECT_GE(compared, 8);
 }
 
 INSTANTIATE_TEST_SUITE_P(Plans, SplitParity,

@@ -32,5 +32,10 @@ for o in $objects; do
 done
 ((leaks == 0)) || { echo "isa_check: FAIL: make these helpers static or put them in an anonymous namespace" >&2; exit 1; }
 echo "isa_check: $(wc -w <<<"$objects") ISA-specific objects define no weak symbols"
-for t in "${tests[@]}"; do "$build/tests/$t" --gtest_brief=1; done
+# The float GEMM's shape sweeps against a double reference (and its AVX-512 emulation) run their
+# reference loops unoptimized here: about 4 minutes each on a 2-core Xeon (beside another build),
+# 12 of the file's 12.5, where the Release suite runs them in seconds. They stay in the Release
+# run; here the rest of the file runs.
+declare -A filter=([test_gemm_float]='-*MatchesDoubleReference*')
+for t in "${tests[@]}"; do "$build/tests/$t" --gtest_brief=1 ${filter[$t]:+--gtest_filter="${filter[$t]}"}; done
 echo "isa_check: kernel tests pass in the Debug build"

@@ -245,6 +245,44 @@ void pack_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws)
   }
 }
 
+// Q3_K in the Q6_K layout: levels u = q + 4 (0..7), in element order (element 128h + 32j + l: bits
+// 2j, 2j + 1 of qs[32h + l], bit 4h + j of hmask[l] as bit 2), offsets -4 * scale.
+void pack_w3(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
+  const __m256i m3 = _mm256_set1_epi8(0x03), one = _mm256_set1_epi8(1);
+  for (int64_t k = 0; k < nb; ++k) {
+    uint8_t* o = ws + k * kW6Block;
+    for (int r = 0; r < kR; ++r) {
+      uint8_t* q = o + kW6Q + 256 * r;
+      if (r >= nr) {
+        putf(o + kW6D + 4 * r, 0.f);
+        _mm512_storeu_si512(o + kW6Sc + 64 * r, _mm512_setzero_si512());
+        storeu256(o + kW6Op + 32 * r, _mm256_setzero_si256());
+        for (int c = 0; c < 8; ++c) storeu256(q + 32 * c, _mm256_setzero_si256());
+        continue;
+      }
+      const BlockQ3_K& b = reinterpret_cast<const BlockQ3_K*>(w + r * wrb)[k];
+      putf(o + kW6D + 4 * r, h2f(b.d));
+      alignas(16) int8_t sc[16];
+      for (int j = 0; j < 16; ++j) sc[j] = static_cast<int8_t>(q3k_scale(j, b.scales));
+      const __m128i sc8 = _mm_load_si128(reinterpret_cast<const __m128i*>(sc));
+      _mm512_storeu_si512(o + kW6Sc + 64 * r, _mm512_cvtepi8_epi32(sc8));
+      // int16 pairs (-4 sc[2p], -4 sc[2p + 1]).
+      storeu256(o + kW6Op + 32 * r,
+                _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc8), 2)));
+      __m256i hm = loadu256(b.hmask);
+      for (int h = 0; h < 2; ++h) {
+        __m256i qs = loadu256(b.qs + 32 * h);
+        for (int j = 0; j < 4; ++j) {
+          storeu256(q + 128 * h + 32 * j,
+                    _mm256_or_si256(_mm256_and_si256(qs, m3), _mm256_slli_epi16(_mm256_and_si256(hm, one), 2)));
+          qs = _mm256_srli_epi16(qs, 2);
+          hm = _mm256_srli_epi16(hm, 1);
+        }
+      }
+    }
+  }
+}
+
 // Integer sums of `steps` consecutive 4-element steps starting at step s0 into acc.
 template <int G, int kSteps>
 inline void dp_steps(const uint8_t* wq, const uint8_t* const (&aq)[G], int s0, __m512i (&acc)[kR][G]) {
@@ -416,10 +454,10 @@ void rows_w45(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uin
   rows_driver<&pack_w45<kFive>, 256, TileW45>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr,
                                               group_bytes_q8_k(cols));
 }
+template <PackW kPack>
 void rows_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
              int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
-  rows_driver<&pack_w6, 256, TileW6>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr,
-                                     group_bytes_q8_k(cols));
+  rows_driver<kPack, 256, TileW6>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr, group_bytes_q8_k(cols));
 }
 
 // min_tokens: gemm_layout.h.
@@ -428,7 +466,8 @@ const GemmKernels kQ4_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0, &scr
 const GemmKernels kQ5_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q5_0>};
 const GemmKernels kQ4_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w45, &rows_w45<false>};
 const GemmKernels kQ5_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w45, &rows_w45<true>};
-const GemmKernels kQ6_K{kMinTokensW6, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w6, &rows_w6};
+const GemmKernels kQ6_K{kMinTokensW6, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w6, &rows_w6<&pack_w6>};
+const GemmKernels kQ3_K{kMinTokensW3, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w6, &rows_w6<&pack_w3>};
 
 }  // namespace
 }  // namespace strata::kernels::gemm_avx512
@@ -443,6 +482,7 @@ const GemmKernels* avx512_gemm(DType t) {
     case DType::Q4_K: return &kQ4_K;
     case DType::Q5_K: return &kQ5_K;
     case DType::Q6_K: return &kQ6_K;
+    case DType::Q3_K: return &kQ3_K;
     default: return nullptr;
   }
 }

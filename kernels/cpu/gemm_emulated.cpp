@@ -265,6 +265,36 @@ void pack_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws)
   }
 }
 
+// Q3_K in the Q6_K layout (gemm_layout.h): levels q + 4 (0..7) in element order, offsets -4 * scale.
+void pack_w3(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
+  for (int64_t k = 0; k < nb; ++k) {
+    uint8_t* o = ws + k * kW6Block;
+    for (int r = 0; r < kR; ++r) {
+      uint8_t* q = o + kW6Q + 256 * r;
+      if (r >= nr) {
+        putf(o + kW6D + 4 * r, 0.f);
+        std::memset(o + kW6Sc + 64 * r, 0, 64);
+        std::memset(o + kW6Op + 32 * r, 0, 32);
+        std::memset(q, 0, 256);
+        continue;
+      }
+      const BlockQ3_K& b = reinterpret_cast<const BlockQ3_K*>(w + r * wrb)[k];
+      putf(o + kW6D + 4 * r, fp16_to_f32(b.d));
+      for (int j = 0; j < 16; ++j) {
+        const int sc = q3k_scale(j, b.scales);
+        put32(o + kW6Sc + 64 * r + 4 * j, sc);
+        put16(o + kW6Op + 32 * r + 2 * j, static_cast<int16_t>(-4 * sc));
+      }
+      // Element 128h + 32j + l: bits 2j, 2j + 1 of qs[32h + l]; bit 4h + j of hmask[l] as bit 2.
+      for (int h = 0; h < 2; ++h)
+        for (int j = 0; j < 4; ++j)
+          for (int l = 0; l < 32; ++l)
+            q[128 * h + 32 * j + l] = static_cast<uint8_t>(((b.qs[32 * h + l] >> (2 * j)) & 3) |
+                                                           (((b.hmask[l] >> (4 * h + j)) & 1) << 2));
+    }
+  }
+}
+
 // ---- tiles: 4 weight rows x one group of 16 tokens over all nb blocks -----------------------
 // (gemm_avx512.cpp runs two groups per tile to reuse each weight broadcast; every lane's
 // operations are the same either way.)
@@ -385,9 +415,10 @@ void rows_w45(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uin
               int64_t ys, uint8_t* ws, const uint8_t*, int64_t) {
   rows_driver<&pack_w45<kFive>, &tile_w45, 256>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_k(cols));
 }
+template <auto kPack>
 void rows_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
              int64_t ys, uint8_t* ws, const uint8_t*, int64_t) {
-  rows_driver<&pack_w6, &tile_w6, 256>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_k(cols));
+  rows_driver<kPack, &tile_w6, 256>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_k(cols));
 }
 
 const GemmKernels kQ8_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q8_0>};
@@ -395,7 +426,8 @@ const GemmKernels kQ4_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0, &scr
 const GemmKernels kQ5_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q5_0>};
 const GemmKernels kQ4_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w45, &rows_w45<false>};
 const GemmKernels kQ5_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w45, &rows_w45<true>};
-const GemmKernels kQ6_K{kMinTokensW6, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w6, &rows_w6};
+const GemmKernels kQ6_K{kMinTokensW6, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w6, &rows_w6<&pack_w6>};
+const GemmKernels kQ3_K{kMinTokensW3, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w6, &rows_w6<&pack_w3>};
 
 }  // namespace
 }  // namespace strata::kernels::gemm_emulated
@@ -410,6 +442,7 @@ const GemmKernels* emulated_gemm(DType t) {
     case DType::Q4_K: return &kQ4_K;
     case DType::Q5_K: return &kQ5_K;
     case DType::Q6_K: return &kQ6_K;
+    case DType::Q3_K: return &kQ3_K;
     default: return nullptr;
   }
 }

@@ -18,7 +18,8 @@
 //   Q4_K / Q5_K weights per block of 4 rows: d[4], dmin[4] f32, sc[4 rows][8] i32, min pairs
 //     [4 rows][4] (two int16), q[4 rows][256] u8 (0..15 / 0..31)
 //   Q6_K weights per block of 4 rows: d[4] f32, sc[4 rows][16] i32, offset pairs[4 rows][8] (two
-//     int16: -32 * scale), q[4 rows][256] u8 (0..63)
+//     int16: -32 * scale), q[4 rows][256] u8 (0..63); Q3_K the same with offsets -4 * scale and
+//     q = level + 4 (0..7)
 // Rows past the last of a quad are unpacked as zeros (scales, sums and quants), so every byte
 // of scratch_bytes(cols) is written by each unpack.
 #pragma once
@@ -40,6 +41,7 @@ constexpr int kR = 4;   // weight rows per micro-tile
 constexpr int64_t kMinTokensW80 = 5;  // Q4_0, Q5_0, Q8_0
 constexpr int64_t kMinTokensW45 = 6;  // Q4_K, Q5_K
 constexpr int64_t kMinTokensW6 = 7;   // Q6_K
+constexpr int64_t kMinTokensW3 = 7;   // Q3_K (Q6_K's tile)
 
 // ---- activations ---------------------------------------------------------------------------
 

@@ -220,6 +220,7 @@ void pack_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws)
       uint8_t* q = o + kW6Q + 256 * r;
       if (r >= nr) {
         putf(o + kW6D + 4 * r, 0.f);
+        putf(o + kW6Dmin + 4 * r, 0.f);
         _mm512_storeu_si512(o + kW6Sc + 64 * r, _mm512_setzero_si512());
         storeu256(o + kW6Op + 32 * r, _mm256_setzero_si256());
         for (int c = 0; c < 8; ++c) storeu256(q + 32 * c, _mm256_setzero_si256());
@@ -227,6 +228,7 @@ void pack_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws)
       }
       const BlockQ6_K& b = reinterpret_cast<const BlockQ6_K*>(w + r * wrb)[k];
       putf(o + kW6D + 4 * r, h2f(b.d));
+      putf(o + kW6Dmin + 4 * r, 0.f);
       const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
       _mm512_storeu_si512(o + kW6Sc + 64 * r, _mm512_cvtepi8_epi32(sc8));
       // int16 pairs (-32 sc[2p], -32 sc[2p + 1]).
@@ -255,6 +257,7 @@ void pack_w3(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws)
       uint8_t* q = o + kW6Q + 256 * r;
       if (r >= nr) {
         putf(o + kW6D + 4 * r, 0.f);
+        putf(o + kW6Dmin + 4 * r, 0.f);
         _mm512_storeu_si512(o + kW6Sc + 64 * r, _mm512_setzero_si512());
         storeu256(o + kW6Op + 32 * r, _mm256_setzero_si256());
         for (int c = 0; c < 8; ++c) storeu256(q + 32 * c, _mm256_setzero_si256());
@@ -262,6 +265,7 @@ void pack_w3(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws)
       }
       const BlockQ3_K& b = reinterpret_cast<const BlockQ3_K*>(w + r * wrb)[k];
       putf(o + kW6D + 4 * r, h2f(b.d));
+      putf(o + kW6Dmin + 4 * r, 0.f);
       alignas(16) int8_t sc[16];
       for (int j = 0; j < 16; ++j) sc[j] = static_cast<int8_t>(q3k_scale(j, b.scales));
       const __m128i sc8 = _mm_load_si128(reinterpret_cast<const __m128i*>(sc));
@@ -277,6 +281,41 @@ void pack_w3(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws)
                     _mm256_or_si256(_mm256_and_si256(qs, m3), _mm256_slli_epi16(_mm256_and_si256(hm, one), 2)));
           qs = _mm256_srli_epi16(qs, 2);
           hm = _mm256_srli_epi16(hm, 1);
+        }
+      }
+    }
+  }
+}
+
+// Q2_K in the Q6_K layout: levels 0..3 in element order (element 128h + 32j + l: bits 2j, 2j + 1
+// of qs[32h + l]), 4-bit scales, and the 4-bit mins where the offsets go (tile_w6<true> scales
+// their sums by dmin).
+void pack_w2(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
+  const __m256i m3 = _mm256_set1_epi8(0x03);
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  for (int64_t k = 0; k < nb; ++k) {
+    uint8_t* o = ws + k * kW6Block;
+    for (int r = 0; r < kR; ++r) {
+      uint8_t* q = o + kW6Q + 256 * r;
+      if (r >= nr) {
+        putf(o + kW6D + 4 * r, 0.f);
+        putf(o + kW6Dmin + 4 * r, 0.f);
+        _mm512_storeu_si512(o + kW6Sc + 64 * r, _mm512_setzero_si512());
+        storeu256(o + kW6Op + 32 * r, _mm256_setzero_si256());
+        for (int c = 0; c < 8; ++c) storeu256(q + 32 * c, _mm256_setzero_si256());
+        continue;
+      }
+      const BlockQ2_K& b = reinterpret_cast<const BlockQ2_K*>(w + r * wrb)[k];
+      putf(o + kW6D + 4 * r, h2f(b.d));
+      putf(o + kW6Dmin + 4 * r, h2f(b.dmin));
+      const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+      _mm512_storeu_si512(o + kW6Sc + 64 * r, _mm512_cvtepu8_epi32(_mm_and_si128(s, m4)));
+      storeu256(o + kW6Op + 32 * r, _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), m4)));
+      for (int h = 0; h < 2; ++h) {
+        __m256i qs = loadu256(b.qs + 32 * h);
+        for (int j = 0; j < 4; ++j) {
+          storeu256(q + 128 * h + 32 * j, _mm256_and_si256(qs, m3));
+          qs = _mm256_srli_epi16(qs, 2);
         }
       }
     }
@@ -347,7 +386,10 @@ inline void tile_w45(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t 
   }
 }
 
-template <int G>
+// kMin (Q2_K): the first pass sums mins x block sums, which are taken off scaled by dmin before
+// the scale pass starts from zero; otherwise (Q6_K, Q3_K) they are the levels' offsets and the
+// scale pass adds to them.
+template <bool kMin, int G>
 inline void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t gb, const Prefetch& pf,
                      __m512 (&facc)[kR][G]) {
   for (int r = 0; r < kR; ++r)
@@ -371,6 +413,16 @@ inline void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t g
       for (int r = 0; r < kR; ++r) {
         const __m512i o = bcast32(wb + kW6Op + 32 * r + 4 * p);
         for (int g = 0; g < G; ++g) isum[r][g] = _mm512_dpwssd_epi32(isum[r][g], bs[g], o);
+      }
+    }
+    if constexpr (kMin) {
+      for (int g = 0; g < G; ++g) {
+        const __m512 da = _mm512_load_ps(ab[g] + kA8KD);
+        for (int r = 0; r < kR; ++r) {
+          const __m512 dm = _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + kW6Dmin + 4 * r)));
+          facc[r][g] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(isum[r][g]), dm, facc[r][g]);
+          isum[r][g] = _mm512_setzero_si512();
+        }
       }
     }
 #pragma GCC unroll 2
@@ -439,7 +491,17 @@ void rows_driver(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const 
   };
 STRATA_TILE(TileW80, tile_w80)
 STRATA_TILE(TileW45, tile_w45)
-STRATA_TILE(TileW6, tile_w6)
+#define STRATA_TILE2(Name, fn, arg)                                                                          \
+  template <int G>                                                                                            \
+  struct Name {                                                                                               \
+    static void run(const uint8_t* ws, int64_t nb, const uint8_t* a, int64_t gb, const Prefetch& pf,        \
+                    __m512 (&f)[kR][G]) {                                                                     \
+      fn<arg, G>(ws, nb, a, gb, pf, f);                                                                       \
+    }                                                                                                         \
+  };
+STRATA_TILE2(TileW6, tile_w6, false)
+STRATA_TILE2(TileW2, tile_w6, true)
+#undef STRATA_TILE2
 #undef STRATA_TILE
 
 template <DType T>
@@ -454,10 +516,10 @@ void rows_w45(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uin
   rows_driver<&pack_w45<kFive>, 256, TileW45>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr,
                                               group_bytes_q8_k(cols));
 }
-template <PackW kPack>
+template <PackW kPack, template <int> class Tile = TileW6>
 void rows_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
              int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
-  rows_driver<kPack, 256, TileW6>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr, group_bytes_q8_k(cols));
+  rows_driver<kPack, 256, Tile>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr, group_bytes_q8_k(cols));
 }
 
 // min_tokens: gemm_layout.h.
@@ -468,6 +530,8 @@ const GemmKernels kQ4_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k, &scr
 const GemmKernels kQ5_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w45, &rows_w45<true>};
 const GemmKernels kQ6_K{kMinTokensW6, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w6, &rows_w6<&pack_w6>};
 const GemmKernels kQ3_K{kMinTokensW3, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w6, &rows_w6<&pack_w3>};
+const GemmKernels kQ2_K{kMinTokensW3, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w6,
+                        &rows_w6<&pack_w2, TileW2>};
 
 }  // namespace
 }  // namespace strata::kernels::gemm_avx512
@@ -483,6 +547,7 @@ const GemmKernels* avx512_gemm(DType t) {
     case DType::Q5_K: return &kQ5_K;
     case DType::Q6_K: return &kQ6_K;
     case DType::Q3_K: return &kQ3_K;
+    case DType::Q2_K: return &kQ2_K;
     default: return nullptr;
   }
 }

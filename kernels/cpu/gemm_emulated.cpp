@@ -240,6 +240,7 @@ void pack_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws)
       uint8_t* q = o + kW6Q + 256 * r;
       if (r >= nr) {
         putf(o + kW6D + 4 * r, 0.f);
+        putf(o + kW6Dmin + 4 * r, 0.f);
         std::memset(o + kW6Sc + 64 * r, 0, 64);
         std::memset(o + kW6Op + 32 * r, 0, 32);
         std::memset(q, 0, 256);
@@ -247,6 +248,7 @@ void pack_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws)
       }
       const BlockQ6_K& b = reinterpret_cast<const BlockQ6_K*>(w + r * wrb)[k];
       putf(o + kW6D + 4 * r, fp16_to_f32(b.d));
+      putf(o + kW6Dmin + 4 * r, 0.f);
       // 16 int8 scales as int32, and as int16 offsets -32 * scale (in [-4064, 4096]).
       for (int j = 0; j < 16; ++j) {
         put32(o + kW6Sc + 64 * r + 4 * j, b.scales[j]);
@@ -273,6 +275,7 @@ void pack_w3(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws)
       uint8_t* q = o + kW6Q + 256 * r;
       if (r >= nr) {
         putf(o + kW6D + 4 * r, 0.f);
+        putf(o + kW6Dmin + 4 * r, 0.f);
         std::memset(o + kW6Sc + 64 * r, 0, 64);
         std::memset(o + kW6Op + 32 * r, 0, 32);
         std::memset(q, 0, 256);
@@ -280,6 +283,7 @@ void pack_w3(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws)
       }
       const BlockQ3_K& b = reinterpret_cast<const BlockQ3_K*>(w + r * wrb)[k];
       putf(o + kW6D + 4 * r, fp16_to_f32(b.d));
+      putf(o + kW6Dmin + 4 * r, 0.f);
       for (int j = 0; j < 16; ++j) {
         const int sc = q3k_scale(j, b.scales);
         put32(o + kW6Sc + 64 * r + 4 * j, sc);
@@ -291,6 +295,36 @@ void pack_w3(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws)
           for (int l = 0; l < 32; ++l)
             q[128 * h + 32 * j + l] = static_cast<uint8_t>(((b.qs[32 * h + l] >> (2 * j)) & 3) |
                                                            (((b.hmask[l] >> (4 * h + j)) & 1) << 2));
+    }
+  }
+}
+
+// Q2_K in the Q6_K layout (gemm_layout.h): levels 0..3 in element order, 4-bit scales, the 4-bit
+// mins in place of the offsets, dmin.
+void pack_w2(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
+  for (int64_t k = 0; k < nb; ++k) {
+    uint8_t* o = ws + k * kW6Block;
+    for (int r = 0; r < kR; ++r) {
+      uint8_t* q = o + kW6Q + 256 * r;
+      if (r >= nr) {
+        putf(o + kW6D + 4 * r, 0.f);
+        putf(o + kW6Dmin + 4 * r, 0.f);
+        std::memset(o + kW6Sc + 64 * r, 0, 64);
+        std::memset(o + kW6Op + 32 * r, 0, 32);
+        std::memset(q, 0, 256);
+        continue;
+      }
+      const BlockQ2_K& b = reinterpret_cast<const BlockQ2_K*>(w + r * wrb)[k];
+      putf(o + kW6D + 4 * r, fp16_to_f32(b.d));
+      putf(o + kW6Dmin + 4 * r, fp16_to_f32(b.dmin));
+      for (int j = 0; j < 16; ++j) {
+        put32(o + kW6Sc + 64 * r + 4 * j, b.scales[j] & 0x0F);
+        put16(o + kW6Op + 32 * r + 2 * j, static_cast<int16_t>(b.scales[j] >> 4));
+      }
+      // Element 128h + 32j + l: bits 2j, 2j + 1 of qs[32h + l].
+      for (int h = 0; h < 2; ++h)
+        for (int j = 0; j < 4; ++j)
+          for (int l = 0; l < 32; ++l) q[128 * h + 32 * j + l] = static_cast<uint8_t>((b.qs[32 * h + l] >> (2 * j)) & 3);
     }
   }
 }
@@ -356,6 +390,9 @@ void tile_w45(const uint8_t* ws, int64_t nb, const uint8_t* act, VecF (&facc)[kR
   }
 }
 
+// kMin (Q2_K): the first pass's sums (mins x block sums) come off scaled by dmin, then the scale
+// pass starts from zero (gemm_avx512.cpp's order).
+template <bool kMin>
 void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, VecF (&facc)[kR]) {
   for (VecF& f : facc) f = zero_f();
   for (int64_t k = 0; k < nb; ++k) {
@@ -367,6 +404,14 @@ void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, VecF (&facc)[kR]
     for (int p = 0; p < 8; ++p) {
       const VecI bs = load_i(ab + kA8KBs16 + 64 * p);
       for (int r = 0; r < kR; ++r) isum[r] = dpwssd(isum[r], bs, bcast32(wb + kW6Op + 32 * r + 4 * p));
+    }
+    if constexpr (kMin) {
+      const VecF da = load_f(ab + kA8KD);
+      for (int r = 0; r < kR; ++r) {
+        const VecF dm = mul_f(da, set1_f(loadf(wb + kW6Dmin + 4 * r)));
+        facc[r] = fnmadd(cvt(isum[r]), dm, facc[r]);
+        isum[r] = zero_i();
+      }
     }
     // 16 groups of 16 (4 steps each), each times its int8 scale.
     for (int grp = 0; grp < 16; ++grp) {
@@ -415,10 +460,10 @@ void rows_w45(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uin
               int64_t ys, uint8_t* ws, const uint8_t*, int64_t) {
   rows_driver<&pack_w45<kFive>, &tile_w45, 256>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_k(cols));
 }
-template <auto kPack>
+template <auto kPack, bool kMin = false>
 void rows_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
              int64_t ys, uint8_t* ws, const uint8_t*, int64_t) {
-  rows_driver<kPack, &tile_w6, 256>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_k(cols));
+  rows_driver<kPack, &tile_w6<kMin>, 256>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_k(cols));
 }
 
 const GemmKernels kQ8_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q8_0>};
@@ -428,6 +473,7 @@ const GemmKernels kQ4_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k, &scr
 const GemmKernels kQ5_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w45, &rows_w45<true>};
 const GemmKernels kQ6_K{kMinTokensW6, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w6, &rows_w6<&pack_w6>};
 const GemmKernels kQ3_K{kMinTokensW3, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w6, &rows_w6<&pack_w3>};
+const GemmKernels kQ2_K{kMinTokensW3, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w6, &rows_w6<&pack_w2, true>};
 
 }  // namespace
 }  // namespace strata::kernels::gemm_emulated
@@ -443,6 +489,7 @@ const GemmKernels* emulated_gemm(DType t) {
     case DType::Q5_K: return &kQ5_K;
     case DType::Q6_K: return &kQ6_K;
     case DType::Q3_K: return &kQ3_K;
+    case DType::Q2_K: return &kQ2_K;
     default: return nullptr;
   }
 }

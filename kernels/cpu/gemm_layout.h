@@ -17,9 +17,10 @@
 //   Weights for Q8_0 activations, per block of 4 rows: d[4] f32, q[4 rows][32] u8 = w + 128
 //   Q4_K / Q5_K weights per block of 4 rows: d[4], dmin[4] f32, sc[4 rows][8] i32, min pairs
 //     [4 rows][4] (two int16), q[4 rows][256] u8 (0..15 / 0..31)
-//   Q6_K weights per block of 4 rows: d[4] f32, sc[4 rows][16] i32, offset pairs[4 rows][8] (two
-//     int16: -32 * scale), q[4 rows][256] u8 (0..63); Q3_K the same with offsets -4 * scale and
-//     q = level + 4 (0..7)
+//   Q6_K weights per block of 4 rows: d[4] f32, dmin[4] f32 (0), sc[4 rows][16] i32, offset pairs
+//     [4 rows][8] (two int16: -32 * scale), q[4 rows][256] u8 (0..63); Q3_K the same with offsets
+//     -4 * scale and q = level + 4 (0..7); Q2_K with dmin, 4-bit scales, its 4-bit mins in place of
+//     the offsets (scaled by dmin, not d) and q = level (0..3)
 // Rows past the last of a quad are unpacked as zeros (scales, sums and quants), so every byte
 // of scratch_bytes(cols) is written by each unpack.
 #pragma once
@@ -41,7 +42,7 @@ constexpr int kR = 4;   // weight rows per micro-tile
 constexpr int64_t kMinTokensW80 = 5;  // Q4_0, Q5_0, Q8_0
 constexpr int64_t kMinTokensW45 = 6;  // Q4_K, Q5_K
 constexpr int64_t kMinTokensW6 = 7;   // Q6_K
-constexpr int64_t kMinTokensW3 = 7;   // Q3_K (Q6_K's tile)
+constexpr int64_t kMinTokensW3 = 7;   // Q3_K, Q2_K (Q6_K's tile)
 
 // ---- activations ---------------------------------------------------------------------------
 
@@ -118,7 +119,7 @@ constexpr int64_t kW80Block = kW80Q + kR * 32;
 constexpr int64_t kW45D = 0, kW45Dmin = 16, kW45Sc = 32, kW45Mp = 32 + 128, kW45Q = 32 + 128 + 64;
 constexpr int64_t kW45Block = kW45Q + kR * 256;
 // Q6_K block of 4 rows.
-constexpr int64_t kW6D = 0, kW6Sc = 16, kW6Op = 16 + 256, kW6Q = 16 + 256 + 128;
+constexpr int64_t kW6D = 0, kW6Dmin = 16, kW6Sc = 32, kW6Op = 32 + 256, kW6Q = 32 + 256 + 128;
 constexpr int64_t kW6Block = kW6Q + kR * 256;
 
 static inline int64_t scratch_bytes_w80(int64_t cols) { return cols / 32 * kW80Block; }

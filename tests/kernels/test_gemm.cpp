@@ -99,7 +99,7 @@ void check_gemm(const GemmKernels& gk, DType wt, const Case& c, uint32_t seed) {
 }
 
 // The weight types with packed kernels (the AVX-512 tables and their emulation alike).
-const DType kPackedTypes[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+const DType kPackedTypes[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 bool has_packed_kernels(DType wt) {
   for (DType p : kPackedTypes)
@@ -126,7 +126,7 @@ TEST(Gemm, PackedKernelsMatchScalar) {
     for (const Case& c : cases_for(wt)) check_gemm(*gk, wt, c, seed_of(c));
     ++checked;
   }
-  EXPECT_EQ(checked, 7);
+  EXPECT_EQ(checked, 8);
 }
 
 // Runs on every CPU: the emulated kernels (gemm_emulated.cpp), same cases and tolerance.
@@ -139,7 +139,7 @@ TEST(Gemm, EmulatedPackedKernelsMatchScalar) {
     for (const Case& c : cases_for(wt)) check_gemm(*gk, wt, c, seed_of(c));
     ++checked;
   }
-  EXPECT_EQ(checked, 7);
+  EXPECT_EQ(checked, 8);
 }
 
 // Where the CPU has AVX-512 VNNI: the emulation writes the same packed activations and weight
@@ -178,7 +178,7 @@ TEST(Gemm, OnlyWhereTheIsaIsSupported) {
     }
   }
   if (isa_supported(Isa::Avx512)) {
-    for (DType wt : {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    for (DType wt : {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
       EXPECT_NE(gemm_kernels(wt, Isa::Avx512), nullptr) << dtype_name(wt);
     }
   }

@@ -18,14 +18,15 @@ namespace strata::kernels {
 namespace {
 
 constexpr int64_t kTokenBlock = 64;  // tokens per tile at most
-// ... and no more than fit this many activation bytes: every weight row of a tile streams its
-// tokens' whole activation rows, which must stay in L2 (512 KiB a core on Zen 3). With long rows
-// (14336 columns: 16 KiB of Q8_K, 56 KiB of f32 a token) 64 tokens spilled to L3 and a
-// 512-token product ran slower per token than an 8-token one.
+// ... and, for tiles of one-token dots, no more than fit this many activation bytes: every weight
+// row of such a tile streams its tokens' whole activation rows, which must stay in L2 (512 KiB a
+// core on Zen 3). With long rows (14336 columns: 16 KiB of Q8_K, 56 KiB of f32 a token) 64 tokens
+// spilled to L3 and a 512-token product ran slower per token than an 8-token one. (The 4-token
+// dots cut k into segments instead: kDot4SegmentBytes.)
 constexpr int64_t kTokenBlockBytes = 256 << 10;
 constexpr int64_t kRowBlockPrompt = 16;  // weight rows per tile in prompt mode (L1-sized)
 // The 4-token dots' k segment: this many bytes of activations (4 tokens' blocks of the segment),
-// which stay in L1 (32 KiB a core) while each weight row of the tile passes over them.
+// which stay in L1 (32-48 KiB a core) while each weight row of the tile passes over them.
 constexpr int64_t kDot4SegmentBytes = 8 << 10;
 // F32 weights take the 4-token dot (or the float tiles) only from this many tokens on: they sum
 // in another order than the one-token dot, and below it (a batched decode step of up to 15

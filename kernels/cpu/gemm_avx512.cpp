@@ -212,8 +212,11 @@ void pack_w45(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws
   }
 }
 
-void pack_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
-  const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x03);
+// The Q6_K layout's frame, shared by Q6_K, Q3_K and Q2_K: block k of rows [0, nr) of a quad goes
+// through fill(block, o = that block's scratch, r, q = row r's levels), which writes row r's d,
+// dmin, scales, offsets and levels; rows past nr are zeros.
+template <typename Block, typename Fill>
+inline void pack_w6_rows(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws, Fill fill) {
   for (int64_t k = 0; k < nb; ++k) {
     uint8_t* o = ws + k * kW6Block;
     for (int r = 0; r < kR; ++r) {
@@ -226,65 +229,58 @@ void pack_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws)
         for (int c = 0; c < 8; ++c) storeu256(q + 32 * c, _mm256_setzero_si256());
         continue;
       }
-      const BlockQ6_K& b = reinterpret_cast<const BlockQ6_K*>(w + r * wrb)[k];
-      putf(o + kW6D + 4 * r, h2f(b.d));
-      putf(o + kW6Dmin + 4 * r, 0.f);
-      const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
-      _mm512_storeu_si512(o + kW6Sc + 64 * r, _mm512_cvtepi8_epi32(sc8));
-      // int16 pairs (-32 sc[2p], -32 sc[2p + 1]).
-      storeu256(o + kW6Op + 32 * r,
-                _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc8), 5)));
-      for (int n = 0; n < 2; ++n) {
-        const __m256i ql0 = loadu256(b.ql + 64 * n), ql1 = loadu256(b.ql + 64 * n + 32);
-        const __m256i qh = loadu256(b.qh + 32 * n);
-        auto hi2 = [&](int shift) { return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, shift), m3), 4); };
-        storeu256(q + 128 * n, _mm256_or_si256(_mm256_and_si256(ql0, m4), hi2(0)));
-        storeu256(q + 128 * n + 32, _mm256_or_si256(_mm256_and_si256(ql1, m4), hi2(2)));
-        storeu256(q + 128 * n + 64, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), hi2(4)));
-        storeu256(q + 128 * n + 96, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), hi2(6)));
-      }
+      fill(reinterpret_cast<const Block*>(w + r * wrb)[k], o, r, q);
     }
   }
+}
+
+void pack_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x03);
+  pack_w6_rows<BlockQ6_K>(w, wrb, nr, nb, ws, [&](const BlockQ6_K& b, uint8_t* o, int r, uint8_t* q) {
+    putf(o + kW6D + 4 * r, h2f(b.d));
+    putf(o + kW6Dmin + 4 * r, 0.f);
+    const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    _mm512_storeu_si512(o + kW6Sc + 64 * r, _mm512_cvtepi8_epi32(sc8));
+    // int16 pairs (-32 sc[2p], -32 sc[2p + 1]).
+    storeu256(o + kW6Op + 32 * r,
+              _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc8), 5)));
+    for (int n = 0; n < 2; ++n) {
+      const __m256i ql0 = loadu256(b.ql + 64 * n), ql1 = loadu256(b.ql + 64 * n + 32);
+      const __m256i qh = loadu256(b.qh + 32 * n);
+      auto hi2 = [&](int shift) { return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, shift), m3), 4); };
+      storeu256(q + 128 * n, _mm256_or_si256(_mm256_and_si256(ql0, m4), hi2(0)));
+      storeu256(q + 128 * n + 32, _mm256_or_si256(_mm256_and_si256(ql1, m4), hi2(2)));
+      storeu256(q + 128 * n + 64, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), hi2(4)));
+      storeu256(q + 128 * n + 96, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), hi2(6)));
+    }
+  });
 }
 
 // Q3_K in the Q6_K layout: levels u = q + 4 (0..7), in element order (element 128h + 32j + l: bits
 // 2j, 2j + 1 of qs[32h + l], bit 4h + j of hmask[l] as bit 2), offsets -4 * scale.
 void pack_w3(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
   const __m256i m3 = _mm256_set1_epi8(0x03), one = _mm256_set1_epi8(1);
-  for (int64_t k = 0; k < nb; ++k) {
-    uint8_t* o = ws + k * kW6Block;
-    for (int r = 0; r < kR; ++r) {
-      uint8_t* q = o + kW6Q + 256 * r;
-      if (r >= nr) {
-        putf(o + kW6D + 4 * r, 0.f);
-        putf(o + kW6Dmin + 4 * r, 0.f);
-        _mm512_storeu_si512(o + kW6Sc + 64 * r, _mm512_setzero_si512());
-        storeu256(o + kW6Op + 32 * r, _mm256_setzero_si256());
-        for (int c = 0; c < 8; ++c) storeu256(q + 32 * c, _mm256_setzero_si256());
-        continue;
-      }
-      const BlockQ3_K& b = reinterpret_cast<const BlockQ3_K*>(w + r * wrb)[k];
-      putf(o + kW6D + 4 * r, h2f(b.d));
-      putf(o + kW6Dmin + 4 * r, 0.f);
-      alignas(16) int8_t sc[16];
-      for (int j = 0; j < 16; ++j) sc[j] = static_cast<int8_t>(q3k_scale(j, b.scales));
-      const __m128i sc8 = _mm_load_si128(reinterpret_cast<const __m128i*>(sc));
-      _mm512_storeu_si512(o + kW6Sc + 64 * r, _mm512_cvtepi8_epi32(sc8));
-      // int16 pairs (-4 sc[2p], -4 sc[2p + 1]).
-      storeu256(o + kW6Op + 32 * r,
-                _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc8), 2)));
-      __m256i hm = loadu256(b.hmask);
-      for (int h = 0; h < 2; ++h) {
-        __m256i qs = loadu256(b.qs + 32 * h);
-        for (int j = 0; j < 4; ++j) {
-          storeu256(q + 128 * h + 32 * j,
-                    _mm256_or_si256(_mm256_and_si256(qs, m3), _mm256_slli_epi16(_mm256_and_si256(hm, one), 2)));
-          qs = _mm256_srli_epi16(qs, 2);
-          hm = _mm256_srli_epi16(hm, 1);
-        }
+  pack_w6_rows<BlockQ3_K>(w, wrb, nr, nb, ws, [&](const BlockQ3_K& b, uint8_t* o, int r, uint8_t* q) {
+    putf(o + kW6D + 4 * r, h2f(b.d));
+    putf(o + kW6Dmin + 4 * r, 0.f);
+    alignas(16) int8_t sc[16];
+    for (int j = 0; j < 16; ++j) sc[j] = static_cast<int8_t>(q3k_scale(j, b.scales));
+    const __m128i sc8 = _mm_load_si128(reinterpret_cast<const __m128i*>(sc));
+    _mm512_storeu_si512(o + kW6Sc + 64 * r, _mm512_cvtepi8_epi32(sc8));
+    // int16 pairs (-4 sc[2p], -4 sc[2p + 1]).
+    storeu256(o + kW6Op + 32 * r,
+              _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc8), 2)));
+    __m256i hm = loadu256(b.hmask);
+    for (int h = 0; h < 2; ++h) {
+      __m256i qs = loadu256(b.qs + 32 * h);
+      for (int j = 0; j < 4; ++j) {
+        storeu256(q + 128 * h + 32 * j,
+                  _mm256_or_si256(_mm256_and_si256(qs, m3), _mm256_slli_epi16(_mm256_and_si256(hm, one), 2)));
+        qs = _mm256_srli_epi16(qs, 2);
+        hm = _mm256_srli_epi16(hm, 1);
       }
     }
-  }
+  });
 }
 
 // Q2_K in the Q6_K layout: levels 0..3 in element order (element 128h + 32j + l: bits 2j, 2j + 1
@@ -293,33 +289,20 @@ void pack_w3(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws)
 void pack_w2(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
   const __m256i m3 = _mm256_set1_epi8(0x03);
   const __m128i m4 = _mm_set1_epi8(0x0F);
-  for (int64_t k = 0; k < nb; ++k) {
-    uint8_t* o = ws + k * kW6Block;
-    for (int r = 0; r < kR; ++r) {
-      uint8_t* q = o + kW6Q + 256 * r;
-      if (r >= nr) {
-        putf(o + kW6D + 4 * r, 0.f);
-        putf(o + kW6Dmin + 4 * r, 0.f);
-        _mm512_storeu_si512(o + kW6Sc + 64 * r, _mm512_setzero_si512());
-        storeu256(o + kW6Op + 32 * r, _mm256_setzero_si256());
-        for (int c = 0; c < 8; ++c) storeu256(q + 32 * c, _mm256_setzero_si256());
-        continue;
-      }
-      const BlockQ2_K& b = reinterpret_cast<const BlockQ2_K*>(w + r * wrb)[k];
-      putf(o + kW6D + 4 * r, h2f(b.d));
-      putf(o + kW6Dmin + 4 * r, h2f(b.dmin));
-      const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
-      _mm512_storeu_si512(o + kW6Sc + 64 * r, _mm512_cvtepu8_epi32(_mm_and_si128(s, m4)));
-      storeu256(o + kW6Op + 32 * r, _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), m4)));
-      for (int h = 0; h < 2; ++h) {
-        __m256i qs = loadu256(b.qs + 32 * h);
-        for (int j = 0; j < 4; ++j) {
-          storeu256(q + 128 * h + 32 * j, _mm256_and_si256(qs, m3));
-          qs = _mm256_srli_epi16(qs, 2);
-        }
+  pack_w6_rows<BlockQ2_K>(w, wrb, nr, nb, ws, [&](const BlockQ2_K& b, uint8_t* o, int r, uint8_t* q) {
+    putf(o + kW6D + 4 * r, h2f(b.d));
+    putf(o + kW6Dmin + 4 * r, h2f(b.dmin));
+    const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    _mm512_storeu_si512(o + kW6Sc + 64 * r, _mm512_cvtepu8_epi32(_mm_and_si128(s, m4)));
+    storeu256(o + kW6Op + 32 * r, _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), m4)));
+    for (int h = 0; h < 2; ++h) {
+      __m256i qs = loadu256(b.qs + 32 * h);
+      for (int j = 0; j < 4; ++j) {
+        storeu256(q + 128 * h + 32 * j, _mm256_and_si256(qs, m3));
+        qs = _mm256_srli_epi16(qs, 2);
       }
     }
-  }
+  });
 }
 
 // Integer sums of `steps` consecutive 4-element steps starting at step s0 into acc.

@@ -233,7 +233,11 @@ void pack_w45(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws
   }
 }
 
-void pack_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
+// The Q6_K layout's frame, shared by Q6_K, Q3_K and Q2_K: block k of rows [0, nr) of a quad goes
+// through fill(block, o = that block's scratch, r, q = row r's levels), which writes row r's d,
+// dmin, scales, offsets and levels; rows past nr are zeros.
+template <typename Block, typename Fill>
+inline void pack_w6_rows(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws, Fill fill) {
   for (int64_t k = 0; k < nb; ++k) {
     uint8_t* o = ws + k * kW6Block;
     for (int r = 0; r < kR; ++r) {
@@ -246,87 +250,66 @@ void pack_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws)
         std::memset(q, 0, 256);
         continue;
       }
-      const BlockQ6_K& b = reinterpret_cast<const BlockQ6_K*>(w + r * wrb)[k];
-      putf(o + kW6D + 4 * r, fp16_to_f32(b.d));
-      putf(o + kW6Dmin + 4 * r, 0.f);
-      // 16 int8 scales as int32, and as int16 offsets -32 * scale (in [-4064, 4096]).
-      for (int j = 0; j < 16; ++j) {
-        put32(o + kW6Sc + 64 * r + 4 * j, b.scales[j]);
-        put16(o + kW6Op + 32 * r + 2 * j, static_cast<int16_t>(-32 * b.scales[j]));
-      }
-      // Half n (128 elements): element 32m + i = nibble m / 2 of ql[64n + 32(m & 1) + i] with
-      // bits 2m, 2m + 1 of qh[32n + i] as bits 4, 5 (0..63).
-      for (int n = 0; n < 2; ++n)
-        for (int m = 0; m < 4; ++m)
-          for (int i = 0; i < 32; ++i) {
-            const uint8_t l = b.ql[64 * n + 32 * (m & 1) + i];
-            const int nib = m < 2 ? (l & 0x0F) : (l >> 4);
-            q[128 * n + 32 * m + i] = static_cast<uint8_t>(nib | ((b.qh[32 * n + i] >> (2 * m)) & 3) << 4);
-          }
+      fill(reinterpret_cast<const Block*>(w + r * wrb)[k], o, r, q);
     }
   }
 }
 
+void pack_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
+  pack_w6_rows<BlockQ6_K>(w, wrb, nr, nb, ws, [&](const BlockQ6_K& b, uint8_t* o, int r, uint8_t* q) {
+    putf(o + kW6D + 4 * r, fp16_to_f32(b.d));
+    putf(o + kW6Dmin + 4 * r, 0.f);
+    // 16 int8 scales as int32, and as int16 offsets -32 * scale (in [-4064, 4096]).
+    for (int j = 0; j < 16; ++j) {
+      put32(o + kW6Sc + 64 * r + 4 * j, b.scales[j]);
+      put16(o + kW6Op + 32 * r + 2 * j, static_cast<int16_t>(-32 * b.scales[j]));
+    }
+    // Half n (128 elements): element 32m + i = nibble m / 2 of ql[64n + 32(m & 1) + i] with
+    // bits 2m, 2m + 1 of qh[32n + i] as bits 4, 5 (0..63).
+    for (int n = 0; n < 2; ++n)
+      for (int m = 0; m < 4; ++m)
+        for (int i = 0; i < 32; ++i) {
+          const uint8_t l = b.ql[64 * n + 32 * (m & 1) + i];
+          const int nib = m < 2 ? (l & 0x0F) : (l >> 4);
+          q[128 * n + 32 * m + i] = static_cast<uint8_t>(nib | ((b.qh[32 * n + i] >> (2 * m)) & 3) << 4);
+        }
+  });
+}
+
 // Q3_K in the Q6_K layout (gemm_layout.h): levels q + 4 (0..7) in element order, offsets -4 * scale.
 void pack_w3(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
-  for (int64_t k = 0; k < nb; ++k) {
-    uint8_t* o = ws + k * kW6Block;
-    for (int r = 0; r < kR; ++r) {
-      uint8_t* q = o + kW6Q + 256 * r;
-      if (r >= nr) {
-        putf(o + kW6D + 4 * r, 0.f);
-        putf(o + kW6Dmin + 4 * r, 0.f);
-        std::memset(o + kW6Sc + 64 * r, 0, 64);
-        std::memset(o + kW6Op + 32 * r, 0, 32);
-        std::memset(q, 0, 256);
-        continue;
-      }
-      const BlockQ3_K& b = reinterpret_cast<const BlockQ3_K*>(w + r * wrb)[k];
-      putf(o + kW6D + 4 * r, fp16_to_f32(b.d));
-      putf(o + kW6Dmin + 4 * r, 0.f);
-      for (int j = 0; j < 16; ++j) {
-        const int sc = q3k_scale(j, b.scales);
-        put32(o + kW6Sc + 64 * r + 4 * j, sc);
-        put16(o + kW6Op + 32 * r + 2 * j, static_cast<int16_t>(-4 * sc));
-      }
-      // Element 128h + 32j + l: bits 2j, 2j + 1 of qs[32h + l]; bit 4h + j of hmask[l] as bit 2.
-      for (int h = 0; h < 2; ++h)
-        for (int j = 0; j < 4; ++j)
-          for (int l = 0; l < 32; ++l)
-            q[128 * h + 32 * j + l] = static_cast<uint8_t>(((b.qs[32 * h + l] >> (2 * j)) & 3) |
-                                                           (((b.hmask[l] >> (4 * h + j)) & 1) << 2));
+  pack_w6_rows<BlockQ3_K>(w, wrb, nr, nb, ws, [&](const BlockQ3_K& b, uint8_t* o, int r, uint8_t* q) {
+    putf(o + kW6D + 4 * r, fp16_to_f32(b.d));
+    putf(o + kW6Dmin + 4 * r, 0.f);
+    for (int j = 0; j < 16; ++j) {
+      const int sc = q3k_scale(j, b.scales);
+      put32(o + kW6Sc + 64 * r + 4 * j, sc);
+      put16(o + kW6Op + 32 * r + 2 * j, static_cast<int16_t>(-4 * sc));
     }
-  }
+    // Element 128h + 32j + l: bits 2j, 2j + 1 of qs[32h + l]; bit 4h + j of hmask[l] as bit 2.
+    for (int h = 0; h < 2; ++h)
+      for (int j = 0; j < 4; ++j)
+        for (int l = 0; l < 32; ++l)
+          q[128 * h + 32 * j + l] = static_cast<uint8_t>(((b.qs[32 * h + l] >> (2 * j)) & 3) |
+                                                         (((b.hmask[l] >> (4 * h + j)) & 1) << 2));
+  });
 }
 
 // Q2_K in the Q6_K layout (gemm_layout.h): levels 0..3 in element order, 4-bit scales, the 4-bit
 // mins in place of the offsets, dmin.
 void pack_w2(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
-  for (int64_t k = 0; k < nb; ++k) {
-    uint8_t* o = ws + k * kW6Block;
-    for (int r = 0; r < kR; ++r) {
-      uint8_t* q = o + kW6Q + 256 * r;
-      if (r >= nr) {
-        putf(o + kW6D + 4 * r, 0.f);
-        putf(o + kW6Dmin + 4 * r, 0.f);
-        std::memset(o + kW6Sc + 64 * r, 0, 64);
-        std::memset(o + kW6Op + 32 * r, 0, 32);
-        std::memset(q, 0, 256);
-        continue;
-      }
-      const BlockQ2_K& b = reinterpret_cast<const BlockQ2_K*>(w + r * wrb)[k];
-      putf(o + kW6D + 4 * r, fp16_to_f32(b.d));
-      putf(o + kW6Dmin + 4 * r, fp16_to_f32(b.dmin));
-      for (int j = 0; j < 16; ++j) {
-        put32(o + kW6Sc + 64 * r + 4 * j, b.scales[j] & 0x0F);
-        put16(o + kW6Op + 32 * r + 2 * j, static_cast<int16_t>(b.scales[j] >> 4));
-      }
-      // Element 128h + 32j + l: bits 2j, 2j + 1 of qs[32h + l].
-      for (int h = 0; h < 2; ++h)
-        for (int j = 0; j < 4; ++j)
-          for (int l = 0; l < 32; ++l) q[128 * h + 32 * j + l] = static_cast<uint8_t>((b.qs[32 * h + l] >> (2 * j)) & 3);
+  pack_w6_rows<BlockQ2_K>(w, wrb, nr, nb, ws, [&](const BlockQ2_K& b, uint8_t* o, int r, uint8_t* q) {
+    putf(o + kW6D + 4 * r, fp16_to_f32(b.d));
+    putf(o + kW6Dmin + 4 * r, fp16_to_f32(b.dmin));
+    for (int j = 0; j < 16; ++j) {
+      put32(o + kW6Sc + 64 * r + 4 * j, b.scales[j] & 0x0F);
+      put16(o + kW6Op + 32 * r + 2 * j, static_cast<int16_t>(b.scales[j] >> 4));
     }
-  }
+    // Element 128h + 32j + l: bits 2j, 2j + 1 of qs[32h + l].
+    for (int h = 0; h < 2; ++h)
+      for (int j = 0; j < 4; ++j)
+        for (int l = 0; l < 32; ++l) q[128 * h + 32 * j + l] = static_cast<uint8_t>((b.qs[32 * h + l] >> (2 * j)) & 3);
+  });
 }
 
 // ---- tiles: 4 weight rows x one group of 16 tokens over all nb blocks -----------------------

@@ -48,38 +48,18 @@ class Raw {
   }
   // Reads until the peer closes or `limit` passes; the bytes read.
   std::string read_all(std::chrono::milliseconds limit) {
-    std::string out;
-    const auto deadline = Clock::now() + limit;
-    char buf[4096];
-    while (Clock::now() < deadline) {
-      pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, 50) <= 0) continue;
-      const ssize_t n = recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) break;
-      out.append(buf, static_cast<size_t>(n));
-    }
-    return out;
+    return read_until(limit, [](const std::string&) { return false; });
   }
   // Reads one response (its headers, then Content-Length bytes of body) within `limit`; what was
   // read when the limit passed or the peer closed.
   std::string read_response(std::chrono::milliseconds limit) {
-    std::string out;
-    const auto deadline = Clock::now() + limit;
-    char buf[4096];
-    while (Clock::now() < deadline) {
+    return read_until(limit, [](const std::string& out) {
       const size_t end = out.find("\r\n\r\n");
-      if (end != std::string::npos) {
-        const size_t at = out.find("Content-Length: ");
-        const size_t length = at != std::string::npos && at < end ? std::strtoul(out.c_str() + at + 16, nullptr, 10) : 0;
-        if (out.size() >= end + 4 + length) return out;
-      }
-      pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, 50) <= 0) continue;
-      const ssize_t n = recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) break;
-      out.append(buf, static_cast<size_t>(n));
-    }
-    return out;
+      if (end == std::string::npos) return false;
+      const size_t at = out.find("Content-Length: ");
+      const size_t length = at != std::string::npos && at < end ? std::strtoul(out.c_str() + at + 16, nullptr, 10) : 0;
+      return out.size() >= end + 4 + length;
+    });
   }
   // True when the peer closed the connection within `limit`.
   bool closed_within(std::chrono::milliseconds limit) {
@@ -95,6 +75,21 @@ class Raw {
   }
 
  private:
+  // Reads until complete(bytes so far) holds, the peer closes, or `limit` passes.
+  template <typename Complete>
+  std::string read_until(std::chrono::milliseconds limit, Complete complete) {
+    std::string out;
+    const auto deadline = Clock::now() + limit;
+    char buf[4096];
+    while (!complete(out) && Clock::now() < deadline) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0) continue;
+      const ssize_t n = recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      out.append(buf, static_cast<size_t>(n));
+    }
+    return out;
+  }
   void close_fd() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;

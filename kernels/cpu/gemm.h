@@ -4,7 +4,9 @@
 // Variants: Avx512 (AVX-512 VNNI, 512-bit) for Q4_0, Q5_0, Q8_0 (activations Q8_0) and Q2_K-Q6_K
 // (activations Q8_K; Q2_K and Q3_K in the Q6_K tile). Activations are quantized with the ISA's
 // own quantizer (the same bits as the vec_dot path) and packed in groups of 16 tokens: for every 4-element step,
-// one 64-byte vector holds that step of all 16 tokens. Weights are unpacked, 4 rows at a time,
+// one 64-byte vector holds that step of all 16 tokens. A batch of at most 8 tokens (decode of
+// up to 8 sequences) can instead be packed in pairs (pack_group_pairs / rows_pairs): two lanes a
+// token, 8 elements a step, so that its vpdpbusd have no padding lanes (gemm_layout.h). Weights are unpacked, 4 rows at a time,
 // into per-thread scratch as unsigned bytes; the micro-kernel then broadcasts 4 weight bytes of
 // a row and does one vpdpbusd per (row, 16 tokens): a 4 rows x 32 tokens register tile. Integer
 // sums are scaled per group (vpmulld) and per block (float); offsets of signed weights come
@@ -28,6 +30,7 @@
 namespace strata::kernels {
 
 constexpr int64_t kGemmTokenGroup = 16;  // tokens per packed activation group
+constexpr int64_t kGemmPairTokens = 8;   // most tokens of the pairs layout (one group)
 
 struct GemmKernels {
   // matmul uses these kernels from this many tokens on (below, the one-row VecDot4 / vec_dot
@@ -49,6 +52,13 @@ struct GemmKernels {
   void (*rows)(const uint8_t* w, int64_t w_row_bytes, int64_t nr, int64_t cols, const uint8_t* act,
                int64_t n_tokens, float* y, int64_t y_stride, uint8_t* scratch, const uint8_t* next_w,
                int64_t next_nr);
+  // The pairs layout, for n_tokens <= kGemmPairTokens (group 0 only; fewer vpdpbusd than one
+  // wide group of the same tokens): pack_group_pairs packs tokens [0, n_tokens) into dst (at
+  // most group_bytes(cols) bytes, 64-byte aligned); rows_pairs is `rows` for that group.
+  void (*pack_group_pairs)(const float* x, int64_t cols, int64_t n_tokens, int64_t group, uint8_t* dst);
+  void (*rows_pairs)(const uint8_t* w, int64_t w_row_bytes, int64_t nr, int64_t cols, const uint8_t* act,
+                     int64_t n_tokens, float* y, int64_t y_stride, uint8_t* scratch, const uint8_t* next_w,
+                     int64_t next_nr);
 };
 
 // nullptr when wtype has no packed kernel at that ISA (or the CPU lacks the ISA).

@@ -30,6 +30,18 @@ inline __m512i bcast32(const uint8_t* p) {
   std::memcpy(&v, p, 4);
   return _mm512_set1_epi32(v);
 }
+// The kStep weight bytes of one step in every lane pair: vpbroadcastd (wide) or vpbroadcastq
+// (pairs), both a plain load.
+template <int kStep>
+inline __m512i bcast_step(const uint8_t* p) {
+  if constexpr (kStep == 4) {
+    return bcast32(p);
+  } else {
+    long long v;
+    std::memcpy(&v, p, 8);
+    return _mm512_set1_epi64(v);
+  }
+}
 inline float loadf(const uint8_t* p) {
   float v;
   std::memcpy(&v, p, 4);
@@ -39,17 +51,22 @@ inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 inline __m256i loadu256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline void storeu256(void* p, __m256i v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
 
-// Writes the 4 x 16 x G results of a micro-tile: out[r][g][l] -> y[(16 g + l) * ys + r].
-template <int G>
+// Writes the results of a micro-tile of G groups of layout L: token t of group g is lanes
+// [kLanes t, kLanes t + kLanes) of acc[r][g], summed left to right -> y[(T g + t) * ys + r].
+template <class L, int G>
 inline void store_tile(const __m512 (&acc)[kR][G], int64_t nr, int64_t nt, float* y, int64_t ys) {
-  alignas(64) float o[kR][G][kG];
+  alignas(64) float o[kR][G][16];
   for (int r = 0; r < kR; ++r)
     for (int g = 0; g < G; ++g) _mm512_store_ps(o[r][g], acc[r][g]);
   for (int g = 0; g < G; ++g)
-    for (int l = 0; l < kG; ++l) {
-      const int64_t t = g * kG + l;
+    for (int l = 0; l < L::kTokens; ++l) {
+      const int64_t t = g * L::kTokens + l;
       if (t >= nt) return;
-      for (int64_t r = 0; r < nr; ++r) y[t * ys + r] = o[r][g][l];
+      for (int64_t r = 0; r < nr; ++r) {
+        float v = o[r][g][L::kLanes * l];
+        for (int i = 1; i < L::kLanes; ++i) v += o[r][g][L::kLanes * l + i];
+        y[t * ys + r] = v;
+      }
     }
 }
 
@@ -67,11 +84,13 @@ inline void prefetch_part(const Prefetch& pf, int64_t k) {
 
 // ---- activations: Q8_0 (for Q4_0, Q5_0, Q8_0 weights), Q8_K (for Q4_K, Q5_K, Q6_K) -------
 
+template <class L>
 void pack_group_q8_0(const float* x, int64_t cols, int64_t n_tokens, int64_t group, uint8_t* dst) {
-  pack_act_q8_0(detail::avx512_kernels(DType::Q8_0)->quantize_row, x, cols, n_tokens, group, dst);
+  pack_act_q8_0<L>(detail::avx512_kernels(DType::Q8_0)->quantize_row, x, cols, n_tokens, group, dst);
 }
+template <class L>
 void pack_group_q8_k(const float* x, int64_t cols, int64_t n_tokens, int64_t group, uint8_t* dst) {
-  pack_act_q8_k(detail::avx512_kernels(DType::Q8_K)->quantize_row, x, cols, n_tokens, group, dst);
+  pack_act_q8_k<L>(detail::avx512_kernels(DType::Q8_K)->quantize_row, x, cols, n_tokens, group, dst);
 }
 
 // ---- weights with Q8_0 activations: Q8_0, Q4_0, Q5_0 as u8 = q + 128 -----------------------
@@ -117,8 +136,8 @@ void pack_w80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws
   }
 }
 
-// 4 rows x 16G tokens over all nb blocks.
-template <int G>
+// 4 rows x G groups of layout L over all nb blocks.
+template <class L, int G>
 inline void tile_w80(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t gb, const Prefetch& pf,
                      __m512 (&facc)[kR][G]) {
   for (int r = 0; r < kR; ++r)
@@ -129,21 +148,22 @@ inline void tile_w80(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t 
     const uint8_t* ab[G];
     __m512i acc[kR][G];
     for (int g = 0; g < G; ++g) {
-      ab[g] = act + g * gb + k * kA80Block;
+      ab[g] = act + g * gb + k * L::k80Block;
       for (int r = 0; r < kR; ++r) acc[r][g] = _mm512_setzero_si512();
     }
+    constexpr int kStep = L::kStepElems;
 #pragma GCC unroll 8
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < 32 / kStep; ++j) {
       __m512i a[G];
-      for (int g = 0; g < G; ++g) a[g] = _mm512_load_si512(ab[g] + kA80Q + 64 * j);
+      for (int g = 0; g < G; ++g) a[g] = _mm512_load_si512(ab[g] + L::k80Q + 64 * j);
       for (int r = 0; r < kR; ++r) {
-        const __m512i b = bcast32(wb + kW80Q + 32 * r + 4 * j);
+        const __m512i b = bcast_step<kStep>(wb + kW80Q + 32 * r + kStep * j);
         for (int g = 0; g < G; ++g) acc[r][g] = _mm512_dpbusd_epi32(acc[r][g], b, a[g]);
       }
     }
     for (int g = 0; g < G; ++g) {
-      const __m512 da = _mm512_load_ps(ab[g] + kA80D);
-      const __m512i corr = _mm512_load_si512(ab[g] + kA80Corr);
+      const __m512 da = _mm512_load_ps(ab[g] + L::k80D);
+      const __m512i corr = _mm512_load_si512(ab[g] + L::k80Corr);
       for (int r = 0; r < kR; ++r)
         facc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc[r][g], corr)),
                                      _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + kW80D + 4 * r))), facc[r][g]);
@@ -305,8 +325,8 @@ void pack_w2(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws)
   });
 }
 
-// Integer sums of `steps` consecutive 4-element steps starting at step s0 into acc.
-template <int G, int kSteps>
+// Integer sums of kSteps consecutive steps (of layout L) starting at step s0 into acc.
+template <class L, int G, int kSteps>
 inline void dp_steps(const uint8_t* wq, const uint8_t* const (&aq)[G], int s0, __m512i (&acc)[kR][G]) {
   for (int r = 0; r < kR; ++r)
     for (int g = 0; g < G; ++g) acc[r][g] = _mm512_setzero_si512();
@@ -315,13 +335,13 @@ inline void dp_steps(const uint8_t* wq, const uint8_t* const (&aq)[G], int s0, _
     __m512i a[G];
     for (int g = 0; g < G; ++g) a[g] = _mm512_load_si512(aq[g] + 64 * s);
     for (int r = 0; r < kR; ++r) {
-      const __m512i b = bcast32(wq + 256 * r + 4 * s);
+      const __m512i b = bcast_step<L::kStepElems>(wq + 256 * r + L::kStepElems * s);
       for (int g = 0; g < G; ++g) acc[r][g] = _mm512_dpbusd_epi32(acc[r][g], b, a[g]);
     }
   }
 }
 
-template <int G>
+template <class L, int G>
 inline void tile_w45(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t gb, const Prefetch& pf,
                      __m512 (&facc)[kR][G]) {
   for (int r = 0; r < kR; ++r)
@@ -332,15 +352,16 @@ inline void tile_w45(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t 
     const uint8_t* ab[G];
     const uint8_t* aq[G];
     for (int g = 0; g < G; ++g) {
-      ab[g] = act + g * gb + k * kA8KBlock;
-      aq[g] = ab[g] + kA8KQ;
+      ab[g] = act + g * gb + k * L::k8KBlock;
+      aq[g] = ab[g] + L::k8KQ;
     }
+    constexpr int kStep = L::kStepElems;
     __m512i isum[kR][G], acc[kR][G];
     for (int r = 0; r < kR; ++r)
       for (int g = 0; g < G; ++g) isum[r][g] = _mm512_setzero_si512();
 #pragma GCC unroll 1
     for (int grp = 0; grp < 8; ++grp) {
-      dp_steps<G, 8>(wb + kW45Q, aq, 8 * grp, acc);
+      dp_steps<L, G, 32 / kStep>(wb + kW45Q, aq, 32 / kStep * grp, acc);
       for (int r = 0; r < kR; ++r) {
         const __m512i sc = bcast32(wb + kW45Sc + 32 * r + 4 * grp);
         for (int g = 0; g < G; ++g) isum[r][g] = _mm512_add_epi32(isum[r][g], _mm512_mullo_epi32(acc[r][g], sc));
@@ -349,16 +370,16 @@ inline void tile_w45(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t 
     // mins: sum over groups of m * (sum of the group's activations)
     for (int r = 0; r < kR; ++r)
       for (int g = 0; g < G; ++g) acc[r][g] = _mm512_setzero_si512();
-    for (int p = 0; p < 4; ++p) {
+    for (int p = 0; p < 16 / kStep; ++p) {
       __m512i bs[G];
-      for (int g = 0; g < G; ++g) bs[g] = _mm512_load_si512(ab[g] + kA8KBs32 + 64 * p);
+      for (int g = 0; g < G; ++g) bs[g] = _mm512_load_si512(ab[g] + L::k8KBs32 + 64 * p);
       for (int r = 0; r < kR; ++r) {
-        const __m512i m = bcast32(wb + kW45Mp + 16 * r + 4 * p);
+        const __m512i m = bcast_step<kStep>(wb + kW45Mp + 16 * r + kStep * p);
         for (int g = 0; g < G; ++g) acc[r][g] = _mm512_dpwssd_epi32(acc[r][g], bs[g], m);
       }
     }
     for (int g = 0; g < G; ++g) {
-      const __m512 da = _mm512_load_ps(ab[g] + kA8KD);
+      const __m512 da = _mm512_load_ps(ab[g] + L::k8KD);
       for (int r = 0; r < kR; ++r) {
         const __m512 dd = _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + kW45D + 4 * r)));
         const __m512 dm = _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + kW45Dmin + 4 * r)));
@@ -372,7 +393,7 @@ inline void tile_w45(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t 
 // kMin (Q2_K): the first pass sums mins x block sums, which are taken off scaled by dmin before
 // the scale pass starts from zero; otherwise (Q6_K, Q3_K) they are the levels' offsets and the
 // scale pass adds to them.
-template <bool kMin, int G>
+template <bool kMin, class L, int G>
 inline void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t gb, const Prefetch& pf,
                      __m512 (&facc)[kR][G]) {
   for (int r = 0; r < kR; ++r)
@@ -383,24 +404,25 @@ inline void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t g
     const uint8_t* ab[G];
     const uint8_t* aq[G];
     for (int g = 0; g < G; ++g) {
-      ab[g] = act + g * gb + k * kA8KBlock;
-      aq[g] = ab[g] + kA8KQ;
+      ab[g] = act + g * gb + k * L::k8KBlock;
+      aq[g] = ab[g] + L::k8KQ;
     }
+    constexpr int kStep = L::kStepElems;
     __m512i isum[kR][G], acc[kR][G];
     // q - 32: start from -32 * sum_g sc[g] * bsum16[g].
     for (int r = 0; r < kR; ++r)
       for (int g = 0; g < G; ++g) isum[r][g] = _mm512_setzero_si512();
-    for (int p = 0; p < 8; ++p) {
+    for (int p = 0; p < 32 / kStep; ++p) {
       __m512i bs[G];
-      for (int g = 0; g < G; ++g) bs[g] = _mm512_load_si512(ab[g] + kA8KBs16 + 64 * p);
+      for (int g = 0; g < G; ++g) bs[g] = _mm512_load_si512(ab[g] + L::k8KBs16 + 64 * p);
       for (int r = 0; r < kR; ++r) {
-        const __m512i o = bcast32(wb + kW6Op + 32 * r + 4 * p);
+        const __m512i o = bcast_step<kStep>(wb + kW6Op + 32 * r + kStep * p);
         for (int g = 0; g < G; ++g) isum[r][g] = _mm512_dpwssd_epi32(isum[r][g], bs[g], o);
       }
     }
     if constexpr (kMin) {
       for (int g = 0; g < G; ++g) {
-        const __m512 da = _mm512_load_ps(ab[g] + kA8KD);
+        const __m512 da = _mm512_load_ps(ab[g] + L::k8KD);
         for (int r = 0; r < kR; ++r) {
           const __m512 dm = _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + kW6Dmin + 4 * r)));
           facc[r][g] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(isum[r][g]), dm, facc[r][g]);
@@ -410,14 +432,14 @@ inline void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t g
     }
 #pragma GCC unroll 2
     for (int grp = 0; grp < 16; ++grp) {
-      dp_steps<G, 4>(wb + kW6Q, aq, 4 * grp, acc);
+      dp_steps<L, G, 16 / kStep>(wb + kW6Q, aq, 16 / kStep * grp, acc);
       for (int r = 0; r < kR; ++r) {
         const __m512i sc = bcast32(wb + kW6Sc + 64 * r + 4 * grp);
         for (int g = 0; g < G; ++g) isum[r][g] = _mm512_add_epi32(isum[r][g], _mm512_mullo_epi32(acc[r][g], sc));
       }
     }
     for (int g = 0; g < G; ++g) {
-      const __m512 da = _mm512_load_ps(ab[g] + kA8KD);
+      const __m512 da = _mm512_load_ps(ab[g] + L::k8KD);
       for (int r = 0; r < kR; ++r) {
         const __m512 dd = _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + kW6D + 4 * r)));
         facc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][g]), dd, facc[r][g]);
@@ -430,14 +452,15 @@ inline void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t g
 
 using PackW = void (*)(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws);
 
-// Row quads: unpack 4 weight rows once, then run them against every pair of token groups. The
-// first tile of each quad prefetches the rows the next unpack reads (the next quad, or after
-// the last quad the first rows of next_w, the caller's next work item).
-template <PackW kPack, int64_t kElemsPerBlock, template <int> class Tile>
+// Row quads: unpack 4 weight rows once, then run them against every pair of token groups (of
+// layout L). The first tile of each quad prefetches the rows the next unpack reads (the next
+// quad, or after the last quad the first rows of next_w, the caller's next work item).
+template <PackW kPack, int64_t kElemsPerBlock, template <class, int> class Tile, class L>
 void rows_driver(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens,
                  float* y, int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr, int64_t gb) {
   const int64_t nb = cols / kElemsPerBlock;
-  const int64_t n_groups = (n_tokens + kG - 1) / kG;
+  constexpr int64_t kT = L::kTokens;
+  const int64_t n_groups = (n_tokens + kT - 1) / kT;
   for (int64_t r0 = 0; r0 < nr; r0 += kR) {
     const int64_t rq = nr - r0 < kR ? nr - r0 : kR;
     kPack(w + r0 * wrb, wrb, rq, nb, ws);
@@ -452,69 +475,68 @@ void rows_driver(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const 
     int64_t g0 = 0;
     for (; g0 + 2 <= n_groups; g0 += 2) {
       __m512 facc[kR][2];
-      Tile<2>::run(ws, nb, act + g0 * gb, gb, pf, facc);
-      store_tile<2>(facc, rq, n_tokens - g0 * kG, y + g0 * kG * ys + r0, ys);
+      Tile<L, 2>::run(ws, nb, act + g0 * gb, gb, pf, facc);
+      store_tile<L, 2>(facc, rq, n_tokens - g0 * kT, y + g0 * kT * ys + r0, ys);
       pf.p = nullptr;
     }
     if (g0 < n_groups) {
       __m512 facc[kR][1];
-      Tile<1>::run(ws, nb, act + g0 * gb, gb, pf, facc);
-      store_tile<1>(facc, rq, n_tokens - g0 * kG, y + g0 * kG * ys + r0, ys);
+      Tile<L, 1>::run(ws, nb, act + g0 * gb, gb, pf, facc);
+      store_tile<L, 1>(facc, rq, n_tokens - g0 * kT, y + g0 * kT * ys + r0, ys);
     }
   }
 }
 
-#define STRATA_TILE(Name, fn)                                                                                  \
-  template <int G>                                                                                            \
+#define STRATA_TILE(Name, call)                                                                              \
+  template <class L, int G>                                                                                   \
   struct Name {                                                                                               \
     static void run(const uint8_t* ws, int64_t nb, const uint8_t* a, int64_t gb, const Prefetch& pf,        \
                     __m512 (&f)[kR][G]) {                                                                     \
-      fn<G>(ws, nb, a, gb, pf, f);                                                                            \
+      call(ws, nb, a, gb, pf, f);                                                                             \
     }                                                                                                         \
   };
-STRATA_TILE(TileW80, tile_w80)
-STRATA_TILE(TileW45, tile_w45)
-#define STRATA_TILE2(Name, fn, arg)                                                                          \
-  template <int G>                                                                                            \
-  struct Name {                                                                                               \
-    static void run(const uint8_t* ws, int64_t nb, const uint8_t* a, int64_t gb, const Prefetch& pf,        \
-                    __m512 (&f)[kR][G]) {                                                                     \
-      fn<arg, G>(ws, nb, a, gb, pf, f);                                                                       \
-    }                                                                                                         \
-  };
-STRATA_TILE2(TileW6, tile_w6, false)
-STRATA_TILE2(TileW2, tile_w6, true)
-#undef STRATA_TILE2
+STRATA_TILE(TileW80, (tile_w80<L, G>))
+STRATA_TILE(TileW45, (tile_w45<L, G>))
+STRATA_TILE(TileW6, (tile_w6<false, L, G>))
+STRATA_TILE(TileW2, (tile_w6<true, L, G>))
 #undef STRATA_TILE
 
-template <DType T>
+template <DType T, class L>
 void rows_w80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
               int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
-  rows_driver<&pack_w80<T>, 32, TileW80>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr,
-                                         group_bytes_q8_0(cols));
+  rows_driver<&pack_w80<T>, 32, TileW80, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr,
+                                            group_bytes_q8_0(cols));
 }
-template <bool kFive>
+template <bool kFive, class L>
 void rows_w45(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
               int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
-  rows_driver<&pack_w45<kFive>, 256, TileW45>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr,
-                                              group_bytes_q8_k(cols));
+  rows_driver<&pack_w45<kFive>, 256, TileW45, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr,
+                                                 group_bytes_q8_k(cols));
 }
-template <PackW kPack, template <int> class Tile = TileW6>
+template <PackW kPack, template <class, int> class Tile, class L>
 void rows_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
              int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
-  rows_driver<kPack, 256, Tile>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr, group_bytes_q8_k(cols));
+  rows_driver<kPack, 256, Tile, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr,
+                                   group_bytes_q8_k(cols));
 }
 
-// min_tokens: gemm_layout.h.
-const GemmKernels kQ8_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q8_0>};
-const GemmKernels kQ4_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q4_0>};
-const GemmKernels kQ5_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q5_0>};
-const GemmKernels kQ4_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w45, &rows_w45<false>};
-const GemmKernels kQ5_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w45, &rows_w45<true>};
-const GemmKernels kQ6_K{kMinTokensW6, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w6, &rows_w6<&pack_w6>};
-const GemmKernels kQ3_K{kMinTokensW3, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w6, &rows_w6<&pack_w3>};
-const GemmKernels kQ2_K{kMinTokensW3, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w6,
-                        &rows_w6<&pack_w2, TileW2>};
+// min_tokens: gemm_layout.h. Each table: its wide kernels, then its pairs kernels.
+const GemmKernels kQ8_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_w80,
+                        &rows_w80<DType::Q8_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q8_0, Pairs>};
+const GemmKernels kQ4_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_w80,
+                        &rows_w80<DType::Q4_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q4_0, Pairs>};
+const GemmKernels kQ5_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_w80,
+                        &rows_w80<DType::Q5_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q5_0, Pairs>};
+const GemmKernels kQ4_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w45,
+                        &rows_w45<false, Wide>, &pack_group_q8_k<Pairs>, &rows_w45<false, Pairs>};
+const GemmKernels kQ5_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w45,
+                        &rows_w45<true, Wide>, &pack_group_q8_k<Pairs>, &rows_w45<true, Pairs>};
+const GemmKernels kQ6_K{kMinTokensW6, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w6,
+                        &rows_w6<&pack_w6, TileW6, Wide>, &pack_group_q8_k<Pairs>, &rows_w6<&pack_w6, TileW6, Pairs>};
+const GemmKernels kQ3_K{kMinTokensW3, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w6,
+                        &rows_w6<&pack_w3, TileW6, Wide>, &pack_group_q8_k<Pairs>, &rows_w6<&pack_w3, TileW6, Pairs>};
+const GemmKernels kQ2_K{kMinTokensW2, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w6,
+                        &rows_w6<&pack_w2, TileW2, Wide>, &pack_group_q8_k<Pairs>, &rows_w6<&pack_w2, TileW2, Pairs>};
 
 }  // namespace
 }  // namespace strata::kernels::gemm_avx512

@@ -57,6 +57,20 @@ VecI bcast32(const uint8_t* p) {
   for (uint32_t& e : v.l) e = x;
   return v;
 }
+// vpbroadcastq of the 8 bytes at p: even lanes the first 4, odd lanes the last 4.
+VecI bcast64(const uint8_t* p) {
+  uint32_t x[2];
+  std::memcpy(x, p, 8);
+  VecI v;
+  for (int l = 0; l < 16; ++l) v.l[l] = x[l & 1];
+  return v;
+}
+// The kStep bytes of one step (gemm_avx512.cpp's bcast_step).
+template <int kStep>
+VecI bcast_step(const uint8_t* p) {
+  if constexpr (kStep == 4) return bcast32(p);
+  else return bcast64(p);
+}
 // vbroadcastss.
 VecF set1_f(float x) {
   VecF v;
@@ -125,21 +139,29 @@ VecF fnmadd(const VecF& a, const VecF& b, VecF c) {
   return c;
 }
 
-// Writes a tile of one group: acc[r].l[t] -> y[t * ys + r] for r < nr, t < nt (at most 16).
+// Writes a tile of one group of layout L: token t is lanes [kLanes t, kLanes t + kLanes) of
+// acc[r], summed left to right -> y[t * ys + r] for r < nr, t < nt.
+template <class L>
 void store_tile(const VecF (&acc)[kR], int64_t nr, int64_t nt, float* y, int64_t ys) {
-  for (int64_t t = 0; t < kG && t < nt; ++t)
-    for (int64_t r = 0; r < nr; ++r) y[t * ys + r] = acc[r].l[t];
+  for (int64_t t = 0; t < L::kTokens && t < nt; ++t)
+    for (int64_t r = 0; r < nr; ++r) {
+      float v = acc[r].l[L::kLanes * t];
+      for (int i = 1; i < L::kLanes; ++i) v += acc[r].l[L::kLanes * t + i];
+      y[t * ys + r] = v;
+    }
 }
 
 void put16(uint8_t* p, int16_t v) { std::memcpy(p, &v, 2); }
 
 // ---- activations --------------------------------------------------------------------------
 
+template <class L>
 void pack_group_q8_0(const float* x, int64_t cols, int64_t n_tokens, int64_t group, uint8_t* dst) {
-  pack_act_q8_0(&ref::quantize_q8_0, x, cols, n_tokens, group, dst);
+  pack_act_q8_0<L>(&ref::quantize_q8_0, x, cols, n_tokens, group, dst);
 }
+template <class L>
 void pack_group_q8_k(const float* x, int64_t cols, int64_t n_tokens, int64_t group, uint8_t* dst) {
-  pack_act_q8_k(&ref::quantize_q8_k, x, cols, n_tokens, group, dst);
+  pack_act_q8_k<L>(&ref::quantize_q8_k, x, cols, n_tokens, group, dst);
 }
 
 // ---- weight unpacking: the bytes gemm_avx512.cpp's pack_w80 / pack_w45 / pack_w6 write -------
@@ -312,58 +334,63 @@ void pack_w2(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws)
   });
 }
 
-// ---- tiles: 4 weight rows x one group of 16 tokens over all nb blocks -----------------------
+// ---- tiles: 4 weight rows x one group (of layout L) over all nb blocks ----------------------
 // (gemm_avx512.cpp runs two groups per tile to reuse each weight broadcast; every lane's
 // operations are the same either way.)
 
+template <class L>
 void tile_w80(const uint8_t* ws, int64_t nb, const uint8_t* act, VecF (&facc)[kR]) {
+  constexpr int kStep = L::kStepElems;
   for (VecF& f : facc) f = zero_f();
   for (int64_t k = 0; k < nb; ++k) {
     const uint8_t* wb = ws + k * kW80Block;
-    const uint8_t* ab = act + k * kA80Block;
+    const uint8_t* ab = act + k * L::k80Block;
     VecI acc[kR];
     for (VecI& a : acc) a = zero_i();
-    for (int j = 0; j < 8; ++j) {
-      const VecI a = load_i(ab + kA80Q + 64 * j);
-      for (int r = 0; r < kR; ++r) acc[r] = dpbusd(acc[r], bcast32(wb + kW80Q + 32 * r + 4 * j), a);
+    for (int j = 0; j < 32 / kStep; ++j) {
+      const VecI a = load_i(ab + L::k80Q + 64 * j);
+      for (int r = 0; r < kR; ++r) acc[r] = dpbusd(acc[r], bcast_step<kStep>(wb + kW80Q + 32 * r + kStep * j), a);
     }
     // (w + 128) . a - 128 * sum(a) = w . a, then * (d_a * d_w) into the float sum.
-    const VecF da = load_f(ab + kA80D);
-    const VecI corr = load_i(ab + kA80Corr);
+    const VecF da = load_f(ab + L::k80D);
+    const VecI corr = load_i(ab + L::k80Corr);
     for (int r = 0; r < kR; ++r)
       facc[r] = fmadd(cvt(add_i(acc[r], corr)), mul_f(da, set1_f(loadf(wb + kW80D + 4 * r))), facc[r]);
   }
 }
 
-// Integer sums of kSteps 4-element steps from step s0: acc[r] = sum of vpdpbusd over the steps.
-template <int kSteps>
+// Integer sums of kSteps steps (of layout L) from step s0: acc[r] = sum of vpdpbusd over them.
+template <class L, int kSteps>
 void dp_steps(const uint8_t* wq, const uint8_t* aq, int s0, VecI (&acc)[kR]) {
+  constexpr int kStep = L::kStepElems;
   for (VecI& a : acc) a = zero_i();
   for (int s = s0; s < s0 + kSteps; ++s) {
     const VecI a = load_i(aq + 64 * s);
-    for (int r = 0; r < kR; ++r) acc[r] = dpbusd(acc[r], bcast32(wq + 256 * r + 4 * s), a);
+    for (int r = 0; r < kR; ++r) acc[r] = dpbusd(acc[r], bcast_step<kStep>(wq + 256 * r + kStep * s), a);
   }
 }
 
+template <class L>
 void tile_w45(const uint8_t* ws, int64_t nb, const uint8_t* act, VecF (&facc)[kR]) {
+  constexpr int kStep = L::kStepElems;
   for (VecF& f : facc) f = zero_f();
   for (int64_t k = 0; k < nb; ++k) {
     const uint8_t* wb = ws + k * kW45Block;
-    const uint8_t* ab = act + k * kA8KBlock;
+    const uint8_t* ab = act + k * L::k8KBlock;
     VecI isum[kR], acc[kR];
     for (VecI& s : isum) s = zero_i();
-    // 8 groups of 32 (8 steps each), each times its 6-bit scale.
+    // 8 groups of 32 (32 / kStep steps each), each times its 6-bit scale.
     for (int grp = 0; grp < 8; ++grp) {
-      dp_steps<8>(wb + kW45Q, ab + kA8KQ, 8 * grp, acc);
+      dp_steps<L, 32 / kStep>(wb + kW45Q, ab + L::k8KQ, 32 / kStep * grp, acc);
       for (int r = 0; r < kR; ++r) isum[r] = add_i(isum[r], mullo(acc[r], bcast32(wb + kW45Sc + 32 * r + 4 * grp)));
     }
-    // mins: sum over groups of m * (sum of the group's activations), two groups per vpdpwssd.
+    // mins: sum over groups of m * (sum of the group's activations), two groups per vpdpwssd lane.
     for (VecI& a : acc) a = zero_i();
-    for (int p = 0; p < 4; ++p) {
-      const VecI bs = load_i(ab + kA8KBs32 + 64 * p);
-      for (int r = 0; r < kR; ++r) acc[r] = dpwssd(acc[r], bs, bcast32(wb + kW45Mp + 16 * r + 4 * p));
+    for (int p = 0; p < 16 / kStep; ++p) {
+      const VecI bs = load_i(ab + L::k8KBs32 + 64 * p);
+      for (int r = 0; r < kR; ++r) acc[r] = dpwssd(acc[r], bs, bcast_step<kStep>(wb + kW45Mp + 16 * r + kStep * p));
     }
-    const VecF da = load_f(ab + kA8KD);
+    const VecF da = load_f(ab + L::k8KD);
     for (int r = 0; r < kR; ++r) {
       const VecF dd = mul_f(da, set1_f(loadf(wb + kW45D + 4 * r)));
       const VecF dm = mul_f(da, set1_f(loadf(wb + kW45Dmin + 4 * r)));
@@ -375,33 +402,34 @@ void tile_w45(const uint8_t* ws, int64_t nb, const uint8_t* act, VecF (&facc)[kR
 
 // kMin (Q2_K): the first pass's sums (mins x block sums) come off scaled by dmin, then the scale
 // pass starts from zero (gemm_avx512.cpp's order).
-template <bool kMin>
+template <bool kMin, class L>
 void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, VecF (&facc)[kR]) {
+  constexpr int kStep = L::kStepElems;
   for (VecF& f : facc) f = zero_f();
   for (int64_t k = 0; k < nb; ++k) {
     const uint8_t* wb = ws + k * kW6Block;
-    const uint8_t* ab = act + k * kA8KBlock;
+    const uint8_t* ab = act + k * L::k8KBlock;
     VecI isum[kR], acc[kR];
-    // q - 32: start from -32 * sum_g sc[g] * bsum16[g], two groups of 16 per vpdpwssd.
+    // q - 32: start from -32 * sum_g sc[g] * bsum16[g], two groups of 16 per vpdpwssd lane.
     for (VecI& s : isum) s = zero_i();
-    for (int p = 0; p < 8; ++p) {
-      const VecI bs = load_i(ab + kA8KBs16 + 64 * p);
-      for (int r = 0; r < kR; ++r) isum[r] = dpwssd(isum[r], bs, bcast32(wb + kW6Op + 32 * r + 4 * p));
+    for (int p = 0; p < 32 / kStep; ++p) {
+      const VecI bs = load_i(ab + L::k8KBs16 + 64 * p);
+      for (int r = 0; r < kR; ++r) isum[r] = dpwssd(isum[r], bs, bcast_step<kStep>(wb + kW6Op + 32 * r + kStep * p));
     }
     if constexpr (kMin) {
-      const VecF da = load_f(ab + kA8KD);
+      const VecF da = load_f(ab + L::k8KD);
       for (int r = 0; r < kR; ++r) {
         const VecF dm = mul_f(da, set1_f(loadf(wb + kW6Dmin + 4 * r)));
         facc[r] = fnmadd(cvt(isum[r]), dm, facc[r]);
         isum[r] = zero_i();
       }
     }
-    // 16 groups of 16 (4 steps each), each times its int8 scale.
+    // 16 groups of 16 (16 / kStep steps each), each times its int8 scale.
     for (int grp = 0; grp < 16; ++grp) {
-      dp_steps<4>(wb + kW6Q, ab + kA8KQ, 4 * grp, acc);
+      dp_steps<L, 16 / kStep>(wb + kW6Q, ab + L::k8KQ, 16 / kStep * grp, acc);
       for (int r = 0; r < kR; ++r) isum[r] = add_i(isum[r], mullo(acc[r], bcast32(wb + kW6Sc + 64 * r + 4 * grp)));
     }
-    const VecF da = load_f(ab + kA8KD);
+    const VecF da = load_f(ab + L::k8KD);
     for (int r = 0; r < kR; ++r) {
       const VecF dd = mul_f(da, set1_f(loadf(wb + kW6D + 4 * r)));
       facc[r] = fmadd(cvt(isum[r]), dd, facc[r]);
@@ -414,49 +442,60 @@ void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, VecF (&facc)[kR]
 using PackW = void (*)(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws);
 using Tile = void (*)(const uint8_t* ws, int64_t nb, const uint8_t* act, VecF (&facc)[kR]);
 
-// Row quads: unpack 4 weight rows once into scratch, then run them against every token group.
-// The next rows (next_w / next_nr of GemmKernels::rows) are only a prefetch hint there, so they
-// are not read here.
-template <PackW kPack, Tile kTile, int64_t kElemsPerBlock>
+// Row quads: unpack 4 weight rows once into scratch, then run them against every token group
+// (of layout L). The next rows (next_w / next_nr of GemmKernels::rows) are only a prefetch hint
+// there, so they are not read here.
+template <PackW kPack, Tile kTile, int64_t kElemsPerBlock, class L>
 void rows_driver(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens,
                  float* y, int64_t ys, uint8_t* ws, int64_t gb) {
   const int64_t nb = cols / kElemsPerBlock;
-  const int64_t n_groups = (n_tokens + kG - 1) / kG;
+  constexpr int64_t kT = L::kTokens;
+  const int64_t n_groups = (n_tokens + kT - 1) / kT;
   for (int64_t r0 = 0; r0 < nr; r0 += kR) {
     const int64_t rq = nr - r0 < kR ? nr - r0 : kR;
     kPack(w + r0 * wrb, wrb, rq, nb, ws);
     for (int64_t g = 0; g < n_groups; ++g) {
       VecF facc[kR];
       kTile(ws, nb, act + g * gb, facc);
-      store_tile(facc, rq, n_tokens - g * kG, y + g * kG * ys + r0, ys);
+      store_tile<L>(facc, rq, n_tokens - g * kT, y + g * kT * ys + r0, ys);
     }
   }
 }
 
-template <DType T>
+template <DType T, class L>
 void rows_w80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
               int64_t ys, uint8_t* ws, const uint8_t*, int64_t) {
-  rows_driver<&pack_w80<T>, &tile_w80, 32>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_0(cols));
+  rows_driver<&pack_w80<T>, &tile_w80<L>, 32, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_0(cols));
 }
-template <bool kFive>
+template <bool kFive, class L>
 void rows_w45(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
               int64_t ys, uint8_t* ws, const uint8_t*, int64_t) {
-  rows_driver<&pack_w45<kFive>, &tile_w45, 256>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_k(cols));
+  rows_driver<&pack_w45<kFive>, &tile_w45<L>, 256, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws,
+                                                      group_bytes_q8_k(cols));
 }
-template <auto kPack, bool kMin = false>
+template <auto kPack, bool kMin, class L>
 void rows_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
              int64_t ys, uint8_t* ws, const uint8_t*, int64_t) {
-  rows_driver<kPack, &tile_w6<kMin>, 256>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_k(cols));
+  rows_driver<kPack, &tile_w6<kMin, L>, 256, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_k(cols));
 }
 
-const GemmKernels kQ8_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q8_0>};
-const GemmKernels kQ4_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q4_0>};
-const GemmKernels kQ5_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0, &scratch_bytes_w80, &rows_w80<DType::Q5_0>};
-const GemmKernels kQ4_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w45, &rows_w45<false>};
-const GemmKernels kQ5_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w45, &rows_w45<true>};
-const GemmKernels kQ6_K{kMinTokensW6, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w6, &rows_w6<&pack_w6>};
-const GemmKernels kQ3_K{kMinTokensW3, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w6, &rows_w6<&pack_w3>};
-const GemmKernels kQ2_K{kMinTokensW3, &group_bytes_q8_k, &pack_group_q8_k, &scratch_bytes_w6, &rows_w6<&pack_w2, true>};
+// Each table: its wide kernels, then its pairs kernels (gemm_avx512.cpp's order).
+const GemmKernels kQ8_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_w80,
+                        &rows_w80<DType::Q8_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q8_0, Pairs>};
+const GemmKernels kQ4_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_w80,
+                        &rows_w80<DType::Q4_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q4_0, Pairs>};
+const GemmKernels kQ5_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_w80,
+                        &rows_w80<DType::Q5_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q5_0, Pairs>};
+const GemmKernels kQ4_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w45,
+                        &rows_w45<false, Wide>, &pack_group_q8_k<Pairs>, &rows_w45<false, Pairs>};
+const GemmKernels kQ5_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w45,
+                        &rows_w45<true, Wide>, &pack_group_q8_k<Pairs>, &rows_w45<true, Pairs>};
+const GemmKernels kQ6_K{kMinTokensW6, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w6,
+                        &rows_w6<&pack_w6, false, Wide>, &pack_group_q8_k<Pairs>, &rows_w6<&pack_w6, false, Pairs>};
+const GemmKernels kQ3_K{kMinTokensW3, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w6,
+                        &rows_w6<&pack_w3, false, Wide>, &pack_group_q8_k<Pairs>, &rows_w6<&pack_w3, false, Pairs>};
+const GemmKernels kQ2_K{kMinTokensW2, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w6,
+                        &rows_w6<&pack_w2, true, Wide>, &pack_group_q8_k<Pairs>, &rows_w6<&pack_w2, true, Pairs>};
 
 }  // namespace
 }  // namespace strata::kernels::gemm_emulated

@@ -8,19 +8,28 @@
 // inline function with external linkage instantiated in the AVX-512 object is a weak symbol, and
 // the linker may keep that copy for the scalar object too (tools/isa_check.sh).
 //
-// Layouts (all little-endian; a "vector" is 64 bytes = 16 lanes of 4 bytes, lane t = token t of
-// the group of 16):
-//   Q8_0 activations, per 32-element block: corr[16] i32 (-128 * sum q), d[16] f32,
-//     q[8 steps][16 tokens][4] i8                                            = 640 bytes
-//   Q8_K activations, per 256-element block: d[16] f32, bs16[8][16] (two int16 sums of 16,
-//     groups 2p and 2p+1), bs32[4][16] (two int16 sums of 32), q[64][16][4] i8 = 4928 bytes
+// Layouts (all little-endian; a "vector" is 64 bytes = 16 lanes of 4 bytes). Activations come in
+// two lane layouts (ActLayout<kStep>), the same fields in the same order:
+//   Wide (kStep 4): a group of 16 tokens, lane t = token t; a step is 4 elements of every token,
+//     and the tile broadcasts 4 weight bytes of a row (vpbroadcastd).
+//   Pairs (kStep 8): a group of at most 8 tokens, lanes 2t and 2t + 1 = token t; a step is 8
+//     elements (lane 2t the first 4, lane 2t + 1 the last 4) and the tile broadcasts 8 weight
+//     bytes (vpbroadcastq). 8 tokens then fill all 16 lanes, where the wide layout would leave
+//     half of them padding: decode of 8 sequences does half the vpdpbusd. A token's result is
+//     the sum of its two lanes, added once when the tile is stored.
+//   Q8_0 activations, per 32-element block: corr (-128 * sum q; a pair's second lane 0), d f32
+//     (in each of a token's lanes), q[32 / kStep steps][lanes] i8
+//   Q8_K activations, per 256-element block: d, bs16[32 / kStep] (int16 sums of 16: a lane holds
+//     kStep / 2 consecutive sums), bs32[16 / kStep] (int16 sums of 32, the same way), q[256 / kStep]
 //   Weights for Q8_0 activations, per block of 4 rows: d[4] f32, q[4 rows][32] u8 = w + 128
-//   Q4_K / Q5_K weights per block of 4 rows: d[4], dmin[4] f32, sc[4 rows][8] i32, min pairs
-//     [4 rows][4] (two int16), q[4 rows][256] u8 (0..15 / 0..31)
-//   Q6_K weights per block of 4 rows: d[4] f32, dmin[4] f32 (0), sc[4 rows][16] i32, offset pairs
-//     [4 rows][8] (two int16: -32 * scale), q[4 rows][256] u8 (0..63); Q3_K the same with offsets
+//   Q4_K / Q5_K weights per block of 4 rows: d[4], dmin[4] f32, sc[4 rows][8] i32, mins
+//     [4 rows][8] int16, q[4 rows][256] u8 (0..15 / 0..31)
+//   Q6_K weights per block of 4 rows: d[4] f32, dmin[4] f32 (0), sc[4 rows][16] i32, offsets
+//     [4 rows][16] int16 (-32 * scale), q[4 rows][256] u8 (0..63); Q3_K the same with offsets
 //     -4 * scale and q = level + 4 (0..7); Q2_K with dmin, 4-bit scales, its 4-bit mins in place of
 //     the offsets (scaled by dmin, not d) and q = level (0..3)
+// A row's weights (levels, mins, offsets) are in element order, so the kStep bytes a step
+// broadcasts are consecutive in either layout; the weight scratch is the same for both.
 // Rows past the last of a quad are unpacked as zeros (scales, sums and quants), so every byte
 // of scratch_bytes(cols) is written by each unpack.
 #pragma once
@@ -33,28 +42,45 @@
 
 namespace strata::kernels::gemm_layout {
 
-constexpr int kG = 16;  // tokens per group (kGemmTokenGroup)
+constexpr int kG = 16;  // tokens per wide group (kGemmTokenGroup)
 constexpr int kR = 4;   // weight rows per micro-tile
+constexpr int kPairTokens = 8;  // tokens of a pairs group (kGemmPairTokens)
 
-// min_tokens of each table: where the AVX-512 kernels beat VecDot4 + vec_dot (kernel_bench,
-// 2048 x 2048, one thread on Zen 4). The emulated tables carry the same values; matmul never
-// uses those.
-constexpr int64_t kMinTokensW80 = 5;  // Q4_0, Q5_0, Q8_0
-constexpr int64_t kMinTokensW45 = 6;  // Q4_K, Q5_K
-constexpr int64_t kMinTokensW6 = 7;   // Q6_K
-constexpr int64_t kMinTokensW3 = 7;   // Q3_K, Q2_K (Q6_K's tile)
+// min_tokens of each table: where the AVX-512 kernels (pairs layout up to 8 tokens) beat VecDot4
+// + vec_dot, from kernel_bench (1024 x 2816, one thread, best of its runs) on a Xeon (family 6
+// model 207) with both paths forced from 2 to 7 tokens. The 4-token dots keep n = 4 for the
+// types whose tile is heavier (Q6_K, Q3_K, Q2_K); Q3_K's unpack is the slowest. The emulated
+// tables carry the same values; matmul never uses those.
+constexpr int64_t kMinTokensW80 = 2;  // Q4_0, Q5_0, Q8_0
+constexpr int64_t kMinTokensW45 = 3;  // Q4_K, Q5_K
+constexpr int64_t kMinTokensW6 = 5;   // Q6_K
+constexpr int64_t kMinTokensW3 = 6;   // Q3_K (Q6_K's tile)
+constexpr int64_t kMinTokensW2 = 5;   // Q2_K (Q6_K's tile)
 
 // ---- activations ---------------------------------------------------------------------------
 
-// Q8_0 activation block of a group: corr at 0, d at 64, q at 128 (8 vectors).
-constexpr int64_t kA80Corr = 0, kA80D = 64, kA80Q = 128;
-constexpr int64_t kA80Block = kA80Q + 8 * 64;
-// Q8_K activation block of a group: d at 0, bs16 (8 vectors), bs32 (4 vectors), q (64 vectors).
-constexpr int64_t kA8KD = 0, kA8KBs16 = 64, kA8KBs32 = 64 + 512, kA8KQ = 64 + 512 + 256;
-constexpr int64_t kA8KBlock = kA8KQ + 64 * 64;
+// Byte offsets in one activation block of a group, for kStep 4 (wide) or 8 (pairs).
+template <int kStep>
+struct ActLayout {
+  static_assert(kStep == 4 || kStep == 8, "a step is 4 (wide) or 8 (pairs) elements");
+  static constexpr int kStepElems = kStep;
+  static constexpr int kTokens = 64 / kStep;  // tokens of a group
+  static constexpr int kLanes = kStep / 4;    // lanes of one token
+  // Q8_0: corr at 0, d at 64, q at 128 (32 / kStep vectors).
+  static constexpr int64_t k80Corr = 0, k80D = 64, k80Q = 128;
+  static constexpr int64_t k80Block = k80Q + 64 * (32 / kStep);
+  // Q8_K: d at 0, bs16, bs32, q.
+  static constexpr int64_t k8KD = 0, k8KBs16 = 64, k8KBs32 = k8KBs16 + 64 * (32 / kStep);
+  static constexpr int64_t k8KQ = k8KBs32 + 64 * (16 / kStep);
+  static constexpr int64_t k8KBlock = k8KQ + 64 * (256 / kStep);
+};
+using Wide = ActLayout<4>;
+using Pairs = ActLayout<8>;
 
-static inline int64_t group_bytes_q8_0(int64_t cols) { return cols / 32 * kA80Block; }
-static inline int64_t group_bytes_q8_k(int64_t cols) { return cols / 256 * kA8KBlock; }
+// Bytes of one group; a pairs group is smaller than a wide one, so group_bytes (wide) holds
+// either.
+static inline int64_t group_bytes_q8_0(int64_t cols) { return cols / 32 * Wide::k80Block; }
+static inline int64_t group_bytes_q8_k(int64_t cols) { return cols / 256 * Wide::k8KBlock; }
 
 // The activation quantizer of the caller's ISA (TypeKernels::quantize_row; every ISA's gives
 // the same bits, test_quant).
@@ -63,15 +89,17 @@ using QuantizeRow = void (*)(const float* src, void* dst, int64_t n);
 static inline void put32(uint8_t* p, int32_t v) { std::memcpy(p, &v, 4); }
 static inline void putf(uint8_t* p, float v) { std::memcpy(p, &v, 4); }
 
-// Tokens [16 group, 16 group + 16) of x ([n_tokens][cols] f32) as Q8_0, into the layout above;
-// tokens at or past n_tokens as zeros.
+// Tokens [T group, T group + T) of x ([n_tokens][cols] f32, T = L::kTokens) as Q8_0, into
+// layout L; tokens at or past n_tokens as zeros.
+template <class L>
 static inline void pack_act_q8_0(QuantizeRow quantize, const float* x, int64_t cols, int64_t n_tokens,
                                  int64_t group, uint8_t* dst) {
+  constexpr int kStep = L::kStepElems;
   const int64_t nb = cols / 32;
-  for (int t = 0; t < kG; ++t) {
-    const int64_t tok = group * kG + t;
+  for (int t = 0; t < L::kTokens; ++t) {
+    const int64_t tok = group * L::kTokens + t;
     for (int64_t k = 0; k < nb; ++k) {
-      uint8_t* o = dst + k * kA80Block;
+      uint8_t* o = dst + k * L::k80Block;
       BlockQ8_0 b;
       int32_t sum = 0;
       if (tok < n_tokens) {
@@ -80,32 +108,35 @@ static inline void pack_act_q8_0(QuantizeRow quantize, const float* x, int64_t c
       } else {
         std::memset(&b, 0, sizeof b);
       }
-      put32(o + kA80Corr + 4 * t, -128 * sum);
-      putf(o + kA80D + 4 * t, fp16_to_f32(b.d));
-      for (int j = 0; j < 8; ++j) std::memcpy(o + kA80Q + 64 * j + 4 * t, b.qs + 4 * j, 4);
+      for (int i = 0; i < L::kLanes; ++i) {
+        put32(o + L::k80Corr + 4 * (L::kLanes * t + i), i == 0 ? -128 * sum : 0);
+        putf(o + L::k80D + 4 * (L::kLanes * t + i), fp16_to_f32(b.d));
+      }
+      for (int j = 0; j < 32 / kStep; ++j) std::memcpy(o + L::k80Q + 64 * j + kStep * t, b.qs + kStep * j, kStep);
     }
   }
 }
 
 // The same for Q8_K (K-quant weights).
+template <class L>
 static inline void pack_act_q8_k(QuantizeRow quantize, const float* x, int64_t cols, int64_t n_tokens,
                                  int64_t group, uint8_t* dst) {
+  constexpr int kStep = L::kStepElems;
   const int64_t nb = cols / 256;
-  for (int t = 0; t < kG; ++t) {
-    const int64_t tok = group * kG + t;
+  for (int t = 0; t < L::kTokens; ++t) {
+    const int64_t tok = group * L::kTokens + t;
     for (int64_t k = 0; k < nb; ++k) {
-      uint8_t* o = dst + k * kA8KBlock;
+      uint8_t* o = dst + k * L::k8KBlock;
       BlockQ8_K b;
       if (tok < n_tokens) quantize(x + tok * cols + k * 256, &b, 256);
       else std::memset(&b, 0, sizeof b);
-      putf(o + kA8KD + 4 * t, b.d);
-      for (int p = 0; p < 8; ++p) std::memcpy(o + kA8KBs16 + 64 * p + 4 * t, &b.bsums[2 * p], 4);
-      for (int p = 0; p < 4; ++p) {
-        const int16_t s[2] = {static_cast<int16_t>(b.bsums[4 * p] + b.bsums[4 * p + 1]),
-                              static_cast<int16_t>(b.bsums[4 * p + 2] + b.bsums[4 * p + 3])};
-        std::memcpy(o + kA8KBs32 + 64 * p + 4 * t, s, 4);
-      }
-      for (int s = 0; s < 64; ++s) std::memcpy(o + kA8KQ + 64 * s + 4 * t, b.qs + 4 * s, 4);
+      for (int i = 0; i < L::kLanes; ++i) putf(o + L::k8KD + 4 * (L::kLanes * t + i), b.d);
+      int16_t s32[8];
+      for (int j = 0; j < 8; ++j) s32[j] = static_cast<int16_t>(b.bsums[2 * j] + b.bsums[2 * j + 1]);
+      // A lane's 4 bytes are two consecutive int16 sums; a step of kStep bytes covers kStep / 2.
+      for (int p = 0; p < 32 / kStep; ++p) std::memcpy(o + L::k8KBs16 + 64 * p + kStep * t, &b.bsums[kStep / 2 * p], kStep);
+      for (int p = 0; p < 16 / kStep; ++p) std::memcpy(o + L::k8KBs32 + 64 * p + kStep * t, &s32[kStep / 2 * p], kStep);
+      for (int s = 0; s < 256 / kStep; ++s) std::memcpy(o + L::k8KQ + 64 * s + kStep * t, b.qs + kStep * s, kStep);
     }
   }
 }
@@ -115,7 +146,7 @@ static inline void pack_act_q8_k(QuantizeRow quantize, const float* x, int64_t c
 // Q8_0 / Q4_0 / Q5_0 block of 4 rows: d[4] at 0, q[4][32] at 16.
 constexpr int64_t kW80D = 0, kW80Q = 16;
 constexpr int64_t kW80Block = kW80Q + kR * 32;
-// Q4_K / Q5_K block of 4 rows.
+// Q4_K / Q5_K block of 4 rows (mins: kW45Mp).
 constexpr int64_t kW45D = 0, kW45Dmin = 16, kW45Sc = 32, kW45Mp = 32 + 128, kW45Q = 32 + 128 + 64;
 constexpr int64_t kW45Block = kW45Q + kR * 256;
 // Q6_K block of 4 rows.

@@ -1,7 +1,8 @@
 // kernels/cpu/matmul.cpp — matrix product over the thread pool: quantize activations once,
 // then dot products in row x token tiles handed out dynamically (an atomic counter), so threads
 // that finish early take more work. Prompts go to the packed-tile kernels of gemm.h when the
-// type and ISA have them (activations packed in 16-token groups, 16-row x 64-token items, each
+// type and ISA have them (activations packed in 16-token groups, or up to 8 tokens in pairs;
+// 16-row x 64-token items, each
 // thread unpacking 4 weight rows at a time into its own scratch), else to VecDot4 / vec_dot.
 #include "kernels/cpu/matmul.h"
 
@@ -94,7 +95,8 @@ void matmul_packed(ThreadPool& pool, const GemmKernels& gk, const void* w, int64
   uint8_t* wscratch = act + n_groups * gb;
 
   struct Job {
-    const GemmKernels* gk;
+    decltype(GemmKernels::pack_group) pack_group;
+    decltype(GemmKernels::rows) rows_fn;
     const uint8_t* w;
     const float* x;
     float* y;
@@ -102,14 +104,17 @@ void matmul_packed(ThreadPool& pool, const GemmKernels& gk, const void* w, int64
     int64_t w_row_bytes, rows, cols, n_tokens, n_groups, gb, wsb, n_tc, n_items;
     WorkCounter counter;
   };
-  Job job{&gk, static_cast<const uint8_t*>(w), x, y, act, wscratch, w_row_bytes, rows, cols, n_tokens, n_groups, gb,
+  // Up to 8 tokens (decode of up to 8 sequences) in the pairs layout: no padding lanes.
+  const bool pairs = n_tokens <= kGemmPairTokens;
+  Job job{pairs ? gk.pack_group_pairs : gk.pack_group, pairs ? gk.rows_pairs : gk.rows,
+          static_cast<const uint8_t*>(w), x, y, act, wscratch, w_row_bytes, rows, cols, n_tokens, n_groups, gb,
           wsb, 0, 0, {}};
   job.n_tc = (n_tokens + kGemmTokenChunk - 1) / kGemmTokenChunk;
   job.n_items = (rows + kGemmRowChunk - 1) / kGemmRowChunk * job.n_tc;
 
   // 1. Quantize and pack the activations, 16 tokens per group, groups split across threads.
   static constexpr auto pack = [](Job* j, int ith, int n) {
-    for (int64_t g = ith; g < j->n_groups; g += n) j->gk->pack_group(j->x, j->cols, j->n_tokens, g, j->act + g * j->gb);
+    for (int64_t g = ith; g < j->n_groups; g += n) j->pack_group(j->x, j->cols, j->n_tokens, g, j->act + g * j->gb);
   };
   // 2. Row chunks x token chunks, handed out dynamically.
   static constexpr auto work = [](Job* j, int ith) {
@@ -128,7 +133,7 @@ void matmul_packed(ThreadPool& pool, const GemmKernels& gk, const void* w, int64
         next_w = j->w + nr0 * j->w_row_bytes;
         next_nr = std::min(j->rows, nr0 + kGemmRowChunk) - nr0;
       }
-      j->gk->rows(j->w + r0 * j->w_row_bytes, j->w_row_bytes, r1 - r0, j->cols, j->act + (t0 / kGemmTokenGroup) * j->gb,
+      j->rows_fn(j->w + r0 * j->w_row_bytes, j->w_row_bytes, r1 - r0, j->cols, j->act + (t0 / kGemmTokenGroup) * j->gb,
                   t1 - t0, j->y + t0 * j->rows + r0, j->rows, ws, next_w, next_nr);
       item = next;
     }

@@ -1,7 +1,8 @@
 // tests/kernels/test_gemm.cpp — the packed-tile prompt kernels (gemm.h) against the scalar
 // reference vec_dot: every type that has one, random-byte weights (every bit pattern of quants
 // and packed scales), row counts that are not multiples of the 4-row tile, token counts that are
-// not multiples of the 16-token group, and outputs outside the tile left untouched. The AVX-512
+// not multiples of the 16-token group, and outputs outside the tile left untouched. Batches of
+// at most 8 tokens run in both activation layouts (wide, and pairs: two lanes a token). The AVX-512
 // VNNI kernels run where the CPU has them; their plain-C++ emulation (same layouts, same
 // operations) runs everywhere, and where both run they must agree bit for bit.
 #include <gtest/gtest.h>
@@ -51,29 +52,40 @@ struct Outputs {
   int64_t ys;
 };
 
-Outputs run_gemm(const GemmKernels& gk, const Case& c, const Inputs& in) {
-  const int64_t n_groups = (c.tokens + kGemmTokenGroup - 1) / kGemmTokenGroup;
+// The layouts a case runs in: wide always, pairs too when it has at most kGemmPairTokens tokens.
+enum class Layout { Wide, Pairs };
+std::vector<Layout> layouts_for(const Case& c) {
+  if (c.tokens <= kGemmPairTokens) return {Layout::Wide, Layout::Pairs};
+  return {Layout::Wide};
+}
+const char* layout_name(Layout l) { return l == Layout::Wide ? "wide" : "pairs"; }
+
+Outputs run_gemm(const GemmKernels& gk, const Case& c, const Inputs& in, Layout layout) {
+  const bool pairs = layout == Layout::Pairs;
+  const auto pack = pairs ? gk.pack_group_pairs : gk.pack_group;
+  const auto rows = pairs ? gk.rows_pairs : gk.rows;
+  const int64_t n_groups = pairs ? 1 : (c.tokens + kGemmTokenGroup - 1) / kGemmTokenGroup;
   const int64_t gb = gk.group_bytes(c.cols), sb = gk.scratch_bytes(c.cols);
   std::vector<uint8_t> act_buf(static_cast<size_t>(n_groups * gb + 64));
   std::vector<uint8_t> ws_buf(static_cast<size_t>(sb + 64));
   uint8_t* act = align64(act_buf);
   uint8_t* ws = align64(ws_buf);
-  for (int64_t g = 0; g < n_groups; ++g) gk.pack_group(in.x.data(), c.cols, c.tokens, g, act + g * gb);
+  for (int64_t g = 0; g < n_groups; ++g) pack(in.x.data(), c.cols, c.tokens, g, act + g * gb);
 
   Outputs out;
   out.ys = c.rows + 3;
   out.y.assign(static_cast<size_t>(c.tokens * out.ys), NAN);
-  gk.rows(in.w.data(), in.wrb, c.rows, c.cols, act, c.tokens, out.y.data(), out.ys, ws, nullptr, 0);
+  rows(in.w.data(), in.wrb, c.rows, c.cols, act, c.tokens, out.y.data(), out.ys, ws, nullptr, 0);
   out.act.assign(act, act + n_groups * gb);
   out.scratch.assign(ws, ws + sb);
   return out;
 }
 
-void check_gemm(const GemmKernels& gk, DType wt, const Case& c, uint32_t seed) {
+void check_gemm(const GemmKernels& gk, DType wt, const Case& c, uint32_t seed, Layout layout) {
   const DType at = vec_dot_type(wt);
   const int64_t arb = row_bytes(at, c.cols);
   const Inputs in = make_inputs(wt, c, seed);
-  const Outputs out = run_gemm(gk, c, in);
+  const Outputs out = run_gemm(gk, c, in, layout);
   const int64_t ys = out.ys;
   const std::vector<float>& y = out.y;
 
@@ -91,8 +103,8 @@ void check_gemm(const GemmKernels& gk, DType wt, const Case& c, uint32_t seed) {
       // Integer sums are exact; the rest is float rounding of per-block scales and sums, in a
       // different order than the reference (as for the 4-token kernels in test_vec_dot).
       ASSERT_NEAR(y[t * ys + r], want, 2e-5 * mag)
-          << dtype_name(wt) << " rows=" << c.rows << " cols=" << c.cols << " tokens=" << c.tokens << " t=" << t
-          << " r=" << r;
+          << dtype_name(wt) << " " << layout_name(layout) << " rows=" << c.rows << " cols=" << c.cols
+          << " tokens=" << c.tokens << " t=" << t << " r=" << r;
     }
     for (int64_t r = c.rows; r < ys; ++r) ASSERT_TRUE(std::isnan(y[t * ys + r])) << "wrote past the rows, t=" << t;
   }
@@ -109,8 +121,9 @@ bool has_packed_kernels(DType wt) {
 
 std::vector<Case> cases_for(DType wt) {
   const int64_t blk = traits(wt).block_elems;
-  return {{1, 256, 1},  {3, 256, 5},    {4, 512, 16},  {5, 256, 17},   {9, 768, 33},
-          {13, 512, 64}, {8, 256, 70},  {6, 3 * blk, 2}, {7, 1024, 31}, {4, 5 * blk, 48}};
+  return {{1, 256, 1},   {3, 256, 5},    {4, 512, 16},  {5, 256, 17},   {9, 768, 33},  {13, 512, 64},
+          {8, 256, 70},  {6, 3 * blk, 2}, {7, 1024, 31}, {4, 5 * blk, 48}, {5, 512, 8},   {17, 768, 7},
+          {2, 3 * blk, 3}, {9, 256, 4}};
 }
 
 uint32_t seed_of(const Case& c) { return static_cast<uint32_t>(c.rows * 97 + c.tokens); }
@@ -123,7 +136,8 @@ TEST(Gemm, PackedKernelsMatchScalar) {
   for (DType wt : test::weight_types()) {
     const GemmKernels* gk = gemm_kernels(wt, Isa::Avx512);
     if (!gk) continue;
-    for (const Case& c : cases_for(wt)) check_gemm(*gk, wt, c, seed_of(c));
+    for (const Case& c : cases_for(wt))
+      for (Layout l : layouts_for(c)) check_gemm(*gk, wt, c, seed_of(c), l);
     ++checked;
   }
   EXPECT_EQ(checked, 8);
@@ -136,7 +150,8 @@ TEST(Gemm, EmulatedPackedKernelsMatchScalar) {
     const GemmKernels* gk = detail::emulated_gemm(wt);
     ASSERT_EQ(gk != nullptr, has_packed_kernels(wt)) << dtype_name(wt);
     if (!gk) continue;
-    for (const Case& c : cases_for(wt)) check_gemm(*gk, wt, c, seed_of(c));
+    for (const Case& c : cases_for(wt))
+      for (Layout l : layouts_for(c)) check_gemm(*gk, wt, c, seed_of(c), l);
     ++checked;
   }
   EXPECT_EQ(checked, 8);
@@ -153,13 +168,14 @@ TEST(Gemm, EmulatedIsBitIdenticalToAvx512) {
     const GemmKernels* em = detail::emulated_gemm(wt);
     ASSERT_NE(hw, nullptr) << dtype_name(wt);
     ASSERT_NE(em, nullptr) << dtype_name(wt);
-    for (const Case& c : cases_for(wt)) {
+    for (const Case& c : cases_for(wt))
+      for (Layout l : layouts_for(c)) {
       ASSERT_EQ(hw->group_bytes(c.cols), em->group_bytes(c.cols));
       ASSERT_EQ(hw->scratch_bytes(c.cols), em->scratch_bytes(c.cols));
       const Inputs in = make_inputs(wt, c, seed_of(c));
-      const Outputs a = run_gemm(*hw, c, in);
-      const Outputs b = run_gemm(*em, c, in);
-      const std::string what = std::string(dtype_name(wt)) + " rows=" + std::to_string(c.rows) +
+      const Outputs a = run_gemm(*hw, c, in, l);
+      const Outputs b = run_gemm(*em, c, in, l);
+      const std::string what = std::string(dtype_name(wt)) + " " + layout_name(l) + " rows=" + std::to_string(c.rows) +
                                " cols=" + std::to_string(c.cols) + " tokens=" + std::to_string(c.tokens);
       EXPECT_EQ(a.act, b.act) << "packed activations differ: " << what;
       EXPECT_EQ(a.scratch, b.scratch) << "weight scratch (last row quad) differs: " << what;
@@ -206,6 +222,12 @@ TEST(Gemm, ZeroActivationsGiveZeros) {
       std::vector<float> y(static_cast<size_t>(tokens * rows), NAN);
       gk->rows(w.data(), wrb, rows, cols, act, tokens, y.data(), rows, align64(ws_buf), w.data(), rows);
       for (float v : y) ASSERT_EQ(v, 0.f) << dtype_name(wt) << " " << which;
+      // Pairs: 6 zero tokens, so lanes of tokens 6 and 7 are padding too.
+      const int64_t few = 6;
+      gk->pack_group_pairs(x.data(), cols, few, 0, act);
+      std::vector<float> yp(static_cast<size_t>(few * rows), NAN);
+      gk->rows_pairs(w.data(), wrb, rows, cols, act, few, yp.data(), rows, align64(ws_buf), w.data(), rows);
+      for (float v : yp) ASSERT_EQ(v, 0.f) << dtype_name(wt) << " " << which << " pairs";
     }
   }
 }

@@ -3,13 +3,19 @@
 // each sequence what it gets alone:
 // - the trace shows one Compute pass per layer carrying every sequence's token (n_tokens = 4 on
 //   one device), so the weights are read once per step, not once per sequence;
-// - logits per sequence equal the single-sequence run, with identical greedy tokens: within 1e-3
-//   relative (max|a-b| / max|b|) with F32 weights, where the 4 prompts stacked (16+ rows) take the
-//   4-token kernel and each alone the one-token kernel, which sum in another order (float32
-//   rounding carried through the KV cache: measured ~1e-4 after 8 steps; decode steps of fewer
-//   than 16 rows are bit for bit the same, see kF32Dot4MinTokens); within 2e-2 with quantized
-//   weights, whose 4-token kernels sum in another order and whose activations are re-quantized to
-//   int8 per row, so one ulp can flip a rounding (the tolerance of test_split_parity);
+// - logits per sequence equal the single-sequence run at every step, the batched run fed each
+//   sequence's own single-run tokens (teacher-forced), and its argmax the single run's wherever
+//   that run's top two logits are further apart than the tolerance allows on both sides:
+//   within 1e-3 relative (max|a-b| / max|b|) with F32 weights, where the 4 prompts stacked (16+
+//   rows) take the 4-token kernel and each alone the one-token kernel, which sum in another order
+//   (float32 rounding carried through the KV cache: measured ~1e-4 after 8 steps; decode steps of
+//   fewer than 16 rows are bit for bit the same, see kF32Dot4MinTokens); within 5e-2 with
+//   quantized weights, where a batch and a single token take different kernels (packed tiles,
+//   4-token dots, one-token dots) that sum in another order, and the activations are re-quantized
+//   to int8 before every product, so one ulp can flip a rounding that later layers carry on:
+//   measured up to 3.9e-2 on these random models (AVX-512 VNNI, 2 threads). Handing a sequence
+//   another's rows or KV cache is an error of order 1 (0.9-1.6 measured when two runs' tokens
+//   part), far outside that;
 // - the same over a layer split on two simulated devices and a tensor-parallel pair, where a step
 //   is spread over one micro-batch per stage.
 #include <gtest/gtest.h>
@@ -64,8 +70,10 @@ int32_t argmax(const std::vector<float>& l) {
 }
 
 // All sequences through one pipeline: the prompts in one eval, then kSteps decode steps with
-// every sequence's token in one eval.
-std::vector<Trajectory> run_together(const model::Model& m, exec::Pipeline& p) {
+// every sequence's token in one eval. Sequence i is fed forced[i][step] (its single run's
+// tokens); its own argmax is recorded.
+std::vector<Trajectory> run_together(const model::Model& m, exec::Pipeline& p,
+                                     const std::vector<std::vector<int32_t>>& forced) {
   const int64_t nv = m.config().n_vocab;
   std::vector<Trajectory> out(kSeqs);
   std::vector<std::vector<int32_t>> prompts(kSeqs);
@@ -81,8 +89,8 @@ std::vector<Trajectory> run_together(const model::Model& m, exec::Pipeline& p) {
   for (int step = 0; step < kSteps; ++step) {
     for (int i = 0; i < kSeqs; ++i) {
       out[i].logits.push_back(logits[i]);
-      next[i] = argmax(logits[i]);
-      out[i].tokens.push_back(next[i]);
+      out[i].tokens.push_back(argmax(logits[i]));
+      next[i] = forced[static_cast<size_t>(i)][static_cast<size_t>(step)];
       reqs[i] = {i, std::span<const int32_t>(&next[i], 1), logits[i].data()};
     }
     s = p.eval(reqs);
@@ -122,13 +130,50 @@ double max_relative(const std::vector<float>& a, const std::vector<float>& b) {
   return scale > 0 ? diff / scale : diff;
 }
 
-void expect_same(const model::Model& m, const std::vector<Trajectory>& together, double tolerance) {
-  for (int i = 0; i < kSeqs; ++i) {
-    const Trajectory alone = run_alone(m, i);
-    EXPECT_EQ(together[i].tokens, alone.tokens) << kPrompts[i];
-    for (size_t k = 0; k < alone.logits.size(); ++k)
-      EXPECT_LE(max_relative(together[i].logits[k], alone.logits[k]), tolerance) << kPrompts[i] << " step " << k;
+std::vector<Trajectory> run_each_alone(const model::Model& m) {
+  std::vector<Trajectory> alone;
+  for (int i = 0; i < kSeqs; ++i) alone.push_back(run_alone(m, i));
+  return alone;
+}
+
+std::vector<std::vector<int32_t>> tokens_of(const std::vector<Trajectory>& runs) {
+  std::vector<std::vector<int32_t>> t;
+  for (const Trajectory& r : runs) t.push_back(r.tokens);
+  return t;
+}
+
+// The two largest values apart.
+double top2_margin(const std::vector<float>& l) {
+  float a = -INFINITY, b = -INFINITY;
+  for (float v : l) {
+    if (v > a) {
+      b = a;
+      a = v;
+    } else if (v > b) {
+      b = v;
+    }
   }
+  return static_cast<double>(a) - b;
+}
+
+void expect_same(const std::vector<Trajectory>& together, const std::vector<Trajectory>& alone, double tolerance) {
+  int compared = 0;
+  for (int i = 0; i < kSeqs; ++i) {
+    const Trajectory& a = alone[static_cast<size_t>(i)];
+    const Trajectory& t = together[static_cast<size_t>(i)];
+    ASSERT_EQ(t.logits.size(), a.logits.size());
+    for (size_t k = 0; k < a.logits.size(); ++k) {
+      EXPECT_LE(max_relative(t.logits[k], a.logits[k]), tolerance) << kPrompts[i] << " step " << k;
+      double scale = 0;
+      for (float v : a.logits[k]) scale = std::max(scale, static_cast<double>(std::fabs(v)));
+      if (top2_margin(a.logits[k]) <= 2 * tolerance * scale) continue;  // a near tie: either token
+      ++compared;
+      EXPECT_EQ(t.tokens[k], a.tokens[k]) << kPrompts[i] << " step " << k;
+    }
+  }
+  // The token check is not empty: at least a quarter of the 32 steps are not near ties (10-15
+  // were on the quantized random models at 5e-2, AVX-512 VNNI; F32's tolerance leaves nearly all).
+  EXPECT_GE(compared, kSeqs * kSteps / 4);
 }
 
 plan::Placement cpu_placement(const model::ModelConfig& c) {
@@ -173,7 +218,8 @@ TEST(BatchedEval, F32EqualsEachSequenceAlone) {
   test::DeviceSet devices = test::make_device_set("cpu");
   auto p = exec::Pipeline::create(**m, devices.list(), cpu_placement((*m)->config()));
   ASSERT_TRUE(p.ok());
-  expect_same(**m, run_together(**m, **p), 1e-3);
+  const std::vector<Trajectory> alone = run_each_alone(**m);
+  expect_same(run_together(**m, **p, tokens_of(alone)), alone, 1e-3);
 }
 
 class BatchedQuantized : public ::testing::TestWithParam<std::string> {};
@@ -184,7 +230,8 @@ TEST_P(BatchedQuantized, EqualsEachSequenceAlone) {
   test::DeviceSet devices = test::make_device_set("cpu");
   auto p = exec::Pipeline::create(**m, devices.list(), cpu_placement((*m)->config()));
   ASSERT_TRUE(p.ok());
-  expect_same(**m, run_together(**m, **p), 2e-2);
+  const std::vector<Trajectory> alone = run_each_alone(**m);
+  expect_same(run_together(**m, **p, tokens_of(alone)), alone, 5e-2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, BatchedQuantized, ::testing::Values("q8_0", "q4_k_m", "q4_0"));
@@ -209,9 +256,9 @@ TEST(BatchedEval, LayerSplitAndTensorGroupEqualEachSequenceAlone) {
   p.head.devices = {"gpu1"};
   auto pipeline = exec::Pipeline::create(**m, devices.list(), p);
   ASSERT_TRUE(pipeline.ok()) << pipeline.error().to_string();
-  // Tensor-parallel sums and per-stage batches: the quantized-activation tolerance of
-  // test_split_parity.
-  expect_same(**m, run_together(**m, **pipeline), 2e-2);
+  // Tensor-parallel sums and per-stage batches: the quantized tolerance of the header.
+  const std::vector<Trajectory> alone = run_each_alone(**m);
+  expect_same(run_together(**m, **pipeline, tokens_of(alone)), alone, 5e-2);
 }
 
 }  // namespace

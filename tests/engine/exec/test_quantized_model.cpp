@@ -108,8 +108,16 @@ TEST_P(QuantizedModel, BatchedPromptEqualsTokenByToken) {
   const fs::path q = make_model(GetParam().first);
   const auto batched = logits_after(q, kPrompt, 2, false);
   const auto single = logits_after(q, kPrompt, 2, true);
-  // Same arithmetic per token; only the summation order of tiled products may differ.
-  EXPECT_LT(test::relative_error(batched, single), 1e-4);
+  // The same arithmetic per token; only the summation order of the batched kernels (packed
+  // tiles, 4-token dots) and the one-token dot may differ. With float activations (F32, F16, BF16
+  // weights) that stays a few ulps. Quantized weights re-quantize each layer's activations to
+  // int8, and a last-bit difference can flip one rounding, which the next layer carries on: the
+  // Q4_1 model measured 9.4e-3 when its one-token and 4-token dots summed in different orders
+  // (and 0 where they summed alike). A batching error (a wrong position, mask or KV row) is of
+  // the order of the logits themselves.
+  const std::string type = GetParam().first;
+  const bool float_acts = type == "f32" || type == "f16" || type == "bf16";
+  EXPECT_LT(test::relative_error(batched, single), float_acts ? 1e-4 : 3e-2);
 }
 
 TEST_P(QuantizedModel, ThreadCountDoesNotChangeLogits) {

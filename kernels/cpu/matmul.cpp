@@ -271,6 +271,7 @@ void matmul(ThreadPool& pool, DType wtype, const void* w, int64_t rows, int64_t 
   // 2. Tiles: rb rows x tb tokens. Decode: big row chunks, ~4 per thread for balance.
   const uint8_t* wb = static_cast<const uint8_t*>(w);
   const auto vec_dot = wk.vec_dot;
+  const auto vec_dot_rows = wk.vec_dot_rows;
   const VecDot4 vec_dot4 = use_dot4(wtype, n_tokens) ? vec_dot4_kernel(wtype, isa) : nullptr;
   // The 4-token dots cut k into segments (their activation blocks stay in L1 for every row of the
   // tile), so the token block no longer has to keep whole activation rows in L2.
@@ -311,7 +312,16 @@ void matmul(ThreadPool& pool, DType wtype, const void* w, int64_t rows, int64_t 
           }
         }
       }
-      for (int64_t r = r0; r < r1; ++r) {
+      int64_t r = r0;
+      // Decode of float weights: kDecodeRows rows at once (the same bits as one at a time).
+      if (vec_dot_rows && t + 1 == t1) {
+        float o[kDecodeRows];
+        for (; r + kDecodeRows <= r1; r += kDecodeRows) {
+          vec_dot_rows(cols, wb + r * w_row_bytes, w_row_bytes, act + t * a_row_bytes, o);
+          for (int i = 0; i < kDecodeRows; ++i) y[t * rows + r + i] = o[i];
+        }
+      }
+      for (; r < r1; ++r) {
         const uint8_t* wr = wb + r * w_row_bytes;
         for (int64_t tt = t; tt < t1; ++tt) vec_dot(cols, wr, act + tt * a_row_bytes, y + tt * rows + r);
       }

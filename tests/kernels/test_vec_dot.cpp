@@ -159,6 +159,43 @@ TEST(VecDot, FourTokenKernelsMatchScalar) {
   if (checked == 0) GTEST_SKIP() << "no SIMD ISA on this CPU";
 }
 
+// Float weights' decode dot over kDecodeRows rows at once: each row's result has the bits of
+// vec_dot over that row alone (matmul's promise that a decode step of float weights gives each
+// row what the one-row dot gives), at lengths with every kind of tail (past the last 32, past
+// the last 8).
+TEST(VecDot, DecodeRowsHaveTheOneRowBits) {
+  int checked = 0;
+  for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
+    if (!isa_supported(isa)) continue;
+    for (DType wt : {DType::F32, DType::F16, DType::BF16}) {
+      const TypeKernels* k = type_kernels(wt, isa);
+      ASSERT_NE(k, nullptr);
+      ASSERT_NE(k->vec_dot_rows, nullptr) << dtype_name(wt) << " " << isa_name(isa);
+      for (int64_t n : {int64_t{5}, int64_t{8}, int64_t{31}, int64_t{32}, int64_t{45}, int64_t{256}, int64_t{1003}}) {
+        // Rows kDecodeRows apart in memory with a gap after each (the row stride is not n).
+        const int64_t rb = row_bytes(wt, n), stride = rb + 64;
+        std::vector<uint8_t> w(static_cast<size_t>(stride * kDecodeRows));
+        for (int r = 0; r < kDecodeRows; ++r) {
+          const std::vector<uint8_t> row = test::quantized(wt, test::random_floats(n, 7 + static_cast<uint32_t>(n + r)));
+          std::copy(row.begin(), row.end(), w.begin() + r * stride);
+        }
+        const std::vector<float> a = test::random_floats(n, 99 + static_cast<uint32_t>(n));
+        float got[kDecodeRows];
+        k->vec_dot_rows(n, w.data(), stride, a.data(), got);
+        for (int r = 0; r < kDecodeRows; ++r) {
+          float want = 0;
+          k->vec_dot(n, w.data() + r * stride, a.data(), &want);
+          ASSERT_EQ(std::memcmp(&got[r], &want, sizeof(float)), 0)
+              << dtype_name(wt) << " " << isa_name(isa) << " n=" << n << " r=" << r << ": " << got[r] << " vs " << want;
+          ASSERT_NE(want, 0.f);
+        }
+        ++checked;
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no SIMD ISA on this CPU";
+}
+
 TEST(VecDot, ActivationTypesDotThemselves) {
   for (DType t : {DType::Q8_0, DType::Q8_1, DType::Q8_K}) {
     const int64_t n = 1024;

@@ -1,7 +1,8 @@
 // kernels/cpu/gemm.h — prompt-shape matrix products on packed tiles (internal to kernels/cpu;
 // matmul uses them for n_tokens > 1). Depends on dtype.h and isa.h only; no engine types.
 //
-// Variants: Avx512 (AVX-512 VNNI, 512-bit) for Q4_0, Q5_0, Q8_0 (activations Q8_0) and Q2_K-Q6_K
+// Variants: Avx512 (AVX-512 VNNI, 512-bit) for Q4_0, Q5_0, Q8_0 (activations Q8_0), Q4_1, Q5_1
+// (activations Q8_1: the min term from its s) and Q2_K-Q6_K
 // (activations Q8_K; Q2_K and Q3_K in the Q6_K tile). Activations are quantized with the ISA's
 // own quantizer (the same bits as the vec_dot path) and packed in groups of 16 tokens: for every 4-element step,
 // one 64-byte vector holds that step of all 16 tokens. A batch of at most 8 tokens (decode of

@@ -82,7 +82,7 @@ inline void prefetch_part(const Prefetch& pf, int64_t k) {
   for (int64_t o = 0; o < pf.step; o += 64) _mm_prefetch(reinterpret_cast<const char*>(s + o), _MM_HINT_T1);
 }
 
-// ---- activations: Q8_0 (for Q4_0, Q5_0, Q8_0 weights), Q8_K (for Q4_K, Q5_K, Q6_K) -------
+// ---- activations: Q8_0 (for Q4_0, Q5_0, Q8_0 weights), Q8_K (for Q2_K-Q6_K) ---------------
 
 template <class L>
 void pack_group_q8_0(const float* x, int64_t cols, int64_t n_tokens, int64_t group, uint8_t* dst) {
@@ -167,6 +167,82 @@ inline void tile_w80(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t 
       for (int r = 0; r < kR; ++r)
         facc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc[r][g], corr)),
                                      _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + kW80D + 4 * r))), facc[r][g]);
+    }
+  }
+}
+
+// ---- weights with a min (Q4_1, Q5_1) and Q8_1 activations: u8 = q, x = d * q + m ------------
+
+template <class L>
+void pack_group_q8_1(const float* x, int64_t cols, int64_t n_tokens, int64_t group, uint8_t* dst) {
+  pack_act_q8_1<L>(detail::avx512_kernels(DType::Q8_1)->quantize_row, x, cols, n_tokens, group, dst);
+}
+
+template <DType T>
+void pack_w81(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  for (int64_t k = 0; k < nb; ++k) {
+    uint8_t* o = ws + k * kW81Block;
+    for (int r = 0; r < kR; ++r) {
+      float d = 0.f, m = 0.f;
+      __m256i q = _mm256_setzero_si256();
+      if (r < nr) {
+        const uint8_t* qs;
+        if constexpr (T == DType::Q4_1) {
+          const BlockQ4_1& b = reinterpret_cast<const BlockQ4_1*>(w + r * wrb)[k];
+          d = h2f(b.d), m = h2f(b.m), qs = b.qs;
+        } else {
+          const BlockQ5_1& b = reinterpret_cast<const BlockQ5_1*>(w + r * wrb)[k];
+          d = h2f(b.d), m = h2f(b.m), qs = b.qs;
+        }
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+        q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
+        if constexpr (T == DType::Q5_1) {
+          uint32_t qh;
+          std::memcpy(&qh, reinterpret_cast<const BlockQ5_1*>(w + r * wrb)[k].qh, 4);
+          q = _mm256_or_si256(q, _mm256_maskz_set1_epi8(_cvtu32_mask32(qh), 16));
+        }
+      }
+      putf(o + kW81D + 4 * r, d);
+      putf(o + kW81M + 4 * r, m);
+      storeu256(o + kW81Q + 32 * r, q);
+    }
+  }
+}
+
+// 4 rows x G groups of layout L: per block, facc += (sum of q x q_a) * (d_a d_w), then += s_a m_w.
+template <class L, int G>
+inline void tile_w81(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t gb, const Prefetch& pf,
+                     __m512 (&facc)[kR][G]) {
+  for (int r = 0; r < kR; ++r)
+    for (int g = 0; g < G; ++g) facc[r][g] = _mm512_setzero_ps();
+  constexpr int kStep = L::kStepElems;
+  for (int64_t k = 0; k < nb; ++k) {
+    prefetch_part(pf, k);
+    const uint8_t* wb = ws + k * kW81Block;
+    const uint8_t* ab[G];
+    __m512i acc[kR][G];
+    for (int g = 0; g < G; ++g) {
+      ab[g] = act + g * gb + k * L::k80Block;
+      for (int r = 0; r < kR; ++r) acc[r][g] = _mm512_setzero_si512();
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < 32 / kStep; ++j) {
+      __m512i a[G];
+      for (int g = 0; g < G; ++g) a[g] = _mm512_load_si512(ab[g] + L::k80Q + 64 * j);
+      for (int r = 0; r < kR; ++r) {
+        const __m512i b = bcast_step<kStep>(wb + kW81Q + 32 * r + kStep * j);
+        for (int g = 0; g < G; ++g) acc[r][g] = _mm512_dpbusd_epi32(acc[r][g], b, a[g]);
+      }
+    }
+    for (int g = 0; g < G; ++g) {
+      const __m512 da = _mm512_load_ps(ab[g] + L::k80D);
+      const __m512 sa = _mm512_load_ps(ab[g] + L::k80Corr);
+      for (int r = 0; r < kR; ++r) {
+        facc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r][g]),
+                                     _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + kW81D + 4 * r))), facc[r][g]);
+        facc[r][g] = _mm512_fmadd_ps(sa, _mm512_set1_ps(loadf(wb + kW81M + 4 * r)), facc[r][g]);
+      }
     }
   }
 }
@@ -496,6 +572,7 @@ void rows_driver(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const 
     }                                                                                                         \
   };
 STRATA_TILE(TileW80, (tile_w80<L, G>))
+STRATA_TILE(TileW81, (tile_w81<L, G>))
 STRATA_TILE(TileW45, (tile_w45<L, G>))
 STRATA_TILE(TileW6, (tile_w6<false, L, G>))
 STRATA_TILE(TileW2, (tile_w6<true, L, G>))
@@ -505,6 +582,12 @@ template <DType T, class L>
 void rows_w80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
               int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
   rows_driver<&pack_w80<T>, 32, TileW80, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr,
+                                            group_bytes_q8_0(cols));
+}
+template <DType T, class L>
+void rows_w81(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
+              int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
+  rows_driver<&pack_w81<T>, 32, TileW81, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr,
                                             group_bytes_q8_0(cols));
 }
 template <bool kFive, class L>
@@ -527,6 +610,10 @@ const GemmKernels kQ4_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0<Wide>
                         &rows_w80<DType::Q4_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q4_0, Pairs>};
 const GemmKernels kQ5_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_w80,
                         &rows_w80<DType::Q5_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q5_0, Pairs>};
+const GemmKernels kQ4_1{kMinTokensW81, &group_bytes_q8_0, &pack_group_q8_1<Wide>, &scratch_bytes_w81,
+                        &rows_w81<DType::Q4_1, Wide>, &pack_group_q8_1<Pairs>, &rows_w81<DType::Q4_1, Pairs>};
+const GemmKernels kQ5_1{kMinTokensW81, &group_bytes_q8_0, &pack_group_q8_1<Wide>, &scratch_bytes_w81,
+                        &rows_w81<DType::Q5_1, Wide>, &pack_group_q8_1<Pairs>, &rows_w81<DType::Q5_1, Pairs>};
 const GemmKernels kQ4_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w45,
                         &rows_w45<false, Wide>, &pack_group_q8_k<Pairs>, &rows_w45<false, Pairs>};
 const GemmKernels kQ5_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w45,
@@ -548,6 +635,8 @@ const GemmKernels* avx512_gemm(DType t) {
     case DType::Q8_0: return &kQ8_0;
     case DType::Q4_0: return &kQ4_0;
     case DType::Q5_0: return &kQ5_0;
+    case DType::Q4_1: return &kQ4_1;
+    case DType::Q5_1: return &kQ5_1;
     case DType::Q4_K: return &kQ4_K;
     case DType::Q5_K: return &kQ5_K;
     case DType::Q6_K: return &kQ6_K;

@@ -160,6 +160,10 @@ void pack_group_q8_0(const float* x, int64_t cols, int64_t n_tokens, int64_t gro
   pack_act_q8_0<L>(&ref::quantize_q8_0, x, cols, n_tokens, group, dst);
 }
 template <class L>
+void pack_group_q8_1(const float* x, int64_t cols, int64_t n_tokens, int64_t group, uint8_t* dst) {
+  pack_act_q8_1<L>(&ref::quantize_q8_1, x, cols, n_tokens, group, dst);
+}
+template <class L>
 void pack_group_q8_k(const float* x, int64_t cols, int64_t n_tokens, int64_t group, uint8_t* dst) {
   pack_act_q8_k<L>(&ref::quantize_q8_k, x, cols, n_tokens, group, dst);
 }
@@ -203,6 +207,38 @@ void pack_w80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws
       if (r < nr) unpack_s8_plus128<T>(w + r * wrb, k, q, &d);
       else std::memset(q, 0, 32);
       putf(o + kW80D + 4 * r, d);
+    }
+  }
+}
+
+// Block k of a Q4_1 / Q5_1 row as 32 u8 = q (0..15 / 0..31), its scale and min.
+template <DType T>
+void pack_w81(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
+  for (int64_t k = 0; k < nb; ++k) {
+    uint8_t* o = ws + k * kW81Block;
+    for (int r = 0; r < kR; ++r) {
+      float d = 0.f, m = 0.f;
+      uint8_t q[32] = {};
+      if (r < nr) {
+        const uint8_t* qs;
+        uint32_t qh = 0;
+        if constexpr (T == DType::Q4_1) {
+          const BlockQ4_1& b = reinterpret_cast<const BlockQ4_1*>(w + r * wrb)[k];
+          d = fp16_to_f32(b.d), m = fp16_to_f32(b.m), qs = b.qs;
+        } else {
+          const BlockQ5_1& b = reinterpret_cast<const BlockQ5_1*>(w + r * wrb)[k];
+          d = fp16_to_f32(b.d), m = fp16_to_f32(b.m), qs = b.qs;
+          std::memcpy(&qh, b.qh, 4);
+        }
+        // elements 0..15: low nibbles, 16..31: high nibbles; Q5_1's fifth bit of element j is bit j of qh.
+        for (int j = 0; j < 16; ++j) {
+          q[j] = static_cast<uint8_t>((qs[j] & 0x0F) | (((qh >> j) & 1u) << 4));
+          q[j + 16] = static_cast<uint8_t>((qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4));
+        }
+      }
+      putf(o + kW81D + 4 * r, d);
+      putf(o + kW81M + 4 * r, m);
+      std::memcpy(o + kW81Q + 32 * r, q, 32);
     }
   }
 }
@@ -359,6 +395,29 @@ void tile_w80(const uint8_t* ws, int64_t nb, const uint8_t* act, VecF (&facc)[kR
   }
 }
 
+template <class L>
+void tile_w81(const uint8_t* ws, int64_t nb, const uint8_t* act, VecF (&facc)[kR]) {
+  constexpr int kStep = L::kStepElems;
+  for (VecF& f : facc) f = zero_f();
+  for (int64_t k = 0; k < nb; ++k) {
+    const uint8_t* wb = ws + k * kW81Block;
+    const uint8_t* ab = act + k * L::k80Block;
+    VecI acc[kR];
+    for (VecI& a : acc) a = zero_i();
+    for (int j = 0; j < 32 / kStep; ++j) {
+      const VecI a = load_i(ab + L::k80Q + 64 * j);
+      for (int r = 0; r < kR; ++r) acc[r] = dpbusd(acc[r], bcast_step<kStep>(wb + kW81Q + 32 * r + kStep * j), a);
+    }
+    // q . a * (d_a * d_w), then + s_a * m_w (s_a = d_a * sum(a) from the Q8_1 block).
+    const VecF da = load_f(ab + L::k80D);
+    const VecF sa = load_f(ab + L::k80Corr);
+    for (int r = 0; r < kR; ++r) {
+      facc[r] = fmadd(cvt(acc[r]), mul_f(da, set1_f(loadf(wb + kW81D + 4 * r))), facc[r]);
+      facc[r] = fmadd(sa, set1_f(loadf(wb + kW81M + 4 * r)), facc[r]);
+    }
+  }
+}
+
 // Integer sums of kSteps steps (of layout L) from step s0: acc[r] = sum of vpdpbusd over them.
 template <class L, int kSteps>
 void dp_steps(const uint8_t* wq, const uint8_t* aq, int s0, VecI (&acc)[kR]) {
@@ -467,6 +526,11 @@ void rows_w80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uin
               int64_t ys, uint8_t* ws, const uint8_t*, int64_t) {
   rows_driver<&pack_w80<T>, &tile_w80<L>, 32, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_0(cols));
 }
+template <DType T, class L>
+void rows_w81(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
+              int64_t ys, uint8_t* ws, const uint8_t*, int64_t) {
+  rows_driver<&pack_w81<T>, &tile_w81<L>, 32, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_0(cols));
+}
 template <bool kFive, class L>
 void rows_w45(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
               int64_t ys, uint8_t* ws, const uint8_t*, int64_t) {
@@ -486,6 +550,10 @@ const GemmKernels kQ4_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0<Wide>
                         &rows_w80<DType::Q4_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q4_0, Pairs>};
 const GemmKernels kQ5_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_w80,
                         &rows_w80<DType::Q5_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q5_0, Pairs>};
+const GemmKernels kQ4_1{kMinTokensW81, &group_bytes_q8_0, &pack_group_q8_1<Wide>, &scratch_bytes_w81,
+                        &rows_w81<DType::Q4_1, Wide>, &pack_group_q8_1<Pairs>, &rows_w81<DType::Q4_1, Pairs>};
+const GemmKernels kQ5_1{kMinTokensW81, &group_bytes_q8_0, &pack_group_q8_1<Wide>, &scratch_bytes_w81,
+                        &rows_w81<DType::Q5_1, Wide>, &pack_group_q8_1<Pairs>, &rows_w81<DType::Q5_1, Pairs>};
 const GemmKernels kQ4_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w45,
                         &rows_w45<false, Wide>, &pack_group_q8_k<Pairs>, &rows_w45<false, Pairs>};
 const GemmKernels kQ5_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w45,
@@ -507,6 +575,8 @@ const GemmKernels* emulated_gemm(DType t) {
     case DType::Q8_0: return &kQ8_0;
     case DType::Q4_0: return &kQ4_0;
     case DType::Q5_0: return &kQ5_0;
+    case DType::Q4_1: return &kQ4_1;
+    case DType::Q5_1: return &kQ5_1;
     case DType::Q4_K: return &kQ4_K;
     case DType::Q5_K: return &kQ5_K;
     case DType::Q6_K: return &kQ6_K;

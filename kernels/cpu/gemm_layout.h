@@ -21,7 +21,10 @@
 //     (in each of a token's lanes), q[32 / kStep steps][lanes] i8
 //   Q8_K activations, per 256-element block: d, bs16[32 / kStep] (int16 sums of 16: a lane holds
 //     kStep / 2 consecutive sums), bs32[16 / kStep] (int16 sums of 32, the same way), q[256 / kStep]
+//   Q8_1 activations (for Q4_1, Q5_1): the Q8_0 layout with s (the block's fp16 d * sum q, as
+//     f32; a pair's second lane 0) where corr is
 //   Weights for Q8_0 activations, per block of 4 rows: d[4] f32, q[4 rows][32] u8 = w + 128
+//   Q4_1 / Q5_1 weights per block of 4 rows: d[4], m[4] f32, q[4 rows][32] u8 (0..15 / 0..31)
 //   Q4_K / Q5_K weights per block of 4 rows: d[4], dmin[4] f32, sc[4 rows][8] i32, mins
 //     [4 rows][8] int16, q[4 rows][256] u8 (0..15 / 0..31)
 //   Q6_K weights per block of 4 rows: d[4] f32, dmin[4] f32 (0), sc[4 rows][16] i32, offsets
@@ -56,6 +59,7 @@ constexpr int64_t kMinTokensW45 = 3;  // Q4_K, Q5_K
 constexpr int64_t kMinTokensW6 = 5;   // Q6_K
 constexpr int64_t kMinTokensW3 = 6;   // Q3_K (Q6_K's tile)
 constexpr int64_t kMinTokensW2 = 5;   // Q2_K (Q6_K's tile)
+constexpr int64_t kMinTokensW81 = 2;  // Q4_1, Q5_1
 
 // ---- activations ---------------------------------------------------------------------------
 
@@ -117,6 +121,28 @@ static inline void pack_act_q8_0(QuantizeRow quantize, const float* x, int64_t c
   }
 }
 
+// The same for Q8_1 (Q4_1, Q5_1 weights): s in corr's place.
+template <class L>
+static inline void pack_act_q8_1(QuantizeRow quantize, const float* x, int64_t cols, int64_t n_tokens,
+                                 int64_t group, uint8_t* dst) {
+  constexpr int kStep = L::kStepElems;
+  const int64_t nb = cols / 32;
+  for (int t = 0; t < L::kTokens; ++t) {
+    const int64_t tok = group * L::kTokens + t;
+    for (int64_t k = 0; k < nb; ++k) {
+      uint8_t* o = dst + k * L::k80Block;
+      BlockQ8_1 b;
+      if (tok < n_tokens) quantize(x + tok * cols + k * 32, &b, 32);
+      else std::memset(&b, 0, sizeof b);
+      for (int i = 0; i < L::kLanes; ++i) {
+        putf(o + L::k80Corr + 4 * (L::kLanes * t + i), i == 0 ? fp16_to_f32(b.s) : 0.f);
+        putf(o + L::k80D + 4 * (L::kLanes * t + i), fp16_to_f32(b.d));
+      }
+      for (int j = 0; j < 32 / kStep; ++j) std::memcpy(o + L::k80Q + 64 * j + kStep * t, b.qs + kStep * j, kStep);
+    }
+  }
+}
+
 // The same for Q8_K (K-quant weights).
 template <class L>
 static inline void pack_act_q8_k(QuantizeRow quantize, const float* x, int64_t cols, int64_t n_tokens,
@@ -146,6 +172,9 @@ static inline void pack_act_q8_k(QuantizeRow quantize, const float* x, int64_t c
 // Q8_0 / Q4_0 / Q5_0 block of 4 rows: d[4] at 0, q[4][32] at 16.
 constexpr int64_t kW80D = 0, kW80Q = 16;
 constexpr int64_t kW80Block = kW80Q + kR * 32;
+// Q4_1 / Q5_1 block of 4 rows: d[4] at 0, m[4] at 16, q[4][32] at 32.
+constexpr int64_t kW81D = 0, kW81M = 16, kW81Q = 32;
+constexpr int64_t kW81Block = kW81Q + kR * 32;
 // Q4_K / Q5_K block of 4 rows (mins: kW45Mp).
 constexpr int64_t kW45D = 0, kW45Dmin = 16, kW45Sc = 32, kW45Mp = 32 + 128, kW45Q = 32 + 128 + 64;
 constexpr int64_t kW45Block = kW45Q + kR * 256;
@@ -154,6 +183,7 @@ constexpr int64_t kW6D = 0, kW6Dmin = 16, kW6Sc = 32, kW6Op = 32 + 256, kW6Q = 3
 constexpr int64_t kW6Block = kW6Q + kR * 256;
 
 static inline int64_t scratch_bytes_w80(int64_t cols) { return cols / 32 * kW80Block; }
+static inline int64_t scratch_bytes_w81(int64_t cols) { return cols / 32 * kW81Block; }
 static inline int64_t scratch_bytes_w45(int64_t cols) { return cols / 256 * kW45Block; }
 static inline int64_t scratch_bytes_w6(int64_t cols) { return cols / 256 * kW6Block; }
 

@@ -8,7 +8,7 @@
 // bit the scalar ones; token embeddings are read through them); the other entries point at the
 // scalar reference. 256-bit on purpose: on the target (Zen 4) 512-bit ops run as two 256-bit halves,
 // and the kernels are memory-bound at decode. Prompt processing uses the packed 512-bit tiles
-// of gemm.h where they exist (AVX-512 VNNI: Q4_0, Q5_0, Q8_0, Q2_K-Q6_K), float weights
+// of gemm.h where they exist (AVX-512 VNNI: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K-Q6_K), float weights
 // (F32, F16, BF16) the register tiles and small-batch dots of gemm_float.h (AVX2 / AVX-512),
 // the quantized types else VecDot4 (below): one weight row against 4 tokens over a segment of k.
 #pragma once

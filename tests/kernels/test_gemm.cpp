@@ -111,7 +111,8 @@ void check_gemm(const GemmKernels& gk, DType wt, const Case& c, uint32_t seed, L
 }
 
 // The weight types with packed kernels (the AVX-512 tables and their emulation alike).
-const DType kPackedTypes[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+const DType kPackedTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
+                              DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 bool has_packed_kernels(DType wt) {
   for (DType p : kPackedTypes)
@@ -140,7 +141,7 @@ TEST(Gemm, PackedKernelsMatchScalar) {
       for (Layout l : layouts_for(c)) check_gemm(*gk, wt, c, seed_of(c), l);
     ++checked;
   }
-  EXPECT_EQ(checked, 8);
+  EXPECT_EQ(checked, 10);
 }
 
 // Runs on every CPU: the emulated kernels (gemm_emulated.cpp), same cases and tolerance.
@@ -154,7 +155,7 @@ TEST(Gemm, EmulatedPackedKernelsMatchScalar) {
       for (Layout l : layouts_for(c)) check_gemm(*gk, wt, c, seed_of(c), l);
     ++checked;
   }
-  EXPECT_EQ(checked, 8);
+  EXPECT_EQ(checked, 10);
 }
 
 // Where the CPU has AVX-512 VNNI: the emulation writes the same packed activations and weight
@@ -194,7 +195,7 @@ TEST(Gemm, OnlyWhereTheIsaIsSupported) {
     }
   }
   if (isa_supported(Isa::Avx512)) {
-    for (DType wt : {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    for (DType wt : kPackedTypes) {
       EXPECT_NE(gemm_kernels(wt, Isa::Avx512), nullptr) << dtype_name(wt);
     }
   }

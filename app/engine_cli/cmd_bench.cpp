@@ -42,8 +42,8 @@ struct Series {
   std::string name;
   int n_tokens = 0;
   int depth = 0;
-  std::vector<double> tps;
-  std::vector<double> gbps;  // read bandwidth measured right after each repetition (empty: not measured)
+  std::vector<double> tps = {};
+  std::vector<double> gbps = {};  // read bandwidth measured right after each repetition (empty: not measured)
   static double average(const std::vector<double>& v) {
     double s = 0;
     for (double x : v) s += x;
@@ -208,7 +208,8 @@ int bench(const BenchOptions& o) {
   std::map<std::string, std::pair<std::string, std::string>> paths;
   for (const auto& t : m.file().tensors()) {
     if (t.dims.size() < 2 || t.name == "token_embd.weight") continue;  // matrices the matmul reads
-    paths[kernels::dtype_name(t.type)] = {kernels::matmul_path(t.type, k), kernels::matmul_path(t.type, std::max(max_p, 1))};
+    paths[kernels::dtype_name(t.type)] = {kernels::matmul_path(t.type, k),
+                                          max_p > 0 ? kernels::matmul_path(t.type, max_p) : "none (no -p test)"};
   }
 
   if (o.json) {

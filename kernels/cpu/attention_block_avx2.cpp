@@ -102,21 +102,33 @@ void softmax_rows(const AttentionBlockArgs& a, int64_t j_end8) {
   }
 }
 
-// 8 elements [d, d + 8) of a cache row as f32, exactly as dequantize_row would give them.
+// 8 elements [d, d + 8) of a cache row as f32, exactly as dequantize_row would give them. A row
+// is read in spans of 32 elements: scale(row, d32) once per span (Q8_0: the block's scale; the
+// float types have none), then load(row, d, s) for each 8 elements of it.
 struct LoadF32 {
-  static __m256 load(const uint8_t* row, int64_t d) { return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + d); }
+  static __m256 scale(const uint8_t*, int64_t) { return _mm256_setzero_ps(); }
+  static __m256 load(const uint8_t* row, int64_t d, __m256) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + d);
+  }
 };
 struct LoadF16 {
-  static __m256 load(const uint8_t* row, int64_t d) {
+  static __m256 scale(const uint8_t*, int64_t) { return _mm256_setzero_ps(); }
+  static __m256 load(const uint8_t* row, int64_t d, __m256) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * d)));
   }
 };
 // Q8_0: 34-byte blocks of 32 (an f16 scale, 32 int8); element = scale * q, one rounding, as in
-// dequantize_q8_0.
+// dequantize_q8_0. The scale is converted once per block (a 16-bit broadcast and vcvtph2ps),
+// not once per 8 elements.
 struct LoadQ8_0 {
-  static __m256 load(const uint8_t* row, int64_t d) {
+  static __m256 scale(const uint8_t* row, int64_t d32) {
+    const uint8_t* b = row + (d32 >> 5) * 34;
+    uint16_t h;
+    __builtin_memcpy(&h, b, 2);
+    return _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(h)));
+  }
+  static __m256 load(const uint8_t* row, int64_t d, __m256 s) {
     const uint8_t* b = row + (d >> 5) * 34;
-    const __m256 s = _mm256_set1_ps(_cvtsh_ss(static_cast<unsigned short>(b[0] | (b[1] << 8))));
     const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 2 + (d & 31))));
     return _mm256_mul_ps(s, _mm256_cvtepi32_ps(q));
   }
@@ -132,8 +144,10 @@ inline void scores_tile(const float* q, int64_t hdp, const uint8_t* k0, const ui
   constexpr int64_t B = kAttentionKeyBlock;
   __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
   if (!two) k1 = k0;
+  __m256 sa = _mm256_setzero_ps(), sb = sa;
   for (int64_t d = 0; d < hdp; d += 8) {
-    const __m256 ka = L::load(k0, d), kb = L::load(k1, d);
+    if ((d & 31) == 0) sa = L::scale(k0, d), sb = L::scale(k1, d);
+    const __m256 ka = L::load(k0, d, sa), kb = L::load(k1, d, sb);
     const __m256 x0 = _mm256_loadu_ps(q + d);
     s00 = _mm256_fmadd_ps(x0, ka, s00);
     s01 = _mm256_fmadd_ps(x0, kb, s01);
@@ -173,7 +187,9 @@ inline void values_tile16(const float* p, const CacheBlock& kv, int64_t lo, int6
   __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0;
   const uint8_t* row = kv.v + lo * kv.row_stride_bytes;
   for (int64_t j = lo; j < hi; ++j, row += kv.row_stride_bytes) {
-    const __m256 va = L::load(row, d), vb = L::load(row, d + 8);
+    // d is a multiple of 16: [d, d + 16) lies in one 32-element span.
+    const __m256 sv = L::scale(row, d);
+    const __m256 va = L::load(row, d, sv), vb = L::load(row, d + 8, sv);
     const __m256 w0 = _mm256_broadcast_ss(p + j);
     a0 = _mm256_fmadd_ps(w0, va, a0);
     b0 = _mm256_fmadd_ps(w0, vb, b0);
@@ -215,7 +231,7 @@ inline void values_tile8(const float* p, const CacheBlock& kv, int64_t lo, int64
   __m256 a0 = _mm256_setzero_ps();
   const uint8_t* row = kv.v + lo * kv.row_stride_bytes;
   for (int64_t j = lo; j < hi; ++j, row += kv.row_stride_bytes)
-    a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), L::load(row, d), a0);
+    a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), L::load(row, d, L::scale(row, d)), a0);
   _mm256_storeu_ps(acc + d, a0);
 }
 

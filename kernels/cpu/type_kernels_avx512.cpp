@@ -5,6 +5,12 @@
 
 #include <cstring>
 
+// GCC 12 reports the _mm512_undefined_* inside _mm512_cast*_*512 as (maybe-)uninitialized.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
 #include "kernels/cpu/blocks.h"
 #include "kernels/cpu/fp16.h"
 #include "kernels/cpu/ref_kernels.h"

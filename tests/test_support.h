@@ -67,4 +67,25 @@ inline double relative_error(const std::vector<float>& a, const std::vector<floa
   return a.size() == b.size() ? diff / scale : INFINITY;
 }
 
+// max |l|.
+inline double max_abs(const std::vector<float>& l) {
+  double m = 0;
+  for (float v : l) m = std::max(m, std::fabs(static_cast<double>(v)));
+  return m;
+}
+
+// The gap between the largest and the second largest value (logits: how near a tie the argmax is).
+inline double top2_margin(const std::vector<float>& l) {
+  float first = -INFINITY, second = -INFINITY;
+  for (float v : l) {
+    if (v > first) {
+      second = first;
+      first = v;
+    } else if (v > second) {
+      second = v;
+    }
+  }
+  return static_cast<double>(first) - second;
+}
+
 }  // namespace strata::test

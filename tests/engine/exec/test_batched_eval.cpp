@@ -121,15 +121,6 @@ Trajectory run_alone(const model::Model& m, int i) {
   return t;
 }
 
-double max_relative(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, static_cast<double>(std::fabs(a[i] - b[i])));
-    scale = std::max(scale, static_cast<double>(std::fabs(b[i])));
-  }
-  return scale > 0 ? diff / scale : diff;
-}
-
 std::vector<Trajectory> run_each_alone(const model::Model& m) {
   std::vector<Trajectory> alone;
   for (int i = 0; i < kSeqs; ++i) alone.push_back(run_alone(m, i));
@@ -142,20 +133,6 @@ std::vector<std::vector<int32_t>> tokens_of(const std::vector<Trajectory>& runs)
   return t;
 }
 
-// The two largest values apart.
-double top2_margin(const std::vector<float>& l) {
-  float a = -INFINITY, b = -INFINITY;
-  for (float v : l) {
-    if (v > a) {
-      b = a;
-      a = v;
-    } else if (v > b) {
-      b = v;
-    }
-  }
-  return static_cast<double>(a) - b;
-}
-
 void expect_same(const std::vector<Trajectory>& together, const std::vector<Trajectory>& alone, double tolerance) {
   int compared = 0;
   for (int i = 0; i < kSeqs; ++i) {
@@ -163,10 +140,9 @@ void expect_same(const std::vector<Trajectory>& together, const std::vector<Traj
     const Trajectory& t = together[static_cast<size_t>(i)];
     ASSERT_EQ(t.logits.size(), a.logits.size());
     for (size_t k = 0; k < a.logits.size(); ++k) {
-      EXPECT_LE(max_relative(t.logits[k], a.logits[k]), tolerance) << kPrompts[i] << " step " << k;
-      double scale = 0;
-      for (float v : a.logits[k]) scale = std::max(scale, static_cast<double>(std::fabs(v)));
-      if (top2_margin(a.logits[k]) <= 2 * tolerance * scale) continue;  // a near tie: either token
+      EXPECT_LE(test::relative_error(t.logits[k], a.logits[k]), tolerance) << kPrompts[i] << " step " << k;
+      // A near tie: either token is within the tolerance.
+      if (test::top2_margin(a.logits[k]) <= 2 * tolerance * test::max_abs(a.logits[k])) continue;
       ++compared;
       EXPECT_EQ(t.tokens[k], a.tokens[k]) << kPrompts[i] << " step " << k;
     }

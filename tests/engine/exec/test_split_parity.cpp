@@ -94,26 +94,6 @@ RunResult run(const model::Model& m, const Devices& devices, const Placement& p,
   return r;
 }
 
-// The gap between the largest and the second largest logit.
-double top2_margin(const std::vector<float>& l) {
-  float first = -INFINITY, second = -INFINITY;
-  for (float v : l) {
-    if (v > first) {
-      second = first;
-      first = v;
-    } else if (v > second) {
-      second = v;
-    }
-  }
-  return static_cast<double>(first) - second;
-}
-
-double max_abs(const std::vector<float>& l) {
-  double m = 0;
-  for (float v : l) m = std::max(m, std::fabs(static_cast<double>(v)));
-  return m;
-}
-
 enum class Plan { Layer2, Layer3, Tensor2, Mixed, KvOnCpu, HeadElsewhere };
 
 Placement make_plan(Plan which, const model::ModelConfig& c) {
@@ -199,11 +179,11 @@ TEST_P(SplitParity, TokensAndLogitsMatchSingleDevice) {
   ASSERT_EQ(got.logits.size(), want.logits.size());
   int compared = 0;
   for (size_t i = 0; i < want.logits.size(); ++i) {
-    const double scale = max_abs(want.logits[i]);
+    const double scale = test::max_abs(want.logits[i]);
     EXPECT_LE(test::relative_error(got.logits[i], want.logits[i]), i == 0 ? prompt_tolerance : tolerance) << "step " << i;
-    if (top2_margin(want.logits[i]) <= 2 * tolerance * scale) continue;
+    if (test::top2_margin(want.logits[i]) <= 2 * tolerance * scale) continue;
     ++compared;
-    EXPECT_EQ(got.tokens[i], want.tokens[i]) << "step " << i << ", margin " << top2_margin(want.logits[i]) / scale;
+    EXPECT_EQ(got.tokens[i], want.tokens[i]) << "step " << i << ", margin " << test::top2_margin(want.logits[i]) / scale;
   }
   // Most steps are not near ties: the token check above is not empty (14 of 24 on the Q8_0 model, AVX-512).
   EXPECT_GE(compared, 8);

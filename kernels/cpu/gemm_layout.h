@@ -93,27 +93,25 @@ using QuantizeRow = void (*)(const float* src, void* dst, int64_t n);
 static inline void put32(uint8_t* p, int32_t v) { std::memcpy(p, &v, 4); }
 static inline void putf(uint8_t* p, float v) { std::memcpy(p, &v, 4); }
 
-// Tokens [T group, T group + T) of x ([n_tokens][cols] f32, T = L::kTokens) as Q8_0, into
-// layout L; tokens at or past n_tokens as zeros.
-template <class L>
-static inline void pack_act_q8_0(QuantizeRow quantize, const float* x, int64_t cols, int64_t n_tokens,
-                                 int64_t group, uint8_t* dst) {
+// The frame of the 32-element activation layouts (Q8_0, Q8_1): tokens [T group, T group + T) of
+// x ([n_tokens][cols] f32, T = L::kTokens) quantized block by block into Block (zeros at or past
+// n_tokens); per block, offset(b) (4 bytes) in a token's first lane of the offset slot and 0 in a
+// pair's second, d in each of its lanes, then the quants.
+template <class L, typename Block, typename Offset>
+static inline void pack_act_32(QuantizeRow quantize, const float* x, int64_t cols, int64_t n_tokens, int64_t group,
+                               uint8_t* dst, Offset offset) {
   constexpr int kStep = L::kStepElems;
   const int64_t nb = cols / 32;
   for (int t = 0; t < L::kTokens; ++t) {
     const int64_t tok = group * L::kTokens + t;
     for (int64_t k = 0; k < nb; ++k) {
       uint8_t* o = dst + k * L::k80Block;
-      BlockQ8_0 b;
-      int32_t sum = 0;
-      if (tok < n_tokens) {
-        quantize(x + tok * cols + k * 32, &b, 32);
-        for (int j = 0; j < 32; ++j) sum += b.qs[j];
-      } else {
-        std::memset(&b, 0, sizeof b);
-      }
+      Block b;
+      if (tok < n_tokens) quantize(x + tok * cols + k * 32, &b, 32);
+      else std::memset(&b, 0, sizeof b);
       for (int i = 0; i < L::kLanes; ++i) {
-        put32(o + L::k80Corr + 4 * (L::kLanes * t + i), i == 0 ? -128 * sum : 0);
+        if (i == 0) offset(b, o + L::k80Corr + 4 * (L::kLanes * t));
+        else put32(o + L::k80Corr + 4 * (L::kLanes * t + i), 0);
         putf(o + L::k80D + 4 * (L::kLanes * t + i), fp16_to_f32(b.d));
       }
       for (int j = 0; j < 32 / kStep; ++j) std::memcpy(o + L::k80Q + 64 * j + kStep * t, b.qs + kStep * j, kStep);
@@ -121,26 +119,23 @@ static inline void pack_act_q8_0(QuantizeRow quantize, const float* x, int64_t c
   }
 }
 
-// The same for Q8_1 (Q4_1, Q5_1 weights): s in corr's place.
+// Q8_0 activations (Q4_0, Q5_0, Q8_0 weights): the offset slot holds corr = -128 * sum q.
+template <class L>
+static inline void pack_act_q8_0(QuantizeRow quantize, const float* x, int64_t cols, int64_t n_tokens,
+                                 int64_t group, uint8_t* dst) {
+  pack_act_32<L, BlockQ8_0>(quantize, x, cols, n_tokens, group, dst, [](const BlockQ8_0& b, uint8_t* p) {
+    int32_t sum = 0;
+    for (int j = 0; j < 32; ++j) sum += b.qs[j];
+    put32(p, -128 * sum);
+  });
+}
+
+// Q8_1 activations (Q4_1, Q5_1 weights): the offset slot holds s (f32).
 template <class L>
 static inline void pack_act_q8_1(QuantizeRow quantize, const float* x, int64_t cols, int64_t n_tokens,
                                  int64_t group, uint8_t* dst) {
-  constexpr int kStep = L::kStepElems;
-  const int64_t nb = cols / 32;
-  for (int t = 0; t < L::kTokens; ++t) {
-    const int64_t tok = group * L::kTokens + t;
-    for (int64_t k = 0; k < nb; ++k) {
-      uint8_t* o = dst + k * L::k80Block;
-      BlockQ8_1 b;
-      if (tok < n_tokens) quantize(x + tok * cols + k * 32, &b, 32);
-      else std::memset(&b, 0, sizeof b);
-      for (int i = 0; i < L::kLanes; ++i) {
-        putf(o + L::k80Corr + 4 * (L::kLanes * t + i), i == 0 ? fp16_to_f32(b.s) : 0.f);
-        putf(o + L::k80D + 4 * (L::kLanes * t + i), fp16_to_f32(b.d));
-      }
-      for (int j = 0; j < 32 / kStep; ++j) std::memcpy(o + L::k80Q + 64 * j + kStep * t, b.qs + kStep * j, kStep);
-    }
-  }
+  pack_act_32<L, BlockQ8_1>(quantize, x, cols, n_tokens, group, dst,
+                            [](const BlockQ8_1& b, uint8_t* p) { putf(p, fp16_to_f32(b.s)); });
 }
 
 // The same for Q8_K (K-quant weights).

@@ -136,15 +136,18 @@ void pack_w80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws
   }
 }
 
-// 4 rows x G groups of layout L over all nb blocks.
-template <class L, int G>
-inline void tile_w80(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t gb, const Prefetch& pf,
-                     __m512 (&facc)[kR][G]) {
+// 4 rows x G groups of layout L over all nb blocks of 32, per block facc += (integer sum) *
+// (d_a d_w). Without kMin (Q8_0, Q4_0, Q5_0: u8 = q + 128) the sum takes the activations' corr
+// (-128 * their sum) first; with kMin (Q4_1, Q5_1: u8 = q, x = d q + m) s_a m_w is added after.
+template <bool kMin, class L, int G>
+inline void tile_w8(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t gb, const Prefetch& pf,
+                    __m512 (&facc)[kR][G]) {
+  constexpr int64_t kBlock = kMin ? kW81Block : kW80Block, kQ = kMin ? kW81Q : kW80Q, kD = kMin ? kW81D : kW80D;
   for (int r = 0; r < kR; ++r)
     for (int g = 0; g < G; ++g) facc[r][g] = _mm512_setzero_ps();
   for (int64_t k = 0; k < nb; ++k) {
     prefetch_part(pf, k);
-    const uint8_t* wb = ws + k * kW80Block;
+    const uint8_t* wb = ws + k * kBlock;
     const uint8_t* ab[G];
     __m512i acc[kR][G];
     for (int g = 0; g < G; ++g) {
@@ -157,16 +160,22 @@ inline void tile_w80(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t 
       __m512i a[G];
       for (int g = 0; g < G; ++g) a[g] = _mm512_load_si512(ab[g] + L::k80Q + 64 * j);
       for (int r = 0; r < kR; ++r) {
-        const __m512i b = bcast_step<kStep>(wb + kW80Q + 32 * r + kStep * j);
+        const __m512i b = bcast_step<kStep>(wb + kQ + 32 * r + kStep * j);
         for (int g = 0; g < G; ++g) acc[r][g] = _mm512_dpbusd_epi32(acc[r][g], b, a[g]);
       }
     }
     for (int g = 0; g < G; ++g) {
       const __m512 da = _mm512_load_ps(ab[g] + L::k80D);
-      const __m512i corr = _mm512_load_si512(ab[g] + L::k80Corr);
-      for (int r = 0; r < kR; ++r)
-        facc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc[r][g], corr)),
-                                     _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + kW80D + 4 * r))), facc[r][g]);
+      const __m512i off = _mm512_load_si512(ab[g] + L::k80Corr);  // corr (i32), or s_a (f32) with kMin
+      for (int r = 0; r < kR; ++r) {
+        const __m512 dd = _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + kD + 4 * r)));
+        if constexpr (kMin) {
+          facc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r][g]), dd, facc[r][g]);
+          facc[r][g] = _mm512_fmadd_ps(_mm512_castsi512_ps(off), _mm512_set1_ps(loadf(wb + kW81M + 4 * r)), facc[r][g]);
+        } else {
+          facc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc[r][g], off)), dd, facc[r][g]);
+        }
+      }
     }
   }
 }
@@ -206,43 +215,6 @@ void pack_w81(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws
       putf(o + kW81D + 4 * r, d);
       putf(o + kW81M + 4 * r, m);
       storeu256(o + kW81Q + 32 * r, q);
-    }
-  }
-}
-
-// 4 rows x G groups of layout L: per block, facc += (sum of q x q_a) * (d_a d_w), then += s_a m_w.
-template <class L, int G>
-inline void tile_w81(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t gb, const Prefetch& pf,
-                     __m512 (&facc)[kR][G]) {
-  for (int r = 0; r < kR; ++r)
-    for (int g = 0; g < G; ++g) facc[r][g] = _mm512_setzero_ps();
-  constexpr int kStep = L::kStepElems;
-  for (int64_t k = 0; k < nb; ++k) {
-    prefetch_part(pf, k);
-    const uint8_t* wb = ws + k * kW81Block;
-    const uint8_t* ab[G];
-    __m512i acc[kR][G];
-    for (int g = 0; g < G; ++g) {
-      ab[g] = act + g * gb + k * L::k80Block;
-      for (int r = 0; r < kR; ++r) acc[r][g] = _mm512_setzero_si512();
-    }
-#pragma GCC unroll 8
-    for (int j = 0; j < 32 / kStep; ++j) {
-      __m512i a[G];
-      for (int g = 0; g < G; ++g) a[g] = _mm512_load_si512(ab[g] + L::k80Q + 64 * j);
-      for (int r = 0; r < kR; ++r) {
-        const __m512i b = bcast_step<kStep>(wb + kW81Q + 32 * r + kStep * j);
-        for (int g = 0; g < G; ++g) acc[r][g] = _mm512_dpbusd_epi32(acc[r][g], b, a[g]);
-      }
-    }
-    for (int g = 0; g < G; ++g) {
-      const __m512 da = _mm512_load_ps(ab[g] + L::k80D);
-      const __m512 sa = _mm512_load_ps(ab[g] + L::k80Corr);
-      for (int r = 0; r < kR; ++r) {
-        facc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r][g]),
-                                     _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + kW81D + 4 * r))), facc[r][g]);
-        facc[r][g] = _mm512_fmadd_ps(sa, _mm512_set1_ps(loadf(wb + kW81M + 4 * r)), facc[r][g]);
-      }
     }
   }
 }
@@ -571,8 +543,8 @@ void rows_driver(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const 
       call(ws, nb, a, gb, pf, f);                                                                             \
     }                                                                                                         \
   };
-STRATA_TILE(TileW80, (tile_w80<L, G>))
-STRATA_TILE(TileW81, (tile_w81<L, G>))
+STRATA_TILE(TileW80, (tile_w8<false, L, G>))
+STRATA_TILE(TileW81, (tile_w8<true, L, G>))
 STRATA_TILE(TileW45, (tile_w45<L, G>))
 STRATA_TILE(TileW6, (tile_w6<false, L, G>))
 STRATA_TILE(TileW2, (tile_w6<true, L, G>))

@@ -374,46 +374,32 @@ void pack_w2(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws)
 // (gemm_avx512.cpp runs two groups per tile to reuse each weight broadcast; every lane's
 // operations are the same either way.)
 
-template <class L>
-void tile_w80(const uint8_t* ws, int64_t nb, const uint8_t* act, VecF (&facc)[kR]) {
+// Blocks of 32. Without kMin (Q8_0, Q4_0, Q5_0: u8 = w + 128): (w + 128) . a - 128 * sum(a) =
+// w . a, then * (d_a * d_w) into the float sum. With kMin (Q4_1, Q5_1: u8 = q): q . a * (d_a *
+// d_w), then + s_a * m_w (s_a = d_a * sum(a) from the Q8_1 block).
+template <bool kMin, class L>
+void tile_w8(const uint8_t* ws, int64_t nb, const uint8_t* act, VecF (&facc)[kR]) {
   constexpr int kStep = L::kStepElems;
+  constexpr int64_t kBlock = kMin ? kW81Block : kW80Block, kQ = kMin ? kW81Q : kW80Q, kD = kMin ? kW81D : kW80D;
   for (VecF& f : facc) f = zero_f();
   for (int64_t k = 0; k < nb; ++k) {
-    const uint8_t* wb = ws + k * kW80Block;
+    const uint8_t* wb = ws + k * kBlock;
     const uint8_t* ab = act + k * L::k80Block;
     VecI acc[kR];
     for (VecI& a : acc) a = zero_i();
     for (int j = 0; j < 32 / kStep; ++j) {
       const VecI a = load_i(ab + L::k80Q + 64 * j);
-      for (int r = 0; r < kR; ++r) acc[r] = dpbusd(acc[r], bcast_step<kStep>(wb + kW80Q + 32 * r + kStep * j), a);
+      for (int r = 0; r < kR; ++r) acc[r] = dpbusd(acc[r], bcast_step<kStep>(wb + kQ + 32 * r + kStep * j), a);
     }
-    // (w + 128) . a - 128 * sum(a) = w . a, then * (d_a * d_w) into the float sum.
     const VecF da = load_f(ab + L::k80D);
-    const VecI corr = load_i(ab + L::k80Corr);
-    for (int r = 0; r < kR; ++r)
-      facc[r] = fmadd(cvt(add_i(acc[r], corr)), mul_f(da, set1_f(loadf(wb + kW80D + 4 * r))), facc[r]);
-  }
-}
-
-template <class L>
-void tile_w81(const uint8_t* ws, int64_t nb, const uint8_t* act, VecF (&facc)[kR]) {
-  constexpr int kStep = L::kStepElems;
-  for (VecF& f : facc) f = zero_f();
-  for (int64_t k = 0; k < nb; ++k) {
-    const uint8_t* wb = ws + k * kW81Block;
-    const uint8_t* ab = act + k * L::k80Block;
-    VecI acc[kR];
-    for (VecI& a : acc) a = zero_i();
-    for (int j = 0; j < 32 / kStep; ++j) {
-      const VecI a = load_i(ab + L::k80Q + 64 * j);
-      for (int r = 0; r < kR; ++r) acc[r] = dpbusd(acc[r], bcast_step<kStep>(wb + kW81Q + 32 * r + kStep * j), a);
-    }
-    // q . a * (d_a * d_w), then + s_a * m_w (s_a = d_a * sum(a) from the Q8_1 block).
-    const VecF da = load_f(ab + L::k80D);
-    const VecF sa = load_f(ab + L::k80Corr);
     for (int r = 0; r < kR; ++r) {
-      facc[r] = fmadd(cvt(acc[r]), mul_f(da, set1_f(loadf(wb + kW81D + 4 * r))), facc[r]);
-      facc[r] = fmadd(sa, set1_f(loadf(wb + kW81M + 4 * r)), facc[r]);
+      const VecF dd = mul_f(da, set1_f(loadf(wb + kD + 4 * r)));
+      if constexpr (kMin) {
+        facc[r] = fmadd(cvt(acc[r]), dd, facc[r]);
+        facc[r] = fmadd(load_f(ab + L::k80Corr), set1_f(loadf(wb + kW81M + 4 * r)), facc[r]);
+      } else {
+        facc[r] = fmadd(cvt(add_i(acc[r], load_i(ab + L::k80Corr))), dd, facc[r]);
+      }
     }
   }
 }
@@ -524,12 +510,12 @@ void rows_driver(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const 
 template <DType T, class L>
 void rows_w80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
               int64_t ys, uint8_t* ws, const uint8_t*, int64_t) {
-  rows_driver<&pack_w80<T>, &tile_w80<L>, 32, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_0(cols));
+  rows_driver<&pack_w80<T>, &tile_w8<false, L>, 32, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_0(cols));
 }
 template <DType T, class L>
 void rows_w81(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
               int64_t ys, uint8_t* ws, const uint8_t*, int64_t) {
-  rows_driver<&pack_w81<T>, &tile_w81<L>, 32, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_0(cols));
+  rows_driver<&pack_w81<T>, &tile_w8<true, L>, 32, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_0(cols));
 }
 template <bool kFive, class L>
 void rows_w45(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,

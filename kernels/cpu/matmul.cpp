@@ -2,8 +2,8 @@
 // then dot products in row x token tiles handed out dynamically (an atomic counter), so threads
 // that finish early take more work. Prompts go to the packed-tile kernels of gemm.h when the
 // type and ISA have them (activations packed in 16-token groups, or up to 8 tokens in pairs;
-// 16-row x 64-token items, each
-// thread unpacking 4 weight rows at a time into its own scratch), else to VecDot4 / vec_dot.
+// 16-row x 64-token items, each thread unpacking 4 weight rows at a time into its own scratch),
+// else to VecDot4 / vec_dot.
 #include "kernels/cpu/matmul.h"
 
 #include <algorithm>

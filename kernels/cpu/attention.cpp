@@ -21,11 +21,6 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 int64_t pad8(int64_t n) { return (n + 7) & ~int64_t{7}; }
 
-detail::AttentionBlockFn block_kernel(Isa isa) {
-  if (isa != Isa::Scalar && isa_supported(Isa::Avx2)) return &detail::attention_block_avx2;
-  return &detail::attention_block_scalar;
-}
-
 // Query tokens per prompt tile: about 64 rows (tokens x heads of a group) share each key block.
 int64_t tile_tokens(int64_t group) { return std::max<int64_t>(1, 64 / group); }
 
@@ -112,7 +107,7 @@ struct Plan {
   KvCacheView kv;
   AttentionShape s;
   const TypeKernels* tk;  // the cache type's dequantizer (unused for F32)
-  detail::AttentionBlockFn block;
+  detail::AttentionBlockFamily family;  // decode and prompts take their kernels from one family
   int64_t group, hdp, q_dim;
   // Token t's visible positions.
   int64_t end_of(int64_t t) const { return s.causal ? s.pos0 + t + 1 : s.pos0 + s.n_tokens; }
@@ -162,10 +157,10 @@ struct Plan {
     detail::AttentionBlockArgs a = block_args(sc, n_rows);
     a.k = sc.k + slot * B * hdp;
     a.v = sc.v + slot * B * hdp;
-    block(a);
+    family.block(a);
   }
-  // The AVX2 kernel on n_rows query rows against keys [kb, kb + 64) of KV head kv_head, read in
-  // place (attention_block_cache_supported).
+  // The family's in-place kernel on n_rows query rows against keys [kb, kb + 64) of KV head
+  // kv_head, read where they lie (attention_block_cache_supported).
   // Prefetches the cache rows of positions [next_p0, next_p1) meanwhile (all KV heads).
   void run_cache_block(const ThreadScratch& sc, int64_t n_rows, int64_t kb, int64_t kv_head, int64_t next_p0,
                        int64_t next_p1) const {
@@ -181,7 +176,7 @@ struct Plan {
       c.next_v = kv.v + next_p0 * kv.row_stride_bytes;
       c.next_bytes = (next_p1 - next_p0) * kv.row_stride_bytes;
     }
-    detail::attention_block_cache_avx2(a, c);
+    family.cache(a, c);
   }
 };
 
@@ -195,11 +190,10 @@ void decode(ThreadPool& pool, const Plan& pl, AttentionWorkspace& ws, int64_t ma
   const size_t need = static_cast<size_t>(pl.s.n_heads * n_blocks * part);
   if (ws.partials.size() < need) ws.partials.resize(need);
   float* partials = ws.partials.data();
-  // The AVX2 kernel reads F32 / F16 / Q8_0 blocks where they lie in the cache, converting each
-  // element in registers (once per 4 query rows); otherwise the block's rows of every KV head are
-  // converted to f32 copies first.
-  const bool in_place = pl.block != &detail::attention_block_scalar &&
-                        detail::attention_block_cache_supported(pl.kv.type, pl.s.head_dim);
+  // The AVX2 / AVX-512 kernels read F32 / F16 / Q8_0 blocks where they lie in the cache,
+  // converting each element in registers (once per 4 query rows); otherwise the block's rows of
+  // every KV head are converted to f32 copies first.
+  const bool in_place = detail::attention_block_cache_supported(pl.family.isa, pl.kv.type, pl.s.head_dim);
   std::atomic<int64_t> next{0};
   pool.run([&](int thread, int) {
     const ThreadScratch sc = scratch_of(ws, thread, max_rows, pl.hdp, n_kv);
@@ -325,7 +319,7 @@ void attention(ThreadPool& pool, const float* q, const KvCacheView& kv, const At
   pl.kv = kv;
   pl.s = s;
   pl.tk = kv.type == DType::F32 ? nullptr : &best_type_kernels(kv.type, isa);
-  pl.block = block_kernel(isa);
+  pl.family = detail::attention_block_family(isa, s.head_dim);
   pl.group = s.n_heads / s.n_kv_heads;
   pl.hdp = pad8(s.head_dim);
   pl.q_dim = s.n_heads * s.head_dim;

@@ -1,6 +1,6 @@
 // kernels/cpu/attention_block.cpp — the scalar reference of the attention block kernel (see
-// attention_block.h): plain loops, std::exp, float accumulation in key order; and which cache
-// blocks the AVX2 kernel can read in place.
+// attention_block.h): plain loops, std::exp, float accumulation in key order; which family of
+// kernels a head size takes, and which cache blocks its in-place kernel reads.
 #include <cmath>
 #include <limits>
 
@@ -41,11 +41,19 @@ void attention_block_scalar(const AttentionBlockArgs& a) {
   }
 }
 
-bool attention_block_cache_supported(DType type, int64_t head_dim) {
-  if (!isa_supported(Isa::Avx2) || head_dim <= 0) return false;
+AttentionBlockFamily attention_block_family(Isa isa, int64_t head_dim) {
+  if (isa == Isa::Avx512 && isa_supported(Isa::Avx512) && head_dim > 0 && head_dim % 16 == 0)
+    return {Isa::Avx512, &attention_block_avx512, &attention_block_cache_avx512};
+  if (isa != Isa::Scalar && isa_supported(Isa::Avx2)) return {Isa::Avx2, &attention_block_avx2, &attention_block_cache_avx2};
+  return {Isa::Scalar, &attention_block_scalar, nullptr};
+}
+
+bool attention_block_cache_supported(Isa family, DType type, int64_t head_dim) {
+  if (family == Isa::Scalar || !isa_supported(family) || head_dim <= 0) return false;
+  const int64_t lanes = family == Isa::Avx512 ? 16 : 8;
   switch (type) {
     case DType::F32:
-    case DType::F16: return head_dim % 8 == 0;
+    case DType::F16: return head_dim % lanes == 0;
     case DType::Q8_0: return head_dim % 32 == 0;
     default: return false;
   }

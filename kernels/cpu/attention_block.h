@@ -4,7 +4,10 @@
 // dot products per step, 8-wide exp, 2 rows x 32 floats of value accumulation per step), and,
 // for decode, an AVX2 variant that reads the block straight from an F32 / F16 / Q8_0 cache
 // (converting each element in registers, once per group of 4 query rows) instead of from f32
-// copies: the same arithmetic, so the same bits. No engine types.
+// copies: the same arithmetic, so the same bits. AVX-512 (attention_block_avx512.cpp): the same
+// pair of kernels 16 floats wide, for head sizes that are multiples of 16; its scores are summed
+// in another order than the AVX2 kernels', so a caller takes both kernels from one family
+// (attention_block_family). No engine types.
 #pragma once
 
 #include <cstdint>
@@ -36,10 +39,12 @@ using AttentionBlockFn = void (*)(const AttentionBlockArgs&);
 
 void attention_block_scalar(const AttentionBlockArgs& a);
 void attention_block_avx2(const AttentionBlockArgs& a);
+void attention_block_avx512(const AttentionBlockArgs& a);  // a.hdp a multiple of 16
 
 // One KV head's key block in the cache, as it is stored: key j of the block (j in [0, 64)) is
 // head_dim elements of `type` at k + j * row_stride_bytes, value j likewise at v. Only the keys in
-// [min lo, max hi) of the rows are read (the rows past the cache's last position are never touched).
+// [min lo, max hi) of the rows are read (AVX-512: from min lo rounded down to a multiple of 4), so
+// the rows past the cache's last position are never touched.
 struct CacheBlock {
   const uint8_t* k = nullptr;
   const uint8_t* v = nullptr;
@@ -53,13 +58,28 @@ struct CacheBlock {
   int64_t next_bytes = 0;
 };
 
-// Whether attention_block_cache_avx2 takes heads of this type and size (F32 / F16: head_dim a
-// multiple of 8; Q8_0: of 32) on this CPU.
-bool attention_block_cache_supported(DType type, int64_t head_dim);
-
 // attention_block_avx2 on a block read from the cache (a.k and a.v are unused; a.hdp is the head
 // size): for the same rows and the same values it gives bit-identical m, l and acc, so decode
 // (this kernel) and prompts (f32 copies of the block) keep giving a token the same output.
 void attention_block_cache_avx2(const AttentionBlockArgs& a, const CacheBlock& kv);
+// The same for attention_block_avx512.
+void attention_block_cache_avx512(const AttentionBlockArgs& a, const CacheBlock& kv);
+using AttentionCacheBlockFn = void (*)(const AttentionBlockArgs&, const CacheBlock&);
+
+// The block kernels a caller uses for one head size: the f32-copy kernel and, where the family has
+// one, its in-place twin (bit-identical to it).
+struct AttentionBlockFamily {
+  Isa isa = Isa::Scalar;                  // Scalar, Avx2 or Avx512
+  AttentionBlockFn block = nullptr;        // on f32 copies
+  AttentionCacheBlockFn cache = nullptr;   // in place; nullptr for the scalar family
+};
+
+// The widest family `isa` allows on this CPU for heads of head_dim: AVX-512 when isa is Avx512 and
+// head_dim is a multiple of 16, else AVX2 when isa is not Scalar, else scalar.
+AttentionBlockFamily attention_block_family(Isa isa, int64_t head_dim);
+
+// Whether the family's in-place kernel takes heads of this type and size (F32 / F16: head_dim a
+// multiple of 8 for AVX2, of 16 for AVX-512; Q8_0: of 32) on this CPU.
+bool attention_block_cache_supported(Isa family, DType type, int64_t head_dim);
 
 }  // namespace strata::kernels::detail

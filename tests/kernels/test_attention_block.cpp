@@ -1,6 +1,6 @@
-// tests/kernels/test_attention_block.cpp — the AVX2 attention block kernel that reads key blocks in
-// place from an F32 / F16 / Q8_0 cache (decode) against the one that reads f32 copies of them
-// (prompts): bit-identical m, l and acc for 1 to 9 query rows, rows with different key ranges,
+// tests/kernels/test_attention_block.cpp — the AVX2 and AVX-512 attention block kernels that read
+// key blocks in place from an F32 / F16 / Q8_0 cache (decode) against their twins that read f32
+// copies of them (prompts): bit-identical m, l and acc for 1 to 9 query rows, rows with different key ranges,
 // head sizes with and without a 16-float tail, strided rows of several KV heads, with and without
 // a block to prefetch. attention.h's promise (a token's output does not depend on whether it came
 // alone or in a prompt) rests on this.
@@ -20,6 +20,7 @@ namespace {
 constexpr int64_t B = kAttentionKeyBlock;
 
 struct Case {
+  Isa family;  // Avx2 or Avx512
   DType type;
   int64_t head_dim;
   int64_t n_rows;
@@ -29,7 +30,7 @@ struct Case {
 };
 
 std::string name_of(const Case& c) {
-  return std::string(dtype_name(c.type)) + " hd " + std::to_string(c.head_dim) + " rows " + std::to_string(c.n_rows) +
+  return std::string(isa_name(c.family)) + " " + dtype_name(c.type) + " hd " + std::to_string(c.head_dim) + " rows " + std::to_string(c.n_rows) +
          (c.ragged ? " ragged" : "") + " kv " + std::to_string(c.n_kv) + (c.prefetch ? " prefetch" : "");
 }
 
@@ -80,8 +81,10 @@ void check(const Case& c, uint32_t seed) {
     a.acc = o.acc.data();
     return a;
   };
+  const AttentionBlockFamily f = attention_block_family(c.family, hd);
+  ASSERT_EQ(f.isa, c.family);
   Out want, got;
-  attention_block_avx2(args(want));
+  f.block(args(want));
   AttentionBlockArgs a = args(got);
   a.k = a.v = nullptr;
   // Stale scratch, as a reused workspace holds: the in-place kernel must not depend on it.
@@ -96,7 +99,7 @@ void check(const Case& c, uint32_t seed) {
     cb.next_v = v.data() + B * row_b;
     cb.next_bytes = (B - 5) * row_b;
   }
-  attention_block_cache_avx2(a, cb);
+  f.cache(a, cb);
   for (int64_t r = 0; r < c.n_rows; ++r) {
     EXPECT_EQ(std::memcmp(&got.m[r], &want.m[r], sizeof(float)), 0) << "row " << r << " m " << got.m[r] << " vs " << want.m[r];
     EXPECT_EQ(std::memcmp(&got.l[r], &want.l[r], sizeof(float)), 0) << "row " << r << " l " << got.l[r] << " vs " << want.l[r];
@@ -106,26 +109,50 @@ void check(const Case& c, uint32_t seed) {
   }
 }
 
-TEST(AttentionBlockCache, BitIdenticalToTheF32BlockKernel) {
-  if (!isa_supported(Isa::Avx2)) GTEST_SKIP() << "no AVX2 on this CPU: the in-place kernel is AVX2 only";
+void check_family(Isa family) {
   uint32_t seed = 100;
+  int checked = 0;
   for (DType type : {DType::F32, DType::F16, DType::Q8_0})
-    for (int64_t hd : {32, 40, 64, 128}) {
-      if (!attention_block_cache_supported(type, hd)) continue;  // Q8_0: multiples of 32 only
+    for (int64_t hd : {32, 40, 48, 64, 80, 128}) {
+      // Q8_0: multiples of 32 only; AVX-512: of 16 (hd 40 takes the AVX2 family there).
+      if (!attention_block_cache_supported(family, type, hd)) continue;
       for (int64_t rows : {1, 2, 3, 4, 5, 8, 9})
         for (bool ragged : {false, true})
-          for (int64_t n_kv : {1, 4}) check({type, hd, rows, ragged, n_kv, rows % 2 == 1}, seed++);
+          for (int64_t n_kv : {1, 4}) {
+            check({family, type, hd, rows, ragged, n_kv, rows % 2 == 1}, seed++);
+            ++checked;
+          }
     }
+  // F32 / F16 at 6 head sizes (AVX-512: 5) and Q8_0 at 3, 28 cases each.
+  EXPECT_EQ(checked, (family == Isa::Avx512 ? 13 : 15) * 28);
+}
+
+TEST(AttentionBlockCache, Avx2BitIdenticalToItsF32BlockKernel) {
+  if (!isa_supported(Isa::Avx2)) GTEST_SKIP() << "no AVX2 on this CPU";
+  check_family(Isa::Avx2);
+}
+
+TEST(AttentionBlockCache, Avx512BitIdenticalToItsF32BlockKernel) {
+  if (!isa_supported(Isa::Avx512)) GTEST_SKIP() << "no AVX-512 on this CPU";
+  check_family(Isa::Avx512);
 }
 
 TEST(AttentionBlockCache, SupportedShapes) {
-  if (!isa_supported(Isa::Avx2)) GTEST_SKIP() << "no AVX2 on this CPU: the in-place kernel is AVX2 only";
-  EXPECT_TRUE(attention_block_cache_supported(DType::F16, 64));
-  EXPECT_TRUE(attention_block_cache_supported(DType::F32, 40));
-  EXPECT_FALSE(attention_block_cache_supported(DType::F16, 36));
-  EXPECT_TRUE(attention_block_cache_supported(DType::Q8_0, 96));
-  EXPECT_FALSE(attention_block_cache_supported(DType::Q8_0, 40));
-  EXPECT_FALSE(attention_block_cache_supported(DType::BF16, 64));
+  if (!isa_supported(Isa::Avx2)) GTEST_SKIP() << "no AVX2 on this CPU: the in-place kernels need it";
+  EXPECT_TRUE(attention_block_cache_supported(Isa::Avx2, DType::F16, 64));
+  EXPECT_TRUE(attention_block_cache_supported(Isa::Avx2, DType::F32, 40));
+  EXPECT_FALSE(attention_block_cache_supported(Isa::Avx2, DType::F16, 36));
+  EXPECT_TRUE(attention_block_cache_supported(Isa::Avx2, DType::Q8_0, 96));
+  EXPECT_FALSE(attention_block_cache_supported(Isa::Avx2, DType::Q8_0, 40));
+  EXPECT_FALSE(attention_block_cache_supported(Isa::Avx2, DType::BF16, 64));
+  EXPECT_FALSE(attention_block_cache_supported(Isa::Scalar, DType::F16, 64));
+  EXPECT_EQ(attention_block_family(Isa::Scalar, 64).isa, Isa::Scalar);
+  EXPECT_EQ(attention_block_family(Isa::Avx2, 64).isa, Isa::Avx2);
+  if (!isa_supported(Isa::Avx512)) return;
+  EXPECT_TRUE(attention_block_cache_supported(Isa::Avx512, DType::F16, 48));
+  EXPECT_FALSE(attention_block_cache_supported(Isa::Avx512, DType::F16, 40));
+  EXPECT_EQ(attention_block_family(Isa::Avx512, 64).isa, Isa::Avx512);
+  EXPECT_EQ(attention_block_family(Isa::Avx512, 40).isa, Isa::Avx2);  // not a multiple of 16
 }
 
 }  // namespace

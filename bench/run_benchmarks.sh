@@ -12,8 +12,9 @@
 #             float weights at n = 8, 64, 512 with 1 and 2 threads
 #   batched   batched decode: `bench --parallel 8` vs one stream on a 246M Q4_K_M model
 #   server    8 concurrent streams: `strata-engine serve` vs llama-server (bench/serve_throughput.py)
-#   depth     decode attention alone at depths 1k-8k (bench/attention_bench), then the 246M model's
-#             prompt speed and its decode at depths 0-8k, beside llama-bench
+#   depth     decode attention alone at depths 1k-8k (bench/attention_bench; AVX2 against AVX-512
+#             kernels), then the 246M model's prompt speed and its decode at depths 0-8k, beside
+#             llama-bench
 # Every bench row prints the read bandwidth measured right after each repetition.
 # Usage: bench/run_benchmarks.sh [BUILD_DIR] [MODEL_DIR]; SECTIONS="cpu kernels" picks sections
 # (default: all); LLAMA_BIN=dir of llama.cpp's binaries (test-backend-ops, llama-server) for the
@@ -166,6 +167,16 @@ if want depth; then
   echo "## 16 layers' caches, depths 1k/4k/8k, 1 and 2 threads; f16 then q8_0 KV"
   "$BUILD/bench/attention_bench" 1,2 1024,4096,8192 f16
   "$BUILD/bench/attention_bench" 1,2 4096 q8_0
+  echo
+  echo "## The same, AVX2 kernels then AVX-512 (skipped where the CPU has no AVX-512): one layer in cache"
+  echo "## (depth 1024, 1 thread), 16 layers' caches, and 96 layers' (384 MiB: more than an L3 holds)"
+  for isa in avx2 avx512; do
+    "$BUILD/bench/attention_bench" 1 1024 f16 16 4 64 1 "$isa" || true
+    "$BUILD/bench/attention_bench" 2 4096 f16 16 4 64 16 "$isa" || true
+    "$BUILD/bench/attention_bench" 2 4096 q8_0 16 4 64 16 "$isa" || true
+    "$BUILD/bench/attention_bench" 2 4096 f16 16 4 64 96 "$isa" || true
+    "$BUILD/bench/attention_bench" 2 4096 q8_0 16 4 64 96 "$isa" || true
+  done
   echo
   echo "## Attention at context depth (issue 18): 246M Q4_K_M, $THREADS threads, Strata then llama.cpp, back to back"
   # Prompt speed at depth 0, then decode after 0, 1k, 4k and 8k tokens in the cache.

@@ -51,8 +51,8 @@ struct CacheBlock {
   int64_t row_stride_bytes = 0;
   DType type = DType::F16;  // F32, F16 or Q8_0
   // Bytes [0, next_bytes) from next_k and from next_v (in the cache: what the caller runs next)
-  // are prefetched while this block's scores are computed, spread over its keys; none when
-  // next_bytes is 0.
+  // are prefetched into L2 while this block runs, spread over its keys (AVX2: during the scores;
+  // AVX-512: half during the scores, half during the values); none when next_bytes is 0.
   const uint8_t* next_k = nullptr;
   const uint8_t* next_v = nullptr;
   int64_t next_bytes = 0;

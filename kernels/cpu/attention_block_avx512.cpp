@@ -12,6 +12,7 @@
 // Tiles: scores 4 rows x 4 keys (16 accumulators: a K chunk feeds 4 FMAs, a Q chunk 4), values
 // 4 rows x 64 floats (a V row is read once for the 4 rows). The AVX2 kernel sums a score over
 // 8-float chunks, so its bits differ from these: attention.cpp takes both paths from one family.
+// Decode prefetches the next key block into L2, half of it during the scores, half during the values.
 #include <immintrin.h>
 
 #include "kernels/cpu/attention.h"

@@ -44,7 +44,8 @@ void attention_block_scalar(const AttentionBlockArgs& a) {
 AttentionBlockFamily attention_block_family(Isa isa, int64_t head_dim) {
   if (isa == Isa::Avx512 && isa_supported(Isa::Avx512) && head_dim > 0 && head_dim % 16 == 0)
     return {Isa::Avx512, &attention_block_avx512, &attention_block_cache_avx512};
-  if (isa != Isa::Scalar && isa_supported(Isa::Avx2)) return {Isa::Avx2, &attention_block_avx2, &attention_block_cache_avx2};
+  if (isa != Isa::Scalar && isa_supported(Isa::Avx2))
+    return {Isa::Avx2, &attention_block_avx2, &attention_block_cache_avx2};
   return {Isa::Scalar, &attention_block_scalar, nullptr};
 }
 

@@ -12,22 +12,24 @@
 
 namespace strata::kernels::detail {
 
+#include "kernels/cpu/attention_block_x86.inc"
+
 namespace {
 
 // e^x for x <= 0 (scores minus their max); lanes below -87.3 give ~2^-126 (callers mask them).
 inline __m256 exp_nonpositive(__m256 x) {
-  x = _mm256_max_ps(x, _mm256_set1_ps(-87.3f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+  using E = ExpPoly;
+  x = _mm256_max_ps(x, _mm256_set1_ps(E::kMin));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(E::kLog2e)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  // r = x - n ln2, with ln2 split in two for an exact first product.
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 y = _mm256_set1_ps(1.9875691500e-4f);
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.3981999507e-3f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073e-3f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1665795894e-2f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459e-1f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201e-1f));
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(E::kLn2Hi), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(E::kLn2Lo), r);
+  __m256 y = _mm256_set1_ps(E::kP5);
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(E::kP4));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(E::kP3));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(E::kP2));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(E::kP1));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(E::kP0));
   y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
   const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
@@ -60,19 +62,6 @@ inline __m256 key_mask(int64_t j0, int32_t lo, int32_t hi) {
   const __m256i lt_hi = _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), idx);
   return _mm256_castsi256_ps(_mm256_and_si256(ge_lo, lt_hi));
 }
-
-// Local min / max / infinity: std::min<int> and numeric_limits<float>::infinity() are inline
-// templates that an unoptimised build emits as weak symbols from this AVX2 object, which the
-// linker may then hand to the scalar path (tools/isa_check.sh).
-template <typename T>
-T lesser(T a, T b) {
-  return b < a ? b : a;
-}
-template <typename T>
-T greater(T a, T b) {
-  return a < b ? b : a;
-}
-constexpr float kNegativeInfinity = -__builtin_huge_valf();
 
 // Softmax of each row over its keys, in place in a.p; masked keys (and lanes up to j_end8 outside
 // a row's [lo, hi), whatever a.p held there) get probability exactly 0.
@@ -122,14 +111,10 @@ struct LoadF16 {
 // not once per 8 elements.
 struct LoadQ8_0 {
   static __m256 scale(const uint8_t* row, int64_t d32) {
-    const uint8_t* b = row + (d32 >> 5) * 34;
-    uint16_t h;
-    __builtin_memcpy(&h, b, 2);
-    return _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(h)));
+    return _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(q8_0_scale_bits(row, d32))));
   }
   static __m256 load(const uint8_t* row, int64_t d, __m256 s) {
-    const uint8_t* b = row + (d >> 5) * 34;
-    const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 2 + (d & 31))));
+    const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q8_0_quants(row, d))));
     return _mm256_mul_ps(s, _mm256_cvtepi32_ps(q));
   }
 };
@@ -235,7 +220,6 @@ inline void values_tile8(const float* p, const CacheBlock& kv, int64_t lo, int64
   _mm256_storeu_ps(acc + d, a0);
 }
 
-// R query rows (a tile of the block's rows starting at row r0) against the cache block.
 // Scores of R query rows (a tile of the block's rows starting at row r0) against keys
 // [j_lo, j_hi) of the cache block; the first tile also prefetches the next block's rows.
 template <class L, int R>
@@ -267,11 +251,8 @@ template <class L, int R>
 void cache_values(const AttentionBlockArgs& a, const CacheBlock& kv, int64_t r0) {
   constexpr int64_t B = kAttentionKeyBlock;
   const int64_t hdp = a.hdp;
-  int64_t lo = a.lo[r0], hi = a.hi[r0];
-  for (int r = 1; r < R; ++r) {
-    lo = lesser<int64_t>(lo, a.lo[r0 + r]);
-    hi = greater<int64_t>(hi, a.hi[r0 + r]);
-  }
+  const KeyRange keys = keys_of_rows(a, r0, R);
+  const int64_t lo = keys.lo, hi = keys.hi;
   const float* p = a.p + r0 * B;
   float* acc = a.acc + r0 * hdp;
   int64_t d = 0;
@@ -282,31 +263,12 @@ void cache_values(const AttentionBlockArgs& a, const CacheBlock& kv, int64_t r0)
 
 template <class L>
 void cache_block(const AttentionBlockArgs& a, const CacheBlock& kv) {
-  const int64_t n = a.n_rows;
-  int32_t min_lo = static_cast<int32_t>(kAttentionKeyBlock), max_hi = 0;
-  for (int64_t r = 0; r < n; ++r) {
-    min_lo = lesser(min_lo, a.lo[r]);
-    max_hi = greater(max_hi, a.hi[r]);
-  }
-  // Scores of every row over [min_lo, max_hi) (a row's keys outside its own range are masked
+  const KeyRange keys = keys_of_rows(a, 0, a.n_rows);
+  // Scores of every row over [keys.lo, keys.hi) (a row's keys outside its own range are masked
   // by the softmax), 4 rows at a time.
-  for (int64_t r0 = 0; r0 < n; r0 += 4) {
-    switch (lesser<int64_t>(4, n - r0)) {
-      case 4: cache_rows<L, 4>(a, kv, r0, min_lo, max_hi); break;
-      case 3: cache_rows<L, 3>(a, kv, r0, min_lo, max_hi); break;
-      case 2: cache_rows<L, 2>(a, kv, r0, min_lo, max_hi); break;
-      default: cache_rows<L, 1>(a, kv, r0, min_lo, max_hi); break;
-    }
-  }
-  softmax_rows(a, (static_cast<int64_t>(max_hi) + 7) & ~int64_t{7});
-  for (int64_t r0 = 0; r0 < n; r0 += 4) {
-    switch (lesser<int64_t>(4, n - r0)) {
-      case 4: cache_values<L, 4>(a, kv, r0); break;
-      case 3: cache_values<L, 3>(a, kv, r0); break;
-      case 2: cache_values<L, 2>(a, kv, r0); break;
-      default: cache_values<L, 1>(a, kv, r0); break;
-    }
-  }
+  for_row_tiles(a.n_rows, [&]<int R>(int64_t r0) { cache_rows<L, R>(a, kv, r0, keys.lo, keys.hi); });
+  softmax_rows(a, (static_cast<int64_t>(keys.hi) + 7) & ~int64_t{7});
+  for_row_tiles(a.n_rows, [&]<int R>(int64_t r0) { cache_values<L, R>(a, kv, r0); });
 }
 
 }  // namespace
@@ -314,14 +276,10 @@ void cache_block(const AttentionBlockArgs& a, const CacheBlock& kv) {
 void attention_block_avx2(const AttentionBlockArgs& a) {
   constexpr int64_t B = kAttentionKeyBlock;
   const int64_t hdp = a.hdp, n = a.n_rows;
-  int32_t min_lo = static_cast<int32_t>(B), max_hi = 0;
-  for (int64_t r = 0; r < n; ++r) {
-    min_lo = lesser(min_lo, a.lo[r]);
-    max_hi = greater(max_hi, a.hi[r]);
-  }
-  const int64_t j_begin = min_lo & ~3;
-  const int64_t j_end4 = (static_cast<int64_t>(max_hi) + 3) & ~int64_t{3};
-  const int64_t j_end8 = (static_cast<int64_t>(max_hi) + 7) & ~int64_t{7};
+  const KeyRange keys = keys_of_rows(a, 0, n);
+  const int64_t j_begin = keys.lo & ~3;
+  const int64_t j_end4 = (static_cast<int64_t>(keys.hi) + 3) & ~int64_t{3};
+  const int64_t j_end8 = (static_cast<int64_t>(keys.hi) + 7) & ~int64_t{7};
 
   // Scores: p[r][j] = q_r . k_j for j in [j_begin, j_end4).
   for (int64_t r = 0; r < n; r += 2) {
@@ -361,8 +319,8 @@ void attention_block_avx2(const AttentionBlockArgs& a) {
     const float* p1 = two ? p0 + B : p0;
     float* acc0 = a.acc + r * hdp;
     float* acc1 = two ? acc0 + hdp : acc0;
-    const int64_t lo = two ? lesser(a.lo[r], a.lo[r + 1]) : a.lo[r];
-    const int64_t hi = two ? greater(a.hi[r], a.hi[r + 1]) : a.hi[r];
+    const KeyRange keys_r = keys_of_rows(a, r, two ? 2 : 1);
+    const int64_t lo = keys_r.lo, hi = keys_r.hi;
     int64_t d = 0;
     for (; d + 32 <= hdp; d += 32) {
       __m256 c00 = _mm256_setzero_ps(), c01 = c00, c02 = c00, c03 = c00;

@@ -27,35 +27,26 @@
 
 namespace strata::kernels::detail {
 
+#include "kernels/cpu/attention_block_x86.inc"
+
 namespace {
 
 constexpr int64_t B = kAttentionKeyBlock;
 
-// Local helpers, not std::min / std::max (see attention_block_avx2.cpp: inline templates from an
-// ISA object may be handed to the scalar path by the linker).
-template <typename T>
-T lesser(T a, T b) {
-  return b < a ? b : a;
-}
-template <typename T>
-T greater(T a, T b) {
-  return a < b ? b : a;
-}
-constexpr float kNegativeInfinity = -__builtin_huge_valf();
-
 // e^x for x <= 0, lane by lane the same operations as attention_block_avx2.cpp's exp_nonpositive.
 inline __m512 exp_nonpositive(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-87.3f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+  using E = ExpPoly;
+  x = _mm512_max_ps(x, _mm512_set1_ps(E::kMin));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(E::kLog2e)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 y = _mm512_set1_ps(1.9875691500e-4f);
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.3981999507e-3f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(8.3334519073e-3f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(4.1665795894e-2f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.6666665459e-1f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.0000001201e-1f));
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(E::kLn2Hi), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(E::kLn2Lo), r);
+  __m512 y = _mm512_set1_ps(E::kP5);
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(E::kP4));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(E::kP3));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(E::kP2));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(E::kP1));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(E::kP0));
   y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
   const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
   return _mm512_mul_ps(y, _mm512_castsi512_ps(e));
@@ -122,7 +113,8 @@ void softmax_rows(const AttentionBlockArgs& a, int64_t j_end16) {
     const __m512 m16 = _mm512_set1_ps(m);
     __m512 lv = _mm512_setzero_ps();
     for (int64_t j = 0; j < j_end16; j += 16) {
-      const __m512 e = _mm512_maskz_mov_ps(key_mask(j, lo, hi), exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(p + j), m16)));
+      const __m512 e =
+          _mm512_maskz_mov_ps(key_mask(j, lo, hi), exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(p + j), m16)));
       _mm512_storeu_ps(p + j, e);
       lv = _mm512_add_ps(lv, e);
     }
@@ -149,14 +141,10 @@ struct LoadF16 {
 // dequantize_q8_0.
 struct LoadQ8_0 {
   static __m512 scale(const uint8_t* row, int64_t d32) {
-    const uint8_t* b = row + (d32 >> 5) * 34;
-    uint16_t h;
-    __builtin_memcpy(&h, b, 2);
-    return _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(h)));
+    return _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(q8_0_scale_bits(row, d32))));
   }
   static __m512 load(const uint8_t* row, int64_t d, __m512 s) {
-    const uint8_t* b = row + (d >> 5) * 34;
-    const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2 + (d & 31))));
+    const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q8_0_quants(row, d))));
     return _mm512_mul_ps(s, _mm512_cvtepi32_ps(q));
   }
 };
@@ -256,7 +244,8 @@ inline void values_tile(const float* p, const Rows& rows, int64_t lo, int64_t hi
     __m512 v0, v1 = z, v2 = z, v3 = z;
     if constexpr (NC == 4) {
       const __m512 sa = L::scale(row, d), sb = L::scale(row, d + 32);
-      v0 = L::load(row, d, sa), v1 = L::load(row, d + 16, sa), v2 = L::load(row, d + 32, sb), v3 = L::load(row, d + 48, sb);
+      v0 = L::load(row, d, sa), v1 = L::load(row, d + 16, sa);
+      v2 = L::load(row, d + 32, sb), v3 = L::load(row, d + 48, sb);
     } else {
       v0 = L::load(row, d, L::scale(row, d & ~int64_t{31}));
     }
@@ -326,11 +315,8 @@ void rows_scores(const AttentionBlockArgs& a, const Rows& rows, PrefetchRange* p
 // Values of R rows from row r0; the first tile issues pf (if any) in equal slices over its keys.
 template <class L, int R, class Rows>
 void rows_values(const AttentionBlockArgs& a, const Rows& rows, PrefetchRange* pf, int64_t r0) {
-  int64_t lo = a.lo[r0], hi = a.hi[r0];
-  for (int r = 1; r < R; ++r) {
-    lo = lesser<int64_t>(lo, a.lo[r0 + r]);
-    hi = greater<int64_t>(hi, a.hi[r0 + r]);
-  }
+  const KeyRange keys = keys_of_rows(a, r0, R);
+  const int64_t lo = keys.lo, hi = keys.hi;
   const float* p = a.p + r0 * B;
   float* acc = a.acc + r0 * a.hdp;
   int64_t d = 0;
@@ -342,47 +328,28 @@ void rows_values(const AttentionBlockArgs& a, const Rows& rows, PrefetchRange* p
 // are masked by the softmax), softmax, values; 4 rows at a time.
 template <class L, class Rows>
 void block(const AttentionBlockArgs& a, const Rows& k_rows, const Rows& v_rows, const CacheBlock* kv) {
-  const int64_t n = a.n_rows;
-  int32_t min_lo = static_cast<int32_t>(B), max_hi = 0;
-  for (int64_t r = 0; r < n; ++r) {
-    min_lo = lesser(min_lo, a.lo[r]);
-    max_hi = greater(max_hi, a.hi[r]);
-  }
+  const KeyRange keys = keys_of_rows(a, 0, a.n_rows);
   // The next block's lines: the first half while the scores run, the second while the values do
-  // (the two take about as long). Issued during the scores alone, the requests came in bursts that
-  // left memory idle through the values: attention_bench 2 threads, depth 4096, 96 layers' f16
-  // caches (from DRAM), median 0.36-0.39 ms per call, against 0.30 with the halves (and 0.30-0.36
-  // with a quarter first, 0.33-0.37 with all during the values).
-  PrefetchRange scores_part, values_part;
-  PrefetchRange* pf_scores = nullptr;
-  PrefetchRange* pf_values = nullptr;
-  if (kv != nullptr && kv->next_bytes > 0) {
-    const int64_t split = kv->next_bytes / 128 * 64;  // half of the whole lines
-    scores_part = {kv->next_k, kv->next_v, 0, split, 0};
-    values_part = {kv->next_k, kv->next_v, split, kv->next_bytes, 0};
-    pf_scores = &scores_part;
-    pf_values = &values_part;
-  }
+  // (the two take about as long), each by the first tile of rows; empty ranges without a next block.
+  // Issued during the scores alone, the requests came in bursts that left memory idle through the
+  // values: attention_bench 2 threads, depth 4096, 96 layers' f16 caches (from DRAM), median
+  // 0.36-0.39 ms per call, against 0.30 with the halves (and 0.30-0.36 with a quarter first,
+  // 0.33-0.37 with all during the values).
+  const int64_t next_bytes = kv != nullptr ? kv->next_bytes : 0;
+  const int64_t split = next_bytes / 128 * 64;  // half of the whole lines
+  const uint8_t* next_k = kv != nullptr ? kv->next_k : nullptr;
+  const uint8_t* next_v = kv != nullptr ? kv->next_v : nullptr;
+  PrefetchRange scores_part{next_k, next_v, 0, split, 0}, values_part{next_k, next_v, split, next_bytes, 0};
   // From min lo rounded down to a key quad: the keys between that and min lo are earlier
   // positions of the block (written, finite), masked like any key a row does not see.
-  const int64_t j_lo = min_lo & ~3;
-  for (int64_t r0 = 0; r0 < n; r0 += 4) {
-    switch (lesser<int64_t>(4, n - r0)) {
-      case 4: rows_scores<L, 4>(a, k_rows, r0 == 0 ? pf_scores : nullptr, r0, j_lo, max_hi); break;
-      case 3: rows_scores<L, 3>(a, k_rows, r0 == 0 ? pf_scores : nullptr, r0, j_lo, max_hi); break;
-      case 2: rows_scores<L, 2>(a, k_rows, r0 == 0 ? pf_scores : nullptr, r0, j_lo, max_hi); break;
-      default: rows_scores<L, 1>(a, k_rows, r0 == 0 ? pf_scores : nullptr, r0, j_lo, max_hi); break;
-    }
-  }
-  softmax_rows(a, (static_cast<int64_t>(max_hi) + 15) & ~int64_t{15});
-  for (int64_t r0 = 0; r0 < n; r0 += 4) {
-    switch (lesser<int64_t>(4, n - r0)) {
-      case 4: rows_values<L, 4>(a, v_rows, r0 == 0 ? pf_values : nullptr, r0); break;
-      case 3: rows_values<L, 3>(a, v_rows, r0 == 0 ? pf_values : nullptr, r0); break;
-      case 2: rows_values<L, 2>(a, v_rows, r0 == 0 ? pf_values : nullptr, r0); break;
-      default: rows_values<L, 1>(a, v_rows, r0 == 0 ? pf_values : nullptr, r0); break;
-    }
-  }
+  const int64_t j_lo = keys.lo & ~3;
+  for_row_tiles(a.n_rows, [&]<int R>(int64_t r0) {
+    rows_scores<L, R>(a, k_rows, r0 == 0 ? &scores_part : nullptr, r0, j_lo, keys.hi);
+  });
+  softmax_rows(a, (static_cast<int64_t>(keys.hi) + 15) & ~int64_t{15});
+  for_row_tiles(a.n_rows, [&]<int R>(int64_t r0) {
+    rows_values<L, R>(a, v_rows, r0 == 0 ? &values_part : nullptr, r0);
+  });
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // tests/kernels/test_attention.cpp — kernels/cpu/attention against a float64 reference over the
-// same cache contents, for the scalar reference and the AVX2 and AVX-512 kernels: context lengths 1, 17, 256,
-// 1,000 and 4,099 (odd sizes, key-block edges), GQA 1, 4 and 8, causal and not, F32 / F16 / Q8_0
-// caches, sliding windows; and the promise of attention.h that a token's output is bit-identical
-// whether it comes alone (the decode split) or in a prompt of any chunking.
+// same cache contents, for the scalar reference and the AVX2 and AVX-512 kernels: context lengths
+// 1, 17, 256, 1,000 and 4,099 (odd sizes, key-block edges), GQA 1, 4 and 8, causal and not, F32 /
+// F16 / Q8_0 caches, sliding windows; and the promise of attention.h that a token's output is
+// bit-identical whether it comes alone (the decode split) or in a prompt of any chunking.
 #include <gtest/gtest.h>
 
 #include <algorithm>

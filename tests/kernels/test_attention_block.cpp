@@ -1,8 +1,8 @@
 // tests/kernels/test_attention_block.cpp — the AVX2 and AVX-512 attention block kernels that read
 // key blocks in place from an F32 / F16 / Q8_0 cache (decode) against their twins that read f32
-// copies of them (prompts): bit-identical m, l and acc for 1 to 9 query rows, rows with different key ranges,
-// head sizes with and without a 16-float tail, strided rows of several KV heads, with and without
-// a block to prefetch. attention.h's promise (a token's output does not depend on whether it came
+// copies of them (prompts): bit-identical m, l and acc for 1 to 9 query rows, rows with different
+// key ranges, head sizes with and without a 16-float tail, strided rows of several KV heads, with
+// and without a block to prefetch. attention.h's promise (a token's output does not depend on whether it came
 // alone or in a prompt) rests on this.
 #include <gtest/gtest.h>
 
@@ -30,8 +30,8 @@ struct Case {
 };
 
 std::string name_of(const Case& c) {
-  return std::string(isa_name(c.family)) + " " + dtype_name(c.type) + " hd " + std::to_string(c.head_dim) + " rows " + std::to_string(c.n_rows) +
-         (c.ragged ? " ragged" : "") + " kv " + std::to_string(c.n_kv) + (c.prefetch ? " prefetch" : "");
+  return std::string(isa_name(c.family)) + " " + dtype_name(c.type) + " hd " + std::to_string(c.head_dim) +
+         " rows " + std::to_string(c.n_rows) + (c.ragged ? " ragged" : "") + " kv " + std::to_string(c.n_kv) + (c.prefetch ? " prefetch" : "");
 }
 
 void check(const Case& c, uint32_t seed) {

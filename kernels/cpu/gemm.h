@@ -11,8 +11,14 @@
 // into per-thread scratch as unsigned bytes; the micro-kernel then broadcasts 4 weight bytes of
 // a row and does one vpdpbusd per (row, 16 tokens): a 4 rows x 32 tokens register tile. Integer
 // sums are scaled per group (vpmulld) and per block (float); offsets of signed weights come
-// from per-token activation sums packed beside the activations. The other ISAs and types have
-// no such kernel (nullptr): matmul then uses vec_dot / VecDot4.
+// from per-token activation sums packed beside the activations.
+//
+// Avx2 (gemm_avx2.cpp, CPUs without AVX-512 VNNI) for Q4_0, Q5_0, Q8_0 and Q2_K-Q6_K: the same
+// activation groups and K-quant scratch, a 4-row x 8-lane tile over each half of a group, each
+// step a vpmaddubsw whose int16 sums are added over as many steps as the type's levels allow
+// before a vpmaddwd widens them with the group's scale. Its outputs are bit-identical to the
+// Avx512 kernels' (the same integer sums, the same float operations in the same order). The
+// other ISAs and types have no such kernel (nullptr): matmul then uses vec_dot / VecDot4.
 //
 // Emulated (gemm_emulated.cpp, plain C++ without ISA flags): the same algorithm for the same
 // types on the same bytes (the layouts are gemm_layout.h's), each vector instruction written as
@@ -67,6 +73,9 @@ const GemmKernels* gemm_kernels(DType wtype, Isa isa);
 
 namespace detail {
 const GemmKernels* avx512_gemm(DType wtype);  // gemm_avx512.cpp; call only if Avx512 is supported
+// gemm_avx2.cpp (Q4_0, Q5_0, Q8_0, Q2_K-Q6_K; bit-identical outputs to avx512_gemm's); call only
+// if Avx2 is supported.
+const GemmKernels* avx2_gemm(DType wtype);
 // gemm_emulated.cpp: the Avx512 kernels emulated in plain C++ (runs on any CPU; for tests). The
 // same types as avx512_gemm, else nullptr.
 const GemmKernels* emulated_gemm(DType wtype);

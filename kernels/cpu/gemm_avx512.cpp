@@ -24,7 +24,8 @@ namespace {
 
 using namespace gemm_layout;
 
-inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
+#include "kernels/cpu/gemm_x86.inc"
+
 inline __m512i bcast32(const uint8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
@@ -42,14 +43,6 @@ inline __m512i bcast_step(const uint8_t* p) {
     return _mm512_set1_epi64(v);
   }
 }
-inline float loadf(const uint8_t* p) {
-  float v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
-inline __m256i loadu256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-inline void storeu256(void* p, __m256i v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
 
 // Writes the results of a micro-tile of G groups of layout L: token t of group g is lanes
 // [kLanes t, kLanes t + kLanes) of acc[r][g], summed left to right -> y[(T g + t) * ys + r].
@@ -70,17 +63,6 @@ inline void store_tile(const __m512 (&acc)[kR][G], int64_t nr, int64_t nt, float
     }
 }
 
-// Weight rows to bring into L2 while a tile computes (the rows the next unpack reads): `step`
-// bytes (a multiple of 64) per block iteration k, starting at p; p == nullptr: none.
-struct Prefetch {
-  const uint8_t* p = nullptr;
-  int64_t step = 0;
-};
-inline void prefetch_part(const Prefetch& pf, int64_t k) {
-  if (!pf.p) return;
-  const uint8_t* s = pf.p + k * pf.step;
-  for (int64_t o = 0; o < pf.step; o += 64) _mm_prefetch(reinterpret_cast<const char*>(s + o), _MM_HINT_T1);
-}
 
 // ---- activations: Q8_0 (for Q4_0, Q5_0, Q8_0 weights), Q8_K (for Q2_K-Q6_K) ---------------
 
@@ -217,160 +199,6 @@ void pack_w81(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws
       storeu256(o + kW81Q + 32 * r, q);
     }
   }
-}
-
-// ---- K-quant weights (Q8_K activations) -----------------------------------------------------
-
-// Q4_K / Q5_K 12 packed bytes -> 8 scales (low 8 bytes) and 8 mins (high 8 bytes), 6-bit each.
-inline void k4_unpack_scales(const uint8_t* scales, uint64_t* sc, uint64_t* mn) {
-  uint32_t u[3];
-  std::memcpy(u, scales, 12);
-  const uint32_t m6 = 0x3f3f3f3f, m4 = 0x0f0f0f0f, m2 = 0x03030303;
-  const uint32_t sc_hi = (u[2] & m4) | (((u[0] >> 6) & m2) << 4);
-  const uint32_t mn_hi = ((u[2] >> 4) & m4) | (((u[1] >> 6) & m2) << 4);
-  *sc = (u[0] & m6) | (static_cast<uint64_t>(sc_hi) << 32);
-  *mn = (u[1] & m6) | (static_cast<uint64_t>(mn_hi) << 32);
-}
-
-template <bool kFive>
-void pack_w45(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
-  const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
-  for (int64_t k = 0; k < nb; ++k) {
-    uint8_t* o = ws + k * kW45Block;
-    for (int r = 0; r < kR; ++r) {
-      uint8_t* q = o + kW45Q + 256 * r;
-      if (r >= nr) {
-        putf(o + kW45D + 4 * r, 0.f);
-        putf(o + kW45Dmin + 4 * r, 0.f);
-        storeu256(o + kW45Sc + 32 * r, _mm256_setzero_si256());
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(o + kW45Mp + 16 * r), _mm_setzero_si128());
-        for (int c = 0; c < 8; ++c) storeu256(q + 32 * c, _mm256_setzero_si256());
-        continue;
-      }
-      const uint8_t *qs, *qh = nullptr, *scales;
-      uint16_t d, dmin;
-      if constexpr (kFive) {
-        const BlockQ5_K& b = reinterpret_cast<const BlockQ5_K*>(w + r * wrb)[k];
-        qs = b.qs; qh = b.qh; scales = b.scales; d = b.d; dmin = b.dmin;
-      } else {
-        const BlockQ4_K& b = reinterpret_cast<const BlockQ4_K*>(w + r * wrb)[k];
-        qs = b.qs; scales = b.scales; d = b.d; dmin = b.dmin;
-      }
-      putf(o + kW45D + 4 * r, h2f(d));
-      putf(o + kW45Dmin + 4 * r, h2f(dmin));
-      uint64_t sc, mn;
-      k4_unpack_scales(scales, &sc, &mn);
-      storeu256(o + kW45Sc + 32 * r, _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(sc))));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + kW45Mp + 16 * r),
-                       _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(mn))));
-      __m256i hb = kFive ? loadu256(qh) : _mm256_setzero_si256();
-      for (int c = 0; c < 4; ++c) {
-        const __m256i v = loadu256(qs + 32 * c);
-        __m256i lo = _mm256_and_si256(v, m4);
-        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-        if constexpr (kFive) {
-          lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(hb, one), 4));
-          hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 1), one), 4));
-          hb = _mm256_srli_epi16(hb, 2);
-        }
-        storeu256(q + 64 * c, lo);
-        storeu256(q + 64 * c + 32, hi);
-      }
-    }
-  }
-}
-
-// The Q6_K layout's frame, shared by Q6_K, Q3_K and Q2_K: block k of rows [0, nr) of a quad goes
-// through fill(block, o = that block's scratch, r, q = row r's levels), which writes row r's d,
-// dmin, scales, offsets and levels; rows past nr are zeros.
-template <typename Block, typename Fill>
-inline void pack_w6_rows(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws, Fill fill) {
-  for (int64_t k = 0; k < nb; ++k) {
-    uint8_t* o = ws + k * kW6Block;
-    for (int r = 0; r < kR; ++r) {
-      uint8_t* q = o + kW6Q + 256 * r;
-      if (r >= nr) {
-        putf(o + kW6D + 4 * r, 0.f);
-        putf(o + kW6Dmin + 4 * r, 0.f);
-        _mm512_storeu_si512(o + kW6Sc + 64 * r, _mm512_setzero_si512());
-        storeu256(o + kW6Op + 32 * r, _mm256_setzero_si256());
-        for (int c = 0; c < 8; ++c) storeu256(q + 32 * c, _mm256_setzero_si256());
-        continue;
-      }
-      fill(reinterpret_cast<const Block*>(w + r * wrb)[k], o, r, q);
-    }
-  }
-}
-
-void pack_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
-  const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x03);
-  pack_w6_rows<BlockQ6_K>(w, wrb, nr, nb, ws, [&](const BlockQ6_K& b, uint8_t* o, int r, uint8_t* q) {
-    putf(o + kW6D + 4 * r, h2f(b.d));
-    putf(o + kW6Dmin + 4 * r, 0.f);
-    const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
-    _mm512_storeu_si512(o + kW6Sc + 64 * r, _mm512_cvtepi8_epi32(sc8));
-    // int16 pairs (-32 sc[2p], -32 sc[2p + 1]).
-    storeu256(o + kW6Op + 32 * r,
-              _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc8), 5)));
-    for (int n = 0; n < 2; ++n) {
-      const __m256i ql0 = loadu256(b.ql + 64 * n), ql1 = loadu256(b.ql + 64 * n + 32);
-      const __m256i qh = loadu256(b.qh + 32 * n);
-      auto hi2 = [&](int shift) { return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, shift), m3), 4); };
-      storeu256(q + 128 * n, _mm256_or_si256(_mm256_and_si256(ql0, m4), hi2(0)));
-      storeu256(q + 128 * n + 32, _mm256_or_si256(_mm256_and_si256(ql1, m4), hi2(2)));
-      storeu256(q + 128 * n + 64, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), hi2(4)));
-      storeu256(q + 128 * n + 96, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), hi2(6)));
-    }
-  });
-}
-
-// Q3_K in the Q6_K layout: levels u = q + 4 (0..7), in element order (element 128h + 32j + l: bits
-// 2j, 2j + 1 of qs[32h + l], bit 4h + j of hmask[l] as bit 2), offsets -4 * scale.
-void pack_w3(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
-  const __m256i m3 = _mm256_set1_epi8(0x03), one = _mm256_set1_epi8(1);
-  pack_w6_rows<BlockQ3_K>(w, wrb, nr, nb, ws, [&](const BlockQ3_K& b, uint8_t* o, int r, uint8_t* q) {
-    putf(o + kW6D + 4 * r, h2f(b.d));
-    putf(o + kW6Dmin + 4 * r, 0.f);
-    alignas(16) int8_t sc[16];
-    for (int j = 0; j < 16; ++j) sc[j] = static_cast<int8_t>(q3k_scale(j, b.scales));
-    const __m128i sc8 = _mm_load_si128(reinterpret_cast<const __m128i*>(sc));
-    _mm512_storeu_si512(o + kW6Sc + 64 * r, _mm512_cvtepi8_epi32(sc8));
-    // int16 pairs (-4 sc[2p], -4 sc[2p + 1]).
-    storeu256(o + kW6Op + 32 * r,
-              _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc8), 2)));
-    __m256i hm = loadu256(b.hmask);
-    for (int h = 0; h < 2; ++h) {
-      __m256i qs = loadu256(b.qs + 32 * h);
-      for (int j = 0; j < 4; ++j) {
-        storeu256(q + 128 * h + 32 * j,
-                  _mm256_or_si256(_mm256_and_si256(qs, m3), _mm256_slli_epi16(_mm256_and_si256(hm, one), 2)));
-        qs = _mm256_srli_epi16(qs, 2);
-        hm = _mm256_srli_epi16(hm, 1);
-      }
-    }
-  });
-}
-
-// Q2_K in the Q6_K layout: levels 0..3 in element order (element 128h + 32j + l: bits 2j, 2j + 1
-// of qs[32h + l]), 4-bit scales, and the 4-bit mins where the offsets go (tile_w6<true> scales
-// their sums by dmin).
-void pack_w2(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
-  const __m256i m3 = _mm256_set1_epi8(0x03);
-  const __m128i m4 = _mm_set1_epi8(0x0F);
-  pack_w6_rows<BlockQ2_K>(w, wrb, nr, nb, ws, [&](const BlockQ2_K& b, uint8_t* o, int r, uint8_t* q) {
-    putf(o + kW6D + 4 * r, h2f(b.d));
-    putf(o + kW6Dmin + 4 * r, h2f(b.dmin));
-    const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
-    _mm512_storeu_si512(o + kW6Sc + 64 * r, _mm512_cvtepu8_epi32(_mm_and_si128(s, m4)));
-    storeu256(o + kW6Op + 32 * r, _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), m4)));
-    for (int h = 0; h < 2; ++h) {
-      __m256i qs = loadu256(b.qs + 32 * h);
-      for (int j = 0; j < 4; ++j) {
-        storeu256(q + 128 * h + 32 * j, _mm256_and_si256(qs, m3));
-        qs = _mm256_srli_epi16(qs, 2);
-      }
-    }
-  });
 }
 
 // Integer sums of kSteps consecutive steps (of layout L) starting at step s0 into acc.

@@ -60,6 +60,9 @@ constexpr int64_t kMinTokensW6 = 5;   // Q6_K
 constexpr int64_t kMinTokensW3 = 6;   // Q3_K (Q6_K's tile)
 constexpr int64_t kMinTokensW2 = 5;   // Q2_K (Q6_K's tile)
 constexpr int64_t kMinTokensW81 = 2;  // Q4_1, Q5_1
+// The AVX2 kernels (gemm_avx2.cpp), against the AVX2 VecDot4 / vec_dot.
+constexpr int64_t kMinTokensAvx2V80 = 4;  // Q4_0, Q5_0, Q8_0
+constexpr int64_t kMinTokensAvx2K = 4;    // Q2_K-Q6_K
 
 // ---- activations ---------------------------------------------------------------------------
 

@@ -150,8 +150,12 @@ void matmul_packed(ThreadPool& pool, const GemmKernels& gk, const void* w, int64
 }  // namespace
 
 const GemmKernels* gemm_kernels(DType wtype, Isa isa) {
-  if (isa != Isa::Avx512 || !isa_supported(isa)) return nullptr;
-  return detail::avx512_gemm(wtype);
+  if (!isa_supported(isa)) return nullptr;
+  switch (isa) {
+    case Isa::Avx512: return detail::avx512_gemm(wtype);
+    case Isa::Avx2: return detail::avx2_gemm(wtype);
+    default: return nullptr;
+  }
 }
 
 namespace {
@@ -210,7 +214,7 @@ std::string matmul_path(DType wtype, int64_t n_tokens) {
   const Isa isa = active_isa();
   const Route r = route(wtype, isa, n_tokens);
   switch (r.path) {
-    case Path::Packed: return std::string(isa_name(isa)) + "-vnni packed tiles";
+    case Path::Packed: return std::string(isa_name(isa)) + (isa == Isa::Avx512 ? "-vnni" : "") + " packed tiles";
     case Path::FloatTiles:
       return std::string(isa_name(isa)) + " float tiles " + std::to_string(r.fk->rm) + "x" + std::to_string(r.fk->rn);
     case Path::FloatSmall:

@@ -4,7 +4,8 @@
 // not multiples of the 16-token group, and outputs outside the tile left untouched. Batches of
 // at most 8 tokens run in both activation layouts (wide, and pairs: two lanes a token). The AVX-512
 // VNNI kernels run where the CPU has them; their plain-C++ emulation (same layouts, same
-// operations) runs everywhere, and where both run they must agree bit for bit.
+// operations) runs everywhere, and where both run they must agree bit for bit. The AVX2 kernels
+// (vpmaddubsw in place of vpdpbusd) must give the emulation's bits too.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -158,40 +159,82 @@ TEST(Gemm, EmulatedPackedKernelsMatchScalar) {
   EXPECT_EQ(checked, 10);
 }
 
-// Where the CPU has AVX-512 VNNI: the emulation writes the same packed activations and weight
-// scratch (every byte), and gives the same output bits (tolerance 0: the same integer sums and the
-// same float operations, fma included, in the same order per output).
+// The hardware kernels `hw` against the emulation, case by case: the same packed activations,
+// the same output bits (tolerance 0: the same integer sums and the same float operations, fma
+// included, in the same order per output), and, with same_scratch, the same weight scratch
+// (every byte of the last row quad).
+void expect_bit_identical_to_emulation(const GemmKernels& hw, DType wt, bool same_scratch, bool pairs_too = true) {
+  const GemmKernels* em = detail::emulated_gemm(wt);
+  ASSERT_NE(em, nullptr) << dtype_name(wt);
+  for (const Case& c : cases_for(wt))
+    for (Layout l : layouts_for(c)) {
+      if (l == Layout::Pairs && !pairs_too) continue;
+      ASSERT_EQ(hw.group_bytes(c.cols), em->group_bytes(c.cols));
+      if (same_scratch) {
+        ASSERT_EQ(hw.scratch_bytes(c.cols), em->scratch_bytes(c.cols));
+      }
+      const Inputs in = make_inputs(wt, c, seed_of(c));
+      const Outputs a = run_gemm(hw, c, in, l);
+      const Outputs b = run_gemm(*em, c, in, l);
+      const std::string what = std::string(dtype_name(wt)) + " " + layout_name(l) + " rows=" + std::to_string(c.rows) +
+                               " cols=" + std::to_string(c.cols) + " tokens=" + std::to_string(c.tokens);
+      EXPECT_EQ(a.act, b.act) << "packed activations differ: " << what;
+      if (same_scratch) {
+        EXPECT_EQ(a.scratch, b.scratch) << "weight scratch (last row quad) differs: " << what;
+      }
+      ASSERT_EQ(a.y.size(), b.y.size());
+      EXPECT_EQ(0, std::memcmp(a.y.data(), b.y.data(), a.y.size() * sizeof(float))) << "outputs differ: " << what;
+    }
+}
+
+// Where the CPU has AVX-512 VNNI: the emulation writes the same activations and weight scratch,
+// and gives the same output bits.
 TEST(Gemm, EmulatedIsBitIdenticalToAvx512) {
   if (!isa_supported(Isa::Avx512))
     GTEST_SKIP() << "no AVX-512 VNNI on this CPU: no AVX-512 kernels to compare the emulation with";
   for (DType wt : kPackedTypes) {
     const GemmKernels* hw = gemm_kernels(wt, Isa::Avx512);
-    const GemmKernels* em = detail::emulated_gemm(wt);
     ASSERT_NE(hw, nullptr) << dtype_name(wt);
-    ASSERT_NE(em, nullptr) << dtype_name(wt);
-    for (const Case& c : cases_for(wt))
-      for (Layout l : layouts_for(c)) {
-      ASSERT_EQ(hw->group_bytes(c.cols), em->group_bytes(c.cols));
-      ASSERT_EQ(hw->scratch_bytes(c.cols), em->scratch_bytes(c.cols));
-      const Inputs in = make_inputs(wt, c, seed_of(c));
-      const Outputs a = run_gemm(*hw, c, in, l);
-      const Outputs b = run_gemm(*em, c, in, l);
-      const std::string what = std::string(dtype_name(wt)) + " " + layout_name(l) + " rows=" + std::to_string(c.rows) +
-                               " cols=" + std::to_string(c.cols) + " tokens=" + std::to_string(c.tokens);
-      EXPECT_EQ(a.act, b.act) << "packed activations differ: " << what;
-      EXPECT_EQ(a.scratch, b.scratch) << "weight scratch (last row quad) differs: " << what;
-      ASSERT_EQ(a.y.size(), b.y.size());
-      EXPECT_EQ(0, std::memcmp(a.y.data(), b.y.data(), a.y.size() * sizeof(float))) << "outputs differ: " << what;
-    }
+    expect_bit_identical_to_emulation(*hw, wt, true);
   }
+}
+
+// The types with AVX2 packed kernels. The 32-element ones (Q4_0, Q5_0, Q8_0) keep a scratch of
+// their own (levels without the +128), so in the pairs layout the integer sum of a token is split
+// between its two lanes otherwise than in the AVX-512 kernels (the -128 x sum correction sits in
+// the first lane there): the same total, other float roundings, and no bit-for-bit comparison.
+const DType kAvx2PackedTypes[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q2_K,
+                                  DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+bool avx2_same_as_avx512(DType wt) { return traits(wt).block_elems == 256; }
+
+// Every x86-64 CPU with AVX2 (the AMD and older Intel ones run these in matmul): against the
+// scalar reference, and bit for bit against the emulation of the AVX-512 kernels (the 32-element
+// types in the wide layout only).
+TEST(Gemm, Avx2PackedKernelsMatchScalarAndTheAvx512Bits) {
+  if (!isa_supported(Isa::Avx2)) GTEST_SKIP() << "no AVX2 on this CPU";
+  int checked = 0;
+  for (DType wt : test::weight_types()) {
+    const GemmKernels* gk = gemm_kernels(wt, Isa::Avx2);
+    bool listed = false;
+    for (DType p : kAvx2PackedTypes) listed = listed || p == wt;
+    ASSERT_EQ(gk != nullptr, listed) << dtype_name(wt);
+    if (!gk) continue;
+    for (const Case& c : cases_for(wt))
+      for (Layout l : layouts_for(c)) check_gemm(*gk, wt, c, seed_of(c), l);
+    expect_bit_identical_to_emulation(*gk, wt, avx2_same_as_avx512(wt), avx2_same_as_avx512(wt));
+    ++checked;
+  }
+  EXPECT_EQ(checked, 8);
 }
 
 TEST(Gemm, OnlyWhereTheIsaIsSupported) {
   for (DType wt : test::weight_types()) {
     EXPECT_EQ(gemm_kernels(wt, Isa::Scalar), nullptr);
-    EXPECT_EQ(gemm_kernels(wt, Isa::Avx2), nullptr);
     if (!isa_supported(Isa::Avx512)) {
       EXPECT_EQ(gemm_kernels(wt, Isa::Avx512), nullptr);
+    }
+    if (!isa_supported(Isa::Avx2)) {
+      EXPECT_EQ(gemm_kernels(wt, Isa::Avx2), nullptr);
     }
   }
   if (isa_supported(Isa::Avx512)) {
@@ -202,12 +245,15 @@ TEST(Gemm, OnlyWhereTheIsaIsSupported) {
 }
 
 TEST(Gemm, ZeroActivationsGiveZeros) {
-  // All-zero tokens (d = 0) and padding lanes: nothing may leak into them. The AVX-512 kernels
-  // where the CPU has them, the emulated ones always.
+  // All-zero tokens (d = 0) and padding lanes: nothing may leak into them. The AVX-512 and AVX2
+  // kernels where the CPU has them, the emulated ones always.
   for (DType wt : test::weight_types()) {
-    for (const GemmKernels* gk : {gemm_kernels(wt, Isa::Avx512), detail::emulated_gemm(wt)}) {
+    for (const GemmKernels* gk :
+         {gemm_kernels(wt, Isa::Avx512), gemm_kernels(wt, Isa::Avx2), detail::emulated_gemm(wt)}) {
       if (!gk) continue;
-      const char* which = gk == detail::emulated_gemm(wt) ? "emulated" : "avx512";
+      const char* which = gk == detail::emulated_gemm(wt)         ? "emulated"
+                          : gk == gemm_kernels(wt, Isa::Avx2) ? "avx2"
+                                                              : "avx512";
       const int64_t cols = 512, rows = 5, tokens = 20;
       const int64_t wrb = row_bytes(wt, cols);
       std::vector<uint8_t> w(static_cast<size_t>(wrb * rows));

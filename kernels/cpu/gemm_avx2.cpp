@@ -1,0 +1,384 @@
+// kernels/cpu/gemm_avx2.cpp — the packed-tile kernels of gemm.h for CPUs with AVX2 but without
+// AVX-512 VNNI (AMD Zen 2 / Zen 3, Intel before Ice Lake): the activation groups and the K-quant
+// weight scratch of gemm_layout.h (the bytes the AVX-512 kernels use), a 4-row x 8-lane register
+// tile over one half (32 bytes) of each 64-byte layout vector. Compiled with the AVX2 flags (file
+// suffix); reached only through gemm_kernels() after a cpuid check. No engine types.
+//
+// Without vpdpbusd a step (4 elements of 8 lanes, one row) is vpmaddubsw (u8 weight x s8
+// activation, adjacent pairs summed into int16), and the int16 sums of several steps are added
+// before one vpmaddwd widens them to int32 with the group's scale (or with 1). How many steps
+// fit in int16 is the type's bound: 2 x (largest level) x 127 per vpmaddubsw, at most 32767 in
+// all (kFlush below). The integer sums are therefore those of the AVX-512 kernels, and the float
+// operations are theirs in their order, so the outputs are bit-identical to gemm_avx512.cpp's and
+// to its emulation (test_gemm compares them bit for bit).
+//
+// Q4_0 / Q5_0 / Q8_0 use an AVX2 scratch of their own (the AVX-512 one holds q + 128, which
+// vpmaddubsw would saturate on): Q4_0 / Q5_0 as unsigned levels 0..15 / 0..31, their offset
+// (-8 / -16 x the activations' sum) taken from the packed corr (-128 x that sum) by a shift;
+// Q8_0 as |q| and q, the activation taking q's sign (vpsignb) so that |q| can be the unsigned
+// operand.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/cpu/blocks.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_layout.h"
+#include "kernels/cpu/type_kernels.h"
+
+namespace strata::kernels::gemm_avx2 {
+namespace {
+
+using namespace gemm_layout;
+
+#include "kernels/cpu/gemm_x86.inc"
+
+// One half of a 64-byte layout vector: 8 of its 16 lanes.
+constexpr int64_t kHalf = 32;
+
+// The kStep weight bytes of one step in every lane (pair): vpbroadcastd (wide) or vpbroadcastq
+// (pairs), both a plain load.
+template <int kStep>
+inline __m256i bcast_step(const uint8_t* p) {
+  if constexpr (kStep == 4) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+  } else {
+    long long v;
+    std::memcpy(&v, p, 8);
+    return _mm256_set1_epi64x(v);
+  }
+}
+// The int32 scale at p in every int16 lane (scales fit in int16).
+inline __m256i scale16(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi16(static_cast<short>(v));
+}
+inline __m256i load256(const uint8_t* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p)); }
+
+// Writes the results of half `half` of a group of layout L: lane l is token (8 half + l) /
+// kLanes of the group, a token's lanes summed left to right (as store_tile in gemm_avx512.cpp)
+// -> y[t * ys + r] for the group's tokens t < nt.
+template <class L>
+inline void store_half(const __m256 (&acc)[kR], int half, int64_t nr, int64_t nt, float* y, int64_t ys) {
+  alignas(32) float o[kR][8];
+  for (int r = 0; r < kR; ++r) _mm256_store_ps(o[r], acc[r]);
+  for (int l = 0; l < 8; l += L::kLanes) {
+    const int64_t t = (8 * half + l) / L::kLanes;
+    if (t >= nt) return;
+    for (int64_t r = 0; r < nr; ++r) {
+      float v = o[r][l];
+      for (int i = 1; i < L::kLanes; ++i) v += o[r][l + i];
+      y[t * ys + r] = v;
+    }
+  }
+}
+
+// ---- K-quants (Q8_K activations) -----------------------------------------------------------
+
+// kSteps steps from step s0 of 4 weight rows (levels at wq + 256 r) against one half of the
+// activations (aq: its quants), their vpmaddubsw products added in int16, then widened with the
+// scale of each row (sc: the rows' int32 scales, 4 r bytes apart in units of sc_stride) and
+// added to isum.
+template <class L, int kSteps>
+inline void scaled_steps(const uint8_t* wq, const uint8_t* aq, int s0, const uint8_t* sc, int64_t sc_stride,
+                         __m256i (&isum)[kR]) {
+  constexpr int kStep = L::kStepElems;
+  __m256i p16[kR];
+  for (int r = 0; r < kR; ++r) p16[r] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+  for (int s = s0; s < s0 + kSteps; ++s) {
+    const __m256i a = load256(aq + 64 * s);
+    for (int r = 0; r < kR; ++r)
+      p16[r] = _mm256_add_epi16(p16[r], _mm256_maddubs_epi16(bcast_step<kStep>(wq + 256 * r + kStep * s), a));
+  }
+  for (int r = 0; r < kR; ++r)
+    isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p16[r], scale16(sc + sc_stride * r)));
+}
+
+// isum[r] += the int16 pairs at w + w_stride r (kStep bytes a step) times the activations' int16
+// sums at bs (n vectors), as vpdpwssd does in the AVX-512 kernels.
+template <class L>
+inline void sum_pairs(const uint8_t* w, int64_t w_stride, const uint8_t* bs, int n, __m256i (&isum)[kR]) {
+  constexpr int kStep = L::kStepElems;
+  for (int p = 0; p < n; ++p) {
+    const __m256i b = load256(bs + 64 * p);
+    for (int r = 0; r < kR; ++r)
+      isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(b, bcast_step<kStep>(w + w_stride * r + kStep * p)));
+  }
+}
+
+// Q4_K (kFive false: levels 0..15, 8 steps of 4 fit in int16) / Q5_K (0..31: 4 steps).
+template <class L, bool kFive>
+inline void tile_w45(const uint8_t* ws, int64_t nb, const uint8_t* act, const Prefetch& pf, __m256 (&facc)[kR]) {
+  constexpr int kStep = L::kStepElems, kGroupSteps = 32 / kStep;
+  constexpr int kFlush = min_i64(kGroupSteps, kFive ? 4 : 8);
+  for (int r = 0; r < kR; ++r) facc[r] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < nb; ++k) {
+    prefetch_part(pf, k);
+    const uint8_t* wb = ws + k * kW45Block;
+    const uint8_t* ab = act + k * L::k8KBlock;
+    __m256i isum[kR], mins[kR];
+    for (int r = 0; r < kR; ++r) isum[r] = mins[r] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+    for (int grp = 0; grp < 8; ++grp)
+      for (int s0 = kGroupSteps * grp; s0 < kGroupSteps * (grp + 1); s0 += kFlush)
+        scaled_steps<L, kFlush>(wb + kW45Q, ab + L::k8KQ, s0, wb + kW45Sc + 4 * grp, 32, isum);
+    // mins: sum over groups of m * (sum of the group's activations)
+    sum_pairs<L>(wb + kW45Mp, 16, ab + L::k8KBs32, 16 / kStep, mins);
+    const __m256 da = _mm256_load_ps(reinterpret_cast<const float*>(ab + L::k8KD));
+    for (int r = 0; r < kR; ++r) {
+      const __m256 dd = _mm256_mul_ps(da, _mm256_set1_ps(loadf(wb + kW45D + 4 * r)));
+      const __m256 dm = _mm256_mul_ps(da, _mm256_set1_ps(loadf(wb + kW45Dmin + 4 * r)));
+      facc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), dd, facc[r]);
+      facc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins[r]), dm, facc[r]);
+    }
+  }
+}
+
+// Q6_K (levels 0..63: 2 steps fit in int16), Q3_K (0..7) and Q2_K (0..3, kMin: its mins are
+// taken off scaled by dmin before the scale pass starts from zero), in the W6 scratch.
+template <class L, bool kMin, int kMaxFlush>
+inline void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, const Prefetch& pf, __m256 (&facc)[kR]) {
+  constexpr int kStep = L::kStepElems, kGroupSteps = 16 / kStep;
+  constexpr int kFlush = min_i64(kGroupSteps, kMaxFlush);
+  for (int r = 0; r < kR; ++r) facc[r] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < nb; ++k) {
+    prefetch_part(pf, k);
+    const uint8_t* wb = ws + k * kW6Block;
+    const uint8_t* ab = act + k * L::k8KBlock;
+    __m256i isum[kR];
+    for (int r = 0; r < kR; ++r) isum[r] = _mm256_setzero_si256();
+    // The levels' offsets (or Q2_K's mins) times the activations' sums of 16.
+    sum_pairs<L>(wb + kW6Op, 32, ab + L::k8KBs16, 32 / kStep, isum);
+    if constexpr (kMin) {
+      const __m256 da = _mm256_load_ps(reinterpret_cast<const float*>(ab + L::k8KD));
+      for (int r = 0; r < kR; ++r) {
+        const __m256 dm = _mm256_mul_ps(da, _mm256_set1_ps(loadf(wb + kW6Dmin + 4 * r)));
+        facc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(isum[r]), dm, facc[r]);
+        isum[r] = _mm256_setzero_si256();
+      }
+    }
+#pragma GCC unroll 2
+    for (int grp = 0; grp < 16; ++grp)
+      for (int s0 = kGroupSteps * grp; s0 < kGroupSteps * (grp + 1); s0 += kFlush)
+        scaled_steps<L, kFlush>(wb + kW6Q, ab + L::k8KQ, s0, wb + kW6Sc + 4 * grp, 64, isum);
+    const __m256 da = _mm256_load_ps(reinterpret_cast<const float*>(ab + L::k8KD));
+    for (int r = 0; r < kR; ++r) {
+      const __m256 dd = _mm256_mul_ps(da, _mm256_set1_ps(loadf(wb + kW6D + 4 * r)));
+      facc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), dd, facc[r]);
+    }
+  }
+}
+
+// ---- Q4_0, Q5_0, Q8_0 (Q8_0 activations) ----------------------------------------------------
+
+// This file's scratch per block of 4 rows: d[4] f32, then Q4_0 / Q5_0: levels[4][32] u8; Q8_0:
+// |q|[4][32] u8 and q[4][32] s8.
+constexpr int64_t kV80D = 0, kV80Q = 16;
+constexpr int64_t kV80Block = kV80Q + kR * 32;
+constexpr int64_t kV8Abs = 16, kV8Q = 16 + kR * 32;
+constexpr int64_t kV8Block = kV8Q + kR * 32;
+
+int64_t scratch_bytes_v80(int64_t cols) { return cols / 32 * kV80Block; }
+int64_t scratch_bytes_v8(int64_t cols) { return cols / 32 * kV8Block; }
+
+// Byte i = 0x10 where bit i of the 32-bit little-endian word at p is set (Q5_0's fifth bits).
+inline __m256i fifth_bits(const uint8_t* p) {
+  uint32_t x;
+  std::memcpy(&x, p, 4);
+  const __m256i idx = _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL, 0x0101010101010101LL, 0);
+  const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(x)), idx);
+  const __m256i sel = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ULL));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bytes, sel), sel), _mm256_set1_epi8(0x10));
+}
+
+template <DType T>
+void pack_v80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
+  constexpr int64_t kBlock = T == DType::Q8_0 ? kV8Block : kV80Block;
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  for (int64_t k = 0; k < nb; ++k) {
+    uint8_t* o = ws + k * kBlock;
+    for (int r = 0; r < kR; ++r) {
+      float d = 0.f;
+      __m256i q = _mm256_setzero_si256();
+      if (r < nr) {
+        const uint8_t* row = w + r * wrb;
+        if constexpr (T == DType::Q8_0) {
+          const BlockQ8_0& b = reinterpret_cast<const BlockQ8_0*>(row)[k];
+          d = h2f(b.d), q = loadu256(b.qs);
+        } else {
+          const uint8_t* qs;
+          if constexpr (T == DType::Q4_0) {
+            const BlockQ4_0& b = reinterpret_cast<const BlockQ4_0*>(row)[k];
+            d = h2f(b.d), qs = b.qs;
+          } else {
+            const BlockQ5_0& b = reinterpret_cast<const BlockQ5_0*>(row)[k];
+            d = h2f(b.d), qs = b.qs;
+          }
+          const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+          q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
+          if constexpr (T == DType::Q5_0)
+            q = _mm256_or_si256(q, fifth_bits(reinterpret_cast<const BlockQ5_0*>(row)[k].qh));
+        }
+      }
+      putf(o + kV80D + 4 * r, d);
+      if constexpr (T == DType::Q8_0) {
+        storeu256(o + kV8Abs + 32 * r, _mm256_sign_epi8(q, q));
+        storeu256(o + kV8Q + 32 * r, q);
+      } else {
+        storeu256(o + kV80Q + 32 * r, q);
+      }
+    }
+  }
+}
+
+// 4 rows x one half of the activations over all nb blocks of 32: per block facc += (Σ w a) *
+// (d_a d_w), Σ w a from the unsigned levels minus the offset (Q4_0: 8, Q5_0: 16) times Σ a, or
+// for Q8_0 from |w| and the activations with w's sign (one step a flush: 2 x 127 x 127 fills int16).
+template <class L, DType T>
+inline void tile_v80(const uint8_t* ws, int64_t nb, const uint8_t* act, const Prefetch& pf, __m256 (&facc)[kR]) {
+  constexpr int kStep = L::kStepElems, kBlockSteps = 32 / kStep;
+  constexpr int kFlush = T == DType::Q8_0 ? 1 : (T == DType::Q4_0 ? kBlockSteps : min_i64(kBlockSteps, 4));
+  constexpr int64_t kBlock = T == DType::Q8_0 ? kV8Block : kV80Block;
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int r = 0; r < kR; ++r) facc[r] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < nb; ++k) {
+    prefetch_part(pf, k);
+    const uint8_t* wb = ws + k * kBlock;
+    const uint8_t* ab = act + k * L::k80Block;
+    __m256i isum[kR];
+    if constexpr (T == DType::Q8_0) {
+      for (int r = 0; r < kR; ++r) isum[r] = _mm256_setzero_si256();
+    } else {
+      // corr = -128 Σ a, a multiple of 16: -8 Σ a (Q4_0) and -16 Σ a (Q5_0) exactly.
+      const __m256i corr = load256(ab + L::k80Corr);
+      const __m256i off = T == DType::Q4_0 ? _mm256_srai_epi32(corr, 4) : _mm256_srai_epi32(corr, 3);
+      for (int r = 0; r < kR; ++r) isum[r] = off;
+    }
+    for (int s0 = 0; s0 < kBlockSteps; s0 += kFlush) {
+      __m256i p16[kR];
+      for (int r = 0; r < kR; ++r) p16[r] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+      for (int s = s0; s < s0 + kFlush; ++s) {
+        const __m256i a = load256(ab + L::k80Q + 64 * s);
+        for (int r = 0; r < kR; ++r) {
+          if constexpr (T == DType::Q8_0) {
+            const __m256i sa = _mm256_sign_epi8(a, bcast_step<kStep>(wb + kV8Q + 32 * r + kStep * s));
+            p16[r] = _mm256_maddubs_epi16(bcast_step<kStep>(wb + kV8Abs + 32 * r + kStep * s), sa);
+          } else {
+            p16[r] = _mm256_add_epi16(p16[r],
+                                      _mm256_maddubs_epi16(bcast_step<kStep>(wb + kV80Q + 32 * r + kStep * s), a));
+          }
+        }
+      }
+      for (int r = 0; r < kR; ++r) isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p16[r], ones));
+    }
+    const __m256 da = _mm256_load_ps(reinterpret_cast<const float*>(ab + L::k80D));
+    for (int r = 0; r < kR; ++r) {
+      const __m256 dd = _mm256_mul_ps(da, _mm256_set1_ps(loadf(wb + kV80D + 4 * r)));
+      facc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), dd, facc[r]);
+    }
+  }
+}
+
+// ---- activations and drivers ----------------------------------------------------------------
+
+template <class L>
+void pack_group_q8_0(const float* x, int64_t cols, int64_t n_tokens, int64_t group, uint8_t* dst) {
+  pack_act_q8_0<L>(detail::avx2_kernels(DType::Q8_0)->quantize_row, x, cols, n_tokens, group, dst);
+}
+template <class L>
+void pack_group_q8_k(const float* x, int64_t cols, int64_t n_tokens, int64_t group, uint8_t* dst) {
+  pack_act_q8_k<L>(detail::avx2_kernels(DType::Q8_K)->quantize_row, x, cols, n_tokens, group, dst);
+}
+
+using PackW = void (*)(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws);
+using TileFn = void (*)(const uint8_t* ws, int64_t nb, const uint8_t* act, const Prefetch& pf, __m256 (&facc)[kR]);
+
+// Row quads: unpack 4 weight rows once, then run them against each half of every token group
+// (of layout L) that holds a token. The first tile of each quad prefetches the rows the next
+// unpack reads (the next quad, or after the last quad the first rows of next_w).
+template <PackW kPack, int64_t kElemsPerBlock, TileFn kTile, class L>
+void rows_driver(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens,
+                 float* y, int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr, int64_t gb) {
+  const int64_t nb = cols / kElemsPerBlock;
+  constexpr int64_t kT = L::kTokens;
+  const int64_t n_groups = (n_tokens + kT - 1) / kT;
+  for (int64_t r0 = 0; r0 < nr; r0 += kR) {
+    const int64_t rq = min_i64(kR, nr - r0);
+    kPack(w + r0 * wrb, wrb, rq, nb, ws);
+    Prefetch pf;
+    const int64_t pf_rows = r0 + kR < nr ? min_i64(kR, nr - r0 - kR) : min_i64(kR, next_nr);
+    if (pf_rows > 0) {
+      pf.p = r0 + kR < nr ? w + (r0 + kR) * wrb : next_w;
+      pf.step = (pf_rows * wrb + nb * 64 - 1) / (nb * 64) * 64;
+    }
+    for (int64_t g = 0; g < n_groups; ++g)
+      for (int half = 0; half < 2 && g * kT + half * kT / 2 < n_tokens; ++half) {
+        __m256 facc[kR];
+        kTile(ws, nb, act + g * gb + half * kHalf, pf, facc);
+        store_half<L>(facc, half, rq, n_tokens - g * kT, y + g * kT * ys + r0, ys);
+        pf.p = nullptr;
+      }
+  }
+}
+
+template <DType T, class L>
+void rows_v80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
+              int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
+  rows_driver<&pack_v80<T>, 32, &tile_v80<L, T>, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr,
+                                                     group_bytes_q8_0(cols));
+}
+template <bool kFive, class L>
+void rows_w45(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
+              int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
+  rows_driver<&pack_w45<kFive>, 256, &tile_w45<L, kFive>, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w,
+                                                             next_nr, group_bytes_q8_k(cols));
+}
+template <PackW kPack, bool kMin, int kMaxFlush, class L>
+void rows_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
+             int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
+  rows_driver<kPack, 256, &tile_w6<L, kMin, kMaxFlush>, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w,
+                                                           next_nr, group_bytes_q8_k(cols));
+}
+
+// min_tokens: gemm_layout.h. Each table: its wide kernels, then its pairs kernels.
+const GemmKernels kQ8_0{kMinTokensAvx2V80, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_v8,
+                        &rows_v80<DType::Q8_0, Wide>, &pack_group_q8_0<Pairs>, &rows_v80<DType::Q8_0, Pairs>};
+const GemmKernels kQ4_0{kMinTokensAvx2V80, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_v80,
+                        &rows_v80<DType::Q4_0, Wide>, &pack_group_q8_0<Pairs>, &rows_v80<DType::Q4_0, Pairs>};
+const GemmKernels kQ5_0{kMinTokensAvx2V80, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_v80,
+                        &rows_v80<DType::Q5_0, Wide>, &pack_group_q8_0<Pairs>, &rows_v80<DType::Q5_0, Pairs>};
+const GemmKernels kQ4_K{kMinTokensAvx2K, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w45,
+                        &rows_w45<false, Wide>, &pack_group_q8_k<Pairs>, &rows_w45<false, Pairs>};
+const GemmKernels kQ5_K{kMinTokensAvx2K, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w45,
+                        &rows_w45<true, Wide>, &pack_group_q8_k<Pairs>, &rows_w45<true, Pairs>};
+const GemmKernels kQ6_K{kMinTokensAvx2K, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w6,
+                        &rows_w6<&pack_w6, false, 2, Wide>, &pack_group_q8_k<Pairs>, &rows_w6<&pack_w6, false, 2, Pairs>};
+const GemmKernels kQ3_K{kMinTokensAvx2K, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w6,
+                        &rows_w6<&pack_w3, false, 4, Wide>, &pack_group_q8_k<Pairs>, &rows_w6<&pack_w3, false, 4, Pairs>};
+const GemmKernels kQ2_K{kMinTokensAvx2K, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w6,
+                        &rows_w6<&pack_w2, true, 4, Wide>, &pack_group_q8_k<Pairs>, &rows_w6<&pack_w2, true, 4, Pairs>};
+
+}  // namespace
+}  // namespace strata::kernels::gemm_avx2
+
+namespace strata::kernels::detail {
+const GemmKernels* avx2_gemm(DType t) {
+  using namespace gemm_avx2;
+  switch (t) {
+    case DType::Q8_0: return &kQ8_0;
+    case DType::Q4_0: return &kQ4_0;
+    case DType::Q5_0: return &kQ5_0;
+    case DType::Q4_K: return &kQ4_K;
+    case DType::Q5_K: return &kQ5_K;
+    case DType::Q6_K: return &kQ6_K;
+    case DType::Q3_K: return &kQ3_K;
+    case DType::Q2_K: return &kQ2_K;
+    default: return nullptr;
+  }
+}
+}  // namespace strata::kernels::detail

@@ -346,11 +346,11 @@ void rows_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint
 }
 
 // min_tokens: gemm_layout.h. Each table: its wide kernels, then its pairs kernels.
-const GemmKernels kQ8_0{kMinTokensAvx2V80, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_v8,
+const GemmKernels kQ8_0{kMinTokensAvx2Q8, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_v8,
                         &rows_v80<DType::Q8_0, Wide>, &pack_group_q8_0<Pairs>, &rows_v80<DType::Q8_0, Pairs>};
-const GemmKernels kQ4_0{kMinTokensAvx2V80, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_v80,
+const GemmKernels kQ4_0{kMinTokensAvx2W40, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_v80,
                         &rows_v80<DType::Q4_0, Wide>, &pack_group_q8_0<Pairs>, &rows_v80<DType::Q4_0, Pairs>};
-const GemmKernels kQ5_0{kMinTokensAvx2V80, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_v80,
+const GemmKernels kQ5_0{kMinTokensAvx2W40, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_v80,
                         &rows_v80<DType::Q5_0, Wide>, &pack_group_q8_0<Pairs>, &rows_v80<DType::Q5_0, Pairs>};
 const GemmKernels kQ4_K{kMinTokensAvx2K, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w45,
                         &rows_w45<false, Wide>, &pack_group_q8_k<Pairs>, &rows_w45<false, Pairs>};

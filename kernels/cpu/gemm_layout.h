@@ -60,9 +60,14 @@ constexpr int64_t kMinTokensW6 = 5;   // Q6_K
 constexpr int64_t kMinTokensW3 = 6;   // Q3_K (Q6_K's tile)
 constexpr int64_t kMinTokensW2 = 5;   // Q2_K (Q6_K's tile)
 constexpr int64_t kMinTokensW81 = 2;  // Q4_1, Q5_1
-// The AVX2 kernels (gemm_avx2.cpp), against the AVX2 VecDot4 / vec_dot.
-constexpr int64_t kMinTokensAvx2V80 = 4;  // Q4_0, Q5_0, Q8_0
-constexpr int64_t kMinTokensAvx2K = 4;    // Q2_K-Q6_K
+// The AVX2 kernels (gemm_avx2.cpp) against the AVX2 VecDot4 / vec_dot, measured the same way on
+// the same Xeon with the AVX2 paths forced (best ms at 2 / 3 / 4 tokens, tile vs dots): Q4_0
+// 0.313 / 0.282 / 0.320 vs 0.408 / 0.611 / 0.592, Q8_0 0.487 / 0.492 / 0.492 vs 0.300 / 0.463 /
+// 0.596 (its tile takes two more instructions a step: the sign trick), Q4_K 0.248 / 0.249 vs
+// 0.213 / 0.309, Q6_K 0.292 / 0.289 vs 0.236 / 0.385.
+constexpr int64_t kMinTokensAvx2W40 = 2;  // Q4_0, Q5_0
+constexpr int64_t kMinTokensAvx2Q8 = 4;   // Q8_0
+constexpr int64_t kMinTokensAvx2K = 3;    // Q2_K-Q6_K
 
 // ---- activations ---------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@
 #   kernels   the kernel table: every weight type, 4096x4096 mat-vec and x64, 1 and 2 threads, and
 #             llama.cpp's test-backend-ops MUL_MAT perf cases (4096 x 14336) beside ours, and the
 #             float weights at n = 8, 64, 512 with 1 and 2 threads
+#   avx2      the AVX2 paths (what AMD Zen 2 / 3 runs) forced, beside an AVX2-only llama.cpp build
 #   batched   batched decode: `bench --parallel 8` vs one stream on a 246M Q4_K_M model
 #   server    8 concurrent streams: `strata-engine serve` vs llama-server (bench/serve_throughput.py)
 #   depth     decode attention alone at depths 1k-8k (bench/attention_bench; AVX2 against AVX-512
@@ -28,7 +29,7 @@ ENGINE=$BUILD/app/strata-engine
 KBENCH=$BUILD/bench/kernel_bench
 VOCAB=../shared/models/tokenizers/llama.cpp-vocab/ggml-vocab-llama-spm.gguf
 THREADS=${THREADS:-2}
-SECTIONS=${SECTIONS:-cpu pipeline trace seam serve_itl real kernels batched server depth}
+SECTIONS=${SECTIONS:-cpu pipeline trace seam serve_itl real kernels avx2 batched server depth}
 LLAMA_BIN=${LLAMA_BIN:-/work/llama-ref/bin}
 REAL_MODELS=${STRATA_MODEL_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/strata/models}
 mkdir -p "$MODELS"
@@ -140,6 +141,25 @@ if want kernels; then
   echo "## Float weights (gemm_float.h: tiles from 16 tokens, 3x4 / exact 3-token dots below): W 4096 x 14336,"
   echo "## n = 8, 64, 512, 1 and 2 threads"
   for t in 1 2; do "$KBENCH" "$t" 4096 14336 best f32,f16,bf16 8,64,512 | grep tokens=; done
+  echo
+fi
+
+if want avx2; then
+  # What an AVX2-only CPU (AMD Zen 2 / 3) runs, measured on any AVX2 machine: our kernels with the
+  # AVX2 paths forced, beside a llama.cpp built for AVX2 only (LLAMA_AVX2_BIN: cmake with
+  # -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON and every AVX-512 / AVX-VNNI / AMX
+  # option OFF). One weight copy on both sides (STRATA_BENCH_HOT=1: test-backend-ops reruns one
+  # buffer), 1 thread, W 4096 x 14336, n = 1, 8, 512, mean ms per call.
+  echo "## AVX2 paths side by side: W 4096 x 14336, 1 thread, ours (avx2 forced) then llama.cpp's AVX2-only build"
+  LLAMA_AVX2_BIN=${LLAMA_AVX2_BIN:-/work/llama-avx2/bin}
+  for type in f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k; do
+    STRATA_BENCH_HOT=1 "$KBENCH" 1 4096 14336 avx2 "$type" 1,8,512 | grep tokens=
+    if [ -x "$LLAMA_AVX2_BIN/test-backend-ops" ]; then
+      "$LLAMA_AVX2_BIN/test-backend-ops" perf -b CPU -o MUL_MAT \
+          -p "type_a=${type/_k/_K},type_b=f32,m=4096,n=(1|8|512),k=14336,bs=\[1,1\]" | grep 'MUL_MAT(' | sed 's/,bs=.*pad=0)//'
+    fi
+  done
+  [ -x "$LLAMA_AVX2_BIN/test-backend-ops" ] || echo "no $LLAMA_AVX2_BIN/test-backend-ops: llama.cpp side not measured"
   echo
 fi
 

@@ -36,6 +36,7 @@ struct BenchOptions {
   int reps = 3;
   bool json = false;
   bool no_bandwidth = false;
+  std::string isa;  // "": the best the CPU has; else scalar / avx2 / avx512 (at most the CPU's)
 };
 
 struct Series {
@@ -76,6 +77,18 @@ std::string dominant_types(const model::Model& m) {
 }
 
 int bench(const BenchOptions& o) {
+  if (!o.isa.empty()) {
+    // Every CPU op after this takes the paths of that ISA: what a CPU without the wider one runs.
+    const kernels::Isa want = o.isa == "scalar" ? kernels::Isa::Scalar
+                              : o.isa == "avx2" ? kernels::Isa::Avx2
+                                                : kernels::Isa::Avx512;
+    if (!kernels::isa_supported(want)) {
+      std::fprintf(stderr, "error: --isa %s: this CPU (%s) does not have it\n", o.isa.c_str(),
+                   kernels::cpu_description().c_str());
+      return 2;
+    }
+    kernels::force_isa(want);
+  }
   auto loaded = load_model(o.model, /*remember=*/false);
   if (!loaded.ok()) return report(loaded.error());
   const model::Model& m = **loaded;
@@ -201,7 +214,7 @@ int bench(const BenchOptions& o) {
     if (bandwidth_gbps <= 0) bandwidth_gbps = Series::average(series.gbps);
   const double roofline_tps = bandwidth_gbps > 0 ? bandwidth_gbps * 1e9 / static_cast<double>(bytes_per_token) : 0;
   const double roofline_fraction = roofline_tps > 0 && tg ? tg->mean() / roofline_tps : 0;
-  const std::string isa = kernels::isa_name(kernels::best_isa());
+  const std::string isa = kernels::isa_name(kernels::active_isa());
   const std::string cpu = kernels::cpu_description();
   // The kernel each weight type of the model took: decode (1 token per sequence, or one per
   // sequence of a --parallel step) and prompt (the largest -p).
@@ -288,6 +301,10 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("-r,--repetitions", o->reps, "repetitions of each test")->check(CLI::Range(1, 1000));
   cmd->add_flag("--json", o->json, "print JSON");
   cmd->add_flag("--no-bandwidth", o->no_bandwidth, "skip the memory bandwidth measurement");
+  cmd->add_option("--isa", o->isa,
+                  "CPU kernels of this instruction set instead of the best the CPU has (what an AVX2-only CPU runs, "
+                  "measured on an AVX-512 one)")
+      ->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
   return [o] { return bench(*o); };
 }
 

@@ -13,6 +13,7 @@
 
 #include "engine/core/version.h"
 #include "engine/gguf/gguf_writer.h"
+#include "kernels/cpu/isa.h"
 #include "app/cli_runner.h"
 #include "test_support.h"
 
@@ -39,6 +40,24 @@ TEST(EngineCli, VersionIsTheProjectVersion) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, std::string("strata-engine ") + strata::version() + "\n");
   EXPECT_STRNE(strata::version(), "");
+}
+
+// bench --isa: the kernels of that instruction set run and are the ones reported (so that a figure
+// measured for an AVX2-only CPU on an AVX-512 one says so); a name outside the list is refused.
+TEST(EngineCli, BenchIsaPicksAndReportsTheKernels) {
+  REQUIRE_SHARED("stories260K.gguf");
+  const std::string model = test::shared_model("stories260K.gguf").string();
+  std::vector<std::pair<std::string, std::string>> isas{{"scalar", "scalar vec_dot"}};
+  if (kernels::isa_supported(kernels::Isa::Avx2)) isas.push_back({"avx2", "avx2 vec_dot"});
+  for (const auto& [isa, decode_path] : isas) {
+    const CliRun r = engine({"bench", "-m", model, "-p", "8", "-n", "4", "-r", "1", "-t", "1", "--no-bandwidth",
+                             "--json", "--isa", isa});
+    ASSERT_EQ(r.exit_code, 0) << isa << ": " << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["isa"], isa);
+    EXPECT_EQ(j["kernels"]["f32"]["decode"], decode_path) << isa;
+  }
+  expect_one_line_error(engine({"bench", "-m", model, "--isa", "avx9"}), "--isa");
 }
 
 TEST(EngineCli, RunPrintsExactGreedyText256) {

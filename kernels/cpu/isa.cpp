@@ -4,6 +4,7 @@
 #include <cpuid.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 
 namespace strata::kernels {
@@ -32,9 +33,24 @@ bool isa_supported(Isa isa) {
   return s[static_cast<int>(isa)];
 }
 
+namespace {
+// STRATA_ISA=scalar|avx2|avx512 caps best_isa() (read once; anything else, or unset: no cap).
+int isa_cap() {
+  static const int cap = [] {
+    const char* v = std::getenv("STRATA_ISA");
+    if (v == nullptr) return 2;
+    if (std::strcmp(v, "scalar") == 0) return 0;
+    if (std::strcmp(v, "avx2") == 0) return 1;
+    return 2;
+  }();
+  return cap;
+}
+}  // namespace
+
 Isa best_isa() {
-  if (isa_supported(Isa::Avx512)) return Isa::Avx512;
-  if (isa_supported(Isa::Avx2)) return Isa::Avx2;
+  const int cap = isa_cap();
+  if (cap >= 2 && isa_supported(Isa::Avx512)) return Isa::Avx512;
+  if (cap >= 1 && isa_supported(Isa::Avx2)) return Isa::Avx2;
   return Isa::Scalar;
 }
 

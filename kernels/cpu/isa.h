@@ -9,7 +9,10 @@ namespace strata::kernels {
 enum class Isa { Scalar, Avx2, Avx512 };
 
 bool isa_supported(Isa isa);  // Avx2: AVX2+FMA+F16C; Avx512: F/BW/VL/DQ/VNNI plus the AVX2 set
-Isa best_isa();               // the highest supported level
+// The highest supported level, at most the one named by the environment variable STRATA_ISA
+// (scalar, avx2 or avx512; read once): so that a whole run, the test suite included, can take
+// the paths of a CPU without AVX-512 (an AMD Zen 2 / 3) on one that has it.
+Isa best_isa();
 const char* isa_name(Isa isa);  // "scalar", "avx2", "avx512"
 // Use this ISA in matmul from now on (tests, benchmarks). Ignored if not supported.
 void force_isa(Isa isa);

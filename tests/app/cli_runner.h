@@ -36,12 +36,13 @@ inline std::string quote(const std::string& s) {
   return q + "'";
 }
 
-inline CliRun engine(const std::vector<std::string>& args) {
+// env: VAR=value assignments for the engine's environment (shell words, e.g. "STRATA_ISA=avx2").
+inline CliRun engine(const std::vector<std::string>& args, const std::string& env = "") {
   static const fs::path dir = test::temp_dir("cli");
   std::string cmd = "timeout 120 " + quote(STRATA_ENGINE_BINARY);
   for (const auto& a : args) cmd += " " + quote(a);
   // Keep the user's "last model" record out of the tests.
-  cmd = "XDG_CONFIG_HOME=" + quote((dir / "config").string()) + " " + cmd + " >" + quote((dir / "out").string()) +
+  cmd = "XDG_CONFIG_HOME=" + quote((dir / "config").string()) + " " + env + " " + cmd + " >" + quote((dir / "out").string()) +
         " 2>" + quote((dir / "err").string()) + " </dev/null";
   const int status = std::system(cmd.c_str());
   CliRun r;

@@ -60,6 +60,19 @@ TEST(EngineCli, BenchIsaPicksAndReportsTheKernels) {
   expect_one_line_error(engine({"bench", "-m", model, "--isa", "avx9"}), "--isa");
 }
 
+// STRATA_ISA caps the ISA of a whole run (CI runs the suite again with STRATA_ISA=avx2 on AVX-512
+// machines, so that the paths of an AVX2-only CPU are tested there too).
+TEST(EngineCli, StrataIsaEnvironmentCapsTheKernels) {
+  REQUIRE_SHARED("stories260K.gguf");
+  const std::string model = test::shared_model("stories260K.gguf").string();
+  const CliRun r = engine({"bench", "-m", model, "-p", "8", "-n", "4", "-r", "1", "-t", "1", "--no-bandwidth", "--json"},
+                          "STRATA_ISA=scalar");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["isa"], "scalar");
+  EXPECT_EQ(j["kernels"]["f32"]["decode"], "scalar vec_dot");
+}
+
 TEST(EngineCli, RunPrintsExactGreedyText256) {
   REQUIRE_SHARED("stories260K.gguf");
   const CliRun r = engine({"run", "--model", test::shared_model("stories260K.gguf").string(), "--prompt", "",

@@ -2,9 +2,10 @@
 # tools/test.sh — set up, build (Release) and run the whole test suite with CTest (the Debian
 # package's test, packaging_deb, among them), and again capped at AVX2 where the CPU has AVX-512;
 # the ISA-leak check of a Debug kernel build; the engine and serve tests under ASan + UBSan
-# (STRATA_CI_SANITIZE=0 leaves them out); then build the GPU machine's configuration (CUDA on, sm_90, no Qt, no HTTP server) and run its GPU-labelled
-# tests, which report themselves skipped where there is no GPU (tools/gpu-check.sh --no-gpu), so
-# that configuration cannot break unseen. This is what CI runs.
+# (STRATA_CI_SANITIZE=0 leaves them out); then build the GPU machine's configuration (CUDA on,
+# sm_90, no Qt, no HTTP server) and run its GPU-labelled tests, which report themselves skipped
+# where there is no GPU (tools/gpu-check.sh --no-gpu), so that configuration cannot break unseen.
+# This is what CI runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh

@@ -9,7 +9,7 @@
 // up to 8 sequences) can instead be packed in pairs (pack_group_pairs / rows_pairs): two lanes a
 // token, 8 elements a step, so that its vpdpbusd have no padding lanes (gemm_layout.h). Weights are unpacked, 4 rows at a time,
 // into per-thread scratch as unsigned bytes; the micro-kernel then broadcasts 4 weight bytes of
-// a row and does one vpdpbusd per (row, 16 tokens): a 4 rows x 32 tokens register tile. Integer
+// a row and does one vpdpbusd per (row, 16 tokens): a 4 rows x 48 tokens register tile. Integer
 // sums are scaled per group (vpmulld) and per block (float); offsets of signed weights come
 // from per-token activation sums packed beside the activations.
 //

@@ -1,5 +1,5 @@
 // kernels/cpu/gemm_avx512.cpp — the AVX-512 VNNI packed-tile kernels of gemm.h: activation
-// packing, weight unpacking into scratch, and the 4-row x 32-token micro-kernels. Compiled with
+// packing, weight unpacking into scratch, and the 4-row x 48-token micro-kernels. Compiled with
 // the AVX-512 flags (file suffix); reached only through gemm_kernels() after a cpuid check.
 // No engine types. The layouts are gemm_layout.h's, shared with gemm_emulated.cpp (the same
 // algorithm in plain C++, which checks this one on CPUs without AVX-512 VNNI).
@@ -328,8 +328,9 @@ inline void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t g
 
 using PackW = void (*)(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws);
 
-// Row quads: unpack 4 weight rows once, then run them against every pair of token groups (of
-// layout L). The first tile of each quad prefetches the rows the next unpack reads (the next
+// Row quads: unpack 4 weight rows once, then run them against the token groups (of layout L),
+// three at a time (a 4 x 48 register tile: 12 integer accumulators, 12 group sums), then two,
+// then one. The first tile of each quad prefetches the rows the next unpack reads (the next
 // quad, or after the last quad the first rows of next_w, the caller's next work item).
 template <PackW kPack, int64_t kElemsPerBlock, template <class, int> class Tile, class L>
 void rows_driver(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens,
@@ -349,6 +350,12 @@ void rows_driver(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const 
       pf.step = (pf_rows * wrb + nb * 64 - 1) / (nb * 64) * 64;
     }
     int64_t g0 = 0;
+    for (; g0 + 3 <= n_groups; g0 += 3) {
+      __m512 facc[kR][3];
+      Tile<L, 3>::run(ws, nb, act + g0 * gb, gb, pf, facc);
+      store_tile<L, 3>(facc, rq, n_tokens - g0 * kT, y + g0 * kT * ys + r0, ys);
+      pf.p = nullptr;
+    }
     for (; g0 + 2 <= n_groups; g0 += 2) {
       __m512 facc[kR][2];
       Tile<L, 2>::run(ws, nb, act + g0 * gb, gb, pf, facc);

@@ -10,8 +10,9 @@
 // token, 8 elements a step, so that its vpdpbusd have no padding lanes (gemm_layout.h). Weights are unpacked, 4 rows at a time,
 // into per-thread scratch as unsigned bytes; the micro-kernel then broadcasts 4 weight bytes of
 // a row and does one vpdpbusd per (row, 16 tokens): a 4 rows x 48 tokens register tile. Integer
-// sums are scaled per group (vpmulld) and per block (float); offsets of signed weights come
-// from per-token activation sums packed beside the activations.
+// sums are scaled per group (vpmulld; Q2_K / Q3_K, whose group sums fit in int16: vpdpwssd) and
+// per block (float); offsets of signed weights come from per-token activation sums packed beside
+// the activations.
 //
 // Avx2 (gemm_avx2.cpp, CPUs without AVX-512 VNNI) for Q4_0, Q5_0, Q8_0 and Q2_K-Q6_K: the same
 // activation groups and K-quant scratch, a 4-row x 8-lane tile over each half of a group, each

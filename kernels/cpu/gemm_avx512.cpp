@@ -268,8 +268,11 @@ inline void tile_w45(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t 
 
 // kMin (Q2_K): the first pass sums mins x block sums, which are taken off scaled by dmin before
 // the scale pass starts from zero; otherwise (Q6_K, Q3_K) they are the levels' offsets and the
-// scale pass adds to them.
-template <bool kMin, class L, int G>
+// scale pass adds to them. kSmall (Q3_K, Q2_K: levels 0..7 / 0..3): a group's integer sum fits
+// in int16 (16 x 7 x 127 = 14224), so it is scaled with one vpdpwssd against the scale in the low
+// half of each lane (the sum's high half is its sign, times 0) instead of vpmulld (two uops) and
+// vpaddd: the same integers.
+template <bool kMin, bool kSmall, class L, int G>
 inline void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t gb, const Prefetch& pf,
                      __m512 (&facc)[kR][G]) {
   for (int r = 0; r < kR; ++r)
@@ -311,7 +314,12 @@ inline void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t g
       dp_steps<L, G, 16 / kStep>(wb + kW6Q, aq, 16 / kStep * grp, acc);
       for (int r = 0; r < kR; ++r) {
         const __m512i sc = bcast32(wb + kW6Sc + 64 * r + 4 * grp);
-        for (int g = 0; g < G; ++g) isum[r][g] = _mm512_add_epi32(isum[r][g], _mm512_mullo_epi32(acc[r][g], sc));
+        if constexpr (kSmall) {
+          const __m512i sc_lo = _mm512_and_si512(sc, _mm512_set1_epi32(0xFFFF));
+          for (int g = 0; g < G; ++g) isum[r][g] = _mm512_dpwssd_epi32(isum[r][g], acc[r][g], sc_lo);
+        } else {
+          for (int g = 0; g < G; ++g) isum[r][g] = _mm512_add_epi32(isum[r][g], _mm512_mullo_epi32(acc[r][g], sc));
+        }
       }
     }
     for (int g = 0; g < G; ++g) {
@@ -381,8 +389,9 @@ void rows_driver(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const 
 STRATA_TILE(TileW80, (tile_w8<false, L, G>))
 STRATA_TILE(TileW81, (tile_w8<true, L, G>))
 STRATA_TILE(TileW45, (tile_w45<L, G>))
-STRATA_TILE(TileW6, (tile_w6<false, L, G>))
-STRATA_TILE(TileW2, (tile_w6<true, L, G>))
+STRATA_TILE(TileW6, (tile_w6<false, false, L, G>))
+STRATA_TILE(TileW3, (tile_w6<false, true, L, G>))
+STRATA_TILE(TileW2, (tile_w6<true, true, L, G>))
 #undef STRATA_TILE
 
 template <DType T, class L>
@@ -428,7 +437,7 @@ const GemmKernels kQ5_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k<Wide>
 const GemmKernels kQ6_K{kMinTokensW6, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w6,
                         &rows_w6<&pack_w6, TileW6, Wide>, &pack_group_q8_k<Pairs>, &rows_w6<&pack_w6, TileW6, Pairs>};
 const GemmKernels kQ3_K{kMinTokensW3, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w6,
-                        &rows_w6<&pack_w3, TileW6, Wide>, &pack_group_q8_k<Pairs>, &rows_w6<&pack_w3, TileW6, Pairs>};
+                        &rows_w6<&pack_w3, TileW3, Wide>, &pack_group_q8_k<Pairs>, &rows_w6<&pack_w3, TileW3, Pairs>};
 const GemmKernels kQ2_K{kMinTokensW2, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w6,
                         &rows_w6<&pack_w2, TileW2, Wide>, &pack_group_q8_k<Pairs>, &rows_w6<&pack_w2, TileW2, Pairs>};
 

@@ -16,7 +16,10 @@
 // vpmaddubsw would saturate on): Q4_0 / Q5_0 as unsigned levels 0..15 / 0..31, their offset
 // (-8 / -16 x the activations' sum) taken from the packed corr (-128 x that sum) by a shift;
 // Q8_0 as |q| and q, the activation taking q's sign (vpsignb) so that |q| can be the unsigned
-// operand.
+// operand. A token's total is again the AVX-512 kernels', and so are its bits in the wide layout;
+// in the pairs layout (two lanes a token) the offset lies in the token's first lane here and the
+// -128 x sum in the AVX-512 one's, so the two lanes round differently: the same sum to within
+// float rounding, not to the bit.
 #include <immintrin.h>
 
 #include <cstring>

@@ -79,14 +79,10 @@ std::string dominant_types(const model::Model& m) {
 int bench(const BenchOptions& o) {
   if (!o.isa.empty()) {
     // Every CPU op after this takes the paths of that ISA: what a CPU without the wider one runs.
-    const kernels::Isa want = o.isa == "scalar" ? kernels::Isa::Scalar
-                              : o.isa == "avx2" ? kernels::Isa::Avx2
-                                                : kernels::Isa::Avx512;
-    if (!kernels::isa_supported(want)) {
-      std::fprintf(stderr, "error: --isa %s: this CPU (%s) does not have it\n", o.isa.c_str(),
-                   kernels::cpu_description().c_str());
-      return 2;
-    }
+    kernels::Isa want = kernels::Isa::Scalar;
+    if (!kernels::isa_from_name(o.isa.c_str(), &want) || !kernels::isa_supported(want))
+      return report(Error{Code::InvalidArgument,
+                          "--isa " + o.isa + ": this CPU (" + kernels::cpu_description() + ") does not have it"});
     kernels::force_isa(want);
   }
   auto loaded = load_model(o.model, /*remember=*/false);

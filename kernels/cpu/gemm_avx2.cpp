@@ -313,12 +313,7 @@ void rows_driver(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const 
   for (int64_t r0 = 0; r0 < nr; r0 += kR) {
     const int64_t rq = min_i64(kR, nr - r0);
     kPack(w + r0 * wrb, wrb, rq, nb, ws);
-    Prefetch pf;
-    const int64_t pf_rows = r0 + kR < nr ? min_i64(kR, nr - r0 - kR) : min_i64(kR, next_nr);
-    if (pf_rows > 0) {
-      pf.p = r0 + kR < nr ? w + (r0 + kR) * wrb : next_w;
-      pf.step = (pf_rows * wrb + nb * 64 - 1) / (nb * 64) * 64;
-    }
+    Prefetch pf = next_quad_prefetch(w, wrb, nr, r0, nb, next_w, next_nr);
     for (int64_t g = 0; g < n_groups; ++g)
       for (int half = 0; half < 2 && g * kT + half * kT / 2 < n_tokens; ++half) {
         __m256 facc[kR];

@@ -347,16 +347,9 @@ void rows_driver(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const 
   constexpr int64_t kT = L::kTokens;
   const int64_t n_groups = (n_tokens + kT - 1) / kT;
   for (int64_t r0 = 0; r0 < nr; r0 += kR) {
-    const int64_t rq = nr - r0 < kR ? nr - r0 : kR;
+    const int64_t rq = min_i64(kR, nr - r0);
     kPack(w + r0 * wrb, wrb, rq, nb, ws);
-    Prefetch pf;
-    // No std::min here: a template instantiated in this AVX-512 file is a weak symbol the linker
-    // could hand to the scalar path (tools/isa_check.sh).
-    const int64_t pf_rows = r0 + kR < nr ? min_i64(kR, nr - r0 - kR) : min_i64(kR, next_nr);
-    if (pf_rows > 0) {
-      pf.p = r0 + kR < nr ? w + (r0 + kR) * wrb : next_w;
-      pf.step = (pf_rows * wrb + nb * 64 - 1) / (nb * 64) * 64;
-    }
+    Prefetch pf = next_quad_prefetch(w, wrb, nr, r0, nb, next_w, next_nr);
     int64_t g0 = 0;
     for (; g0 + 3 <= n_groups; g0 += 3) {
       __m512 facc[kR][3];

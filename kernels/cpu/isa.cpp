@@ -35,22 +35,21 @@ bool isa_supported(Isa isa) {
 
 namespace {
 // STRATA_ISA=scalar|avx2|avx512 caps best_isa() (read once; anything else, or unset: no cap).
-int isa_cap() {
-  static const int cap = [] {
+Isa isa_cap() {
+  static const Isa cap = [] {
+    Isa named = Isa::Avx512;
     const char* v = std::getenv("STRATA_ISA");
-    if (v == nullptr) return 2;
-    if (std::strcmp(v, "scalar") == 0) return 0;
-    if (std::strcmp(v, "avx2") == 0) return 1;
-    return 2;
+    if (v != nullptr) isa_from_name(v, &named);
+    return named;
   }();
   return cap;
 }
 }  // namespace
 
 Isa best_isa() {
-  const int cap = isa_cap();
-  if (cap >= 2 && isa_supported(Isa::Avx512)) return Isa::Avx512;
-  if (cap >= 1 && isa_supported(Isa::Avx2)) return Isa::Avx2;
+  const Isa cap = isa_cap();
+  if (cap == Isa::Avx512 && isa_supported(Isa::Avx512)) return Isa::Avx512;
+  if (cap != Isa::Scalar && isa_supported(Isa::Avx2)) return Isa::Avx2;
   return Isa::Scalar;
 }
 
@@ -61,6 +60,15 @@ const char* isa_name(Isa isa) {
     case Isa::Avx512: return "avx512";
   }
   return "?";
+}
+
+bool isa_from_name(const char* name, Isa* isa) {
+  for (Isa i : {Isa::Scalar, Isa::Avx2, Isa::Avx512})
+    if (std::strcmp(name, isa_name(i)) == 0) {
+      *isa = i;
+      return true;
+    }
+  return false;
 }
 
 void force_isa(Isa isa) {

@@ -14,6 +14,8 @@ bool isa_supported(Isa isa);  // Avx2: AVX2+FMA+F16C; Avx512: F/BW/VL/DQ/VNNI pl
 // the paths of a CPU without AVX-512 (an AMD Zen 2 / 3) on one that has it.
 Isa best_isa();
 const char* isa_name(Isa isa);  // "scalar", "avx2", "avx512"
+// The Isa of one of those names into *isa; false (and *isa untouched) for any other text.
+bool isa_from_name(const char* name, Isa* isa);
 // Use this ISA in matmul from now on (tests, benchmarks). Ignored if not supported.
 void force_isa(Isa isa);
 Isa active_isa();  // what matmul uses now: the forced one, else best_isa()

@@ -10,10 +10,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
 (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900 "$@")
-# On a CPU with AVX-512 VNNI the suite ran on the AVX-512 kernels; once more with every run capped
-# at AVX2 (kernels/cpu/isa.h), the paths an AMD Zen 2 / 3 takes, so that both are tested whichever
-# machine CI gets (the packaging test is ISA-blind and stays out).
-if grep -qw avx512vnni /proc/cpuinfo; then
+# On a CPU with AVX-512 VNNI (/proc/cpuinfo says avx512_vnni) the suite ran on the AVX-512
+# kernels; once more with every run capped at AVX2 (kernels/cpu/isa.h), the paths an AMD Zen 2 / 3
+# takes, so that both are tested whichever machine CI gets (the packaging test is ISA-blind and
+# stays out).
+if grep -qwE "avx512_vnni|avx512vnni" /proc/cpuinfo; then
   (cd build && STRATA_ISA=avx2 ctest --output-on-failure -j "$(nproc)" --timeout 900 -E '^packaging_deb$' "$@")
 fi
 # No ISA-specific code can reach the scalar path: a Debug build of the CPU kernels, its symbols

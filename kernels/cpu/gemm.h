@@ -14,6 +14,12 @@
 // per block (float); offsets of signed weights come from per-token activation sums packed beside
 // the activations.
 //
+// In-place tiles (Avx512: Q4_0, Q5_0, Q8_0; GemmKernels::in_place): for 2-8 tokens the weight
+// rows are not unpacked: a 4-row tile reads each row's blocks in place (Q8_0: a broadcast and
+// the sign-bit flip; Q4_0 / Q5_0: the block's nibbles unpacked in registers), in an activation
+// layout with as many lanes a token as the batch allows (pairs, quads, octets), so that neither
+// an unpack pass nor padding lanes cost anything.
+//
 // Avx2 (gemm_avx2.cpp, CPUs without AVX-512 VNNI) for Q4_0, Q5_0, Q8_0 and Q2_K-Q6_K: the same
 // activation groups and K-quant scratch, a 4-row x 8-lane tile over each half of a group, each
 // step a vpmaddubsw whose int16 sums are added over as many steps as the type's levels allow
@@ -30,6 +36,7 @@
 // (matmul keeps vec_dot / VecDot4 on such CPUs): only detail::emulated_gemm() does.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "kernels/cpu/dtype.h"
@@ -39,6 +46,18 @@ namespace strata::kernels {
 
 constexpr int64_t kGemmTokenGroup = 16;  // tokens per packed activation group
 constexpr int64_t kGemmPairTokens = 8;   // most tokens of the pairs layout (one group)
+
+// The in-place tiles' activation layouts (GemmKernels::in_place), by index: pairs (at most 8
+// tokens, 2 lanes a token), quads (at most 4, 4 lanes) and octets (at most 2, 8 lanes).
+constexpr int kGemmInPlaceLayouts = 3;
+constexpr int64_t kGemmInPlaceTokens[kGemmInPlaceLayouts] = {8, 4, 2};
+
+// Packs tokens [T group, T group + T) of x into dst (T: the layout's tokens a group).
+using GemmPackGroup = void (*)(const float* x, int64_t cols, int64_t n_tokens, int64_t group, uint8_t* dst);
+// y[t * y_stride + r] = dot(w row r, token t); see GemmKernels::rows.
+using GemmRows = void (*)(const uint8_t* w, int64_t w_row_bytes, int64_t nr, int64_t cols, const uint8_t* act,
+                          int64_t n_tokens, float* y, int64_t y_stride, uint8_t* scratch, const uint8_t* next_w,
+                          int64_t next_nr);
 
 struct GemmKernels {
   // matmul uses these kernels from this many tokens on (below, the one-row VecDot4 / vec_dot
@@ -67,6 +86,16 @@ struct GemmKernels {
   void (*rows_pairs)(const uint8_t* w, int64_t w_row_bytes, int64_t nr, int64_t cols, const uint8_t* act,
                      int64_t n_tokens, float* y, int64_t y_stride, uint8_t* scratch, const uint8_t* next_w,
                      int64_t next_nr);
+  // In-place tiles for a batch of at most kGemmInPlaceTokens[i] tokens (a batched decode step),
+  // in layout i (pairs, quads, octets), one group: the weight rows are read where they are, with
+  // no unpacking into scratch (scratch and next_w are unused), because at a few tokens a weight
+  // byte meets the batch once and unpacking it costs as much as the products. Pairs give the
+  // bits of rows_pairs. {nullptr, nullptr} where the type has none in that layout.
+  struct InPlace {
+    GemmPackGroup pack_group = nullptr;
+    GemmRows rows = nullptr;
+  };
+  std::array<InPlace, kGemmInPlaceLayouts> in_place = {};
 };
 
 // nullptr when wtype has no packed kernel at that ISA (or the CPU lacks the ISA).

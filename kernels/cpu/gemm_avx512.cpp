@@ -37,10 +37,14 @@ template <int kStep>
 inline __m512i bcast_step(const uint8_t* p) {
   if constexpr (kStep == 4) {
     return bcast32(p);
-  } else {
+  } else if constexpr (kStep == 8) {
     long long v;
     std::memcpy(&v, p, 8);
     return _mm512_set1_epi64(v);
+  } else if constexpr (kStep == 16) {  // quads: vbroadcasti32x4
+    return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  } else {  // octets: vbroadcasti64x4
+    return _mm512_broadcast_i64x4(loadu256(p));
   }
 }
 
@@ -393,6 +397,133 @@ void rows_w80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uin
   rows_driver<&pack_w80<T>, 32, TileW80, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr,
                                             group_bytes_q8_0(cols));
 }
+// ---- in-place tiles: 2-8 tokens of Q8_0 / Q4_0 / Q5_0 weights, no weight scratch -------------
+
+// The kSteps = 32 / kStep steps of one block, each step (elements [kStep s, kStep s + kStep)) in
+// every token's lanes, as u8 = q + 128, the bytes of the weight scratch (pack_w80): Q8_0's
+// broadcast from the block with the sign bit flipped, Q4_0's nibbles masked out of the broadcast
+// bytes plus their offset (Q5_0 in octets too, its fifth bits under a byte mask), Q5_0's in pairs
+// and quads unpacked once in a register and permuted (a byte mask per step measured no faster
+// there). Every lane
+// then holds the scratch kernels' integer sum, and every output has their bits. (Levels without
+// the +120 / +112 and the offset taken once from corr would save one vpaddb a step, but move
+// part of a token's sum to its other lanes: other float roundings.)
+template <DType T, int kStep>
+inline void weight_steps(const uint8_t* blk, __m512i (&w)[32 / kStep], float* d) {
+  constexpr int kSteps = 32 / kStep;
+  if constexpr (T == DType::Q8_0) {
+    const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(blk);
+    *d = h2f(b->d);
+    for (int s = 0; s < kSteps; ++s)
+      w[s] = _mm512_xor_si512(bcast_step<kStep>(reinterpret_cast<const uint8_t*>(b->qs) + kStep * s),
+                              _mm512_set1_epi8(static_cast<char>(0x80)));
+  } else if constexpr (T == DType::Q4_0 || (T == DType::Q5_0 && kStep == 32)) {
+    // Nibble byte i holds element i (low) and element i + 16 (high); q + 128 = level + 120
+    // (Q4_0), or level + 112 plus 16 where the fifth bit is set (Q5_0).
+    const uint8_t* qs;
+    if constexpr (T == DType::Q4_0) {
+      const BlockQ4_0* b = reinterpret_cast<const BlockQ4_0*>(blk);
+      *d = h2f(b->d), qs = b->qs;
+    } else {
+      const BlockQ5_0* b = reinterpret_cast<const BlockQ5_0*>(blk);
+      *d = h2f(b->d), qs = b->qs;
+    }
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    if constexpr (kStep == 32) {  // the 16 bytes in every 128-bit lane: low nibbles, high, low, high
+      const __m512i v = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+      const long long k4 = 0x0004000400040004LL;  // vpsrlvw: a count per 16-bit word
+      w[0] = _mm512_and_si512(_mm512_srlv_epi16(v, _mm512_set_epi64(k4, k4, 0, 0, k4, k4, 0, 0)), m4);
+    } else if constexpr (kStep == 16) {
+      const __m512i v = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+      w[0] = _mm512_and_si512(v, m4);
+      w[1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+    } else {
+      const __m512i v0 = bcast_step<8>(qs), v1 = bcast_step<8>(qs + 8);
+      w[0] = _mm512_and_si512(v0, m4);
+      w[1] = _mm512_and_si512(v1, m4);
+      w[2] = _mm512_and_si512(_mm512_srli_epi16(v0, 4), m4);
+      w[3] = _mm512_and_si512(_mm512_srli_epi16(v1, 4), m4);
+    }
+    if constexpr (T == DType::Q4_0) {
+      for (int s = 0; s < kSteps; ++s) w[s] = _mm512_add_epi8(w[s], _mm512_set1_epi8(120));
+    } else {  // octets: element j of both tokens' 32 bytes takes fifth bit j
+      uint32_t qh;
+      std::memcpy(&qh, reinterpret_cast<const BlockQ5_0*>(blk)->qh, 4);
+      const __mmask64 m = _cvtu64_mask64(uint64_t{qh} | (uint64_t{qh} << 32));
+      w[0] = _mm512_add_epi8(w[0], _mm512_mask_blend_epi8(m, _mm512_set1_epi8(112), _mm512_set1_epi8(112 + 16)));
+    }
+  } else {
+    // Q5_0 in pairs and quads: the block unpacked once (32 bytes, its fifth bits set under a
+    // mask), each step then picked out of it with one vpermq.
+    const __m512i u = _mm512_castsi256_si512(unpack_s8_plus128<T>(blk, 0, d));
+    constexpr int kQwords = kStep / 8;  // 64-bit words of one step
+    const __m512i lane = _mm512_and_si512(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(kQwords - 1));
+    for (int s = 0; s < kSteps; ++s)
+      w[s] = _mm512_permutexvar_epi64(_mm512_add_epi64(_mm512_set1_epi64(kQwords * s), lane), u);
+  }
+}
+
+constexpr int64_t kInPlaceAhead = 2048;  // bytes of a row prefetched ahead of its block
+template <DType T>
+constexpr int64_t kW80BlockBytes = T == DType::Q8_0   ? sizeof(BlockQ8_0)
+                                   : T == DType::Q4_0 ? sizeof(BlockQ4_0)
+                                                      : sizeof(BlockQ5_0);
+
+// kInPlaceRows rows (row[r]: a row's first block) x one group of layout L (pairs, quads or
+// octets) over all nb blocks, read in place: per block, per row, the integer sum of the steps
+// (vpdpbusd from zero, steps in order), plus corr, times d_a d_w into facc: tile_w8's
+// operations in its order on the same integers, so pairs give rows_pairs' bits.
+constexpr int kInPlaceRows = 8;
+template <DType T, class L>
+inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb, const uint8_t* act,
+                          __m512 (&facc)[kInPlaceRows]) {
+  constexpr int kStep = L::kStepElems, kSteps = 32 / kStep;
+  constexpr int64_t kBB = kW80BlockBytes<T>;
+  for (int r = 0; r < kInPlaceRows; ++r) facc[r] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < nb; ++k) {
+    const uint8_t* ab = act + k * L::k80Block;
+    __m512i a[kSteps];
+    for (int s = 0; s < kSteps; ++s) a[s] = _mm512_load_si512(ab + L::k80Q + 64 * s);
+    const __m512 da = _mm512_load_ps(ab + L::k80D);
+    const __m512i off = _mm512_load_si512(ab + L::k80Corr);  // -128 x the activations' sum
+    for (int r = 0; r < kInPlaceRows; ++r) {
+      const uint8_t* blk = row[r] + k * kBB;
+      _mm_prefetch(reinterpret_cast<const char*>(blk + kInPlaceAhead), _MM_HINT_T0);
+      float d;
+      __m512i w[kSteps];
+      weight_steps<T, kStep>(blk, w, &d);
+      __m512i acc = _mm512_setzero_si512();
+      for (int s = 0; s < kSteps; ++s) acc = _mm512_dpbusd_epi32(acc, w[s], a[s]);
+      const __m512 dd = _mm512_mul_ps(da, _mm512_set1_ps(d));
+      facc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, off)), dd, facc[r]);
+    }
+  }
+}
+
+// GemmKernels::in_place rows: kInPlaceRows rows at a time, each read once, in place. Rows of a
+// tile past nr read the last row again (their results are not stored). Token t of the group is
+// lanes [kLanes t, kLanes t + kLanes), summed left to right (store_tile's order).
+template <DType T, class L>
+void rows_in_place(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens,
+                   float* y, int64_t ys, uint8_t*, const uint8_t*, int64_t) {
+  const int64_t nb = cols / 32;
+  for (int64_t r0 = 0; r0 < nr; r0 += kInPlaceRows) {
+    const int64_t rn = min_i64(kInPlaceRows, nr - r0);
+    const uint8_t* row[kInPlaceRows];
+    for (int r = 0; r < kInPlaceRows; ++r) row[r] = w + (r0 + min_i64(r, rn - 1)) * wrb;
+    __m512 facc[kInPlaceRows];
+    tile_in_place<T, L>(row, nb, act, facc);
+    alignas(64) float o[kInPlaceRows][16];
+    for (int r = 0; r < kInPlaceRows; ++r) _mm512_store_ps(o[r], facc[r]);
+    for (int64_t t = 0; t < min_i64(n_tokens, L::kTokens); ++t)
+      for (int64_t r = 0; r < rn; ++r) {
+        float v = o[r][L::kLanes * t];
+        for (int i = 1; i < L::kLanes; ++i) v += o[r][L::kLanes * t + i];
+        y[t * ys + r0 + r] = v;
+      }
+  }
+}
+
 template <DType T, class L>
 void rows_w81(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
               int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
@@ -413,12 +544,21 @@ void rows_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint
 }
 
 // min_tokens: gemm_layout.h. Each table: its wide kernels, then its pairs kernels.
+template <DType T>
+constexpr std::array<GemmKernels::InPlace, kGemmInPlaceLayouts> kInPlace = {{
+    {&pack_group_q8_0<Pairs>, &rows_in_place<T, Pairs>},
+    {&pack_group_q8_0<Quads>, &rows_in_place<T, Quads>},
+    {&pack_group_q8_0<Octets>, &rows_in_place<T, Octets>}}};
+
 const GemmKernels kQ8_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_w80,
-                        &rows_w80<DType::Q8_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q8_0, Pairs>};
+                        &rows_w80<DType::Q8_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q8_0, Pairs>,
+                        kInPlace<DType::Q8_0>};
 const GemmKernels kQ4_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_w80,
-                        &rows_w80<DType::Q4_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q4_0, Pairs>};
+                        &rows_w80<DType::Q4_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q4_0, Pairs>,
+                        kInPlace<DType::Q4_0>};
 const GemmKernels kQ5_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_w80,
-                        &rows_w80<DType::Q5_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q5_0, Pairs>};
+                        &rows_w80<DType::Q5_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q5_0, Pairs>,
+                        kInPlace<DType::Q5_0>};
 const GemmKernels kQ4_1{kMinTokensW81, &group_bytes_q8_0, &pack_group_q8_1<Wide>, &scratch_bytes_w81,
                         &rows_w81<DType::Q4_1, Wide>, &pack_group_q8_1<Pairs>, &rows_w81<DType::Q4_1, Pairs>};
 const GemmKernels kQ5_1{kMinTokensW81, &group_bytes_q8_0, &pack_group_q8_1<Wide>, &scratch_bytes_w81,

@@ -57,19 +57,15 @@ VecI bcast32(const uint8_t* p) {
   for (uint32_t& e : v.l) e = x;
   return v;
 }
-// vpbroadcastq of the 8 bytes at p: even lanes the first 4, odd lanes the last 4.
-VecI bcast64(const uint8_t* p) {
-  uint32_t x[2];
-  std::memcpy(x, p, 8);
-  VecI v;
-  for (int l = 0; l < 16; ++l) v.l[l] = x[l & 1];
-  return v;
-}
-// The kStep bytes of one step (gemm_avx512.cpp's bcast_step).
+// The kStep bytes of one step (gemm_avx512.cpp's bcast_step: vpbroadcastd / vpbroadcastq /
+// vbroadcasti32x4 / vbroadcasti64x4): lane l gets bytes [4 (l mod kStep / 4), + 4) of p.
 template <int kStep>
 VecI bcast_step(const uint8_t* p) {
-  if constexpr (kStep == 4) return bcast32(p);
-  else return bcast64(p);
+  uint32_t x[kStep / 4];
+  std::memcpy(x, p, kStep);
+  VecI v;
+  for (int l = 0; l < 16; ++l) v.l[l] = x[l % (kStep / 4)];
+  return v;
 }
 // vbroadcastss.
 VecF set1_f(float x) {
@@ -530,12 +526,23 @@ void rows_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint
 }
 
 // Each table: its wide kernels, then its pairs kernels (gemm_avx512.cpp's order).
+// The in-place layouts (gemm_avx512.cpp reads the weights in place there) through the scratch
+// tile: the same integer sums and float operations, so the same bits.
+template <DType T>
+constexpr std::array<GemmKernels::InPlace, kGemmInPlaceLayouts> kInPlace = {{
+    {&pack_group_q8_0<Pairs>, &rows_w80<T, Pairs>},
+    {&pack_group_q8_0<Quads>, &rows_w80<T, Quads>},
+    {&pack_group_q8_0<Octets>, &rows_w80<T, Octets>}}};
+
 const GemmKernels kQ8_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_w80,
-                        &rows_w80<DType::Q8_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q8_0, Pairs>};
+                        &rows_w80<DType::Q8_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q8_0, Pairs>,
+                        kInPlace<DType::Q8_0>};
 const GemmKernels kQ4_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_w80,
-                        &rows_w80<DType::Q4_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q4_0, Pairs>};
+                        &rows_w80<DType::Q4_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q4_0, Pairs>,
+                        kInPlace<DType::Q4_0>};
 const GemmKernels kQ5_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_w80,
-                        &rows_w80<DType::Q5_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q5_0, Pairs>};
+                        &rows_w80<DType::Q5_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q5_0, Pairs>,
+                        kInPlace<DType::Q5_0>};
 const GemmKernels kQ4_1{kMinTokensW81, &group_bytes_q8_0, &pack_group_q8_1<Wide>, &scratch_bytes_w81,
                         &rows_w81<DType::Q4_1, Wide>, &pack_group_q8_1<Pairs>, &rows_w81<DType::Q4_1, Pairs>};
 const GemmKernels kQ5_1{kMinTokensW81, &group_bytes_q8_0, &pack_group_q8_1<Wide>, &scratch_bytes_w81,

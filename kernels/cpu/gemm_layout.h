@@ -9,7 +9,7 @@
 // the linker may keep that copy for the scalar object too (tools/isa_check.sh).
 //
 // Layouts (all little-endian; a "vector" is 64 bytes = 16 lanes of 4 bytes). Activations come in
-// two lane layouts (ActLayout<kStep>), the same fields in the same order:
+// lane layouts (ActLayout<kStep>) with the same fields in the same order:
 //   Wide (kStep 4): a group of 16 tokens, lane t = token t; a step is 4 elements of every token,
 //     and the tile broadcasts 4 weight bytes of a row (vpbroadcastd).
 //   Pairs (kStep 8): a group of at most 8 tokens, lanes 2t and 2t + 1 = token t; a step is 8
@@ -17,7 +17,10 @@
 //     bytes (vpbroadcastq). 8 tokens then fill all 16 lanes, where the wide layout would leave
 //     half of them padding: decode of 8 sequences does half the vpdpbusd. A token's result is
 //     the sum of its two lanes, added once when the tile is stored.
-//   Q8_0 activations, per 32-element block: corr (-128 * sum q; a pair's second lane 0), d f32
+//   Quads (kStep 16) and Octets (kStep 32), for Q8_0 / Q8_1 activations only: at most 4 (2)
+//     tokens, 4 (8) lanes a token, a step of 16 (32) elements; the in-place tiles of batches of
+//     2-4 tokens (gemm.h), whose vpdpbusd then have no padding lanes either.
+//   Q8_0 activations, per 32-element block: corr (-128 * sum q; a token's other lanes 0), d f32
 //     (in each of a token's lanes), q[32 / kStep steps][lanes] i8
 //   Q8_K activations, per 256-element block: d, bs16[32 / kStep] (int16 sums of 16: a lane holds
 //     kStep / 2 consecutive sums), bs32[16 / kStep] (int16 sums of 32, the same way), q[256 / kStep]
@@ -74,20 +77,23 @@ constexpr int64_t kMinTokensAvx2K = 3;    // Q2_K-Q6_K
 // Byte offsets in one activation block of a group, for kStep 4 (wide) or 8 (pairs).
 template <int kStep>
 struct ActLayout {
-  static_assert(kStep == 4 || kStep == 8, "a step is 4 (wide) or 8 (pairs) elements");
+  static_assert(kStep == 4 || kStep == 8 || kStep == 16 || kStep == 32,
+                "a step is 4 (wide), 8 (pairs), 16 (quads) or 32 (octets) elements");
   static constexpr int kStepElems = kStep;
   static constexpr int kTokens = 64 / kStep;  // tokens of a group
   static constexpr int kLanes = kStep / 4;    // lanes of one token
   // Q8_0: corr at 0, d at 64, q at 128 (32 / kStep vectors).
   static constexpr int64_t k80Corr = 0, k80D = 64, k80Q = 128;
   static constexpr int64_t k80Block = k80Q + 64 * (32 / kStep);
-  // Q8_K: d at 0, bs16, bs32, q.
+  // Q8_K (wide and pairs only): d at 0, bs16, bs32, q.
   static constexpr int64_t k8KD = 0, k8KBs16 = 64, k8KBs32 = k8KBs16 + 64 * (32 / kStep);
   static constexpr int64_t k8KQ = k8KBs32 + 64 * (16 / kStep);
   static constexpr int64_t k8KBlock = k8KQ + 64 * (256 / kStep);
 };
 using Wide = ActLayout<4>;
 using Pairs = ActLayout<8>;
+using Quads = ActLayout<16>;   // Q8_0 / Q8_1 activations only
+using Octets = ActLayout<32>;  // Q8_0 / Q8_1 activations only
 
 // Bytes of one group; a pairs group is smaller than a wide one, so group_bytes (wide) holds
 // either.
@@ -151,6 +157,7 @@ template <class L>
 static inline void pack_act_q8_k(QuantizeRow quantize, const float* x, int64_t cols, int64_t n_tokens,
                                  int64_t group, uint8_t* dst) {
   constexpr int kStep = L::kStepElems;
+  static_assert(kStep <= 8, "Q8_K activations come in the wide and pairs layouts only");
   const int64_t nb = cols / 256;
   for (int t = 0; t < L::kTokens; ++t) {
     const int64_t tok = group * L::kTokens + t;

@@ -88,6 +88,22 @@ struct PackedScratch {
         total(64 + n_groups * group_bytes + n_threads * worker_bytes) {}
 };
 
+// Which activation layout and row kernel a packed product of n_tokens uses: 16-token groups; up
+// to 8 tokens (a batched decode step) one group of the pairs layout (no padding lanes at 8), or
+// where the type has in-place tiles the one of them with the fewest lanes left empty.
+struct GemmLayoutChoice {
+  GemmPackGroup pack_group;
+  GemmRows rows;
+  bool in_place;
+};
+GemmLayoutChoice gemm_layout_for(const GemmKernels& gk, int64_t n_tokens) {
+  if (n_tokens > kGemmPairTokens) return {gk.pack_group, gk.rows, false};
+  for (int i = kGemmInPlaceLayouts - 1; i >= 0; --i)  // the fewest tokens first: octets, quads, pairs
+    if (n_tokens <= kGemmInPlaceTokens[i] && gk.in_place[i].rows)
+      return {gk.in_place[i].pack_group, gk.in_place[i].rows, true};
+  return {gk.pack_group_pairs, gk.rows_pairs, false};
+}
+
 void matmul_packed(ThreadPool& pool, const GemmKernels& gk, const void* w, int64_t w_row_bytes, int64_t rows,
                    int64_t cols, const float* x, int64_t n_tokens, float* y, std::vector<uint8_t>& scratch) {
   const int nth = pool.n_threads();
@@ -107,11 +123,9 @@ void matmul_packed(ThreadPool& pool, const GemmKernels& gk, const void* w, int64
     int64_t w_row_bytes, rows, cols, n_tokens, n_groups, gb, wsb, n_tc, n_items;
     WorkCounter counter;
   };
-  // Up to 8 tokens (decode of up to 8 sequences) in the pairs layout: no padding lanes.
-  const bool pairs = n_tokens <= kGemmPairTokens;
-  Job job{pairs ? gk.pack_group_pairs : gk.pack_group, pairs ? gk.rows_pairs : gk.rows,
-          static_cast<const uint8_t*>(w), x, y, act, wscratch, w_row_bytes, rows, cols, n_tokens, n_groups, gb,
-          wsb, 0, 0, {}};
+  const GemmLayoutChoice use = gemm_layout_for(gk, n_tokens);
+  Job job{use.pack_group, use.rows, static_cast<const uint8_t*>(w), x, y, act, wscratch, w_row_bytes, rows, cols,
+          n_tokens, n_groups, gb, wsb, 0, 0, {}};
   job.n_tc = (n_tokens + kGemmTokenChunk - 1) / kGemmTokenChunk;
   job.n_items = (rows + kGemmRowChunk - 1) / kGemmRowChunk * job.n_tc;
 
@@ -217,7 +231,9 @@ std::string matmul_path(DType wtype, int64_t n_tokens) {
   const Isa isa = active_isa();
   const Route r = route(wtype, isa, n_tokens);
   switch (r.path) {
-    case Path::Packed: return std::string(isa_name(isa)) + (isa == Isa::Avx512 ? "-vnni" : "") + " packed tiles";
+    case Path::Packed:
+      return std::string(isa_name(isa)) + (isa == Isa::Avx512 ? "-vnni" : "") +
+             (gemm_layout_for(*r.gk, n_tokens).in_place ? " in-place tiles" : " packed tiles");
     case Path::FloatTiles:
       return std::string(isa_name(isa)) + " float tiles " + std::to_string(r.fk->rm) + "x" + std::to_string(r.fk->rn);
     case Path::FloatSmall:

@@ -2,7 +2,8 @@
 // reference vec_dot: every type that has one, random-byte weights (every bit pattern of quants
 // and packed scales), row counts that are not multiples of the 4-row tile, token counts that are
 // not multiples of the 16-token group, and outputs outside the tile left untouched. Batches of
-// at most 8 tokens run in both activation layouts (wide, and pairs: two lanes a token). The AVX-512
+// at most 8 tokens run in both activation layouts (wide, and pairs: two lanes a token), and in
+// each in-place layout (pairs, quads, octets: weights read without scratch) that holds them. The AVX-512
 // VNNI kernels run where the CPU has them; their plain-C++ emulation (same layouts, same
 // operations) runs everywhere, and where both run they must agree bit for bit. The AVX2 kernels
 // (vpmaddubsw in place of vpdpbusd) must give the emulation's bits too.
@@ -53,19 +54,41 @@ struct Outputs {
   int64_t ys;
 };
 
-// The layouts a case runs in: wide always, pairs too when it has at most kGemmPairTokens tokens.
-enum class Layout { Wide, Pairs };
-std::vector<Layout> layouts_for(const Case& c) {
-  if (c.tokens <= kGemmPairTokens) return {Layout::Wide, Layout::Pairs};
-  return {Layout::Wide};
+// The layouts a case runs in: wide always, pairs too when it has at most kGemmPairTokens tokens,
+// and each in-place layout (GemmKernels::in_place) the kernels have that holds its tokens.
+enum class Layout { Wide, Pairs, InPlacePairs, InPlaceQuads, InPlaceOctets };
+constexpr Layout kInPlaceLayouts[kGemmInPlaceLayouts] = {Layout::InPlacePairs, Layout::InPlaceQuads,
+                                                         Layout::InPlaceOctets};
+int in_place_index(Layout l) { return static_cast<int>(l) - static_cast<int>(Layout::InPlacePairs); }
+bool is_in_place(Layout l) { return in_place_index(l) >= 0; }
+
+std::vector<Layout> layouts_for(const GemmKernels& gk, const Case& c) {
+  std::vector<Layout> out{Layout::Wide};
+  if (c.tokens <= kGemmPairTokens) out.push_back(Layout::Pairs);
+  for (int i = 0; i < kGemmInPlaceLayouts; ++i)
+    if (c.tokens <= kGemmInPlaceTokens[i] && gk.in_place[i].rows) out.push_back(kInPlaceLayouts[i]);
+  return out;
 }
-const char* layout_name(Layout l) { return l == Layout::Wide ? "wide" : "pairs"; }
+const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::Wide: return "wide";
+    case Layout::Pairs: return "pairs";
+    case Layout::InPlacePairs: return "in-place pairs";
+    case Layout::InPlaceQuads: return "in-place quads";
+    case Layout::InPlaceOctets: return "in-place octets";
+  }
+  return "?";
+}
 
 Outputs run_gemm(const GemmKernels& gk, const Case& c, const Inputs& in, Layout layout) {
-  const bool pairs = layout == Layout::Pairs;
-  const auto pack = pairs ? gk.pack_group_pairs : gk.pack_group;
-  const auto rows = pairs ? gk.rows_pairs : gk.rows;
-  const int64_t n_groups = pairs ? 1 : (c.tokens + kGemmTokenGroup - 1) / kGemmTokenGroup;
+  GemmPackGroup pack = gk.pack_group;
+  GemmRows rows = gk.rows;
+  if (layout == Layout::Pairs) pack = gk.pack_group_pairs, rows = gk.rows_pairs;
+  if (is_in_place(layout)) {
+    pack = gk.in_place[in_place_index(layout)].pack_group;
+    rows = gk.in_place[in_place_index(layout)].rows;
+  }
+  const int64_t n_groups = layout != Layout::Wide ? 1 : (c.tokens + kGemmTokenGroup - 1) / kGemmTokenGroup;
   const int64_t gb = gk.group_bytes(c.cols), sb = gk.scratch_bytes(c.cols);
   std::vector<uint8_t> act_buf(static_cast<size_t>(n_groups * gb + 64));
   std::vector<uint8_t> ws_buf(static_cast<size_t>(sb + 64));
@@ -139,7 +162,7 @@ TEST(Gemm, PackedKernelsMatchScalar) {
     const GemmKernels* gk = gemm_kernels(wt, Isa::Avx512);
     if (!gk) continue;
     for (const Case& c : cases_for(wt))
-      for (Layout l : layouts_for(c)) check_gemm(*gk, wt, c, seed_of(c), l);
+      for (Layout l : layouts_for(*gk, c)) check_gemm(*gk, wt, c, seed_of(c), l);
     ++checked;
   }
   EXPECT_EQ(checked, 10);
@@ -153,24 +176,27 @@ TEST(Gemm, EmulatedPackedKernelsMatchScalar) {
     ASSERT_EQ(gk != nullptr, has_packed_kernels(wt)) << dtype_name(wt);
     if (!gk) continue;
     for (const Case& c : cases_for(wt))
-      for (Layout l : layouts_for(c)) check_gemm(*gk, wt, c, seed_of(c), l);
+      for (Layout l : layouts_for(*gk, c)) check_gemm(*gk, wt, c, seed_of(c), l);
     ++checked;
   }
   EXPECT_EQ(checked, 10);
 }
 
-// The hardware kernels `hw` against the emulation, case by case: the same packed activations,
-// the same output bits (tolerance 0: the same integer sums and the same float operations, fma
-// included, in the same order per output), and, with same_scratch, the same weight scratch
-// (every byte of the last row quad).
+// The hardware kernels `hw` against the emulation, case by case, in every layout hw has: the
+// same packed activations, the same output bits (tolerance 0: the same integer sums and the same
+// float operations, fma included, in the same order per output), and, with same_scratch, the
+// same weight scratch (every byte of the last row quad; the in-place layouts write none).
 void expect_bit_identical_to_emulation(const GemmKernels& hw, DType wt, bool same_scratch, bool pairs_too = true) {
   const GemmKernels* em = detail::emulated_gemm(wt);
   ASSERT_NE(em, nullptr) << dtype_name(wt);
   for (const Case& c : cases_for(wt))
-    for (Layout l : layouts_for(c)) {
+    for (Layout l : layouts_for(hw, c)) {
       if (l == Layout::Pairs && !pairs_too) continue;
+      if (is_in_place(l)) {
+        ASSERT_NE(em->in_place[in_place_index(l)].rows, nullptr) << dtype_name(wt) << " " << layout_name(l);
+      }
       ASSERT_EQ(hw.group_bytes(c.cols), em->group_bytes(c.cols));
-      if (same_scratch) {
+      if (same_scratch && !is_in_place(l)) {
         ASSERT_EQ(hw.scratch_bytes(c.cols), em->scratch_bytes(c.cols));
       }
       const Inputs in = make_inputs(wt, c, seed_of(c));
@@ -179,7 +205,7 @@ void expect_bit_identical_to_emulation(const GemmKernels& hw, DType wt, bool sam
       const std::string what = std::string(dtype_name(wt)) + " " + layout_name(l) + " rows=" + std::to_string(c.rows) +
                                " cols=" + std::to_string(c.cols) + " tokens=" + std::to_string(c.tokens);
       EXPECT_EQ(a.act, b.act) << "packed activations differ: " << what;
-      if (same_scratch) {
+      if (same_scratch && !is_in_place(l)) {
         EXPECT_EQ(a.scratch, b.scratch) << "weight scratch (last row quad) differs: " << what;
       }
       ASSERT_EQ(a.y.size(), b.y.size());
@@ -220,7 +246,7 @@ TEST(Gemm, Avx2PackedKernelsMatchScalarAndTheAvx512Bits) {
     ASSERT_EQ(gk != nullptr, listed) << dtype_name(wt);
     if (!gk) continue;
     for (const Case& c : cases_for(wt))
-      for (Layout l : layouts_for(c)) check_gemm(*gk, wt, c, seed_of(c), l);
+      for (Layout l : layouts_for(*gk, c)) check_gemm(*gk, wt, c, seed_of(c), l);
     expect_bit_identical_to_emulation(*gk, wt, avx2_same_as_avx512(wt), avx2_same_as_avx512(wt));
     ++checked;
   }
@@ -275,6 +301,16 @@ TEST(Gemm, ZeroActivationsGiveZeros) {
       std::vector<float> yp(static_cast<size_t>(few * rows), NAN);
       gk->rows_pairs(w.data(), wrb, rows, cols, act, few, yp.data(), rows, align64(ws_buf), w.data(), rows);
       for (float v : yp) ASSERT_EQ(v, 0.f) << dtype_name(wt) << " " << which << " pairs";
+      // In place: one token fewer than each layout holds (one padding token), or the one token.
+      for (int i = 0; i < kGemmInPlaceLayouts; ++i) {
+        const GemmKernels::InPlace& ip = gk->in_place[i];
+        if (!ip.rows) continue;
+        const int64_t n = kGemmInPlaceTokens[i] - 1;
+        ip.pack_group(x.data(), cols, n, 0, act);
+        std::vector<float> yi(static_cast<size_t>(n * rows), NAN);
+        ip.rows(w.data(), wrb, rows, cols, act, n, yi.data(), rows, align64(ws_buf), w.data(), rows);
+        for (float v : yi) ASSERT_EQ(v, 0.f) << dtype_name(wt) << " " << which << " " << layout_name(kInPlaceLayouts[i]);
+      }
     }
   }
 }

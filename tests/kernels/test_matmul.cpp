@@ -52,9 +52,10 @@ TEST_P(MatmulTest, AllTypesAgainstNaiveF32) {
   if (!isa_supported(isa)) GTEST_SKIP() << isa_name(isa) << " not supported on this CPU";
   force_isa(isa);
   ASSERT_EQ(active_isa(), isa);
-  // Prompt shapes cross the switch to the packed kernels (gemm.h: 5-7 tokens) and its 16-token
-  // groups and 64-token chunks.
-  const Shape shapes[] = {{37, 256, 1}, {64, 512, 1}, {33, 256, 3}, {21, 512, 6},
+  // Prompt shapes cross the switch to the packed kernels (gemm.h: 2-7 tokens), the in-place
+  // layouts of batches of 2 (octets), 3 (quads) and 6 (pairs) tokens, its 16-token groups and
+  // its token chunks.
+  const Shape shapes[] = {{37, 256, 1}, {64, 512, 1}, {29, 512, 2}, {33, 256, 3}, {21, 512, 6},
                           {40, 768, 17}, {19, 512, 64}, {70, 256, 67}};
   std::vector<uint8_t> scratch;
   for (int threads : {1, 2}) {
@@ -93,7 +94,7 @@ TEST_P(MatmulTest, ScratchNeverGrowsPastTheReservedBound) {
     for (DType wt : test::weight_types()) {
       for (int64_t cols : {int64_t{256}, int64_t{288}, int64_t{300}}) {
         if (cols % traits(wt).block_elems != 0) continue;
-        for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{8}, int64_t{15}, int64_t{16}, int64_t{17}, int64_t{33}, int64_t{64}, kMaxBatch}) {
+        for (int64_t n : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{8}, int64_t{15}, int64_t{16}, int64_t{17}, int64_t{33}, int64_t{64}, kMaxBatch}) {
           std::vector<uint8_t> scratch;
           const std::vector<float> x = test::random_floats(n * cols, 5);
           std::vector<uint8_t> w(static_cast<size_t>(row_bytes(wt, cols) * 3));

@@ -14,11 +14,13 @@
 // per block (float); offsets of signed weights come from per-token activation sums packed beside
 // the activations.
 //
-// In-place tiles (Avx512: Q4_0, Q5_0, Q8_0; GemmKernels::in_place): for 2-8 tokens the weight
+// In-place tiles (Avx512 and Avx2: Q4_0, Q5_0, Q8_0; GemmKernels::in_place): for 2-8 tokens the weight
 // rows are not unpacked: a 4-row tile reads each row's blocks in place (Q8_0: a broadcast and
 // the sign-bit flip; Q4_0 / Q5_0: the block's nibbles unpacked in registers), in an activation
 // layout with as many lanes a token as the batch allows (pairs, quads, octets), so that neither
-// an unpack pass nor padding lanes cost anything.
+// an unpack pass nor padding lanes cost anything. The Avx2 tile runs both halves of a layout
+// vector on each weight step (the step's bytes repeat in both), with the Avx2 scratch tile's
+// integer sums: its pairs give that tile's bits.
 //
 // Avx2 (gemm_avx2.cpp, CPUs without AVX-512 VNNI) for Q4_0, Q5_0, Q8_0 and Q2_K-Q6_K: the same
 // activation groups and K-quant scratch, a 4-row x 8-lane tile over each half of a group, each

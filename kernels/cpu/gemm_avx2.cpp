@@ -287,6 +287,132 @@ inline void tile_v80(const uint8_t* ws, int64_t nb, const uint8_t* act, const Pr
   }
 }
 
+// ---- in-place tiles: 2-8 tokens of Q8_0 / Q4_0 / Q5_0 weights, no weight scratch -------------
+
+// Step s of a block (elements [kStep s, kStep s + kStep)) in every lane of a half, pattern
+// repeated: the same 32 bytes serve both halves of the 64-byte layout vector (kStep <= 32).
+// Q8_0: its bytes, broadcast from the block; Q4_0 / Q5_0: their levels (0..15 / 0..31) picked
+// out of the block unpacked once (u, element order) with one vpermd.
+template <int kStep>
+inline __m256i bcast_any(const uint8_t* p) {
+  if constexpr (kStep <= 8) return bcast_step<kStep>(p);
+  else if constexpr (kStep == 16) return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  else return loadu256(p);
+}
+template <int kStep>
+inline __m256i pick_step(__m256i u, int s) {
+  if constexpr (kStep == 32) {
+    return u;
+  } else {
+    constexpr int kDwords = kStep / 4;  // 32-bit words of one step
+    const __m256i lane = _mm256_and_si256(_mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0), _mm256_set1_epi32(kDwords - 1));
+    return _mm256_permutevar8x32_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(kDwords * s), lane));
+  }
+}
+
+// The 32 levels of a Q4_0 / Q5_0 block in element order (pack_v80's bytes).
+template <DType T>
+inline __m256i levels_v80(const uint8_t* blk, float* d) {
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  const uint8_t* qs;
+  if constexpr (T == DType::Q4_0) {
+    const BlockQ4_0& b = *reinterpret_cast<const BlockQ4_0*>(blk);
+    *d = h2f(b.d), qs = b.qs;
+  } else {
+    const BlockQ5_0& b = *reinterpret_cast<const BlockQ5_0*>(blk);
+    *d = h2f(b.d), qs = b.qs;
+  }
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
+  if constexpr (T == DType::Q4_0) return q;
+  else return _mm256_or_si256(q, fifth_bits(reinterpret_cast<const BlockQ5_0*>(blk)->qh));
+}
+
+constexpr int kInPlaceRows = 4;
+static_assert(kInPlaceRows == kR, "rows_in_place stores through store_half (kR rows)");
+constexpr int64_t kInPlaceAhead = 2048;  // bytes of a row prefetched ahead of its block
+template <DType T>
+constexpr int64_t kV80BlockBytes = T == DType::Q8_0   ? sizeof(BlockQ8_0)
+                                   : T == DType::Q4_0 ? sizeof(BlockQ4_0)
+                                                      : sizeof(BlockQ5_0);
+
+// kInPlaceRows rows (row[r]: a row's first block) x both halves of one group of layout L (pairs,
+// quads or octets) over all nb blocks, the weights read in place and each step used for both
+// halves: tile_v80's integer sums (Q8_0: |w| x (a with w's sign), one step a flush; Q4_0 / Q5_0:
+// levels x a from the offset, corr >> 4 / >> 3) and float operations, so pairs give rows_pairs'
+// bits.
+template <DType T, class L>
+inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb, const uint8_t* act,
+                          __m256 (&facc)[kInPlaceRows][2]) {
+  constexpr int kStep = L::kStepElems, kSteps = 32 / kStep;
+  constexpr int64_t kBB = kV80BlockBytes<T>;
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int r = 0; r < kInPlaceRows; ++r) facc[r][0] = facc[r][1] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < nb; ++k) {
+    const uint8_t* ab = act + k * L::k80Block;
+    __m256 da[2];
+    __m256i off[2];
+    for (int h = 0; h < 2; ++h) {
+      da[h] = _mm256_load_ps(reinterpret_cast<const float*>(ab + L::k80D + kHalf * h));
+      const __m256i corr = load256(ab + L::k80Corr + kHalf * h);
+      off[h] = T == DType::Q8_0   ? _mm256_setzero_si256()
+               : T == DType::Q4_0 ? _mm256_srai_epi32(corr, 4)
+                                  : _mm256_srai_epi32(corr, 3);
+    }
+    for (int r = 0; r < kInPlaceRows; ++r) {
+      const uint8_t* blk = row[r] + k * kBB;
+      _mm_prefetch(reinterpret_cast<const char*>(blk + kInPlaceAhead), _MM_HINT_T0);
+      float d;
+      __m256i isum[2] = {off[0], off[1]};
+      if constexpr (T == DType::Q8_0) {
+        d = h2f(reinterpret_cast<const BlockQ8_0*>(blk)->d);
+        const uint8_t* qs = blk + 2;
+#pragma GCC unroll 4
+        for (int s = 0; s < kSteps; ++s) {
+          const __m256i w = bcast_any<kStep>(qs + kStep * s);
+          const __m256i aw = _mm256_sign_epi8(w, w);
+          for (int h = 0; h < 2; ++h) {
+            const __m256i a = load256(ab + L::k80Q + 64 * s + kHalf * h);
+            isum[h] = _mm256_add_epi32(isum[h], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(a, w)), ones));
+          }
+        }
+      } else {
+        const __m256i u = levels_v80<T>(blk, &d);
+        __m256i p16[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 4
+        for (int s = 0; s < kSteps; ++s) {  // at most 4 steps: within Q5_0's int16 bound
+          const __m256i w = pick_step<kStep>(u, s);
+          for (int h = 0; h < 2; ++h)
+            p16[h] = _mm256_add_epi16(p16[h], _mm256_maddubs_epi16(w, load256(ab + L::k80Q + 64 * s + kHalf * h)));
+        }
+        for (int h = 0; h < 2; ++h) isum[h] = _mm256_add_epi32(isum[h], _mm256_madd_epi16(p16[h], ones));
+      }
+      const __m256 dw = _mm256_set1_ps(d);
+      for (int h = 0; h < 2; ++h)
+        facc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[h]), _mm256_mul_ps(da[h], dw), facc[r][h]);
+    }
+  }
+}
+
+// GemmKernels::in_place rows: kInPlaceRows rows at a time, each read once, in place; rows of a
+// tile past nr read the last row again (their results are not stored).
+template <DType T, class L>
+void rows_in_place(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens,
+                   float* y, int64_t ys, uint8_t*, const uint8_t*, int64_t) {
+  const int64_t nb = cols / 32;
+  for (int64_t r0 = 0; r0 < nr; r0 += kInPlaceRows) {
+    const int64_t rn = min_i64(kInPlaceRows, nr - r0);
+    const uint8_t* row[kInPlaceRows];
+    for (int r = 0; r < kInPlaceRows; ++r) row[r] = w + (r0 + min_i64(r, rn - 1)) * wrb;
+    __m256 facc[kInPlaceRows][2];
+    tile_in_place<T, L>(row, nb, act, facc);
+    for (int h = 0; h < 2 && h * L::kTokens / 2 < n_tokens; ++h) {
+      const __m256 f[kR] = {facc[0][h], facc[1][h], facc[2][h], facc[3][h]};
+      store_half<L>(f, h, rn, n_tokens, y + r0, ys);
+    }
+  }
+}
+
 // ---- activations and drivers ----------------------------------------------------------------
 
 template <class L>
@@ -343,13 +469,22 @@ void rows_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint
                                                            next_nr, group_bytes_q8_k(cols));
 }
 
+template <DType T>
+constexpr std::array<GemmKernels::InPlace, kGemmInPlaceLayouts> kInPlace = {{
+    {&pack_group_q8_0<Pairs>, &rows_in_place<T, Pairs>},
+    {&pack_group_q8_0<Quads>, &rows_in_place<T, Quads>},
+    {&pack_group_q8_0<Octets>, &rows_in_place<T, Octets>}}};
+
 // min_tokens: gemm_layout.h. Each table: its wide kernels, then its pairs kernels.
 const GemmKernels kQ8_0{kMinTokensAvx2Q8, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_v8,
-                        &rows_v80<DType::Q8_0, Wide>, &pack_group_q8_0<Pairs>, &rows_v80<DType::Q8_0, Pairs>};
+                        &rows_v80<DType::Q8_0, Wide>, &pack_group_q8_0<Pairs>, &rows_v80<DType::Q8_0, Pairs>,
+                        kInPlace<DType::Q8_0>};
 const GemmKernels kQ4_0{kMinTokensAvx2W40, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_v80,
-                        &rows_v80<DType::Q4_0, Wide>, &pack_group_q8_0<Pairs>, &rows_v80<DType::Q4_0, Pairs>};
+                        &rows_v80<DType::Q4_0, Wide>, &pack_group_q8_0<Pairs>, &rows_v80<DType::Q4_0, Pairs>,
+                        kInPlace<DType::Q4_0>};
 const GemmKernels kQ5_0{kMinTokensAvx2W40, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_v80,
-                        &rows_v80<DType::Q5_0, Wide>, &pack_group_q8_0<Pairs>, &rows_v80<DType::Q5_0, Pairs>};
+                        &rows_v80<DType::Q5_0, Wide>, &pack_group_q8_0<Pairs>, &rows_v80<DType::Q5_0, Pairs>,
+                        kInPlace<DType::Q5_0>};
 const GemmKernels kQ4_K{kMinTokensAvx2K, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w45,
                         &rows_w45<false, Wide>, &pack_group_q8_k<Pairs>, &rows_w45<false, Pairs>};
 const GemmKernels kQ5_K{kMinTokensAvx2K, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w45,

@@ -67,9 +67,11 @@ constexpr int64_t kMinTokensW81 = 2;  // Q4_1, Q5_1
 // the same Xeon with the AVX2 paths forced (best ms at 2 / 3 / 4 tokens, tile vs dots): Q4_0
 // 0.313 / 0.282 / 0.320 vs 0.408 / 0.611 / 0.592, Q8_0 0.487 / 0.492 / 0.492 vs 0.300 / 0.463 /
 // 0.596 (its tile takes two more instructions a step: the sign trick), Q4_K 0.248 / 0.249 vs
-// 0.213 / 0.309, Q6_K 0.292 / 0.289 vs 0.236 / 0.385.
+// 0.213 / 0.309, Q6_K 0.292 / 0.289 vs 0.236 / 0.385. Q8_0 takes the tiles from 2 tokens since
+// they have in-place layouts (gemm.h): W 4096 x 14336, 1 thread, mean ms at 2 / 3 tokens, in
+// place 5.2-7.2 / 9.1 vs the one-token dots 11.6 / 13.4.
 constexpr int64_t kMinTokensAvx2W40 = 2;  // Q4_0, Q5_0
-constexpr int64_t kMinTokensAvx2Q8 = 4;   // Q8_0
+constexpr int64_t kMinTokensAvx2Q8 = 2;   // Q8_0
 constexpr int64_t kMinTokensAvx2K = 3;    // Q2_K-Q6_K
 
 // ---- activations ---------------------------------------------------------------------------

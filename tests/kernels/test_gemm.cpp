@@ -186,12 +186,14 @@ TEST(Gemm, EmulatedPackedKernelsMatchScalar) {
 // same packed activations, the same output bits (tolerance 0: the same integer sums and the same
 // float operations, fma included, in the same order per output), and, with same_scratch, the
 // same weight scratch (every byte of the last row quad; the in-place layouts write none).
-void expect_bit_identical_to_emulation(const GemmKernels& hw, DType wt, bool same_scratch, bool pairs_too = true) {
+// lanes_too false: the pairs and in-place layouts are left out (kernels whose lanes split a token's
+// sum otherwise).
+void expect_bit_identical_to_emulation(const GemmKernels& hw, DType wt, bool same_scratch, bool lanes_too = true) {
   const GemmKernels* em = detail::emulated_gemm(wt);
   ASSERT_NE(em, nullptr) << dtype_name(wt);
   for (const Case& c : cases_for(wt))
     for (Layout l : layouts_for(hw, c)) {
-      if (l == Layout::Pairs && !pairs_too) continue;
+      if (l != Layout::Wide && !lanes_too) continue;
       if (is_in_place(l)) {
         ASSERT_NE(em->in_place[in_place_index(l)].rows, nullptr) << dtype_name(wt) << " " << layout_name(l);
       }
@@ -251,6 +253,32 @@ TEST(Gemm, Avx2PackedKernelsMatchScalarAndTheAvx512Bits) {
     ++checked;
   }
   EXPECT_EQ(checked, 8);
+}
+
+// The AVX2 in-place tiles (Q4_0, Q5_0, Q8_0) sum each lane as the AVX2 scratch tile does: in
+// the pairs layout they give rows_pairs' bits, on every case of up to 8 tokens.
+TEST(Gemm, Avx2InPlacePairsGiveTheScratchTilesBits) {
+  if (!isa_supported(Isa::Avx2)) GTEST_SKIP() << "no AVX2 on this CPU";
+  int checked = 0;
+  for (DType wt : {DType::Q4_0, DType::Q5_0, DType::Q8_0}) {
+    const GemmKernels* gk = gemm_kernels(wt, Isa::Avx2);
+    ASSERT_NE(gk, nullptr) << dtype_name(wt);
+    for (int i = 0; i < kGemmInPlaceLayouts; ++i) {
+      ASSERT_NE(gk->in_place[i].rows, nullptr) << dtype_name(wt) << " " << layout_name(kInPlaceLayouts[i]);
+    }
+    for (const Case& c : cases_for(wt)) {
+      if (c.tokens > kGemmPairTokens) continue;
+      const Inputs in = make_inputs(wt, c, seed_of(c));
+      const Outputs a = run_gemm(*gk, c, in, Layout::InPlacePairs);
+      const Outputs b = run_gemm(*gk, c, in, Layout::Pairs);
+      EXPECT_EQ(a.act, b.act) << dtype_name(wt);
+      ASSERT_EQ(a.y.size(), b.y.size());
+      EXPECT_EQ(0, std::memcmp(a.y.data(), b.y.data(), a.y.size() * sizeof(float)))
+          << dtype_name(wt) << " rows=" << c.rows << " cols=" << c.cols << " tokens=" << c.tokens;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 3 * 7);
 }
 
 TEST(Gemm, OnlyWhereTheIsaIsSupported) {

@@ -52,7 +52,7 @@ struct FloatGemmKernels {
   // next, whose first chunk is prefetched while the last chunk computes (nullptr / 0: none).
   void (*block)(const uint8_t* w, int64_t w_row_bytes, int64_t nr, int64_t cols, const float* xp, int64_t nt,
                 float* y, int64_t y_stride, uint8_t* scratch, const uint8_t* next_w, int64_t next_nr);
-  // For a few tokens (matmul: F32 batches of 2-15, F16 / BF16 of 4-15): the same y from x
+  // For a few tokens (matmul: batches of 2-15): the same y from x
   // unpacked ([nt][cols]) as dot products, each weight row streamed whole (too few tokens to pay
   // for converting weights into scratch); 256-bit in every variant, no scratch. F16 / BF16: 3
   // weight rows x 4 tokens at a time (12 ymm accumulators: one weight vector feeds 4 FMAs, one

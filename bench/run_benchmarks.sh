@@ -11,6 +11,8 @@
 #             llama.cpp's test-backend-ops MUL_MAT perf cases (4096 x 14336) beside ours, and the
 #             float weights at n = 8, 64, 512 with 1 and 2 threads
 #   avx2      the AVX2 paths (what AMD Zen 2 / 3 runs) forced, beside an AVX2-only llama.cpp build
+#   small     batches of 2, 3 and 4 tokens (a batched decode step of as many sequences), every
+#             weight type, the best ISA beside llama.cpp, then the AVX2 paths beside its AVX2 build
 #   batched   batched decode: `bench --parallel 8` vs one stream on a 246M Q4_K_M model
 #   server    8 concurrent streams: `strata-engine serve` vs llama-server (bench/serve_throughput.py)
 #   depth     decode attention alone at depths 1k-8k (bench/attention_bench; AVX2 against AVX-512
@@ -29,7 +31,7 @@ ENGINE=$BUILD/app/strata-engine
 KBENCH=$BUILD/bench/kernel_bench
 VOCAB=../shared/models/tokenizers/llama.cpp-vocab/ggml-vocab-llama-spm.gguf
 THREADS=${THREADS:-2}
-SECTIONS=${SECTIONS:-cpu pipeline trace seam serve_itl real kernels avx2 batched server depth}
+SECTIONS=${SECTIONS:-cpu pipeline trace seam serve_itl real kernels avx2 small batched server depth}
 LLAMA_BIN=${LLAMA_BIN:-/work/llama-ref/bin}
 REAL_MODELS=${STRATA_MODEL_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/strata/models}
 mkdir -p "$MODELS"
@@ -161,6 +163,26 @@ if want avx2; then
   done
   [ -x "$LLAMA_AVX2_BIN/test-backend-ops" ] || echo "no $LLAMA_AVX2_BIN/test-backend-ops: llama.cpp side not measured"
   echo
+fi
+
+if want small; then
+  # A batched decode step of 2-4 sequences: W 4096 x 14336, 1 thread, one weight copy on both sides
+  # (STRATA_BENCH_HOT=1), mean ms per call; first the best ISA beside LLAMA_BIN, then the AVX2
+  # paths forced beside the AVX2-only build (LLAMA_AVX2_BIN, as in the avx2 section).
+  LLAMA_AVX2_BIN=${LLAMA_AVX2_BIN:-/work/llama-avx2/bin}
+  for pair in "best:$LLAMA_BIN" "avx2:$LLAMA_AVX2_BIN"; do
+    isa=${pair%%:*} lbin=${pair#*:}
+    echo "## Batches of 2-4 tokens: W 4096 x 14336, 1 thread, ours ($isa) then llama.cpp ($lbin)"
+    for type in f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k; do
+      STRATA_BENCH_HOT=1 "$KBENCH" 1 4096 14336 "$isa" "$type" 2,3,4 | grep tokens=
+      if [ -x "$lbin/test-backend-ops" ]; then
+        "$lbin/test-backend-ops" perf -b CPU -o MUL_MAT \
+            -p "type_a=${type/_k/_K},type_b=f32,m=4096,n=(2|3|4),k=14336,bs=\[1,1\]" | grep 'MUL_MAT(' | sed 's/,bs=.*pad=0)//'
+      fi
+    done
+    [ -x "$lbin/test-backend-ops" ] || echo "no $lbin/test-backend-ops: llama.cpp side not measured"
+    echo
+  done
 fi
 
 big=""

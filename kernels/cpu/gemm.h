@@ -14,9 +14,10 @@
 // per block (float); offsets of signed weights come from per-token activation sums packed beside
 // the activations.
 //
-// In-place tiles (Avx512 and Avx2: Q4_0, Q5_0, Q8_0; GemmKernels::in_place): for 2-8 tokens the weight
-// rows are not unpacked: a 4-row tile reads each row's blocks in place (Q8_0: a broadcast and
-// the sign-bit flip; Q4_0 / Q5_0: the block's nibbles unpacked in registers), in an activation
+// In-place tiles (GemmKernels::in_place; Avx512: Q4_0, Q5_0, Q8_0, Q4_1, Q5_1; Avx2: Q4_0, Q5_0,
+// Q8_0): for 2-8 tokens the weight
+// rows are not unpacked: a tile of 8 (Avx2: 4) rows reads each row's blocks in place (Q8_0: a
+// broadcast and the sign-bit flip; the others: the block's nibbles unpacked in registers), in an activation
 // layout with as many lanes a token as the batch allows (pairs, quads, octets), so that neither
 // an unpack pass nor padding lanes cost anything. The Avx2 tile runs both halves of a layout
 // vector on each weight step (the step's bytes repeat in both), with the Avx2 scratch tile's

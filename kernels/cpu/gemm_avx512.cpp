@@ -400,16 +400,22 @@ void rows_w80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uin
 // ---- in-place tiles: 2-8 tokens of Q8_0 / Q4_0 / Q5_0 weights, no weight scratch -------------
 
 // The kSteps = 32 / kStep steps of one block, each step (elements [kStep s, kStep s + kStep)) in
-// every token's lanes, as u8 = q + 128, the bytes of the weight scratch (pack_w80): Q8_0's
-// broadcast from the block with the sign bit flipped, Q4_0's nibbles masked out of the broadcast
-// bytes plus their offset (Q5_0 in octets too, its fifth bits under a byte mask), Q5_0's in pairs
-// and quads unpacked once in a register and permuted (a byte mask per step measured no faster
-// there). Every lane
-// then holds the scratch kernels' integer sum, and every output has their bits. (Levels without
-// the +120 / +112 and the offset taken once from corr would save one vpaddb a step, but move
+// every token's lanes, as the unsigned bytes of the weight scratch (pack_w80: q + 128; pack_w81:
+// the levels 0..15 / 0..31), with the block's d (and m: Q4_1 / Q5_1). Q8_0: its bytes broadcast
+// from the block with the sign bit flipped. The nibble types: the 16 nibble bytes broadcast and
+// masked in place, plus their offset (Q4_0 120, Q5_0 112: q + 128), the fifth bits of Q5_0 /
+// Q5_1 under a byte mask in octets; in pairs and quads those two unpack the block once in a
+// register and pick each step out with one vpermq (a byte mask per step measured no faster).
+// Every lane then holds the scratch kernels' integer sum, and every output has their bits.
+// (Levels without the offsets, taken once from corr instead, would save a vpaddb a step but move
 // part of a token's sum to its other lanes: other float roundings.)
+template <DType T>
+constexpr bool kFifthBits = T == DType::Q5_0 || T == DType::Q5_1;
+template <DType T>
+constexpr int kLevelBase = T == DType::Q4_0 ? 120 : T == DType::Q5_0 ? 112 : 0;  // q + 128 - level
+
 template <DType T, int kStep>
-inline void weight_steps(const uint8_t* blk, __m512i (&w)[32 / kStep], float* d) {
+inline void weight_steps(const uint8_t* blk, __m512i (&w)[32 / kStep], float* d, float* m) {
   constexpr int kSteps = 32 / kStep;
   if constexpr (T == DType::Q8_0) {
     const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(blk);
@@ -417,85 +423,107 @@ inline void weight_steps(const uint8_t* blk, __m512i (&w)[32 / kStep], float* d)
     for (int s = 0; s < kSteps; ++s)
       w[s] = _mm512_xor_si512(bcast_step<kStep>(reinterpret_cast<const uint8_t*>(b->qs) + kStep * s),
                               _mm512_set1_epi8(static_cast<char>(0x80)));
-  } else if constexpr (T == DType::Q4_0 || (T == DType::Q5_0 && kStep == 32)) {
-    // Nibble byte i holds element i (low) and element i + 16 (high); q + 128 = level + 120
-    // (Q4_0), or level + 112 plus 16 where the fifth bit is set (Q5_0).
-    const uint8_t* qs;
-    if constexpr (T == DType::Q4_0) {
-      const BlockQ4_0* b = reinterpret_cast<const BlockQ4_0*>(blk);
-      *d = h2f(b->d), qs = b->qs;
-    } else {
-      const BlockQ5_0* b = reinterpret_cast<const BlockQ5_0*>(blk);
-      *d = h2f(b->d), qs = b->qs;
-    }
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    if constexpr (kStep == 32) {  // the 16 bytes in every 128-bit lane: low nibbles, high, low, high
-      const __m512i v = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
-      const long long k4 = 0x0004000400040004LL;  // vpsrlvw: a count per 16-bit word
-      w[0] = _mm512_and_si512(_mm512_srlv_epi16(v, _mm512_set_epi64(k4, k4, 0, 0, k4, k4, 0, 0)), m4);
-    } else if constexpr (kStep == 16) {
-      const __m512i v = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
-      w[0] = _mm512_and_si512(v, m4);
-      w[1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-    } else {
-      const __m512i v0 = bcast_step<8>(qs), v1 = bcast_step<8>(qs + 8);
-      w[0] = _mm512_and_si512(v0, m4);
-      w[1] = _mm512_and_si512(v1, m4);
-      w[2] = _mm512_and_si512(_mm512_srli_epi16(v0, 4), m4);
-      w[3] = _mm512_and_si512(_mm512_srli_epi16(v1, 4), m4);
-    }
-    if constexpr (T == DType::Q4_0) {
-      for (int s = 0; s < kSteps; ++s) w[s] = _mm512_add_epi8(w[s], _mm512_set1_epi8(120));
-    } else {  // octets: element j of both tokens' 32 bytes takes fifth bit j
-      uint32_t qh;
-      std::memcpy(&qh, reinterpret_cast<const BlockQ5_0*>(blk)->qh, 4);
-      const __mmask64 m = _cvtu64_mask64(uint64_t{qh} | (uint64_t{qh} << 32));
-      w[0] = _mm512_add_epi8(w[0], _mm512_mask_blend_epi8(m, _mm512_set1_epi8(112), _mm512_set1_epi8(112 + 16)));
-    }
+    return;
+  }
+  const uint8_t* qs;
+  uint32_t qh = 0;
+  if constexpr (T == DType::Q4_0) {
+    const BlockQ4_0* b = reinterpret_cast<const BlockQ4_0*>(blk);
+    *d = h2f(b->d), qs = b->qs;
+  } else if constexpr (T == DType::Q5_0) {
+    const BlockQ5_0* b = reinterpret_cast<const BlockQ5_0*>(blk);
+    *d = h2f(b->d), qs = b->qs;
+    std::memcpy(&qh, b->qh, 4);
+  } else if constexpr (T == DType::Q4_1) {
+    const BlockQ4_1* b = reinterpret_cast<const BlockQ4_1*>(blk);
+    *d = h2f(b->d), *m = h2f(b->m), qs = b->qs;
   } else {
-    // Q5_0 in pairs and quads: the block unpacked once (32 bytes, its fifth bits set under a
-    // mask), each step then picked out of it with one vpermq.
-    const __m512i u = _mm512_castsi256_si512(unpack_s8_plus128<T>(blk, 0, d));
+    const BlockQ5_1* b = reinterpret_cast<const BlockQ5_1*>(blk);
+    *d = h2f(b->d), *m = h2f(b->m), qs = b->qs;
+    std::memcpy(&qh, b->qh, 4);
+  }
+  const __m512i base = _mm512_set1_epi8(kLevelBase<T>);
+  if constexpr (kFifthBits<T> && kStep < 32) {
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    const __m256i q = _mm256_or_si256(_mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4)),
+                                      _mm256_maskz_set1_epi8(_cvtu32_mask32(qh), 16));
+    const __m512i u = _mm512_castsi256_si512(_mm256_add_epi8(q, _mm512_castsi512_si256(base)));
     constexpr int kQwords = kStep / 8;  // 64-bit words of one step
     const __m512i lane = _mm512_and_si512(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(kQwords - 1));
     for (int s = 0; s < kSteps; ++s)
       w[s] = _mm512_permutexvar_epi64(_mm512_add_epi64(_mm512_set1_epi64(kQwords * s), lane), u);
+    return;
+  }
+  // Nibble byte i holds element i (low) and element i + 16 (high).
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  if constexpr (kStep == 32) {  // the 16 bytes in every 128-bit lane: low nibbles, high, low, high
+    const __m512i v = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+    const long long k4 = 0x0004000400040004LL;  // vpsrlvw: a count per 16-bit word
+    w[0] = _mm512_and_si512(_mm512_srlv_epi16(v, _mm512_set_epi64(k4, k4, 0, 0, k4, k4, 0, 0)), m4);
+  } else if constexpr (kStep == 16) {
+    const __m512i v = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+    w[0] = _mm512_and_si512(v, m4);
+    w[1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+  } else {
+    const __m512i v0 = bcast_step<8>(qs), v1 = bcast_step<8>(qs + 8);
+    w[0] = _mm512_and_si512(v0, m4);
+    w[1] = _mm512_and_si512(v1, m4);
+    w[2] = _mm512_and_si512(_mm512_srli_epi16(v0, 4), m4);
+    w[3] = _mm512_and_si512(_mm512_srli_epi16(v1, 4), m4);
+  }
+  if constexpr (kFifthBits<T>) {  // octets: element j of both tokens' 32 bytes takes fifth bit j
+    const __mmask64 hi = _cvtu64_mask64(uint64_t{qh} | (uint64_t{qh} << 32));
+    w[0] = _mm512_add_epi8(w[0], _mm512_mask_blend_epi8(hi, base, _mm512_add_epi8(base, _mm512_set1_epi8(16))));
+  } else if constexpr (kLevelBase<T> != 0) {
+    for (int s = 0; s < kSteps; ++s) w[s] = _mm512_add_epi8(w[s], base);
   }
 }
 
 constexpr int64_t kInPlaceAhead = 2048;  // bytes of a row prefetched ahead of its block
 template <DType T>
-constexpr int64_t kW80BlockBytes = T == DType::Q8_0   ? sizeof(BlockQ8_0)
-                                   : T == DType::Q4_0 ? sizeof(BlockQ4_0)
-                                                      : sizeof(BlockQ5_0);
+constexpr int64_t kBlockBytes32 = T == DType::Q8_0   ? sizeof(BlockQ8_0)
+                                  : T == DType::Q4_0 ? sizeof(BlockQ4_0)
+                                  : T == DType::Q5_0 ? sizeof(BlockQ5_0)
+                                  : T == DType::Q4_1 ? sizeof(BlockQ4_1)
+                                                     : sizeof(BlockQ5_1);
+template <DType T>
+constexpr bool kHasMin = T == DType::Q4_1 || T == DType::Q5_1;
 
 // kInPlaceRows rows (row[r]: a row's first block) x one group of layout L (pairs, quads or
 // octets) over all nb blocks, read in place: per block, per row, the integer sum of the steps
-// (vpdpbusd from zero, steps in order), plus corr, times d_a d_w into facc: tile_w8's
-// operations in its order on the same integers, so pairs give rows_pairs' bits.
+// (vpdpbusd from zero, steps in order), then tile_w8's float operations in its order (plus corr
+// before the conversion; or, for Q4_1 / Q5_1, s_a m_w after it) on the same integers, so pairs
+// give rows_pairs' bits.
 constexpr int kInPlaceRows = 8;
 template <DType T, class L>
 inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb, const uint8_t* act,
                           __m512 (&facc)[kInPlaceRows]) {
   constexpr int kStep = L::kStepElems, kSteps = 32 / kStep;
-  constexpr int64_t kBB = kW80BlockBytes<T>;
+  constexpr int64_t kBB = kBlockBytes32<T>;
   for (int r = 0; r < kInPlaceRows; ++r) facc[r] = _mm512_setzero_ps();
   for (int64_t k = 0; k < nb; ++k) {
     const uint8_t* ab = act + k * L::k80Block;
     __m512i a[kSteps];
     for (int s = 0; s < kSteps; ++s) a[s] = _mm512_load_si512(ab + L::k80Q + 64 * s);
     const __m512 da = _mm512_load_ps(ab + L::k80D);
-    const __m512i off = _mm512_load_si512(ab + L::k80Corr);  // -128 x the activations' sum
+    // -128 x the activations' sum (i32), or for Q4_1 / Q5_1 their s (f32)
+    const __m512i off = _mm512_load_si512(ab + L::k80Corr);
     for (int r = 0; r < kInPlaceRows; ++r) {
       const uint8_t* blk = row[r] + k * kBB;
       _mm_prefetch(reinterpret_cast<const char*>(blk + kInPlaceAhead), _MM_HINT_T0);
-      float d;
+      float d, m = 0.f;
       __m512i w[kSteps];
-      weight_steps<T, kStep>(blk, w, &d);
+      weight_steps<T, kStep>(blk, w, &d, &m);
       __m512i acc = _mm512_setzero_si512();
       for (int s = 0; s < kSteps; ++s) acc = _mm512_dpbusd_epi32(acc, w[s], a[s]);
       const __m512 dd = _mm512_mul_ps(da, _mm512_set1_ps(d));
-      facc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, off)), dd, facc[r]);
+      if constexpr (kHasMin<T>) {
+        facc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), dd, facc[r]);
+        facc[r] = _mm512_fmadd_ps(_mm512_castsi512_ps(off), _mm512_set1_ps(m), facc[r]);
+      } else {
+        facc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, off)), dd, facc[r]);
+      }
     }
   }
 }
@@ -549,6 +577,11 @@ constexpr std::array<GemmKernels::InPlace, kGemmInPlaceLayouts> kInPlace = {{
     {&pack_group_q8_0<Pairs>, &rows_in_place<T, Pairs>},
     {&pack_group_q8_0<Quads>, &rows_in_place<T, Quads>},
     {&pack_group_q8_0<Octets>, &rows_in_place<T, Octets>}}};
+template <DType T>
+constexpr std::array<GemmKernels::InPlace, kGemmInPlaceLayouts> kInPlaceMin = {{
+    {&pack_group_q8_1<Pairs>, &rows_in_place<T, Pairs>},
+    {&pack_group_q8_1<Quads>, &rows_in_place<T, Quads>},
+    {&pack_group_q8_1<Octets>, &rows_in_place<T, Octets>}}};
 
 const GemmKernels kQ8_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_w80,
                         &rows_w80<DType::Q8_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q8_0, Pairs>,
@@ -560,9 +593,11 @@ const GemmKernels kQ5_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0<Wide>
                         &rows_w80<DType::Q5_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q5_0, Pairs>,
                         kInPlace<DType::Q5_0>};
 const GemmKernels kQ4_1{kMinTokensW81, &group_bytes_q8_0, &pack_group_q8_1<Wide>, &scratch_bytes_w81,
-                        &rows_w81<DType::Q4_1, Wide>, &pack_group_q8_1<Pairs>, &rows_w81<DType::Q4_1, Pairs>};
+                        &rows_w81<DType::Q4_1, Wide>, &pack_group_q8_1<Pairs>, &rows_w81<DType::Q4_1, Pairs>,
+                        kInPlaceMin<DType::Q4_1>};
 const GemmKernels kQ5_1{kMinTokensW81, &group_bytes_q8_0, &pack_group_q8_1<Wide>, &scratch_bytes_w81,
-                        &rows_w81<DType::Q5_1, Wide>, &pack_group_q8_1<Pairs>, &rows_w81<DType::Q5_1, Pairs>};
+                        &rows_w81<DType::Q5_1, Wide>, &pack_group_q8_1<Pairs>, &rows_w81<DType::Q5_1, Pairs>,
+                        kInPlaceMin<DType::Q5_1>};
 const GemmKernels kQ4_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w45,
                         &rows_w45<false, Wide>, &pack_group_q8_k<Pairs>, &rows_w45<false, Pairs>};
 const GemmKernels kQ5_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w45,

@@ -533,6 +533,11 @@ constexpr std::array<GemmKernels::InPlace, kGemmInPlaceLayouts> kInPlace = {{
     {&pack_group_q8_0<Pairs>, &rows_w80<T, Pairs>},
     {&pack_group_q8_0<Quads>, &rows_w80<T, Quads>},
     {&pack_group_q8_0<Octets>, &rows_w80<T, Octets>}}};
+template <DType T>
+constexpr std::array<GemmKernels::InPlace, kGemmInPlaceLayouts> kInPlaceMin = {{
+    {&pack_group_q8_1<Pairs>, &rows_w81<T, Pairs>},
+    {&pack_group_q8_1<Quads>, &rows_w81<T, Quads>},
+    {&pack_group_q8_1<Octets>, &rows_w81<T, Octets>}}};
 
 const GemmKernels kQ8_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_w80,
                         &rows_w80<DType::Q8_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q8_0, Pairs>,
@@ -544,9 +549,11 @@ const GemmKernels kQ5_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0<Wide>
                         &rows_w80<DType::Q5_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q5_0, Pairs>,
                         kInPlace<DType::Q5_0>};
 const GemmKernels kQ4_1{kMinTokensW81, &group_bytes_q8_0, &pack_group_q8_1<Wide>, &scratch_bytes_w81,
-                        &rows_w81<DType::Q4_1, Wide>, &pack_group_q8_1<Pairs>, &rows_w81<DType::Q4_1, Pairs>};
+                        &rows_w81<DType::Q4_1, Wide>, &pack_group_q8_1<Pairs>, &rows_w81<DType::Q4_1, Pairs>,
+                        kInPlaceMin<DType::Q4_1>};
 const GemmKernels kQ5_1{kMinTokensW81, &group_bytes_q8_0, &pack_group_q8_1<Wide>, &scratch_bytes_w81,
-                        &rows_w81<DType::Q5_1, Wide>, &pack_group_q8_1<Pairs>, &rows_w81<DType::Q5_1, Pairs>};
+                        &rows_w81<DType::Q5_1, Wide>, &pack_group_q8_1<Pairs>, &rows_w81<DType::Q5_1, Pairs>,
+                        kInPlaceMin<DType::Q5_1>};
 const GemmKernels kQ4_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w45,
                         &rows_w45<false, Wide>, &pack_group_q8_k<Pairs>, &rows_w45<false, Pairs>};
 const GemmKernels kQ5_K{kMinTokensW45, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w45,

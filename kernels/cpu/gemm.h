@@ -14,8 +14,8 @@
 // per block (float); offsets of signed weights come from per-token activation sums packed beside
 // the activations.
 //
-// In-place tiles (GemmKernels::in_place; Avx512: Q4_0, Q5_0, Q8_0, Q4_1, Q5_1; Avx2: Q4_0, Q5_0,
-// Q8_0): for 2-8 tokens the weight
+// In-place tiles (GemmKernels::in_place; Q4_0, Q5_0, Q8_0, Q4_1, Q5_1 on Avx512 and Avx2; Avx2
+// Q4_1 / Q5_1 have only these): for 2-8 tokens the weight
 // rows are not unpacked: a tile of 8 (Avx2: 4) rows reads each row's blocks in place (Q8_0: a
 // broadcast and the sign-bit flip; the others: the block's nibbles unpacked in registers), in an activation
 // layout with as many lanes a token as the batch allows (pairs, quads, octets), so that neither
@@ -62,6 +62,8 @@ using GemmRows = void (*)(const uint8_t* w, int64_t w_row_bytes, int64_t nr, int
                           int64_t n_tokens, float* y, int64_t y_stride, uint8_t* scratch, const uint8_t* next_w,
                           int64_t next_nr);
 
+// A table with in-place tiles only (Avx2 Q4_1 / Q5_1) has no wide or pairs kernels (nullptr) and
+// no scratch; matmul takes it for the batches its in-place layouts hold.
 struct GemmKernels {
   // matmul uses these kernels from this many tokens on (below, the one-row VecDot4 / vec_dot
   // path is faster: a group of 16 lanes is then mostly padding).

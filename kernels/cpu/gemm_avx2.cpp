@@ -310,42 +310,57 @@ inline __m256i pick_step(__m256i u, int s) {
   }
 }
 
-// The 32 levels of a Q4_0 / Q5_0 block in element order (pack_v80's bytes).
 template <DType T>
-inline __m256i levels_v80(const uint8_t* blk, float* d) {
+constexpr bool kHasMin = T == DType::Q4_1 || T == DType::Q5_1;
+
+// The 32 levels of a Q4_0 / Q5_0 / Q4_1 / Q5_1 block in element order (0..15 / 0..31: pack_v80's
+// bytes, and the AVX-512 W81 scratch's), with its d (and m).
+template <DType T>
+inline __m256i block_levels(const uint8_t* blk, float* d, float* m) {
   const __m128i m4 = _mm_set1_epi8(0x0F);
   const uint8_t* qs;
+  const uint8_t* qh = nullptr;
   if constexpr (T == DType::Q4_0) {
     const BlockQ4_0& b = *reinterpret_cast<const BlockQ4_0*>(blk);
     *d = h2f(b.d), qs = b.qs;
-  } else {
+  } else if constexpr (T == DType::Q5_0) {
     const BlockQ5_0& b = *reinterpret_cast<const BlockQ5_0*>(blk);
-    *d = h2f(b.d), qs = b.qs;
+    *d = h2f(b.d), qs = b.qs, qh = b.qh;
+  } else if constexpr (T == DType::Q4_1) {
+    const BlockQ4_1& b = *reinterpret_cast<const BlockQ4_1*>(blk);
+    *d = h2f(b.d), *m = h2f(b.m), qs = b.qs;
+  } else {
+    const BlockQ5_1& b = *reinterpret_cast<const BlockQ5_1*>(blk);
+    *d = h2f(b.d), *m = h2f(b.m), qs = b.qs, qh = b.qh;
   }
   const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
   const __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
-  if constexpr (T == DType::Q4_0) return q;
-  else return _mm256_or_si256(q, fifth_bits(reinterpret_cast<const BlockQ5_0*>(blk)->qh));
+  if constexpr (T == DType::Q4_0 || T == DType::Q4_1) return q;
+  else return _mm256_or_si256(q, fifth_bits(qh));
 }
 
 constexpr int kInPlaceRows = 4;
 static_assert(kInPlaceRows == kR, "rows_in_place stores through store_half (kR rows)");
 constexpr int64_t kInPlaceAhead = 2048;  // bytes of a row prefetched ahead of its block
 template <DType T>
-constexpr int64_t kV80BlockBytes = T == DType::Q8_0   ? sizeof(BlockQ8_0)
-                                   : T == DType::Q4_0 ? sizeof(BlockQ4_0)
-                                                      : sizeof(BlockQ5_0);
+constexpr int64_t kBlockBytes32 = T == DType::Q8_0   ? sizeof(BlockQ8_0)
+                                  : T == DType::Q4_0 ? sizeof(BlockQ4_0)
+                                  : T == DType::Q5_0 ? sizeof(BlockQ5_0)
+                                  : T == DType::Q4_1 ? sizeof(BlockQ4_1)
+                                                     : sizeof(BlockQ5_1);
 
 // kInPlaceRows rows (row[r]: a row's first block) x both halves of one group of layout L (pairs,
 // quads or octets) over all nb blocks, the weights read in place and each step used for both
 // halves: tile_v80's integer sums (Q8_0: |w| x (a with w's sign), one step a flush; Q4_0 / Q5_0:
 // levels x a from the offset, corr >> 4 / >> 3) and float operations, so pairs give rows_pairs'
-// bits.
+// bits. Q4_1 / Q5_1 (Q8_1 activations, whose s sits where corr does): levels x a from zero, then
+// the AVX-512 tile_w8's two fmadds (the integer sum times d_a d_w, then s_a m_w): every lane as
+// there, so their bits are the AVX-512 kernels' and the emulation's.
 template <DType T, class L>
 inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb, const uint8_t* act,
                           __m256 (&facc)[kInPlaceRows][2]) {
   constexpr int kStep = L::kStepElems, kSteps = 32 / kStep;
-  constexpr int64_t kBB = kV80BlockBytes<T>;
+  constexpr int64_t kBB = kBlockBytes32<T>;
   const __m256i ones = _mm256_set1_epi16(1);
   for (int r = 0; r < kInPlaceRows; ++r) facc[r][0] = facc[r][1] = _mm256_setzero_ps();
   for (int64_t k = 0; k < nb; ++k) {
@@ -355,15 +370,17 @@ inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb,
     for (int h = 0; h < 2; ++h) {
       da[h] = _mm256_load_ps(reinterpret_cast<const float*>(ab + L::k80D + kHalf * h));
       const __m256i corr = load256(ab + L::k80Corr + kHalf * h);
-      off[h] = T == DType::Q8_0   ? _mm256_setzero_si256()
-               : T == DType::Q4_0 ? _mm256_srai_epi32(corr, 4)
-                                  : _mm256_srai_epi32(corr, 3);
+      off[h] = T == DType::Q4_0   ? _mm256_srai_epi32(corr, 4)
+               : T == DType::Q5_0 ? _mm256_srai_epi32(corr, 3)
+               : kHasMin<T>       ? corr  // s_a (f32), used after the conversion
+                                  : _mm256_setzero_si256();
     }
     for (int r = 0; r < kInPlaceRows; ++r) {
       const uint8_t* blk = row[r] + k * kBB;
       _mm_prefetch(reinterpret_cast<const char*>(blk + kInPlaceAhead), _MM_HINT_T0);
-      float d;
+      float d, m = 0.f;
       __m256i isum[2] = {off[0], off[1]};
+      if constexpr (kHasMin<T>) isum[0] = isum[1] = _mm256_setzero_si256();
       if constexpr (T == DType::Q8_0) {
         d = h2f(reinterpret_cast<const BlockQ8_0*>(blk)->d);
         const uint8_t* qs = blk + 2;
@@ -377,7 +394,7 @@ inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb,
           }
         }
       } else {
-        const __m256i u = levels_v80<T>(blk, &d);
+        const __m256i u = block_levels<T>(blk, &d, &m);
         __m256i p16[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
 #pragma GCC unroll 4
         for (int s = 0; s < kSteps; ++s) {  // at most 4 steps: within Q5_0's int16 bound
@@ -388,8 +405,10 @@ inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb,
         for (int h = 0; h < 2; ++h) isum[h] = _mm256_add_epi32(isum[h], _mm256_madd_epi16(p16[h], ones));
       }
       const __m256 dw = _mm256_set1_ps(d);
-      for (int h = 0; h < 2; ++h)
+      for (int h = 0; h < 2; ++h) {
         facc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[h]), _mm256_mul_ps(da[h], dw), facc[r][h]);
+        if constexpr (kHasMin<T>) facc[r][h] = _mm256_fmadd_ps(_mm256_castsi256_ps(off[h]), _mm256_set1_ps(m), facc[r][h]);
+      }
     }
   }
 }
@@ -423,6 +442,11 @@ template <class L>
 void pack_group_q8_k(const float* x, int64_t cols, int64_t n_tokens, int64_t group, uint8_t* dst) {
   pack_act_q8_k<L>(detail::avx2_kernels(DType::Q8_K)->quantize_row, x, cols, n_tokens, group, dst);
 }
+template <class L>
+void pack_group_q8_1(const float* x, int64_t cols, int64_t n_tokens, int64_t group, uint8_t* dst) {
+  pack_act_q8_1<L>(detail::avx2_kernels(DType::Q8_1)->quantize_row, x, cols, n_tokens, group, dst);
+}
+int64_t no_scratch(int64_t) { return 0; }
 
 using PackW = void (*)(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws);
 using TileFn = void (*)(const uint8_t* ws, int64_t nb, const uint8_t* act, const Prefetch& pf, __m256 (&facc)[kR]);
@@ -474,6 +498,11 @@ constexpr std::array<GemmKernels::InPlace, kGemmInPlaceLayouts> kInPlace = {{
     {&pack_group_q8_0<Pairs>, &rows_in_place<T, Pairs>},
     {&pack_group_q8_0<Quads>, &rows_in_place<T, Quads>},
     {&pack_group_q8_0<Octets>, &rows_in_place<T, Octets>}}};
+template <DType T>
+constexpr std::array<GemmKernels::InPlace, kGemmInPlaceLayouts> kInPlaceMin = {{
+    {&pack_group_q8_1<Pairs>, &rows_in_place<T, Pairs>},
+    {&pack_group_q8_1<Quads>, &rows_in_place<T, Quads>},
+    {&pack_group_q8_1<Octets>, &rows_in_place<T, Octets>}}};
 
 // min_tokens: gemm_layout.h. Each table: its wide kernels, then its pairs kernels.
 const GemmKernels kQ8_0{kMinTokensAvx2Q8, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_v8,
@@ -485,6 +514,12 @@ const GemmKernels kQ4_0{kMinTokensAvx2W40, &group_bytes_q8_0, &pack_group_q8_0<W
 const GemmKernels kQ5_0{kMinTokensAvx2W40, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_v80,
                         &rows_v80<DType::Q5_0, Wide>, &pack_group_q8_0<Pairs>, &rows_v80<DType::Q5_0, Pairs>,
                         kInPlace<DType::Q5_0>};
+// Q4_1 / Q5_1: in-place tiles only (up to 8 tokens; more take the 4-token dots: no wide or
+// pairs kernels, no scratch).
+const GemmKernels kQ4_1{kMinTokensAvx2W81, &group_bytes_q8_0, nullptr, &no_scratch, nullptr, nullptr, nullptr,
+                        kInPlaceMin<DType::Q4_1>};
+const GemmKernels kQ5_1{kMinTokensAvx2W81, &group_bytes_q8_0, nullptr, &no_scratch, nullptr, nullptr, nullptr,
+                        kInPlaceMin<DType::Q5_1>};
 const GemmKernels kQ4_K{kMinTokensAvx2K, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w45,
                         &rows_w45<false, Wide>, &pack_group_q8_k<Pairs>, &rows_w45<false, Pairs>};
 const GemmKernels kQ5_K{kMinTokensAvx2K, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w45,
@@ -506,6 +541,8 @@ const GemmKernels* avx2_gemm(DType t) {
     case DType::Q8_0: return &kQ8_0;
     case DType::Q4_0: return &kQ4_0;
     case DType::Q5_0: return &kQ5_0;
+    case DType::Q4_1: return &kQ4_1;
+    case DType::Q5_1: return &kQ5_1;
     case DType::Q4_K: return &kQ4_K;
     case DType::Q5_K: return &kQ5_K;
     case DType::Q6_K: return &kQ6_K;

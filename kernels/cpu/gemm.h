@@ -14,17 +14,18 @@
 // per block (float); offsets of signed weights come from per-token activation sums packed beside
 // the activations.
 //
-// In-place tiles (GemmKernels::in_place; Q4_0, Q5_0, Q8_0, Q4_1, Q5_1 on Avx512 and Avx2; Avx2
-// Q4_1 / Q5_1 have only these): for 2-8 tokens the weight
+// In-place tiles (GemmKernels::in_place; Q4_0, Q5_0, Q8_0, Q4_1, Q5_1 on Avx512 and Avx2): for
+// 2-8 tokens the weight
 // rows are not unpacked: a tile of 8 (Avx2: 4) rows reads each row's blocks in place (Q8_0: a
-// broadcast and the sign-bit flip; the others: the block's nibbles unpacked in registers), in an activation
-// layout with as many lanes a token as the batch allows (pairs, quads, octets), so that neither
+// broadcast and the sign-bit flip; the others: the block's nibbles unpacked in registers), in an
+// activation layout with as many lanes a token as the batch allows (pairs, quads, octets), so that neither
 // an unpack pass nor padding lanes cost anything. The Avx2 tile runs both halves of a layout
 // vector on each weight step (the step's bytes repeat in both), with the Avx2 scratch tile's
 // integer sums: its pairs give that tile's bits.
 //
-// Avx2 (gemm_avx2.cpp, CPUs without AVX-512 VNNI) for Q4_0, Q5_0, Q8_0 and Q2_K-Q6_K: the same
-// activation groups and K-quant scratch, a 4-row x 8-lane tile over each half of a group, each
+// Avx2 (gemm_avx2.cpp, CPUs without AVX-512 VNNI) for Q4_0, Q5_0, Q8_0, Q4_1, Q5_1 and Q2_K-Q6_K:
+// the same activation groups and Q4_1 / Q5_1 / K-quant scratch, a 4-row x 8-lane tile over each
+// half of a group, each
 // step a vpmaddubsw whose int16 sums are added over as many steps as the type's levels allow
 // before a vpmaddwd widens them with the group's scale. Its outputs are bit-identical to the
 // Avx512 kernels' (the same integer sums, the same float operations in the same order). The
@@ -62,8 +63,8 @@ using GemmRows = void (*)(const uint8_t* w, int64_t w_row_bytes, int64_t nr, int
                           int64_t n_tokens, float* y, int64_t y_stride, uint8_t* scratch, const uint8_t* next_w,
                           int64_t next_nr);
 
-// A table with in-place tiles only (Avx2 Q4_1 / Q5_1) has no wide or pairs kernels (nullptr) and
-// no scratch; matmul takes it for the batches its in-place layouts hold.
+// A table may have in-place tiles only (no wide or pairs kernels: nullptr, no scratch); matmul then
+// takes it for the batches its in-place layouts hold. (Every table has both today.)
 struct GemmKernels {
   // matmul uses these kernels from this many tokens on (below, the one-row VecDot4 / vec_dot
   // path is faster: a group of 16 lanes is then mostly padding).

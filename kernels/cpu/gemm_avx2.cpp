@@ -1,6 +1,7 @@
 // kernels/cpu/gemm_avx2.cpp — the packed-tile kernels of gemm.h for CPUs with AVX2 but without
-// AVX-512 VNNI (AMD Zen 2 / Zen 3, Intel before Ice Lake): the activation groups and the K-quant
-// weight scratch of gemm_layout.h (the bytes the AVX-512 kernels use), a 4-row x 8-lane register
+// AVX-512 VNNI (AMD Zen 2 / Zen 3, Intel before Ice Lake): the activation groups and the Q4_1 /
+// Q5_1 and K-quant weight scratch of gemm_layout.h (the bytes the AVX-512 kernels use), a 4-row x
+// 8-lane register
 // tile over one half (32 bytes) of each 64-byte layout vector. Compiled with the AVX2 flags (file
 // suffix); reached only through gemm_kernels() after a cpuid check. No engine types.
 //
@@ -287,6 +288,66 @@ inline void tile_v80(const uint8_t* ws, int64_t nb, const uint8_t* act, const Pr
   }
 }
 
+// ---- Q4_1, Q5_1 (Q8_1 activations): the AVX-512 kernels' W81 scratch ---------------------------
+
+template <DType T>
+inline __m256i block_levels(const uint8_t* blk, float* d, float* m);
+
+// 4 rows' blocks into the W81 scratch of gemm_layout.h (d, m as f32, the levels 0..15 / 0..31),
+// byte for byte the AVX-512 pack_w81's (rows past nr: zeros).
+template <DType T>
+void pack_w81(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
+  constexpr int64_t kBB = T == DType::Q4_1 ? sizeof(BlockQ4_1) : sizeof(BlockQ5_1);
+  for (int64_t k = 0; k < nb; ++k) {
+    uint8_t* o = ws + k * kW81Block;
+    for (int r = 0; r < kR; ++r) {
+      float d = 0.f, m = 0.f;
+      __m256i q = _mm256_setzero_si256();
+      if (r < nr) q = block_levels<T>(w + r * wrb + k * kBB, &d, &m);
+      putf(o + kW81D + 4 * r, d);
+      putf(o + kW81M + 4 * r, m);
+      storeu256(o + kW81Q + 32 * r, q);
+    }
+  }
+}
+
+// 4 rows x one half of the activations over all nb blocks of 32: per block the levels x a
+// (vpmaddubsw, int16 sums over up to 8 / 4 steps, then vpmaddwd), then the AVX-512 tile_w8's two
+// fmadds (the integer sum times d_a d_w, then s_a m_w): every lane as there, the same bits.
+template <class L, DType T>
+inline void tile_w81(const uint8_t* ws, int64_t nb, const uint8_t* act, const Prefetch& pf, __m256 (&facc)[kR]) {
+  constexpr int kStep = L::kStepElems, kBlockSteps = 32 / kStep;
+  constexpr int kFlush = T == DType::Q4_1 ? kBlockSteps : min_i64(kBlockSteps, 4);
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int r = 0; r < kR; ++r) facc[r] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < nb; ++k) {
+    prefetch_part(pf, k);
+    const uint8_t* wb = ws + k * kW81Block;
+    const uint8_t* ab = act + k * L::k80Block;
+    __m256i isum[kR];
+    for (int r = 0; r < kR; ++r) isum[r] = _mm256_setzero_si256();
+    for (int s0 = 0; s0 < kBlockSteps; s0 += kFlush) {
+      __m256i p16[kR];
+      for (int r = 0; r < kR; ++r) p16[r] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+      for (int s = s0; s < s0 + kFlush; ++s) {
+        const __m256i a = load256(ab + L::k80Q + 64 * s);
+        for (int r = 0; r < kR; ++r)
+          p16[r] = _mm256_add_epi16(
+              p16[r], _mm256_maddubs_epi16(bcast_step<kStep>(wb + kW81Q + 32 * r + kStep * s), a));
+      }
+      for (int r = 0; r < kR; ++r) isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p16[r], ones));
+    }
+    const __m256 da = _mm256_load_ps(reinterpret_cast<const float*>(ab + L::k80D));
+    const __m256 sa = _mm256_load_ps(reinterpret_cast<const float*>(ab + L::k80Corr));
+    for (int r = 0; r < kR; ++r) {
+      const __m256 dd = _mm256_mul_ps(da, _mm256_set1_ps(loadf(wb + kW81D + 4 * r)));
+      facc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), dd, facc[r]);
+      facc[r] = _mm256_fmadd_ps(sa, _mm256_set1_ps(loadf(wb + kW81M + 4 * r)), facc[r]);
+    }
+  }
+}
+
 // ---- in-place tiles: 2-8 tokens of Q8_0 / Q4_0 / Q5_0 weights, no weight scratch -------------
 
 // Step s of a block (elements [kStep s, kStep s + kStep)) in every lane of a half, pattern
@@ -296,7 +357,8 @@ inline void tile_v80(const uint8_t* ws, int64_t nb, const uint8_t* act, const Pr
 template <int kStep>
 inline __m256i bcast_any(const uint8_t* p) {
   if constexpr (kStep <= 8) return bcast_step<kStep>(p);
-  else if constexpr (kStep == 16) return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  else if constexpr (kStep == 16)
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   else return loadu256(p);
 }
 template <int kStep>
@@ -390,7 +452,8 @@ inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb,
           const __m256i aw = _mm256_sign_epi8(w, w);
           for (int h = 0; h < 2; ++h) {
             const __m256i a = load256(ab + L::k80Q + 64 * s + kHalf * h);
-            isum[h] = _mm256_add_epi32(isum[h], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(a, w)), ones));
+            const __m256i p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(a, w));
+            isum[h] = _mm256_add_epi32(isum[h], _mm256_madd_epi16(p, ones));
           }
         }
       } else {
@@ -407,7 +470,8 @@ inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb,
       const __m256 dw = _mm256_set1_ps(d);
       for (int h = 0; h < 2; ++h) {
         facc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[h]), _mm256_mul_ps(da[h], dw), facc[r][h]);
-        if constexpr (kHasMin<T>) facc[r][h] = _mm256_fmadd_ps(_mm256_castsi256_ps(off[h]), _mm256_set1_ps(m), facc[r][h]);
+        if constexpr (kHasMin<T>)
+          facc[r][h] = _mm256_fmadd_ps(_mm256_castsi256_ps(off[h]), _mm256_set1_ps(m), facc[r][h]);
       }
     }
   }
@@ -446,7 +510,6 @@ template <class L>
 void pack_group_q8_1(const float* x, int64_t cols, int64_t n_tokens, int64_t group, uint8_t* dst) {
   pack_act_q8_1<L>(detail::avx2_kernels(DType::Q8_1)->quantize_row, x, cols, n_tokens, group, dst);
 }
-int64_t no_scratch(int64_t) { return 0; }
 
 using PackW = void (*)(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws);
 using TileFn = void (*)(const uint8_t* ws, int64_t nb, const uint8_t* act, const Prefetch& pf, __m256 (&facc)[kR]);
@@ -478,6 +541,12 @@ template <DType T, class L>
 void rows_v80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
               int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
   rows_driver<&pack_v80<T>, 32, &tile_v80<L, T>, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr,
+                                                     group_bytes_q8_0(cols));
+}
+template <DType T, class L>
+void rows_w81(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
+              int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
+  rows_driver<&pack_w81<T>, 32, &tile_w81<L, T>, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr,
                                                      group_bytes_q8_0(cols));
 }
 template <bool kFive, class L>
@@ -514,11 +583,11 @@ const GemmKernels kQ4_0{kMinTokensAvx2W40, &group_bytes_q8_0, &pack_group_q8_0<W
 const GemmKernels kQ5_0{kMinTokensAvx2W40, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_v80,
                         &rows_v80<DType::Q5_0, Wide>, &pack_group_q8_0<Pairs>, &rows_v80<DType::Q5_0, Pairs>,
                         kInPlace<DType::Q5_0>};
-// Q4_1 / Q5_1: in-place tiles only (up to 8 tokens; more take the 4-token dots: no wide or
-// pairs kernels, no scratch).
-const GemmKernels kQ4_1{kMinTokensAvx2W81, &group_bytes_q8_0, nullptr, &no_scratch, nullptr, nullptr, nullptr,
+const GemmKernels kQ4_1{kMinTokensAvx2W81, &group_bytes_q8_0, &pack_group_q8_1<Wide>, &scratch_bytes_w81,
+                        &rows_w81<DType::Q4_1, Wide>, &pack_group_q8_1<Pairs>, &rows_w81<DType::Q4_1, Pairs>,
                         kInPlaceMin<DType::Q4_1>};
-const GemmKernels kQ5_1{kMinTokensAvx2W81, &group_bytes_q8_0, nullptr, &no_scratch, nullptr, nullptr, nullptr,
+const GemmKernels kQ5_1{kMinTokensAvx2W81, &group_bytes_q8_0, &pack_group_q8_1<Wide>, &scratch_bytes_w81,
+                        &rows_w81<DType::Q5_1, Wide>, &pack_group_q8_1<Pairs>, &rows_w81<DType::Q5_1, Pairs>,
                         kInPlaceMin<DType::Q5_1>};
 const GemmKernels kQ4_K{kMinTokensAvx2K, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w45,
                         &rows_w45<false, Wide>, &pack_group_q8_k<Pairs>, &rows_w45<false, Pairs>};

@@ -73,7 +73,7 @@ constexpr int64_t kMinTokensW81 = 2;  // Q4_1, Q5_1
 constexpr int64_t kMinTokensAvx2W40 = 2;  // Q4_0, Q5_0
 constexpr int64_t kMinTokensAvx2Q8 = 2;   // Q8_0
 constexpr int64_t kMinTokensAvx2K = 3;    // Q2_K-Q6_K
-constexpr int64_t kMinTokensAvx2W81 = 2;  // Q4_1, Q5_1 (in-place tiles only: 2-8 tokens)
+constexpr int64_t kMinTokensAvx2W81 = 2;  // Q4_1, Q5_1
 
 // ---- activations ---------------------------------------------------------------------------
 

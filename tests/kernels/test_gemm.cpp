@@ -228,17 +228,17 @@ TEST(Gemm, EmulatedIsBitIdenticalToAvx512) {
   }
 }
 
-// The types with AVX2 packed kernels (Q4_1, Q5_1: in-place tiles only). Q4_0, Q5_0 and Q8_0 keep
-// a scratch of their own (levels without the +128), so in the pairs and in-place layouts the
-// integer sum of a token is split between its lanes otherwise than in the AVX-512 kernels (the
-// -128 x sum correction sits in the first lane there): the same total, other float roundings, and
-// no bit-for-bit comparison there. Q4_1 / Q5_1 sum every lane as the AVX-512 kernels do.
+// The types with AVX2 packed kernels. Q4_0, Q5_0 and Q8_0 keep a scratch of their own (levels
+// without the +128), so in the pairs and in-place layouts the integer sum of a token is split
+// between its lanes otherwise than in the AVX-512 kernels (the -128 x sum correction sits in the
+// first lane there): the same total, other float roundings, and no bit-for-bit comparison there.
+// Q4_1 / Q5_1 and the K-quants unpack into the AVX-512 kernels' scratch and sum every lane as
+// they do.
 const DType kAvx2PackedTypes[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_1, DType::Q5_1,
                                   DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
-bool avx2_same_lanes_as_avx512(DType wt) {
+bool avx2_same_as_avx512(DType wt) {
   return traits(wt).block_elems == 256 || wt == DType::Q4_1 || wt == DType::Q5_1;
 }
-bool avx2_same_scratch_as_avx512(DType wt) { return traits(wt).block_elems == 256; }
 
 // Every x86-64 CPU with AVX2 (the AMD and older Intel ones run these in matmul): against the
 // scalar reference, and bit for bit against the emulation of the AVX-512 kernels (the 32-element
@@ -254,7 +254,7 @@ TEST(Gemm, Avx2PackedKernelsMatchScalarAndTheAvx512Bits) {
     if (!gk) continue;
     for (const Case& c : cases_for(wt))
       for (Layout l : layouts_for(*gk, c)) check_gemm(*gk, wt, c, seed_of(c), l);
-    expect_bit_identical_to_emulation(*gk, wt, avx2_same_scratch_as_avx512(wt), avx2_same_lanes_as_avx512(wt));
+    expect_bit_identical_to_emulation(*gk, wt, avx2_same_as_avx512(wt), avx2_same_as_avx512(wt));
     ++checked;
   }
   EXPECT_EQ(checked, 10);
@@ -346,7 +346,8 @@ TEST(Gemm, ZeroActivationsGiveZeros) {
         ip.pack_group(x.data(), cols, n, 0, act);
         std::vector<float> yi(static_cast<size_t>(n * rows), NAN);
         ip.rows(w.data(), wrb, rows, cols, act, n, yi.data(), rows, align64(ws_buf), w.data(), rows);
-        for (float v : yi) ASSERT_EQ(v, 0.f) << dtype_name(wt) << " " << which << " " << layout_name(kInPlaceLayouts[i]);
+        for (float v : yi)
+          ASSERT_EQ(v, 0.f) << dtype_name(wt) << " " << which << " " << layout_name(kInPlaceLayouts[i]);
       }
     }
   }

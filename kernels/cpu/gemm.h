@@ -63,8 +63,6 @@ using GemmRows = void (*)(const uint8_t* w, int64_t w_row_bytes, int64_t nr, int
                           int64_t n_tokens, float* y, int64_t y_stride, uint8_t* scratch, const uint8_t* next_w,
                           int64_t next_nr);
 
-// A table may have in-place tiles only (no wide or pairs kernels: nullptr, no scratch); matmul then
-// takes it for the batches its in-place layouts hold. (Every table has both today.)
 struct GemmKernels {
   // matmul uses these kernels from this many tokens on (below, the one-row VecDot4 / vec_dot
   // path is faster: a group of 16 lanes is then mostly padding).

@@ -192,8 +192,7 @@ struct Route {
 Route route(DType wtype, Isa isa, int64_t n_tokens) {
   if (n_tokens > 1) {
     const GemmKernels* gk = gemm_kernels(wtype, isa);
-    // (A table may have in-place tiles only, for up to 8 tokens: gemm.h.)
-    if (gk && n_tokens >= gk->min_tokens && gemm_layout_for(*gk, n_tokens).rows) return {Path::Packed, gk, nullptr};
+    if (gk && n_tokens >= gk->min_tokens) return {Path::Packed, gk, nullptr};
     if (const FloatGemmKernels* fk = float_tiles(wtype, isa, n_tokens)) return {Path::FloatTiles, nullptr, fk};
     if (const FloatGemmKernels* fk = float_small(wtype, isa, n_tokens)) return {Path::FloatSmall, nullptr, fk};
   }

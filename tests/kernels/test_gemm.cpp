@@ -63,9 +63,8 @@ int in_place_index(Layout l) { return static_cast<int>(l) - static_cast<int>(Lay
 bool is_in_place(Layout l) { return in_place_index(l) >= 0; }
 
 std::vector<Layout> layouts_for(const GemmKernels& gk, const Case& c) {
-  std::vector<Layout> out;
-  if (gk.rows) out.push_back(Layout::Wide);  // (a table with in-place tiles only has none)
-  if (c.tokens <= kGemmPairTokens && gk.rows_pairs) out.push_back(Layout::Pairs);
+  std::vector<Layout> out{Layout::Wide};
+  if (c.tokens <= kGemmPairTokens) out.push_back(Layout::Pairs);
   for (int i = 0; i < kGemmInPlaceLayouts; ++i)
     if (c.tokens <= kGemmInPlaceTokens[i] && gk.in_place[i].rows) out.push_back(kInPlaceLayouts[i]);
   return out;
@@ -324,20 +323,16 @@ TEST(Gemm, ZeroActivationsGiveZeros) {
       std::vector<uint8_t> act_buf(static_cast<size_t>(2 * gk->group_bytes(cols) + 64));
       std::vector<uint8_t> ws_buf(static_cast<size_t>(gk->scratch_bytes(cols) + 64));
       uint8_t* act = align64(act_buf);
-      if (gk->rows) {
-        for (int64_t g = 0; g < 2; ++g) gk->pack_group(x.data(), cols, tokens, g, act + g * gk->group_bytes(cols));
-        std::vector<float> y(static_cast<size_t>(tokens * rows), NAN);
-        gk->rows(w.data(), wrb, rows, cols, act, tokens, y.data(), rows, align64(ws_buf), w.data(), rows);
-        for (float v : y) ASSERT_EQ(v, 0.f) << dtype_name(wt) << " " << which;
-      }
+      for (int64_t g = 0; g < 2; ++g) gk->pack_group(x.data(), cols, tokens, g, act + g * gk->group_bytes(cols));
+      std::vector<float> y(static_cast<size_t>(tokens * rows), NAN);
+      gk->rows(w.data(), wrb, rows, cols, act, tokens, y.data(), rows, align64(ws_buf), w.data(), rows);
+      for (float v : y) ASSERT_EQ(v, 0.f) << dtype_name(wt) << " " << which;
       // Pairs: 6 zero tokens, so lanes of tokens 6 and 7 are padding too.
       const int64_t few = 6;
-      if (gk->rows_pairs) {
-        gk->pack_group_pairs(x.data(), cols, few, 0, act);
-        std::vector<float> yp(static_cast<size_t>(few * rows), NAN);
-        gk->rows_pairs(w.data(), wrb, rows, cols, act, few, yp.data(), rows, align64(ws_buf), w.data(), rows);
-        for (float v : yp) ASSERT_EQ(v, 0.f) << dtype_name(wt) << " " << which << " pairs";
-      }
+      gk->pack_group_pairs(x.data(), cols, few, 0, act);
+      std::vector<float> yp(static_cast<size_t>(few * rows), NAN);
+      gk->rows_pairs(w.data(), wrb, rows, cols, act, few, yp.data(), rows, align64(ws_buf), w.data(), rows);
+      for (float v : yp) ASSERT_EQ(v, 0.f) << dtype_name(wt) << " " << which << " pairs";
       // In place: one token fewer than each layout holds (one padding token), or the one token.
       for (int i = 0; i < kGemmInPlaceLayouts; ++i) {
         const GemmKernels::InPlace& ip = gk->in_place[i];

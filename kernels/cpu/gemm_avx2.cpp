@@ -82,24 +82,44 @@ inline void store_half(const __m256 (&acc)[kR], int half, int64_t nr, int64_t nt
 
 // ---- K-quants (Q8_K activations) -----------------------------------------------------------
 
-// kSteps steps from step s0 of 4 weight rows (levels at wq + 256 r) against one half of the
-// activations (aq: its quants), their vpmaddubsw products added in int16, then widened with the
-// scale of each row (sc: the rows' int32 scales, 4 r bytes apart in units of sc_stride) and
-// added to isum.
-template <class L, int kSteps>
-inline void scaled_steps(const uint8_t* wq, const uint8_t* aq, int s0, const uint8_t* sc, int64_t sc_stride,
-                         __m256i (&isum)[kR]) {
+// p16[r] = the vpmaddubsw products of kSteps steps from step s0 of 4 weight rows (row r's
+// unsigned levels at wq + kRowBytes r, kStep bytes a step) against one half of the activations
+// (aq: its quants, 64 bytes a step), added in int16: the caller keeps kSteps within its levels'
+// bound (kFlush).
+template <class L, int kSteps, int64_t kRowBytes>
+inline void step_sums16(const uint8_t* wq, const uint8_t* aq, int s0, __m256i (&p16)[kR]) {
   constexpr int kStep = L::kStepElems;
-  __m256i p16[kR];
   for (int r = 0; r < kR; ++r) p16[r] = _mm256_setzero_si256();
 #pragma GCC unroll 8
   for (int s = s0; s < s0 + kSteps; ++s) {
     const __m256i a = load256(aq + 64 * s);
     for (int r = 0; r < kR; ++r)
-      p16[r] = _mm256_add_epi16(p16[r], _mm256_maddubs_epi16(bcast_step<kStep>(wq + 256 * r + kStep * s), a));
+      p16[r] = _mm256_add_epi16(p16[r], _mm256_maddubs_epi16(bcast_step<kStep>(wq + kRowBytes * r + kStep * s), a));
   }
+}
+
+// kSteps steps from step s0 of 4 K-quant weight rows (levels at wq + 256 r) against one half of
+// the activations, widened with the scale of each row (sc: the rows' int32 scales, 4 r bytes apart
+// in units of sc_stride) and added to isum.
+template <class L, int kSteps>
+inline void scaled_steps(const uint8_t* wq, const uint8_t* aq, int s0, const uint8_t* sc, int64_t sc_stride,
+                         __m256i (&isum)[kR]) {
+  __m256i p16[kR];
+  step_sums16<L, kSteps, 256>(wq, aq, s0, p16);
   for (int r = 0; r < kR; ++r)
     isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p16[r], scale16(sc + sc_stride * r)));
+}
+
+// isum[r] += a whole 32-element block of 4 rows (levels at wq + 32 r) against one half of the
+// activations: step_sums16 kFlush steps at a time, each run widened with 1.
+template <class L, int kFlush>
+inline void block_level_sums(const uint8_t* wq, const uint8_t* aq, __m256i (&isum)[kR]) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int s0 = 0; s0 < 32 / L::kStepElems; s0 += kFlush) {
+    __m256i p16[kR];
+    step_sums16<L, kFlush, 32>(wq, aq, s0, p16);
+    for (int r = 0; r < kR; ++r) isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p16[r], ones));
+  }
 }
 
 // isum[r] += the int16 pairs at w + w_stride r (kStep bytes a step) times the activations' int16
@@ -245,9 +265,7 @@ void pack_v80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws
 template <class L, DType T>
 inline void tile_v80(const uint8_t* ws, int64_t nb, const uint8_t* act, const Prefetch& pf, __m256 (&facc)[kR]) {
   constexpr int kStep = L::kStepElems, kBlockSteps = 32 / kStep;
-  constexpr int kFlush = T == DType::Q8_0 ? 1 : (T == DType::Q4_0 ? kBlockSteps : min_i64(kBlockSteps, 4));
   constexpr int64_t kBlock = T == DType::Q8_0 ? kV8Block : kV80Block;
-  const __m256i ones = _mm256_set1_epi16(1);
   for (int r = 0; r < kR; ++r) facc[r] = _mm256_setzero_ps();
   for (int64_t k = 0; k < nb; ++k) {
     prefetch_part(pf, k);
@@ -255,30 +273,23 @@ inline void tile_v80(const uint8_t* ws, int64_t nb, const uint8_t* act, const Pr
     const uint8_t* ab = act + k * L::k80Block;
     __m256i isum[kR];
     if constexpr (T == DType::Q8_0) {
+      const __m256i ones = _mm256_set1_epi16(1);
       for (int r = 0; r < kR; ++r) isum[r] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+      for (int s = 0; s < kBlockSteps; ++s) {
+        const __m256i a = load256(ab + L::k80Q + 64 * s);
+        for (int r = 0; r < kR; ++r) {
+          const __m256i sa = _mm256_sign_epi8(a, bcast_step<kStep>(wb + kV8Q + 32 * r + kStep * s));
+          const __m256i p16 = _mm256_maddubs_epi16(bcast_step<kStep>(wb + kV8Abs + 32 * r + kStep * s), sa);
+          isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p16, ones));
+        }
+      }
     } else {
       // corr = -128 Σ a, a multiple of 16: -8 Σ a (Q4_0) and -16 Σ a (Q5_0) exactly.
       const __m256i corr = load256(ab + L::k80Corr);
       const __m256i off = T == DType::Q4_0 ? _mm256_srai_epi32(corr, 4) : _mm256_srai_epi32(corr, 3);
       for (int r = 0; r < kR; ++r) isum[r] = off;
-    }
-    for (int s0 = 0; s0 < kBlockSteps; s0 += kFlush) {
-      __m256i p16[kR];
-      for (int r = 0; r < kR; ++r) p16[r] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-      for (int s = s0; s < s0 + kFlush; ++s) {
-        const __m256i a = load256(ab + L::k80Q + 64 * s);
-        for (int r = 0; r < kR; ++r) {
-          if constexpr (T == DType::Q8_0) {
-            const __m256i sa = _mm256_sign_epi8(a, bcast_step<kStep>(wb + kV8Q + 32 * r + kStep * s));
-            p16[r] = _mm256_maddubs_epi16(bcast_step<kStep>(wb + kV8Abs + 32 * r + kStep * s), sa);
-          } else {
-            p16[r] = _mm256_add_epi16(p16[r],
-                                      _mm256_maddubs_epi16(bcast_step<kStep>(wb + kV80Q + 32 * r + kStep * s), a));
-          }
-        }
-      }
-      for (int r = 0; r < kR; ++r) isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p16[r], ones));
+      block_level_sums<L, T == DType::Q4_0 ? kBlockSteps : min_i64(kBlockSteps, 4)>(wb + kV80Q, ab + L::k80Q, isum);
     }
     const __m256 da = _mm256_load_ps(reinterpret_cast<const float*>(ab + L::k80D));
     for (int r = 0; r < kR; ++r) {
@@ -316,9 +327,8 @@ void pack_w81(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws
 // fmadds (the integer sum times d_a d_w, then s_a m_w): every lane as there, the same bits.
 template <class L, DType T>
 inline void tile_w81(const uint8_t* ws, int64_t nb, const uint8_t* act, const Prefetch& pf, __m256 (&facc)[kR]) {
-  constexpr int kStep = L::kStepElems, kBlockSteps = 32 / kStep;
+  constexpr int kBlockSteps = 32 / L::kStepElems;
   constexpr int kFlush = T == DType::Q4_1 ? kBlockSteps : min_i64(kBlockSteps, 4);
-  const __m256i ones = _mm256_set1_epi16(1);
   for (int r = 0; r < kR; ++r) facc[r] = _mm256_setzero_ps();
   for (int64_t k = 0; k < nb; ++k) {
     prefetch_part(pf, k);
@@ -326,18 +336,7 @@ inline void tile_w81(const uint8_t* ws, int64_t nb, const uint8_t* act, const Pr
     const uint8_t* ab = act + k * L::k80Block;
     __m256i isum[kR];
     for (int r = 0; r < kR; ++r) isum[r] = _mm256_setzero_si256();
-    for (int s0 = 0; s0 < kBlockSteps; s0 += kFlush) {
-      __m256i p16[kR];
-      for (int r = 0; r < kR; ++r) p16[r] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-      for (int s = s0; s < s0 + kFlush; ++s) {
-        const __m256i a = load256(ab + L::k80Q + 64 * s);
-        for (int r = 0; r < kR; ++r)
-          p16[r] = _mm256_add_epi16(
-              p16[r], _mm256_maddubs_epi16(bcast_step<kStep>(wb + kW81Q + 32 * r + kStep * s), a));
-      }
-      for (int r = 0; r < kR; ++r) isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p16[r], ones));
-    }
+    block_level_sums<L, kFlush>(wb + kW81Q, ab + L::k80Q, isum);
     const __m256 da = _mm256_load_ps(reinterpret_cast<const float*>(ab + L::k80D));
     const __m256 sa = _mm256_load_ps(reinterpret_cast<const float*>(ab + L::k80Corr));
     for (int r = 0; r < kR; ++r) {

@@ -561,6 +561,7 @@ void rows_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint
                                                            next_nr, group_bytes_q8_k(cols));
 }
 
+// A type's in-place kernels (GemmKernels::in_place), layout by layout; kInPlaceMin: Q8_1 activations.
 template <DType T>
 constexpr std::array<GemmKernels::InPlace, kGemmInPlaceLayouts> kInPlace = {{
     {&pack_group_q8_0<Pairs>, &rows_in_place<T, Pairs>},
@@ -572,7 +573,8 @@ constexpr std::array<GemmKernels::InPlace, kGemmInPlaceLayouts> kInPlaceMin = {{
     {&pack_group_q8_1<Quads>, &rows_in_place<T, Quads>},
     {&pack_group_q8_1<Octets>, &rows_in_place<T, Octets>}}};
 
-// min_tokens: gemm_layout.h. Each table: its wide kernels, then its pairs kernels.
+// min_tokens: gemm_layout.h. Each table: its wide kernels, then its pairs kernels, then its
+// in-place ones.
 const GemmKernels kQ8_0{kMinTokensAvx2Q8, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_v8,
                         &rows_v80<DType::Q8_0, Wide>, &pack_group_q8_0<Pairs>, &rows_v80<DType::Q8_0, Pairs>,
                         kInPlace<DType::Q8_0>};

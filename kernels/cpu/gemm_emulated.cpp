@@ -525,7 +525,6 @@ void rows_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint
   rows_driver<kPack, &tile_w6<kMin, L>, 256, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, group_bytes_q8_k(cols));
 }
 
-// Each table: its wide kernels, then its pairs kernels (gemm_avx512.cpp's order).
 // The in-place layouts (gemm_avx512.cpp reads the weights in place there) through the scratch
 // tile: the same integer sums and float operations, so the same bits.
 template <DType T>
@@ -539,6 +538,7 @@ constexpr std::array<GemmKernels::InPlace, kGemmInPlaceLayouts> kInPlaceMin = {{
     {&pack_group_q8_1<Quads>, &rows_w81<T, Quads>},
     {&pack_group_q8_1<Octets>, &rows_w81<T, Octets>}}};
 
+// Each table: its wide kernels, then its pairs kernels, then its in-place ones (gemm_avx512.cpp's order).
 const GemmKernels kQ8_0{kMinTokensW80, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_w80,
                         &rows_w80<DType::Q8_0, Wide>, &pack_group_q8_0<Pairs>, &rows_w80<DType::Q8_0, Pairs>,
                         kInPlace<DType::Q8_0>};

@@ -22,7 +22,8 @@
 # Usage: bench/run_benchmarks.sh [BUILD_DIR] [MODEL_DIR]; SECTIONS="cpu kernels" picks sections
 # (default: all); LLAMA_BIN=dir of llama.cpp's binaries (test-backend-ops, llama-server) for the
 # side-by-side sections (default /work/llama-ref/bin: cmake -B /work/llama-ref in its source tree;
-# skipped, with a note, when absent).
+# skipped, with a note, when absent); LLAMA_AVX2_BIN the same for its AVX2-only build (the avx2 and
+# small sections); WEIGHT_TYPES="q8_0 q4_k" narrows the kernel sections' types.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -43,6 +44,23 @@ make_model() {  # name type dim layers heads kv_heads ffn [extra make-model opti
   echo "$out"
 }
 want() { [[ " $SECTIONS " == *" $1 "* ]]; }
+LLAMA_AVX2_BIN=${LLAMA_AVX2_BIN:-/work/llama-avx2/bin}
+WEIGHT_TYPES=${WEIGHT_TYPES:-f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k}
+
+# Every weight type at token counts NS ("1,8,512"): our kernels at ISA (best / avx2 / ...) with
+# one weight copy (STRATA_BENCH_HOT=1: test-backend-ops reruns one buffer), then the same cases
+# from LBIN's test-backend-ops (skipped, with a note, when absent). W 4096 x 14336, 1 thread.
+kernel_side_by_side() {  # ISA LBIN NS
+  local isa=$1 lbin=$2 ns=$3 type
+  for type in $WEIGHT_TYPES; do
+    STRATA_BENCH_HOT=1 "$KBENCH" 1 4096 14336 "$isa" "$type" "$ns" | grep tokens=
+    if [ -x "$lbin/test-backend-ops" ]; then
+      "$lbin/test-backend-ops" perf -b CPU -o MUL_MAT \
+          -p "type_a=${type/_k/_K},type_b=f32,m=4096,n=(${ns//,/|}),k=14336,bs=\[1,1\]" | grep 'MUL_MAT(' | sed 's/,bs=.*pad=0)//'
+    fi
+  done
+  [ -x "$lbin/test-backend-ops" ] || echo "no $lbin/test-backend-ops: llama.cpp side not measured"
+}
 
 echo "## machine"
 echo "$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%F %H:%M UTC')"
@@ -129,7 +147,7 @@ if want kernels; then
   # n = 1 twice: rotating through 160 MB of weight copies (decode from memory), then with
   # STRATA_BENCH_HOT=1 one copy, as test-backend-ops reruns one weight buffer (part of which the
   # 32 MB L3 keeps for the smaller types): the like-for-like figure.
-  for type in f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k; do
+  for type in $WEIGHT_TYPES; do
     "$KBENCH" 1 4096 14336 best "$type" 1,8,512 | grep tokens=
     STRATA_BENCH_HOT=1 "$KBENCH" 1 4096 14336 best "$type" 1 | grep tokens= | sed 's/^/one copy: /'
     if [ -x "$LLAMA_BIN/test-backend-ops" ]; then
@@ -153,15 +171,7 @@ if want avx2; then
   # option OFF). One weight copy on both sides (STRATA_BENCH_HOT=1: test-backend-ops reruns one
   # buffer), 1 thread, W 4096 x 14336, n = 1, 8, 512, mean ms per call.
   echo "## AVX2 paths side by side: W 4096 x 14336, 1 thread, ours (avx2 forced) then llama.cpp's AVX2-only build"
-  LLAMA_AVX2_BIN=${LLAMA_AVX2_BIN:-/work/llama-avx2/bin}
-  for type in f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k; do
-    STRATA_BENCH_HOT=1 "$KBENCH" 1 4096 14336 avx2 "$type" 1,8,512 | grep tokens=
-    if [ -x "$LLAMA_AVX2_BIN/test-backend-ops" ]; then
-      "$LLAMA_AVX2_BIN/test-backend-ops" perf -b CPU -o MUL_MAT \
-          -p "type_a=${type/_k/_K},type_b=f32,m=4096,n=(1|8|512),k=14336,bs=\[1,1\]" | grep 'MUL_MAT(' | sed 's/,bs=.*pad=0)//'
-    fi
-  done
-  [ -x "$LLAMA_AVX2_BIN/test-backend-ops" ] || echo "no $LLAMA_AVX2_BIN/test-backend-ops: llama.cpp side not measured"
+  kernel_side_by_side avx2 "$LLAMA_AVX2_BIN" 1,8,512
   echo
 fi
 
@@ -169,20 +179,12 @@ if want small; then
   # A batched decode step of 2-4 sequences: W 4096 x 14336, 1 thread, one weight copy on both sides
   # (STRATA_BENCH_HOT=1), mean ms per call; first the best ISA beside LLAMA_BIN, then the AVX2
   # paths forced beside the AVX2-only build (LLAMA_AVX2_BIN, as in the avx2 section).
-  LLAMA_AVX2_BIN=${LLAMA_AVX2_BIN:-/work/llama-avx2/bin}
-  for pair in "best:$LLAMA_BIN" "avx2:$LLAMA_AVX2_BIN"; do
-    isa=${pair%%:*} lbin=${pair#*:}
-    echo "## Batches of 2-4 tokens: W 4096 x 14336, 1 thread, ours ($isa) then llama.cpp ($lbin)"
-    for type in f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k; do
-      STRATA_BENCH_HOT=1 "$KBENCH" 1 4096 14336 "$isa" "$type" 2,3,4 | grep tokens=
-      if [ -x "$lbin/test-backend-ops" ]; then
-        "$lbin/test-backend-ops" perf -b CPU -o MUL_MAT \
-            -p "type_a=${type/_k/_K},type_b=f32,m=4096,n=(2|3|4),k=14336,bs=\[1,1\]" | grep 'MUL_MAT(' | sed 's/,bs=.*pad=0)//'
-      fi
-    done
-    [ -x "$lbin/test-backend-ops" ] || echo "no $lbin/test-backend-ops: llama.cpp side not measured"
-    echo
-  done
+  echo "## Batches of 2-4 tokens: W 4096 x 14336, 1 thread, ours (best ISA) then llama.cpp ($LLAMA_BIN)"
+  kernel_side_by_side best "$LLAMA_BIN" 2,3,4
+  echo
+  echo "## Batches of 2-4 tokens: W 4096 x 14336, 1 thread, ours (avx2 forced) then llama.cpp's AVX2-only build"
+  kernel_side_by_side avx2 "$LLAMA_AVX2_BIN" 2,3,4
+  echo
 fi
 
 big=""

@@ -17,10 +17,8 @@
 // vpmaddubsw would saturate on): Q4_0 / Q5_0 as unsigned levels 0..15 / 0..31, their offset
 // (-8 / -16 x the activations' sum) taken from the packed corr (-128 x that sum) by a shift;
 // Q8_0 as |q| and q, the activation taking q's sign (vpsignb) so that |q| can be the unsigned
-// operand. A token's total is again the AVX-512 kernels', and so are its bits in the wide layout;
-// in the pairs layout (two lanes a token) the offset lies in the token's first lane here and the
-// -128 x sum in the AVX-512 one's, so the two lanes round differently: the same sum to within
-// float rounding, not to the bit.
+// operand. The packed corr is per lane (each lane's own activations), so every lane's integer sum
+// is again the AVX-512 kernels', in every layout, and so are the output bits.
 #include <immintrin.h>
 
 #include <cstring>

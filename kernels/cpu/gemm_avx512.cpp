@@ -400,19 +400,15 @@ void rows_w80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uin
 // ---- in-place tiles: 2-8 tokens of Q8_0 / Q4_0 / Q5_0 weights, no weight scratch -------------
 
 // The kSteps = 32 / kStep steps of one block, each step (elements [kStep s, kStep s + kStep)) in
-// every token's lanes, as the unsigned bytes of the weight scratch (pack_w80: q + 128; pack_w81:
-// the levels 0..15 / 0..31), with the block's d (and m: Q4_1 / Q5_1). Q8_0: its bytes broadcast
-// from the block with the sign bit flipped. The nibble types: the 16 nibble bytes broadcast and
-// masked in place, plus their offset (Q4_0 120, Q5_0 112: q + 128), the fifth bits of Q5_0 /
-// Q5_1 under a byte mask in octets; in pairs and quads those two unpack the block once in a
-// register and pick each step out with one vpermq (a byte mask per step measured no faster).
-// Every lane then holds the scratch kernels' integer sum, and every output has their bits.
-// (Levels without the offsets, taken once from corr instead, would save a vpaddb a step but move
-// part of a token's sum to its other lanes: other float roundings.)
+// every token's lanes, with the block's d (and m: Q4_1 / Q5_1). Q8_0: its bytes broadcast from
+// the block with the sign bit flipped (w + 128, as the scratch pack_w80 holds). The nibble types:
+// their levels 0..15 / 0..31, without the scratch's + 120 / + 112 (tile_in_place takes that from
+// the offset slot instead: corr_i >> 4 / >> 3, lane by lane, the same integers), the 16 nibble
+// bytes broadcast and masked in place, the fifth bits of Q5_0 / Q5_1 under a byte mask in octets;
+// in pairs and quads those two unpack the block once in a register and pick each step out with
+// one vpermq (a byte mask per step measured no faster).
 template <DType T>
 constexpr bool kFifthBits = T == DType::Q5_0 || T == DType::Q5_1;
-template <DType T>
-constexpr int kLevelBase = T == DType::Q4_0 ? 120 : T == DType::Q5_0 ? 112 : 0;  // q + 128 - level
 
 template <DType T, int kStep>
 inline void weight_steps(const uint8_t* blk, __m512i (&w)[32 / kStep], float* d, float* m) {
@@ -442,13 +438,11 @@ inline void weight_steps(const uint8_t* blk, __m512i (&w)[32 / kStep], float* d,
     *d = h2f(b->d), *m = h2f(b->m), qs = b->qs;
     std::memcpy(&qh, b->qh, 4);
   }
-  const __m512i base = _mm512_set1_epi8(kLevelBase<T>);
   if constexpr (kFifthBits<T> && kStep < 32) {
     const __m128i m4 = _mm_set1_epi8(0x0F);
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-    const __m256i q = _mm256_or_si256(_mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4)),
-                                      _mm256_maskz_set1_epi8(_cvtu32_mask32(qh), 16));
-    const __m512i u = _mm512_castsi256_si512(_mm256_add_epi8(q, _mm512_castsi512_si256(base)));
+    const __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
+    const __m512i u = _mm512_castsi256_si512(_mm256_mask_add_epi8(q, _cvtu32_mask32(qh), q, _mm256_set1_epi8(16)));
     constexpr int kQwords = kStep / 8;  // 64-bit words of one step
     const __m512i lane = _mm512_and_si512(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(kQwords - 1));
     for (int s = 0; s < kSteps; ++s)
@@ -474,9 +468,7 @@ inline void weight_steps(const uint8_t* blk, __m512i (&w)[32 / kStep], float* d,
   }
   if constexpr (kFifthBits<T>) {  // octets: element j of both tokens' 32 bytes takes fifth bit j
     const __mmask64 hi = _cvtu64_mask64(uint64_t{qh} | (uint64_t{qh} << 32));
-    w[0] = _mm512_add_epi8(w[0], _mm512_mask_blend_epi8(hi, base, _mm512_add_epi8(base, _mm512_set1_epi8(16))));
-  } else if constexpr (kLevelBase<T> != 0) {
-    for (int s = 0; s < kSteps; ++s) w[s] = _mm512_add_epi8(w[s], base);
+    w[0] = _mm512_mask_add_epi8(w[0], hi, w[0], _mm512_set1_epi8(16));
   }
 }
 
@@ -492,9 +484,9 @@ constexpr bool kHasMin = T == DType::Q4_1 || T == DType::Q5_1;
 
 // kInPlaceRows rows (row[r]: a row's first block) x one group of layout L (pairs, quads or
 // octets) over all nb blocks, read in place: per block, per row, the integer sum of the steps
-// (vpdpbusd from zero, steps in order), then tile_w8's float operations in its order (plus corr
-// before the conversion; or, for Q4_1 / Q5_1, s_a m_w after it) on the same integers, so pairs
-// give rows_pairs' bits.
+// (vpdpbusd from zero, steps in order) plus the lane's offset, then tile_w8's float operations in
+// its order (for Q4_1 / Q5_1, s_a m_w after the conversion) on the same integers, lane by lane, so
+// pairs give rows_pairs' bits.
 constexpr int kInPlaceRows = 8;
 template <DType T, class L>
 inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb, const uint8_t* act,
@@ -507,8 +499,13 @@ inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb,
     __m512i a[kSteps];
     for (int s = 0; s < kSteps; ++s) a[s] = _mm512_load_si512(ab + L::k80Q + 64 * s);
     const __m512 da = _mm512_load_ps(ab + L::k80D);
-    // -128 x the activations' sum (i32), or for Q4_1 / Q5_1 their s (f32)
-    const __m512i off = _mm512_load_si512(ab + L::k80Corr);
+    // per lane, -128 x the sum of the activations it meets (i32), scaled to the levels' offset:
+    // Q8_0's w + 128 takes it whole, Q4_0's w + 8 and Q5_0's w + 16 a 16th and an 8th (exact);
+    // or for Q4_1 / Q5_1 the activations' s (f32)
+    const __m512i corr = _mm512_load_si512(ab + L::k80Corr);
+    const __m512i off = T == DType::Q4_0   ? _mm512_srai_epi32(corr, 4)
+                        : T == DType::Q5_0 ? _mm512_srai_epi32(corr, 3)
+                                           : corr;
     for (int r = 0; r < kInPlaceRows; ++r) {
       const uint8_t* blk = row[r] + k * kBB;
       _mm_prefetch(reinterpret_cast<const char*>(blk + kInPlaceAhead), _MM_HINT_T0);

@@ -20,12 +20,12 @@
 //   Quads (kStep 16) and Octets (kStep 32), for Q8_0 / Q8_1 activations only: at most 4 (2)
 //     tokens, 4 (8) lanes a token, a step of 16 (32) elements; the in-place tiles of batches of
 //     2-4 tokens (gemm.h), whose vpdpbusd then have no padding lanes either.
-//   Q8_0 activations, per 32-element block: corr (-128 * sum q; a token's other lanes 0), d f32
-//     (in each of a token's lanes), q[32 / kStep steps][lanes] i8
+//   Q8_0 activations, per 32-element block: corr (per lane: -128 * the sum of the q that lane
+//     meets), d f32 (in each of a token's lanes), q[32 / kStep steps][lanes] i8
 //   Q8_K activations, per 256-element block: d, bs16[32 / kStep] (int16 sums of 16: a lane holds
 //     kStep / 2 consecutive sums), bs32[16 / kStep] (int16 sums of 32, the same way), q[256 / kStep]
 //   Q8_1 activations (for Q4_1, Q5_1): the Q8_0 layout with s (the block's fp16 d * sum q, as
-//     f32; a pair's second lane 0) where corr is
+//     f32; a token's other lanes 0) where corr is
 //   Weights for Q8_0 activations, per block of 4 rows: d[4] f32, q[4 rows][32] u8 = w + 128
 //   Q4_1 / Q5_1 weights per block of 4 rows: d[4], m[4] f32, q[4 rows][32] u8 (0..15 / 0..31)
 //   Q4_K / Q5_K weights per block of 4 rows: d[4], dmin[4] f32, sc[4 rows][8] i32, mins
@@ -115,8 +115,8 @@ static inline void putf(uint8_t* p, float v) { std::memcpy(p, &v, 4); }
 
 // The frame of the 32-element activation layouts (Q8_0, Q8_1): tokens [T group, T group + T) of
 // x ([n_tokens][cols] f32, T = L::kTokens) quantized block by block into Block (zeros at or past
-// n_tokens); per block, offset(b) (4 bytes) in a token's first lane of the offset slot and 0 in a
-// pair's second, d in each of its lanes, then the quants.
+// n_tokens); per block, offset(b, i) (4 bytes) in lane i of a token's lanes of the offset slot, d
+// in each of its lanes, then the quants.
 template <class L, typename Block, typename Offset>
 static inline void pack_act_32(QuantizeRow quantize, const float* x, int64_t cols, int64_t n_tokens, int64_t group,
                                uint8_t* dst, Offset offset) {
@@ -130,8 +130,7 @@ static inline void pack_act_32(QuantizeRow quantize, const float* x, int64_t col
       if (tok < n_tokens) quantize(x + tok * cols + k * 32, &b, 32);
       else std::memset(&b, 0, sizeof b);
       for (int i = 0; i < L::kLanes; ++i) {
-        if (i == 0) offset(b, o + L::k80Corr + 4 * (L::kLanes * t));
-        else put32(o + L::k80Corr + 4 * (L::kLanes * t + i), 0);
+        offset(b, i, o + L::k80Corr + 4 * (L::kLanes * t + i));
         putf(o + L::k80D + 4 * (L::kLanes * t + i), fp16_to_f32(b.d));
       }
       for (int j = 0; j < 32 / kStep; ++j) std::memcpy(o + L::k80Q + 64 * j + kStep * t, b.qs + kStep * j, kStep);
@@ -139,23 +138,32 @@ static inline void pack_act_32(QuantizeRow quantize, const float* x, int64_t col
   }
 }
 
-// Q8_0 activations (Q4_0, Q5_0, Q8_0 weights): the offset slot holds corr = -128 * sum q.
+// Q8_0 activations (Q4_0, Q5_0, Q8_0 weights): lane i of a token's offset slot holds corr_i =
+// -128 x the sum of the quants that lane i meets (4 of each step: q[kStep j + 4 i, + 4)). A
+// lane's integer sum is then sum (w + 128) q + corr_i = sum w q in every lane, whichever offset a
+// kernel's levels carry (w + 128: add corr_i; w + 8 / w + 16: corr_i >> 4 / >> 3, exact as
+// corr_i is a multiple of 128; w itself, signed: nothing), so every kernel's lanes hold the same
+// integers.
 template <class L>
 static inline void pack_act_q8_0(QuantizeRow quantize, const float* x, int64_t cols, int64_t n_tokens,
                                  int64_t group, uint8_t* dst) {
-  pack_act_32<L, BlockQ8_0>(quantize, x, cols, n_tokens, group, dst, [](const BlockQ8_0& b, uint8_t* p) {
+  constexpr int kStep = L::kStepElems;
+  pack_act_32<L, BlockQ8_0>(quantize, x, cols, n_tokens, group, dst, [](const BlockQ8_0& b, int lane, uint8_t* p) {
     int32_t sum = 0;
-    for (int j = 0; j < 32; ++j) sum += b.qs[j];
+    for (int j = 0; j < 32 / kStep; ++j)
+      for (int e = 0; e < 4; ++e) sum += b.qs[kStep * j + 4 * lane + e];
     put32(p, -128 * sum);
   });
 }
 
-// Q8_1 activations (Q4_1, Q5_1 weights): the offset slot holds s (f32).
+// Q8_1 activations (Q4_1, Q5_1 weights): the offset slot holds s (f32) in a token's first lane,
+// 0 in its others.
 template <class L>
 static inline void pack_act_q8_1(QuantizeRow quantize, const float* x, int64_t cols, int64_t n_tokens,
                                  int64_t group, uint8_t* dst) {
-  pack_act_32<L, BlockQ8_1>(quantize, x, cols, n_tokens, group, dst,
-                            [](const BlockQ8_1& b, uint8_t* p) { putf(p, fp16_to_f32(b.s)); });
+  pack_act_32<L, BlockQ8_1>(quantize, x, cols, n_tokens, group, dst, [](const BlockQ8_1& b, int lane, uint8_t* p) {
+    putf(p, lane == 0 ? fp16_to_f32(b.s) : 0.f);
+  });
 }
 
 // The same for Q8_K (K-quant weights).

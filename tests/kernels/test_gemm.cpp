@@ -183,17 +183,15 @@ TEST(Gemm, EmulatedPackedKernelsMatchScalar) {
 }
 
 // The hardware kernels `hw` against the emulation, case by case, in every layout hw has: the
-// same packed activations, the same output bits (tolerance 0: the same integer sums and the same
-// float operations, fma included, in the same order per output), and, with same_scratch, the
-// same weight scratch (every byte of the last row quad; the in-place layouts write none).
-// lanes_too false: the pairs and in-place layouts are left out (kernels whose lanes split a token's
-// sum otherwise).
-void expect_bit_identical_to_emulation(const GemmKernels& hw, DType wt, bool same_scratch, bool lanes_too = true) {
+// same packed activations, the same output bits (tolerance 0: the same integer sums in every lane
+// and the same float operations, fma included, in the same order per output), and, with
+// same_scratch, the same weight scratch (every byte of the last row quad; the in-place layouts
+// write none).
+void expect_bit_identical_to_emulation(const GemmKernels& hw, DType wt, bool same_scratch) {
   const GemmKernels* em = detail::emulated_gemm(wt);
   ASSERT_NE(em, nullptr) << dtype_name(wt);
   for (const Case& c : cases_for(wt))
     for (Layout l : layouts_for(hw, c)) {
-      if (l != Layout::Wide && !lanes_too) continue;
       if (is_in_place(l)) {
         ASSERT_NE(em->in_place[in_place_index(l)].rows, nullptr) << dtype_name(wt) << " " << layout_name(l);
       }
@@ -227,21 +225,18 @@ TEST(Gemm, EmulatedIsBitIdenticalToAvx512) {
   }
 }
 
-// The types with AVX2 packed kernels. Q4_0, Q5_0 and Q8_0 keep a scratch of their own (levels
-// without the +128), so in the pairs and in-place layouts the integer sum of a token is split
-// between its lanes otherwise than in the AVX-512 kernels (the -128 x sum correction sits in the
-// first lane there): the same total, other float roundings, and no bit-for-bit comparison there.
-// Q4_1 / Q5_1 and the K-quants unpack into the AVX-512 kernels' scratch and sum every lane as
-// they do.
+// The types with AVX2 packed kernels. Q4_0, Q5_0 and Q8_0 keep a weight scratch of their own
+// (levels without the + 128, or |w| and w's sign), but every lane's integer sum is the AVX-512
+// kernels' (the activations' offset slot holds each lane's correction), so their outputs are too.
+// Q4_1 / Q5_1 and the K-quants unpack into the AVX-512 kernels' scratch.
 const DType kAvx2PackedTypes[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_1, DType::Q5_1,
                                   DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
-bool avx2_same_as_avx512(DType wt) {
+bool avx2_same_scratch_as_avx512(DType wt) {
   return traits(wt).block_elems == 256 || wt == DType::Q4_1 || wt == DType::Q5_1;
 }
 
 // Every x86-64 CPU with AVX2 (the AMD and older Intel ones run these in matmul): against the
-// scalar reference, and bit for bit against the emulation of the AVX-512 kernels (the 32-element
-// types in the wide layout only).
+// scalar reference, and bit for bit against the emulation of the AVX-512 kernels in every layout.
 TEST(Gemm, Avx2PackedKernelsMatchScalarAndTheAvx512Bits) {
   if (!isa_supported(Isa::Avx2)) GTEST_SKIP() << "no AVX2 on this CPU";
   int checked = 0;
@@ -253,7 +248,7 @@ TEST(Gemm, Avx2PackedKernelsMatchScalarAndTheAvx512Bits) {
     if (!gk) continue;
     for (const Case& c : cases_for(wt))
       for (Layout l : layouts_for(*gk, c)) check_gemm(*gk, wt, c, seed_of(c), l);
-    expect_bit_identical_to_emulation(*gk, wt, avx2_same_as_avx512(wt), avx2_same_as_avx512(wt));
+    expect_bit_identical_to_emulation(*gk, wt, avx2_same_scratch_as_avx512(wt));
     ++checked;
   }
   EXPECT_EQ(checked, 10);

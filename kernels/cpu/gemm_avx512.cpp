@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <cstddef>
 
 // GCC 12 reports the _mm512_undefined_ps() inside _mm512_cvtepi32_ps as maybe-uninitialized.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -400,53 +401,44 @@ void rows_w80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uin
 // ---- in-place tiles: 2-8 tokens of Q8_0 / Q4_0 / Q5_0 weights, no weight scratch -------------
 
 // The kSteps = 32 / kStep steps of one block, each step (elements [kStep s, kStep s + kStep)) in
-// every token's lanes, with the block's d (and m: Q4_1 / Q5_1). Q8_0: its bytes broadcast from
+// every token's lanes (the block's d and m: block_scales). Q8_0: its bytes broadcast from
 // the block with the sign bit flipped (w + 128, as the scratch pack_w80 holds). The nibble types:
 // their levels 0..15 / 0..31, without the scratch's + 120 / + 112 (tile_in_place takes that from
-// the offset slot instead: corr_i >> 4 / >> 3, lane by lane, the same integers), the 16 nibble
-// bytes broadcast and masked in place, the fifth bits of Q5_0 / Q5_1 under a byte mask in octets;
-// in pairs and quads those two unpack the block once in a register and pick each step out with
-// one vpermq (a byte mask per step measured no faster).
+// the offset slot instead: corr_i >> 4 / >> 3, lane by lane, the same integers): the 16 nibble
+// bytes broadcast and masked in place, and the fifth bits of Q5_0 / Q5_1 added under a byte mask
+// per step; in pairs (4 steps) those two unpack the block once in a register and pick each step
+// out with one vpermq instead (measured: quads 1.15x faster with the masks, pairs 1.3x slower).
 template <DType T>
 constexpr bool kFifthBits = T == DType::Q5_0 || T == DType::Q5_1;
 
 template <DType T, int kStep>
-inline void weight_steps(const uint8_t* blk, __m512i (&w)[32 / kStep], float* d, float* m) {
+inline void weight_steps(const uint8_t* blk, __m512i (&w)[32 / kStep]) {
   constexpr int kSteps = 32 / kStep;
   if constexpr (T == DType::Q8_0) {
-    const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(blk);
-    *d = h2f(b->d);
+    const uint8_t* qs = blk + offsetof(BlockQ8_0, qs);
     for (int s = 0; s < kSteps; ++s)
-      w[s] = _mm512_xor_si512(bcast_step<kStep>(reinterpret_cast<const uint8_t*>(b->qs) + kStep * s),
-                              _mm512_set1_epi8(static_cast<char>(0x80)));
+      w[s] = _mm512_xor_si512(bcast_step<kStep>(qs + kStep * s), _mm512_set1_epi8(static_cast<char>(0x80)));
     return;
   }
   const uint8_t* qs;
   uint32_t qh = 0;
   if constexpr (T == DType::Q4_0) {
-    const BlockQ4_0* b = reinterpret_cast<const BlockQ4_0*>(blk);
-    *d = h2f(b->d), qs = b->qs;
+    qs = reinterpret_cast<const BlockQ4_0*>(blk)->qs;
   } else if constexpr (T == DType::Q5_0) {
-    const BlockQ5_0* b = reinterpret_cast<const BlockQ5_0*>(blk);
-    *d = h2f(b->d), qs = b->qs;
-    std::memcpy(&qh, b->qh, 4);
+    qs = reinterpret_cast<const BlockQ5_0*>(blk)->qs;
+    std::memcpy(&qh, reinterpret_cast<const BlockQ5_0*>(blk)->qh, 4);
   } else if constexpr (T == DType::Q4_1) {
-    const BlockQ4_1* b = reinterpret_cast<const BlockQ4_1*>(blk);
-    *d = h2f(b->d), *m = h2f(b->m), qs = b->qs;
+    qs = reinterpret_cast<const BlockQ4_1*>(blk)->qs;
   } else {
-    const BlockQ5_1* b = reinterpret_cast<const BlockQ5_1*>(blk);
-    *d = h2f(b->d), *m = h2f(b->m), qs = b->qs;
-    std::memcpy(&qh, b->qh, 4);
+    qs = reinterpret_cast<const BlockQ5_1*>(blk)->qs;
+    std::memcpy(&qh, reinterpret_cast<const BlockQ5_1*>(blk)->qh, 4);
   }
-  if constexpr (kFifthBits<T> && kStep < 32) {
+  if constexpr (kFifthBits<T> && kStep == 8) {  // pairs: unpack once, a vpermq a step
     const __m128i m4 = _mm_set1_epi8(0x0F);
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
     const __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
     const __m512i u = _mm512_castsi256_si512(_mm256_mask_add_epi8(q, _cvtu32_mask32(qh), q, _mm256_set1_epi8(16)));
-    constexpr int kQwords = kStep / 8;  // 64-bit words of one step
-    const __m512i lane = _mm512_and_si512(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(kQwords - 1));
-    for (int s = 0; s < kSteps; ++s)
-      w[s] = _mm512_permutexvar_epi64(_mm512_add_epi64(_mm512_set1_epi64(kQwords * s), lane), u);
+    for (int s = 0; s < kSteps; ++s) w[s] = _mm512_permutexvar_epi64(_mm512_set1_epi64(s), u);
     return;
   }
   // Nibble byte i holds element i (low) and element i + 16 (high).
@@ -466,9 +458,17 @@ inline void weight_steps(const uint8_t* blk, __m512i (&w)[32 / kStep], float* d,
     w[2] = _mm512_and_si512(_mm512_srli_epi16(v0, 4), m4);
     w[3] = _mm512_and_si512(_mm512_srli_epi16(v1, 4), m4);
   }
-  if constexpr (kFifthBits<T>) {  // octets: element j of both tokens' 32 bytes takes fifth bit j
-    const __mmask64 hi = _cvtu64_mask64(uint64_t{qh} | (uint64_t{qh} << 32));
-    w[0] = _mm512_mask_add_epi8(w[0], hi, w[0], _mm512_set1_epi8(16));
+  if constexpr (kFifthBits<T>) {
+    // Step s holds elements [kStep s, kStep s + kStep) in each of its 64 / kStep copies: their
+    // fifth bits (qh bits kStep s ...) repeated as often make its byte mask.
+    constexpr uint64_t kRepeat = kStep == 32 ? 0x0000000100000001ULL
+                                 : kStep == 16 ? 0x0001000100010001ULL
+                                               : 0x0101010101010101ULL;
+    constexpr uint64_t kStepBits = (uint64_t{1} << kStep) - 1;
+    for (int s = 0; s < kSteps; ++s) {
+      const __mmask64 hi = _cvtu64_mask64(((uint64_t{qh} >> (kStep * s)) & kStepBits) * kRepeat);
+      w[s] = _mm512_mask_add_epi8(w[s], hi, w[s], _mm512_set1_epi8(16));
+    }
   }
 }
 
@@ -482,44 +482,70 @@ constexpr int64_t kBlockBytes32 = T == DType::Q8_0   ? sizeof(BlockQ8_0)
 template <DType T>
 constexpr bool kHasMin = T == DType::Q4_1 || T == DType::Q5_1;
 
+constexpr int kInPlaceRows = 8;
+constexpr int64_t kScaleChunk = 64;  // blocks whose scales block_scales converts at once
+
+// The fp16 d (and m: Q4_1 / Q5_1) of blocks [k0, k0 + kn) of the kInPlaceRows rows, as f32 in
+// d[k][r] (m[k][r]): gathered with plain 16-bit moves, then converted 16 at a time, so that the
+// tile multiplies by a broadcast from memory instead of converting each block's d on its own
+// (vpinsrw, vcvtph2ps, vbroadcastss: three p5 / p0 operations per row and block).
+template <DType T>
+inline void block_scales(const uint8_t* const (&row)[kInPlaceRows], int64_t k0, int64_t kn,
+                         float (&d)[kScaleChunk][kInPlaceRows], float (&m)[kScaleChunk][kInPlaceRows]) {
+  constexpr int64_t kBB = kBlockBytes32<T>;
+  alignas(64) uint16_t h[2][kScaleChunk][kInPlaceRows];
+  for (int r = 0; r < kInPlaceRows; ++r)
+    for (int64_t k = 0; k < kn; ++k) {
+      const uint8_t* blk = row[r] + (k0 + k) * kBB;
+      std::memcpy(&h[0][k][r], blk, 2);                        // d: every block's first field
+      if constexpr (kHasMin<T>) std::memcpy(&h[1][k][r], blk + 2, 2);  // m: Q4_1 / Q5_1's second
+    }
+  for (int64_t i = 0; i < kn * kInPlaceRows; i += 16) {
+    _mm512_store_ps(&d[0][0] + i, _mm512_cvtph_ps(loadu256(&h[0][0][0] + i)));
+    if constexpr (kHasMin<T>) _mm512_store_ps(&m[0][0] + i, _mm512_cvtph_ps(loadu256(&h[1][0][0] + i)));
+  }
+}
+
 // kInPlaceRows rows (row[r]: a row's first block) x one group of layout L (pairs, quads or
 // octets) over all nb blocks, read in place: per block, per row, the integer sum of the steps
-// (vpdpbusd from zero, steps in order) plus the lane's offset, then tile_w8's float operations in
-// its order (for Q4_1 / Q5_1, s_a m_w after the conversion) on the same integers, lane by lane, so
-// pairs give rows_pairs' bits.
-constexpr int kInPlaceRows = 8;
+// (vpdpbusd from the lane's offset, or from zero for Q4_1 / Q5_1), then tile_w8's float
+// operations in its order (for Q4_1 / Q5_1, s_a m_w after the conversion) on the same integers,
+// lane by lane, so pairs give rows_pairs' bits.
 template <DType T, class L>
 inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb, const uint8_t* act,
                           __m512 (&facc)[kInPlaceRows]) {
   constexpr int kStep = L::kStepElems, kSteps = 32 / kStep;
   constexpr int64_t kBB = kBlockBytes32<T>;
   for (int r = 0; r < kInPlaceRows; ++r) facc[r] = _mm512_setzero_ps();
-  for (int64_t k = 0; k < nb; ++k) {
-    const uint8_t* ab = act + k * L::k80Block;
-    __m512i a[kSteps];
-    for (int s = 0; s < kSteps; ++s) a[s] = _mm512_load_si512(ab + L::k80Q + 64 * s);
-    const __m512 da = _mm512_load_ps(ab + L::k80D);
-    // per lane, -128 x the sum of the activations it meets (i32), scaled to the levels' offset:
-    // Q8_0's w + 128 takes it whole, Q4_0's w + 8 and Q5_0's w + 16 a 16th and an 8th (exact);
-    // or for Q4_1 / Q5_1 the activations' s (f32)
-    const __m512i corr = _mm512_load_si512(ab + L::k80Corr);
-    const __m512i off = T == DType::Q4_0   ? _mm512_srai_epi32(corr, 4)
-                        : T == DType::Q5_0 ? _mm512_srai_epi32(corr, 3)
-                                           : corr;
-    for (int r = 0; r < kInPlaceRows; ++r) {
-      const uint8_t* blk = row[r] + k * kBB;
-      _mm_prefetch(reinterpret_cast<const char*>(blk + kInPlaceAhead), _MM_HINT_T0);
-      float d, m = 0.f;
-      __m512i w[kSteps];
-      weight_steps<T, kStep>(blk, w, &d, &m);
-      __m512i acc = _mm512_setzero_si512();
-      for (int s = 0; s < kSteps; ++s) acc = _mm512_dpbusd_epi32(acc, w[s], a[s]);
-      const __m512 dd = _mm512_mul_ps(da, _mm512_set1_ps(d));
-      if constexpr (kHasMin<T>) {
+  alignas(64) float dw[kScaleChunk][kInPlaceRows], mw[kScaleChunk][kInPlaceRows];
+  for (int64_t k0 = 0; k0 < nb; k0 += kScaleChunk) {
+    const int64_t kn = min_i64(kScaleChunk, nb - k0);
+    block_scales<T>(row, k0, kn, dw, mw);
+    for (int64_t kc = 0; kc < kn; ++kc) {
+      const int64_t k = k0 + kc;
+      const uint8_t* ab = act + k * L::k80Block;
+      __m512i a[kSteps];
+      for (int s = 0; s < kSteps; ++s) a[s] = _mm512_load_si512(ab + L::k80Q + 64 * s);
+      const __m512 da = _mm512_load_ps(ab + L::k80D);
+      // per lane, -128 x the sum of the activations it meets (i32), scaled to the levels'
+      // offset: Q8_0's w + 128 takes it whole, Q4_0's w + 8 and Q5_0's w + 16 a 16th and an 8th
+      // (exact); or for Q4_1 / Q5_1 the activations' s (f32)
+      const __m512i corr = _mm512_load_si512(ab + L::k80Corr);
+      const __m512i off = T == DType::Q4_0   ? _mm512_srai_epi32(corr, 4)
+                          : T == DType::Q5_0 ? _mm512_srai_epi32(corr, 3)
+                                             : corr;
+      for (int r = 0; r < kInPlaceRows; ++r) {
+        const uint8_t* blk = row[r] + k * kBB;
+        _mm_prefetch(reinterpret_cast<const char*>(blk + kInPlaceAhead), _MM_HINT_T0);
+        __m512i w[kSteps];
+        weight_steps<T, kStep>(blk, w);
+        // integer sums are exact: starting from the offset is adding it last
+        __m512i acc = kHasMin<T> ? _mm512_setzero_si512() : off;
+        for (int s = 0; s < kSteps; ++s) acc = _mm512_dpbusd_epi32(acc, w[s], a[s]);
+        const __m512 dd = _mm512_mul_ps(da, _mm512_set1_ps(dw[kc][r]));
         facc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), dd, facc[r]);
-        facc[r] = _mm512_fmadd_ps(_mm512_castsi512_ps(off), _mm512_set1_ps(m), facc[r]);
-      } else {
-        facc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, off)), dd, facc[r]);
+        if constexpr (kHasMin<T>)
+          facc[r] = _mm512_fmadd_ps(_mm512_castsi512_ps(off), _mm512_set1_ps(mw[kc][r]), facc[r]);
       }
     }
   }

@@ -6,8 +6,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstring>
 #include <cstddef>
+#include <cstring>
 
 // GCC 12 reports the _mm512_undefined_ps() inside _mm512_cvtepi32_ps as maybe-uninitialized.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -473,36 +473,31 @@ inline void weight_steps(const uint8_t* blk, __m512i (&w)[32 / kStep]) {
 }
 
 constexpr int64_t kInPlaceAhead = 2048;  // bytes of a row prefetched ahead of its block
-template <DType T>
-constexpr int64_t kBlockBytes32 = T == DType::Q8_0   ? sizeof(BlockQ8_0)
-                                  : T == DType::Q4_0 ? sizeof(BlockQ4_0)
-                                  : T == DType::Q5_0 ? sizeof(BlockQ5_0)
-                                  : T == DType::Q4_1 ? sizeof(BlockQ4_1)
-                                                     : sizeof(BlockQ5_1);
-template <DType T>
-constexpr bool kHasMin = T == DType::Q4_1 || T == DType::Q5_1;
-
 constexpr int kInPlaceRows = 8;
+
 constexpr int64_t kScaleChunk = 64;  // blocks whose scales block_scales converts at once
 
-// The fp16 d (and m: Q4_1 / Q5_1) of blocks [k0, k0 + kn) of the kInPlaceRows rows, as f32 in
-// d[k][r] (m[k][r]): gathered with plain 16-bit moves, then converted 16 at a time, so that the
-// tile multiplies by a broadcast from memory instead of converting each block's d on its own
-// (vpinsrw, vcvtph2ps, vbroadcastss: three p5 / p0 operations per row and block).
+// The fp16 d (and m: Q4_1 / Q5_1) of blocks [k0, k0 + kn) of the kInPlaceRows rows (row[r]: a
+// row's first block), as f32 in d[k][r] (m[k][r]): gathered with plain 16-bit moves, then
+// converted 8 at a time (one row's worth), so that the tile multiplies by a broadcast from memory
+// instead of converting each block's d on its own (vpinsrw, vcvtph2ps, vbroadcastss per row and
+// block). The conversion is exact: the same floats as h2f.
 template <DType T>
 inline void block_scales(const uint8_t* const (&row)[kInPlaceRows], int64_t k0, int64_t kn,
                          float (&d)[kScaleChunk][kInPlaceRows], float (&m)[kScaleChunk][kInPlaceRows]) {
+  static_assert(kInPlaceRows == 8, "one 8-wide conversion per block");
   constexpr int64_t kBB = kBlockBytes32<T>;
-  alignas(64) uint16_t h[2][kScaleChunk][kInPlaceRows];
+  alignas(16) uint16_t h[2][kScaleChunk][kInPlaceRows];
   for (int r = 0; r < kInPlaceRows; ++r)
     for (int64_t k = 0; k < kn; ++k) {
       const uint8_t* blk = row[r] + (k0 + k) * kBB;
-      std::memcpy(&h[0][k][r], blk, 2);                        // d: every block's first field
+      std::memcpy(&h[0][k][r], blk, 2);                           // d: every block's first field
       if constexpr (kHasMin<T>) std::memcpy(&h[1][k][r], blk + 2, 2);  // m: Q4_1 / Q5_1's second
     }
-  for (int64_t i = 0; i < kn * kInPlaceRows; i += 16) {
-    _mm512_store_ps(&d[0][0] + i, _mm512_cvtph_ps(loadu256(&h[0][0][0] + i)));
-    if constexpr (kHasMin<T>) _mm512_store_ps(&m[0][0] + i, _mm512_cvtph_ps(loadu256(&h[1][0][0] + i)));
+  for (int64_t k = 0; k < kn; ++k) {
+    _mm256_store_ps(d[k], _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h[0][k]))));
+    if constexpr (kHasMin<T>)
+      _mm256_store_ps(m[k], _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h[1][k]))));
   }
 }
 

@@ -10,6 +10,9 @@
 #   kernels   the kernel table: every weight type, 4096x4096 mat-vec and x64, 1 and 2 threads, and
 #             llama.cpp's test-backend-ops MUL_MAT perf cases (4096 x 14336) beside ours, and the
 #             float weights at n = 8, 64, 512 with 1 and 2 threads
+#   table     issue 17's kernel table side by side: W 4096 x 4096, 1 and 64 tokens, 1 and 2 threads,
+#             every weight type, ours then llama.cpp's test-backend-ops with the cases and thread
+#             count bench/llama_perf_cases.py adds to its source (skipped, with a note, without)
 #   avx2      the AVX2 paths (what AMD Zen 2 / 3 runs) forced, beside an AVX2-only llama.cpp build
 #   small     batches of 2, 3 and 4 tokens (a batched decode step of as many sequences), every
 #             weight type, the best ISA beside llama.cpp, then the AVX2 paths beside its AVX2 build
@@ -32,7 +35,7 @@ ENGINE=$BUILD/app/strata-engine
 KBENCH=$BUILD/bench/kernel_bench
 VOCAB=../shared/models/tokenizers/llama.cpp-vocab/ggml-vocab-llama-spm.gguf
 THREADS=${THREADS:-2}
-SECTIONS=${SECTIONS:-cpu pipeline trace seam serve_itl real kernels avx2 small batched server depth}
+SECTIONS=${SECTIONS:-cpu pipeline trace seam serve_itl real kernels table avx2 small batched server depth}
 LLAMA_BIN=${LLAMA_BIN:-/work/llama-ref/bin}
 REAL_MODELS=${STRATA_MODEL_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/strata/models}
 mkdir -p "$MODELS"
@@ -161,6 +164,31 @@ if want kernels; then
   echo "## Float weights (gemm_float.h: tiles from 16 tokens, 3x4 / exact 3-token dots below): W 4096 x 14336,"
   echo "## n = 8, 64, 512, 1 and 2 threads"
   for t in 1 2; do "$KBENCH" "$t" 4096 14336 best f32,f16,bf16 8,64,512 | grep tokens=; done
+  echo
+fi
+
+if want table; then
+  # The issue's shapes: W 4096 x 4096 (9-67 MB: the L3 holds it, so both sides rerun one weight
+  # buffer: STRATA_BENCH_HOT=1), 1 token (read as GB/s of weights) and 64 tokens (GFLOP/s), 1 and
+  # 2 threads, mean ms per call on both sides. test-backend-ops has these cases and takes its
+  # thread count from TBO_THREADS only after bench/llama_perf_cases.py edited its source.
+  echo "## Kernel table side by side: W 4096 x 4096, n = 1 and 64, ours then llama.cpp ($LLAMA_BIN), type by type"
+  have_cases=0
+  if [ -x "$LLAMA_BIN/test-backend-ops" ]; then
+    have_cases=$("$LLAMA_BIN/test-backend-ops" perf -b CPU -o MUL_MAT \
+        -p "type_a=q8_0,type_b=f32,m=4096,n=1,k=4096,bs=\[1,1\]" | grep -c 'MUL_MAT(' || true)
+  fi
+  [ "$have_cases" -ge 1 ] || echo "no 4096 x 4096 cases in $LLAMA_BIN/test-backend-ops (bench/llama_perf_cases.py): llama.cpp side not measured"
+  for t in 1 2; do
+    echo "### $t thread(s)"
+    for type in $WEIGHT_TYPES; do
+      STRATA_BENCH_HOT=1 "$KBENCH" "$t" 4096 4096 best "$type" 1,64 | grep tokens=
+      if [ "$have_cases" -ge 1 ]; then
+        TBO_THREADS=$t "$LLAMA_BIN/test-backend-ops" perf -b CPU -o MUL_MAT \
+            -p "type_a=${type/_k/_K},type_b=f32,m=4096,n=(1|64),k=4096,bs=\[1,1\]" | grep 'MUL_MAT(' | sed 's/,bs=.*pad=0)//'
+      fi
+    done
+  done
   echo
 fi
 

@@ -449,7 +449,9 @@ TEST(MoeSplit, RouteOnOneDeviceAndExpertRangesOnTwoOthersAddUpToTheWholeFfn) {
     float sum = 0;
     for (int64_t j = 0; j < c.n_expert_used; ++j) {
       const float w = routing.weight[static_cast<size_t>(t * c.n_expert_used + j)];
-      if (j > 0) EXPECT_LE(w, routing.weight[static_cast<size_t>(t * c.n_expert_used + j - 1)]);
+      if (j > 0) {
+        EXPECT_LE(w, routing.weight[static_cast<size_t>(t * c.n_expert_used + j - 1)]);
+      }
       sum += w;
     }
     EXPECT_LT(sum, 1.0f) << "token " << t;

@@ -136,7 +136,8 @@ fs::path altered(const fs::path& src, const std::string& tag, const std::string&
   for (const auto& t : f->tensors()) {
     if (t.name == drop_tensor) continue;
     const uint8_t* data = f->tensor_data(t);
-    w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(data, data + t.n_bytes));
+    const Status added = w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(data, data + t.n_bytes));
+    EXPECT_TRUE(added.ok()) << t.name;
   }
   const Status s = w.write(out);
   EXPECT_TRUE(s.ok()) << s.error().to_string();

@@ -171,7 +171,10 @@ if want table; then
   # The shapes: W 4096 x 4096 (9-67 MB: the L3 holds it, so both sides rerun one weight
   # buffer: STRATA_BENCH_HOT=1), 1 token (read as GB/s of weights) and 64 tokens (GFLOP/s), 1 and
   # 2 threads, mean ms per call on both sides. test-backend-ops has these cases and takes its
-  # thread count from TBO_THREADS only after bench/llama_perf_cases.py edited its source.
+  # thread count from TBO_THREADS only after bench/llama_perf_cases.py edited its source. A one-token
+  # call lasts 0.3-3.4 ms here and its mean moves with what the shared L3 keeps, so the table is
+  # TABLE_ROUNDS rounds (default 3) of every cell, ours then theirs, and bench/kernel_table.py
+  # gives each side's median of its round means.
   echo "## Kernel table side by side: W 4096 x 4096, n = 1 and 64, ours then llama.cpp ($LLAMA_BIN), type by type"
   have_cases=0
   if [ -x "$LLAMA_BIN/test-backend-ops" ]; then
@@ -179,16 +182,22 @@ if want table; then
         -p "type_a=q8_0,type_b=f32,m=4096,n=1,k=4096,bs=\[1,1\]" | grep -c 'MUL_MAT(' || true)
   fi
   [ "$have_cases" -ge 1 ] || echo "no 4096 x 4096 cases in $LLAMA_BIN/test-backend-ops (bench/llama_perf_cases.py): llama.cpp side not measured"
-  for t in 1 2; do
-    echo "### $t thread(s)"
-    for type in $WEIGHT_TYPES; do
-      STRATA_BENCH_HOT=1 "$KBENCH" "$t" 4096 4096 best "$type" 1,64 | grep tokens=
-      if [ "$have_cases" -ge 1 ]; then
-        TBO_THREADS=$t "$LLAMA_BIN/test-backend-ops" perf -b CPU -o MUL_MAT \
-            -p "type_a=${type/_k/_K},type_b=f32,m=4096,n=(1|64),k=4096,bs=\[1,1\]" | grep 'MUL_MAT(' | sed 's/,bs=.*pad=0)//'
-      fi
+  raw=$(mktemp)
+  for round in $(seq "${TABLE_ROUNDS:-3}"); do
+    for t in 1 2; do
+      echo "### round $round, $t thread(s)"
+      for type in $WEIGHT_TYPES; do
+        STRATA_BENCH_HOT=1 "$KBENCH" "$t" 4096 4096 best "$type" 1,64 | grep tokens=
+        if [ "$have_cases" -ge 1 ]; then
+          TBO_THREADS=$t "$LLAMA_BIN/test-backend-ops" perf -b CPU -o MUL_MAT \
+              -p "type_a=${type/_k/_K},type_b=f32,m=4096,n=(1|64),k=4096,bs=\[1,1\]" | grep 'MUL_MAT(' | sed 's/,bs=.*pad=0)//'
+        fi
+      done
     done
-  done
+  done | tee "$raw"
+  echo
+  python3 bench/kernel_table.py "$raw"
+  rm -f "$raw"
   echo
 fi
 

@@ -398,7 +398,7 @@ void rows_w80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uin
   rows_driver<&pack_w80<T>, 32, TileW80, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr,
                                             group_bytes_q8_0(cols));
 }
-// ---- in-place tiles: 2-8 tokens of Q8_0 / Q4_0 / Q5_0 weights, no weight scratch -------------
+// ---- in-place tiles: 2-8 tokens of Q8_0 / Q4_0 / Q5_0 / Q4_1 / Q5_1 weights, no weight scratch --
 
 // The kSteps = 32 / kStep steps of one block, each step (elements [kStep s, kStep s + kStep)) in
 // every token's lanes (the block's d and m: block_scales). Q8_0: its bytes broadcast from
@@ -479,7 +479,7 @@ constexpr int64_t kScaleChunk = 64;  // blocks whose scales block_scales convert
 
 // The fp16 d (and m: Q4_1 / Q5_1) of blocks [k0, k0 + kn) of the kInPlaceRows rows (row[r]: a
 // row's first block), as f32 in d[k][r] (m[k][r]): gathered with plain 16-bit moves, then
-// converted 8 at a time (one row's worth), so that the tile multiplies by a broadcast from memory
+// converted 8 at a time (one block's 8 rows), so that the tile multiplies by a broadcast from memory
 // instead of converting each block's d on its own (vpinsrw, vcvtph2ps, vbroadcastss per row and
 // block). The conversion is exact: the same floats as h2f.
 template <DType T>

@@ -52,22 +52,20 @@ WEIGHT_TYPES=${WEIGHT_TYPES:-f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_
 
 # Every weight type at token counts NS ("1,8,512"): our kernels at ISA (best / avx2 / ...) with
 # one weight copy (STRATA_BENCH_HOT=1: test-backend-ops reruns one buffer), then the same cases
-# from LBIN's test-backend-ops (skipped, with a note, when absent). W 4096 x 14336, 1 thread.
-kernel_side_by_side() {  # ISA LBIN NS
-  local isa=$1 lbin=$2 ns=$3 type
+# from LBIN's test-backend-ops (skipped, with a note, when absent; LBIN empty: skipped silently).
+# W 4096 x K (default 14336), THREADS threads (default 1; test-backend-ops takes TBO_THREADS only
+# after bench/llama_perf_cases.py, and otherwise runs hardware_concurrency / 2).
+kernel_side_by_side() {  # ISA LBIN NS [THREADS [K]]
+  local isa=$1 lbin=$2 ns=$3 threads=${4:-1} k=${5:-14336} type
   for type in $WEIGHT_TYPES; do
-    STRATA_BENCH_HOT=1 "$KBENCH" 1 4096 14336 "$isa" "$type" "$ns" | grep tokens=
-    if [ -x "$lbin/test-backend-ops" ]; then
-      "$lbin/test-backend-ops" perf -b CPU -o MUL_MAT \
-          -p "type_a=${type/_k/_K},type_b=f32,m=4096,n=(${ns//,/|}),k=14336,bs=\[1,1\]" | grep 'MUL_MAT(' | sed 's/,bs=.*pad=0)//'
+    STRATA_BENCH_HOT=1 "$KBENCH" "$threads" 4096 "$k" "$isa" "$type" "$ns" | grep tokens=
+    if [ -n "$lbin" ] && [ -x "$lbin/test-backend-ops" ]; then
+      TBO_THREADS=$threads "$lbin/test-backend-ops" perf -b CPU -o MUL_MAT \
+          -p "type_a=${type/_k/_K},type_b=f32,m=4096,n=(${ns//,/|}),k=$k,bs=\[1,1\]" | grep 'MUL_MAT(' | sed 's/,bs=.*pad=0)//'
     fi
   done
-  [ -x "$lbin/test-backend-ops" ] || echo "no $lbin/test-backend-ops: llama.cpp side not measured"
+  if [ -n "$lbin" ] && [ ! -x "$lbin/test-backend-ops" ]; then echo "no $lbin/test-backend-ops: llama.cpp side not measured"; fi
 }
-
-echo "## machine"
-echo "$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%F %H:%M UTC')"
-echo
 
 if want cpu; then
   echo "## CPU, TinyLlama-1.1B shape, $THREADS threads"
@@ -183,16 +181,12 @@ if want table; then
   fi
   [ "$have_cases" -ge 1 ] || echo "no 4096 x 4096 cases in $LLAMA_BIN/test-backend-ops (bench/llama_perf_cases.py): llama.cpp side not measured"
   raw=$(mktemp)
+  tbo_bin=""
+  if [ "$have_cases" -ge 1 ]; then tbo_bin=$LLAMA_BIN; fi
   for round in $(seq "${TABLE_ROUNDS:-3}"); do
     for t in 1 2; do
       echo "### round $round, $t thread(s)"
-      for type in $WEIGHT_TYPES; do
-        STRATA_BENCH_HOT=1 "$KBENCH" "$t" 4096 4096 best "$type" 1,64 | grep tokens=
-        if [ "$have_cases" -ge 1 ]; then
-          TBO_THREADS=$t "$LLAMA_BIN/test-backend-ops" perf -b CPU -o MUL_MAT \
-              -p "type_a=${type/_k/_K},type_b=f32,m=4096,n=(1|64),k=4096,bs=\[1,1\]" | grep 'MUL_MAT(' | sed 's/,bs=.*pad=0)//'
-        fi
-      done
+      kernel_side_by_side best "$tbo_bin" 1,64 "$t" 4096
     done
   done | tee "$raw"
   echo

@@ -11,25 +11,24 @@
 // into per-thread scratch as unsigned bytes; the micro-kernel then broadcasts 4 weight bytes of
 // a row and does one vpdpbusd per (row, 16 tokens): a 4 rows x 48 tokens register tile. Integer
 // sums are scaled per group (vpmulld; Q2_K / Q3_K, whose group sums fit in int16: vpdpwssd) and
-// per block (float); offsets of signed weights come from per-token activation sums packed beside
-// the activations.
+// per block (float); offsets of signed weights come from activation sums packed beside the
+// activations (per lane: each lane's own quants).
 //
 // In-place tiles (GemmKernels::in_place; Q4_0, Q5_0, Q8_0, Q4_1, Q5_1 on Avx512 and Avx2): for
-// 2-8 tokens the weight
-// rows are not unpacked: a tile of 8 (Avx2: 4) rows reads each row's blocks in place (Q8_0: a
-// broadcast and the sign-bit flip; the others: the block's nibbles unpacked in registers), in an
-// activation layout with as many lanes a token as the batch allows (pairs, quads, octets), so that neither
-// an unpack pass nor padding lanes cost anything. The Avx2 tile runs both halves of a layout
-// vector on each weight step (the step's bytes repeat in both), with the Avx2 scratch tile's
-// integer sums: its pairs give that tile's bits.
+// 2-8 tokens the weight rows are not unpacked: a tile of 8 (Avx2: 4) rows reads each row's blocks
+// in place (Q8_0: a broadcast and the sign-bit flip; the others: the block's nibbles unpacked in
+// registers), in an activation layout with as many lanes a token as the batch allows (pairs,
+// quads, octets), so that neither an unpack pass nor padding lanes cost anything. The Avx2 tile
+// runs both halves of a layout vector on each weight step (the step's bytes repeat in both), with
+// the Avx2 scratch tile's integer sums: its pairs give that tile's bits.
 //
 // Avx2 (gemm_avx2.cpp, CPUs without AVX-512 VNNI) for Q4_0, Q5_0, Q8_0, Q4_1, Q5_1 and Q2_K-Q6_K:
 // the same activation groups and Q4_1 / Q5_1 / K-quant scratch, a 4-row x 8-lane tile over each
-// half of a group, each
-// step a vpmaddubsw whose int16 sums are added over as many steps as the type's levels allow
-// before a vpmaddwd widens them with the group's scale. Its outputs are bit-identical to the
-// Avx512 kernels' (the same integer sums, the same float operations in the same order). The
-// other ISAs and types have no such kernel (nullptr): matmul then uses vec_dot / VecDot4.
+// half of a group, each step a vpmaddubsw whose int16 sums are added over as many steps as the
+// type's levels allow before a vpmaddwd widens them with the group's scale. Its outputs are
+// bit-identical to the Avx512 kernels' in every layout (the same integer sums in every lane, the
+// same float operations in the same order). The other ISAs and types have no such kernel
+// (nullptr): matmul then uses vec_dot / VecDot4.
 //
 // Emulated (gemm_emulated.cpp, plain C++ without ISA flags): the same algorithm for the same
 // types on the same bytes (the layouts are gemm_layout.h's), each vector instruction written as

@@ -1,9 +1,9 @@
 // kernels/cpu/gemm_avx2.cpp — the packed-tile kernels of gemm.h for CPUs with AVX2 but without
 // AVX-512 VNNI (AMD Zen 2 / Zen 3, Intel before Ice Lake): the activation groups and the Q4_1 /
 // Q5_1 and K-quant weight scratch of gemm_layout.h (the bytes the AVX-512 kernels use), a 4-row x
-// 8-lane register
-// tile over one half (32 bytes) of each 64-byte layout vector. Compiled with the AVX2 flags (file
-// suffix); reached only through gemm_kernels() after a cpuid check. No engine types.
+// 8-lane register tile over one half (32 bytes) of each 64-byte layout vector. Compiled with the
+// AVX2 flags (file suffix); reached only through gemm_kernels() after a cpuid check. No engine
+// types.
 //
 // Without vpdpbusd a step (4 elements of 8 lanes, one row) is vpmaddubsw (u8 weight x s8
 // activation, adjacent pairs summed into int16), and the int16 sums of several steps are added
@@ -306,7 +306,7 @@ inline __m256i block_levels(const uint8_t* blk, float* d, float* m);
 // byte for byte the AVX-512 pack_w81's (rows past nr: zeros).
 template <DType T>
 void pack_w81(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
-  constexpr int64_t kBB = T == DType::Q4_1 ? sizeof(BlockQ4_1) : sizeof(BlockQ5_1);
+  constexpr int64_t kBB = kBlockBytes32<T>;
   for (int64_t k = 0; k < nb; ++k) {
     uint8_t* o = ws + k * kW81Block;
     for (int r = 0; r < kR; ++r) {
@@ -430,8 +430,9 @@ inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb,
       const uint8_t* blk = row[r] + k * kBB;
       _mm_prefetch(reinterpret_cast<const char*>(blk + kInPlaceAhead), _MM_HINT_T0);
       float d, m = 0.f;
-      __m256i isum[2] = {off[0], off[1]};
-      if constexpr (kHasMin<T>) isum[0] = isum[1] = _mm256_setzero_si256();
+      // Q4_1 / Q5_1: off is s_a (f32), applied after the conversion; the others start from it
+      __m256i isum[2];
+      for (int h = 0; h < 2; ++h) isum[h] = kHasMin<T> ? _mm256_setzero_si256() : off[h];
       if constexpr (T == DType::Q8_0) {
         d = h2f(reinterpret_cast<const BlockQ8_0*>(blk)->d);
         const uint8_t* qs = blk + 2;

@@ -458,12 +458,10 @@ inline void weight_steps(const uint8_t* blk, __m512i (&w)[32 / kStep]) {
     w[2] = _mm512_and_si512(_mm512_srli_epi16(v0, 4), m4);
     w[3] = _mm512_and_si512(_mm512_srli_epi16(v1, 4), m4);
   }
-  if constexpr (kFifthBits<T>) {
+  if constexpr (kFifthBits<T> && kStep >= 16) {  // quads and octets (pairs returned above)
     // Step s holds elements [kStep s, kStep s + kStep) in each of its 64 / kStep copies: their
     // fifth bits (qh bits kStep s ...) repeated as often make its byte mask.
-    constexpr uint64_t kRepeat = kStep == 32 ? 0x0000000100000001ULL
-                                 : kStep == 16 ? 0x0001000100010001ULL
-                                               : 0x0101010101010101ULL;
+    constexpr uint64_t kRepeat = kStep == 32 ? 0x0000000100000001ULL : 0x0001000100010001ULL;
     constexpr uint64_t kStepBits = (uint64_t{1} << kStep) - 1;
     for (int s = 0; s < kSteps; ++s) {
       const __mmask64 hi = _cvtu64_mask64(((uint64_t{qh} >> (kStep * s)) & kStepBits) * kRepeat);

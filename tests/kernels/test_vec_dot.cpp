@@ -184,38 +184,59 @@ TEST(VecDot, FourTokenKernelsMatchScalar) {
   if (checked == 0) GTEST_SKIP() << "no SIMD ISA on this CPU";
 }
 
-// Float weights' decode dot over kDecodeRows rows at once: each row's result has the bits of
-// vec_dot over that row alone (matmul's promise that a decode step of float weights gives each
-// row what the one-row dot gives), at lengths with every kind of tail (past the last 32, past
-// the last 8).
+// The decode dots over kDecodeRows rows at once (float weights at AVX2 and AVX-512, Q8_0 at
+// AVX-512 VNNI): each row's result has the bits of vec_dot over that row alone (matmul's promise
+// that a decode step gives each row what the one-row dot gives), at lengths with every kind of
+// tail (float: past the last 32, past the last 8; Q8_0: an odd block count), with rows apart by
+// more than their length, and for Q8_0 with weight bytes of -128 (which the quantizer never
+// writes, but a file may hold) in every row.
 TEST(VecDot, DecodeRowsHaveTheOneRowBits) {
+  struct Case {
+    DType wt;
+    Isa isa;
+  };
+  const Case cases[] = {{DType::F32, Isa::Avx2},  {DType::F16, Isa::Avx2},    {DType::BF16, Isa::Avx2},
+                        {DType::F32, Isa::Avx512}, {DType::F16, Isa::Avx512}, {DType::BF16, Isa::Avx512},
+                        {DType::Q8_0, Isa::Avx512}};
   int checked = 0;
-  for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
-    if (!isa_supported(isa)) continue;
-    for (DType wt : {DType::F32, DType::F16, DType::BF16}) {
-      const TypeKernels* k = type_kernels(wt, isa);
-      ASSERT_NE(k, nullptr);
-      ASSERT_NE(k->vec_dot_rows, nullptr) << dtype_name(wt) << " " << isa_name(isa);
-      for (int64_t n : {int64_t{5}, int64_t{8}, int64_t{31}, int64_t{32}, int64_t{45}, int64_t{256}, int64_t{1003}}) {
-        // Rows kDecodeRows apart in memory with a gap after each (the row stride is not n).
-        const int64_t rb = row_bytes(wt, n), stride = rb + 64;
-        std::vector<uint8_t> w(static_cast<size_t>(stride * kDecodeRows));
-        for (int r = 0; r < kDecodeRows; ++r) {
-          const std::vector<uint8_t> row = test::quantized(wt, test::random_floats(n, 7 + static_cast<uint32_t>(n + r)));
-          std::copy(row.begin(), row.end(), w.begin() + r * stride);
+  for (const Case& c : cases) {
+    if (!isa_supported(c.isa)) continue;
+    const TypeKernels* k = type_kernels(c.wt, c.isa);
+    ASSERT_NE(k, nullptr);
+    ASSERT_NE(k->vec_dot_rows, nullptr) << dtype_name(c.wt) << " " << isa_name(c.isa);
+    const bool blocks = c.wt == DType::Q8_0;
+    const std::vector<int64_t> lengths = blocks ? std::vector<int64_t>{32, 64, 96, 256, 1024, 4352}
+                                                : std::vector<int64_t>{5, 8, 31, 32, 45, 256, 1003};
+    for (int64_t n : lengths) {
+      // Rows kDecodeRows apart in memory with a gap after each (the row stride is not n).
+      const int64_t rb = row_bytes(c.wt, n), stride = rb + 64;
+      std::vector<uint8_t> w(static_cast<size_t>(stride * kDecodeRows));
+      for (int r = 0; r < kDecodeRows; ++r) {
+        std::vector<uint8_t> row = test::quantized(c.wt, test::random_floats(n, 7 + static_cast<uint32_t>(n + r)));
+        if (blocks) {
+          // A -128 in a different lane of each block, row by row.
+          for (int64_t b = 0; b < n / 32; ++b) row[static_cast<size_t>(b * 34 + 2 + (b * 7 + r * 5) % 32)] = 0x80;
         }
-        const std::vector<float> a = test::random_floats(n, 99 + static_cast<uint32_t>(n));
-        float got[kDecodeRows];
-        k->vec_dot_rows(n, w.data(), stride, a.data(), got);
-        for (int r = 0; r < kDecodeRows; ++r) {
-          float want = 0;
-          k->vec_dot(n, w.data() + r * stride, a.data(), &want);
-          ASSERT_EQ(std::memcmp(&got[r], &want, sizeof(float)), 0)
-              << dtype_name(wt) << " " << isa_name(isa) << " n=" << n << " r=" << r << ": " << got[r] << " vs " << want;
-          ASSERT_NE(want, 0.f);
-        }
-        ++checked;
+        std::copy(row.begin(), row.end(), w.begin() + r * stride);
       }
+      const std::vector<float> af = test::random_floats(n, 99 + static_cast<uint32_t>(n));
+      const std::vector<uint8_t> aq = blocks ? test::quantized(DType::Q8_0, af) : std::vector<uint8_t>{};
+      const void* a = blocks ? static_cast<const void*>(aq.data()) : static_cast<const void*>(af.data());
+      float got[kDecodeRows];
+      k->vec_dot_rows(n, w.data(), stride, a, got);
+      for (int r = 0; r < kDecodeRows; ++r) {
+        float want = 0;
+        k->vec_dot(n, w.data() + r * stride, a, &want);
+        ASSERT_EQ(std::memcmp(&got[r], &want, sizeof(float)), 0)
+            << dtype_name(c.wt) << " " << isa_name(c.isa) << " n=" << n << " r=" << r << ": " << got[r] << " vs " << want;
+        ASSERT_NE(want, 0.f);
+        if (blocks) {
+          // And the value itself: within float rounding of the exact dot.
+          const Dots d = exact_dot(c.wt, w.data() + r * stride, DType::Q8_0, a, n);
+          EXPECT_NEAR(got[r], d.exact, tolerance_vs_exact(c.wt) * d.mag) << "n=" << n << " r=" << r;
+        }
+      }
+      ++checked;
     }
   }
   if (checked == 0) GTEST_SKIP() << "no SIMD ISA on this CPU";

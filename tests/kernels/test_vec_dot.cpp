@@ -184,8 +184,8 @@ TEST(VecDot, FourTokenKernelsMatchScalar) {
   if (checked == 0) GTEST_SKIP() << "no SIMD ISA on this CPU";
 }
 
-// The decode dots over kDecodeRows rows at once (float weights at AVX2 and AVX-512, Q8_0 at
-// AVX-512 VNNI): each row's result has the bits of vec_dot over that row alone (matmul's promise
+// The decode dots over kDecodeRows rows at once (float weights at AVX2 and AVX-512, Q8_0 and
+// Q4_0 at AVX-512 VNNI): each row's result has the bits of vec_dot over that row alone (matmul's promise
 // that a decode step gives each row what the one-row dot gives), at lengths with every kind of
 // tail (float: past the last 32, past the last 8; Q8_0: an odd block count), with rows apart by
 // more than their length, and for Q8_0 with weight bytes of -128 (which the quantizer never
@@ -197,14 +197,14 @@ TEST(VecDot, DecodeRowsHaveTheOneRowBits) {
   };
   const Case cases[] = {{DType::F32, Isa::Avx2},  {DType::F16, Isa::Avx2},    {DType::BF16, Isa::Avx2},
                         {DType::F32, Isa::Avx512}, {DType::F16, Isa::Avx512}, {DType::BF16, Isa::Avx512},
-                        {DType::Q8_0, Isa::Avx512}};
+                        {DType::Q8_0, Isa::Avx512}, {DType::Q4_0, Isa::Avx512}};
   int checked = 0;
   for (const Case& c : cases) {
     if (!isa_supported(c.isa)) continue;
     const TypeKernels* k = type_kernels(c.wt, c.isa);
     ASSERT_NE(k, nullptr);
     ASSERT_NE(k->vec_dot_rows, nullptr) << dtype_name(c.wt) << " " << isa_name(c.isa);
-    const bool blocks = c.wt == DType::Q8_0;
+    const bool blocks = traits(c.wt).block_elems == 32;
     const std::vector<int64_t> lengths = blocks ? std::vector<int64_t>{32, 64, 96, 256, 1024, 4352}
                                                 : std::vector<int64_t>{5, 8, 31, 32, 45, 256, 1003};
     for (int64_t n : lengths) {
@@ -213,7 +213,7 @@ TEST(VecDot, DecodeRowsHaveTheOneRowBits) {
       std::vector<uint8_t> w(static_cast<size_t>(stride * kDecodeRows));
       for (int r = 0; r < kDecodeRows; ++r) {
         std::vector<uint8_t> row = test::quantized(c.wt, test::random_floats(n, 7 + static_cast<uint32_t>(n + r)));
-        if (blocks) {
+        if (c.wt == DType::Q8_0) {
           // A -128 in a different lane of each block, row by row.
           for (int64_t b = 0; b < n / 32; ++b) row[static_cast<size_t>(b * 34 + 2 + (b * 7 + r * 5) % 32)] = 0x80;
         }

@@ -185,11 +185,12 @@ TEST(VecDot, FourTokenKernelsMatchScalar) {
 }
 
 // The decode dots over kDecodeRows rows at once (float weights at AVX2 and AVX-512, Q8_0 and
-// Q4_0 at AVX-512 VNNI): each row's result has the bits of vec_dot over that row alone (matmul's promise
-// that a decode step gives each row what the one-row dot gives), at lengths with every kind of
-// tail (float: past the last 32, past the last 8; Q8_0: an odd block count), with rows apart by
-// more than their length, and for Q8_0 with weight bytes of -128 (which the quantizer never
-// writes, but a file may hold) in every row.
+// Q4_0 at AVX-512 VNNI): each row's result has the bits of vec_dot over that row alone (matmul's
+// promise that a decode step gives each row what the one-row dot gives), at lengths with every
+// kind of tail (float: past the last 32, past the last 8; Q8_0: odd block counts; Q4_0: blocks
+// past its 4-block loop, alone and after it), with rows apart by more than their length, and for
+// Q8_0 with weight bytes of -128 (which the quantizer never writes, but a file may hold) in every
+// row.
 TEST(VecDot, DecodeRowsHaveTheOneRowBits) {
   struct Case {
     DType wt;
@@ -205,7 +206,8 @@ TEST(VecDot, DecodeRowsHaveTheOneRowBits) {
     ASSERT_NE(k, nullptr);
     ASSERT_NE(k->vec_dot_rows, nullptr) << dtype_name(c.wt) << " " << isa_name(c.isa);
     const bool blocks = traits(c.wt).block_elems == 32;
-    const std::vector<int64_t> lengths = blocks ? std::vector<int64_t>{32, 64, 96, 256, 1024, 4352}
+    // Blocks of 32: 1-3 (Q4_0: its tail only), 5 and 7 (its 4-block loop and a tail), 8 and more.
+    const std::vector<int64_t> lengths = blocks ? std::vector<int64_t>{32, 64, 96, 160, 224, 256, 1024, 4352}
                                                 : std::vector<int64_t>{5, 8, 31, 32, 45, 256, 1003};
     for (int64_t n : lengths) {
       // Rows kDecodeRows apart in memory with a gap after each (the row stride is not n).

@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu/blocks.h"
 #include "kernels/cpu/fp16.h"

@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 // GCC 12 reports the _mm512_undefined_* inside _mm512_cast*_*512 as (maybe-)uninitialized.
 #if defined(__GNUC__) && !defined(__clang__)

@@ -198,7 +198,8 @@ TEST(VecDot, DecodeRowsHaveTheOneRowBits) {
   };
   const Case cases[] = {{DType::F32, Isa::Avx2},  {DType::F16, Isa::Avx2},    {DType::BF16, Isa::Avx2},
                         {DType::F32, Isa::Avx512}, {DType::F16, Isa::Avx512}, {DType::BF16, Isa::Avx512},
-                        {DType::Q8_0, Isa::Avx512}, {DType::Q4_0, Isa::Avx512}};
+                        {DType::Q8_0, Isa::Avx512}, {DType::Q4_0, Isa::Avx512}, {DType::Q4_1, Isa::Avx512},
+                        {DType::Q5_0, Isa::Avx512}, {DType::Q5_1, Isa::Avx512}};
   int checked = 0;
   for (const Case& c : cases) {
     if (!isa_supported(c.isa)) continue;
@@ -206,7 +207,8 @@ TEST(VecDot, DecodeRowsHaveTheOneRowBits) {
     ASSERT_NE(k, nullptr);
     ASSERT_NE(k->vec_dot_rows, nullptr) << dtype_name(c.wt) << " " << isa_name(c.isa);
     const bool blocks = traits(c.wt).block_elems == 32;
-    // Blocks of 32: 1-3 (Q4_0: its tail only), 5 and 7 (its 4-block loop and a tail), 8 and more.
+    // Blocks of 32: 1-3 (Q4_0-Q5_1: a pair and / or a single block only), 5 and 7 (their 4-block
+    // loop, then a single block or a pair and a single), 8 and more.
     const std::vector<int64_t> lengths = blocks ? std::vector<int64_t>{32, 64, 96, 160, 224, 256, 1024, 4352}
                                                 : std::vector<int64_t>{5, 8, 31, 32, 45, 256, 1003};
     for (int64_t n : lengths) {
@@ -222,7 +224,8 @@ TEST(VecDot, DecodeRowsHaveTheOneRowBits) {
         std::copy(row.begin(), row.end(), w.begin() + r * stride);
       }
       const std::vector<float> af = test::random_floats(n, 99 + static_cast<uint32_t>(n));
-      const std::vector<uint8_t> aq = blocks ? test::quantized(DType::Q8_0, af) : std::vector<uint8_t>{};
+      const DType at = vec_dot_type(c.wt);  // Q8_0, or Q8_1 for Q4_1 / Q5_1
+      const std::vector<uint8_t> aq = blocks ? test::quantized(at, af) : std::vector<uint8_t>{};
       const void* a = blocks ? static_cast<const void*>(aq.data()) : static_cast<const void*>(af.data());
       float got[kDecodeRows];
       k->vec_dot_rows(n, w.data(), stride, a, got);
@@ -234,7 +237,7 @@ TEST(VecDot, DecodeRowsHaveTheOneRowBits) {
         ASSERT_NE(want, 0.f);
         if (blocks) {
           // And the value itself: within float rounding of the exact dot.
-          const Dots d = exact_dot(c.wt, w.data() + r * stride, DType::Q8_0, a, n);
+          const Dots d = exact_dot(c.wt, w.data() + r * stride, at, a, n);
           EXPECT_NEAR(got[r], d.exact, tolerance_vs_exact(c.wt) * d.mag) << "n=" << n << " r=" << r;
         }
       }

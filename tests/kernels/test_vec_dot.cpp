@@ -198,8 +198,9 @@ TEST(VecDot, DecodeRowsHaveTheOneRowBits) {
   };
   const Case cases[] = {{DType::F32, Isa::Avx2},  {DType::F16, Isa::Avx2},    {DType::BF16, Isa::Avx2},
                         {DType::F32, Isa::Avx512}, {DType::F16, Isa::Avx512}, {DType::BF16, Isa::Avx512},
-                        {DType::Q8_0, Isa::Avx512}, {DType::Q4_0, Isa::Avx512}, {DType::Q4_1, Isa::Avx512},
-                        {DType::Q5_0, Isa::Avx512}, {DType::Q5_1, Isa::Avx512}};
+                        {DType::Q8_0, Isa::Avx512}, {DType::Q4_0, Isa::Avx2},  {DType::Q4_1, Isa::Avx2},
+                        {DType::Q5_0, Isa::Avx2},   {DType::Q5_1, Isa::Avx2},  {DType::Q4_0, Isa::Avx512},
+                        {DType::Q4_1, Isa::Avx512}, {DType::Q5_0, Isa::Avx512}, {DType::Q5_1, Isa::Avx512}};
   int checked = 0;
   for (const Case& c : cases) {
     if (!isa_supported(c.isa)) continue;
@@ -245,6 +246,24 @@ TEST(VecDot, DecodeRowsHaveTheOneRowBits) {
     }
   }
   if (checked == 0) GTEST_SKIP() << "no SIMD ISA on this CPU";
+}
+
+// The 32-element block types take two blocks a vector at AVX2 and at AVX-512 with the same integer
+// lane sums (maddubs + madd without saturation, or vpdpbusd) and the same float steps: the same
+// bits on both, so a model's output does not depend on which of the two a CPU runs.
+TEST(VecDot, BlockPairsHaveTheSameBitsAtAvx2AndAvx512) {
+  if (!isa_supported(Isa::Avx512)) GTEST_SKIP() << "no AVX-512 on this CPU";
+  for (DType wt : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1}) {
+    for (int64_t n : {32, 64, 96, 160, 224, 4096}) {
+      const std::vector<uint8_t> w = test::quantized(wt, test::random_floats(n, 5 + static_cast<uint32_t>(n)));
+      const std::vector<uint8_t> a = test::quantized(vec_dot_type(wt), test::random_floats(n, 17 + static_cast<uint32_t>(n)));
+      float avx2 = 0, avx512 = 0;
+      type_kernels(wt, Isa::Avx2)->vec_dot(n, w.data(), a.data(), &avx2);
+      type_kernels(wt, Isa::Avx512)->vec_dot(n, w.data(), a.data(), &avx512);
+      ASSERT_NE(avx2, 0.f);
+      EXPECT_EQ(std::memcmp(&avx2, &avx512, sizeof(float)), 0) << dtype_name(wt) << " n=" << n << ": " << avx2 << " vs " << avx512;
+    }
+  }
 }
 
 TEST(VecDot, ActivationTypesDotThemselves) {

@@ -248,13 +248,16 @@ TEST(VecDot, DecodeRowsHaveTheOneRowBits) {
   if (checked == 0) GTEST_SKIP() << "no SIMD ISA on this CPU";
 }
 
-// The 32-element block types take two blocks a vector at AVX2 and at AVX-512 with the same integer
-// lane sums (maddubs + madd without saturation, or vpdpbusd) and the same float steps: the same
-// bits on both, so a model's output does not depend on which of the two a CPU runs.
-TEST(VecDot, BlockPairsHaveTheSameBitsAtAvx2AndAvx512) {
+// The one-token dots of the 32-element block types (two blocks a vector) and of the K-quants take
+// the same integer lane sums at AVX2 and at AVX-512 (maddubs + madd without saturation, or
+// vpdpbusd) and the same float steps: the same bits on both, so a model's output does not depend
+// on which of the two a CPU runs.
+TEST(VecDot, OneTokenDotsHaveTheSameBitsAtAvx2AndAvx512) {
   if (!isa_supported(Isa::Avx512)) GTEST_SKIP() << "no AVX-512 on this CPU";
-  for (DType wt : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1}) {
-    for (int64_t n : {32, 64, 96, 160, 224, 4096}) {
+  for (DType wt : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K, DType::Q4_K,
+                   DType::Q5_K, DType::Q6_K}) {
+    const bool k_quant = traits(wt).block_elems == 256;
+    for (int64_t n : k_quant ? std::vector<int64_t>{256, 512, 4096} : std::vector<int64_t>{32, 64, 96, 160, 224, 4096}) {
       const std::vector<uint8_t> w = test::quantized(wt, test::random_floats(n, 5 + static_cast<uint32_t>(n)));
       const std::vector<uint8_t> a = test::quantized(vec_dot_type(wt), test::random_floats(n, 17 + static_cast<uint32_t>(n)));
       float avx2 = 0, avx512 = 0;

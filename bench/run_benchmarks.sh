@@ -35,7 +35,7 @@ ENGINE=$BUILD/app/strata-engine
 KBENCH=$BUILD/bench/kernel_bench
 VOCAB=../shared/models/tokenizers/llama.cpp-vocab/ggml-vocab-llama-spm.gguf
 THREADS=${THREADS:-2}
-SECTIONS=${SECTIONS:-cpu pipeline trace seam serve_itl real kernels table avx2 small batched server depth}
+SECTIONS=${SECTIONS:-cpu pipeline trace seam serve_itl real kernels table dots avx2 small batched server depth}
 LLAMA_BIN=${LLAMA_BIN:-/work/llama-ref/bin}
 REAL_MODELS=${STRATA_MODEL_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/strata/models}
 mkdir -p "$MODELS"
@@ -192,6 +192,24 @@ if want table; then
   echo
   python3 bench/kernel_table.py "$raw"
   rm -f "$raw"
+  echo
+fi
+
+if want dots; then
+  # The one-token dots alone, ours against llama.cpp's ggml_vec_dot_* from its libggml-cpu.so on the
+  # same bytes (bench/dot_compare.cpp), 1 thread: W 256 x 4096 (in L2: the kernels' own speed) and
+  # W 4096 x 4096 (in L3), then the AVX2 paths (STRATA_ISA=avx2) against the AVX2-only build's.
+  echo "## One-token dots, ours then llama.cpp's, same bytes, 1 thread"
+  for type in $WEIGHT_TYPES; do
+    case $type in f32 | f16 | bf16) continue ;; esac
+    for lib in "$LLAMA_BIN" "$LLAMA_AVX2_BIN"; do
+      [ -f "$lib/libggml-cpu.so" ] || { echo "no $lib/libggml-cpu.so: skipped"; continue; }
+      isa=best
+      [ "$lib" = "$LLAMA_AVX2_BIN" ] && isa=avx2
+      STRATA_ISA=$isa "$BUILD/bench/dot_compare" "$lib/libggml-cpu.so" "$type" 256 4096 5000
+      STRATA_ISA=$isa "$BUILD/bench/dot_compare" "$lib/libggml-cpu.so" "$type" 4096 4096 500
+    done
+  done
   echo
 fi
 

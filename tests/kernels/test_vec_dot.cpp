@@ -198,7 +198,7 @@ TEST(VecDot, DecodeRowsHaveTheOneRowBits) {
   };
   const Case cases[] = {{DType::F32, Isa::Avx2},  {DType::F16, Isa::Avx2},    {DType::BF16, Isa::Avx2},
                         {DType::F32, Isa::Avx512}, {DType::F16, Isa::Avx512}, {DType::BF16, Isa::Avx512},
-                        {DType::Q8_0, Isa::Avx512}, {DType::Q4_0, Isa::Avx2},  {DType::Q4_1, Isa::Avx2},
+                        {DType::Q8_0, Isa::Avx2},   {DType::Q8_0, Isa::Avx512}, {DType::Q4_0, Isa::Avx2},  {DType::Q4_1, Isa::Avx2},
                         {DType::Q5_0, Isa::Avx2},   {DType::Q5_1, Isa::Avx2},  {DType::Q4_0, Isa::Avx512},
                         {DType::Q4_1, Isa::Avx512}, {DType::Q5_0, Isa::Avx512}, {DType::Q5_1, Isa::Avx512}};
   int checked = 0;

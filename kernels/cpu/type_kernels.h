@@ -27,7 +27,7 @@ struct TypeKernels {
   void (*quantize_row)(const float* src, void* dst, int64_t n);
   // *out = dot(w_row, act_row); act_row is of type vec_dot_type(this type).
   void (*vec_dot)(int64_t n, const void* w_row, const void* act_row, float* out);
-  // Optional (float weights, Q4_0, Q4_1, Q5_0, Q5_1 at AVX2 / AVX-512, Q8_0 at AVX-512 VNNI, else nullptr):
+  // Optional (float weights and the 32-element block types at AVX2 / AVX-512, else nullptr):
   // out[r] = dot(row r, act_row) for the kDecodeRows rows at w_rows + r * w_row_bytes, each
   // summed exactly as vec_dot sums it (the same bits), with all the rows' weights streamed at
   // once. Float weights: decode reads them from memory, and several streams in flight keep more

@@ -35,7 +35,7 @@ ENGINE=$BUILD/app/strata-engine
 KBENCH=$BUILD/bench/kernel_bench
 VOCAB=../shared/models/tokenizers/llama.cpp-vocab/ggml-vocab-llama-spm.gguf
 THREADS=${THREADS:-2}
-SECTIONS=${SECTIONS:-cpu pipeline trace seam serve_itl real kernels table dots avx2 small batched server depth}
+SECTIONS=${SECTIONS:-cpu cpu_side pipeline trace seam serve_itl real kernels table dots avx2 small batched server depth}
 LLAMA_BIN=${LLAMA_BIN:-/work/llama-ref/bin}
 REAL_MODELS=${STRATA_MODEL_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/strata/models}
 mkdir -p "$MODELS"
@@ -74,6 +74,25 @@ if want cpu; then
     "$ENGINE" bench -m "$m" -p 64 -n 32 -r 3 -t "$THREADS"
     echo
   done
+fi
+
+if want cpu_side; then
+  # The issue 17 table: the same TinyLlama-1.1B-shape files at 1 and 2 threads, ours then
+  # llama-bench on the same file (LLAMA_BIN; skipped, with a note, when absent), CPU_ROUNDS
+  # alternations (default 2).
+  echo "## CPU side by side: TinyLlama-1.1B shape, 1 and 2 threads, ours then llama-bench"
+  [ -x "$LLAMA_BIN/llama-bench" ] || echo "no $LLAMA_BIN/llama-bench: llama.cpp side not measured"
+  for round in $(seq "${CPU_ROUNDS:-2}"); do
+    for type in q8_0 q4_k_m; do
+      m=$(make_model "tinyllama-$type" "$type" 2048 22 32 4 5632)
+      for t in 1 2; do
+        echo "### round $round, $type, $t thread(s)"
+        "$ENGINE" bench -m "$m" -p 64 -n 32 -r 3 -t "$t" --no-bandwidth
+        if [ -x "$LLAMA_BIN/llama-bench" ]; then "$LLAMA_BIN/llama-bench" -m "$m" -p 64 -n 32 -r 3 -t "$t"; fi
+      done
+    done
+  done
+  echo
 fi
 
 mid=""

@@ -8,8 +8,8 @@
 // byte. One W (ROWS x COLS, default 256 x 4096: in L2) and one activation row are quantized by
 // Strata; each repetition times Strata's product (its decode rows where the type has them, as
 // matmul runs decode, else one row at a time), then ggml's ggml_vec_dot_<type>_<act> row by row,
-// single-threaded, alternating so that both see the same machine. Prints best / tenth percentile /
-// median / mean ms per product for each, and the largest difference of the two outputs relative
+// single-threaded, alternating so that both see the same machine. Prints best / median / mean ms
+// per product for each (bench::summarize), and the largest difference of the two outputs relative
 // to the largest output (the layouts agree when it is at float rounding). This isolates the dot
 // kernels from the two projects' matmul drivers and thread pools; test-backend-ops (the `table`
 // section of run_benchmarks.sh) measures whole products.
@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "kernels/cpu/dtype.h"
 #include "kernels/cpu/quant.h"
 #include "kernels/cpu/type_kernels.h"
@@ -42,16 +43,6 @@ std::string ggml_symbol(DType t) {
   for (std::string* s : {&w, &a})
     if (s->size() == 4 && (*s)[3] == 'k') (*s)[3] = 'K';
   return "ggml_vec_dot_" + w + "_" + a;
-}
-
-struct Summary {
-  double best, p10, median, mean;
-};
-Summary summarize(std::vector<double> v) {
-  double sum = 0;
-  for (double x : v) sum += x;
-  std::sort(v.begin(), v.end());
-  return {v.front(), v[v.size() / 10], v[v.size() / 2], sum / static_cast<double>(v.size())};
 }
 
 }  // namespace
@@ -107,30 +98,28 @@ int main(int argc, char** argv) {
 
   std::vector<float> ours(static_cast<size_t>(rows)), theirs(static_cast<size_t>(rows));
   std::vector<double> t_ours, t_theirs;
-  using clock = std::chrono::steady_clock;
   for (int rep = 0; rep < reps; ++rep) {
-    const auto t0 = clock::now();
+    const auto t0 = std::chrono::steady_clock::now();
     if (wk.vec_dot_rows) {
       for (int64_t r = 0; r < rows; r += kDecodeRows) wk.vec_dot_rows(cols, w.data() + r * wrb, wrb, a.data(), &ours[r]);
     } else {
       for (int64_t r = 0; r < rows; ++r) wk.vec_dot(cols, w.data() + r * wrb, a.data(), &ours[r]);
     }
-    const auto t1 = clock::now();
+    t_ours.push_back(strata::bench::seconds_since(t0));
+    const auto t1 = std::chrono::steady_clock::now();
     for (int64_t r = 0; r < rows; ++r) ggml_dot(static_cast<int>(cols), &theirs[r], 0, w.data() + r * wrb, 0, a.data(), 0, 1);
-    const auto t2 = clock::now();
-    t_ours.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-    t_theirs.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+    t_theirs.push_back(strata::bench::seconds_since(t1));
   }
   double diff = 0, mag = 0;
   for (int64_t r = 0; r < rows; ++r) {
     diff = std::max(diff, static_cast<double>(std::fabs(ours[r] - theirs[r])));
     mag = std::max(mag, static_cast<double>(std::fabs(theirs[r])));
   }
-  const Summary s = summarize(t_ours), g = summarize(t_theirs);
-  std::printf("%-5s W %lld x %lld, 1 thread, %d reps: strata (%s %s) best %.4f p10 %.4f median %.4f mean %.4f ms | "
-              "ggml %s best %.4f p10 %.4f median %.4f mean %.4f ms | best ratio %.2f | max diff / max |out| %.1e\n",
+  const strata::bench::Timing s = strata::bench::summarize(t_ours), g = strata::bench::summarize(t_theirs);
+  std::printf("%-5s W %lld x %lld, 1 thread, %d reps: strata (%s %s) best %.4f median %.4f mean %.4f ms | "
+              "ggml %s best %.4f median %.4f mean %.4f ms | best ratio %.2f | max diff / max |out| %.1e\n",
               dtype_name(wt), static_cast<long long>(rows), static_cast<long long>(cols), reps, isa_name(isa),
-              wk.vec_dot_rows ? "decode rows" : "vec_dot", s.best, s.p10, s.median, s.mean, sym.c_str(), g.best, g.p10,
-              g.median, g.mean, g.best / s.best, mag > 0 ? diff / mag : 0.0);
+              wk.vec_dot_rows ? "decode rows" : "vec_dot", 1e3 * s.best, 1e3 * s.median, 1e3 * s.mean, sym.c_str(),
+              1e3 * g.best, 1e3 * g.median, 1e3 * g.mean, g.best / s.best, mag > 0 ? diff / mag : 0.0);
   return 0;
 }

@@ -184,11 +184,11 @@ TEST(VecDot, FourTokenKernelsMatchScalar) {
   if (checked == 0) GTEST_SKIP() << "no SIMD ISA on this CPU";
 }
 
-// The decode dots over kDecodeRows rows at once (float weights at AVX2 and AVX-512, Q8_0 and
-// Q4_0 at AVX-512 VNNI): each row's result has the bits of vec_dot over that row alone (matmul's
+// The decode dots over kDecodeRows rows at once (float weights and the 32-element block types,
+// at AVX2 and AVX-512): each row's result has the bits of vec_dot over that row alone (matmul's
 // promise that a decode step gives each row what the one-row dot gives), at lengths with every
-// kind of tail (float: past the last 32, past the last 8; Q8_0: odd block counts; Q4_0: blocks
-// past its 4-block loop, alone and after it), with rows apart by more than their length, and for
+// kind of tail (float: past the last 32, past the last 8; Q8_0: odd block counts; Q4_0-Q5_1:
+// blocks past their 4-block loop, a pair and / or a single one), with rows apart by more than their length, and for
 // Q8_0 with weight bytes of -128 (which the quantizer never writes, but a file may hold) in every
 // row.
 TEST(VecDot, DecodeRowsHaveTheOneRowBits) {
@@ -198,9 +198,10 @@ TEST(VecDot, DecodeRowsHaveTheOneRowBits) {
   };
   const Case cases[] = {{DType::F32, Isa::Avx2},  {DType::F16, Isa::Avx2},    {DType::BF16, Isa::Avx2},
                         {DType::F32, Isa::Avx512}, {DType::F16, Isa::Avx512}, {DType::BF16, Isa::Avx512},
-                        {DType::Q8_0, Isa::Avx2},   {DType::Q8_0, Isa::Avx512}, {DType::Q4_0, Isa::Avx2},  {DType::Q4_1, Isa::Avx2},
-                        {DType::Q5_0, Isa::Avx2},   {DType::Q5_1, Isa::Avx2},  {DType::Q4_0, Isa::Avx512},
-                        {DType::Q4_1, Isa::Avx512}, {DType::Q5_0, Isa::Avx512}, {DType::Q5_1, Isa::Avx512}};
+                        {DType::Q8_0, Isa::Avx2},  {DType::Q4_0, Isa::Avx2},   {DType::Q4_1, Isa::Avx2},
+                        {DType::Q5_0, Isa::Avx2},  {DType::Q5_1, Isa::Avx2},   {DType::Q8_0, Isa::Avx512},
+                        {DType::Q4_0, Isa::Avx512}, {DType::Q4_1, Isa::Avx512}, {DType::Q5_0, Isa::Avx512},
+                        {DType::Q5_1, Isa::Avx512}};
   int checked = 0;
   for (const Case& c : cases) {
     if (!isa_supported(c.isa)) continue;

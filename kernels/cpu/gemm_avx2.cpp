@@ -22,11 +22,14 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu/blocks.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_layout.h"
 #include "kernels/cpu/type_kernels.h"
+
+
 
 namespace strata::kernels::gemm_avx2 {
 namespace {
@@ -63,10 +66,10 @@ inline __m256i load256(const uint8_t* p) { return _mm256_load_si256(reinterpret_
 // Writes the results of half `half` of a group of layout L: lane l is token (8 half + l) /
 // kLanes of the group, a token's lanes summed left to right (as store_tile in gemm_avx512.cpp)
 // -> y[t * ys + r] for the group's tokens t < nt.
-template <class L>
-inline void store_half(const __m256 (&acc)[kR], int half, int64_t nr, int64_t nt, float* y, int64_t ys) {
-  alignas(32) float o[kR][8];
-  for (int r = 0; r < kR; ++r) _mm256_store_ps(o[r], acc[r]);
+template <class L, int kRows>
+inline void store_half(const __m256 (&acc)[kRows], int half, int64_t nr, int64_t nt, float* y, int64_t ys) {
+  alignas(32) float o[kRows][8];
+  for (int r = 0; r < kRows; ++r) _mm256_store_ps(o[r], acc[r]);
   for (int l = 0; l < 8; l += L::kLanes) {
     const int64_t t = (8 * half + l) / L::kLanes;
     if (t >= nt) return;
@@ -96,18 +99,6 @@ inline void step_sums16(const uint8_t* wq, const uint8_t* aq, int s0, __m256i (&
   }
 }
 
-// kSteps steps from step s0 of 4 K-quant weight rows (levels at wq + 256 r) against one half of
-// the activations, widened with the scale of each row (sc: the rows' int32 scales, 4 r bytes apart
-// in units of sc_stride) and added to isum.
-template <class L, int kSteps>
-inline void scaled_steps(const uint8_t* wq, const uint8_t* aq, int s0, const uint8_t* sc, int64_t sc_stride,
-                         __m256i (&isum)[kR]) {
-  __m256i p16[kR];
-  step_sums16<L, kSteps, 256>(wq, aq, s0, p16);
-  for (int r = 0; r < kR; ++r)
-    isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p16[r], scale16(sc + sc_stride * r)));
-}
-
 // isum[r] += a whole 32-element block of 4 rows (levels at wq + 32 r) against one half of the
 // activations: step_sums16 kFlush steps at a time, each run widened with 1.
 template <class L, int kFlush>
@@ -120,78 +111,145 @@ inline void block_level_sums(const uint8_t* wq, const uint8_t* aq, __m256i (&isu
   }
 }
 
-// isum[r] += the int16 pairs at w + w_stride r (kStep bytes a step) times the activations' int16
-// sums at bs (n vectors), as vpdpwssd does in the AVX-512 kernels.
-template <class L>
-inline void sum_pairs(const uint8_t* w, int64_t w_stride, const uint8_t* bs, int n, __m256i (&isum)[kR]) {
+// The K-quant tiles run kRows rows of a quad's scratch (from row r0) against kHalves halves of a
+// group (half h at ah + 32 h), kRows x kHalves = 4 accumulators of each kind: 4 rows x one half,
+// or 2 rows x both halves, where each weight broadcast feeds two vpmaddubsw (rows_driver_k says
+// which runs where). tile_w6 is not inlined into its driver: inlined (beside the unpack) it
+// spilled its int16 sums to the stack (W 2816 x 1024, 1 thread, 64 tokens, best ms: Q6_K 2.37 ->
+// 2.28, Q2_K 2.89 -> 2.66 out of line); tile_w45 ran faster inlined (Q5_K 2.72 -> 2.51).
+template <int kRows, int kHalves>
+using KAcc = __m256i[kRows][kHalves];
+template <int kRows, int kHalves>
+using KFacc = __m256[kRows][kHalves];
+
+// isum[r][h] += (kSteps steps from step s0 of row r's levels (wq + 256 r, kStep bytes a step) x
+// half h of the activations (aq + 32 h, 64 bytes a step), added in int16) x the row's scale (the
+// int32 at sc + sc_stride r, which fits in int16). The caller keeps kSteps within its levels'
+// bound (kFlush).
+template <class L, int kRows, int kHalves, int kSteps>
+inline void scaled_steps(const uint8_t* wq, const uint8_t* aq, int s0, const uint8_t* sc, int64_t sc_stride,
+                         KAcc<kRows, kHalves>& isum) {
   constexpr int kStep = L::kStepElems;
-  for (int p = 0; p < n; ++p) {
-    const __m256i b = load256(bs + 64 * p);
-    for (int r = 0; r < kR; ++r)
-      isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(b, bcast_step<kStep>(w + w_stride * r + kStep * p)));
+  KAcc<kRows, kHalves> p16;
+  for (int r = 0; r < kRows; ++r)
+    for (int h = 0; h < kHalves; ++h) p16[r][h] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+  for (int s = s0; s < s0 + kSteps; ++s) {
+    __m256i a[kHalves];
+    for (int h = 0; h < kHalves; ++h) a[h] = load256(aq + 64 * s + kHalf * h);
+    for (int r = 0; r < kRows; ++r) {
+      const __m256i w = bcast_step<kStep>(wq + 256 * r + kStep * s);
+      for (int h = 0; h < kHalves; ++h) p16[r][h] = _mm256_add_epi16(p16[r][h], _mm256_maddubs_epi16(w, a[h]));
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    const __m256i s16 = scale16(sc + sc_stride * r);
+    for (int h = 0; h < kHalves; ++h) isum[r][h] = _mm256_add_epi32(isum[r][h], _mm256_madd_epi16(p16[r][h], s16));
   }
 }
 
+// isum[r][h] += the int16 pairs at w + w_stride r (kStep bytes a step) times half h of the
+// activations' int16 sums at bs (n vectors), as vpdpwssd does in the AVX-512 kernels.
+template <class L, int kRows, int kHalves>
+inline void sum_pairs(const uint8_t* w, int64_t w_stride, const uint8_t* bs, int n, KAcc<kRows, kHalves>& isum) {
+  constexpr int kStep = L::kStepElems;
+  for (int p = 0; p < n; ++p) {
+    __m256i b[kHalves];
+    for (int h = 0; h < kHalves; ++h) b[h] = load256(bs + 64 * p + kHalf * h);
+    for (int r = 0; r < kRows; ++r) {
+      const __m256i m = bcast_step<kStep>(w + w_stride * r + kStep * p);
+      for (int h = 0; h < kHalves; ++h) isum[r][h] = _mm256_add_epi32(isum[r][h], _mm256_madd_epi16(b[h], m));
+    }
+  }
+}
+
+// facc[r][h] = facc[r][h] -/+ isum[r][h] x (half h's d_a x the row's f32 at wd + 4 r), in the
+// AVX-512 tiles' operation order (the product d_a d_w first, then one fmadd / fnmadd).
+template <bool kSubtract, int kRows, int kHalves>
+inline void scale_into(const KAcc<kRows, kHalves>& isum, const __m256 (&da)[kHalves], const uint8_t* wd,
+                       KFacc<kRows, kHalves>& facc) {
+  for (int r = 0; r < kRows; ++r) {
+    const __m256 dw = _mm256_set1_ps(loadf(wd + 4 * r));
+    for (int h = 0; h < kHalves; ++h) {
+      const __m256 dd = _mm256_mul_ps(da[h], dw);
+      facc[r][h] = kSubtract ? _mm256_fnmadd_ps(_mm256_cvtepi32_ps(isum[r][h]), dd, facc[r][h])
+                             : _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][h]), dd, facc[r][h]);
+    }
+  }
+}
+
+template <int kRows, int kHalves>
+inline void zero(KAcc<kRows, kHalves>& v) {
+  for (int r = 0; r < kRows; ++r)
+    for (int h = 0; h < kHalves; ++h) v[r][h] = _mm256_setzero_si256();
+}
+template <int kRows, int kHalves>
+inline void zero(KFacc<kRows, kHalves>& v) {
+  for (int r = 0; r < kRows; ++r)
+    for (int h = 0; h < kHalves; ++h) v[r][h] = _mm256_setzero_ps();
+}
+template <class L, int kHalves>
+inline void load_da(const uint8_t* ab, __m256 (&da)[kHalves]) {
+  for (int h = 0; h < kHalves; ++h) da[h] = _mm256_load_ps(reinterpret_cast<const float*>(ab + L::k8KD + kHalf * h));
+}
+
 // Q4_K (kFive false: levels 0..15, 8 steps of 4 fit in int16) / Q5_K (0..31: 4 steps).
-template <class L, bool kFive>
-inline void tile_w45(const uint8_t* ws, int64_t nb, const uint8_t* act, const Prefetch& pf, __m256 (&facc)[kR]) {
+template <class L, bool kFive, int kRows, int kHalves>
+inline void tile_w45(const uint8_t* ws, int r0, int64_t nb, const uint8_t* ah, const Prefetch& pf,
+                     KFacc<kRows, kHalves>& facc) {
   constexpr int kStep = L::kStepElems, kGroupSteps = 32 / kStep;
   constexpr int kFlush = min_i64(kGroupSteps, kFive ? 4 : 8);
-  for (int r = 0; r < kR; ++r) facc[r] = _mm256_setzero_ps();
+  zero(facc);
   for (int64_t k = 0; k < nb; ++k) {
     prefetch_part(pf, k);
     const uint8_t* wb = ws + k * kW45Block;
-    const uint8_t* ab = act + k * L::k8KBlock;
-    __m256i isum[kR], mins[kR];
-    for (int r = 0; r < kR; ++r) isum[r] = mins[r] = _mm256_setzero_si256();
+    const uint8_t* ab = ah + k * L::k8KBlock;
+    KAcc<kRows, kHalves> isum;
+    zero(isum);
 #pragma GCC unroll 1
     for (int grp = 0; grp < 8; ++grp)
       for (int s0 = kGroupSteps * grp; s0 < kGroupSteps * (grp + 1); s0 += kFlush)
-        scaled_steps<L, kFlush>(wb + kW45Q, ab + L::k8KQ, s0, wb + kW45Sc + 4 * grp, 32, isum);
+        scaled_steps<L, kRows, kHalves, kFlush>(wb + kW45Q + 256 * r0, ab + L::k8KQ, s0, wb + kW45Sc + 32 * r0 + 4 * grp,
+                                                32, isum);
     // mins: sum over groups of m * (sum of the group's activations)
-    sum_pairs<L>(wb + kW45Mp, 16, ab + L::k8KBs32, 16 / kStep, mins);
-    const __m256 da = _mm256_load_ps(reinterpret_cast<const float*>(ab + L::k8KD));
-    for (int r = 0; r < kR; ++r) {
-      const __m256 dd = _mm256_mul_ps(da, _mm256_set1_ps(loadf(wb + kW45D + 4 * r)));
-      const __m256 dm = _mm256_mul_ps(da, _mm256_set1_ps(loadf(wb + kW45Dmin + 4 * r)));
-      facc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), dd, facc[r]);
-      facc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins[r]), dm, facc[r]);
-    }
+    KAcc<kRows, kHalves> mins;
+    zero(mins);
+    sum_pairs<L>(wb + kW45Mp + 16 * r0, 16, ab + L::k8KBs32, 16 / kStep, mins);
+    __m256 da[kHalves];
+    load_da<L>(ab, da);
+    scale_into<false>(isum, da, wb + kW45D + 4 * r0, facc);
+    scale_into<true>(mins, da, wb + kW45Dmin + 4 * r0, facc);
   }
 }
 
 // Q6_K (levels 0..63: 2 steps fit in int16), Q3_K (0..7) and Q2_K (0..3, kMin: its mins are
 // taken off scaled by dmin before the scale pass starts from zero), in the W6 scratch.
-template <class L, bool kMin, int kMaxFlush>
-inline void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, const Prefetch& pf, __m256 (&facc)[kR]) {
+template <class L, bool kMin, int kMaxFlush, int kRows, int kHalves>
+__attribute__((noinline)) void tile_w6(const uint8_t* ws, int r0, int64_t nb, const uint8_t* ah, const Prefetch& pf,
+                    KFacc<kRows, kHalves>& facc) {
   constexpr int kStep = L::kStepElems, kGroupSteps = 16 / kStep;
   constexpr int kFlush = min_i64(kGroupSteps, kMaxFlush);
-  for (int r = 0; r < kR; ++r) facc[r] = _mm256_setzero_ps();
+  zero(facc);
   for (int64_t k = 0; k < nb; ++k) {
     prefetch_part(pf, k);
     const uint8_t* wb = ws + k * kW6Block;
-    const uint8_t* ab = act + k * L::k8KBlock;
-    __m256i isum[kR];
-    for (int r = 0; r < kR; ++r) isum[r] = _mm256_setzero_si256();
+    const uint8_t* ab = ah + k * L::k8KBlock;
+    __m256 da[kHalves];
+    load_da<L>(ab, da);
+    KAcc<kRows, kHalves> isum;
+    zero(isum);
     // The levels' offsets (or Q2_K's mins) times the activations' sums of 16.
-    sum_pairs<L>(wb + kW6Op, 32, ab + L::k8KBs16, 32 / kStep, isum);
+    sum_pairs<L>(wb + kW6Op + 32 * r0, 32, ab + L::k8KBs16, 32 / kStep, isum);
     if constexpr (kMin) {
-      const __m256 da = _mm256_load_ps(reinterpret_cast<const float*>(ab + L::k8KD));
-      for (int r = 0; r < kR; ++r) {
-        const __m256 dm = _mm256_mul_ps(da, _mm256_set1_ps(loadf(wb + kW6Dmin + 4 * r)));
-        facc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(isum[r]), dm, facc[r]);
-        isum[r] = _mm256_setzero_si256();
-      }
+      scale_into<true>(isum, da, wb + kW6Dmin + 4 * r0, facc);
+      zero(isum);
     }
 #pragma GCC unroll 2
     for (int grp = 0; grp < 16; ++grp)
       for (int s0 = kGroupSteps * grp; s0 < kGroupSteps * (grp + 1); s0 += kFlush)
-        scaled_steps<L, kFlush>(wb + kW6Q, ab + L::k8KQ, s0, wb + kW6Sc + 4 * grp, 64, isum);
-    const __m256 da = _mm256_load_ps(reinterpret_cast<const float*>(ab + L::k8KD));
-    for (int r = 0; r < kR; ++r) {
-      const __m256 dd = _mm256_mul_ps(da, _mm256_set1_ps(loadf(wb + kW6D + 4 * r)));
-      facc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), dd, facc[r]);
-    }
+        scaled_steps<L, kRows, kHalves, kFlush>(wb + kW6Q + 256 * r0, ab + L::k8KQ, s0, wb + kW6Sc + 64 * r0 + 4 * grp,
+                                                64, isum);
+    scale_into<false>(isum, da, wb + kW6D + 4 * r0, facc);
   }
 }
 
@@ -539,17 +597,81 @@ void rows_w81(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uin
   rows_driver<&pack_w81<T>, 32, &tile_w81<L, T>, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr,
                                                      group_bytes_q8_0(cols));
 }
+// The K-quant row quads: unpack 4 weight rows once, then per token group of layout L run them
+// 2 at a time against both halves where both hold tokens (kBothHalves), else all 4 against one
+// half at a time (KTile::run<kRows, kHalves>: tile_w45 or tile_w6). The first tile of each quad
+// prefetches the rows the next unpack reads.
+//
+// Both halves at once pay at 5-8 tokens (a batched decode step, pairs layout) for every K-quant,
+// and in the wide layout (prompts) for the W6 types only. W 2816 x 1024, 1 thread, AMD Zen 3,
+// best ms of 3-5 alternations, the 4-row tile one half at a time -> these tiles: 8 tokens Q4_K
+// 0.437-0.458 -> 0.382-0.384, Q5_K 0.454-0.458 -> 0.397-0.403, Q6_K 0.408-0.419 -> 0.343-0.349,
+// Q3_K 0.589 -> 0.491, Q2_K 0.336-0.342 -> 0.325-0.327; 64 tokens (wide) Q6_K 3.00-3.03 -> 2.27-2.28,
+// Q3_K 3.26-3.29 -> 2.97-3.02, Q2_K 3.30-3.37 -> 2.65-2.66; with both halves Q4_K at 64 tokens went
+// 2.47 -> 2.82, so the W45 types keep one half at a time there.
+template <PackW kPack, class KTile, class L, bool kBothHalves>
+void rows_driver_k(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens,
+                   float* y, int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
+  const int64_t nb = cols / 256, gb = group_bytes_q8_k(cols);
+  constexpr int64_t kT = L::kTokens;
+  const int64_t n_groups = (n_tokens + kT - 1) / kT;
+  for (int64_t r0 = 0; r0 < nr; r0 += kR) {
+    const int64_t rq = min_i64(kR, nr - r0);
+    kPack(w + r0 * wrb, wrb, rq, nb, ws);
+    Prefetch pf = next_quad_prefetch(w, wrb, nr, r0, nb, next_w, next_nr);
+    for (int64_t g = 0; g < n_groups; ++g) {
+      const int64_t nt = n_tokens - g * kT;  // the group's tokens (or more: the rest of the product's)
+      const uint8_t* ag = act + g * gb;
+      float* yg = y + g * kT * ys + r0;
+      if (nt > kT / 2 && kBothHalves) {
+        for (int rp = 0; rp < rq; rp += 2) {
+          KFacc<2, 2> facc;
+          KTile::template run<2, 2>(ws, rp, nb, ag, pf, facc);
+          pf.p = nullptr;
+          for (int h = 0; h < 2; ++h) {
+            const __m256 f[2] = {facc[0][h], facc[1][h]};
+            store_half<L>(f, h, min_i64(2, rq - rp), nt, yg + rp, ys);
+          }
+        }
+      } else {
+        for (int h = 0; h < 2 && h * kT / 2 < nt; ++h) {
+          KFacc<kR, 1> facc;
+          KTile::template run<kR, 1>(ws, 0, nb, ag + kHalf * h, pf, facc);
+          pf.p = nullptr;
+          const __m256 f[kR] = {facc[0][0], facc[1][0], facc[2][0], facc[3][0]};
+          store_half<L>(f, h, rq, nt, yg, ys);
+        }
+      }
+    }
+  }
+}
+
+template <class L, bool kFive>
+struct TileW45 {
+  template <int kRows, int kHalves>
+  static void run(const uint8_t* ws, int r0, int64_t nb, const uint8_t* ah, const Prefetch& pf,
+                  KFacc<kRows, kHalves>& facc) {
+    tile_w45<L, kFive, kRows, kHalves>(ws, r0, nb, ah, pf, facc);
+  }
+};
+template <class L, bool kMin, int kMaxFlush>
+struct TileW6 {
+  template <int kRows, int kHalves>
+  static void run(const uint8_t* ws, int r0, int64_t nb, const uint8_t* ah, const Prefetch& pf,
+                  KFacc<kRows, kHalves>& facc) {
+    tile_w6<L, kMin, kMaxFlush, kRows, kHalves>(ws, r0, nb, ah, pf, facc);
+  }
+};
+
 template <bool kFive, class L>
 void rows_w45(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
               int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
-  rows_driver<&pack_w45<kFive>, 256, &tile_w45<L, kFive>, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w,
-                                                             next_nr, group_bytes_q8_k(cols));
+  rows_driver_k<&pack_w45<kFive>, TileW45<L, kFive>, L, std::is_same_v<L, Pairs>>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr);
 }
 template <PackW kPack, bool kMin, int kMaxFlush, class L>
 void rows_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
              int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
-  rows_driver<kPack, 256, &tile_w6<L, kMin, kMaxFlush>, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w,
-                                                           next_nr, group_bytes_q8_k(cols));
+  rows_driver_k<kPack, TileW6<L, kMin, kMaxFlush>, L, true>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr);
 }
 
 // A type's in-place kernels (GemmKernels::in_place), layout by layout; kInPlaceMin: Q8_1 activations.

@@ -234,13 +234,13 @@ __attribute__((noinline)) void tile_w6(const uint8_t* ws, int r0, int64_t nb, co
     prefetch_part(pf, k);
     const uint8_t* wb = ws + k * kW6Block;
     const uint8_t* ab = ah + k * L::k8KBlock;
-    __m256 da[kHalves];
-    load_da<L>(ab, da);
     KAcc<kRows, kHalves> isum;
     zero(isum);
     // The levels' offsets (or Q2_K's mins) times the activations' sums of 16.
     sum_pairs<L>(wb + kW6Op + 32 * r0, 32, ab + L::k8KBs16, 32 / kStep, isum);
+    __m256 da[kHalves];
     if constexpr (kMin) {
+      load_da<L>(ab, da);
       scale_into<true>(isum, da, wb + kW6Dmin + 4 * r0, facc);
       zero(isum);
     }
@@ -249,6 +249,7 @@ __attribute__((noinline)) void tile_w6(const uint8_t* ws, int r0, int64_t nb, co
       for (int s0 = kGroupSteps * grp; s0 < kGroupSteps * (grp + 1); s0 += kFlush)
         scaled_steps<L, kRows, kHalves, kFlush>(wb + kW6Q + 256 * r0, ab + L::k8KQ, s0, wb + kW6Sc + 64 * r0 + 4 * grp,
                                                 64, isum);
+    load_da<L>(ab, da);  // here, not kept across the steps: 16 ymm registers
     scale_into<false>(isum, da, wb + kW6D + 4 * r0, facc);
   }
 }

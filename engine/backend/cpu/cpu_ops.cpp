@@ -31,6 +31,32 @@ class HostEvent final : public Event {
   std::chrono::steady_clock::time_point time_;
 };
 
+// Row-wise and elementwise ops of a batch (a decode step of 8 sequences: 8 x 2816 gate values, 8
+// norm rows) are split across the pool from this many elements on; one sequence's (2816) stay on
+// the calling thread, where waking the pool costs about what it saves. Every element (row) is
+// computed as it would be alone: the same bits either way.
+constexpr int64_t kParallelElements = 8192;
+
+// f(begin, end) over [0, n) in one contiguous range per thread (multiples of `quantum`), or all
+// on the calling thread when n * unit_elements is below kParallelElements.
+template <class F>
+void split_across(kernels::ThreadPool& pool, int64_t n, int64_t unit_elements, int64_t quantum, const F& f) {
+  const int nth = pool.n_threads();
+  if (nth == 1 || n * unit_elements < kParallelElements) {
+    f(int64_t{0}, n);
+    return;
+  }
+  struct Job {
+    const F* f;
+    int64_t n, quantum;
+  } job{&f, n, quantum};
+  pool.run([j = &job](int ith, int nt) {  // one pointer: no allocation
+    const int64_t per = ((j->n + nt - 1) / nt + j->quantum - 1) / j->quantum * j->quantum;
+    const int64_t b = std::min(j->n, ith * per), e = std::min(j->n, b + per);
+    if (b < e) (*j->f)(b, e);
+  });
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<Event>> host_event() { return std::unique_ptr<Event>(std::make_unique<HostEvent>()); }
@@ -52,7 +78,9 @@ Status CpuOps::embed(const MatrixView& e, const int32_t* tokens, int64_t n, floa
 }
 
 Status CpuOps::rms_norm(const float* x, const float* weight, float* out, int64_t n_rows, int64_t n, float eps) {
-  for (int64_t r = 0; r < n_rows; ++r) kernels::rms_norm_f32(x + r * n, weight, out + r * n, n, eps);
+  split_across(pool_, n_rows, n, 1, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) kernels::rms_norm_f32(x + r * n, weight, out + r * n, n, eps);
+  });
   return {};
 }
 
@@ -130,12 +158,12 @@ Status CpuOps::attention(const AttentionArgs& a) {
 }
 
 Status CpuOps::swiglu(float* gate, const float* up, int64_t n) {
-  kernels::swiglu_f32(gate, up, n);
+  split_across(pool_, n, 1, 16, [&](int64_t b, int64_t e) { kernels::swiglu_f32(gate + b, up + b, e - b); });
   return {};
 }
 
 Status CpuOps::geglu(float* gate, const float* up, int64_t n) {
-  kernels::geglu_f32(gate, up, n);
+  split_across(pool_, n, 1, 16, [&](int64_t b, int64_t e) { kernels::geglu_f32(gate + b, up + b, e - b); });
   return {};
 }
 

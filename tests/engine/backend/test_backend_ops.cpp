@@ -559,8 +559,8 @@ void zero_case(Env& env) {
   }
 }
 
-void swiglu_case(Env& env) {
-  const int64_t n = 4099;
+// n = 22531: a decode step of 8 sequences' worth, which the CPU backend splits across its threads.
+void swiglu_case(Env& env, int64_t n) {
   Rng rng(25);
   const std::vector<float> gate = rng.sym_vec(n, 10.0), up = rng.sym_vec(n, 3.0);
   auto dg = env.upload(gate);
@@ -573,8 +573,7 @@ void swiglu_case(Env& env) {
   expect_rows_close(env.download(dg->data(), n), ref, n, 1e-5, "swiglu");
 }
 
-void geglu_case(Env& env) {
-  const int64_t n = 4099;
+void geglu_case(Env& env, int64_t n) {
   Rng rng(31);
   const std::vector<float> gate = rng.sym_vec(n, 6.0), up = rng.sym_vec(n, 3.0);
   auto dg = env.upload(gate);
@@ -1060,8 +1059,14 @@ std::vector<OpCase> all_cases() {
   cases.push_back({"scale_add_rows", [](Env& e) { scale_add_rows_case(e); }});
   cases.push_back({"row_index_errors", [](Env& e) { row_index_errors_case(e); }});
   cases.push_back({"zero", [](Env& e) { zero_case(e); }});
-  cases.push_back({"swiglu", [](Env& e) { swiglu_case(e); }});
-  cases.push_back({"geglu", [](Env& e) { geglu_case(e); }});
+  cases.push_back({"swiglu", [](Env& e) {
+                     swiglu_case(e, 4099);
+                     swiglu_case(e, 22531);
+                   }});
+  cases.push_back({"geglu", [](Env& e) {
+                     geglu_case(e, 4099);
+                     geglu_case(e, 22531);
+                   }});
   cases.push_back({"scale", [](Env& e) { scale_case(e); }});
   cases.push_back({"softmax", [](Env& e) {
                      softmax_case(e, 4, 1000);

@@ -157,12 +157,17 @@ void matmul_packed(ThreadPool& pool, const GemmKernels& gk, const void* w, int64
       item = next;
     }
   };
-  if (nth == 1) {
+  // One group (a batched decode step: up to 8 or 16 tokens) is packed on the calling thread:
+  // a parallel region for it would leave the other threads nothing to do but wake and wait.
+  if (nth == 1 || n_groups == 1) {
     pack(&job, 0, 1);
+  } else {
+    pool.run([j = &job](int ith, int n) { pack(j, ith, n); });  // one pointer: no allocation
+  }
+  if (nth == 1) {
     work(&job, 0);
     return;
   }
-  pool.run([j = &job](int ith, int n) { pack(j, ith, n); });  // one pointer: no allocation
   pool.run([j = &job](int ith, int) { work(j, ith); });
 }
 

@@ -113,7 +113,7 @@ inline void block_level_sums(const uint8_t* wq, const uint8_t* aq, __m256i (&isu
 
 // The K-quant tiles run kRows rows of a quad's scratch (from row r0) against kHalves halves of a
 // group (half h at ah + 32 h), kRows x kHalves = 4 accumulators of each kind: 4 rows x one half,
-// or 2 rows x both halves, where each weight broadcast feeds two vpmaddubsw (rows_driver_k says
+// or 2 rows x both halves, where each weight broadcast feeds two vpmaddubsw (rows_driver says
 // which runs where). tile_w6 is not inlined into its driver: inlined (beside the unpack) it
 // spilled its int16 sums to the stack (W 2816 x 1024, 1 thread, 64 tokens, best ms: Q6_K 2.37 ->
 // 2.28, Q2_K 2.89 -> 2.66 out of line); tile_w45 ran faster inlined (Q5_K 2.72 -> 2.51).
@@ -561,47 +561,11 @@ void pack_group_q8_1(const float* x, int64_t cols, int64_t n_tokens, int64_t gro
 }
 
 using PackW = void (*)(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws);
-using TileFn = void (*)(const uint8_t* ws, int64_t nb, const uint8_t* act, const Prefetch& pf, __m256 (&facc)[kR]);
-
-// Row quads: unpack 4 weight rows once, then run them against each half of every token group
-// (of layout L) that holds a token. The first tile of each quad prefetches the rows the next
-// unpack reads (the next quad, or after the last quad the first rows of next_w).
-template <PackW kPack, int64_t kElemsPerBlock, TileFn kTile, class L>
-void rows_driver(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens,
-                 float* y, int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr, int64_t gb) {
-  const int64_t nb = cols / kElemsPerBlock;
-  constexpr int64_t kT = L::kTokens;
-  const int64_t n_groups = (n_tokens + kT - 1) / kT;
-  for (int64_t r0 = 0; r0 < nr; r0 += kR) {
-    const int64_t rq = min_i64(kR, nr - r0);
-    kPack(w + r0 * wrb, wrb, rq, nb, ws);
-    Prefetch pf = next_quad_prefetch(w, wrb, nr, r0, nb, next_w, next_nr);
-    for (int64_t g = 0; g < n_groups; ++g)
-      for (int half = 0; half < 2 && g * kT + half * kT / 2 < n_tokens; ++half) {
-        __m256 facc[kR];
-        kTile(ws, nb, act + g * gb + half * kHalf, pf, facc);
-        store_half<L>(facc, half, rq, n_tokens - g * kT, y + g * kT * ys + r0, ys);
-        pf.p = nullptr;
-      }
-  }
-}
-
-template <DType T, class L>
-void rows_v80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
-              int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
-  rows_driver<&pack_v80<T>, 32, &tile_v80<L, T>, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr,
-                                                     group_bytes_q8_0(cols));
-}
-template <DType T, class L>
-void rows_w81(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
-              int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
-  rows_driver<&pack_w81<T>, 32, &tile_w81<L, T>, L>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr,
-                                                     group_bytes_q8_0(cols));
-}
-// The K-quant row quads: unpack 4 weight rows once, then per token group of layout L run them
-// 2 at a time against both halves where both hold tokens (kBothHalves), else all 4 against one
-// half at a time (KTile::run<kRows, kHalves>: tile_w45 or tile_w6). The first tile of each quad
-// prefetches the rows the next unpack reads.
+// Row quads: unpack 4 weight rows once (kElemsPerBlock elements a block; gb: bytes of a token
+// group of layout L), then per token group run them 2 at a time against both halves where both
+// hold tokens (kBothHalves: the K-quant tiles), else all 4 against one half at a time
+// (KTile::run<kRows, kHalves>). The first tile of each quad prefetches the rows the next unpack
+// reads (the next quad, or after the last quad the first rows of next_w).
 //
 // Both halves at once pay at 5-8 tokens (a batched decode step, pairs layout) for every K-quant,
 // and in the wide layout (prompts) for the W6 types only. W 2816 x 1024, 1 thread, AMD Zen 3,
@@ -610,10 +574,10 @@ void rows_w81(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uin
 // Q3_K 0.589 -> 0.491, Q2_K 0.336-0.342 -> 0.325-0.327; 64 tokens (wide) Q6_K 3.00-3.03 -> 2.27-2.28,
 // Q3_K 3.26-3.29 -> 2.97-3.02, Q2_K 3.30-3.37 -> 2.65-2.66; with both halves Q4_K at 64 tokens went
 // 2.47 -> 2.82, so the W45 types keep one half at a time there.
-template <PackW kPack, class KTile, class L, bool kBothHalves>
-void rows_driver_k(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens,
-                   float* y, int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
-  const int64_t nb = cols / 256, gb = group_bytes_q8_k(cols);
+template <PackW kPack, int64_t kElemsPerBlock, class KTile, class L, bool kBothHalves>
+void rows_driver(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens,
+                 float* y, int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr, int64_t gb) {
+  const int64_t nb = cols / kElemsPerBlock;
   constexpr int64_t kT = L::kTokens;
   const int64_t n_groups = (n_tokens + kT - 1) / kT;
   for (int64_t r0 = 0; r0 < nr; r0 += kR) {
@@ -624,24 +588,26 @@ void rows_driver_k(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, cons
       const int64_t nt = n_tokens - g * kT;  // the group's tokens (or more: the rest of the product's)
       const uint8_t* ag = act + g * gb;
       float* yg = y + g * kT * ys + r0;
-      if (nt > kT / 2 && kBothHalves) {
-        for (int rp = 0; rp < rq; rp += 2) {
-          KFacc<2, 2> facc;
-          KTile::template run<2, 2>(ws, rp, nb, ag, pf, facc);
-          pf.p = nullptr;
-          for (int h = 0; h < 2; ++h) {
-            const __m256 f[2] = {facc[0][h], facc[1][h]};
-            store_half<L>(f, h, min_i64(2, rq - rp), nt, yg + rp, ys);
+      if constexpr (kBothHalves) {
+        if (nt > kT / 2) {
+          for (int rp = 0; rp < rq; rp += 2) {
+            KFacc<2, 2> facc;
+            KTile::template run<2, 2>(ws, rp, nb, ag, pf, facc);
+            pf.p = nullptr;
+            for (int h = 0; h < 2; ++h) {
+              const __m256 f[2] = {facc[0][h], facc[1][h]};
+              store_half<L>(f, h, min_i64(2, rq - rp), nt, yg + rp, ys);
+            }
           }
+          continue;
         }
-      } else {
-        for (int h = 0; h < 2 && h * kT / 2 < nt; ++h) {
-          KFacc<kR, 1> facc;
-          KTile::template run<kR, 1>(ws, 0, nb, ag + kHalf * h, pf, facc);
-          pf.p = nullptr;
-          const __m256 f[kR] = {facc[0][0], facc[1][0], facc[2][0], facc[3][0]};
-          store_half<L>(f, h, rq, nt, yg, ys);
-        }
+      }
+      for (int h = 0; h < 2 && h * kT / 2 < nt; ++h) {
+        KFacc<kR, 1> facc;
+        KTile::template run<kR, 1>(ws, 0, nb, ag + kHalf * h, pf, facc);
+        pf.p = nullptr;
+        const __m256 f[kR] = {facc[0][0], facc[1][0], facc[2][0], facc[3][0]};
+        store_half<L>(f, h, rq, nt, yg, ys);
       }
     }
   }
@@ -664,15 +630,43 @@ struct TileW6 {
   }
 };
 
+// The 32-element types' tiles (4 rows x one half): their sums as a KFacc<kR, 1>.
+template <auto kTile>
+struct Tile4Rows {
+  template <int kRows, int kHalves>
+  static void run(const uint8_t* ws, int, int64_t nb, const uint8_t* ah, const Prefetch& pf,
+                  KFacc<kRows, kHalves>& facc) {
+    static_assert(kRows == kR && kHalves == 1, "the 32-element tiles run 4 rows against one half");
+    __m256 f[kR];
+    kTile(ws, nb, ah, pf, f);
+    for (int r = 0; r < kR; ++r) facc[r][0] = f[r];
+  }
+};
+
+template <DType T, class L>
+void rows_v80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
+              int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
+  rows_driver<&pack_v80<T>, 32, Tile4Rows<&tile_v80<L, T>>, L, false>(w, wrb, nr, cols, act, n_tokens, y, ys, ws,
+                                                                      next_w, next_nr, group_bytes_q8_0(cols));
+}
+template <DType T, class L>
+void rows_w81(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
+              int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
+  rows_driver<&pack_w81<T>, 32, Tile4Rows<&tile_w81<L, T>>, L, false>(w, wrb, nr, cols, act, n_tokens, y, ys, ws,
+                                                                      next_w, next_nr, group_bytes_q8_0(cols));
+}
 template <bool kFive, class L>
 void rows_w45(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
               int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
-  rows_driver_k<&pack_w45<kFive>, TileW45<L, kFive>, L, std::is_same_v<L, Pairs>>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr);
+  constexpr bool kBothHalves = std::is_same_v<L, Pairs>;  // prompts (wide): one half at a time (rows_driver)
+  rows_driver<&pack_w45<kFive>, 256, TileW45<L, kFive>, L, kBothHalves>(w, wrb, nr, cols, act, n_tokens, y, ys, ws,
+                                                                        next_w, next_nr, group_bytes_q8_k(cols));
 }
 template <PackW kPack, bool kMin, int kMaxFlush, class L>
 void rows_w6(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens, float* y,
              int64_t ys, uint8_t* ws, const uint8_t* next_w, int64_t next_nr) {
-  rows_driver_k<kPack, TileW6<L, kMin, kMaxFlush>, L, true>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w, next_nr);
+  rows_driver<kPack, 256, TileW6<L, kMin, kMaxFlush>, L, true>(w, wrb, nr, cols, act, n_tokens, y, ys, ws, next_w,
+                                                               next_nr, group_bytes_q8_k(cols));
 }
 
 // A type's in-place kernels (GemmKernels::in_place), layout by layout; kInPlaceMin: Q8_1 activations.

@@ -38,6 +38,10 @@ using namespace gemm_layout;
 
 #include "kernels/cpu/gemm_x86.inc"
 
+// Keeps an accumulator's adds in program order: GCC otherwise reassociates the int16 sums of
+// a run of steps into a tree, whose partial sums outnumber the 16 ymm registers and spill.
+inline void in_order(__m256i& v) { __asm__("" : "+x"(v)); }
+
 // One half of a 64-byte layout vector: 8 of its 16 lanes.
 constexpr int64_t kHalf = 32;
 
@@ -94,8 +98,10 @@ inline void step_sums16(const uint8_t* wq, const uint8_t* aq, int s0, __m256i (&
 #pragma GCC unroll 8
   for (int s = s0; s < s0 + kSteps; ++s) {
     const __m256i a = load256(aq + 64 * s);
-    for (int r = 0; r < kR; ++r)
+    for (int r = 0; r < kR; ++r) {
       p16[r] = _mm256_add_epi16(p16[r], _mm256_maddubs_epi16(bcast_step<kStep>(wq + kRowBytes * r + kStep * s), a));
+      in_order(p16[r]);
+    }
   }
 }
 
@@ -141,6 +147,8 @@ inline void scaled_steps(const uint8_t* wq, const uint8_t* aq, int s0, const uin
       const __m256i w = bcast_step<kStep>(wq + 256 * r + kStep * s);
       for (int h = 0; h < kHalves; ++h) p16[r][h] = _mm256_add_epi16(p16[r][h], _mm256_maddubs_epi16(w, a[h]));
     }
+    for (int r = 0; r < kRows; ++r)
+      for (int h = 0; h < kHalves; ++h) in_order(p16[r][h]);
   }
   for (int r = 0; r < kRows; ++r) {
     const __m256i s16 = scale16(sc + sc_stride * r);
@@ -511,8 +519,10 @@ inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb,
 #pragma GCC unroll 4
         for (int s = 0; s < kSteps; ++s) {  // at most 4 steps: within Q5_0's int16 bound
           const __m256i w = pick_step<kStep>(u, s);
-          for (int h = 0; h < 2; ++h)
+          for (int h = 0; h < 2; ++h) {
             p16[h] = _mm256_add_epi16(p16[h], _mm256_maddubs_epi16(w, load256(ab + L::k80Q + 64 * s + kHalf * h)));
+            in_order(p16[h]);
+          }
         }
         for (int h = 0; h < 2; ++h) isum[h] = _mm256_add_epi32(isum[h], _mm256_madd_epi16(p16[h], ones));
       }

@@ -176,6 +176,42 @@ TEST(Quant, EveryIsaActivationQuantizerIsBitExact) {
   }
 }
 
+// The KV-cache element types' stores (store_kv_row: F16, BF16, F32) at every ISA against the
+// scalar conversion, bit for bit, on ordinary values and on the edges of f16: values that round
+// to subnormals or to zero, halfway cases (round to even), overflow to infinity, infinities,
+// quiet and signalling NaNs with payloads, -0; n = 4099 also runs the tail after the 8-wide loop.
+TEST(Quant, EveryIsaFloatStoreIsBitExact) {
+  auto f = [](uint32_t bits) {
+    float v;
+    std::memcpy(&v, &bits, 4);
+    return v;
+  };
+  std::vector<float> x = random_floats(4099, 11, 3.f);
+  const std::vector<float> edges = {
+      0.f, -0.f, 1.f, -1.f, 65504.f, 65519.f, 65520.f, -65520.f, 1e6f, -1e6f,
+      f(0x7f800000u), f(0xff800000u),               // +-inf
+      f(0x7fc00001u), f(0xffc12345u),               // quiet NaNs with payloads
+      f(0x7f800001u), f(0x7fa00000u),               // signalling NaNs
+      f(0x33000000u), f(0x33000001u), f(0x337fffffu),  // around half of the smallest subnormal
+      f(0x387fe000u), f(0x38800000u), f(0x387ff000u),  // the largest subnormals, the smallest normal
+      5.9604645e-8f, 6.1035156e-5f, 3.0517578e-5f, 1e-10f, -1e-7f,
+      1.0009766f, 1.00048828125f, 1.00146484375f,  // 1 + 2^-10, halfway up from 1 and from 1 + 2^-10
+      2049.f, 2051.f, -2051.f};                     // halfway between integers past 2048
+  std::copy(edges.begin(), edges.end(), x.begin() + 100);
+  for (Isa isa : test::all_isas()) {
+    if (!isa_supported(isa)) continue;
+    for (DType t : {DType::F16, DType::BF16, DType::F32}) {
+      for (int64_t n : {int64_t{7}, int64_t{256}, int64_t{4099}}) {
+        const std::vector<float> xn(x.begin() + (n == 7 ? 100 : 0), x.begin() + (n == 7 ? 107 : n));
+        const std::vector<uint8_t> ref = quantized(t, xn);
+        std::vector<uint8_t> q(ref.size(), 0xAB);
+        type_kernels(t, isa)->quantize_row(xn.data(), q.data(), n);
+        ASSERT_EQ(ref, q) << dtype_name(t) << " " << isa_name(isa) << " n=" << n;
+      }
+    }
+  }
+}
+
 TEST(Quant, VecDotTypes) {
   EXPECT_EQ(vec_dot_type(DType::F32), DType::F32);
   EXPECT_EQ(vec_dot_type(DType::F16), DType::F32);

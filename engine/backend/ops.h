@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "engine/core/status.h"
 #include "kernels/cpu/dtype.h"
@@ -101,6 +102,15 @@ class Ops {
   virtual Status rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, int64_t pos0,
                       const RopeParams& params) = 0;
   virtual Status attention(const AttentionArgs& args) = 0;
+  // Several sequences' attention (a batched decode step: one call per layer for every sequence
+  // in the batch), each exactly as attention(args[i]) would do it; the sequences' caches are
+  // distinct. Backends may run them together (the CPU shares their key blocks out over its
+  // threads at once); this default calls attention() for each in order and stops at the first
+  // error.
+  virtual Status attention_batch(std::span<const AttentionArgs> batch) {
+    for (const AttentionArgs& a : batch) STRATA_RETURN_IF_ERROR(attention(a));
+    return {};
+  }
   // gate[i] = silu(gate[i]) * up[i]; [n].
   virtual Status swiglu(float* gate, const float* up, int64_t n) = 0;
   // gate[i] = gelu_tanh(gate[i]) * up[i]; gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); [n].

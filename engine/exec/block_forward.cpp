@@ -83,7 +83,9 @@ Status BlockForward::attention_partial(const ShardWeights& w, int64_t layer, con
   rope.freq_divisors = rope_freqs_;
   rope.attn_factor = c.rope_attn_factor;
   rope.interleaved = c.rope_style == model::RopeStyle::Interleaved;
-  // Per sequence: its rows of q, k, v (and attn_out) at row0, rotated from its own position.
+  // Per sequence: its rows of q, k, v (and attn_out) at row0, rotated from its own position;
+  // then every sequence's attention in one call (a batched decode step runs them together).
+  attention_args_.clear();
   for (const SeqRows& sr : seqs) {
     float* q = s.q + sr.row0 * q_dim;
     float* k = s.k + sr.row0 * kv_dim;
@@ -106,7 +108,12 @@ Status BlockForward::attention_partial(const ShardWeights& w, int64_t layer, con
     a.scale = c.query_scale();
     a.window = la.window;
     a.out = s.attn_out + sr.row0 * q_dim;
-    STRATA_RETURN_IF_ERROR(ops_.attention(a));
+    attention_args_.push_back(a);
+  }
+  if (attention_args_.size() == 1) {
+    STRATA_RETURN_IF_ERROR(ops_.attention(attention_args_.front()));
+  } else {
+    STRATA_RETURN_IF_ERROR(ops_.attention_batch(attention_args_));
   }
   return ops_.matmul(matrix(w.wo), s.attn_out, n, out);
 }

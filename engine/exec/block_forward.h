@@ -156,6 +156,7 @@ class BlockForward {
   MoeRouting routing_;             // ffn_partial's routing of an MoE layer (host)
   std::vector<int32_t> identity_;  // [n] 0..n-1: the rows of the shared expert's weighted add
   std::vector<float> shexp_gate_;  // [n] the shared expert's per-token gate (host)
+  std::vector<backend::AttentionArgs> attention_args_;  // attention_partial's, one per sequence (reused)
 };
 
 }  // namespace strata::exec

@@ -4,10 +4,12 @@
 #include "kernels/cpu/attention.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <span>
 
 #include "kernels/cpu/attention_block.h"
 #include "kernels/cpu/type_kernels.h"
@@ -160,10 +162,11 @@ struct Plan {
     family.block(a);
   }
   // The family's in-place kernel on n_rows query rows against keys [kb, kb + 64) of KV head
-  // kv_head, read where they lie (attention_block_cache_supported).
-  // Prefetches the cache rows of positions [next_p0, next_p1) meanwhile (all KV heads).
-  void run_cache_block(const ThreadScratch& sc, int64_t n_rows, int64_t kb, int64_t kv_head, int64_t next_p0,
-                       int64_t next_p1) const {
+  // kv_head, read where they lie (attention_block_cache_supported). Prefetches the cache rows of
+  // positions [next_p0, next_p1) of `next`'s cache meanwhile (all KV heads; next: this plan or
+  // another sequence's in a decode batch).
+  void run_cache_block(const ThreadScratch& sc, int64_t n_rows, int64_t kb, int64_t kv_head, const Plan& next,
+                       int64_t next_p0, int64_t next_p1) const {
     const detail::AttentionBlockArgs a = block_args(sc, n_rows);
     detail::CacheBlock c;
     const int64_t off = kb * kv.row_stride_bytes + kv_head * kv.head_stride_bytes;
@@ -172,58 +175,104 @@ struct Plan {
     c.row_stride_bytes = kv.row_stride_bytes;
     c.type = kv.type;
     if (next_p1 > next_p0) {
-      c.next_k = kv.k + next_p0 * kv.row_stride_bytes;
-      c.next_v = kv.v + next_p0 * kv.row_stride_bytes;
-      c.next_bytes = (next_p1 - next_p0) * kv.row_stride_bytes;
+      c.next_k = next.kv.k + next_p0 * next.kv.row_stride_bytes;
+      c.next_v = next.kv.v + next_p0 * next.kv.row_stride_bytes;
+      c.next_bytes = (next_p1 - next_p0) * next.kv.row_stride_bytes;
     }
     family.cache(a, c);
   }
 };
 
-// One token: every key block is an item (its rows of all KV heads read in one sequential sweep of
-// the cache, which is position-major); partials [head][block][hdp + 2] are merged per head in
-// block order afterwards.
-void decode(ThreadPool& pool, const Plan& pl, AttentionWorkspace& ws, int64_t max_rows, float* out) {
-  const int64_t end = pl.end_of(0), begin = pl.begin_of(0);
-  const int64_t b_first = begin / B, n_blocks = (end - 1) / B - b_first + 1;
-  const int64_t part = pl.hdp + 2, n_kv = pl.s.n_kv_heads;
-  const size_t need = static_cast<size_t>(pl.s.n_heads * n_blocks * part);
-  if (ws.partials.size() < need) ws.partials.resize(need);
-  float* partials = ws.partials.data();
+// A one-token job of a decode batch: its plan, its visible key blocks, and where its items,
+// heads and partials ([n_heads][n_blocks][hdp + 2] floats) start in the batch's.
+struct DecodeJob {
+  Plan pl;
+  float* out = nullptr;
+  int64_t begin = 0, end = 0, b_first = 0, n_blocks = 0;
+  int64_t item0 = 0, head0 = 0;
+  size_t partials = 0;
+  bool in_place = false;
+};
+// Decode jobs per parallel region pair at most (attention_many takes more in chunks of this).
+constexpr size_t kDecodeBatch = 16;
+
+DecodeJob decode_job(const Plan& pl, float* out) {
+  DecodeJob j;
+  j.pl = pl;
+  j.out = out;
+  j.end = pl.end_of(0);
+  j.begin = pl.begin_of(0);
+  j.b_first = j.begin / B;
+  j.n_blocks = (j.end - 1) / B - j.b_first + 1;
   // The AVX2 / AVX-512 kernels read F32 / F16 / Q8_0 blocks where they lie in the cache,
   // converting each element in registers (once per 4 query rows); otherwise the block's rows of
   // every KV head are converted to f32 copies first.
-  const bool in_place = detail::attention_block_cache_supported(pl.family.isa, pl.kv.type, pl.s.head_dim);
+  j.in_place = detail::attention_block_cache_supported(pl.family.isa, pl.kv.type, pl.s.head_dim);
+  return j;
+}
+
+// The job holding item `item` of a field counted by `first` (item0 or head0; jobs in order).
+template <int64_t DecodeJob::*first>
+const DecodeJob& job_at(std::span<const DecodeJob> jobs, int64_t item) {
+  size_t i = 0;
+  while (i + 1 < jobs.size() && jobs[i + 1].*first <= item) ++i;
+  return jobs[i];
+}
+
+// One query token per job (a decode step of one or several sequences): every key block of every
+// job is an item (its rows of all KV heads read in one sequential sweep of the cache, which is
+// position-major), then every (job, head) merges its partials in block order. A row's partials
+// and merge do not depend on the other items, so each job gets the bits it gets alone.
+// Scratch geometry (max_rows, hdp, n_kv): the largest of the jobs'.
+void decode_many(ThreadPool& pool, std::span<DecodeJob> jobs, AttentionWorkspace& ws, int64_t max_rows,
+                 int64_t scratch_hdp, int64_t scratch_kv) {
+  int64_t items = 0, heads = 0;
+  size_t need = 0;
+  for (DecodeJob& j : jobs) {
+    j.item0 = items;
+    j.head0 = heads;
+    j.partials = need;
+    items += j.n_blocks;
+    heads += j.pl.s.n_heads;
+    need += static_cast<size_t>(j.pl.s.n_heads * j.n_blocks * (j.pl.hdp + 2));
+  }
+  if (ws.partials.size() < need) ws.partials.resize(need);
+  float* partials = ws.partials.data();
+  const std::span<const DecodeJob> all(jobs.data(), jobs.size());
   std::atomic<int64_t> next{0};
   pool.run([&](int thread, int) {
-    const ThreadScratch sc = scratch_of(ws, thread, max_rows, pl.hdp, n_kv);
-    // The next block is claimed before this one is run, so that its rows can be prefetched.
-    for (int64_t bi = next.fetch_add(1, std::memory_order_relaxed), bn; bi < n_blocks; bi = bn) {
-      bn = next.fetch_add(1, std::memory_order_relaxed);
-      const int64_t kb = (b_first + bi) * B;
-      const int64_t n_keys = std::min(B, end - kb);
-      if (!in_place) pl.load_all_heads(kb, n_keys, sc);
+    const ThreadScratch sc = scratch_of(ws, thread, max_rows, scratch_hdp, scratch_kv);
+    // The next item is claimed before this one is run, so that its rows can be prefetched.
+    for (int64_t it = next.fetch_add(1, std::memory_order_relaxed), in; it < items; it = in) {
+      in = next.fetch_add(1, std::memory_order_relaxed);
+      const DecodeJob& j = job_at<&DecodeJob::item0>(all, it);
+      const Plan& pl = j.pl;
+      const int64_t bi = it - j.item0, part = pl.hdp + 2, n_kv = pl.s.n_kv_heads;
+      const int64_t kb = (j.b_first + bi) * B;
+      const int64_t n_keys = std::min(B, j.end - kb);
+      if (!j.in_place) pl.load_all_heads(kb, n_keys, sc);
       for (int64_t r = 0; r < pl.group; ++r) {
-        sc.lo[r] = static_cast<int32_t>(std::max<int64_t>(0, begin - kb));
+        sc.lo[r] = static_cast<int32_t>(std::max<int64_t>(0, j.begin - kb));
         sc.hi[r] = static_cast<int32_t>(n_keys);
       }
       for (int64_t g = 0; g < n_kv; ++g) {
         load_queries(pl.q, g * pl.group, pl.group, pl.s.head_dim, pl.hdp, sc.q);
-        if (in_place) {
-          // While KV head g runs, the g-th slice of the next block's positions (every KV head's
-          // rows: one sequential sweep of the cache over the block) streams in.
+        if (j.in_place) {
+          // While KV head g runs, the g-th slice of the next item's positions (every KV head's
+          // rows: one sequential sweep of that cache over the block) streams in.
           int64_t p0 = 0, p1 = 0;
-          if (bn < n_blocks) {
-            const int64_t nb = (b_first + bn) * B, n_next = std::min(B, end - nb);
+          const DecodeJob& jn = job_at<&DecodeJob::item0>(all, in < items ? in : it);
+          if (in < items) {
+            const int64_t nb = (jn.b_first + in - jn.item0) * B, n_next = std::min(B, jn.end - nb);
             p0 = nb + n_next * g / n_kv;
             p1 = nb + n_next * (g + 1) / n_kv;
           }
-          pl.run_cache_block(sc, pl.group, kb, g, p0, p1);
+          pl.run_cache_block(sc, pl.group, kb, g, jn.pl, p0, p1);
         } else {
           pl.run_block(sc, pl.group, g);
         }
         for (int64_t r = 0; r < pl.group; ++r) {
-          float* dst = partials + ((g * pl.group + r) * n_blocks + bi) * part;
+          float* dst = partials + j.partials + ((g * pl.group + r) * j.n_blocks + bi) * part;
           std::memcpy(dst, sc.acc_b + r * pl.hdp, static_cast<size_t>(pl.hdp) * sizeof(float));
           dst[pl.hdp] = sc.m_b[r];
           dst[pl.hdp + 1] = sc.l_b[r];
@@ -233,16 +282,19 @@ void decode(ThreadPool& pool, const Plan& pl, AttentionWorkspace& ws, int64_t ma
   });
   std::atomic<int64_t> next_head{0};
   pool.run([&](int thread, int) {
-    const ThreadScratch sc = scratch_of(ws, thread, max_rows, pl.hdp, n_kv);
-    for (int64_t h = next_head.fetch_add(1, std::memory_order_relaxed); h < pl.s.n_heads;
-         h = next_head.fetch_add(1, std::memory_order_relaxed)) {
+    const ThreadScratch sc = scratch_of(ws, thread, max_rows, scratch_hdp, scratch_kv);
+    for (int64_t hi = next_head.fetch_add(1, std::memory_order_relaxed); hi < heads;
+         hi = next_head.fetch_add(1, std::memory_order_relaxed)) {
+      const DecodeJob& j = job_at<&DecodeJob::head0>(all, hi);
+      const Plan& pl = j.pl;
+      const int64_t h = hi - j.head0, part = pl.hdp + 2;
       float m = kNegInf, l = 0.0f;
       std::fill(sc.acc, sc.acc + pl.hdp, 0.0f);
-      for (int64_t bi = 0; bi < n_blocks; ++bi) {
-        const float* src = partials + (h * n_blocks + bi) * part;
+      for (int64_t bi = 0; bi < j.n_blocks; ++bi) {
+        const float* src = partials + j.partials + (h * j.n_blocks + bi) * part;
         merge_partial(m, l, sc.acc, src[pl.hdp], src[pl.hdp + 1], src, pl.hdp);
       }
-      finish_row(sc.acc, l, pl.s.head_dim, out + h * pl.s.head_dim);
+      finish_row(sc.acc, l, pl.s.head_dim, j.out + h * pl.s.head_dim);
     }
   });
 }
@@ -311,9 +363,9 @@ bool kv_type_supported(DType kv_type, int64_t head_dim) {
   }
 }
 
-void attention(ThreadPool& pool, const float* q, const KvCacheView& kv, const AttentionShape& s, Isa isa,
-               AttentionWorkspace& ws, float* out) {
-  if (s.n_tokens <= 0) return;
+namespace {
+
+Plan make_plan(const float* q, const KvCacheView& kv, const AttentionShape& s, Isa isa) {
   Plan pl;
   pl.q = q;
   pl.kv = kv;
@@ -323,17 +375,56 @@ void attention(ThreadPool& pool, const float* q, const KvCacheView& kv, const At
   pl.group = s.n_heads / s.n_kv_heads;
   pl.hdp = pad8(s.head_dim);
   pl.q_dim = s.n_heads * s.head_dim;
-  const int64_t max_rows = s.n_tokens == 1 ? pl.group : tile_tokens(pl.group) * pl.group;
-  const int threads = pool.n_threads();
-  const size_t floats = static_cast<size_t>(threads * scratch_floats(max_rows, pl.hdp, s.n_kv_heads));
+  return pl;
+}
+
+// Grows the per-thread scratch and bounds for rows of max_rows query rows.
+void reserve_scratch(AttentionWorkspace& ws, int threads, int64_t max_rows, int64_t hdp, int64_t kv_heads) {
+  const size_t floats = static_cast<size_t>(threads * scratch_floats(max_rows, hdp, kv_heads));
   if (ws.per_thread.size() < floats) ws.per_thread.resize(floats);
   const size_t bounds = static_cast<size_t>(threads * 2 * max_rows);
   if (ws.bounds.size() < bounds) ws.bounds.resize(bounds);
+}
+
+}  // namespace
+
+void attention(ThreadPool& pool, const float* q, const KvCacheView& kv, const AttentionShape& s, Isa isa,
+               AttentionWorkspace& ws, float* out) {
+  if (s.n_tokens <= 0) return;
+  const Plan pl = make_plan(q, kv, s, isa);
+  const int64_t max_rows = s.n_tokens == 1 ? pl.group : tile_tokens(pl.group) * pl.group;
+  reserve_scratch(ws, pool.n_threads(), max_rows, pl.hdp, s.n_kv_heads);
   if (s.n_tokens == 1) {
-    decode(pool, pl, ws, max_rows, out);
+    DecodeJob j = decode_job(pl, out);
+    decode_many(pool, std::span<DecodeJob>(&j, 1), ws, max_rows, pl.hdp, s.n_kv_heads);
   } else {
     prompt(pool, pl, ws, max_rows, out);
   }
+}
+
+void attention_many(ThreadPool& pool, std::span<const AttentionJob> jobs, Isa isa, AttentionWorkspace& ws) {
+  std::array<DecodeJob, kDecodeBatch> batch;
+  size_t n = 0;
+  int64_t max_rows = 0, hdp = 0, kv_heads = 0;
+  auto flush = [&] {
+    if (n == 0) return;
+    reserve_scratch(ws, pool.n_threads(), max_rows, hdp, kv_heads);
+    decode_many(pool, std::span<DecodeJob>(batch.data(), n), ws, max_rows, hdp, kv_heads);
+    n = 0;
+    max_rows = hdp = kv_heads = 0;
+  };
+  for (const AttentionJob& job : jobs) {
+    if (job.shape.n_tokens != 1) continue;
+    const Plan pl = make_plan(job.q, job.kv, job.shape, isa);
+    batch[n++] = decode_job(pl, job.out);
+    max_rows = std::max(max_rows, pl.group);
+    hdp = std::max(hdp, pl.hdp);
+    kv_heads = std::max(kv_heads, job.shape.n_kv_heads);
+    if (n == batch.size()) flush();
+  }
+  flush();
+  for (const AttentionJob& job : jobs)
+    if (job.shape.n_tokens > 1) attention(pool, job.q, job.kv, job.shape, isa, ws, job.out);
 }
 
 void store_kv_row(const float* src, DType type, int64_t n, Isa isa, void* dst) {

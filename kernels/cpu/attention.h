@@ -10,8 +10,9 @@
 // and out = acc / l. A block is read from the cache and converted to f32 once per group of
 // query rows that share it (all heads of a KV head's group and, in prompts, a tile of tokens),
 // never the whole cache at once; there is no [n x n] score matrix.
-//   - Decode (1 token): the key blocks are split across the threads (each block all KV heads);
-//     the partials are merged afterwards, per head, in block order. With AVX2 a block is read
+//   - Decode (1 token): the key blocks are split across the threads (each block all KV heads;
+//     with attention_many, the blocks of several sequences' tokens at once); the partials are
+//     merged afterwards, per head, in block order. With AVX2 a block is read
 //     where it lies in the cache (F32 / F16 / Q8_0 converted in registers, no f32 copy) while the
 //     thread's next block is prefetched as one sequential sweep: decode at depth is a stream
 //     of the whole cache, and without the prefetch it waited on memory at every row.
@@ -23,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "kernels/cpu/dtype.h"
@@ -77,6 +79,22 @@ bool kv_type_supported(DType kv_type, int64_t head_dim);
 // kernels (Scalar: the reference; Avx512 runs the AVX2 kernels). Runs on the pool's threads.
 void attention(ThreadPool& pool, const float* q, const KvCacheView& kv, const AttentionShape& shape, Isa isa,
                AttentionWorkspace& ws, float* out);
+
+// One sequence's attention() arguments, for attention_many.
+struct AttentionJob {
+  const float* q = nullptr;
+  KvCacheView kv;
+  AttentionShape shape;
+  float* out = nullptr;
+};
+
+// Every job's out, bit for bit what attention() gives it alone (the caches hold the jobs' new
+// positions already). The jobs of one query token (a batched decode step: one token of each
+// sequence) run together, up to 16 at a time in one pair of parallel regions: every key block of
+// every such job is an item for any thread, then every (job, head) merge. At short depth a
+// sequence's keys are one block, so attention() per sequence would run each on one thread while
+// the others wait. Jobs of several tokens run after them, one attention() each.
+void attention_many(ThreadPool& pool, std::span<const AttentionJob> jobs, Isa isa, AttentionWorkspace& ws);
 
 // Writes n floats (one position's keys or values of all local heads) as elements of `type` at dst.
 void store_kv_row(const float* src, DType type, int64_t n, Isa isa, void* dst);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -211,6 +212,58 @@ TEST(Attention, SameBitsWhateverTheChunking) {
                                               << " vs one call, token " << i / q_dim << " element " << i % q_dim;
       }
     }
+}
+
+// attention_many against attention() job by job, bit for bit: 19 sequences (more than one batch
+// of 16) with their own caches of every type, depths on both sides of key-block edges (1, 63, 64,
+// 65, 130, 300), with and without a window, GQA 4 and 1 in one batch (scratch sized for the
+// largest), and two prompt jobs of several tokens among them; 1, 2 and 3 threads.
+TEST(Attention, ManySequencesGetTheBitsEachGetsAlone) {
+  struct Seq {
+    Cache cache;
+    AttentionShape s;
+    std::vector<float> q;
+  };
+  std::vector<Seq> seqs;
+  const DType types[] = {DType::F16, DType::F32, DType::Q8_0};
+  const int64_t depths[] = {1, 63, 64, 65, 130, 300};
+  for (int i = 0; i < 19; ++i) {
+    const int64_t depth = depths[i % 6];
+    const int64_t group = i % 5 == 3 ? 1 : 4;
+    AttentionShape s;
+    s.n_heads = kKvHeads * group;
+    s.n_kv_heads = kKvHeads;
+    s.head_dim = kHeadDim;
+    s.scale = 0.125f;
+    s.window = i % 4 == 1 ? 40 : 0;
+    s.n_tokens = i == 7 || i == 12 ? std::min<int64_t>(depth, 5) : 1;  // two prompt jobs
+    s.pos0 = depth - s.n_tokens;
+    std::vector<float> q = test::random_floats(s.n_tokens * s.n_heads * kHeadDim, 31 + static_cast<uint32_t>(i), 4.0f);
+    seqs.push_back({make_cache(types[i % 3], depth, 200 + static_cast<uint32_t>(i)), s, std::move(q)});
+  }
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    for (Isa isa : isas_here()) {
+      std::vector<std::vector<float>> alone, together;
+      std::vector<AttentionJob> jobs;
+      AttentionWorkspace ws_alone, ws_many;
+      for (const Seq& q : seqs) {
+        const size_t n = q.q.size();
+        alone.emplace_back(n, NAN);
+        together.emplace_back(n, NAN);
+        attention(pool, q.q.data(), q.cache.view(), q.s, isa, ws_alone, alone.back().data());
+      }
+      for (size_t i = 0; i < seqs.size(); ++i)
+        jobs.push_back({seqs[i].q.data(), seqs[i].cache.view(), seqs[i].s, together[i].data()});
+      attention_many(pool, jobs, isa, ws_many);
+      for (size_t i = 0; i < seqs.size(); ++i)
+        for (size_t e = 0; e < alone[i].size(); ++e)
+          ASSERT_EQ(std::memcmp(&together[i][e], &alone[i][e], sizeof(float)), 0)
+              << isa_name(isa) << ", " << threads << " threads, sequence " << i << " (depth "
+              << seqs[i].s.pos0 + seqs[i].s.n_tokens << ", " << seqs[i].s.n_tokens << " tokens), element " << e
+              << ": " << together[i][e] << " vs " << alone[i][e];
+    }
+  }
 }
 
 }  // namespace

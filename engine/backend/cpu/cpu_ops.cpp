@@ -111,7 +111,10 @@ Status CpuOps::rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_di
   return {};
 }
 
-Status CpuOps::attention(const AttentionArgs& a) {
+namespace {
+
+// What attention() and attention_batch() refuse, with the number that is wrong.
+Status check_attention(const AttentionArgs& a) {
   if (!kernels::kv_type_supported(a.kv_type, a.head_dim) || a.kv_stride % kernels::traits(a.kv_type).block_elems != 0)
     return Error{Code::Unsupported, std::string("a ") + kernels::dtype_name(a.kv_type) + " KV cache with head size " +
                                         std::to_string(a.head_dim) + " and row stride " + std::to_string(a.kv_stride) +
@@ -125,9 +128,13 @@ Status CpuOps::attention(const AttentionArgs& a) {
                                        "-position cache"};
   if (a.window < 0)
     return Error{Code::InvalidArgument, "attention window " + std::to_string(a.window)};
+  return {};
+}
+
+// Stores the call's new keys and values in its cache and returns its kernel job over that cache.
+kernels::AttentionJob store_and_job(const AttentionArgs& a, kernels::Isa isa) {
   const int64_t hd = a.head_dim;
   const int64_t kv_dim = a.n_kv_heads * hd;
-  const kernels::Isa isa = kernels::active_isa();
   // Byte offsets in the cache: elements are counted in blocks (Q8_0: 32 elements in 34 bytes).
   const kernels::DTypeTraits& tr = kernels::traits(a.kv_type);
   auto byte_offset = [&](int64_t elems) { return elems / tr.block_elems * static_cast<int64_t>(tr.block_bytes); };
@@ -138,22 +145,42 @@ Status CpuOps::attention(const AttentionArgs& a) {
     kernels::store_kv_row(a.k + t * kv_dim, a.kv_type, kv_dim, isa, kc + byte_offset(pos * a.kv_stride));
     kernels::store_kv_row(a.v + t * kv_dim, a.kv_type, kv_dim, isa, vc + byte_offset(pos * a.kv_stride));
   }
-  kernels::KvCacheView view;
-  view.k = kc;
-  view.v = vc;
-  view.type = a.kv_type;
-  view.row_stride_bytes = byte_offset(a.kv_stride);
-  view.head_stride_bytes = byte_offset(hd);
-  kernels::AttentionShape shape;
-  shape.n_tokens = a.n_tokens;
-  shape.pos0 = a.pos0;
-  shape.n_heads = a.n_heads;
-  shape.n_kv_heads = a.n_kv_heads;
-  shape.head_dim = hd;
-  shape.scale = a.scale;
-  shape.causal = a.causal;
-  shape.window = a.window;
-  kernels::attention(pool_, a.q, view, shape, isa, attention_ws_, a.out);
+  kernels::AttentionJob job;
+  job.q = a.q;
+  job.out = a.out;
+  job.kv.k = kc;
+  job.kv.v = vc;
+  job.kv.type = a.kv_type;
+  job.kv.row_stride_bytes = byte_offset(a.kv_stride);
+  job.kv.head_stride_bytes = byte_offset(hd);
+  job.shape.n_tokens = a.n_tokens;
+  job.shape.pos0 = a.pos0;
+  job.shape.n_heads = a.n_heads;
+  job.shape.n_kv_heads = a.n_kv_heads;
+  job.shape.head_dim = hd;
+  job.shape.scale = a.scale;
+  job.shape.causal = a.causal;
+  job.shape.window = a.window;
+  return job;
+}
+
+}  // namespace
+
+Status CpuOps::attention(const AttentionArgs& a) {
+  STRATA_RETURN_IF_ERROR(check_attention(a));
+  const kernels::Isa isa = kernels::active_isa();
+  const kernels::AttentionJob job = store_and_job(a, isa);
+  kernels::attention(pool_, job.q, job.kv, job.shape, isa, attention_ws_, job.out);
+  return {};
+}
+
+Status CpuOps::attention_batch(std::span<const AttentionArgs> batch) {
+  // Every call is checked before any cache is written: an error leaves every cache as it was.
+  for (const AttentionArgs& a : batch) STRATA_RETURN_IF_ERROR(check_attention(a));
+  const kernels::Isa isa = kernels::active_isa();
+  attention_jobs_.clear();
+  for (const AttentionArgs& a : batch) attention_jobs_.push_back(store_and_job(a, isa));
+  kernels::attention_many(pool_, attention_jobs_, isa, attention_ws_);
   return {};
 }
 

@@ -30,6 +30,7 @@ class CpuOps final : public Ops {
   Status rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, int64_t pos0,
               const RopeParams& params) override;
   Status attention(const AttentionArgs& args) override;
+  Status attention_batch(std::span<const AttentionArgs> batch) override;
   Status swiglu(float* gate, const float* up, int64_t n) override;
   Status geglu(float* gate, const float* up, int64_t n) override;
   Status scale(float* x, float s, int64_t n) override;
@@ -49,6 +50,7 @@ class CpuOps final : public Ops {
   kernels::ThreadPool& pool_;
   std::vector<uint8_t> matmul_scratch_;  // quantized activations (kernels::matmul grows it)
   kernels::AttentionWorkspace attention_ws_;  // per-thread key blocks and decode partials
+  std::vector<kernels::AttentionJob> attention_jobs_;  // attention_batch's, reused (no allocation per call)
 };
 
 // Host events: a steady-clock timestamp taken when recorded (host work is synchronous).

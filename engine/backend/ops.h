@@ -92,6 +92,19 @@ class Ops {
   // y[t][r] = sum_c W[r][c] * x[t][c]; x: [n_tokens][w.cols] f32, y: [n_tokens][w.rows] f32.
   // n_tokens == 1 is a matrix-vector product (decode); more is a GEMM (prompt batches).
   virtual Status matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y) = 0;
+  // Several products of the same x ([n_tokens][cols], every w of those cols): y of each as
+  // matmul(w, x, n_tokens, y) gives it. Backends may run them together (the CPU quantizes x once
+  // for weights whose types share the activations' layout and hands all their rows out in one
+  // parallel region: a layer's q, k, v, or gate and up); this default calls matmul() for each in
+  // order and stops at the first error.
+  struct MatmulOut {
+    MatrixView w;
+    float* y = nullptr;  // [n_tokens][w.rows]
+  };
+  virtual Status matmul_many(std::span<const MatmulOut> outs, const float* x, int64_t n_tokens) {
+    for (const MatmulOut& o : outs) STRATA_RETURN_IF_ERROR(matmul(o.w, x, n_tokens, o.y));
+    return {};
+  }
   // y[i] += x[i]; [n].
   virtual Status add(float* y, const float* x, int64_t n) = 0;
   // y[r][i] += bias[i]; y: [n_rows][n], bias: [n].

@@ -65,9 +65,8 @@ Status BlockForward::attention_partial(const ShardWeights& w, int64_t layer, con
   const ScratchViews& s = scratch_;
   if (w.n_kv_heads == 0) return ops_.zero(out, n * c.n_embd);  // a shard with no heads adds nothing
   STRATA_RETURN_IF_ERROR(ops_.rms_norm(hidden, f32(w.attn_norm), s.norm, n, c.n_embd, c.rms_eps));
-  STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.wq), s.norm, n, s.q));
-  STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.wk), s.norm, n, s.k));
-  STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.wv), s.norm, n, s.v));
+  const backend::Ops::MatmulOut qkv[3] = {{matrix(w.wq), s.q}, {matrix(w.wk), s.k}, {matrix(w.wv), s.v}};
+  STRATA_RETURN_IF_ERROR(ops_.matmul_many(qkv, s.norm, n));
   if (w.bq.present()) STRATA_RETURN_IF_ERROR(ops_.add_rows(s.q, f32(w.bq), n, q_dim));
   if (w.bk.present()) STRATA_RETURN_IF_ERROR(ops_.add_rows(s.k, f32(w.bk), n, kv_dim));
   if (w.bv.present()) STRATA_RETURN_IF_ERROR(ops_.add_rows(s.v, f32(w.bv), n, kv_dim));
@@ -128,8 +127,8 @@ Status BlockForward::ffn_partial(const ShardWeights& w, const float* hidden, int
   }
   if (w.n_ff == 0) return ops_.zero(out, n * c.n_embd);
   STRATA_RETURN_IF_ERROR(ops_.rms_norm(hidden, f32(w.ffn_norm), s.norm, n, c.n_embd, c.rms_eps));
-  STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.w_gate), s.norm, n, s.gate));
-  STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.w_up), s.norm, n, s.up));
+  const backend::Ops::MatmulOut gate_up[2] = {{matrix(w.w_gate), s.gate}, {matrix(w.w_up), s.up}};
+  STRATA_RETURN_IF_ERROR(ops_.matmul_many(gate_up, s.norm, n));
   if (c.ffn_activation == model::FfnActivation::GeluTanh) {
     STRATA_RETURN_IF_ERROR(ops_.geglu(s.gate, s.up, n * w.n_ff));
   } else {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <span>
 
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_float.h"
@@ -106,54 +107,77 @@ GemmLayoutChoice gemm_layout_for(const GemmKernels& gk, int64_t n_tokens) {
   return {gk.pack_group_pairs, gk.rows_pairs, false};
 }
 
-void matmul_packed(ThreadPool& pool, const GemmKernels& gk, const void* w, int64_t w_row_bytes, int64_t rows,
-                   int64_t cols, const float* x, int64_t n_tokens, float* y, std::vector<uint8_t>& scratch) {
+// One weight matrix of a packed product: its row kernel, rows and output (gemm.h's `rows`
+// arguments that differ between the matrices of a matmul_many call).
+struct PackedPart {
+  GemmRows rows_fn;
+  const uint8_t* w;
+  int64_t w_row_bytes, rows;
+  float* y;  // [n_tokens][rows]
+  int64_t first_item;  // its items' offset in the product's item space (row chunks x token chunks)
+};
+
+// The packed products of the parts, all against the same activations packed once (every part's
+// pack function and group bytes are pack_group's and gb's): 1. the activations quantized and
+// packed; 2. every part's row chunks x token chunks handed out from one counter, in part order.
+// ws_bytes: the largest worker scratch of the parts' kernels.
+void matmul_packed_parts(ThreadPool& pool, GemmPackGroup pack_group, int64_t gb, int64_t ws_bytes,
+                         std::span<const PackedPart> parts, int64_t cols, const float* x, int64_t n_tokens,
+                         std::vector<uint8_t>& scratch) {
   const int nth = pool.n_threads();
-  const PackedScratch layout(gk, cols, n_tokens, nth);
-  const int64_t n_groups = layout.n_groups, gb = layout.group_bytes, wsb = layout.worker_bytes;
-  if (scratch.size() < static_cast<size_t>(layout.total)) scratch.resize(static_cast<size_t>(layout.total));
+  const int64_t n_groups = (n_tokens + kGemmTokenGroup - 1) / kGemmTokenGroup;
+  const int64_t wsb = (ws_bytes + 63) / 64 * 64;
+  const int64_t total = 64 + n_groups * gb + nth * wsb;  // PackedScratch's layout
+  if (scratch.size() < static_cast<size_t>(total)) scratch.resize(static_cast<size_t>(total));
   uint8_t* act = align64(scratch.data());
   uint8_t* wscratch = act + n_groups * gb;
 
   struct Job {
-    decltype(GemmKernels::pack_group) pack_group;
-    decltype(GemmKernels::rows) rows_fn;
-    const uint8_t* w;
+    GemmPackGroup pack_group;
+    std::span<const PackedPart> parts;
     const float* x;
-    float* y;
     uint8_t *act, *wscratch;
-    int64_t w_row_bytes, rows, cols, n_tokens, n_groups, gb, wsb, n_tc, n_items;
+    int64_t cols, n_tokens, n_groups, gb, wsb, n_tc, n_items;
     WorkCounter counter;
   };
-  const GemmLayoutChoice use = gemm_layout_for(gk, n_tokens);
-  Job job{use.pack_group, use.rows, static_cast<const uint8_t*>(w), x, y, act, wscratch, w_row_bytes, rows, cols,
-          n_tokens, n_groups, gb, wsb, 0, 0, {}};
+  Job job{pack_group, parts, x, act, wscratch, cols, n_tokens, n_groups, gb, wsb, 0, 0, {}};
   job.n_tc = (n_tokens + kGemmTokenChunk - 1) / kGemmTokenChunk;
-  job.n_items = (rows + kGemmRowChunk - 1) / kGemmRowChunk * job.n_tc;
+  const PackedPart& last = parts.back();
+  job.n_items = last.first_item + (last.rows + kGemmRowChunk - 1) / kGemmRowChunk * job.n_tc;
 
   // 1. Quantize and pack the activations, 16 tokens per group, groups split across threads.
   static constexpr auto pack = [](Job* j, int ith, int n) {
     for (int64_t g = ith; g < j->n_groups; g += n) j->pack_group(j->x, j->cols, j->n_tokens, g, j->act + g * j->gb);
   };
+  // The part that holds item (parts in item order; a call has a few).
+  static constexpr auto part_of = [](const Job* j, int64_t item) -> const PackedPart& {
+    size_t i = 0;
+    while (i + 1 < j->parts.size() && j->parts[i + 1].first_item <= item) ++i;
+    return j->parts[i];
+  };
   // 2. Row chunks x token chunks, handed out dynamically.
   static constexpr auto work = [](Job* j, int ith) {
     uint8_t* ws = j->wscratch + ith * j->wsb;
     // Each thread claims its next item before computing the current one, so the kernel can
-    // prefetch that item's first weight rows.
+    // prefetch that item's first weight rows (of the same matrix or of the next one).
     int64_t item = j->counter.next.fetch_add(1, std::memory_order_relaxed);
     while (item < j->n_items) {
       const int64_t next = j->counter.next.fetch_add(1, std::memory_order_relaxed);
-      const int64_t r0 = (item / j->n_tc) * kGemmRowChunk, r1 = std::min(j->rows, r0 + kGemmRowChunk);
-      const int64_t t0 = (item % j->n_tc) * kGemmTokenChunk, t1 = std::min(j->n_tokens, t0 + kGemmTokenChunk);
+      const PackedPart& p = part_of(j, item);
+      const int64_t local = item - p.first_item;
+      const int64_t r0 = (local / j->n_tc) * kGemmRowChunk, r1 = std::min(p.rows, r0 + kGemmRowChunk);
+      const int64_t t0 = (local % j->n_tc) * kGemmTokenChunk, t1 = std::min(j->n_tokens, t0 + kGemmTokenChunk);
       const uint8_t* next_w = nullptr;
       int64_t next_nr = 0;
       if (next < j->n_items) {
-        const int64_t nr0 = (next / j->n_tc) * kGemmRowChunk;
-        next_w = j->w + nr0 * j->w_row_bytes;
-        next_nr = std::min(j->rows, nr0 + kGemmRowChunk) - nr0;
+        const PackedPart& np = part_of(j, next);
+        const int64_t nr0 = ((next - np.first_item) / j->n_tc) * kGemmRowChunk;
+        next_w = np.w + nr0 * np.w_row_bytes;
+        next_nr = std::min(np.rows, nr0 + kGemmRowChunk) - nr0;
+        if (np.w_row_bytes != p.w_row_bytes) next_nr = 0, next_w = nullptr;  // `rows` prefetches rows of its own size
       }
-      j->rows_fn(j->w + r0 * j->w_row_bytes, j->w_row_bytes, r1 - r0, j->cols, j->act + (t0 / kGemmTokenGroup) * j->gb,
-                  t1 - t0, j->y + t0 * j->rows + r0, j->rows, ws, next_w, next_nr);
+      p.rows_fn(p.w + r0 * p.w_row_bytes, p.w_row_bytes, r1 - r0, j->cols, j->act + (t0 / kGemmTokenGroup) * j->gb,
+                t1 - t0, p.y + t0 * p.rows + r0, p.rows, ws, next_w, next_nr);
       item = next;
     }
   };
@@ -169,6 +193,14 @@ void matmul_packed(ThreadPool& pool, const GemmKernels& gk, const void* w, int64
     return;
   }
   pool.run([j = &job](int ith, int) { work(j, ith); });
+}
+
+void matmul_packed(ThreadPool& pool, const GemmKernels& gk, const void* w, int64_t w_row_bytes, int64_t rows,
+                   int64_t cols, const float* x, int64_t n_tokens, float* y, std::vector<uint8_t>& scratch) {
+  const GemmLayoutChoice use = gemm_layout_for(gk, n_tokens);
+  const PackedPart part{use.rows, static_cast<const uint8_t*>(w), w_row_bytes, rows, y, 0};
+  matmul_packed_parts(pool, use.pack_group, gk.group_bytes(cols), gk.scratch_bytes(cols),
+                      std::span<const PackedPart>(&part, 1), cols, x, n_tokens, scratch);
 }
 
 }  // namespace
@@ -259,6 +291,134 @@ std::string matmul_path(DType wtype, int64_t n_tokens) {
   return std::string(isa_name(used)) + " vec_dot";
 }
 
+namespace {
+
+// One weight matrix of a one-token-dot product (vec_dot / VecDot4): its kernels, rows and
+// output, and how its rows are cut into work items.
+struct DotPart {
+  const TypeKernels* wk;
+  VecDot4 vec_dot4;  // nullptr: one-token dots only
+  const uint8_t* w;
+  int64_t w_row_bytes, rows, rb, n_rb;  // rb rows an item, n_rb row blocks
+  int64_t n_blocks, seg_blocks;  // weight blocks a row; VecDot4's k segment, in blocks
+  float* y;  // [n_tokens][rows]
+  int64_t first_item;  // its items' offset in the product's item space (row blocks x token blocks)
+};
+
+// Activations in the dot type `at` (f32 ones are used in place): x quantized into scratch, tokens
+// split across threads.
+const uint8_t* quantize_activations(ThreadPool& pool, DType at, Isa isa, const float* x, int64_t cols,
+                                    int64_t n_tokens, std::vector<uint8_t>& scratch) {
+  if (at == DType::F32) return reinterpret_cast<const uint8_t*>(x);
+  const TypeKernels& ak = best_type_kernels(at, isa);
+  const int64_t a_row_bytes = row_bytes(at, cols);
+  const size_t need = static_cast<size_t>(a_row_bytes * n_tokens);
+  if (scratch.size() < need) scratch.resize(need);
+  uint8_t* q = scratch.data();
+  if (n_tokens == 1 || pool.n_threads() == 1) {
+    for (int64_t t = 0; t < n_tokens; ++t) ak.quantize_row(x + t * cols, q + t * a_row_bytes, cols);
+  } else {
+    // One captured pointer keeps std::function in its small buffer (no allocation).
+    struct QuantJob { const TypeKernels* ak; const float* x; uint8_t* q; int64_t cols, arb, n_tokens; };
+    const QuantJob job{&ak, x, q, cols, a_row_bytes, n_tokens};
+    pool.run([j = &job](int ith, int n) {
+      const int64_t t0 = j->n_tokens * ith / n, t1 = j->n_tokens * (ith + 1) / n;
+      for (int64_t t = t0; t < t1; ++t) j->ak->quantize_row(j->x + t * j->cols, j->q + t * j->arb, j->cols);
+    });
+  }
+  return q;
+}
+
+// Tiles: a part's rb rows x tb tokens, every part's handed out from one counter in part order.
+// act: [n_tokens] rows of a_row_bytes in the parts' common dot type.
+void matmul_dot_parts(ThreadPool& pool, std::span<const DotPart> parts, int64_t cols, const uint8_t* act,
+                      int64_t a_row_bytes, int64_t n_tokens, int64_t tb) {
+  const int64_t n_tb = (n_tokens + tb - 1) / tb;
+  const DotPart& last = parts.back();
+  const int64_t n_items = last.first_item + last.n_rb * n_tb;
+  WorkCounter counter;
+  auto work = [&]() {
+    // The running sums of one 4-token group for each row of a tile, between k segments.
+    alignas(32) float state[kRowBlockPrompt][kVecDot4StateFloats];
+    size_t pi = 0;  // items are claimed in increasing order: the part index only moves forward
+    for (;;) {
+      const int64_t item = counter.next.fetch_add(1, std::memory_order_relaxed);
+      if (item >= n_items) return;
+      while (pi + 1 < parts.size() && parts[pi + 1].first_item <= item) ++pi;
+      const DotPart& p = parts[pi];
+      const int64_t local = item - p.first_item;
+      const int64_t rows = p.rows;
+      float* y = p.y;
+      const uint8_t* wb = p.w;
+      const int64_t w_row_bytes = p.w_row_bytes;
+      const int64_t r0 = (local / n_tb) * p.rb, r1 = std::min(rows, r0 + p.rb);
+      const int64_t t0 = (local % n_tb) * tb, t1 = std::min(n_tokens, t0 + tb);
+      int64_t t = t0;
+      if (p.vec_dot4) {
+        const int64_t n_blocks = p.n_blocks, seg_blocks = p.seg_blocks;
+        // 4 tokens at a time; each k segment of their activations passes every row of the tile.
+        for (; t + 4 <= t1; t += 4) {
+          const uint8_t* a4 = act + t * a_row_bytes;
+          for (int64_t b0 = 0; b0 < n_blocks; b0 += seg_blocks) {
+            const int64_t b1 = std::min(n_blocks, b0 + seg_blocks);
+            const bool last_seg = b1 == n_blocks;
+            for (int64_t r = r0; r < r1; ++r) {
+              float o[4];
+              p.vec_dot4(b0, b1, wb + r * w_row_bytes, a4, a_row_bytes, state[r - r0], last_seg ? o : nullptr);
+              if (last_seg)
+                for (int c = 0; c < 4; ++c) y[(t + c) * rows + r] = o[c];
+            }
+          }
+        }
+      }
+      int64_t r = r0;
+      // Decode of float weights: kDecodeRows rows at once (the same bits as one at a time).
+      if (p.wk->vec_dot_rows && t + 1 == t1) {
+        float o[kDecodeRows];
+        for (; r + kDecodeRows <= r1; r += kDecodeRows) {
+          p.wk->vec_dot_rows(cols, wb + r * w_row_bytes, w_row_bytes, act + t * a_row_bytes, o);
+          for (int i = 0; i < kDecodeRows; ++i) y[t * rows + r + i] = o[i];
+        }
+      }
+      for (; r < r1; ++r) {
+        const uint8_t* wr = wb + r * w_row_bytes;
+        for (int64_t tt = t; tt < t1; ++tt) p.wk->vec_dot(cols, wr, act + tt * a_row_bytes, y + tt * rows + r);
+      }
+    }
+  };
+  if (pool.n_threads() == 1) {
+    work();
+  } else {
+    pool.run([wp = &work](int, int) { (*wp)(); });  // one pointer: no std::function allocation
+  }
+}
+
+// Rows an item of a dot product of `rows` rows: decode, big row chunks, ~4 per thread for
+// balance; prompts kRowBlockPrompt.
+int64_t dot_row_block(int64_t rows, int64_t n_tokens, int nth) {
+  if (n_tokens == 1) return std::max<int64_t>(16, (rows + 4 * nth - 1) / (4 * nth));
+  return kRowBlockPrompt;
+}
+
+DotPart dot_part(DType wtype, Isa isa, const void* w, int64_t rows, int64_t cols, int64_t n_tokens, float* y,
+                 int nth, int64_t first_item) {
+  DotPart p{};
+  p.wk = &best_type_kernels(wtype, isa);
+  p.vec_dot4 = use_dot4(wtype, n_tokens) ? vec_dot4_kernel(wtype, isa) : nullptr;
+  p.w = static_cast<const uint8_t*>(w);
+  p.w_row_bytes = row_bytes(wtype, cols);
+  p.rows = rows;
+  p.rb = dot_row_block(rows, n_tokens, nth);
+  p.n_rb = (rows + p.rb - 1) / p.rb;
+  p.n_blocks = cols / traits(wtype).block_elems;
+  p.seg_blocks = std::max<int64_t>(1, kDot4SegmentBytes / (4 * (row_bytes(vec_dot_type(wtype), cols) / p.n_blocks)));
+  p.y = y;
+  p.first_item = first_item;
+  return p;
+}
+
+}  // namespace
+
 void matmul(ThreadPool& pool, DType wtype, const void* w, int64_t rows, int64_t cols,
             const float* x, int64_t n_tokens, float* y, std::vector<uint8_t>& scratch) {
   if (rows <= 0 || n_tokens <= 0) return;
@@ -272,95 +432,72 @@ void matmul(ThreadPool& pool, DType wtype, const void* w, int64_t rows, int64_t 
     case Path::Dot: break;
   }
   const DType at = vec_dot_type(wtype);
-  const TypeKernels& wk = best_type_kernels(wtype, isa);
-  const TypeKernels& ak = best_type_kernels(at, isa);
-  const int64_t w_row_bytes = row_bytes(wtype, cols);
   const int64_t a_row_bytes = row_bytes(at, cols);
-  const int nth = pool.n_threads();
-
-  // 1. Activations in the dot type (f32 activations are used in place).
-  const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
-  if (at != DType::F32) {
-    const size_t need = static_cast<size_t>(a_row_bytes * n_tokens);
-    if (scratch.size() < need) scratch.resize(need);
-    uint8_t* q = scratch.data();
-    if (n_tokens == 1 || nth == 1) {
-      for (int64_t t = 0; t < n_tokens; ++t) ak.quantize_row(x + t * cols, q + t * a_row_bytes, cols);
-    } else {
-      // One captured pointer keeps std::function in its small buffer (no allocation).
-      struct QuantJob { const TypeKernels* ak; const float* x; uint8_t* q; int64_t cols, arb, n_tokens; };
-      const QuantJob job{&ak, x, q, cols, a_row_bytes, n_tokens};
-      pool.run([j = &job](int ith, int n) {
-        const int64_t t0 = j->n_tokens * ith / n, t1 = j->n_tokens * (ith + 1) / n;
-        for (int64_t t = t0; t < t1; ++t) j->ak->quantize_row(j->x + t * j->cols, j->q + t * j->arb, j->cols);
-      });
-    }
-    act = q;
-  }
-
-  // 2. Tiles: rb rows x tb tokens. Decode: big row chunks, ~4 per thread for balance.
-  const uint8_t* wb = static_cast<const uint8_t*>(w);
-  const auto vec_dot = wk.vec_dot;
-  const auto vec_dot_rows = wk.vec_dot_rows;
-  const VecDot4 vec_dot4 = use_dot4(wtype, n_tokens) ? vec_dot4_kernel(wtype, isa) : nullptr;
+  const uint8_t* act = quantize_activations(pool, at, isa, x, cols, n_tokens, scratch);
+  const DotPart part = dot_part(wtype, isa, w, rows, cols, n_tokens, y, pool.n_threads(), 0);
   // The 4-token dots cut k into segments (their activation blocks stay in L1 for every row of the
   // tile), so the token block no longer has to keep whole activation rows in L2.
-  const int64_t tb_fit = vec_dot4 ? kTokenBlock
-                                  : std::max<int64_t>(4, kTokenBlockBytes / std::max<int64_t>(1, a_row_bytes) / 4 * 4);
+  const int64_t tb_fit = part.vec_dot4
+                             ? kTokenBlock
+                             : std::max<int64_t>(4, kTokenBlockBytes / std::max<int64_t>(1, a_row_bytes) / 4 * 4);
   const int64_t tb = std::min({n_tokens, kTokenBlock, tb_fit});
-  int64_t rb = kRowBlockPrompt;
-  if (n_tokens == 1) rb = std::max<int64_t>(16, (rows + 4 * nth - 1) / (4 * nth));
-  const int64_t n_rb = (rows + rb - 1) / rb;
-  const int64_t n_tb = (n_tokens + tb - 1) / tb;
-  const int64_t n_items = n_rb * n_tb;
-  const int64_t n_blocks = cols / traits(wtype).block_elems;
-  const int64_t seg_blocks = std::max<int64_t>(1, kDot4SegmentBytes / (4 * (a_row_bytes / n_blocks)));
+  matmul_dot_parts(pool, std::span<const DotPart>(&part, 1), cols, act, a_row_bytes, n_tokens, tb);
+}
 
-  WorkCounter counter;
-  auto work = [&]() {
-    // The running sums of one 4-token group for each row of a tile, between k segments.
-    alignas(32) float state[kRowBlockPrompt][kVecDot4StateFloats];
-    for (;;) {
-      const int64_t item = counter.next.fetch_add(1, std::memory_order_relaxed);
-      if (item >= n_items) return;
-      const int64_t r0 = (item / n_tb) * rb, r1 = std::min(rows, r0 + rb);
-      const int64_t t0 = (item % n_tb) * tb, t1 = std::min(n_tokens, t0 + tb);
-      int64_t t = t0;
-      if (vec_dot4) {
-        // 4 tokens at a time; each k segment of their activations passes every row of the tile.
-        for (; t + 4 <= t1; t += 4) {
-          const uint8_t* a4 = act + t * a_row_bytes;
-          for (int64_t b0 = 0; b0 < n_blocks; b0 += seg_blocks) {
-            const int64_t b1 = std::min(n_blocks, b0 + seg_blocks);
-            const bool last = b1 == n_blocks;
-            for (int64_t r = r0; r < r1; ++r) {
-              float o[4];
-              vec_dot4(b0, b1, wb + r * w_row_bytes, a4, a_row_bytes, state[r - r0], last ? o : nullptr);
-              if (last)
-                for (int c = 0; c < 4; ++c) y[(t + c) * rows + r] = o[c];
-            }
-          }
-        }
+void matmul_many(ThreadPool& pool, std::span<const MatmulJob> jobs, int64_t cols, const float* x, int64_t n_tokens,
+                 std::vector<uint8_t>& scratch) {
+  if (n_tokens <= 0) return;
+  const Isa isa = active_isa();
+  const int nth = pool.n_threads();
+  // Runs of consecutive jobs that share their activations: packed products whose layouts pack
+  // the same bytes, or one-token dots of the same dot type; the others go alone through matmul().
+  size_t i = 0;
+  while (i < jobs.size()) {
+    const MatmulJob& first = jobs[i];
+    const Route r0 = route(first.wtype, isa, n_tokens);
+    size_t end = i + 1;
+    if (r0.path == Path::Packed) {
+      const GemmLayoutChoice l0 = gemm_layout_for(*r0.gk, n_tokens);
+      const int64_t gb = r0.gk->group_bytes(cols);
+      int64_t ws_bytes = r0.gk->scratch_bytes(cols);
+      PackedPart parts[kMatmulManyMax];
+      int64_t items = 0;
+      const int64_t n_tc = (n_tokens + kGemmTokenChunk - 1) / kGemmTokenChunk;
+      size_t n = 0;
+      for (; i + n < jobs.size() && n < kMatmulManyMax; ++n) {
+        const MatmulJob& j = jobs[i + n];
+        const Route rj = route(j.wtype, isa, n_tokens);
+        if (rj.path != Path::Packed) break;
+        const GemmLayoutChoice lj = gemm_layout_for(*rj.gk, n_tokens);
+        if (lj.pack_group != l0.pack_group || rj.gk->group_bytes(cols) != gb) break;
+        ws_bytes = std::max(ws_bytes, rj.gk->scratch_bytes(cols));
+        parts[n] = PackedPart{lj.rows, static_cast<const uint8_t*>(j.w), row_bytes(j.wtype, cols), j.rows, j.y, items};
+        items += (std::max<int64_t>(j.rows, 0) + kGemmRowChunk - 1) / kGemmRowChunk * n_tc;
       }
-      int64_t r = r0;
-      // Decode of float weights: kDecodeRows rows at once (the same bits as one at a time).
-      if (vec_dot_rows && t + 1 == t1) {
-        float o[kDecodeRows];
-        for (; r + kDecodeRows <= r1; r += kDecodeRows) {
-          vec_dot_rows(cols, wb + r * w_row_bytes, w_row_bytes, act + t * a_row_bytes, o);
-          for (int i = 0; i < kDecodeRows; ++i) y[t * rows + r + i] = o[i];
-        }
+      end = i + n;
+      if (items > 0)
+        matmul_packed_parts(pool, l0.pack_group, gb, ws_bytes, std::span<const PackedPart>(parts, n), cols, x, n_tokens,
+                            scratch);
+    } else if (r0.path == Path::Dot && n_tokens == 1) {
+      const DType at = vec_dot_type(first.wtype);
+      DotPart parts[kMatmulManyMax];
+      int64_t items = 0;
+      size_t n = 0;
+      for (; i + n < jobs.size() && n < kMatmulManyMax; ++n) {
+        const MatmulJob& j = jobs[i + n];
+        if (route(j.wtype, isa, n_tokens).path != Path::Dot || vec_dot_type(j.wtype) != at) break;
+        parts[n] = dot_part(j.wtype, isa, j.w, std::max<int64_t>(j.rows, 0), cols, n_tokens, j.y, nth, items);
+        items += parts[n].n_rb;
       }
-      for (; r < r1; ++r) {
-        const uint8_t* wr = wb + r * w_row_bytes;
-        for (int64_t tt = t; tt < t1; ++tt) vec_dot(cols, wr, act + tt * a_row_bytes, y + tt * rows + r);
+      end = i + n;
+      if (items > 0) {
+        const uint8_t* act = quantize_activations(pool, at, isa, x, cols, n_tokens, scratch);
+        matmul_dot_parts(pool, std::span<const DotPart>(parts, n), cols, act, row_bytes(at, cols), n_tokens, 1);
       }
+    } else {
+      matmul(pool, first.wtype, first.w, first.rows, cols, x, n_tokens, first.y, scratch);
     }
-  };
-  if (nth == 1) {
-    work();
-  } else {
-    pool.run([wp = &work](int, int) { (*wp)(); });  // one pointer: no std::function allocation
+    i = end;
   }
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,29 @@ namespace strata::kernels {
 void matmul(ThreadPool& pool, DType wtype, const void* w, int64_t rows, int64_t cols,
             const float* x, int64_t n_tokens, float* y, std::vector<uint8_t>& scratch);
 
-// The most bytes matmul() grows scratch to for n_tokens tokens of `cols` columns with a pool of
+// One product of matmul_many: y = x W^T for W [rows][cols] of wtype (row-major, as matmul's),
+// y: [n_tokens][rows] f32 (overwritten).
+struct MatmulJob {
+  DType wtype;
+  const void* w;
+  int64_t rows;
+  float* y;
+};
+// Jobs that matmul_many runs in one parallel region at most (a longer run of sharing jobs is cut
+// into runs of this many): the q / k / v or gate / up projections of a layer.
+inline constexpr size_t kMatmulManyMax = 8;
+
+// Every job's product with the same x ([n_tokens][cols] f32), each y exactly as matmul() gives it
+// (the same kernels on the same bytes: the same bits). Consecutive jobs whose activations are the
+// same bytes (packed products in the same layout, e.g. Q4_K and Q6_K at 8 tokens; one-token dots
+// of the same dot type, e.g. Q4_K and Q6_K at one token) share one quantization of x and one
+// parallel region, their work items handed out from one counter: a layer's q, k and v (or gate
+// and up) then pay one pack and one wait for the slowest thread instead of three (two). Other
+// jobs go through matmul() one by one. scratch as matmul's, within matmul_scratch_bound.
+void matmul_many(ThreadPool& pool, std::span<const MatmulJob> jobs, int64_t cols, const float* x, int64_t n_tokens,
+                 std::vector<uint8_t>& scratch);
+
+// The most bytes matmul() (and matmul_many) grows scratch to for n_tokens tokens of `cols` columns with a pool of
 // n_threads threads, over every weight type whose blocks divide cols and every path the active
 // ISA takes: what a device reserves up front (plan/scratch_layout.h) so that its scratch never
 // grows while it runs and the memory estimate holds.

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <iterator>
 
 #include "kernel_test_util.h"
 #include "kernels/cpu/matmul.h"
@@ -110,6 +112,65 @@ TEST_P(MatmulTest, ScratchNeverGrowsPastTheReservedBound) {
   }
   // Quantized activations alone (Q8_K rows of 256 columns, 292 bytes, for 70 tokens) set a floor.
   EXPECT_GE(matmul_scratch_bound(256, kMaxBatch, 1), 292 * kMaxBatch);
+  force_isa(best_isa());
+}
+
+// matmul_many runs runs of products that share their activations in one parallel region; each
+// product must still get the bits matmul() gives it alone. Jobs of every kind in one list: runs
+// that share (K-quants of the Q8_K layout, the Q8_0-activation types, one-token dots of one dot
+// type), neighbours that break a run (Q4_1's Q8_1 activations, float weights, a change of path),
+// a job with no rows, and more jobs than kMatmulManyMax; every path's batch sizes; 1-3 threads.
+TEST_P(MatmulTest, ManyGivesEachProductTheBitsOfMatmulAlone) {
+  const Isa isa = GetParam();
+  if (!isa_supported(isa)) GTEST_SKIP() << isa_name(isa) << " not supported on this CPU";
+  force_isa(isa);
+  constexpr int64_t kCols = 512;
+  struct Spec {
+    DType type;
+    int64_t rows;
+  };
+  const Spec specs[] = {{DType::Q4_K, 37}, {DType::Q4_K, 16}, {DType::Q6_K, 21}, {DType::Q5_K, 5},
+                        {DType::Q3_K, 19}, {DType::Q2_K, 0},  {DType::Q2_K, 33}, {DType::Q8_0, 29},
+                        {DType::Q4_0, 18}, {DType::Q5_0, 7},  {DType::Q4_1, 23}, {DType::Q5_1, 9},
+                        {DType::F16, 13},  {DType::F32, 11},  {DType::BF16, 6},  {DType::Q6_K, 40},
+                        {DType::Q8_0, 3}};
+  constexpr size_t kJobs = std::size(specs);
+  static_assert(kJobs > kMatmulManyMax, "the list crosses a run's cut");
+  std::vector<std::vector<uint8_t>> weights(kJobs);
+  for (size_t i = 0; i < kJobs; ++i) {
+    const std::vector<float> wf = test::random_floats(specs[i].rows * kCols, 100 + static_cast<uint32_t>(i));
+    weights[i].resize(static_cast<size_t>(row_bytes(specs[i].type, kCols) * specs[i].rows));
+    for (int64_t r = 0; r < specs[i].rows; ++r)
+      quantize_row(specs[i].type, wf.data() + r * kCols, weights[i].data() + r * row_bytes(specs[i].type, kCols), kCols);
+  }
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, int64_t{8}, int64_t{16}, int64_t{17}, int64_t{64}}) {
+      const std::vector<float> x = test::random_floats(n * kCols, 7 + static_cast<uint32_t>(n));
+      std::vector<std::vector<float>> alone(kJobs), many(kJobs);
+      std::vector<MatmulJob> jobs;
+      std::vector<uint8_t> scratch;
+      for (size_t i = 0; i < kJobs; ++i) {
+        alone[i].assign(static_cast<size_t>(n * specs[i].rows), NAN);
+        many[i].assign(static_cast<size_t>(n * specs[i].rows), NAN);
+        matmul(pool, specs[i].type, weights[i].data(), specs[i].rows, kCols, x.data(), n, alone[i].data(), scratch);
+        jobs.push_back({specs[i].type, weights[i].data(), specs[i].rows, many[i].data()});
+      }
+      std::vector<uint8_t> many_scratch;
+      matmul_many(pool, jobs, kCols, x.data(), n, many_scratch);
+      EXPECT_LE(static_cast<int64_t>(many_scratch.size()), matmul_scratch_bound(kCols, n, threads)) << "tokens=" << n;
+      for (size_t i = 0; i < kJobs; ++i) {
+        for (size_t e = 0; e < alone[i].size(); ++e) {
+          uint32_t a, b;
+          std::memcpy(&a, &alone[i][e], 4);
+          std::memcpy(&b, &many[i][e], 4);
+          ASSERT_EQ(a, b) << "job " << i << " (" << dtype_name(specs[i].type) << ", " << specs[i].rows
+                          << " rows), tokens=" << n << " threads=" << threads << " element " << e << ": "
+                          << many[i][e] << " vs " << alone[i][e] << " alone";
+        }
+      }
+    }
+  }
   force_isa(best_isa());
 }
 

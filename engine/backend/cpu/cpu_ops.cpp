@@ -89,6 +89,24 @@ Status CpuOps::matmul(const MatrixView& w, const float* x, int64_t n_tokens, flo
   return {};
 }
 
+Status CpuOps::matmul_many(std::span<const MatmulOut> outs, const float* x, int64_t n_tokens) {
+  // Runs of consecutive outputs with the same columns (at most kMatmulManyMax) go to the kernels
+  // together; the kernels split a run further where the weights' activations differ.
+  kernels::MatmulJob jobs[kernels::kMatmulManyMax];
+  size_t i = 0;
+  while (i < outs.size()) {
+    const int64_t cols = outs[i].w.cols;
+    size_t n = 0;
+    for (; i + n < outs.size() && n < kernels::kMatmulManyMax && outs[i + n].w.cols == cols; ++n) {
+      const MatmulOut& o = outs[i + n];
+      jobs[n] = kernels::MatmulJob{o.w.type, o.w.data, o.w.rows, o.y};
+    }
+    kernels::matmul_many(pool_, std::span<const kernels::MatmulJob>(jobs, n), cols, x, n_tokens, matmul_scratch_);
+    i += n;
+  }
+  return {};
+}
+
 Status CpuOps::add(float* y, const float* x, int64_t n) {
   kernels::add_f32(y, x, n);
   return {};

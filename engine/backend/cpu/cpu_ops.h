@@ -24,6 +24,7 @@ class CpuOps final : public Ops {
   Status embed(const MatrixView& table, const int32_t* tokens, int64_t n, float* out) override;
   Status rms_norm(const float* x, const float* weight, float* out, int64_t n_rows, int64_t n, float eps) override;
   Status matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y) override;
+  Status matmul_many(std::span<const MatmulOut> outs, const float* x, int64_t n_tokens) override;
   Status add(float* y, const float* x, int64_t n) override;
   Status add_rows(float* y, const float* bias, int64_t n_rows, int64_t n) override;
   Status mul(float* y, const float* x, int64_t n) override;

@@ -382,6 +382,51 @@ void matmul_case(Env& env, DType type, int64_t rows, int64_t cols, int64_t n_tok
                         std::to_string(cols) + " by " + std::to_string(n_tokens) + " tokens (rows are tokens)");
 }
 
+// matmul_many: several weights against one x, each output bit for bit what matmul() gives it on
+// the same backend (the CPU runs runs of them in one parallel region; the default calls matmul()
+// per weight), with a guard band after every output. Types the device does not hold are left out.
+void matmul_many_case(Env& env, int64_t n_tokens) {
+  const int64_t cols = 512;
+  const std::pair<DType, int64_t> specs[] = {{DType::Q4_K, 67}, {DType::Q4_K, 16}, {DType::Q6_K, 35},
+                                             {DType::Q8_0, 19}, {DType::Q4_0, 33}, {DType::F16, 21},
+                                             {DType::Q6_K, 8}};
+  Rng rng(static_cast<uint64_t>(n_tokens * 7 + 3));
+  const std::vector<float> x = rng.sym_vec(static_cast<size_t>(n_tokens * cols));
+  auto dx = env.upload(x);
+  const int64_t guard = 64;
+  std::vector<std::unique_ptr<exec::Buffer>> dws, dys_many, dys_alone;
+  std::vector<backend::Ops::MatmulOut> outs;
+  std::vector<int64_t> rows_of;
+  for (const auto& [type, rows] : specs) {
+    if (!env.device().supports(type)) continue;
+    const Weights w = make_weights(type, rows, cols, 500 + static_cast<uint64_t>(type) * 3 + static_cast<uint64_t>(rows));
+    dws.push_back(env.upload(w.bytes.data(), w.bytes.size(), BufferUse::Weights));
+    const std::vector<float> fill(static_cast<size_t>(n_tokens * rows + guard), 12345.0f);
+    dys_many.push_back(env.upload(fill));
+    dys_alone.push_back(env.upload(fill));
+    outs.push_back({{dws.back()->data(), type, rows, cols}, reinterpret_cast<float*>(dys_many.back()->data())});
+    rows_of.push_back(rows);
+  }
+  ASSERT_GE(outs.size(), 2u) << "fewer than two weight types on " << env.device().id();
+  const float* xd = reinterpret_cast<const float*>(dx->data());
+  must(env.ops().matmul_many(outs, xd, n_tokens), "matmul_many");
+  for (size_t i = 0; i < outs.size(); ++i)
+    must(env.ops().matmul(outs[i].w, xd, n_tokens, reinterpret_cast<float*>(dys_alone[i]->data())), "matmul");
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const size_t n = static_cast<size_t>(n_tokens * rows_of[i] + guard);
+    const std::vector<float> many = env.download(dys_many[i]->data(), n);
+    const std::vector<float> alone = env.download(dys_alone[i]->data(), n);
+    for (size_t e = 0; e < n; ++e) {
+      uint32_t a, b;
+      std::memcpy(&a, &many[e], 4);
+      std::memcpy(&b, &alone[e], 4);
+      ASSERT_EQ(a, b) << "matmul_many output " << i << " (" << kernels::dtype_name(outs[i].w.type) << ", "
+                      << rows_of[i] << " rows) element " << e << (e >= n - guard ? " (guard band)" : "") << ": "
+                      << many[e] << " vs " << alone[e] << " from matmul";
+    }
+  }
+}
+
 // CUDA dequantizes the weights of a prompt batch to F16 in row tiles of at most 256 MiB
 // (engine/backend/cuda: kMaxDequantBytes): 32771 x 4096 takes two tiles, [0, 32768) and
 // [32768, 32771), and 40 tokens take that path. Row r repeats row r % 61 of a random pool, so the
@@ -1048,6 +1093,14 @@ std::vector<OpCase> all_cases() {
                          }
                      }});
   }
+
+  cases.push_back({"matmul_many", [](Env& e) {
+                     for (int64_t n_tokens : kMatmulTokens) {
+                       SCOPED_TRACE(std::to_string(n_tokens) + " tokens");
+                       matmul_many_case(e, n_tokens);
+                       if (::testing::Test::HasFatalFailure()) return;
+                     }
+                   }});
 
   for (DType t : {DType::Q8_0, DType::Q4_K})
     cases.push_back({"matmul_" + type_tag(t) + "_row_tiled", [t](Env& e) { matmul_row_tiled_case(e, t); }});

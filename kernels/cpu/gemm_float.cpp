@@ -66,12 +66,13 @@ void matmul_float_tiles(ThreadPool& pool, const FloatGemmKernels& fk, const void
   };
   // 2. Row blocks x token blocks, handed out dynamically. Consecutive items share a row block:
   // its weights stay in cache across the token blocks. Each thread claims its next item before
-  // computing the current one, so the kernel can prefetch that item's first weights (when they
-  // are other rows).
+  // computing the current one, so the kernel can prefetch and convert that item's first weight
+  // chunk (when they are other rows) along its own last chunks, and hand it over (ready).
   static constexpr auto work = [](Job* j, int ith) {
     uint8_t* ws = j->scratch + ith * j->fk->scratch_bytes;
     const int64_t rb = j->fk->row_block;
     int64_t item = j->next.fetch_add(1, std::memory_order_relaxed);
+    int ready = kNoChunkReady;  // the weight buffer holding item's first chunk, converted by the call before
     while (item < j->n_items) {
       const int64_t next = j->next.fetch_add(1, std::memory_order_relaxed);
       const int64_t r0 = (item / j->n_tbs) * rb, nr = std::min(j->rows - r0, rb);
@@ -83,8 +84,8 @@ void matmul_float_tiles(ThreadPool& pool, const FloatGemmKernels& fk, const void
         next_w = j->w + nr0 * j->w_row_bytes;
         next_nr = std::min(j->rows - nr0, rb);
       }
-      j->fk->block(j->w + r0 * j->w_row_bytes, j->w_row_bytes, nr, j->cols, j->xp + t0 * j->cols, nt,
-                   j->y + t0 * j->rows + r0, j->rows, ws, next_w, next_nr);
+      ready = j->fk->block(j->w + r0 * j->w_row_bytes, j->w_row_bytes, nr, j->cols, j->xp + t0 * j->cols, nt,
+                           j->y + t0 * j->rows + r0, j->rows, ws, next_w, next_nr, ready);
       item = next;
     }
   };

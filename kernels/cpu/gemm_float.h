@@ -34,6 +34,10 @@
 
 namespace strata::kernels {
 
+// FloatGemmKernels::block's hand-over of the next rows' first weight chunk: none (else the
+// weight buffer, 0 or 1, that holds it).
+inline constexpr int kNoChunkReady = -1;
+
 struct FloatGemmKernels {
   int64_t lanes;          // tokens per packed activation group
   int64_t rm, rn;         // register tile: weight rows x tokens (rn = groups x lanes)
@@ -48,10 +52,17 @@ struct FloatGemmKernels {
   // w + r * w_row_bytes (cols elements of the kernel's type); xp: the packed groups of those
   // tokens, one after the other (cols * lanes floats each). nr <= row_block, nt <= token_block;
   // scratch: scratch_bytes, 64-byte aligned, owned by the calling thread. Nothing outside those
-  // outputs is written. next_w / next_nr: the weight rows (same row bytes) the caller passes
-  // next, whose first chunk is prefetched while the last chunk computes (nullptr / 0: none).
-  void (*block)(const uint8_t* w, int64_t w_row_bytes, int64_t nr, int64_t cols, const float* xp, int64_t nt,
-                float* y, int64_t y_stride, uint8_t* scratch, const uint8_t* next_w, int64_t next_nr);
+  // outputs is written. next_w / next_nr: the weight rows (same row bytes and cols) the caller
+  // passes to its next call with this scratch (nullptr / 0: none, or not known). Their first
+  // chunk is prefetched while the chunk before the last computes and converted into scratch
+  // while the last one does (its tiles leave the load and store ports idle; converting it at the
+  // start of the next call waited on those loads: 5% of an F16 x 64-token product on Zen 3).
+  // Returns which of scratch's two weight buffers (0 or 1) holds it when it did, else
+  // kNoChunkReady. first_ready: what the previous call with this scratch returned, where that
+  // call's next_w / next_nr were exactly this call's w / nr (else kNoChunkReady); the call then
+  // starts from that converted chunk instead of converting it.
+  int (*block)(const uint8_t* w, int64_t w_row_bytes, int64_t nr, int64_t cols, const float* xp, int64_t nt,
+               float* y, int64_t y_stride, uint8_t* scratch, const uint8_t* next_w, int64_t next_nr, int first_ready);
   // For a few tokens (matmul: batches of 2-15): the same y from x
   // unpacked ([nt][cols]) as dot products, each weight row streamed whole (too few tokens to pay
   // for converting weights into scratch); 256-bit in every variant, no scratch. F16 / BF16: 3

@@ -3,7 +3,8 @@
 // weights within a stated tolerance, and bit for bit against the scalar chain it promises
 // (s = fma(w[k], x[k], s) for k in order); rows, tokens and k that are not multiples of the
 // tiles (6 x 2 groups of 8 tokens on AVX2, 12 x 2 groups of 16 on AVX-512), of the groups or of
-// the 256-element k chunk, 1 and 2 threads; outputs outside the block left untouched; every
+// the 256-element k chunk, 1 and 2 threads; outputs outside the block left untouched; block()
+// calls chained on one scratch, each converting the next one's first chunk; every
 // output independent of the thread count and of where its row and token fall in a tile (bit for
 // bit); and matmul's routing: F32 batches under 16 rows keep the one-token dot's order (bit for
 // bit what each token gets alone; `small` does 3 rows x 4 tokens in that order), F16 / BF16
@@ -151,10 +152,64 @@ TEST_P(FloatGemmIsa, PackAndBlockWriteOnlyTheirOutputs) {
     uint8_t* scratch = align64(buf);
     const int64_t ys = p.rows + 3;
     std::vector<float> y(static_cast<size_t>(p.tokens * ys), NAN);
-    fk->block(p.w.data(), row_bytes(wt, p.cols), p.rows, p.cols, xp, p.tokens, y.data(), ys, scratch, nullptr, 0);
+    fk->block(p.w.data(), row_bytes(wt, p.cols), p.rows, p.cols, xp, p.tokens, y.data(), ys, scratch, nullptr, 0,
+              kNoChunkReady);
     check_against_double(p, y, ys, dtype_name(wt));
     for (int64_t t = 0; t < p.tokens; ++t)
       for (int64_t r = p.rows; r < ys; ++r) EXPECT_TRUE(std::isnan(y[t * ys + r])) << "wrote past the rows, t=" << t;
+  }
+}
+
+// block() called in a chain on one scratch, each call given the next call's rows: each converts
+// the next rows' first weight chunk while its last chunk computes and says in which buffer
+// (0 or 1; kNoChunkReady after the last call), and the next call starts from it. Blocks of
+// row_block, 5 and row_block - 1 rows in both orders (padding rows and tile counts that differ
+// between neighbours), k of one chunk, of two with a tail of 45 (not a multiple of 8: converted
+// outside the tiles), of three (an odd count: the hand-over lands in the other buffer) and of
+// four; scratch starts as NaN bytes. Each block's outputs: the double reference and the FMA
+// chain's bits, as when called alone.
+void check_block_chain(const FloatGemmKernels& fk, DType wt) {
+  const int64_t rb = fk.row_block;
+  for (const std::vector<int64_t>& sizes : {std::vector<int64_t>{rb, 5, rb - 1}, std::vector<int64_t>{5, rb - 1, rb}}) {
+    for (int64_t cols : {40, 301, 700, 1024}) {
+      int64_t rows = 0;
+      for (int64_t n : sizes) rows += n;
+      const Problem p = make_problem(wt, rows, cols, 20, static_cast<uint32_t>(cols + sizes[0]));
+      const int64_t L = fk.lanes, ng = (p.tokens + L - 1) / L;
+      std::vector<uint8_t> xbuf(static_cast<size_t>(ng * cols * L * 4 + 64));
+      float* xp = reinterpret_cast<float*>(align64(xbuf));
+      for (int64_t g = 0; g < ng; ++g) fk.pack_group(p.x.data(), cols, p.tokens, g, xp + g * cols * L);
+      std::vector<uint8_t> buf(static_cast<size_t>(fk.scratch_bytes + 64), 0xFF);
+      uint8_t* scratch = align64(buf);
+      std::vector<float> y(static_cast<size_t>(p.tokens * rows), NAN);
+      const int64_t rbytes = row_bytes(wt, cols);
+      const std::string what = std::string("chain ") + dtype_name(wt) + " lanes=" + std::to_string(L) +
+                                " first block " + std::to_string(sizes[0]) + " cols=" + std::to_string(cols);
+      int ready = kNoChunkReady;
+      int64_t r0 = 0;
+      for (size_t i = 0; i < sizes.size(); ++i) {
+        const bool more = i + 1 < sizes.size();
+        const uint8_t* next_w = more ? p.w.data() + (r0 + sizes[i]) * rbytes : nullptr;
+        ready = fk.block(p.w.data() + r0 * rbytes, rbytes, sizes[i], cols, xp, p.tokens, y.data() + r0, rows, scratch,
+                         next_w, more ? sizes[i + 1] : 0, ready);
+        if (more)
+          ASSERT_TRUE(ready == 0 || ready == 1) << what << " call " << i << ": " << ready;
+        else
+          ASSERT_EQ(ready, kNoChunkReady) << what << ": no next rows";
+        r0 += sizes[i];
+      }
+      check_against_double(p, y, rows, what);
+    }
+  }
+}
+
+TEST_P(FloatGemmIsa, BlockHandsTheNextRowsFirstChunkOver) {
+  const Isa isa = GetParam();
+  if (!isa_supported(isa)) GTEST_SKIP() << isa_name(isa) << " not supported on this CPU";
+  for (DType wt : kFloatTypes) {
+    const FloatGemmKernels* fk = float_gemm_kernels(wt, isa);
+    ASSERT_NE(fk, nullptr);
+    check_block_chain(*fk, wt);
   }
 }
 
@@ -247,7 +302,7 @@ INSTANTIATE_TEST_SUITE_P(Isas, FloatGemmIsa, ::testing::Values(Isa::Avx2, Isa::A
                          [](const auto& info) { return std::string(isa_name(info.param)); });
 
 // The AVX-512 variant's configuration (16 lanes, 3 x 8 tile) on any AVX2 CPU, through its
-// emulation: the same edge shapes and tolerance.
+// emulation: the same edge shapes and tolerance, and the same block chains.
 TEST(FloatGemm, EmulatedAvx512MatchesDoubleReference) {
   if (!isa_supported(Isa::Avx2)) GTEST_SKIP() << "no AVX2 on this CPU";
   for (DType wt : kFloatTypes) {
@@ -255,6 +310,7 @@ TEST(FloatGemm, EmulatedAvx512MatchesDoubleReference) {
     ASSERT_NE(fk, nullptr);
     ASSERT_EQ(fk->lanes, 16);
     for (int threads : {1, 2}) check_tiles_at_edges(*fk, wt, threads);
+    check_block_chain(*fk, wt);
   }
 }
 

@@ -128,6 +128,15 @@ uint8_t* align64(std::vector<uint8_t>& v) {
   return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(v.data()) + 63) & ~uintptr_t{63});
 }
 
+// p's tokens packed by fk.pack_group, group after group (cols * lanes floats each), into buf.
+float* pack_tokens(const FloatGemmKernels& fk, const Problem& p, std::vector<uint8_t>& buf) {
+  const int64_t L = fk.lanes, ng = (p.tokens + L - 1) / L;
+  buf.assign(static_cast<size_t>(ng * p.cols * L * 4 + 64), 0);
+  float* xp = reinterpret_cast<float*>(align64(buf));
+  for (int64_t g = 0; g < ng; ++g) fk.pack_group(p.x.data(), p.cols, p.tokens, g, xp + g * p.cols * L);
+  return xp;
+}
+
 // pack_group and one block call with a row stride wider than its rows: the packed layout is
 // the promised one (zeros past the last token), and the block writes exactly its nr x nt outputs.
 TEST_P(FloatGemmIsa, PackAndBlockWriteOnlyTheirOutputs) {
@@ -138,9 +147,8 @@ TEST_P(FloatGemmIsa, PackAndBlockWriteOnlyTheirOutputs) {
     ASSERT_NE(fk, nullptr);
     const Problem p = make_problem(wt, 7, 301, 9, 5);
     const int64_t L = fk->lanes, ng = (p.tokens + L - 1) / L;
-    std::vector<uint8_t> xbuf(static_cast<size_t>(ng * p.cols * L * 4 + 64));
-    float* xp = reinterpret_cast<float*>(align64(xbuf));
-    for (int64_t g = 0; g < ng; ++g) fk->pack_group(p.x.data(), p.cols, p.tokens, g, xp + g * p.cols * L);
+    std::vector<uint8_t> xbuf;
+    float* xp = pack_tokens(*fk, p, xbuf);
     for (int64_t g = 0; g < ng; ++g)
       for (int64_t k = 0; k < p.cols; ++k)
         for (int64_t l = 0; l < L; ++l) {
@@ -175,15 +183,13 @@ void check_block_chain(const FloatGemmKernels& fk, DType wt) {
       int64_t rows = 0;
       for (int64_t n : sizes) rows += n;
       const Problem p = make_problem(wt, rows, cols, 20, static_cast<uint32_t>(cols + sizes[0]));
-      const int64_t L = fk.lanes, ng = (p.tokens + L - 1) / L;
-      std::vector<uint8_t> xbuf(static_cast<size_t>(ng * cols * L * 4 + 64));
-      float* xp = reinterpret_cast<float*>(align64(xbuf));
-      for (int64_t g = 0; g < ng; ++g) fk.pack_group(p.x.data(), cols, p.tokens, g, xp + g * cols * L);
+      std::vector<uint8_t> xbuf;
+      const float* xp = pack_tokens(fk, p, xbuf);
       std::vector<uint8_t> buf(static_cast<size_t>(fk.scratch_bytes + 64), 0xFF);
       uint8_t* scratch = align64(buf);
       std::vector<float> y(static_cast<size_t>(p.tokens * rows), NAN);
       const int64_t rbytes = row_bytes(wt, cols);
-      const std::string what = std::string("chain ") + dtype_name(wt) + " lanes=" + std::to_string(L) +
+      const std::string what = std::string("chain ") + dtype_name(wt) + " lanes=" + std::to_string(fk.lanes) +
                                 " first block " + std::to_string(sizes[0]) + " cols=" + std::to_string(cols);
       int ready = kNoChunkReady;
       int64_t r0 = 0;

@@ -56,7 +56,8 @@ struct FloatGemmKernels {
   // passes to its next call with this scratch (nullptr / 0: none, or not known). Their first
   // chunk is prefetched while the chunk before the last computes and converted into scratch
   // while the last one does (its tiles leave the load and store ports idle; converting it at the
-  // start of the next call waited on those loads: 5% of an F16 x 64-token product on Zen 3).
+  // start of the next call waited on those loads: 5% of an F16 x 64-token block's samples on
+  // Zen 3, taken with the other core busy; 2-5% faster at 2 threads, level at 1).
   // Returns which of scratch's two weight buffers (0 or 1) holds it when it did, else
   // kNoChunkReady. first_ready: what the previous call with this scratch returned, where that
   // call's next_w / next_nr were exactly this call's w / nr (else kNoChunkReady); the call then

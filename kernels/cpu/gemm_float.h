@@ -38,6 +38,12 @@ namespace strata::kernels {
 // weight buffer, 0 or 1, that holds it).
 inline constexpr int kNoChunkReady = -1;
 
+// FloatGemmKernels::small's kernels by token count (matmul_path names them): F16 / BF16 batches of
+// up to kFloatStreamMaxTokens tokens stream whole rows for all the tokens at once; F32 batches of up
+// to kF32RowsMaxTokens take 3-row steps token after token; more take 3 x 4 tiles.
+inline constexpr int64_t kFloatStreamMaxTokens = 3;
+inline constexpr int64_t kF32RowsMaxTokens = 3;
+
 struct FloatGemmKernels {
   int64_t lanes;          // tokens per packed activation group
   int64_t rm, rn;         // register tile: weight rows x tokens (rn = groups x lanes)
@@ -66,12 +72,16 @@ struct FloatGemmKernels {
                float* y, int64_t y_stride, uint8_t* scratch, const uint8_t* next_w, int64_t next_nr, int first_ready);
   // For a few tokens (matmul: batches of 2-15): the same y from x
   // unpacked ([nt][cols]) as dot products, each weight row streamed whole (too few tokens to pay
-  // for converting weights into scratch); 256-bit in every variant, no scratch. F16 / BF16: 3
-  // weight rows x 4 tokens at a time (12 ymm accumulators: one weight vector feeds 4 FMAs, one
-  // token vector 3; the 4-token dot: 4 and 1); each output one 8-lane sum over k, its horizontal
-  // sum, then the k % 8 tail. F32: 3 rows x 4 tokens in exactly the one-token dot's order (its 4
-  // accumulators per output, computed one after the other; same sums and tail), so each token
-  // gets bit for bit what it gets alone (kF32Dot4MinTokens in matmul.cpp).
+  // for converting weights into scratch); 256-bit in every variant, no scratch. F16 / BF16: each
+  // output one 8-lane sum over k, its horizontal sum, then the k % 8 tail; up to
+  // kFloatStreamMaxTokens tokens as 4 rows x all the tokens over the whole k in one pass (at most
+  // 12 accumulators), each row streamed once in order; more tokens 3 rows x 4
+  // tokens at a time over k segments (12 ymm accumulators: one weight vector feeds 4 FMAs, one
+  // token vector 3). F32: exactly the one-token dot's order (its 4 chains per output; same sums
+  // and tail), so each token gets bit for bit what it gets alone (kF32Dot4MinTokens in
+  // matmul.cpp): up to kF32RowsMaxTokens tokens one after another over k segments of 3 rows (the
+  // one-token dot's step: 12 accumulators, the rows read from memory for the first token and from
+  // L1 for the others), more 3 rows x 4 tokens with the chains computed one after the other.
   void (*small)(const uint8_t* w, int64_t w_row_bytes, int64_t nr, int64_t cols, const float* x, int64_t nt,
                 float* y, int64_t y_stride);
 };

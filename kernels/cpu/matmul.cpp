@@ -276,7 +276,9 @@ std::string matmul_path(DType wtype, int64_t n_tokens) {
     case Path::FloatTiles:
       return std::string(isa_name(isa)) + " float tiles " + std::to_string(r.fk->rm) + "x" + std::to_string(r.fk->rn);
     case Path::FloatSmall:
-      return std::string(isa_name(isa)) + (wtype == DType::F32 ? " f32 3x4 exact dot" : " float 3x4 dot");
+      if (wtype == DType::F32)
+        return std::string(isa_name(isa)) + (n_tokens <= kF32RowsMaxTokens ? " f32 3-row exact dot" : " f32 3x4 exact dot");
+      return std::string(isa_name(isa)) + (n_tokens <= kFloatStreamMaxTokens ? " float stream dot" : " float 3x4 dot");
     case Path::Dot: break;
   }
   // The highest ISA at or below the active one with a table for the type (best_type_kernels' choice).

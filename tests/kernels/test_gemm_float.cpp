@@ -7,9 +7,9 @@
 // calls chained on one scratch, each converting the next one's first chunk; every
 // output independent of the thread count and of where its row and token fall in a tile (bit for
 // bit); and matmul's routing: F32 batches under 16 rows keep the one-token dot's order (bit for
-// bit what each token gets alone; `small` does 3 rows x 4 tokens in that order), F16 / BF16
-// batches of 4-15 take `small` (3 rows x 4 tokens dot products, checked the same ways), from 16 rows all three types take the tiles. The AVX-512 variant
-// runs where the CPU has it; its AVX2 emulation (same layout and order of operations) runs on
+// bit what each token gets alone; `small` keeps that order), F16 / BF16 batches of 2-15 take
+// `small` (whole rows streamed to 3 tokens, 3 rows x 4 tokens from 4; checked the same ways),
+// from 16 rows all three types take the tiles. The AVX-512 variant runs where the CPU has it; its AVX2 emulation (same layout and order of operations) runs on
 // every AVX2 CPU, and where both run they must agree bit for bit.
 #include <gtest/gtest.h>
 
@@ -262,9 +262,10 @@ float small_order(const Problem& p, int64_t r, int64_t t) {
   return s;
 }
 
-// `small` (dot products for batches of a few tokens: 3 rows x 4 tokens, for F32 in
-// the one-token dot's order): rows and tokens not multiples of the tile, k not a multiple
-// of 8 or 32, 1 and 2 threads; against the double reference (the tolerance above) and bit for bit
+// `small` (dot products for batches of a few tokens: whole rows streamed for up to 3 tokens (F16 /
+// BF16) or 3-row steps token after token (F32, to 3 tokens), else 3 rows x 4 tokens; F32 in the
+// one-token dot's order): rows and tokens not multiples of the tiles, k not a multiple of 8 or 32,
+// 1 and 2 threads; against the double reference (the tolerance above) and bit for bit
 // against its stated order (F32: the one-token vec_dot of the ISA).
 TEST_P(FloatGemmIsa, SmallMatchesReferenceAndItsOrder) {
   const Isa isa = GetParam();
@@ -276,7 +277,7 @@ TEST_P(FloatGemmIsa, SmallMatchesReferenceAndItsOrder) {
       ASSERT_NE(fk, nullptr);
       for (int64_t cols : {5, 37, 40, 72, 4099})
         for (int64_t rows : {1, 2, 3, 4, 17, 67})
-          for (int64_t tokens : {1, 3, 4, 5, 8, 15, 21}) {  // 21: past one 16-token pass of F32's
+          for (int64_t tokens : {1, 2, 3, 4, 5, 8, 15, 21}) {  // F16 / BF16 stream and F32 3-row steps to 3
             if (cols > 100 && rows != 17 && tokens != 15) continue;
             const Problem p = make_problem(wt, rows, cols, tokens, static_cast<uint32_t>(rows * 100 + tokens + cols));
             std::vector<float> y(static_cast<size_t>(tokens * rows), NAN);
@@ -354,8 +355,9 @@ TEST_P(FloatGemmIsa, MatmulRoutesFloatWeights) {
   ThreadPool pool(2);
   std::vector<uint8_t> scratch;
   const Problem f32 = make_problem(DType::F32, 45, 520, 16, 3);
-  for (int64_t n : {2, 8, 15}) {
-    EXPECT_NE(matmul_path(DType::F32, n).find("f32 3x4 exact dot"), std::string::npos) << n;
+  for (int64_t n : {2, 3, 4, 8, 15}) {
+    EXPECT_NE(matmul_path(DType::F32, n).find(n <= 3 ? "f32 3-row exact dot" : "f32 3x4 exact dot"), std::string::npos)
+        << n;
     std::vector<float> y(static_cast<size_t>(n * f32.rows));
     matmul(pool, DType::F32, f32.w.data(), f32.rows, f32.cols, f32.x.data(), n, y.data(), scratch);
     for (int64_t t = 0; t < n; ++t) {
@@ -365,9 +367,10 @@ TEST_P(FloatGemmIsa, MatmulRoutesFloatWeights) {
     }
   }
   for (DType wt : {DType::F16, DType::BF16}) {
-    EXPECT_EQ(matmul_path(wt, 1).find("3x4 dot"), std::string::npos) << dtype_name(wt);
-    for (int64_t n : {2, 3, 4, 8, 15}) {
-      EXPECT_NE(matmul_path(wt, n).find("float 3x4 dot"), std::string::npos) << dtype_name(wt) << ": " << matmul_path(wt, n);
+    EXPECT_NE(matmul_path(wt, 1).find("vec_dot"), std::string::npos) << dtype_name(wt) << ": " << matmul_path(wt, 1);
+    for (int64_t n : {2, 3, 4, 5, 8, 15}) {
+      EXPECT_NE(matmul_path(wt, n).find(n <= 3 ? "float stream dot" : "float 3x4 dot"), std::string::npos)
+          << dtype_name(wt) << ": " << matmul_path(wt, n);
       const Problem p = make_problem(wt, 45, 520, n, 19);
       std::vector<float> y(static_cast<size_t>(p.tokens * p.rows), NAN);
       matmul(pool, wt, p.w.data(), p.rows, p.cols, p.x.data(), p.tokens, y.data(), scratch);

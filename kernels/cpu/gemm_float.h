@@ -38,11 +38,9 @@ namespace strata::kernels {
 // weight buffer, 0 or 1, that holds it).
 inline constexpr int kNoChunkReady = -1;
 
-// FloatGemmKernels::small's kernels by token count (matmul_path names them): F16 / BF16 batches of
-// up to kFloatStreamMaxTokens tokens stream whole rows for all the tokens at once; F32 batches of up
-// to kF32RowsMaxTokens take 3-row steps token after token; more take 3 x 4 tiles.
+// FloatGemmKernels::small streams whole rows for all the tokens at once up to this many tokens
+// (matmul_path names it), and takes 3 x 4 tiles over k segments beyond.
 inline constexpr int64_t kFloatStreamMaxTokens = 3;
-inline constexpr int64_t kF32RowsMaxTokens = 3;
 
 struct FloatGemmKernels {
   int64_t lanes;          // tokens per packed activation group
@@ -70,18 +68,14 @@ struct FloatGemmKernels {
   // starts from that converted chunk instead of converting it.
   int (*block)(const uint8_t* w, int64_t w_row_bytes, int64_t nr, int64_t cols, const float* xp, int64_t nt,
                float* y, int64_t y_stride, uint8_t* scratch, const uint8_t* next_w, int64_t next_nr, int first_ready);
-  // For a few tokens (matmul: batches of 2-15): the same y from x
-  // unpacked ([nt][cols]) as dot products, each weight row streamed whole (too few tokens to pay
-  // for converting weights into scratch); 256-bit in every variant, no scratch. F16 / BF16: each
-  // output one 8-lane sum over k, its horizontal sum, then the k % 8 tail; up to
-  // kFloatStreamMaxTokens tokens as 4 rows x all the tokens over the whole k in one pass (at most
-  // 12 accumulators), each row streamed once in order; more tokens 3 rows x 4
-  // tokens at a time over k segments (12 ymm accumulators: one weight vector feeds 4 FMAs, one
-  // token vector 3). F32: exactly the one-token dot's order (its 4 chains per output; same sums
-  // and tail), so each token gets bit for bit what it gets alone (kF32Dot4MinTokens in
-  // matmul.cpp): up to kF32RowsMaxTokens tokens one after another over k segments of 3 rows (the
-  // one-token dot's step: 12 accumulators, the rows read from memory for the first token and from
-  // L1 for the others), more 3 rows x 4 tokens with the chains computed one after the other.
+  // For a few tokens (matmul: batches of 2-15): the same y from x unpacked ([nt][cols]) as dot
+  // products, each weight row streamed whole (too few tokens to pay for converting weights into
+  // scratch); 256-bit in every variant, no scratch. Each output one 8-lane FMA chain over the whole
+  // 8s of k in order, its horizontal sum, then the k % 8 tail in order: for F32 the one-token dot's
+  // order, so each token gets bit for bit what it gets alone (kF32Dot4MinTokens in matmul.cpp). Up
+  // to kFloatStreamMaxTokens tokens: 4 rows x all the tokens over the whole k in one pass (at most
+  // 12 accumulators), each row read once, in order; more: 3 rows x 4 tokens at a time over k
+  // segments (12 accumulators: one weight vector feeds 4 FMAs, one token vector 3).
   void (*small)(const uint8_t* w, int64_t w_row_bytes, int64_t nr, int64_t cols, const float* x, int64_t nt,
                 float* y, int64_t y_stride);
 };

@@ -54,9 +54,8 @@ const FloatGemmKernels* float_tiles(DType wtype, Isa isa, int64_t n_tokens) {
   return float_gemm_kernels(wtype, isa);
 }
 
-// Batches of 2 to kFloatTilesMinTokens - 1 tokens take gemm_float.h's `small` (3 rows x up to 4
-// tokens, each weight row streamed once for all of them): F16 / BF16 instead of the one-token
-// dot per token (W 4096 x 14336, 1 thread, AVX-512, mean ms at 2 / 3 tokens: F16 16.1-17.7 /
+// Batches of 2 to kFloatTilesMinTokens - 1 tokens take gemm_float.h's `small` (each weight row
+// streamed once for all of them): F16 / BF16 instead of the one-token dot per token (W 4096 x 14336, 1 thread, AVX-512, mean ms at 2 / 3 tokens: F16 16.1-17.7 /
 // 22.3-23.1 -> 11.2-12.5 / 11.3-12.9, BF16 14.7-20.7 / 18.8-23.6 -> 11.4-12.5 / 11.9-12.4), F32
 // in the one-token dot's exact order (kF32Dot4MinTokens's promise holds).
 const FloatGemmKernels* float_small(DType wtype, Isa isa, int64_t n_tokens) {
@@ -276,9 +275,8 @@ std::string matmul_path(DType wtype, int64_t n_tokens) {
     case Path::FloatTiles:
       return std::string(isa_name(isa)) + " float tiles " + std::to_string(r.fk->rm) + "x" + std::to_string(r.fk->rn);
     case Path::FloatSmall:
-      if (wtype == DType::F32)
-        return std::string(isa_name(isa)) + (n_tokens <= kF32RowsMaxTokens ? " f32 3-row exact dot" : " f32 3x4 exact dot");
-      return std::string(isa_name(isa)) + (n_tokens <= kFloatStreamMaxTokens ? " float stream dot" : " float 3x4 dot");
+      return std::string(isa_name(isa)) + (wtype == DType::F32 ? " f32" : " float") +
+             (n_tokens <= kFloatStreamMaxTokens ? " stream" : " 3x4") + (wtype == DType::F32 ? " exact dot" : " dot");
     case Path::Dot: break;
   }
   // The highest ISA at or below the active one with a table for the type (best_type_kernels' choice).

@@ -57,8 +57,9 @@ int64_t matmul_scratch_bound(int64_t cols, int64_t n_tokens, int n_threads);
 
 // Which kernel matmul takes for weights of wtype with n_tokens tokens at the active ISA, e.g.
 // "avx2 vec_dot" (one token), "avx2 4-token vec_dot" (prompt rows, VecDot4), "avx512-vnni packed
-// tiles" / "avx512-vnni in-place tiles" (gemm.h), "avx2 float tiles 6x16", "avx2 float stream dot" / "avx2 float 3x4
-// dot", "avx2 f32 3-row exact dot" / "avx2 f32 3x4 exact dot" (gemm_float.h), "scalar vec_dot": so a benchmark figure says which code it measured.
+// tiles" / "avx512-vnni in-place tiles" (gemm.h), "avx2 float tiles 6x16", "avx2 float stream
+// dot" / "avx2 float 3x4 dot", "avx2 f32 stream exact dot" / "avx2 f32 3x4 exact dot"
+// (gemm_float.h), "scalar vec_dot": so a benchmark figure says which code it measured.
 std::string matmul_path(DType wtype, int64_t n_tokens);
 
 }  // namespace strata::kernels

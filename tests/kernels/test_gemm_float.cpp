@@ -262,11 +262,11 @@ float small_order(const Problem& p, int64_t r, int64_t t) {
   return s;
 }
 
-// `small` (dot products for batches of a few tokens: whole rows streamed for up to 3 tokens (F16 /
-// BF16) or 3-row steps token after token (F32, to 3 tokens), else 3 rows x 4 tokens; F32 in the
-// one-token dot's order): rows and tokens not multiples of the tiles, k not a multiple of 8 or 32,
-// 1 and 2 threads; against the double reference (the tolerance above) and bit for bit
-// against its stated order (F32: the one-token vec_dot of the ISA).
+// `small` (dot products for batches of a few tokens: whole rows streamed for up to 3 tokens, else
+// 3 rows x 4 tokens; one 8-lane chain an output, for F32 the one-token dot's order): rows and
+// tokens not multiples of the tiles, k not a multiple of 8 or 32, 1 and 2 threads; against the
+// double reference (the tolerance above) and bit for bit against its stated order (F32: also the
+// one-token vec_dot of the ISA).
 TEST_P(FloatGemmIsa, SmallMatchesReferenceAndItsOrder) {
   const Isa isa = GetParam();
   if (!isa_supported(isa)) GTEST_SKIP() << isa_name(isa) << " not supported on this CPU";
@@ -277,7 +277,7 @@ TEST_P(FloatGemmIsa, SmallMatchesReferenceAndItsOrder) {
       ASSERT_NE(fk, nullptr);
       for (int64_t cols : {5, 37, 40, 72, 4099})
         for (int64_t rows : {1, 2, 3, 4, 17, 67})
-          for (int64_t tokens : {1, 2, 3, 4, 5, 8, 15, 21}) {  // F16 / BF16 stream and F32 3-row steps to 3
+          for (int64_t tokens : {1, 2, 3, 4, 5, 8, 15, 21}) {  // streamed to 3, 3 x 4 tiles from 4
             if (cols > 100 && rows != 17 && tokens != 15) continue;
             const Problem p = make_problem(wt, rows, cols, tokens, static_cast<uint32_t>(rows * 100 + tokens + cols));
             std::vector<float> y(static_cast<size_t>(tokens * rows), NAN);
@@ -290,11 +290,15 @@ TEST_P(FloatGemmIsa, SmallMatchesReferenceAndItsOrder) {
                   ref += v;
                   mag += std::fabs(v);
                 }
-                float want = small_order(p, r, t);
-                // F32's promise: the one-token dot's bits.
-                if (wt == DType::F32)
-                  best_type_kernels(DType::F32, isa).vec_dot(cols, p.w.data() + r * cols * 4, p.x.data() + t * cols, &want);
+                const float want = small_order(p, r, t);
                 const float got = y[t * rows + r];
+                // F32's promise: the one-token dot's bits (that order too).
+                if (wt == DType::F32) {
+                  float alone = NAN;
+                  best_type_kernels(DType::F32, isa).vec_dot(cols, p.w.data() + r * cols * 4, p.x.data() + t * cols, &alone);
+                  ASSERT_EQ(std::memcmp(&got, &alone, 4), 0) << "F32 vec_dot, rows=" << rows << " cols=" << cols
+                                                             << " tokens=" << tokens << " t=" << t << " r=" << r;
+                }
                 ASSERT_NEAR(got, ref, 1e-5 * mag) << dtype_name(wt) << " rows=" << rows << " cols=" << cols
                                                   << " tokens=" << tokens << " t=" << t << " r=" << r;
                 ASSERT_EQ(std::memcmp(&got, &want, 4), 0) << dtype_name(wt) << " rows=" << rows << " cols=" << cols
@@ -356,7 +360,7 @@ TEST_P(FloatGemmIsa, MatmulRoutesFloatWeights) {
   std::vector<uint8_t> scratch;
   const Problem f32 = make_problem(DType::F32, 45, 520, 16, 3);
   for (int64_t n : {2, 3, 4, 8, 15}) {
-    EXPECT_NE(matmul_path(DType::F32, n).find(n <= 3 ? "f32 3-row exact dot" : "f32 3x4 exact dot"), std::string::npos)
+    EXPECT_NE(matmul_path(DType::F32, n).find(n <= 3 ? "f32 stream exact dot" : "f32 3x4 exact dot"), std::string::npos)
         << n;
     std::vector<float> y(static_cast<size_t>(n * f32.rows));
     matmul(pool, DType::F32, f32.w.data(), f32.rows, f32.cols, f32.x.data(), n, y.data(), scratch);

@@ -714,7 +714,7 @@ const GemmKernels kQ5_K{kMinTokensAvx2K, &group_bytes_q8_k, &pack_group_q8_k<Wid
                         &rows_w45<true, Wide>, &pack_group_q8_k<Pairs>, &rows_w45<true, Pairs>};
 const GemmKernels kQ6_K{kMinTokensAvx2K, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w6,
                         &rows_w6<&pack_w6, false, 2, Wide>, &pack_group_q8_k<Pairs>, &rows_w6<&pack_w6, false, 2, Pairs>};
-const GemmKernels kQ3_K{kMinTokensAvx2K, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w6,
+const GemmKernels kQ3_K{kMinTokensAvx2Q3, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w6,
                         &rows_w6<&pack_w3, false, 4, Wide>, &pack_group_q8_k<Pairs>, &rows_w6<&pack_w3, false, 4, Pairs>};
 const GemmKernels kQ2_K{kMinTokensAvx2Q2, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w6,
                         &rows_w6<&pack_w2, true, 4, Wide>, &pack_group_q8_k<Pairs>, &rows_w6<&pack_w2, true, 4, Pairs>};

@@ -72,7 +72,9 @@ constexpr int64_t kMinTokensW81 = 2;  // Q4_1, Q5_1
 // place 5.2-7.2 / 9.1 vs the one-token dots 11.6 / 13.4.
 constexpr int64_t kMinTokensAvx2W40 = 2;  // Q4_0, Q5_0
 constexpr int64_t kMinTokensAvx2Q8 = 2;   // Q8_0
-constexpr int64_t kMinTokensAvx2K = 3;    // Q3_K-Q6_K
+constexpr int64_t kMinTokensAvx2K = 3;    // Q4_K-Q6_K
+// Q3_K from 4: at 3 tokens its one-token dots beat its tile on Zen 3 (W 4096 x 14336, 1 thread).
+constexpr int64_t kMinTokensAvx2Q3 = 4;
 // Q2_K from 4: at 3 tokens its one-token dots beat its tile (W 4096 x 14336, 1 thread, mean ms,
 // three alternations: dots 6.48 / 7.94 / 7.62, tile 7.69 / 8.30 / 8.26).
 constexpr int64_t kMinTokensAvx2Q2 = 4;

@@ -1,25 +1,27 @@
 #!/usr/bin/env python3
 """Summarizes the `table` section of bench/run_benchmarks.sh: issue 17's kernel table (W 4096 x
-4096, 1 and 64 tokens, 1 and 2 threads), ours beside llama.cpp's test-backend-ops.
+4096, 1 and 64 tokens, 1 and 2 threads), ours beside llama.cpp's test-backend-ops; and the `small`
+section the same way (W 4096 x 14336, 2-4 tokens: --cols 14336).
 
 Input: the section's raw output, rounds of
     ### round R, T thread(s)
     <kernel_bench lines: "TYPE tokens=N best B ms (median M, mean A) ... [path]">
     <test-backend-ops lines: "MUL_MAT(type_a=TYPE,type_b=f32,m=4096,n=N,k=4096 ... U us/run ...">
-Output: a markdown table, one row per thread count and type. Each side's figure is the median over
-the rounds of its mean time per call (test-backend-ops reports only a mean), shown as GB/s of
-weights at 1 token and GFLOP/s at 64; the ratio is llama.cpp's time / ours (above 1: Strata
+Output: a markdown table, one row per thread count and type, a column group per token count. Each
+side's figure is the median over the rounds of its mean time per call (test-backend-ops reports
+only a mean), shown as GB/s of weights at 1 token and GFLOP/s at more; the ratio is llama.cpp's time / ours (above 1: Strata
 faster), then the lowest and highest ratio of a single round. Cells without a llama.cpp figure
 show "-". (test-backend-ops has Q4_K at m = 4096, n = 1, k = 4096 twice, its own multi-column
 mat-vec case included: a round's figure is then the mean of the two.)
 
-Usage: bench/kernel_table.py RAW_OUTPUT_FILE
+Usage: bench/kernel_table.py RAW_OUTPUT_FILE [--cols K]   (K: the weight's columns, default 4096)
 """
 import re
 import statistics
 import sys
 
-ROWS = COLS = 4096
+ROWS = 4096
+COLS = 4096  # main() sets it from --cols
 # Bytes per weight element of each type (GGUF block sizes).
 BYTES_PER_ELEMENT = {
     "f32": 4, "f16": 2, "bf16": 2,
@@ -28,7 +30,7 @@ BYTES_PER_ELEMENT = {
 }
 ROUND = re.compile(r"^### round (\d+), (\d+) thread")
 OURS = re.compile(r"^(\w+)\s+tokens=(\d+)\s+best\s+[\d.]+ ms \(median\s+[\d.]+, mean\s+([\d.]+)\).*\[(.*)\]")
-THEIRS = re.compile(r"MUL_MAT\(type_a=(\w+),type_b=f32,m=4096,n=(\d+),k=4096.*?([\d.]+) us/run")
+THEIRS = re.compile(r"MUL_MAT\(type_a=(\w+),type_b=f32,m=4096,n=(\d+),k=\d+.*?([\d.]+) us/run")
 
 
 def parse(path):
@@ -79,24 +81,33 @@ def cell(t, n, ours, theirs):
 
 
 def main():
-    if len(sys.argv) != 2:
+    global COLS
+    args = sys.argv[1:]
+    if len(args) == 3 and args[1] == "--cols":
+        COLS = int(args[2])
+        args = args[:1]
+    if len(args) != 1:
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
-    cells, paths, order = parse(sys.argv[1])
+    cells, paths, order = parse(args[0])
     if not order:
-        print(f"{sys.argv[1]}: no kernel_bench lines after a '### round' header", file=sys.stderr)
+        print(f"{args[0]}: no kernel_bench lines after a '### round' header", file=sys.stderr)
         return 1
     rounds = len({r for c in cells.values() for v in c.values() for r, _ in v})
+    ns = sorted({n for c in cells.values() for side, n in c if side == "ours"})
     print(f"Median over {rounds} round(s) of each side's mean ms per call; ratio = llama.cpp / Strata "
           "(lowest-highest of single rounds).\n")
-    print("| threads | type | n=1 Strata GB/s (ms) | llama.cpp GB/s (ms) | ratio | "
-          "n=64 Strata GFLOP/s (ms) | llama.cpp GFLOP/s (ms) | ratio | paths (n=1; n=64) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    head = ""
+    for n in ns:
+        unit = "GB/s" if n == 1 else "GFLOP/s"
+        head += f"n={n} Strata {unit} (ms) | llama.cpp {unit} (ms) | ratio | "
+    print(f"| threads | type | {head}paths ({'; '.join(f'n={n}' for n in ns)}) |")
+    print("|---|---|" + "---|---|---|" * len(ns) + "---|")
     for key in order:
         threads, t = key
         c = cells[key]
-        cols = [cell(t, n, c.get(("ours", n), []), c.get(("theirs", n), [])) for n in (1, 64)]
-        print(f"| {threads} | {t.upper()} | {cols[0]} | {cols[1]} | {paths[key].get(1, '')}; {paths[key].get(64, '')} |")
+        cols = [cell(t, n, c.get(("ours", n), []), c.get(("theirs", n), [])) for n in ns]
+        print(f"| {threads} | {t.upper()} | {' | '.join(cols)} | {'; '.join(paths[key].get(n, '') for n in ns)} |")
     return 0
 
 

@@ -26,7 +26,8 @@
 # (default: all); LLAMA_BIN=dir of llama.cpp's binaries (test-backend-ops, llama-server) for the
 # side-by-side sections (default /work/llama-ref/bin: cmake -B /work/llama-ref in its source tree;
 # skipped, with a note, when absent); LLAMA_AVX2_BIN the same for its AVX2-only build (the avx2 and
-# small sections); WEIGHT_TYPES="q8_0 q4_k" narrows the kernel sections' types.
+# small sections); WEIGHT_TYPES="q8_0 q4_k" narrows the kernel sections' types; TABLE_ROUNDS /
+# SMALL_ROUNDS: rounds of the table / small sections.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -178,7 +179,7 @@ if want kernels; then
   done
   [ -x "$LLAMA_BIN/test-backend-ops" ] || echo "no $LLAMA_BIN/test-backend-ops: llama.cpp side not measured"
   echo
-  echo "## Float weights (gemm_float.h: tiles from 16 tokens, 3x4 / exact 3-token dots below): W 4096 x 14336,"
+  echo "## Float weights (gemm_float.h: tiles from 16 tokens, streamed rows to 3 tokens and 3x4 dot tiles between): W 4096 x 14336,"
   echo "## n = 8, 64, 512, 1 and 2 threads"
   for t in 1 2; do "$KBENCH" "$t" 4096 14336 best f32,f16,bf16 8,64,512 | grep tokens=; done
   echo
@@ -247,8 +248,16 @@ if want small; then
   # A batched decode step of 2-4 sequences: W 4096 x 14336, 1 thread, one weight copy on both sides
   # (STRATA_BENCH_HOT=1), mean ms per call; first the best ISA beside LLAMA_BIN, then the AVX2
   # paths forced beside the AVX2-only build (LLAMA_AVX2_BIN, as in the avx2 section).
+  # SMALL_ROUNDS rounds (default 1) of the best-ISA side, summarized by bench/kernel_table.py.
   echo "## Batches of 2-4 tokens: W 4096 x 14336, 1 thread, ours (best ISA) then llama.cpp ($LLAMA_BIN)"
-  kernel_side_by_side best "$LLAMA_BIN" 2,3,4
+  raw=$(mktemp)
+  for round in $(seq "${SMALL_ROUNDS:-1}"); do
+    echo "### round $round, 1 thread(s)"
+    kernel_side_by_side best "$LLAMA_BIN" 2,3,4
+  done | tee "$raw"
+  echo
+  python3 bench/kernel_table.py "$raw" --cols 14336
+  rm -f "$raw"
   echo
   echo "## Batches of 2-4 tokens: W 4096 x 14336, 1 thread, ours (avx2 forced) then llama.cpp's AVX2-only build"
   kernel_side_by_side avx2 "$LLAMA_AVX2_BIN" 2,3,4

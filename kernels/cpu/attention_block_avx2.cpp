@@ -35,12 +35,7 @@ inline __m256 exp_nonpositive(__m256 x) {
   return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
 }
 
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+#include "kernels/cpu/hsum_x86.inc"
 
 inline float hmax(__m256 v) {
   __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -87,7 +82,7 @@ void softmax_rows(const AttentionBlockArgs& a, int64_t j_end8) {
       lv = _mm256_add_ps(lv, e);
     }
     a.m[r] = m;
-    a.l[r] = hsum(lv);
+    a.l[r] = hsum_ps(lv);
   }
 }
 

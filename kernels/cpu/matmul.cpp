@@ -55,8 +55,9 @@ const FloatGemmKernels* float_tiles(DType wtype, Isa isa, int64_t n_tokens) {
 }
 
 // Batches of 2 to kFloatTilesMinTokens - 1 tokens take gemm_float.h's `small` (each weight row
-// streamed once for all of them): F16 / BF16 instead of the one-token dot per token (W 4096 x 14336, 1 thread, AVX-512, mean ms at 2 / 3 tokens: F16 16.1-17.7 /
-// 22.3-23.1 -> 11.2-12.5 / 11.3-12.9, BF16 14.7-20.7 / 18.8-23.6 -> 11.4-12.5 / 11.9-12.4), F32
+// streamed once for all of them): F16 / BF16 instead of the one-token dot per token (W 4096 x
+// 14336, 1 thread, AVX-512, mean ms at 2 / 3 tokens: F16 16.1-17.7 / 22.3-23.1 -> 11.2-12.5 /
+// 11.3-12.9, BF16 14.7-20.7 / 18.8-23.6 -> 11.4-12.5 / 11.9-12.4), F32
 // in the one-token dot's exact order (kF32Dot4MinTokens's promise holds).
 const FloatGemmKernels* float_small(DType wtype, Isa isa, int64_t n_tokens) {
   if (n_tokens < 2 || n_tokens >= kFloatTilesMinTokens) return nullptr;

@@ -9,8 +9,9 @@
 // bit); and matmul's routing: F32 batches under 16 rows keep the one-token dot's order (bit for
 // bit what each token gets alone; `small` keeps that order), F16 / BF16 batches of 2-15 take
 // `small` (whole rows streamed to 3 tokens, 3 rows x 4 tokens from 4; checked the same ways),
-// from 16 rows all three types take the tiles. The AVX-512 variant runs where the CPU has it; its AVX2 emulation (same layout and order of operations) runs on
-// every AVX2 CPU, and where both run they must agree bit for bit.
+// from 16 rows all three types take the tiles. The AVX-512 variant runs where the CPU has it; its
+// AVX2 emulation (same layout and order of operations) runs on every AVX2 CPU, and where both run
+// they must agree bit for bit.
 #include <gtest/gtest.h>
 
 #include <cmath>

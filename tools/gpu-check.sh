@@ -109,8 +109,27 @@ CMAKE_ARGS=(-S "$ROOT" -B "$BUILD_DIR" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -D
             -DCMAKE_CUDA_ARCHITECTURES=90 -DSTRATA_GUI=OFF -DSTRATA_SERVER=OFF
             -DSTRATA_SHARED_MODELS_DIR="$MODELS")
 [ -n "$THIRD_PARTY" ] && CMAKE_ARGS+=(-DSTRATA_THIRD_PARTY_DIR="$THIRD_PARTY")
+# NCCL beside the toolkit, else the one PyTorch's wheels carry (nvidia-nccl-cu13: nvidia/nccl/
+# with include/nccl.h and lib/libnccl.so.2, no unversioned .so for find_library to find).
+NVCC_DIR=$(dirname "$(command -v nvcc)")
+if [ ! -e "$NVCC_DIR/../include/nccl.h" ] && [ ! -e /usr/include/nccl.h ] && [ ! -e /usr/local/include/nccl.h ]; then
+  NCCL_DIR=$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__) or list(nvidia.nccl.__path__)[0])' 2>/dev/null || true)
+  [ -n "$NCCL_DIR" ] || NCCL_DIR=$(python3 -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null || true)
+  NCCL_LIB=$(ls "$NCCL_DIR"/lib/libnccl.so* 2>/dev/null | head -1)
+  if [ -n "$NCCL_DIR" ] && [ -e "$NCCL_DIR/include/nccl.h" ] && [ -n "$NCCL_LIB" ]; then
+    echo "gpu-check: NCCL from Python's nvidia-nccl wheel: $NCCL_DIR"
+    CMAKE_ARGS+=(-DSTRATA_NCCL_INCLUDE="$NCCL_DIR/include" -DSTRATA_NCCL_LIBRARY="$NCCL_LIB")
+  fi
+fi
+# With a GPU the device time is short: build only what steps 2-3 run (the gpu-labelled test
+# programs and strata-engine). Without one (CI) build everything, so every CUDA source compiles.
+TARGETS=()
+if [ "$MODE" = gpu ]; then
+  TARGETS=(--target strata-engine test_backend_ops test_gpu_models test_gpu_nccl_ranks test_gemm
+           test_gemm_float)
+fi
 t0=$(now)
-if cmake "${CMAKE_ARGS[@]}" && cmake --build "$BUILD_DIR" -j "$JOBS"; then
+if cmake "${CMAKE_ARGS[@]}" && cmake --build "$BUILD_DIR" -j "$JOBS" "${TARGETS[@]}"; then
   result build "ok ($(($(now) - t0)) s)"
 else
   result build "FAILED"

@@ -17,6 +17,7 @@ struct Simd {
   using V = __m256;
   static constexpr int kLanes = 8;
   static constexpr int kMr = 6, kNr = 2, kMr1 = 12;
+  static constexpr int kStreamTokens = 3;  // small(): 4 x 3 accumulators + 3 token vectors + the weights
   static constexpr int64_t kRowBlock = 48, kTokenGroups = 32;
   static V zero() { return _mm256_setzero_ps(); }
   static V load(const float* p) { return _mm256_load_ps(p); }

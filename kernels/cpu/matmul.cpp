@@ -277,7 +277,7 @@ std::string matmul_path(DType wtype, int64_t n_tokens) {
       return std::string(isa_name(isa)) + " float tiles " + std::to_string(r.fk->rm) + "x" + std::to_string(r.fk->rn);
     case Path::FloatSmall:
       return std::string(isa_name(isa)) + (wtype == DType::F32 ? " f32" : " float") +
-             (n_tokens <= kFloatStreamMaxTokens ? " stream" : " 3x4") + (wtype == DType::F32 ? " exact dot" : " dot");
+             (n_tokens <= r.fk->stream_max_tokens ? " stream" : " 3x4") + (wtype == DType::F32 ? " exact dot" : " dot");
     case Path::Dot: break;
   }
   // The highest ISA at or below the active one with a table for the type (best_type_kernels' choice).

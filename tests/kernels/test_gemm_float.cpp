@@ -278,7 +278,8 @@ TEST_P(FloatGemmIsa, SmallMatchesReferenceAndItsOrder) {
       ASSERT_NE(fk, nullptr);
       for (int64_t cols : {5, 37, 40, 72, 4099})
         for (int64_t rows : {1, 2, 3, 4, 17, 67})
-          for (int64_t tokens : {1, 2, 3, 4, 5, 8, 15, 21}) {  // streamed to 3, 3 x 4 tiles from 4
+          // Streamed to 3 (AVX2) or 6 (AVX-512), 3 x 4 tiles beyond.
+          for (int64_t tokens : {1, 2, 3, 4, 5, 6, 7, 8, 15, 21}) {
             if (cols > 100 && rows != 17 && tokens != 15) continue;
             const Problem p = make_problem(wt, rows, cols, tokens, static_cast<uint32_t>(rows * 100 + tokens + cols));
             std::vector<float> y(static_cast<size_t>(tokens * rows), NAN);
@@ -340,6 +341,7 @@ TEST(FloatGemm, EmulatedIsBitIdenticalToAvx512) {
     EXPECT_EQ(hw->rn, em->rn);
     EXPECT_EQ(hw->row_block, em->row_block);
     EXPECT_EQ(hw->token_block, em->token_block);
+    EXPECT_EQ(hw->stream_max_tokens, em->stream_max_tokens);
     for (int64_t cols : {40, 4104}) {
       const Problem p = make_problem(wt, 67, cols, 100, static_cast<uint32_t>(cols));
       const std::vector<float> a = run_tiles(*hw, pool, wt, p, scratch);
@@ -359,10 +361,14 @@ TEST_P(FloatGemmIsa, MatmulRoutesFloatWeights) {
   force_isa(isa);
   ThreadPool pool(2);
   std::vector<uint8_t> scratch;
+  // Rows streamed for up to 3 tokens with AVX2's 16 vector registers, 6 with AVX-512's 32.
+  const int64_t stream_max = isa == Isa::Avx512 ? 6 : 3;
+  for (DType wt : kFloatTypes) EXPECT_EQ(float_gemm_kernels(wt, isa)->stream_max_tokens, stream_max) << dtype_name(wt);
   const Problem f32 = make_problem(DType::F32, 45, 520, 16, 3);
-  for (int64_t n : {2, 3, 4, 8, 15}) {
-    EXPECT_NE(matmul_path(DType::F32, n).find(n <= 3 ? "f32 stream exact dot" : "f32 3x4 exact dot"), std::string::npos)
-        << n;
+  for (int64_t n : {2, 3, 4, 6, 7, 8, 15}) {
+    EXPECT_NE(matmul_path(DType::F32, n).find(n <= stream_max ? "f32 stream exact dot" : "f32 3x4 exact dot"),
+              std::string::npos)
+        << n << ": " << matmul_path(DType::F32, n);
     std::vector<float> y(static_cast<size_t>(n * f32.rows));
     matmul(pool, DType::F32, f32.w.data(), f32.rows, f32.cols, f32.x.data(), n, y.data(), scratch);
     for (int64_t t = 0; t < n; ++t) {
@@ -373,8 +379,8 @@ TEST_P(FloatGemmIsa, MatmulRoutesFloatWeights) {
   }
   for (DType wt : {DType::F16, DType::BF16}) {
     EXPECT_NE(matmul_path(wt, 1).find("vec_dot"), std::string::npos) << dtype_name(wt) << ": " << matmul_path(wt, 1);
-    for (int64_t n : {2, 3, 4, 5, 8, 15}) {
-      EXPECT_NE(matmul_path(wt, n).find(n <= 3 ? "float stream dot" : "float 3x4 dot"), std::string::npos)
+    for (int64_t n : {2, 3, 4, 5, 6, 7, 8, 15}) {
+      EXPECT_NE(matmul_path(wt, n).find(n <= stream_max ? "float stream dot" : "float 3x4 dot"), std::string::npos)
           << dtype_name(wt) << ": " << matmul_path(wt, n);
       const Problem p = make_problem(wt, 45, 520, n, 19);
       std::vector<float> y(static_cast<size_t>(p.tokens * p.rows), NAN);

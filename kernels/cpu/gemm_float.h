@@ -69,14 +69,14 @@ struct FloatGemmKernels {
   // scratch); 256-bit in every variant, no scratch. Each output one 8-lane FMA chain over the whole
   // 8s of k in order, its horizontal sum, then the k % 8 tail in order: for F32 the one-token dot's
   // order, so each token gets bit for bit what it gets alone (kF32Dot4MinTokens in matmul.cpp). Up
-  // to stream_max_tokens tokens: 4 rows x all the tokens over the whole k in one pass (4 x
-  // stream_max_tokens accumulators), each row read once, in order; more: 3 rows x 4 tokens at a
+  // to stream_max_tokens tokens: 3-4 rows x all the tokens over the whole k in one pass (at most
+  // 24 accumulators), each row read once, in order; more: 3 rows x 4 tokens at a
   // time over k segments (12 accumulators: one weight vector feeds 4 FMAs, one token vector 3).
   // Both give every output the same bits.
   void (*small)(const uint8_t* w, int64_t w_row_bytes, int64_t nr, int64_t cols, const float* x, int64_t nt,
                 float* y, int64_t y_stride);
   // small's last token count that streams whole rows (matmul_path names the kernel by it): 3 where
-  // the variant has 16 vector registers (AVX2), 6 with AVX-512's 32.
+  // the variant has 16 vector registers (AVX2), 8 with AVX-512's 32.
   int64_t stream_max_tokens;
 };
 

@@ -18,9 +18,10 @@ struct Simd {
   using V = __m512;
   static constexpr int kLanes = 16;
   static constexpr int kMr = 12, kNr = 2, kMr1 = 24;
-  // small(): 4 rows x up to 6 tokens streamed (24 ymm accumulators + 6 token vectors + the weights
-  // of the 32 registers); with 3 x 4 tiles from 4 tokens it was 0.89-0.99 of llama.cpp at 4 tokens.
-  static constexpr int kStreamTokens = 6;
+  // small(): rows streamed for up to 8 tokens (4 rows x 4-6 tokens, 3 x 7-8: 24 ymm sums of the 32
+  // registers); with 3 x 4 tiles from 4 tokens it ran at 0.89-0.99 of llama.cpp at 4 tokens and
+  // 0.95-0.98 at 8 (Xeon, W 4096 x 14336, 1 thread). 2 rows x 9-12 tokens was slower than the tiles.
+  static constexpr int kStreamTokens = 8;
   static constexpr int64_t kRowBlock = 48, kTokenGroups = 16;
   static V zero() { return _mm512_setzero_ps(); }
   static V load(const float* p) { return _mm512_load_ps(p); }

@@ -14,8 +14,9 @@
 #             every weight type, ours then llama.cpp's test-backend-ops with the cases and thread
 #             count bench/llama_perf_cases.py adds to its source (skipped, with a note, without)
 #   avx2      the AVX2 paths (what AMD Zen 2 / 3 runs) forced, beside an AVX2-only llama.cpp build
-#   small     batches of 2, 3 and 4 tokens (a batched decode step of as many sequences), every
-#             weight type, the best ISA beside llama.cpp, then the AVX2 paths beside its AVX2 build
+#   small     batches of 2, 3, 4 and 8 tokens (a batched decode step of as many sequences; SMALL_NS
+#             picks others), every weight type, the best ISA beside llama.cpp, then the AVX2 paths
+#             beside its AVX2 build
 #   batched   batched decode: `bench --parallel 8` vs one stream on a 246M Q4_K_M model
 #   server    8 concurrent streams: `strata-engine serve` vs llama-server (bench/serve_throughput.py)
 #   depth     decode attention alone at depths 1k-8k (bench/attention_bench; AVX2 against AVX-512
@@ -245,22 +246,23 @@ if want avx2; then
 fi
 
 if want small; then
-  # A batched decode step of 2-4 sequences: W 4096 x 14336, 1 thread, one weight copy on both sides
-  # (STRATA_BENCH_HOT=1), mean ms per call; first the best ISA beside LLAMA_BIN, then the AVX2
+  # A batched decode step of 2-4 and 8 sequences: W 4096 x 14336, 1 thread, one weight copy on both
+  # sides (STRATA_BENCH_HOT=1), mean ms per call; first the best ISA beside LLAMA_BIN, then the AVX2
   # paths forced beside the AVX2-only build (LLAMA_AVX2_BIN, as in the avx2 section).
   # SMALL_ROUNDS rounds (default 1) of the best-ISA side, summarized by bench/kernel_table.py.
-  echo "## Batches of 2-4 tokens: W 4096 x 14336, 1 thread, ours (best ISA) then llama.cpp ($LLAMA_BIN)"
+  SMALL_NS=${SMALL_NS:-2,3,4,8}
+  echo "## Batches of $SMALL_NS tokens: W 4096 x 14336, 1 thread, ours (best ISA) then llama.cpp ($LLAMA_BIN)"
   raw=$(mktemp)
   for round in $(seq "${SMALL_ROUNDS:-1}"); do
     echo "### round $round, 1 thread(s)"
-    kernel_side_by_side best "$LLAMA_BIN" 2,3,4
+    kernel_side_by_side best "$LLAMA_BIN" "$SMALL_NS"
   done | tee "$raw"
   echo
   python3 bench/kernel_table.py "$raw" --cols 14336
   rm -f "$raw"
   echo
-  echo "## Batches of 2-4 tokens: W 4096 x 14336, 1 thread, ours (avx2 forced) then llama.cpp's AVX2-only build"
-  kernel_side_by_side avx2 "$LLAMA_AVX2_BIN" 2,3,4
+  echo "## Batches of $SMALL_NS tokens: W 4096 x 14336, 1 thread, ours (avx2 forced) then llama.cpp's AVX2-only build"
+  kernel_side_by_side avx2 "$LLAMA_AVX2_BIN" "$SMALL_NS"
   echo
 fi
 

@@ -75,7 +75,7 @@ struct FloatGemmKernels {
   // Both give every output the same bits.
   void (*small)(const uint8_t* w, int64_t w_row_bytes, int64_t nr, int64_t cols, const float* x, int64_t nt,
                 float* y, int64_t y_stride);
-  // small's last token count that streams whole rows (matmul_path names the kernel by it): 3 where
+  // small's last token count that streams whole rows (matmul_path names the kernel by it): 4 where
   // the variant has 16 vector registers (AVX2), 8 with AVX-512's 32.
   int64_t stream_max_tokens;
 };

@@ -21,6 +21,7 @@ struct Simd {
   // small(): rows streamed for up to 8 tokens (4 rows x 4-6 tokens, 3 x 7-8: 24 ymm sums of the 32
   // registers); with 3 x 4 tiles from 4 tokens it ran at 0.89-0.99 of llama.cpp at 4 tokens and
   // 0.95-0.98 at 8 (Xeon, W 4096 x 14336, 1 thread). 2 rows x 9-12 tokens was slower than the tiles.
+  static constexpr int kRegisters = 32;  // vector registers: the sums small() keeps
   static constexpr int kStreamTokens = 8;
   static constexpr int64_t kRowBlock = 48, kTokenGroups = 16;
   static V zero() { return _mm512_setzero_ps(); }

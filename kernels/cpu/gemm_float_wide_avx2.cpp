@@ -22,6 +22,7 @@ struct Simd {
   };
   static constexpr int kLanes = 16;
   static constexpr int kMr = 12, kNr = 2, kMr1 = 24;
+  static constexpr int kRegisters = 32;  // vector registers: the sums small() keeps
   static constexpr int kStreamTokens = 8;  // as the AVX-512 variant's small() (the same bits either way)
   static constexpr int64_t kRowBlock = 48, kTokenGroups = 16;
   static V zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }

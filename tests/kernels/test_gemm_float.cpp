@@ -278,7 +278,7 @@ TEST_P(FloatGemmIsa, SmallMatchesReferenceAndItsOrder) {
       ASSERT_NE(fk, nullptr);
       for (int64_t cols : {5, 37, 40, 72, 4099})
         for (int64_t rows : {1, 2, 3, 4, 17, 67})
-          // Streamed to 3 (AVX2) or 8 (AVX-512), 3 x 4 tiles beyond.
+          // Streamed to 4 (AVX2) or 8 (AVX-512), 3 x 4 tiles beyond.
           for (int64_t tokens : {1, 2, 3, 4, 5, 6, 7, 8, 15, 21}) {
             if (cols > 100 && rows != 17 && tokens != 15) continue;
             const Problem p = make_problem(wt, rows, cols, tokens, static_cast<uint32_t>(rows * 100 + tokens + cols));
@@ -361,8 +361,8 @@ TEST_P(FloatGemmIsa, MatmulRoutesFloatWeights) {
   force_isa(isa);
   ThreadPool pool(2);
   std::vector<uint8_t> scratch;
-  // Rows streamed for up to 3 tokens with AVX2's 16 vector registers, 8 with AVX-512's 32.
-  const int64_t stream_max = isa == Isa::Avx512 ? 8 : 3;
+  // Rows streamed for up to 4 tokens with AVX2's 16 vector registers, 8 with AVX-512's 32.
+  const int64_t stream_max = isa == Isa::Avx512 ? 8 : 4;
   for (DType wt : kFloatTypes) EXPECT_EQ(float_gemm_kernels(wt, isa)->stream_max_tokens, stream_max) << dtype_name(wt);
   const Problem f32 = make_problem(DType::F32, 45, 520, 16, 3);
   for (int64_t n : {2, 3, 4, 6, 7, 8, 15}) {

@@ -180,7 +180,7 @@ if want kernels; then
   done
   [ -x "$LLAMA_BIN/test-backend-ops" ] || echo "no $LLAMA_BIN/test-backend-ops: llama.cpp side not measured"
   echo
-  echo "## Float weights (gemm_float.h: tiles from 16 tokens, streamed rows to 3 tokens and 3x4 dot tiles between): W 4096 x 14336,"
+  echo "## Float weights (gemm_float.h: tiles from 16 tokens, streamed rows to 4 (AVX2) / 8 (AVX-512) tokens, 3x4 dot tiles between): W 4096 x 14336,"
   echo "## n = 8, 64, 512, 1 and 2 threads"
   for t in 1 2; do "$KBENCH" "$t" 4096 14336 best f32,f16,bf16 8,64,512 | grep tokens=; done
   echo

@@ -23,6 +23,7 @@
 #ifdef STRATA_HAVE_SERVER
 #include "engine/serve/engine_host.h"
 #include "engine/serve/server.h"
+#include "engine/core/units.h"
 #endif
 
 namespace strata::cli {
@@ -76,7 +77,7 @@ int serve(const ServeOptions& o) {
   if (!serve::is_loopback_host(o.host) && key.empty())
     return report(Error{Code::InvalidArgument, "refusing to listen on " + o.host +
                                                    " without --api-key: only loopback addresses may go without a key"});
-  auto max_body = exec::parse_bytes(o.max_body);
+  auto max_body = parse_bytes(o.max_body);
   if (!max_body.ok()) return report(max_body.error());
 
   auto model = load_model(o.model, /*remember=*/false);

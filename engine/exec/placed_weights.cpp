@@ -9,7 +9,7 @@ namespace {
 
 using model::TensorView;
 
-bool reads_in_place(const Device& device) { return device.info().kind == DeviceKind::Cpu; }
+bool reads_in_place(const backend::Device& device) { return device.caps().reads_weights_in_place; }
 
 // Packs slices into host memory (the device buffer itself where the host can write it, else a
 // staging copy), in the order they are added; the views it returns point at device memory
@@ -89,14 +89,14 @@ class Packer {
 
 }  // namespace
 
-Expected<TensorView> place_tensor(Device& device, const TensorView& t, BufferList& keep) {
+Expected<TensorView> place_tensor(backend::Device& device, const TensorView& t, BufferList& keep) {
   if (!t.present()) return t;
   if (reads_in_place(device)) {
-    STRATA_ASSIGN_OR_RETURN(auto buf, device.adopt(t.data, t.n_bytes, BufferUse::Weights));
+    STRATA_ASSIGN_OR_RETURN(auto buf, device.adopt(t.data, t.n_bytes, backend::BufferUse::Weights));
     keep.push_back(std::move(buf));
     return t;
   }
-  STRATA_ASSIGN_OR_RETURN(auto buf, device.allocate(t.n_bytes, BufferUse::Weights));
+  STRATA_ASSIGN_OR_RETURN(auto buf, device.allocate(t.n_bytes, backend::BufferUse::Weights));
   TensorView out = t;
   STRATA_RETURN_IF_ERROR(device.copy_from_host({t.data, t.n_bytes, buf->data(), t.n_bytes, t.n_bytes, 1}));
   out.data = buf->data();
@@ -104,7 +104,7 @@ Expected<TensorView> place_tensor(Device& device, const TensorView& t, BufferLis
   return out;
 }
 
-Expected<ShardWeights> place_shard(Device& device, const model::ModelConfig& c, const model::LayerWeights& l,
+Expected<ShardWeights> place_shard(backend::Device& device, const model::ModelConfig& c, const model::LayerWeights& l,
                                    const plan::LayerShard& s, BufferList& keep, unsigned parts, PartBytes* charged) {
   ShardWeights w;
   const int64_t group = c.n_heads / c.n_kv_heads;
@@ -137,13 +137,13 @@ Expected<ShardWeights> place_shard(Device& device, const model::ModelConfig& c, 
                         std::vector<TensorView*> views, uint64_t& charged_bytes) -> Status {
     if (bytes == 0) return {};
     if (uncut && reads_in_place(device)) {
-      STRATA_ASSIGN_OR_RETURN(auto buf, device.adopt(first, bytes, BufferUse::Weights));
+      STRATA_ASSIGN_OR_RETURN(auto buf, device.adopt(first, bytes, backend::BufferUse::Weights));
       charged_bytes += buf->size();
       keep.push_back(std::move(buf));
       in_place();
       return {};
     }
-    STRATA_ASSIGN_OR_RETURN(auto buf, device.allocate(bytes, BufferUse::Weights));
+    STRATA_ASSIGN_OR_RETURN(auto buf, device.allocate(bytes, backend::BufferUse::Weights));
     std::vector<uint8_t> staging;
     uint8_t* host = buf->host();
     if (!host) {

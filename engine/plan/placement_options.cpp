@@ -60,7 +60,7 @@ std::string ids_of(const std::vector<DeviceInfo>& ds) {
 
 const DeviceInfo* first_cpu(const std::vector<DeviceInfo>& devices) {
   for (const auto& d : devices)
-    if (d.kind == DeviceKind::Cpu) return &d;
+    if (d.caps.host_cpu) return &d;
   return nullptr;
 }
 
@@ -70,7 +70,7 @@ Expected<Placement> from_split_options(const model::ModelConfig& c, const std::v
   if (r.gpu_layers < -1) return bad("gpu_layers " + std::to_string(r.gpu_layers) + " must be >= 0 (or -1 for all)");
   std::vector<DeviceInfo> accel;
   for (const auto& d : devices)
-    if (d.kind != DeviceKind::Cpu) accel.push_back(d);
+    if (!d.caps.host_cpu) accel.push_back(d);
   const DeviceInfo* cpu = first_cpu(devices);
   if (accel.empty()) {
     if (!cpu) return bad("no devices to place the model on");

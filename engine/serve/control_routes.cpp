@@ -12,6 +12,7 @@
 #include "engine/plan/memory_estimate.h"
 #include "engine/plan/placement_validate.h"
 #include "engine/serve/server_context.h"
+#include "engine/backend/sim/sim_device.h"
 
 namespace strata::serve {
 
@@ -309,7 +310,7 @@ void handle_fault(ServerContext& ctx, const httplib::Request& req, httplib::Resp
   if (auto e = parse_object(req.body, body)) return send_error(res, *e);
   std::string kind;
   if (auto e = read_string(body, "kind", kind)) return send_error(res, *e);
-  exec::SimFaults f;
+  backend::SimFaults f;
   bool lost_now = false;
   if (kind == "lost") {
     int64_t after_ops = 0;

@@ -17,6 +17,7 @@
 #include "engine/plan/tensor_split.h"
 #include "engine/serve/device_json.h"
 #include "engine/serve/replan_json.h"
+#include "engine/backend/sim/sim_device.h"
 
 namespace strata::serve {
 
@@ -78,7 +79,7 @@ LoadedModel::~LoadedModel() {
   if (scheduler) scheduler->shutdown();
 }
 
-EngineHost::EngineHost(std::vector<std::unique_ptr<exec::Device>> devices, HostOptions options)
+EngineHost::EngineHost(std::vector<std::unique_ptr<backend::Device>> devices, HostOptions options)
     : devices_(std::move(devices)), options_(std::move(options)), started_(std::chrono::steady_clock::now()) {
   for (const auto& d : devices_) {
     infos_.push_back(d->info());
@@ -171,7 +172,7 @@ Status EngineHost::install(std::unique_ptr<model::Model> model, const plan::Plac
   } else {
     loaded->template_error = tmpl.error().message;
   }
-  std::vector<exec::Device*> list;
+  std::vector<backend::Device*> list;
   for (const auto& d : devices_) list.push_back(d.get());
   STRATA_ASSIGN_OR_RETURN(loaded->pipeline, exec::Pipeline::create(*model, list, placement, &recorder_, options_.ranks));
   loaded->pipeline->set_device_timeout(std::chrono::milliseconds(static_cast<int64_t>(options_.device_timeout_s * 1000.0)));
@@ -297,10 +298,10 @@ Expected<plan::Placement> EngineHost::parse_placement(const LoadedModel& loaded,
 
 nlohmann::json EngineHost::devices_json() const { return serve::devices_json(device_infos()); }
 
-Status EngineHost::inject_fault(const std::string& device_id, const exec::SimFaults& faults, bool lost_now) {
+Status EngineHost::inject_fault(const std::string& device_id, const backend::SimFaults& faults, bool lost_now) {
   for (const auto& d : devices_) {
     if (d->id() != device_id) continue;
-    auto* sim = dynamic_cast<exec::SimulatedDevice*>(d.get());
+    auto* sim = dynamic_cast<backend::SimulatedDevice*>(d.get());
     if (!sim)
       return Error{Code::InvalidArgument, "device '" + device_id + "' is not simulated: faults are injected into "
                                           "simulated devices only"};
@@ -348,7 +349,7 @@ std::vector<nlohmann::json> EngineHost::replans_since(size_t index) const {
 }
 
 nlohmann::json EngineHost::memory_json(const LoadedModel& loaded) const {
-  std::map<std::string, exec::MemoryUse> use;
+  std::map<std::string, backend::MemoryUse> use;
   // The pipeline's layers change only on the scheduler thread: ask there.
   Status s = loaded.scheduler->run_exclusive([&](exec::Pipeline& p) {
     use = p.memory_by_device();
@@ -359,7 +360,7 @@ nlohmann::json EngineHost::memory_json(const LoadedModel& loaded) const {
   for (const DeviceInfo& info : infos_) {
     auto it = use.find(info.id);
     if (it == use.end()) continue;
-    const exec::MemoryUse& m = it->second;
+    const backend::MemoryUse& m = it->second;
     out.push_back({{"device", info.id},
                    {"weights", m.weights},
                    {"kv", m.kv},

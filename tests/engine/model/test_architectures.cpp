@@ -15,6 +15,7 @@
 #include "engine/plan/placement.h"
 #include "engine/plan/placement_validate.h"
 #include "test_support.h"
+#include "engine/backend/registry/registry.h"
 
 namespace strata {
 namespace {
@@ -191,7 +192,7 @@ TEST(KvTypes, MemoryFollowsTheType) {
   auto m = load(make(model::Arch::Llama, "llama-plain", 3));
   ASSERT_TRUE(m);
   const model::ModelConfig& c = m->config();  // kv_dim 64 (2 KV heads of 32)
-  auto infos = exec::make_devices("cpu", 1, 20.0);
+  auto infos = backend::make_devices("cpu", 1, 20.0);
   ASSERT_TRUE(infos.ok());
   std::vector<DeviceInfo> devices{(*infos)[0]->info()};
   uint64_t kv[3] = {};
@@ -240,7 +241,9 @@ TEST(KvTypes, PlacementJsonAndValidation) {
   c.head_dim = 48;
   DeviceInfo cpu;
   cpu.id = "cpu";
-  cpu.kind = DeviceKind::Cpu;
+  cpu.backend = "cpu";
+  cpu.caps.host_cpu = true;
+  cpu.caps.kv_types = {kernels::DType::F32, kernels::DType::F16, kernels::DType::Q8_0};
   auto odd = plan::check_kv_type(p, c, {cpu});
   ASSERT_FALSE(odd.ok());
   EXPECT_NE(odd.error().message.find("48"), std::string::npos) << odd.error().message;
@@ -248,11 +251,16 @@ TEST(KvTypes, PlacementJsonAndValidation) {
   EXPECT_TRUE(plan::check_kv_type(p, c, {cpu}).ok());
   DeviceInfo gpu = cpu;
   gpu.id = "cuda0";
-  gpu.kind = DeviceKind::Cuda;
+  gpu.backend = "cuda";
+  gpu.caps.host_cpu = false;
+  gpu.caps.host_memory = false;
+  gpu.caps.kv_types = {kernels::DType::F32, kernels::DType::F16};
   p.layers[1].target.devices = {"cuda0"};
   auto on_gpu = plan::check_kv_type(p, c, {cpu, gpu});
   ASSERT_FALSE(on_gpu.ok());
   EXPECT_NE(on_gpu.error().message.find("cuda0"), std::string::npos) << on_gpu.error().message;
+  EXPECT_NE(on_gpu.error().message.find("keeps f32 or f16 KV caches, not q8_0"), std::string::npos)
+      << on_gpu.error().message;
   p.layers[1].kv_device = "cpu";  // the KV cache on the CPU is fine
   EXPECT_TRUE(plan::check_kv_type(p, c, {cpu, gpu}).ok());
 }

@@ -20,10 +20,11 @@
 #include <tuple>
 
 #include "device_set.h"
-#include "engine/exec/block_forward.h"
+#include "engine/arch/block_forward.h"
 #include "engine/exec/device.h"
 #include "engine/exec/pipeline.h"
 #include "engine/exec/placed_weights.h"
+#include "engine/exec/scratch_views.h"
 #include "engine/exec/session.h"
 #include "engine/gguf/gguf_writer.h"
 #include "engine/model/model.h"

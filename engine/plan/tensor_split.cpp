@@ -79,7 +79,9 @@ Expected<std::vector<LayerShard>> split_layer(const model::ModelConfig& c, const
 
 uint64_t shard_tensor_bytes(const model::ModelConfig& c, const model::LayerTensor& t, const model::TensorView& v,
                             const LayerShard& s) {
-  if (!v.present()) return 0;
+  // A tensor counts when the file has it; a view with bytes but no data (the planner's synthetic
+  // models, sizes only) counts as well.
+  if (!v.present() && v.n_bytes == 0) return 0;
   const int64_t group = c.n_heads / c.n_kv_heads;
   const int64_t q_rows = s.n_kv_heads() * group * c.head_dim;
   const int64_t kv_rows = s.n_kv_heads() * c.head_dim;

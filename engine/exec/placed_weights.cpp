@@ -196,6 +196,15 @@ Expected<ShardWeights> place_shard(Device& device, const model::ModelConfig& c, 
       }
     }
   };
+  // Where a part's bytes begin in the mapping, for the CPU's accounting: its first matrix.
+  const auto first_matrix = [&](model::Part part) -> const TensorView& {
+    for (const model::LayerTensor& t : model::layer_tensors()) {
+      const TensorView& v = l.*t.view;
+      if (t.part == part && t.kind != model::TensorKind::Norm && t.kind != model::TensorKind::Bias && v.present())
+        return v;
+    }
+    return l.wq;
+  };
   const auto in_place = [&](model::Part part) {
     for (const model::LayerTensor& t : model::layer_tensors())
       if (t.part == part) w.*t.view = l.*t.view;
@@ -203,7 +212,8 @@ Expected<ShardWeights> place_shard(Device& device, const model::ModelConfig& c, 
   if (attention) {
     const bool uncut = s.kv_head_begin == 0 && s.kv_head_end == whole.kv_head_end;
     STRATA_RETURN_IF_ERROR(place_part(
-        plan::shard_attention_bytes(c, l, s), uncut, l.wq.data, [&] { in_place(model::Part::Attention); },
+        plan::shard_attention_bytes(c, l, s), uncut, first_matrix(model::Part::Attention).data,
+        [&] { in_place(model::Part::Attention); },
         [&](Packer& p) { pack_part(p, model::Part::Attention); }, part_views(model::Part::Attention),
         placed.attention));
   }
@@ -211,7 +221,7 @@ Expected<ShardWeights> place_shard(Device& device, const model::ModelConfig& c, 
     // An MoE block's FFN part (router, shared expert) is never cut; a dense one by its units.
     const bool uncut = l.is_moe() || (s.ff_begin == 0 && s.ff_end == whole.ff_end);
     STRATA_RETURN_IF_ERROR(place_part(
-        plan::shard_ffn_bytes(c, l, s), uncut, l.is_moe() ? l.ffn_gate_inp.data : l.w_gate.data,
+        plan::shard_ffn_bytes(c, l, s), uncut, first_matrix(model::Part::Ffn).data,
         [&] { in_place(model::Part::Ffn); }, [&](Packer& p) { pack_part(p, model::Part::Ffn); },
         part_views(model::Part::Ffn), placed.ffn));
   }
@@ -220,7 +230,7 @@ Expected<ShardWeights> place_shard(Device& device, const model::ModelConfig& c, 
     // (three mapping regions, charged as one).
     const auto at = [&](const TensorView& t) { return t.data + static_cast<uint64_t>(s.expert_begin) * t.mat_stride; };
     STRATA_RETURN_IF_ERROR(place_part(
-        plan::expert_range_bytes(c, l, s.expert_begin, s.expert_end), true, at(l.ffn_gate_exps),
+        plan::expert_range_bytes(c, l, s.expert_begin, s.expert_end), true, at(first_matrix(model::Part::Experts)),
         [&] {
           for (const model::LayerTensor& t : model::layer_tensors()) {
             if (t.part != model::Part::Experts) continue;

@@ -7,7 +7,7 @@
 //
 // Adding an architecture that uses existing ops: one Arch value and one row of kArchs
 // (arch_table.cpp), one forward file in engine/arch/ and its line in engine/arch/forward.cpp
-// (docs/architecture.md, "Adding an architecture").
+// (docs/models.md, "Adding an architecture: one row and one file").
 #pragma once
 
 #include <cstdint>

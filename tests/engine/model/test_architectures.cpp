@@ -286,6 +286,8 @@ TEST(ArchTable, EveryRowWritesAndLoads) {
   ASSERT_TRUE(vocab.ok());
   for (const model::ArchInfo& a : model::arch_table()) {
     SCOPED_TRACE(a.name);
+    EXPECT_EQ(&model::arch_info(a.arch), &a);  // rows in Arch order: arch_info indexes the table
+    EXPECT_EQ(model::find_arch(a.name), &a);
     model::RandomModelSpec spec;
     spec.arch = a.arch;
     spec.n_embd = 64, spec.n_layers = 2, spec.n_heads = 4, spec.n_kv_heads = 2, spec.n_ff = 128, spec.n_ctx = 128;

@@ -35,7 +35,7 @@ struct TensorView {
 };
 
 // One block's tensors, one view per row of layer_tensors() (which names, shapes, parts and cuts
-// them; code that walks every tensor walks that table). Also a shard's: exec::ShardWeights is
+// them; code that walks every tensor walks that table). Also a shard's: arch::ShardWeights is
 // this with the views a device holds.
 struct LayerWeights {
   TensorView attn_norm;  // [n_embd] f32

@@ -396,7 +396,7 @@ TEST(MoePlacement, TensorGroupOnAnMoeLayerIsRefusedNamingTheLayer) {
 struct DeviceBlock {
   std::unique_ptr<backend::Ops> ops;
   std::vector<float> scratch;
-  std::unique_ptr<exec::BlockForward> block;
+  std::unique_ptr<arch::BlockForward> block;
 };
 
 DeviceBlock block_on(exec::Device& d, const model::ModelConfig& c, int64_t max_batch) {
@@ -411,7 +411,7 @@ DeviceBlock block_on(exec::Device& d, const model::ModelConfig& c, int64_t max_b
   EXPECT_TRUE(ops.ok()) << ops.error().to_string();
   if (!ops.ok()) return b;
   b.ops = std::move(*ops);
-  b.block = std::make_unique<exec::BlockForward>(c, *b.ops, exec::carve_scratch(b.scratch.data(), layout, 1), nullptr);
+  b.block = std::make_unique<arch::BlockForward>(c, *b.ops, exec::carve_scratch(b.scratch.data(), layout, 1), nullptr);
   return b;
 }
 

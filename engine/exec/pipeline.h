@@ -29,7 +29,7 @@
 #include "engine/core/status.h"
 #include "engine/backend/device.h"
 #include "engine/exec/device_worker.h"
-#include "engine/exec/block_forward.h"
+#include "engine/arch/block_forward.h"
 #include "engine/exec/placed_weights.h"
 #include "engine/exec/rank_bridge.h"
 #include "engine/model/model.h"

@@ -100,10 +100,14 @@ Expected<std::unique_ptr<Pipeline::LayerSlot>> Pipeline::build_layer(int64_t ind
       slot->weights.emplace_back();
       continue;
     }
-    for (const model::TensorView* t : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down}) {
-      if (!d.supports(t->type))
+    // The dense matrices (the arch table's; place_shard checks the mixture-of-experts ones).
+    for (const model::LayerTensor& row : model::layer_tensors()) {
+      const model::TensorView& t = lw.*row.view;
+      const bool dense = row.need == model::Need::Always || row.need == model::Need::Dense;
+      if (!dense || row.kind != model::TensorKind::Matrix) continue;
+      if (!d.supports(t.type))
         return Error{Code::Unsupported, "layer " + std::to_string(index) + ": device '" + d.id() + "' cannot run " +
-                                            kernels::dtype_name(t->type) + " weights ('" + t->name + "')"};
+                                            kernels::dtype_name(t.type) + " weights ('" + t.name + "')"};
     }
     // A block in parts: the members hold its attention, and its FFN part and experts unless
     // those are placed apart (place_parts).

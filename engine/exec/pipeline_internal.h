@@ -13,7 +13,9 @@
 
 #include "engine/backend/ops.h"
 #include "engine/comm/communicator.h"
-#include "engine/exec/block_forward.h"
+#include "engine/arch/block_forward.h"
+#include "engine/exec/scratch_views.h"
+#include "engine/plan/scratch_layout.h"
 #include "engine/exec/device_worker.h"
 #include "engine/exec/pipeline.h"
 

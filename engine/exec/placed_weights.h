@@ -8,12 +8,20 @@
 #include <vector>
 
 #include "engine/core/status.h"
+#include "engine/arch/block_forward.h"
 #include "engine/backend/device.h"
-#include "engine/exec/block_forward.h"
 #include "engine/model/model_weights.h"
 #include "engine/plan/tensor_split.h"
 
 namespace strata::exec {
+
+// The block arithmetic's types, as the pipeline uses them (engine/arch owns them).
+using arch::BlockForward;
+using arch::KvView;
+using arch::MoeRouting;
+using arch::ScratchViews;
+using arch::SeqRows;
+using arch::ShardWeights;
 
 using BufferList = std::vector<std::unique_ptr<backend::Buffer>>;
 

@@ -20,10 +20,11 @@
 #include <tuple>
 
 #include "device_set.h"
-#include "engine/exec/block_forward.h"
+#include "engine/arch/block_forward.h"
 #include "engine/backend/device.h"
 #include "engine/exec/pipeline.h"
 #include "engine/exec/placed_weights.h"
+#include "engine/exec/scratch_views.h"
 #include "engine/exec/session.h"
 #include "engine/gguf/gguf_writer.h"
 #include "engine/model/model.h"
@@ -396,7 +397,7 @@ TEST(MoePlacement, TensorGroupOnAnMoeLayerIsRefusedNamingTheLayer) {
 struct DeviceBlock {
   std::unique_ptr<backend::Ops> ops;
   std::vector<float> scratch;
-  std::unique_ptr<exec::BlockForward> block;
+  std::unique_ptr<arch::BlockForward> block;
 };
 
 DeviceBlock block_on(backend::Device& d, const model::ModelConfig& c, int64_t max_batch) {
@@ -411,7 +412,7 @@ DeviceBlock block_on(backend::Device& d, const model::ModelConfig& c, int64_t ma
   EXPECT_TRUE(ops.ok()) << ops.error().to_string();
   if (!ops.ok()) return b;
   b.ops = std::move(*ops);
-  b.block = std::make_unique<exec::BlockForward>(c, *b.ops, exec::carve_scratch(b.scratch.data(), layout, 1), nullptr);
+  b.block = std::make_unique<arch::BlockForward>(c, *b.ops, exec::carve_scratch(b.scratch.data(), layout, 1), nullptr);
   return b;
 }
 

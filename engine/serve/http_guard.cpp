@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 
@@ -19,8 +20,102 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto kSlice = std::chrono::milliseconds(50);  // how often a wait looks at the stop flag
 
+// Checks a chunked body byte by byte as httplib reads it (RFC 9112 7.1): hex sizes, optional
+// extensions, CRLF after the size line and after each chunk's data, the last chunk and an empty
+// trailer section. httplib 0.11 ends a body at a chunk whose data is not followed by CRLF and then
+// reads the rest as the next request (request smuggling); here such a body is an error and the
+// connection closes. Trailer fields are refused (nothing here reads them).
+class ChunkedFraming {
+ public:
+  enum class Result { More, Done, Bad };
+  // Feeds one byte of the body.
+  Result feed(char c) {
+    switch (state_) {
+      case State::SizeFirst:
+      case State::Size: {
+        const int v = hex(c);
+        if (v >= 0) {
+          if (++digits_ > 15) return bad();  // past 2^60 bytes: not a real chunk
+          size_ = size_ * 16 + static_cast<uint64_t>(v);
+          state_ = State::Size;
+          return Result::More;
+        }
+        if (state_ == State::SizeFirst) return bad();
+        if (c == ';') return state_ = State::Extension, Result::More;
+        if (c == '\r') return state_ = State::SizeLf, Result::More;
+        return bad();
+      }
+      case State::Extension:
+        if (c == '\r') return state_ = State::SizeLf, Result::More;
+        if (c == '\n' || c == '\0') return bad();
+        return Result::More;
+      case State::SizeLf:
+        if (c != '\n') return bad();
+        if (size_ == 0) return state_ = State::TrailerCr, Result::More;
+        state_ = State::Data;
+        return Result::More;
+      case State::Data:
+        if (--size_ == 0) state_ = State::DataCr;
+        return Result::More;
+      case State::DataCr:
+        return c == '\r' ? (state_ = State::DataLf, Result::More) : bad();
+      case State::DataLf:
+        if (c != '\n') return bad();
+        state_ = State::SizeFirst;
+        digits_ = 0;
+        return Result::More;
+      case State::TrailerCr:
+        return c == '\r' ? (state_ = State::TrailerLf, Result::More) : bad();
+      case State::TrailerLf:
+        if (c != '\n') return bad();
+        state_ = State::Done;
+        return Result::Done;
+      case State::Done:
+      case State::Bad:
+        return bad();
+    }
+    return bad();
+  }
+  bool done() const { return state_ == State::Done; }
+
+ private:
+  enum class State { SizeFirst, Size, Extension, SizeLf, Data, DataCr, DataLf, TrailerCr, TrailerLf, Done, Bad };
+  static int hex(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  }
+  Result bad() {
+    state_ = State::Bad;
+    return Result::Bad;
+  }
+  State state_ = State::SizeFirst;
+  uint64_t size_ = 0;
+  int digits_ = 0;
+};
+
+bool is_token_char(char c) {
+  if (std::isalnum(static_cast<unsigned char>(c))) return true;
+  return std::strchr("!#$%&'*+-.^_`|~", c) != nullptr && c != '\0';
+}
+
+std::string lower_ascii(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string trim_ows(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && (s[b] == ' ' || s[b] == '\t')) ++b;
+  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t')) --e;
+  return s.substr(b, e - b);
+}
+
 // A connection's socket, read through a buffer with a deadline for the request being read.
-// Used by the one worker thread that serves the connection.
+// Before httplib parses a request, read_head() reads its whole head (request line and header
+// fields) under the limits, checks the framing headers, and hands httplib a rebuilt copy of the
+// head it has accepted. Used by the one worker thread that serves the connection.
 class GuardStream final : public httplib::Stream {
  public:
   enum class Phase { Idle, Headers, Body, Handler };
@@ -36,7 +131,7 @@ class GuardStream final : public httplib::Stream {
   // stop, or a socket error.
   bool wait_request() {
     phase_ = Phase::Idle;
-    if (pos_ < len_) return start_headers();
+    if (pos_ < in_.size()) return start_headers();
     const auto deadline = Clock::now() + limits_.idle_timeout;
     while (!stopping_.load()) {
       const int r = poll_in(std::min<Clock::duration>(kSlice, deadline - Clock::now()));
@@ -45,6 +140,117 @@ class GuardStream final : public httplib::Stream {
       if (Clock::now() >= deadline) return false;
     }
     return false;
+  }
+
+  // Reads and checks the head of the request that wait_request() found. Ok: httplib may parse
+  // it (the buffer now starts with the rebuilt head). Otherwise the status to answer with and
+  // why; status 0: the peer went away or the header deadline passed (close without an answer).
+  HeadCheck read_head() {
+    head_left_ = 0;
+    chunked_ = false;
+    framing_ = ChunkedFraming{};
+    // Skip the empty lines a client may send between requests (RFC 9112 2.2).
+    size_t line_start = pos_;
+    std::vector<std::string> lines;
+    size_t header_bytes = 0;
+    while (true) {
+      const size_t nl = in_.find('\n', line_start);
+      if (nl == std::string::npos) {
+        const size_t partial = in_.size() - line_start;
+        if (lines.empty() && partial > limits_.max_request_line)
+          return HeadCheck{414, "the request line is longer than " + std::to_string(limits_.max_request_line) + " bytes",
+                           "request_line_too_long"};
+        if (!lines.empty() && header_bytes + partial > limits_.max_header_bytes) return too_many_header_bytes();
+        if (!fill()) return HeadCheck{0, "", ""};
+        continue;
+      }
+      std::string line = in_.substr(line_start, nl - line_start);
+      line_start = nl + 1;
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (lines.empty()) {
+        if (line.empty()) continue;  // a blank line before the request line
+        if (line.size() > limits_.max_request_line)
+          return HeadCheck{414, "the request line is longer than " + std::to_string(limits_.max_request_line) + " bytes",
+                           "request_line_too_long"};
+      } else {
+        header_bytes += line.size() + 2;
+        if (header_bytes > limits_.max_header_bytes) return too_many_header_bytes();
+      }
+      if (line.find('\r') != std::string::npos || line.find('\0') != std::string::npos)
+        return HeadCheck{400, "a bare CR or a NUL byte in the request head", "invalid_request_head"};
+      if (line.empty()) break;  // end of the head
+      if (!lines.empty() && lines.size() - 1 >= limits_.max_headers)  // lines[0] is the request line
+        return HeadCheck{431, "more than " + std::to_string(limits_.max_headers) + " header fields",
+                         "too_many_headers"};
+      lines.push_back(std::move(line));
+    }
+    const size_t body_start = line_start;
+
+    // The header fields: names are tokens with the colon right after them (no space before it,
+    // no folded continuation lines); the framing ones are checked here, before httplib.
+    std::vector<std::string> forward;
+    forward.push_back(lines[0]);
+    std::vector<std::string> lengths;
+    int transfer_encodings = 0;
+    std::string transfer_encoding;
+    for (size_t i = 1; i < lines.size(); ++i) {
+      const std::string& l = lines[i];
+      const size_t colon = l.find(':');
+      if (colon == std::string::npos || colon == 0 ||
+          !std::all_of(l.begin(), l.begin() + static_cast<std::ptrdiff_t>(colon), is_token_char))
+        return HeadCheck{400, "malformed header field (a name, then ':' right after it)", "invalid_request_head"};
+      const std::string name = lower_ascii(l.substr(0, colon));
+      const std::string value = trim_ows(l.substr(colon + 1));
+      if (name == "content-length") {
+        // "5, 5" is one length said twice (RFC 9110 8.6); any other list is two lengths.
+        size_t p = 0;
+        while (p <= value.size()) {
+          size_t q = value.find(',', p);
+          if (q == std::string::npos) q = value.size();
+          lengths.push_back(trim_ows(value.substr(p, q - p)));
+          p = q + 1;
+        }
+        continue;  // forwarded once below
+      }
+      if (name == "transfer-encoding") {
+        ++transfer_encodings;
+        transfer_encoding = lower_ascii(value);
+      }
+      if (name == "range" || name == "if-range") {
+        // Ranges are ignored (RFC 9110 14.2 lets a server do so): every resource here is made per
+        // request, and httplib 0.11 answered 1,300 "0-" ranges with a multipart body 700 times
+        // the resource, and one range with status 200 and a partial body.
+        continue;
+      }
+      forward.push_back(l.substr(0, colon) + ": " + value);
+    }
+    if (!lengths.empty()) {
+      for (const std::string& v : lengths) {
+        if (v.empty() || v.size() > 19 || !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }))
+          return HeadCheck{400, "malformed Content-Length '" + v + "'", "invalid_body"};
+        if (v != lengths[0])
+          return HeadCheck{400, "two different Content-Length values (" + lengths[0] + " and " + v + ")", "invalid_body"};
+      }
+      if (transfer_encodings > 0)
+        return HeadCheck{400, "Content-Length together with Transfer-Encoding", "invalid_body"};
+      forward.push_back("Content-Length: " + lengths[0]);
+    }
+    if (transfer_encodings > 1)
+      return HeadCheck{400, "more than one Transfer-Encoding header field", "invalid_body"};
+    if (transfer_encodings == 1) {
+      if (transfer_encoding != "chunked")
+        return HeadCheck{501, "Transfer-Encoding '" + transfer_encoding + "' is not supported: only chunked",
+                         "unsupported_transfer_encoding"};
+      chunked_ = true;
+    }
+
+    std::string head;
+    for (const std::string& l : forward) head += l + "\r\n";
+    head += "\r\n";
+    in_ = head + in_.substr(body_start);
+    pos_ = 0;
+    head_left_ = head.size();
+    return HeadCheck{};
   }
 
   void begin_body(bool framed) {
@@ -56,7 +262,7 @@ class GuardStream final : public httplib::Stream {
   void end_body() { phase_ = Phase::Handler; }
 
   bool is_readable() const override {
-    if (pos_ < len_) return true;
+    if (pos_ < in_.size()) return true;
     return const_cast<GuardStream*>(this)->wait_readable();
   }
   bool is_writable() const override {
@@ -72,21 +278,40 @@ class GuardStream final : public httplib::Stream {
   }
 
   ssize_t read(char* ptr, size_t size) override {
-    if (pos_ >= len_) {
+    const bool in_head = head_left_ > 0;
+    if (!in_head && chunked_ && framing_.done()) return 0;  // the body has ended; what follows is the next request
+    if (pos_ >= in_.size()) {
       if (phase_ == Phase::Body && empty_body_) return 0;  // no Content-Length, not chunked: no body
-      if (!wait_readable()) return -1;
-      ssize_t n;
-      do {
-        n = ::recv(fd_, buf_, sizeof buf_, 0);
-      } while (n < 0 && errno == EINTR);
+      const ssize_t n = fill_some();
       if (n <= 0) return n;
-      pos_ = 0;
-      len_ = static_cast<size_t>(n);
     }
-    const size_t n = std::min(size, len_ - pos_);
-    std::memcpy(ptr, buf_ + pos_, n);
+    size_t n = std::min(size, in_.size() - pos_);
+    if (in_head) {
+      n = std::min(n, head_left_);
+      head_left_ -= n;
+    } else if (chunked_) {
+      // Hand over the body no further than its last byte, and nothing past a framing error.
+      size_t ok = 0;
+      while (ok < n) {
+        const ChunkedFraming::Result r = framing_.feed(in_[pos_ + ok]);
+        if (r == ChunkedFraming::Result::Bad) {
+          state.bad_framing = true;
+          state.close_after = true;
+          if (ok == 0) return -1;
+          break;
+        }
+        ++ok;
+        if (r == ChunkedFraming::Result::Done) break;
+      }
+      n = ok;
+    }
+    std::memcpy(ptr, in_.data() + pos_, n);
     pos_ += n;
-    if (phase_ == Phase::Body) {
+    if (pos_ == in_.size()) {
+      in_.clear();
+      pos_ = 0;
+    }
+    if (!in_head && phase_ == Phase::Body) {
       body_bytes_ += n;
       if (body_bytes_ > raw_body_cap_) {
         state.body_too_large = true;
@@ -136,6 +361,28 @@ class GuardStream final : public httplib::Stream {
     deadline_ = Clock::now() + limits_.header_timeout;
     return true;
   }
+  HeadCheck too_many_header_bytes() const {
+    return HeadCheck{431, "the header fields are longer than " + std::to_string(limits_.max_header_bytes) + " bytes",
+                     "headers_too_large"};
+  }
+  // Appends what the socket has (waiting for it under the deadline): its count, 0 at the peer's
+  // end, -1 on an error or a passed deadline.
+  ssize_t fill_some() {
+    if (!wait_readable()) return -1;
+    char buf[4096];
+    ssize_t n;
+    do {
+      n = ::recv(fd_, buf, sizeof buf, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0) return n;
+    if (pos_ > 0 && pos_ >= in_.size() / 2) {  // drop what was read
+      in_.erase(0, pos_);
+      pos_ = 0;
+    }
+    in_.append(buf, static_cast<size_t>(n));
+    return n;
+  }
+  bool fill() { return fill_some() > 0; }
   // 1: readable, 0: not within `wait`, -1: error.
   int poll_in(Clock::duration wait) {
     const auto ms = std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(wait).count());
@@ -173,8 +420,11 @@ class GuardStream final : public httplib::Stream {
   bool empty_body_ = false;
   size_t body_bytes_ = 0;
   size_t raw_body_cap_ = 0;
-  char buf_[4096];
-  size_t pos_ = 0, len_ = 0;
+  std::string in_;         // bytes read from the socket and not yet handed over, from pos_
+  size_t pos_ = 0;
+  size_t head_left_ = 0;   // bytes of the rebuilt head httplib has still to read
+  bool chunked_ = false;   // the current request's body is chunked: its bytes pass framing_
+  ChunkedFraming framing_;
 };
 
 thread_local GuardStream* t_stream = nullptr;
@@ -204,6 +454,40 @@ void write_all(int fd, const std::string& s) {
     if (n <= 0) return;
     done += static_cast<size_t>(n);
   }
+}
+
+const char* reason_phrase(int status) {
+  switch (status) {
+    case 400: return "Bad Request";
+    case 414: return "URI Too Long";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    default: return "Error";
+  }
+}
+
+std::string json_escape(const std::string& s) {
+  // Quoted request bytes may be anything: ASCII only, and not much of it.
+  std::string out;
+  for (const char c : s.substr(0, 200)) {
+    if (c == '"' || c == '\\') out += '\\', out += c;
+    else if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) out += '?';
+    else out += c;
+  }
+  return out;
+}
+
+// A whole response for a request refused below httplib: an OpenAI-style error body, and the
+// connection closes after it.
+std::string error_response(int status, const std::string& message, const std::string& code) {
+  const std::string type = status == 429 || status == 503 ? "rate_limit_error" : "invalid_request_error";
+  const std::string body = "{\"error\":{\"message\":\"" + json_escape(message) + "\",\"type\":\"" + type +
+                           "\",\"param\":null,\"code\":\"" + code + "\"}}";
+  return "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) +
+         "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\n\r\n" + body;
 }
 
 }  // namespace
@@ -265,11 +549,9 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
   }
   bool ret = false;
   if (!admitted) {
-    const std::string body = "{\"error\":{\"message\":\"too many connections from " + ip + ": the limit is " +
-                             std::to_string(limits_.max_per_client) +
-                             "\",\"type\":\"rate_limit_error\",\"param\":null,\"code\":\"too_many_connections\"}}";
-    write_all(sock, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nConnection: close\r\n"
-                    "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    write_all(sock, error_response(429, "too many connections from " + ip + ": the limit is " +
+                                            std::to_string(limits_.max_per_client),
+                                    "too_many_connections"));
   } else {
     GuardStream strm(sock, ip, port, limits_, stopping_);
     t_stream = &strm;
@@ -277,6 +559,15 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
     while (svr_sock_ != INVALID_SOCKET && !stopping_.load() && count > 0 && strm.wait_request()) {
       bool connection_closed = false;
       strm.state = ConnectionState{};
+      const HeadCheck head = strm.read_head();
+      if (head.status != 200) {
+        // Refused before httplib parsed anything (and so before the API key was looked at).
+        if (head.status != 0) {
+          write_all(sock, error_response(head.status, head.message, head.code));
+          strm.state.close_after = true;
+        }
+        break;
+      }
       ret = process_request(strm, count == 1, connection_closed, nullptr);
       if (!ret || connection_closed || strm.state.close_after) break;
       --count;

@@ -1,6 +1,7 @@
 // engine/serve/http_guard.h — the connection layer under the routes: an httplib::Server whose
 // sockets are read through a deadline-aware stream (a whole request's headers, and its body, each
-// have a time limit, not just each read), with a cap on connections per client address, an
+// have a time limit, not just each read; a request's head is read and checked under size limits,
+// with strict framing, before httplib sees it), with a cap on connections per client address, an
 // elastic worker pool, and a body limit that holds for chunked uploads. Internal to engine/serve.
 #pragma once
 
@@ -27,6 +28,17 @@ struct ConnectionLimits {
   int64_t max_per_client = 128;                      // open connections per client address
   size_t max_body_bytes = size_t{8} << 20;           // decoded body (Content-Length or chunked)
   size_t max_threads = 512;                          // worker threads, started as connections need them
+  size_t max_request_line = 8192;                    // bytes of "METHOD TARGET HTTP/1.1"
+  size_t max_header_bytes = size_t{64} << 10;        // all header field lines of one request
+  size_t max_headers = 100;                          // header fields of one request
+};
+
+// The verdict on a request's head, read and checked before httplib parses it. status 200: go on;
+// 0: the peer left or the header deadline passed (close quietly); else answer it and close.
+struct HeadCheck {
+  int status = 200;
+  std::string message;
+  std::string code;
 };
 
 // What the routing layer knows about the connection a request came on. Set on the worker thread
@@ -35,6 +47,7 @@ struct ConnectionState {
   bool close_after = false;     // close once this response is written (framing no longer trusted)
   bool body_too_large = false;  // the body went past max_body_bytes
   bool body_timed_out = false;  // the body did not arrive within body_timeout
+  bool bad_framing = false;     // the chunked body broke its framing
 };
 ConnectionState* current_connection();
 

@@ -136,7 +136,9 @@ void with_body(ServerContext& ctx, const httplib::Request& req, httplib::Respons
     const bool late = conn && conn->body_timed_out;
     return send_error(res, bad_request(late ? "the request body did not arrive within " +
                                                   std::to_string(ctx.options.body_timeout_s) + " s"
-                                            : "the request body could not be read (broken chunked encoding?)",
+                                            : conn && conn->bad_framing
+                                                  ? "malformed chunked encoding (a chunk's data must end in CRLF)"
+                                                  : "the request body could not be read (broken chunked encoding?)",
                                        "", "invalid_body"));
   }
   httplib::Request copy = req;

@@ -260,6 +260,14 @@ class GuardStream final : public httplib::Stream {
     body_bytes_ = 0;
   }
   void end_body() { phase_ = Phase::Handler; }
+  bool peer_closed() const {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0) return false;
+    if (p.revents & (POLLERR | POLLHUP | POLLNVAL)) return true;
+    char c;
+    const ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+  }
 
   bool is_readable() const override {
     if (pos_ < in_.size()) return true;
@@ -499,6 +507,7 @@ void begin_body(bool framed) {
 void end_body() {
   if (t_stream) t_stream->end_body();
 }
+bool client_gone() { return t_stream && t_stream->peer_closed(); }
 
 void ElasticPool::enqueue(std::function<void()> fn) {
   std::lock_guard<std::mutex> lock(mutex_);

@@ -56,6 +56,10 @@ ConnectionState* current_connection();
 void begin_body(bool has_length_or_chunked);
 // The body has been read: no more deadline (handlers may run long).
 void end_body();
+// True when the client of the current connection has gone (closed its side, or the socket
+// failed): a handler waiting for a result it would answer with can stop the work. False outside a
+// connection's worker thread, and while the client may still read the answer.
+bool client_gone();
 
 // A worker pool that starts a thread for each job while none is idle, up to a maximum; beyond
 // that, jobs wait. shutdown() runs what is queued, then joins.

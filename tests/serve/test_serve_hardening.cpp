@@ -177,5 +177,97 @@ TEST(ServeHardening, MultiRangeRequestsAreAnsweredOnce) {
   EXPECT_FALSE(body_of(one).is_discarded()) << one;
 }
 
+// 5. The default server (loopback, no key) read any Content-Type as JSON, answered any Host, and
+// loaded any GGUF on disk: a web page could unload or swap the model, and read answers by DNS
+// rebinding.
+TEST(ServeHardening, CrossSiteRequestsAndRebindingAreRefusedWithoutAKey) {
+  const auto dir = temp_dir("csrf");
+  const auto models = dir / "models";
+  std::filesystem::create_directories(models);
+  std::filesystem::copy_file(stories_model(), models / "s.gguf", std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(stories_model(), dir / "elsewhere.gguf", std::filesystem::copy_options::overwrite_existing);
+  ServerProcess server({"-m", (models / "s.gguf").string()});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  const int port = server.port();
+  const std::string p = std::to_string(port);
+  // A form post from another site: 415 (or 403 for its Origin), and the model stays loaded.
+  const std::string form = send_raw(port, "POST /strata/v1/model/unload HTTP/1.1\r\nHost: 127.0.0.1:" + p +
+                                              "\r\nOrigin: http://evil.example\r\nContent-Type: "
+                                              "application/x-www-form-urlencoded\r\nContent-Length: 3\r\n\r\nx=1");
+  EXPECT_EQ(status_of(form), 403) << form;
+  EXPECT_EQ(body_of(form)["error"]["code"], "cors_not_allowed") << form;
+  for (const std::string type : {"text/plain", "application/x-www-form-urlencoded", ""}) {
+    const std::string r = send_raw(port, "POST /strata/v1/model/unload HTTP/1.1\r\nHost: 127.0.0.1:" + p +
+                                             (type.empty() ? "" : "\r\nContent-Type: " + type) +
+                                             "\r\nContent-Length: 2\r\n\r\n{}");
+    EXPECT_EQ(status_of(r), 415) << type << ": " << r;
+    EXPECT_EQ(body_of(r)["error"]["code"], "unsupported_media_type") << r;
+  }
+  EXPECT_TRUE(model_loaded(port));
+  // Rebinding: a Host naming another server.
+  const std::string rebound = send_raw(port, "GET /v1/models HTTP/1.1\r\nHost: evil.example:" + p + "\r\n\r\n");
+  EXPECT_EQ(status_of(rebound), 403) << rebound;
+  EXPECT_EQ(body_of(rebound)["error"]["code"], "invalid_host") << rebound;
+  for (const std::string host : {"localhost:" + p, std::string("127.0.0.1"), "[::1]:" + p, std::string("LOCALHOST")}) {
+    const std::string r =
+        send_raw(port, "GET /v1/models HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(status_of(r), 200) << host << ": " << r;
+  }
+  // JSON from no page, or from the server's own origin, works.
+  const std::string own = send_raw(port, "POST /v1/completions HTTP/1.1\r\nHost: localhost:" + p +
+                                             "\r\nOrigin: http://localhost:" + p +
+                                             "\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8"
+                                             "\r\nContent-Length: 32\r\n\r\n{\"prompt\":\"Once\",\"max_tokens\":1}");
+  EXPECT_EQ(status_of(own), 200) << own;
+  // Loads stay in the started model's folder.
+  expect_error(post(port, "/strata/v1/model/load", {{"path", (dir / "elsewhere.gguf").string()}}), 400, "", "path");
+  EXPECT_EQ(post(port, "/strata/v1/model/load", {{"path", (models / "s.gguf").string()}}).status, 200);
+  // No CORS headers and no preflight by default.
+  const std::string pre = send_raw(port, "OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: "
+                                         "https://app.example\r\nAccess-Control-Request-Method: POST\r\n\r\n");
+  EXPECT_EQ(status_of(pre), 403) << pre;
+  EXPECT_EQ(pre.find("Access-Control-Allow-Origin"), std::string::npos) << pre;
+
+  // With a key, the caller is known: other Hosts and Content-Types are its business, and loads
+  // are not limited to a folder unless --model-dir says so.
+  ServerProcess keyed({"-m", (models / "s.gguf").string(), "--api-key", "k"});
+  ASSERT_NE(keyed.port(), 0);
+  const std::string k = send_raw(keyed.port(), "GET /v1/models HTTP/1.1\r\nHost: engine.lan\r\nAuthorization: Bearer k"
+                                               "\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(status_of(k), 200) << k;
+  EXPECT_EQ(post(keyed.port(), "/strata/v1/model/load", {{"path", (dir / "elsewhere.gguf").string()}}, "k").status, 200);
+  // --model-dir widens the folders of a keyless server.
+  ServerProcess wide({"-m", (models / "s.gguf").string(), "--model-dir", dir.string()});
+  ASSERT_NE(wide.port(), 0);
+  EXPECT_EQ(post(wide.port(), "/strata/v1/model/load", {{"path", (dir / "elsewhere.gguf").string()}}).status, 200);
+}
+
+// 5. CORS is opt-in: --cors ORIGIN answers that origin's preflight and marks its answers readable.
+TEST(ServeHardening, CorsOriginsAreOptIn) {
+  ServerProcess server({"-m", stories_model(), "--cors", "https://app.example"});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  const int port = server.port();
+  const std::string pre = send_raw(port, "OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: "
+                                         "https://app.example\r\nAccess-Control-Request-Method: POST\r\nConnection: close\r\n"
+                                         "Access-Control-Request-Headers: content-type, authorization\r\n\r\n");
+  EXPECT_EQ(status_of(pre), 204) << pre;
+  EXPECT_NE(pre.find("Access-Control-Allow-Origin: https://app.example\r\n"), std::string::npos) << pre;
+  EXPECT_NE(pre.find("Access-Control-Allow-Methods: POST\r\n"), std::string::npos) << pre;
+  EXPECT_NE(pre.find("Access-Control-Allow-Headers: Authorization, Content-Type\r\n"), std::string::npos) << pre;
+  const std::string got = send_raw(port, "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://app.example"
+                                         "\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(status_of(got), 200) << got;
+  EXPECT_NE(got.find("Access-Control-Allow-Origin: https://app.example\r\n"), std::string::npos) << got;
+  EXPECT_NE(got.find("Vary: Origin\r\n"), std::string::npos) << got;
+  // Another origin: no preflight, no headers, refused without a key.
+  const std::string other = send_raw(port, "OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: "
+                                           "https://evil.example\r\nAccess-Control-Request-Method: POST\r\n\r\n");
+  EXPECT_EQ(status_of(other), 403) << other;
+  EXPECT_EQ(other.find("Access-Control-Allow-Origin"), std::string::npos) << other;
+  const std::string other_get = send_raw(port, "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: "
+                                               "https://evil.example\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(status_of(other_get), 403) << other_get;
+}
+
 }  // namespace
 }  // namespace strata::test

@@ -67,7 +67,7 @@ TEST(ServeRobust, LoadingAFifoIsRefusedAtOnceAndLaterLoadsWork) {
   const std::string fifo = (dir / "model.gguf").string();
   std::filesystem::remove(fifo);
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
-  ServerProcess server({"-m", stories_model()});
+  ServerProcess server({"-m", stories_model(), "--allow-any-path"});  // the FIFO is outside the model folder
   ASSERT_NE(server.port(), 0) << server.stderr_text();
   const int port = server.port();
   const auto t0 = Clock::now();
@@ -96,7 +96,7 @@ TEST(ServeRobust, SlowlorisAndIdleConnectionsDoNotStarveTheServer) {
   std::vector<std::unique_ptr<Raw>> slow;
   for (int i = 0; i < 60; ++i) {
     slow.push_back(std::make_unique<Raw>(port));
-    slow.back()->send("GET /strata/v1/status HTTP/1.1\r\nHost: x\r\n");
+    slow.back()->send("GET /strata/v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\n");
   }
   int answered = 0, checks = 0;
   const auto start = Clock::now();
@@ -129,7 +129,7 @@ TEST(ServeRobust, ConnectionsPerClientAreCapped) {
   std::vector<std::unique_ptr<Raw>> held;
   for (int i = 0; i < 8; ++i) {
     held.push_back(std::make_unique<Raw>(port));
-    ASSERT_TRUE(held.back()->send("GET /strata/v1/status HTTP/1.1\r\nHost: x\r\n\r\n"));
+    ASSERT_TRUE(held.back()->send("GET /strata/v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
     const std::string answer = held.back()->read_response(std::chrono::milliseconds(4000));
     ASSERT_EQ(status_of(answer), 200) << "connection " << i << ": " << answer;
   }
@@ -138,7 +138,7 @@ TEST(ServeRobust, ConnectionsPerClientAreCapped) {
   EXPECT_EQ(status_of(refused), 429) << refused;
   EXPECT_EQ(body_of(refused)["error"]["code"], "too_many_connections") << refused;
   // The 8 admitted connections still serve.
-  ASSERT_TRUE(held[0]->send("GET /strata/v1/status HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(held[0]->send("GET /strata/v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
   EXPECT_EQ(status_of(held[0]->read_response(std::chrono::milliseconds(4000))), 200);
   held.clear();
   // Freed slots serve again.
@@ -165,7 +165,8 @@ TEST(ServeRobust, LoadUnloadCyclesDoNotGrowResidentMemory) {
   const std::string asan_options = had ? had : "";
   setenv("ASAN_OPTIONS", (asan_options + (had ? ":" : "") + "quarantine_size_mb=0").c_str(), 1);
 #endif
-  ServerProcess server({"-m", stories_model()});
+  ServerProcess server({"-m", stories_model(), "--model-dir", dir.string(), "--model-dir",
+                        std::filesystem::path(stories_model()).parent_path().string()});
 #if defined(__SANITIZE_ADDRESS__)
   if (had) setenv("ASAN_OPTIONS", asan_options.c_str(), 1);
   else unsetenv("ASAN_OPTIONS");
@@ -261,7 +262,7 @@ TEST(ServeRobust, TraceStreamsHaveTheirOwnLimit) {
   int accepted = 0, refused = 0;
   for (int i = 0; i < 32; ++i) {
     traces.push_back(std::make_unique<Raw>(port));
-    traces.back()->send("GET /strata/v1/trace/stream HTTP/1.1\r\nHost: x\r\n\r\n");
+    traces.back()->send("GET /strata/v1/trace/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
   }
   for (auto& t : traces) {
     // The first bytes of each answer: a 200 stream, or a 429 that closes.
@@ -398,7 +399,7 @@ TEST(ServeRobust, StatusCodesAndMessages) {
   {
     Raw raw(port);
     const auto t0 = Clock::now();
-    raw.send("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer Secret\r\n"
+    raw.send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer Secret\r\n"
              "Content-Type: application/json\r\n\r\n");
     const std::string reply = raw.read_all(std::chrono::milliseconds(5000));
     EXPECT_EQ(status_of(reply), 400) << reply;
@@ -408,7 +409,7 @@ TEST(ServeRobust, StatusCodesAndMessages) {
   {
     Raw raw(port);
     const auto t0 = Clock::now();
-    raw.send("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer Secret\r\n"
+    raw.send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer Secret\r\n"
              "Content-Type: application/json\r\nContent-Length: 1000000000000000000\r\n\r\n{");
     const std::string reply = raw.read_all(std::chrono::milliseconds(5000));
     EXPECT_EQ(status_of(reply), 413) << reply;

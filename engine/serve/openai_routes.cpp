@@ -9,6 +9,7 @@
 
 #include "engine/serve/replan_json.h"
 #include "engine/serve/response_format.h"
+#include "engine/serve/http_guard.h"
 #include "engine/serve/server_context.h"
 #include "engine/serve/tool_calls.h"
 
@@ -374,12 +375,33 @@ Json usage_json(const std::vector<std::shared_ptr<Channel>>& choices) {
           {"prompt_tokens_evaluated", evaluated}};
 }
 
-void answer_blocking(httplib::Response& res, const std::shared_ptr<Request>& rq, const Envelope& env) {
+void answer_blocking(httplib::Response& res, const std::shared_ptr<Request>& rq, const Envelope& env,
+                     const std::shared_ptr<exec::Scheduler>& scheduler) {
   {
-    std::unique_lock<std::mutex> lock(rq->mutex);
-    rq->cv.wait(lock, [&] {
+    // A client that hangs up no longer wants the answer: its choices are cancelled, queued or
+    // running, so abandoned requests do not hold slots and the queue. Looked at every 100 ms.
+    auto all_done = [&] {
       return std::all_of(rq->choices.begin(), rq->choices.end(), [](const auto& c) { return c->done; });
-    });
+    };
+    std::unique_lock<std::mutex> lock(rq->mutex);
+    bool cancelled = false;
+    while (!rq->cv.wait_for(lock, std::chrono::milliseconds(100), all_done)) {
+      if (cancelled || !client_gone()) continue;
+      cancelled = true;
+      std::vector<uint64_t> ids;
+      for (const auto& ch : rq->choices) ids.push_back(ch->id);
+      lock.unlock();  // the scheduler's callbacks take rq->mutex
+      for (const uint64_t id : ids) scheduler->cancel(id);
+      lock.lock();
+    }
+    if (cancelled) {
+      ApiError e;
+      e.status = 499;
+      e.type = "invalid_request_error";
+      e.code = "client_disconnected";
+      e.message = "the client closed the connection before the answer was ready";
+      return send_error(res, e);
+    }
   }
   for (const auto& ch : rq->choices) {
     if (auto e = result_error(ch->result)) return send_error(res, *e);
@@ -777,7 +799,7 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
     rq->choices[i]->id = *id;
   }
   if (stream) return answer_stream(ctx, res, rq, env, scheduler, p.include_usage);
-  answer_blocking(res, rq, env);
+  answer_blocking(res, rq, env, scheduler);
 }
 
 }  // namespace

@@ -242,6 +242,49 @@ TEST(ServeHardening, CrossSiteRequestsAndRebindingAreRefusedWithoutAKey) {
   EXPECT_EQ(post(wide.port(), "/strata/v1/model/load", {{"path", (dir / "elsewhere.gguf").string()}}).status, 200);
 }
 
+// A gauge of /metrics ("strata_requests_waiting" ...); -1 when absent.
+double metric(int port, const std::string& name) {
+  const Reply r = get(port, "/metrics");
+  const size_t at = r.body.find("\n" + name + " ");
+  if (at == std::string::npos) return -1;
+  return std::strtod(r.body.c_str() + at + name.size() + 2, nullptr);
+}
+
+// 3. 200 fire-and-forget requests (client closes at once) filled the slots and the queue, and a
+// real request got no answer for minutes. Closed connections now cancel their requests, queued or
+// running: the queue and the slots empty long before the abandoned work could have run (each of
+// the 68 admitted would generate 2,000 tokens: minutes here).
+TEST(ServeHardening, AbandonedNonStreamingRequestsAreCancelled) {
+  ServerProcess server({"-m", slow_model(), "--ctx", "4096", "--max-connections-per-client", "256"});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  const int port = server.port();
+  const std::string body = R"({"prompt":"Once upon a time","max_tokens":2000,"ignore_eos":true,"temperature":0})";
+  const std::string request = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                              "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  for (int i = 0; i < 200; ++i) {
+    Raw c(port);
+    ASSERT_TRUE(c.ok());
+    c.send(request);
+  }  // each closes as it goes out of scope
+  // Outcome, not timing: the queue and the slots drain (the deadline only bounds a failure).
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  double waiting = -1, active = -1;
+  while (std::chrono::steady_clock::now() < deadline) {
+    waiting = metric(port, "strata_requests_waiting");
+    active = metric(port, "strata_requests_active");
+    if (waiting == 0 && active == 0) break;
+    pollfd none{-1, 0, 0};
+    poll(&none, 1, 50);
+  }
+  EXPECT_EQ(waiting, 0);
+  EXPECT_EQ(active, 0);
+  // A real request is answered.
+  const Reply r = post(port, "/v1/completions", Json{{"prompt", "Once"}, {"max_tokens", 4}, {"temperature", 0}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  // The abandoned ones are counted as client_disconnected (499).
+  EXPECT_NE(get(port, "/metrics").body.find("status=\"499\""), std::string::npos);
+}
+
 // 5. CORS is opt-in: --cors ORIGIN answers that origin's preflight and marks its answers readable.
 TEST(ServeHardening, CorsOriginsAreOptIn) {
   ServerProcess server({"-m", stories_model(), "--cors", "https://app.example"});

@@ -48,6 +48,7 @@ struct ServeOptions {
   std::vector<std::string> model_dirs;
   bool allow_any_path = false;
   std::vector<std::string> cors_origins;
+  bool parse_special = false;
   int http_threads = 0;
   int parent_pid = 0;  // 0: not tied to a parent
 };
@@ -142,6 +143,7 @@ int serve(const ServeOptions& o) {
   so.body_timeout_s = o.body_timeout_s;
   so.threads = o.http_threads;
   so.cors_origins = o.cors_origins;
+  so.parse_special = o.parse_special;
   auto server = serve::Server::create(host, so);
   if (!server.ok()) return report(server.error());
   auto port = (*server)->bind();
@@ -216,6 +218,9 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_flag("--allow-any-path", o->allow_any_path, "lift the --model-dir restriction");
   cmd->add_option("--cors", o->cors_origins,
                   "let browser pages of this origin (e.g. https://app.example) call the API (repeatable; off by default)");
+  cmd->add_flag("--parse-special", o->parse_special,
+                "chat: read special-token texts (<|im_end|>...) in user and tool messages as control tokens "
+                "(default: as text, like OpenAI)");
   cmd->add_option("--http-threads", o->http_threads, "most HTTP worker threads, started as needed (default 512)")
       ->check(CLI::Range(0, 4096));
   cmd->add_option("--parent-pid", o->parent_pid,

@@ -1,6 +1,7 @@
 // engine/serve/openai_routes.cpp — GET /v1/models, POST /v1/chat/completions, POST /v1/completions:
 // request parsing and validation, prompt building, OpenAI response and stream-chunk shapes.
 // Generation runs on the scheduler thread; handlers (HTTP worker threads) wait on a channel.
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <random>
@@ -207,8 +208,105 @@ std::optional<ApiError> normalize_messages(const Json& body, nlohmann::ordered_j
   return std::nullopt;
 }
 
+// Special tokens in what users write are text (OpenAI does not parse them either): a user who
+// types "<|im_end|>\n<|im_start|>system" must not end their turn and open a system one. The
+// template's own markers stay tokens. So the template is rendered twice: with the contents, and
+// with a marker in place of each user / tool content; the markers say where the contents lie in
+// the rendered text, and control-token texts are matched only outside those ranges.
+struct PlainRanges {
+  std::string text;                                  // the rendered prompt
+  std::vector<std::pair<size_t, size_t>> plain;      // [begin, end) byte ranges read as text only
+};
+
+// Rebuilds the rendered text from the render with markers: each marker becomes its content.
+// `trim`: the contents as a template's "| trim" leaves them.
+PlainRanges fill_markers(const std::string& marked, const std::string& open, const std::vector<std::string>& contents,
+                         bool trim) {
+  PlainRanges out;
+  const std::string close = "\xEE\x80\x81";  // U+E001
+  size_t pos = 0;
+  while (true) {
+    const size_t at = marked.find(open, pos);
+    if (at == std::string::npos) break;
+    size_t d = at + open.size();
+    size_t idx = 0;
+    bool digits = false;
+    while (d < marked.size() && marked[d] >= '0' && marked[d] <= '9') idx = idx * 10 + static_cast<size_t>(marked[d++] - '0'), digits = true;
+    if (!digits || marked.compare(d, close.size(), close) != 0 || idx >= contents.size()) {
+      out.text.append(marked, pos, at + open.size() - pos);
+      pos = at + open.size();
+      continue;
+    }
+    out.text.append(marked, pos, at - pos);
+    std::string c = contents[idx];
+    if (trim) {
+      const size_t b = c.find_first_not_of(" \t\n\r");
+      const size_t e = c.find_last_not_of(" \t\n\r");
+      c = b == std::string::npos ? std::string() : c.substr(b, e - b + 1);
+    }
+    out.plain.emplace_back(out.text.size(), out.text.size() + c.size());
+    out.text += c;
+    pos = d + close.size();
+  }
+  out.text.append(marked, pos, std::string::npos);
+  return out;
+}
+
+// encode(text, add_special = false, parse_special = true), except that control tokens are not
+// matched inside r.plain. Text between two control tokens is encoded as encode() does it (a
+// separate run after a control token), so a prompt without special texts in its contents gives
+// the same ids as before.
+std::vector<int32_t> encode_with_plain_ranges(const tokenizer::Tokenizer& tok, const PlainRanges& r) {
+  const tokenizer::Vocab& v = tok.vocab();
+  std::array<std::vector<std::pair<std::string_view, int32_t>>, 256> by_first;
+  for (int32_t id = 0; id < tok.n_tokens(); ++id) {
+    const tokenizer::TokenAttr a = tok.attr(id);
+    if (a != tokenizer::TokenAttr::Control && a != tokenizer::TokenAttr::Unknown) continue;
+    const std::string& t = v.tokens[static_cast<size_t>(id)];
+    if (!t.empty()) by_first[static_cast<uint8_t>(t[0])].emplace_back(t, id);
+  }
+  for (auto& list : by_first)
+    std::stable_sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  std::vector<int32_t> out;
+  const std::string& text = r.text;
+  size_t run = 0, i = 0, next_plain = 0;
+  while (i < text.size()) {
+    while (next_plain < r.plain.size() && r.plain[next_plain].second <= i) ++next_plain;
+    if (next_plain < r.plain.size() && r.plain[next_plain].first <= i) {
+      i = r.plain[next_plain].second;  // inside a content: no control tokens
+      continue;
+    }
+    const size_t limit = next_plain < r.plain.size() ? r.plain[next_plain].first : text.size();
+    int32_t match = -1;
+    size_t len = 0;
+    for (const auto& [t, id] : by_first[static_cast<uint8_t>(text[i])]) {
+      if (i + t.size() <= limit && text.compare(i, t.size(), t) == 0) {
+        match = id;
+        len = t.size();
+        break;
+      }
+    }
+    if (match < 0) {
+      ++i;
+      continue;
+    }
+    if (run < i) {
+      const auto ids = tok.encode(std::string_view(text).substr(run, i - run), false, false);
+      out.insert(out.end(), ids.begin(), ids.end());
+    }
+    out.push_back(match);
+    i += len;
+    run = i;
+  }
+  if (run < text.size()) {
+    const auto ids = tok.encode(std::string_view(text).substr(run), false, false);
+    out.insert(out.end(), ids.begin(), ids.end());
+  }
+  return out;
+}
+
 std::optional<ApiError> build_prompt(const LoadedModel& m, const Json& body, bool chat, const ToolMode& tools,
-                                     std::vector<int32_t>& prompt) {
+                                     bool parse_special, std::vector<int32_t>& prompt) {
   const tokenizer::Tokenizer& tok = m.model->tokenizer();
   if (!chat) {
     auto it = body.find("prompt");
@@ -260,12 +358,40 @@ std::optional<ApiError> build_prompt(const LoadedModel& m, const Json& body, boo
       return bad_request("the model's chat template cannot render these messages", "messages", "template_error");
     return bad_request("the model's chat template refused these messages: " + msg, "messages", "template_error");
   }
+  // Where the user and tool contents lie in the rendered text (unless --parse-special).
+  PlainRanges ranges{*text, {}};
+  if (!parse_special) {
+    const std::string open = "\xEE\x80\x80" + random_id("") + ":";  // U+E000, a nonce no content guesses
+    nlohmann::ordered_json marked = messages;
+    std::vector<std::string> contents;
+    for (size_t i = 0; i < marked.size(); ++i) {
+      auto& msg = marked[i];
+      const std::string role = msg.value("role", "");
+      if ((role != "user" && role != "tool") || !msg["content"].is_string() || msg["content"].get<std::string>().empty())
+        continue;
+      contents.push_back(msg["content"].get<std::string>());
+      msg["content"] = open + std::to_string(contents.size() - 1) + "\xEE\x80\x81";
+    }
+    if (!contents.empty()) {
+      auto with_markers = m.tmpl->render_json(marked, opts);
+      if (!with_markers.ok()) return bad_request("the model's chat template cannot render these messages", "messages", "template_error");
+      ranges = fill_markers(*with_markers, open, contents, false);
+      if (ranges.text != *text) {
+        PlainRanges trimmed = fill_markers(*with_markers, open, contents, true);
+        // A template that transforms contents in other ways: its markers still say where each
+        // content goes; the contents go there as sent.
+        if (trimmed.text == *text) ranges = std::move(trimmed);
+      }
+    }
+  }
   if (!m.own_template) {
     // The "completion" template: the text is a plain prompt, tokenized as `run` does.
-    prompt = tok.encode(*text, /*add_special=*/true, /*parse_special=*/true);
+    prompt = encode_with_plain_ranges(tok, ranges);
+    if (v.add_bos && v.bos_id >= 0) prompt.insert(prompt.begin(), v.bos_id);
+    if (v.add_eos && v.eos_id >= 0) prompt.push_back(v.eos_id);
   } else {
     // The model's template writes BOS itself when it wants one; add it only when it did not.
-    prompt = tok.encode(*text, /*add_special=*/false, /*parse_special=*/true);
+    prompt = encode_with_plain_ranges(tok, ranges);
     if (v.add_bos && v.bos_id >= 0 && (prompt.empty() || prompt.front() != v.bos_id)) prompt.insert(prompt.begin(), v.bos_id);
   }
   if (prompt.empty()) return bad_request("the messages give an empty prompt", "messages");
@@ -674,7 +800,7 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
     }
   }
   std::vector<int32_t> prompt;
-  if (auto e = build_prompt(*loaded, body, chat, tools, prompt)) return send_error(res, *e);
+  if (auto e = build_prompt(*loaded, body, chat, tools, ctx.options.parse_special, prompt)) return send_error(res, *e);
   if (tools.enabled) tools.format = tool_format_of_template(loaded->tmpl->source());
   const int64_t n_ctx = loaded->pipeline->n_ctx();
   const int64_t n_prompt = static_cast<int64_t>(prompt.size());

@@ -28,6 +28,9 @@ struct ServerOptions {
   // Origins ("https://app.example") whose pages may call the API from a browser (CORS); empty:
   // none. Without an API key, requests with another Origin are refused.
   std::vector<std::string> cors_origins;
+  // Chat: special-token texts in user and tool contents become control tokens (as in a raw
+  // prompt). Off: they are text, as OpenAI reads them; the template's own markers are tokens.
+  bool parse_special = false;
 };
 
 // True for 127.0.0.0/8, ::1 and "localhost".

@@ -144,6 +144,7 @@ int serve(const ServeOptions& o) {
   so.threads = o.http_threads;
   so.cors_origins = o.cors_origins;
   so.parse_special = o.parse_special;
+  so.log = [](const std::string& line) { std::fprintf(stderr, "strata-engine serve: %s\n", line.c_str()); };
   auto server = serve::Server::create(host, so);
   if (!server.ok()) return report(server.error());
   auto port = (*server)->bind();

@@ -170,6 +170,14 @@ std::string random_id(const std::string& prefix) {
   return s;
 }
 
+ApiError model_file_error(const ServerContext& ctx, const std::string& path, const Error& e) {
+  ApiError out = bad_request(e.message, "path", "invalid_model_file");
+  if (e.code == Code::InvalidArgument) return out;
+  if (ctx.options.log) ctx.options.log("cannot open model '" + path + "': " + e.message);
+  out.message = "cannot open model '" + path + "' (the server's log says why)";
+  return out;
+}
+
 bool is_loopback_host(const std::string& host) {
   if (host == "localhost" || host == "::1" || host == "[::1]") return true;
   in_addr addr{};

@@ -31,6 +31,9 @@ struct ServerOptions {
   // Chat: special-token texts in user and tool contents become control tokens (as in a raw
   // prompt). Off: they are text, as OpenAI reads them; the template's own markers are tokens.
   bool parse_special = false;
+  // The server's log (details clients are not told, such as why a model file cannot be opened).
+  // Called on HTTP worker threads, one line without a newline; empty: not logged.
+  std::function<void(const std::string&)> log;
 };
 
 // True for 127.0.0.0/8, ::1 and "localhost".

@@ -339,6 +339,48 @@ TEST(ServeHardening, SpecialTokensInUserContentAreText) {
   EXPECT_EQ(a.json()["usage"]["prompt_tokens"], b.json()["usage"]["prompt_tokens"]);
 }
 
+// 10. The load and inspect errors told "no such file", "not a regular file", "not a GGUF file"
+// and the GGUF version apart for any path. Now every file the server cannot open gets the same
+// answer; the reason is in the server's log.
+TEST(ServeHardening, ModelFileErrorsAreUniform) {
+  const auto dir = temp_dir("uniform");
+  const auto d = dir.string();
+  std::filesystem::create_directories(dir / "sub");
+  { std::ofstream(dir / "text.gguf") << "password=hunter2 and enough text to pass the size check\n"; }
+  { std::ofstream(dir / "short.gguf") << "GGUF"; }
+  std::string bytes;
+  {
+    std::ifstream in(stories_model(), std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  std::string v99 = bytes;
+  v99[4] = 99;  // GGUF version 99
+  { std::ofstream(dir / "v99.gguf", std::ios::binary) << v99; }
+  { std::ofstream(dir / "cut.gguf", std::ios::binary) << bytes.substr(0, 200); }
+  ServerProcess server({"-m", stories_model(), "--model-dir", d});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  const int port = server.port();
+  for (const std::string route : {"/strata/v1/model/load", "/strata/v1/models/inspect"}) {
+    for (const std::string name : {"missing.gguf", "sub", "text.gguf", "short.gguf", "v99.gguf", "cut.gguf"}) {
+      const std::string path = d + "/" + name;
+      const Reply r = post(port, route, {{"path", path}});
+      expect_error(r, 400, "invalid_model_file", "path");
+      EXPECT_EQ(r.json()["error"]["message"], "cannot open model '" + path + "' (the server's log says why)")
+          << route << " " << name << ": " << r.body;
+    }
+  }
+  // The reasons are in the server's log.
+  const std::string log = server.stderr_text();
+  EXPECT_NE(log.find("no such file"), std::string::npos) << log;
+  EXPECT_NE(log.find("not a regular file"), std::string::npos) << log;
+  EXPECT_EQ(log.find("hunter2"), std::string::npos);
+  // Refusals of the path itself (not of a file) still say why.
+  const Reply outside = post(port, "/strata/v1/model/load", {{"path", "/etc/passwd"}});
+  expect_error(outside, 400, "invalid_model_file", "path");
+  EXPECT_NE(outside.body.find("outside the model folders"), std::string::npos) << outside.body;
+  EXPECT_TRUE(model_loaded(port));
+}
+
 // 5. CORS is opt-in: --cors ORIGIN answers that origin's preflight and marks its answers readable.
 TEST(ServeHardening, CorsOriginsAreOptIn) {
   ServerProcess server({"-m", stories_model(), "--cors", "https://app.example"});

@@ -108,8 +108,9 @@ std::optional<ApiError> parse_fields(const Json& body, Parsed& p) {
   STRATA_API_TRY(read_int(body, "seed", INT64_MIN, INT64_MAX, seed));
   p.seeded = body.contains("seed") && !body["seed"].is_null();
   s.seed = p.seeded ? static_cast<uint64_t>(seed) : std::random_device{}();
-  STRATA_API_TRY(read_int(body, "max_tokens", 0, int64_t{1} << 24, p.max_tokens));
-  STRATA_API_TRY(read_int(body, "max_completion_tokens", 0, int64_t{1} << 24, p.max_tokens));
+  // At least 1, as OpenAI asks (0 answered 200 with nothing).
+  STRATA_API_TRY(read_int(body, "max_tokens", 1, int64_t{1} << 24, p.max_tokens));
+  STRATA_API_TRY(read_int(body, "max_completion_tokens", 1, int64_t{1} << 24, p.max_tokens));
   STRATA_API_TRY(read_int(body, "n", 1, 16, p.n));
   // Log probabilities: chat has logprobs (bool) + top_logprobs (0..20); completions has
   // logprobs (an integer 0..5, the number of alternatives).
@@ -186,8 +187,10 @@ std::optional<ApiError> normalize_messages(const Json& body, nlohmann::ordered_j
     } else if (!content.is_string()) {
       return bad_request(where + ".content must be a string, an array of text parts or null", "messages");
     }
-    if (role == "tool" && m.contains("tool_call_id") && !m["tool_call_id"].is_string())
-      return bad_request(where + ".tool_call_id must be a string", "messages");
+    // OpenAI requires the id of the call a tool message answers.
+    if (role == "tool" && (!m.contains("tool_call_id") || !m["tool_call_id"].is_string()))
+      return bad_request(where + ".tool_call_id (a string, the id of the call it answers) is required on a tool message",
+                         "messages");
     if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {
       if (role != "assistant" || !m["tool_calls"].is_array())
         return bad_request(where + ".tool_calls must be an array on an assistant message", "messages");

@@ -381,6 +381,40 @@ TEST(ServeHardening, ModelFileErrorsAreUniform) {
   EXPECT_TRUE(model_loaded(port));
 }
 
+// 11. Small gaps: a tool message without tool_call_id was accepted; max_tokens 0 answered 200
+// with nothing (OpenAI: 400, at least 1); the seed range error printed 9.223372036854776e+18.
+TEST(ServeHardening, SmallGapsAreRefusedAsOpenAiDoes) {
+  ServerProcess server({"-m", stories_model()});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  const int port = server.port();
+  Json tool = chat_body("hi", 2);
+  tool["messages"].push_back(Json{{"role", "tool"}, {"content", "42"}});
+  const Reply no_id = post(port, "/v1/chat/completions", tool);
+  expect_error(no_id, 400, "", "messages");
+  EXPECT_NE(no_id.body.find("tool_call_id"), std::string::npos) << no_id.body;
+  for (const char* key : {"max_tokens", "max_completion_tokens"}) {
+    Json zero = chat_body("hi", 2);
+    zero.erase("max_tokens");
+    zero[key] = 0;
+    const Reply r = post(port, "/v1/chat/completions", zero);
+    expect_error(r, 400, "integer_below_min_value", key);
+    expect_error(post(port, "/v1/completions", Json{{"prompt", "Once"}, {key, 0}}), 400, "integer_below_min_value", key);
+  }
+  // Seeds: the whole int64 range, and the bound printed as an integer past it.
+  Json seeded = chat_body("hi", 1);
+  seeded["seed"] = INT64_MAX;
+  EXPECT_EQ(post(port, "/v1/chat/completions", seeded).status, 200);
+  const Reply big = request(port, "POST", "/v1/chat/completions",
+                            R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":1,"seed":9223372036854775808})");
+  expect_error(big, 400, "integer_above_max_value", "seed");
+  EXPECT_NE(big.body.find("9223372036854775807]"), std::string::npos) << big.body;
+  EXPECT_EQ(big.body.find("e+18"), std::string::npos) << big.body;
+  const Reply huge = request(port, "POST", "/v1/chat/completions",
+                             R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":1,"seed":1e19})");
+  expect_error(huge, 400, "integer_above_max_value", "seed");
+  EXPECT_NE(huge.body.find("[-9223372036854775808, 9223372036854775807]"), std::string::npos) << huge.body;
+}
+
 // 5. CORS is opt-in: --cors ORIGIN answers that origin's preflight and marks its answers readable.
 TEST(ServeHardening, CorsOriginsAreOptIn) {
   ServerProcess server({"-m", stories_model(), "--cors", "https://app.example"});

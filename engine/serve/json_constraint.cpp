@@ -26,6 +26,8 @@ std::string compact(const nlohmann::ordered_json& v) { return v.dump(-1, ' ', fa
 Status compile_node(const nlohmann::ordered_json& s, CompiledSchema& out, int index, int depth);
 
 Expected<int> add_node(const nlohmann::ordered_json& s, CompiledSchema& out, int depth) {
+  if (out.nodes.size() >= kMaxSchemaNodes)
+    return Error{Code::OutOfRange, "the schema has more than " + std::to_string(kMaxSchemaNodes) + " subschemas (the limit)"};
   const int index = static_cast<int>(out.nodes.size());
   out.nodes.emplace_back();
   STRATA_RETURN_IF_ERROR(compile_node(s, out, index, depth));
@@ -54,8 +56,19 @@ Status compile_node(const nlohmann::ordered_json& s, CompiledSchema& out, int in
     if (s.contains("const")) node.literals.push_back(compact(s["const"]));
     if (s.contains("enum")) {
       if (!s["enum"].is_array() || s["enum"].empty()) return bad("'enum' must be a non-empty array");
+      if (out.literals + s["enum"].size() > kMaxSchemaLiterals)
+        return Error{Code::OutOfRange, "the schema has more than " + std::to_string(kMaxSchemaLiterals) +
+                                           " enum / const values (the limit)"};
       for (const auto& v : s["enum"]) node.literals.push_back(compact(v));
     }
+    out.literals += node.literals.size();
+    for (const std::string& l : node.literals) out.literal_bytes += l.size();
+    if (out.literals > kMaxSchemaLiterals)
+      return Error{Code::OutOfRange, "the schema has more than " + std::to_string(kMaxSchemaLiterals) +
+                                         " enum / const values (the limit)"};
+    if (out.literal_bytes > kMaxSchemaLiteralBytes)
+      return Error{Code::OutOfRange, "the schema's enum / const values are longer than " +
+                                         std::to_string(kMaxSchemaLiteralBytes) + " bytes together (the limit)"};
     out.nodes[static_cast<size_t>(index)] = std::move(node);
     return {};
   }
@@ -137,6 +150,10 @@ CompiledSchema any_object_schema() {
 Expected<CompiledSchema> compile_schema(const nlohmann::ordered_json& schema) {
   CompiledSchema out;
   try {
+    const size_t bytes = schema.dump(-1, ' ', false, Json::error_handler_t::replace).size();
+    if (bytes > kMaxSchemaBytes)
+      return Error{Code::OutOfRange, "the schema is " + std::to_string(bytes) + " bytes of JSON, over the limit of " +
+                                         std::to_string(kMaxSchemaBytes)};
     STRATA_ASSIGN_OR_RETURN(int root, add_node(schema, out, 0));
     (void)root;
   } catch (const nlohmann::ordered_json::exception& e) {

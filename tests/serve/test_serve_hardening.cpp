@@ -415,6 +415,43 @@ TEST(ServeHardening, SmallGapsAreRefusedAsOpenAiDoes) {
   EXPECT_NE(huge.body.find("[-9223372036854775808, 9223372036854775807]"), std::string::npos) << huge.body;
 }
 
+// 6. A 7.5 MB schema enum (90k strings) took 18.8 s and stalled the other streams. Schemas over
+// the compile budget are a 400 naming the limit, before anything runs.
+TEST(ServeHardening, SchemaCompileBudgetIsA400NamingTheLimit) {
+  ServerProcess server({"-m", stories_model()});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  const int port = server.port();
+  auto with_schema = [](const Json& schema) {
+    Json b = chat_body("hi", 4);
+    b["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", schema}}}};
+    return b;
+  };
+  Json values = Json::array();
+  for (int i = 0; i < 90000; ++i) values.push_back("value-" + std::to_string(i) + "-padding-to-make-it-long-enough");
+  const Reply big_enum = post(port, "/v1/chat/completions", with_schema(Json{{"type", "string"}, {"enum", values}}));
+  expect_error(big_enum, 400, "schema_too_large", "response_format");
+  EXPECT_NE(big_enum.body.find("the limit"), std::string::npos) << big_enum.body;
+  Json few = Json::array();
+  for (int i = 0; i < 1025; ++i) few.push_back(i);
+  const Reply over_values = post(port, "/v1/chat/completions", with_schema(Json{{"enum", few}}));
+  expect_error(over_values, 400, "schema_too_large", "response_format");
+  EXPECT_NE(over_values.body.find("1024"), std::string::npos) << over_values.body;
+  Json props = Json::object();
+  for (int i = 0; i < 2100; ++i) props["p" + std::to_string(i)] = {{"type", "integer"}};
+  const Reply many_nodes = post(port, "/v1/chat/completions", with_schema(Json{{"type", "object"}, {"properties", props}}));
+  expect_error(many_nodes, 400, "schema_too_large", "response_format");
+  EXPECT_NE(many_nodes.body.find("2048"), std::string::npos) << many_nodes.body;
+  const Reply long_text = post(port, "/v1/chat/completions",
+                               with_schema(Json{{"type", "string"}, {"description", std::string(300000, 'd')}}));
+  expect_error(long_text, 400, "schema_too_large", "response_format");
+  EXPECT_NE(long_text.body.find("262144"), std::string::npos) << long_text.body;
+  // Within the budget: constrained output as before.
+  Json ok_values = Json::array();
+  for (int i = 0; i < 100; ++i) ok_values.push_back("v" + std::to_string(i));
+  const Reply fine = post(port, "/v1/chat/completions", with_schema(Json{{"type", "string"}, {"enum", ok_values}}));
+  ASSERT_EQ(fine.status, 200) << fine.body;
+}
+
 // 5. CORS is opt-in: --cors ORIGIN answers that origin's preflight and marks its answers readable.
 TEST(ServeHardening, CorsOriginsAreOptIn) {
   ServerProcess server({"-m", stories_model(), "--cors", "https://app.example"});

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -127,22 +128,21 @@ class GuardStream final : public httplib::Stream {
 
   ConnectionState state;
 
-  // Waits for the first byte of the next request (or data already buffered). False on timeout,
-  // stop, or a socket error.
-  bool wait_request() {
-    phase_ = Phase::Idle;
-    if (pos_ < in_.size()) return start_headers();
-    const auto deadline = Clock::now() + limits_.idle_timeout;
-    while (!stopping_.load()) {
-      const int r = poll_in(std::min<Clock::duration>(kSlice, deadline - Clock::now()));
-      if (r < 0) return false;
-      if (r > 0) return start_headers();
-      if (Clock::now() >= deadline) return false;
-    }
-    return false;
+  // The bytes the waiter read (the start of a request), and the deadline of its head.
+  void adopt(std::string bytes) {
+    in_ = std::move(bytes);
+    pos_ = 0;
+    start_headers();
+  }
+  // What was read past the request just served (a pipelined next request), for the waiter.
+  std::string take_rest() {
+    std::string rest = in_.substr(pos_);
+    in_.clear();
+    pos_ = 0;
+    return rest;
   }
 
-  // Reads and checks the head of the request that wait_request() found. Ok: httplib may parse
+  // Reads and checks the head of the request adopt() began. Ok: httplib may parse
   // it (the buffer now starts with the rebuilt head). Otherwise the status to answer with and
   // why; status 0: the peer went away or the header deadline passed (close without an answer).
   HeadCheck read_head() {
@@ -547,64 +547,230 @@ void ElasticPool::work() {
   }
 }
 
-bool GuardedServer::process_and_close_socket(socket_t sock) {
+// ---- the server: admission, the waiter, one request per worker job -----------------------------
+
+namespace {
+
+// The address connections are counted under: IPv4 as is (an IPv4-mapped IPv6 address as its IPv4),
+// IPv6 by its /64 prefix, since one host usually has a whole /64 to pick addresses from.
+std::string client_key(const std::string& ip) {
+  in6_addr a6{};
+  if (inet_pton(AF_INET6, ip.c_str(), &a6) != 1) return ip;
+  if (IN6_IS_ADDR_V4MAPPED(&a6)) {
+    char text[INET_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET, a6.s6_addr + 12, text, sizeof text);
+    return text;
+  }
+  std::memset(a6.s6_addr + 8, 0, 8);
+  char text[INET6_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET6, &a6, text, sizeof text);
+  return std::string(text) + "/64";
+}
+
+// A request head is in: its blank line has arrived.
+bool head_complete(const std::string& b) {
+  return b.find("\r\n\r\n") != std::string::npos || b.find("\n\n") != std::string::npos;
+}
+
+}  // namespace
+
+struct GuardedServer::Conn {
+  int fd = -1;
+  std::string ip;
   int port = 0;
-  const std::string ip = peer_address(sock, port);
+  std::string key;           // client_key(ip)
+  std::string buffer;        // bytes read and not yet served (the next request's start)
+  size_t requests_left = 0;  // keep-alive requests this connection may still make
+  Clock::time_point deadline{};  // idle deadline, or the head's once its first byte is in
+  bool head_started = false;
+};
+
+GuardedServer::GuardedServer(ConnectionLimits limits)
+    : limits_(limits), workers_(limits.max_threads) {
+  if (limits_.max_busy_per_client <= 0)
+    limits_.max_busy_per_client = std::max<int64_t>(1, static_cast<int64_t>(limits_.max_threads) * 3 / 4);
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  waiter_ = std::thread([this] { waiter_loop(); });
+}
+
+GuardedServer::~GuardedServer() {
+  stopping_ = true;
+  destroying_ = true;
+  if (wake_fd_ >= 0) {
+    const uint64_t one = 1;
+    (void)!::write(wake_fd_, &one, sizeof one);
+  }
+  if (waiter_.joinable()) waiter_.join();
+  workers_.shutdown();
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+bool GuardedServer::process_and_close_socket(socket_t sock) {
+  auto c = std::make_shared<Conn>();
+  c->fd = sock;
+  c->ip = peer_address(sock, c->port);
+  c->key = client_key(c->ip);
+  c->requests_left = keep_alive_max_count_;
   ++open_;
   bool admitted = true;
   {
     std::lock_guard<std::mutex> lock(clients_mutex_);
-    if (++per_client_[ip] > limits_.max_per_client) admitted = false;
+    if (++per_client_[c->key].open > limits_.max_per_client) admitted = false;
   }
-  bool ret = false;
-  if (!admitted) {
-    write_all(sock, error_response(429, "too many connections from " + ip + ": the limit is " +
-                                            std::to_string(limits_.max_per_client),
-                                    "too_many_connections"));
-  } else {
-    GuardStream strm(sock, ip, port, limits_, stopping_);
-    t_stream = &strm;
-    size_t count = keep_alive_max_count_;
-    while (svr_sock_ != INVALID_SOCKET && !stopping_.load() && count > 0 && strm.wait_request()) {
-      bool connection_closed = false;
-      strm.state = ConnectionState{};
-      const HeadCheck head = strm.read_head();
-      if (head.status != 200) {
-        // Refused before httplib parsed anything (and so before the API key was looked at).
-        if (head.status != 0) {
-          write_all(sock, error_response(head.status, head.message, head.code));
-          strm.state.close_after = true;
-        }
-        break;
-      }
-      ret = process_request(strm, count == 1, connection_closed, nullptr);
-      if (!ret || connection_closed || strm.state.close_after) break;
-      --count;
-    }
-    t_stream = nullptr;
-    if (strm.state.close_after) {
-      // A body was left unread: close gently, so the client reads our answer instead of a reset.
-      ::shutdown(sock, SHUT_WR);
-      char sink[4096];
-      size_t drained = 0;
-      const auto until = Clock::now() + std::chrono::milliseconds(500);
-      while (drained < (size_t{4} << 20) && Clock::now() < until) {
-        pollfd p{sock, POLLIN, 0};
-        if (::poll(&p, 1, 50) <= 0) continue;
-        const ssize_t n = ::recv(sock, sink, sizeof sink, MSG_DONTWAIT);
-        if (n <= 0) break;
-        drained += static_cast<size_t>(n);
-      }
+  if (!admitted || stopping_.load()) {
+    if (!admitted)
+      write_all(sock, error_response(429, "too many connections from " + c->key + ": the limit is " +
+                                              std::to_string(limits_.max_per_client),
+                                      "too_many_connections"));
+    finish(c, false);
+    return false;
+  }
+  park(std::move(c));
+  return true;
+}
+
+void GuardedServer::park(std::shared_ptr<Conn> c) {
+  c->head_started = false;
+  c->deadline = Clock::now() + limits_.idle_timeout;
+  {
+    std::lock_guard<std::mutex> lock(park_mutex_);
+    parked_.push_back(std::move(c));
+  }
+  const uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof one);
+}
+
+void GuardedServer::finish(const std::shared_ptr<Conn>& c, bool gentle) {
+  if (gentle) {
+    // A body was left unread: close gently, so the client reads our answer instead of a reset.
+    ::shutdown(c->fd, SHUT_WR);
+    char sink[4096];
+    size_t drained = 0;
+    const auto until = Clock::now() + std::chrono::milliseconds(500);
+    while (drained < (size_t{4} << 20) && Clock::now() < until) {
+      pollfd p{c->fd, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      const ssize_t n = ::recv(c->fd, sink, sizeof sink, MSG_DONTWAIT);
+      if (n <= 0) break;
+      drained += static_cast<size_t>(n);
     }
   }
-  ::shutdown(sock, SHUT_RDWR);
-  ::close(sock);
+  ::shutdown(c->fd, SHUT_RDWR);
+  ::close(c->fd);
+  c->fd = -1;
   {
     std::lock_guard<std::mutex> lock(clients_mutex_);
-    if (--per_client_[ip] <= 0) per_client_.erase(ip);
+    auto it = per_client_.find(c->key);
+    if (it != per_client_.end() && --it->second.open <= 0 && it->second.busy <= 0) per_client_.erase(it);
   }
   --open_;
-  return ret;
+}
+
+void GuardedServer::waiter_loop() {
+  std::vector<std::shared_ptr<Conn>> conns;
+  std::vector<pollfd> fds;
+  const size_t head_cap = limits_.max_request_line + limits_.max_header_bytes + 1024;
+  while (!destroying_.load()) {
+    {
+      std::lock_guard<std::mutex> lock(park_mutex_);
+      for (auto& c : parked_) conns.push_back(std::move(c));
+      parked_.clear();
+    }
+    if (stopping_.load()) {
+      for (auto& c : conns) finish(c, false);
+      conns.clear();
+    }
+    fds.assign(1, pollfd{wake_fd_, POLLIN, 0});
+    for (const auto& c : conns) fds.push_back(pollfd{c->fd, static_cast<short>(head_complete(c->buffer) ? 0 : POLLIN), 0});
+    // Pipelined requests already hold a whole head: no wait.
+    const bool ready = std::any_of(conns.begin(), conns.end(), [](const auto& c) { return head_complete(c->buffer); });
+    ::poll(fds.data(), fds.size(), ready ? 0 : static_cast<int>(kSlice.count()));
+    if (fds[0].revents & POLLIN) {
+      uint64_t n;
+      (void)!::read(wake_fd_, &n, sizeof n);
+    }
+    const auto now = Clock::now();
+    std::vector<std::shared_ptr<Conn>> keep;
+    keep.reserve(conns.size());
+    for (size_t i = 0; i < conns.size(); ++i) {
+      auto& c = conns[i];
+      bool gone = false;
+      if (fds[i + 1].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)) {
+        char buf[4096];
+        while (c->buffer.size() < head_cap) {
+          const ssize_t n = ::recv(c->fd, buf, sizeof buf, MSG_DONTWAIT);
+          if (n > 0) {
+            c->buffer.append(buf, static_cast<size_t>(n));
+            continue;
+          }
+          if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) gone = true;
+          break;
+        }
+      }
+      if (!c->head_started && !c->buffer.empty()) {
+        c->head_started = true;
+        c->deadline = now + limits_.header_timeout;
+      }
+      if (head_complete(c->buffer) || c->buffer.size() >= head_cap) {
+        // The head is in (or too long: the worker answers 414 / 431).
+        bool admitted = true;
+        {
+          std::lock_guard<std::mutex> lock(clients_mutex_);
+          ClientCount& count = per_client_[c->key];
+          if (count.busy >= limits_.max_busy_per_client) admitted = false;
+          else ++count.busy;
+        }
+        if (!admitted) {
+          write_all(c->fd, error_response(429, "too many requests from " + c->key + " served at once: the limit is " +
+                                                   std::to_string(limits_.max_busy_per_client),
+                                          "too_many_connections"));
+          finish(c, true);
+          continue;
+        }
+        workers_.enqueue([this, c] { serve(c); });
+        continue;
+      }
+      if (gone || now >= c->deadline) {
+        finish(c, false);  // left, or idle / slow past its deadline: closed without an answer
+        continue;
+      }
+      keep.push_back(std::move(c));
+    }
+    conns.swap(keep);
+  }
+  for (auto& c : conns) finish(c, false);
+  std::lock_guard<std::mutex> lock(park_mutex_);
+  for (auto& c : parked_) finish(c, false);
+  parked_.clear();
+}
+
+void GuardedServer::serve(std::shared_ptr<Conn> c) {
+  GuardStream strm(c->fd, c->ip, c->port, limits_, stopping_);
+  strm.adopt(std::move(c->buffer));
+  c->buffer.clear();
+  t_stream = &strm;
+  bool keep = false;
+  const HeadCheck head = strm.read_head();
+  if (head.status == 200) {
+    bool connection_closed = false;
+    const bool ret = process_request(strm, c->requests_left <= 1, connection_closed, nullptr);
+    keep = ret && !connection_closed && !strm.state.close_after && --c->requests_left > 0;
+  } else if (head.status != 0) {
+    // Refused before httplib parsed anything (and so before the API key was looked at).
+    write_all(c->fd, error_response(head.status, head.message, head.code));
+    strm.state.close_after = true;
+  }
+  t_stream = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(clients_mutex_);
+    --per_client_[c->key].busy;
+  }
+  if (keep && !stopping_.load()) {
+    c->buffer = strm.take_rest();
+    park(std::move(c));
+    return;
+  }
+  finish(c, strm.state.close_after);
 }
 
 }  // namespace strata::serve

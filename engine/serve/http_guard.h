@@ -12,6 +12,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -25,7 +26,8 @@ struct ConnectionLimits {
   std::chrono::milliseconds header_timeout{10'000};  // first byte of a request -> end of its headers
   std::chrono::milliseconds body_timeout{60'000};    // end of headers -> end of its body
   std::chrono::milliseconds idle_timeout{5'000};     // keep-alive: wait for the next request
-  int64_t max_per_client = 128;                      // open connections per client address
+  int64_t max_per_client = 128;                      // open connections per client address (IPv6: /64)
+  int64_t max_busy_per_client = 0;                   // its requests served at once; 0: max_threads * 3 / 4
   size_t max_body_bytes = size_t{8} << 20;           // decoded body (Content-Length or chunked)
   size_t max_threads = 512;                          // worker threads, started as connections need them
   size_t max_request_line = 8192;                    // bytes of "METHOD TARGET HTTP/1.1"
@@ -81,9 +83,16 @@ class ElasticPool : public httplib::TaskQueue {
   bool stop_ = false;
 };
 
+// The server. A connection holds a worker thread only while one of its requests is being served
+// (its head has arrived): one waiter thread polls every idle keep-alive connection and every
+// connection whose request head is still coming in, under the idle and header deadlines, so slow
+// and idle clients cost a socket and a buffer, never a thread. Connections are counted per client
+// address (IPv6: per /64, what one host usually holds) against max_per_client, and requests of
+// one client being served at once against max_busy_per_client, which keeps threads free for others.
 class GuardedServer : public httplib::Server {
  public:
-  explicit GuardedServer(ConnectionLimits limits) : limits_(limits) {}
+  explicit GuardedServer(ConnectionLimits limits);
+  ~GuardedServer() override;
   const ConnectionLimits& limits() const { return limits_; }
   // Ends every idle or half-read connection promptly (called on stop).
   void stop_connections() { stopping_ = true; }
@@ -91,13 +100,28 @@ class GuardedServer : public httplib::Server {
   int64_t open_connections() const { return open_.load(); }
 
  private:
+  struct Conn;
   bool process_and_close_socket(socket_t sock) override;
+  void waiter_loop();
+  void park(std::shared_ptr<Conn> c);   // to the waiter, until its next request's head is in
+  void serve(std::shared_ptr<Conn> c);  // on a worker: one request
+  void finish(const std::shared_ptr<Conn>& c, bool gentle);  // close and forget
 
   ConnectionLimits limits_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> destroying_{false};
   std::atomic<int64_t> open_{0};
   std::mutex clients_mutex_;
-  std::map<std::string, int64_t> per_client_;
+  struct ClientCount {
+    int64_t open = 0;  // connections
+    int64_t busy = 0;  // requests being served (holding a worker)
+  };
+  std::map<std::string, ClientCount> per_client_;
+  ElasticPool workers_;
+  std::mutex park_mutex_;
+  std::vector<std::shared_ptr<Conn>> parked_;  // handed to the waiter, not yet polled
+  int wake_fd_ = -1;                           // eventfd: wakes the waiter for parked_ and stop
+  std::thread waiter_;
 };
 
 }  // namespace strata::serve

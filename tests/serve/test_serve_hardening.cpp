@@ -482,6 +482,73 @@ TEST(ServeHardening, SlowAndIdleConnectionsHoldNoWorkerThreads) {
   }
 }
 
+// 9. A short request sent during a 1,500-token prefill got its first token after 7.4 s although a
+// slot was free: prompts were read strictly oldest first. Now the fewest-tokens-left prompt reads
+// first, so the short request is answered before the long one's first token (an order, not a time).
+// A third sequence decodes throughout, so prompts get --prompt-chunk (64) tokens a step, and the
+// long prompt (1,536 tokens: 24 whole chunks) leaves no room in its last step.
+TEST(ServeHardening, ShortRequestIsServedDuringALongPrefill) {
+  ServerProcess server({"-m", slow_model(), "--ctx", "4096", "--parallel", "3", "--prompt-chunk", "64"});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  const int port = server.port();
+  std::mutex m;
+  std::condition_variable cv;
+  bool decoding = false, prefilling = false, release = false;
+  int order = 0, long_first_token = 0, short_done = 0;
+  std::thread decoder([&] {
+    const Json body = {{"prompt", "Once upon a time"}, {"max_tokens", 100000}, {"ignore_eos", true}, {"stream", true},
+                       {"temperature", 0}};
+    post_stream(port, "/v1/completions", body, [&](const std::string&) {
+      std::lock_guard<std::mutex> lock(m);
+      decoding = true;
+      cv.notify_all();
+      return !release;
+    });
+  });
+  {
+    std::unique_lock<std::mutex> lock(m);
+    ASSERT_TRUE(cv.wait_for(lock, 60s, [&] { return decoding; }));
+  }
+  std::thread long_client([&] {
+    Json ids = Json::array({1});
+    for (int i = 1; i < 1536; ++i) ids.push_back(50 + (7 * i) % 400);
+    const Json body = {{"prompt", ids}, {"max_tokens", 1}, {"temperature", 0}, {"stream", true}, {"return_progress", true}};
+    post_stream(port, "/v1/completions", body, [&](const std::string& data) {
+      const Json c = Json::parse(data, nullptr, false);
+      std::lock_guard<std::mutex> lock(m);
+      if (c.is_object() && c.contains("prompt_progress")) {
+        if (c["prompt_progress"]["processed"].get<int64_t>() < c["prompt_progress"]["total"].get<int64_t>()) prefilling = true;
+      } else if (long_first_token == 0 && (data == "[DONE]" || (c.is_object() && c.contains("choices")))) {
+        long_first_token = ++order;
+      }
+      cv.notify_all();
+      return true;
+    });
+    std::lock_guard<std::mutex> lock(m);
+    if (long_first_token == 0) long_first_token = ++order;
+    cv.notify_all();
+  });
+  {
+    std::unique_lock<std::mutex> lock(m);
+    ASSERT_TRUE(cv.wait_for(lock, 60s, [&] { return prefilling || long_first_token != 0; }));
+  }
+  const Json short_prompt = Json::array({1, 300, 301, 302, 303, 304, 305, 306});
+  const Reply r = post(port, "/v1/completions", Json{{"prompt", short_prompt}, {"max_tokens", 1}, {"temperature", 0}});
+  {
+    std::lock_guard<std::mutex> lock(m);
+    short_done = ++order;
+  }
+  long_client.join();
+  {
+    std::lock_guard<std::mutex> lock(m);
+    release = true;
+  }
+  decoder.join();
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(prefilling) << "the long prompt was read in one step: the test did not overlap";
+  EXPECT_LT(short_done, long_first_token) << "the short request waited for the whole long prefill";
+}
+
 // 5. CORS is opt-in: --cors ORIGIN answers that origin's preflight and marks its answers readable.
 TEST(ServeHardening, CorsOriginsAreOptIn) {
   ServerProcess server({"-m", stories_model(), "--cors", "https://app.example"});

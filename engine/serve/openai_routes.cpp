@@ -61,7 +61,8 @@ struct Channel {
 struct Request {
   std::mutex mutex;
   std::condition_variable cv;
-  std::vector<std::shared_ptr<Channel>> choices;
+  std::vector<std::shared_ptr<Channel>> choices;  // prompt k's choice j at k * n + j (OpenAI's order)
+  size_t n = 1;                                   // choices per prompt
 };
 
 struct Parsed {
@@ -308,25 +309,60 @@ std::vector<int32_t> encode_with_plain_ranges(const tokenizer::Tokenizer& tok, c
   return out;
 }
 
+// A list of prompts in /v1/completions (OpenAI: strings, or arrays of token ids): each gets its
+// own choices. More than this many is a 400.
+constexpr size_t kMaxPrompts = 32;
+
 std::optional<ApiError> build_prompt(const LoadedModel& m, const Json& body, bool chat, const ToolMode& tools,
-                                     bool parse_special, std::vector<int32_t>& prompt) {
+                                     bool parse_special, std::vector<int32_t>& prompt,
+                                     std::vector<std::vector<int32_t>>* more_prompts = nullptr) {
   const tokenizer::Tokenizer& tok = m.model->tokenizer();
   if (!chat) {
     auto it = body.find("prompt");
     if (it == body.end() || it->is_null()) return bad_request("'prompt' is required", "prompt");
-    if (it->is_array() && it->size() == 1 && (*it)[0].is_string()) {
-      prompt = tok.encode((*it)[0].get<std::string>(), true, true);
-    } else if (it->is_string()) {
-      prompt = tok.encode(it->get<std::string>(), /*add_special=*/true, /*parse_special=*/true);
-    } else if (it->is_array() && !it->empty() && std::all_of(it->begin(), it->end(), [](const Json& v) { return v.is_number_integer(); })) {
-      for (const Json& v : *it) {
+    auto token_ids = [&](const Json& list, std::vector<int32_t>& out) -> std::optional<ApiError> {
+      for (const Json& v : list) {
         const int64_t id = v.get<int64_t>();
         if (id < 0 || id >= tok.n_tokens())
           return bad_request("'prompt' token id " + std::to_string(id) + " outside [0, " + std::to_string(tok.n_tokens()) + ")", "prompt");
-        prompt.push_back(static_cast<int32_t>(id));
+        out.push_back(static_cast<int32_t>(id));
       }
+      return std::nullopt;
+    };
+    auto is_ids = [](const Json& v) {
+      return v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const Json& x) { return x.is_number_integer(); });
+    };
+    const bool list_of_strings = it->is_array() && !it->empty() && std::all_of(it->begin(), it->end(), [](const Json& v) { return v.is_string(); });
+    const bool list_of_id_lists = it->is_array() && !it->empty() && std::all_of(it->begin(), it->end(), is_ids);
+    if ((list_of_strings || list_of_id_lists) && it->size() > 1) {
+      if (!more_prompts) return bad_request("'prompt' must be one prompt here", "prompt");
+      if (it->size() > kMaxPrompts)
+        return bad_request("'prompt' lists " + std::to_string(it->size()) + " prompts, more than " + std::to_string(kMaxPrompts),
+                           "prompt");
+      for (size_t k = 0; k < it->size(); ++k) {
+        std::vector<int32_t> one;
+        if (list_of_strings) {
+          one = tok.encode((*it)[k].get<std::string>(), /*add_special=*/true, /*parse_special=*/true);
+        } else {
+          STRATA_API_TRY(token_ids((*it)[k], one));
+        }
+        if (one.empty()) return bad_request("'prompt' " + std::to_string(k) + " gives no tokens", "prompt");
+        if (k == 0) prompt = std::move(one);
+        else more_prompts->push_back(std::move(one));
+      }
+      return std::nullopt;
+    }
+    if (it->is_array() && it->size() == 1 && (*it)[0].is_string()) {
+      prompt = tok.encode((*it)[0].get<std::string>(), true, true);
+    } else if (list_of_id_lists) {  // [[ids]]: one prompt
+      STRATA_API_TRY(token_ids((*it)[0], prompt));
+    } else if (it->is_string()) {
+      prompt = tok.encode(it->get<std::string>(), /*add_special=*/true, /*parse_special=*/true);
+    } else if (is_ids(*it)) {
+      STRATA_API_TRY(token_ids(*it, prompt));
     } else {
-      return bad_request("'prompt' must be a string, an array of one string, or an array of token ids", "prompt");
+      return bad_request("'prompt' must be a string, an array of strings, an array of token ids, or an array of "
+                         "arrays of token ids", "prompt");
     }
     if (prompt.empty()) return bad_request("'prompt' gives no tokens", "prompt");
     return std::nullopt;
@@ -486,17 +522,21 @@ Json chunk(const Envelope& env, const Json& choice) {
           {"choices", Json::array({choice})}};
 }
 
-Json usage_json(const std::vector<std::shared_ptr<Channel>>& choices) {
-  const int64_t prompt = choices.empty() ? 0 : choices[0]->result.n_prompt;
+Json usage_json(const std::vector<std::shared_ptr<Channel>>& choices, size_t n) {
+  // Each prompt counts once (its first choice), as OpenAI counts a list of prompts.
+  int64_t prompt = 0, cached = 0;
+  for (size_t k = 0; k < choices.size(); k += std::max<size_t>(1, n)) {
+    prompt += choices[k]->result.n_prompt;
+    cached += choices[k]->result.n_prompt_cached;
+  }
   int64_t completion = 0;
   int64_t evaluated = 0;
   for (const auto& c : choices) {
     completion += c->result.n_generated;
     evaluated += c->result.n_prompt - c->result.n_prompt_cached;
   }
-  // cached_tokens: OpenAI's prefix-cache hit of the request (its first choice). Strata adds the
-  // prompt tokens the model actually read for all choices together: n choices share one reading.
-  const int64_t cached = choices.empty() ? 0 : choices[0]->result.n_prompt_cached;
+  // cached_tokens: OpenAI's prefix-cache hit of the request (each prompt's first choice). Strata adds
+  // the prompt tokens the model actually read for all choices together: n choices share one reading.
   return {{"prompt_tokens", prompt},
           {"completion_tokens", completion},
           {"total_tokens", prompt + completion},
@@ -563,7 +603,7 @@ void answer_blocking(httplib::Response& res, const std::shared_ptr<Request>& rq,
                {"created", env.created},
                {"model", env.model},
                {"choices", choices},
-               {"usage", usage_json(rq->choices)}};
+               {"usage", usage_json(rq->choices, rq->n)}};
   send_json(res, body);
 }
 
@@ -724,7 +764,7 @@ void answer_stream(ServerContext& ctx, httplib::Response& res, const std::shared
     if (include_usage && !failed) {
       Json u = chunk(env, Json::object());
       u["choices"] = Json::array();
-      u["usage"] = usage_json(rq->choices);
+      u["usage"] = usage_json(rq->choices, rq->n);
       if (!write(sse(u))) return false;
     }
     if (!write("data: [DONE]\n\n")) return false;
@@ -803,27 +843,41 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
     }
   }
   std::vector<int32_t> prompt;
-  if (auto e = build_prompt(*loaded, body, chat, tools, ctx.options.parse_special, prompt)) return send_error(res, *e);
+  std::vector<std::vector<int32_t>> more_prompts;  // /v1/completions with a list of prompts: the 2nd on
+  if (auto e = build_prompt(*loaded, body, chat, tools, ctx.options.parse_special, prompt, chat ? nullptr : &more_prompts))
+    return send_error(res, *e);
   if (tools.enabled) tools.format = tool_format_of_template(loaded->tmpl->source());
   const int64_t n_ctx = loaded->pipeline->n_ctx();
-  const int64_t n_prompt = static_cast<int64_t>(prompt.size());
-  if (n_prompt > n_ctx)
-    return send_error(res, bad_request("prompt of " + std::to_string(n_prompt) + " tokens exceeds the context length " +
-                                           std::to_string(n_ctx),
-                                       chat ? "messages" : "prompt", "context_length_exceeded"));
-  p.gen.prompt = std::move(prompt);
-  p.gen.max_tokens = p.max_tokens >= 0 ? p.max_tokens : std::max<int64_t>(1, n_ctx - n_prompt);
+  std::vector<std::vector<int32_t>> prompts;
+  prompts.push_back(std::move(prompt));
+  for (auto& extra : more_prompts) prompts.push_back(std::move(extra));
+  if (static_cast<int64_t>(prompts.size()) * p.n > 64)
+    return send_error(res, bad_request(std::to_string(prompts.size()) + " prompts x n " + std::to_string(p.n) +
+                                           " choices is more than 64", "prompt"));
+  for (const auto& one : prompts) {
+    const int64_t n_prompt = static_cast<int64_t>(one.size());
+    if (n_prompt > n_ctx)
+      return send_error(res, bad_request("prompt of " + std::to_string(n_prompt) + " tokens exceeds the context length " +
+                                             std::to_string(n_ctx),
+                                         chat ? "messages" : "prompt", "context_length_exceeded"));
+  }
 
   if (p.stream && !acquire_stream(ctx, res)) return;
   std::shared_ptr<Metrics> metrics = ctx.metrics;
   const bool stream = p.stream;
   const bool want_lp = p.logprobs;
   auto rq = std::make_shared<Request>();
+  rq->n = static_cast<size_t>(p.n);
   std::vector<exec::GenerationRequest> gens;
-  for (int64_t i = 0; i < p.n; ++i) {
+  for (int64_t all = 0; all < static_cast<int64_t>(prompts.size()) * p.n; ++all) {
+    const int64_t i = all % p.n;  // the choice of its prompt
+    const std::vector<int32_t>& its_prompt = prompts[static_cast<size_t>(all / p.n)];
     auto ch = std::make_shared<Channel>();
     rq->choices.push_back(ch);
-    exec::GenerationRequest g = p.gen;  // the prompt is copied per choice
+    exec::GenerationRequest g = p.gen;
+    g.prompt = its_prompt;  // copied per choice
+    g.max_tokens = p.max_tokens >= 0 ? p.max_tokens
+                                     : std::max<int64_t>(1, n_ctx - static_cast<int64_t>(its_prompt.size()));
     if (p.make_constraint) g.constraint = p.make_constraint();
     g.sampling.seed = p.gen.sampling.seed + static_cast<uint64_t>(i);
     Channel* chp = ch.get();
@@ -876,7 +930,7 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
       }
       rqp->cv.notify_all();
     };
-    if (i == 0 && stream && p.return_progress) {
+    if (all == 0 && stream && p.return_progress) {
       g.on_prompt_progress = [rq, chp, rqp](int64_t done, int64_t total) {
         {
           std::lock_guard<std::mutex> lock(rqp->mutex);

@@ -98,6 +98,18 @@ def main():
                                                max_tokens=n)
         assert completion.choices[0].text == expected, completion
 
+        # A list of prompts (issue 48): each gets its choices, in OpenAI's order (prompt k's choice j
+        # at index k * n + j); usage counts every prompt once.
+        alone = client.completions.create(model="stories260K", prompt="The dog", temperature=0, max_tokens=n)
+        both = client.completions.create(model="stories260K", prompt=["Once upon a time", "The dog"], temperature=0,
+                                         max_tokens=n, n=2)
+        assert [c.index for c in both.choices] == [0, 1, 2, 3], both
+        assert [c.text for c in both.choices] == [expected, expected, alone.choices[0].text, alone.choices[0].text], both
+        assert both.usage.prompt_tokens == completion.usage.prompt_tokens + alone.usage.prompt_tokens, both.usage
+        assert both.usage.completion_tokens == 4 * n, both.usage
+        ids = client.completions.create(model="stories260K", prompt=[[1, 300, 301], [1, 302]], temperature=0, max_tokens=2)
+        assert len(ids.choices) == 2 and ids.usage.prompt_tokens == 5, ids
+
         # response_format json_schema (constrained decoding): the output parses and validates, at
         # any temperature. maxLength / maxItems keep a story model's strings and lists finite.
         schema = {"type": "object",

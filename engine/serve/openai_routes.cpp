@@ -313,7 +313,7 @@ std::vector<int32_t> encode_with_plain_ranges(const tokenizer::Tokenizer& tok, c
 // own choices. More than this many is a 400.
 constexpr size_t kMaxPrompts = 32;
 
-std::optional<ApiError> build_prompt(const LoadedModel& m, const Json& body, bool chat, const ToolMode& tools,
+std::optional<ApiError> build_prompt(const LoadedModel& m, const Json& body, bool chat, ToolMode& tools,
                                      bool parse_special, std::vector<int32_t>& prompt,
                                      std::vector<std::vector<int32_t>>* more_prompts = nullptr) {
   const tokenizer::Tokenizer& tok = m.model->tokenizer();
@@ -378,11 +378,15 @@ std::optional<ApiError> build_prompt(const LoadedModel& m, const Json& body, boo
   }
   chat::ChatTemplateOptions opts;
   if (tools.enabled) {
-    // The template writes the tool definitions the way its model was trained on; a template that
-    // never mentions tools would drop them silently.
-    if (!m.own_template || m.tmpl->source().find("tools") == std::string::npos)
-      return bad_request("the model's chat template does not support tools", "tools", "tools_unsupported");
-    opts.extra_context["tools"] = tools.tools;
+    // The template writes the tool definitions the way its model was trained on. A template that
+    // never mentions tools would drop them silently: the tools then go into a generic system
+    // message instead, and calls are asked for as <tool_call> blocks.
+    if (!m.own_template || m.tmpl->source().find("tools") == std::string::npos) {
+      tools.generic_prompt = true;
+      messages = with_generic_tool_prompt(messages, tools);
+    } else {
+      opts.extra_context["tools"] = tools.tools;
+    }
   }
   const tokenizer::Vocab& v = tok.vocab();
   if (v.bos_id >= 0) opts.bos_token = v.tokens[static_cast<size_t>(v.bos_id)];
@@ -846,7 +850,7 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
   std::vector<std::vector<int32_t>> more_prompts;  // /v1/completions with a list of prompts: the 2nd on
   if (auto e = build_prompt(*loaded, body, chat, tools, ctx.options.parse_special, prompt, chat ? nullptr : &more_prompts))
     return send_error(res, *e);
-  if (tools.enabled) tools.format = tool_format_of_template(loaded->tmpl->source());
+  if (tools.enabled) tools.format = tools.generic_prompt ? ToolFormat::Hermes : tool_format_of_template(loaded->tmpl->source());
   const int64_t n_ctx = loaded->pipeline->n_ctx();
   std::vector<std::vector<int32_t>> prompts;
   prompts.push_back(std::move(prompt));

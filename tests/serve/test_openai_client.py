@@ -136,6 +136,28 @@ def main():
         assert len(lp.choices[0].logprobs.content) == 4, lp
         assert len(lp.choices[0].logprobs.content[0].top_logprobs) == 2, lp
 
+        # Tools with a template that has none (issue 48: a generic tool prompt, as llama-server
+        # does): a forced call comes back as tool_calls; a tool turn and its result render.
+        tools = [{"type": "function", "function": {"name": "get_time", "description": "The time in a city",
+                                                    "parameters": {"type": "object",
+                                                                   "properties": {"city": {"type": "string", "maxLength": 8}},
+                                                                   "required": ["city"]}}}]
+        forced = client.chat.completions.create(model="stories260K", messages=messages, tools=tools,
+                                                tool_choice="required", temperature=0, max_tokens=60)
+        call = forced.choices[0].message.tool_calls
+        assert call and call[0].function.name == "get_time", forced
+        assert forced.choices[0].finish_reason == "tool_calls", forced
+        assert isinstance(json.loads(call[0].function.arguments), dict), call
+        auto = client.chat.completions.create(model="stories260K", messages=messages, tools=tools, tool_choice="auto",
+                                              temperature=0, max_tokens=4)
+        assert auto.choices[0].message is not None, auto
+        turn = messages + [{"role": "assistant", "content": None,
+                            "tool_calls": [{"id": call[0].id, "type": "function",
+                                            "function": {"name": "get_time", "arguments": call[0].function.arguments}}]},
+                           {"role": "tool", "tool_call_id": call[0].id, "content": "noon"}]
+        after = client.chat.completions.create(model="stories260K", messages=turn, tools=tools, temperature=0, max_tokens=4)
+        assert after.usage.prompt_tokens > auto.usage.prompt_tokens, (after.usage, auto.usage)
+
         # Errors come back as the package's typed exceptions.
         try:
             client.chat.completions.create(model="no-such-model", messages=messages, max_tokens=4)

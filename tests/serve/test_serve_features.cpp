@@ -172,14 +172,18 @@ TEST(ServeFeatures, EchoSuffixAreRefusedAndModelsById) {
   Reply missing = get(port, "/v1/models/gpt-4o");
   EXPECT_EQ(missing.status, 404);
   EXPECT_EQ(missing.json()["error"]["code"], "model_not_found");
-  // Tools need a template that knows them: stories260K has none.
+  // A template that never mentions tools (stories260K has none at all) gets them in a generic
+  // system message (issue 48; it was a 400 tools_unsupported): the prompt grows by their text.
   Json tools = chat_body("Once upon a time", 2);
   tools["tools"] = Json::array({Json{{"type", "function"}, {"function", {{"name", "get_time"}, {"parameters", Json::object()}}}}});
   Reply t = post(port, "/v1/chat/completions", tools);
-  EXPECT_EQ(t.status, 400);
-  EXPECT_EQ(t.json()["error"]["code"], "tools_unsupported");
+  ASSERT_EQ(t.status, 200) << t.body;
+  Reply plain = post(port, "/v1/chat/completions", chat_body("Once upon a time", 2));
+  EXPECT_GT(t.json()["usage"]["prompt_tokens"].get<int>(), plain.json()["usage"]["prompt_tokens"].get<int>() + 20);
   tools["tool_choice"] = "none";
-  EXPECT_EQ(post(port, "/v1/chat/completions", tools).status, 200);
+  Reply none = post(port, "/v1/chat/completions", tools);
+  EXPECT_EQ(none.status, 200);
+  EXPECT_EQ(none.json()["usage"]["prompt_tokens"], plain.json()["usage"]["prompt_tokens"]);
 }
 
 // The tool-call parser: Qwen / Hermes and Llama 3.x output.

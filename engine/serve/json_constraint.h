@@ -18,9 +18,13 @@ namespace strata::serve {
 
 // A JSON Schema, compiled to the subset this recognizer knows: object (its properties, written
 // in schema order, all of them), array (items, minItems, maxItems), string (maxLength), number,
-// integer, boolean, null, enum / const, and "any JSON value" for an empty schema.
+// integer, boolean, null, enum / const, "any JSON value" for an empty schema, anyOf / oneOf / a
+// list of types whose alternatives start with different characters (the first byte picks one:
+// Optional[X] is anyOf [X, null]), and $ref to "#/$defs/..." or "#/definitions/..." (recursion
+// allowed: a node refers to others by index).
 struct SchemaNode {
-  enum class Kind { Any, AnyObject, Object, Array, String, Number, Integer, Literal };  // boolean, null: Literal
+  enum class Kind { Any, AnyObject, Object, Array, String, Number, Integer, Literal, AnyOf };  // boolean, null: Literal
+  std::vector<int> alternatives;                        // AnyOf: the nodes, disjoint in their first byte
   Kind kind = Kind::Any;
   std::vector<std::pair<std::string, int>> properties;  // Object: (name as a JSON string, node) in order
   int items = -1;                                       // Array: the item node

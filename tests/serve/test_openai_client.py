@@ -127,6 +127,20 @@ def main():
             assert r.choices[0].finish_reason == "stop", (r.choices[0].finish_reason, content)
             value = json.loads(content)
             validate(value, schema)
+        # anyOf (Optional fields) and $ref to $defs, as Pydantic writes them (issue 48).
+        pydantic_like = {"$defs": {"Pet": {"type": "object", "properties": {"kind": {"enum": ["cat", "dog"]}},
+                                           "required": ["kind"]}},
+                         "type": "object",
+                         "properties": {"name": {"anyOf": [{"type": "string", "maxLength": 10}, {"type": "null"}]},
+                                        "pet": {"$ref": "#/$defs/Pet"}},
+                         "required": ["name", "pet"]}
+        for seed in range(3):
+            r = client.chat.completions.create(
+                model="stories260K", messages=messages, temperature=1.0, seed=seed, max_tokens=100,
+                response_format={"type": "json_schema", "json_schema": {"name": "owner", "schema": pydantic_like}})
+            value = json.loads(r.choices[0].message.content)
+            assert value["name"] is None or (isinstance(value["name"], str) and len(value["name"]) <= 10), value
+            assert value["pet"]["kind"] in ("cat", "dog"), value
         obj = client.chat.completions.create(model="stories260K", messages=messages, temperature=0.7, seed=1,
                                              max_tokens=200, response_format={"type": "json_object"})
         if obj.choices[0].finish_reason == "stop":

@@ -148,6 +148,8 @@ class GuardStream final : public httplib::Stream {
   HeadCheck read_head() {
     head_left_ = 0;
     chunked_ = false;
+    content_length_ = 0;
+    body_read_ = 0;
     framing_ = ChunkedFraming{};
     // Skip the empty lines a client may send between requests (RFC 9112 2.2).
     size_t line_start = pos_;
@@ -234,6 +236,7 @@ class GuardStream final : public httplib::Stream {
       if (transfer_encodings > 0)
         return HeadCheck{400, "Content-Length together with Transfer-Encoding", "invalid_body"};
       forward.push_back("Content-Length: " + lengths[0]);
+      content_length_ = std::stoull(lengths[0]);
     }
     if (transfer_encodings > 1)
       return HeadCheck{400, "more than one Transfer-Encoding header field", "invalid_body"};
@@ -260,6 +263,13 @@ class GuardStream final : public httplib::Stream {
     body_bytes_ = 0;
   }
   void end_body() { phase_ = Phase::Handler; }
+  // The request's whole body has been read. httplib reads no body for a GET (nor for some
+  // answers it gives itself): the unread rest must never be taken for the next request, so the
+  // connection then closes.
+  bool body_fully_read() const {
+    if (head_left_ > 0) return false;
+    return chunked_ ? framing_.done() : body_read_ >= content_length_;
+  }
   bool peer_closed() const {
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, 0) <= 0) return false;
@@ -315,6 +325,7 @@ class GuardStream final : public httplib::Stream {
     }
     std::memcpy(ptr, in_.data() + pos_, n);
     pos_ += n;
+    if (!in_head) body_read_ += n;
     if (pos_ == in_.size()) {
       in_.clear();
       pos_ = 0;
@@ -432,6 +443,8 @@ class GuardStream final : public httplib::Stream {
   size_t pos_ = 0;
   size_t head_left_ = 0;   // bytes of the rebuilt head httplib has still to read
   bool chunked_ = false;   // the current request's body is chunked: its bytes pass framing_
+  uint64_t content_length_ = 0;  // the current request's Content-Length (0: none)
+  uint64_t body_read_ = 0;       // body bytes handed to httplib
   ChunkedFraming framing_;
 };
 
@@ -724,7 +737,7 @@ void GuardedServer::waiter_loop() {
           write_all(c->fd, error_response(429, "too many requests from " + c->key + " served at once: the limit is " +
                                                    std::to_string(limits_.max_busy_per_client),
                                           "too_many_connections"));
-          finish(c, true);
+          finish(c, false);  // not the gentle close: the waiter must not wait on one client
           continue;
         }
         workers_.enqueue([this, c] { serve(c); });
@@ -754,7 +767,8 @@ void GuardedServer::serve(std::shared_ptr<Conn> c) {
   if (head.status == 200) {
     bool connection_closed = false;
     const bool ret = process_request(strm, c->requests_left <= 1, connection_closed, nullptr);
-    keep = ret && !connection_closed && !strm.state.close_after && --c->requests_left > 0;
+    keep = ret && !connection_closed && !strm.state.close_after && strm.body_fully_read() && --c->requests_left > 0;
+    if (ret && !strm.body_fully_read()) strm.state.close_after = true;  // close gently, the rest unread
   } else if (head.status != 0) {
     // Refused before httplib parsed anything (and so before the API key was looked at).
     write_all(c->fd, error_response(head.status, head.message, head.code));

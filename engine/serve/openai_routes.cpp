@@ -404,7 +404,10 @@ std::optional<ApiError> build_prompt(const LoadedModel& m, const Json& body, boo
   // Where the user and tool contents lie in the rendered text (unless --parse-special).
   PlainRanges ranges{*text, {}};
   if (!parse_special) {
-    const std::string open = "\xEE\x80\x80" + random_id("") + ":";  // U+E000, a nonce no content guesses
+    // U+E000, then a nonce no content guesses (digits: they survive a template's case filters).
+    std::string nonce = random_id("");
+    for (char& ch : nonce) ch = static_cast<char>('0' + (static_cast<unsigned char>(ch) % 10));
+    const std::string open = "\xEE\x80\x80" + nonce + ":";
     nlohmann::ordered_json marked = messages;
     std::vector<std::string> contents;
     for (size_t i = 0; i < marked.size(); ++i) {
@@ -421,9 +424,22 @@ std::optional<ApiError> build_prompt(const LoadedModel& m, const Json& body, boo
       ranges = fill_markers(*with_markers, open, contents, false);
       if (ranges.text != *text) {
         PlainRanges trimmed = fill_markers(*with_markers, open, contents, true);
-        // A template that transforms contents in other ways: its markers still say where each
-        // content goes; the contents go there as sent.
-        if (trimmed.text == *text) ranges = std::move(trimmed);
+        if (trimmed.text == *text) {
+          ranges = std::move(trimmed);
+        } else {
+          // A template that transforms contents in other ways (case, escaping): the text it
+          // rendered is kept, and each content is protected where it appears in it as sent
+          // (in order); a transformed content no longer holds the special texts it was sent with.
+          PlainRanges found{*text, {}};
+          size_t at = 0;
+          for (const std::string& c : contents) {
+            const size_t p = text->find(c, at);
+            if (p == std::string::npos) continue;
+            found.plain.emplace_back(p, p + c.size());
+            at = p + c.size();
+          }
+          ranges = std::move(found);
+        }
       }
     }
   }

@@ -1,5 +1,6 @@
-// engine/serve/http_guard.cpp — deadline-aware socket stream, per-client connection cap, the
-// keep-alive loop and the elastic worker pool under httplib's request processing.
+// engine/serve/http_guard.cpp — under httplib's request processing: the head check and chunked
+// framing check, the deadline-aware socket stream, per-client caps, the waiter thread that holds
+// idle and half-sent connections, and the elastic worker pool.
 #include "engine/serve/http_guard.h"
 
 #include <arpa/inet.h>

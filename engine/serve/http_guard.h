@@ -1,8 +1,10 @@
 // engine/serve/http_guard.h — the connection layer under the routes: an httplib::Server whose
 // sockets are read through a deadline-aware stream (a whole request's headers, and its body, each
 // have a time limit, not just each read; a request's head is read and checked under size limits,
-// with strict framing, before httplib sees it), with a cap on connections per client address, an
-// elastic worker pool, and a body limit that holds for chunked uploads. Internal to engine/serve.
+// with strict framing, before httplib sees it), with caps per client address, a waiter thread for
+// idle and half-sent connections, an elastic worker pool, and a body limit that holds for chunked
+// uploads. Guards cpp-httplib 0.11 (Debian 12) from the front: its parser only ever sees a head
+// this layer has accepted and rebuilt. Internal to engine/serve.
 #pragma once
 
 #include <atomic>

@@ -586,6 +586,50 @@ bool head_complete(const std::string& b) {
   return b.find("\r\n\r\n") != std::string::npos || b.find("\n\n") != std::string::npos;
 }
 
+// Bodies up to this size are read by the waiter before a worker is taken, so a client sending a
+// small body slowly holds no thread either (JSON requests are almost always this small).
+constexpr size_t kWaiterBodyBytes = size_t{64} << 10;
+
+// Where the head ends (after its blank line), or npos.
+size_t head_end(const std::string& b) {
+  const size_t crlf = b.find("\r\n\r\n"), lf = b.find("\n\n");
+  size_t end = std::string::npos;
+  if (crlf != std::string::npos) end = crlf + 4;
+  if (lf != std::string::npos) end = std::min(end, lf + 2);
+  return end;
+}
+
+// The bytes the waiter should have before a worker takes the request: the head, and a small body
+// with one plain Content-Length. Anything else (chunked, several lengths, large) is the worker's
+// to read and to judge (read_head answers the malformed ones).
+size_t bytes_before_serving(const std::string& b) {
+  const size_t end = head_end(b);
+  if (end == std::string::npos) return std::string::npos;
+  size_t length = 0;
+  int lengths = 0;
+  size_t pos = 0;
+  while (pos < end) {
+    size_t nl = b.find('\n', pos);
+    if (nl == std::string::npos || nl > end) nl = end;
+    std::string line = b.substr(pos, nl - pos);
+    pos = nl + 1;
+    for (char& ch : line) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (line.rfind("transfer-encoding:", 0) == 0) return end;
+    if (line.rfind("content-length:", 0) != 0) continue;
+    ++lengths;
+    std::string v = line.substr(15);
+    while (!v.empty() && (v.back() == '\r' || v.back() == ' ' || v.back() == '\t')) v.pop_back();
+    size_t b0 = 0;
+    while (b0 < v.size() && (v[b0] == ' ' || v[b0] == '\t')) ++b0;
+    v = v.substr(b0);
+    if (v.empty() || v.size() > 7 || !std::all_of(v.begin(), v.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+      return end;
+    length = std::stoul(v);
+  }
+  if (lengths != 1 || length > kWaiterBodyBytes) return end;
+  return end + length;
+}
+
 }  // namespace
 
 struct GuardedServer::Conn {
@@ -595,8 +639,9 @@ struct GuardedServer::Conn {
   std::string key;           // client_key(ip)
   std::string buffer;        // bytes read and not yet served (the next request's start)
   size_t requests_left = 0;  // keep-alive requests this connection may still make
-  Clock::time_point deadline{};  // idle deadline, or the head's once its first byte is in
+  Clock::time_point deadline{};  // idle deadline, the head's once its first byte is in, then the body's
   bool head_started = false;
+  bool body_started = false;     // the head is in; a small body is still coming
 };
 
 GuardedServer::GuardedServer(ConnectionLimits limits)
@@ -645,6 +690,7 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
 
 void GuardedServer::park(std::shared_ptr<Conn> c) {
   c->head_started = false;
+  c->body_started = false;
   c->deadline = Clock::now() + limits_.idle_timeout;
   {
     std::lock_guard<std::mutex> lock(park_mutex_);
@@ -695,10 +741,18 @@ void GuardedServer::waiter_loop() {
       conns.clear();
     }
     fds.assign(1, pollfd{wake_fd_, POLLIN, 0});
-    for (const auto& c : conns) fds.push_back(pollfd{c->fd, static_cast<short>(head_complete(c->buffer) ? 0 : POLLIN), 0});
-    // Pipelined requests already hold a whole head: no wait.
-    const bool ready = std::any_of(conns.begin(), conns.end(), [](const auto& c) { return head_complete(c->buffer); });
-    ::poll(fds.data(), fds.size(), ready ? 0 : static_cast<int>(kSlice.count()));
+    // Ready: the head (and a small body) is in. Pipelined requests may be: then no wait.
+    auto ready = [&](const Conn& c) {
+      const size_t need = bytes_before_serving(c.buffer);
+      return (need != std::string::npos && c.buffer.size() >= need) || c.buffer.size() >= head_cap + kWaiterBodyBytes;
+    };
+    bool any_ready = false;
+    for (const auto& c : conns) {
+      const bool r = ready(*c);
+      any_ready = any_ready || r;
+      fds.push_back(pollfd{c->fd, static_cast<short>(r ? 0 : POLLIN), 0});
+    }
+    ::poll(fds.data(), fds.size(), any_ready ? 0 : static_cast<int>(kSlice.count()));
     if (fds[0].revents & POLLIN) {
       uint64_t n;
       (void)!::read(wake_fd_, &n, sizeof n);
@@ -711,7 +765,7 @@ void GuardedServer::waiter_loop() {
       bool gone = false;
       if (fds[i + 1].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)) {
         char buf[4096];
-        while (c->buffer.size() < head_cap) {
+        while (c->buffer.size() < head_cap + kWaiterBodyBytes) {
           const ssize_t n = ::recv(c->fd, buf, sizeof buf, MSG_DONTWAIT);
           if (n > 0) {
             c->buffer.append(buf, static_cast<size_t>(n));
@@ -725,7 +779,11 @@ void GuardedServer::waiter_loop() {
         c->head_started = true;
         c->deadline = now + limits_.header_timeout;
       }
-      if (head_complete(c->buffer) || c->buffer.size() >= head_cap) {
+      if (head_complete(c->buffer) && !c->body_started && !ready(*c)) {
+        c->body_started = true;  // a small body is coming: the body's deadline from here
+        c->deadline = now + limits_.body_timeout;
+      }
+      if (ready(*c) || (!head_complete(c->buffer) && c->buffer.size() >= head_cap)) {
         // The head is in (or too long: the worker answers 414 / 431).
         bool admitted = true;
         {
@@ -745,7 +803,12 @@ void GuardedServer::waiter_loop() {
         continue;
       }
       if (gone || now >= c->deadline) {
-        finish(c, false);  // left, or idle / slow past its deadline: closed without an answer
+        if (!gone && c->body_started)
+          write_all(c->fd, error_response(400, "the request body did not arrive within " +
+                                                   std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                                                      limits_.body_timeout).count()) + " s",
+                                          "invalid_body"));
+        finish(c, false);  // left, or idle / slow past its deadline: closed (idle and head: without an answer)
         continue;
       }
       keep.push_back(std::move(c));

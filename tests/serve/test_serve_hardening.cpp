@@ -17,8 +17,12 @@ using namespace std::chrono_literals;
   EXPECT_EQ(r.status, status) << r.body;
   const Json j = r.json();
   ASSERT_TRUE(j.contains("error")) << r.body;
-  if (!code.empty()) EXPECT_EQ(j["error"]["code"], code) << r.body;
-  if (!param.empty()) EXPECT_EQ(j["error"]["param"], param) << r.body;
+  if (!code.empty()) {
+    EXPECT_EQ(j["error"]["code"], code) << r.body;
+  }
+  if (!param.empty()) {
+    EXPECT_EQ(j["error"]["param"], param) << r.body;
+  }
 }
 
 // One raw exchange on a fresh connection: sends `bytes`, reads until the server closes.
@@ -50,7 +54,7 @@ size_t header_bomb(int port, size_t total) {
 // 1. One connection streaming header lines grew RSS by ~600 MB a run, never returned, with or
 // without an API key (before authentication).
 TEST(ServeHardening, HeaderBombIsRefusedBeforeAuthenticationAndKeepsMemoryFlat) {
-  for (const std::string key : {std::string(), std::string("k")}) {
+  for (const std::string& key : {std::string(), std::string("k")}) {
     std::vector<std::string> args = {"-m", stories_model()};
     if (!key.empty()) args.insert(args.end(), {"--api-key", key});
     ServerProcess server(args);
@@ -221,7 +225,7 @@ TEST(ServeHardening, CrossSiteRequestsAndRebindingAreRefusedWithoutAKey) {
   const std::string rebound = send_raw(port, "GET /v1/models HTTP/1.1\r\nHost: evil.example:" + p + "\r\n\r\n");
   EXPECT_EQ(status_of(rebound), 403) << rebound;
   EXPECT_EQ(body_of(rebound)["error"]["code"], "invalid_host") << rebound;
-  for (const std::string host : {"localhost:" + p, std::string("127.0.0.1"), "[::1]:" + p, std::string("LOCALHOST")}) {
+  for (const std::string& host : {"localhost:" + p, std::string("127.0.0.1"), "[::1]:" + p, std::string("LOCALHOST")}) {
     const std::string r =
         send_raw(port, "GET /v1/models HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n\r\n");
     EXPECT_EQ(status_of(r), 200) << host << ": " << r;
@@ -471,26 +475,39 @@ TEST(ServeHardening, SchemaCompileBudgetIsA400NamingTheLimit) {
 // a header deadline of an hour: before, the 40 drips held every thread and a status request got no
 // answer; now it is answered while all 40 are still open.
 TEST(ServeHardening, SlowAndIdleConnectionsHoldNoWorkerThreads) {
-  ServerProcess server({"-m", stories_model(), "--http-threads", "8", "--header-timeout", "3600"});
+  ServerProcess server({"-m", stories_model(), "--http-threads", "8", "--header-timeout", "3600", "--body-timeout", "3600"});
   ASSERT_NE(server.port(), 0) << server.stderr_text();
   const int port = server.port();
-  std::vector<std::unique_ptr<Raw>> slow, idle;
+  std::vector<std::unique_ptr<Raw>> slow, idle, slow_body;
+  const std::string body = R"({"prompt":"Once","max_tokens":1,"temperature":0})";
   for (int i = 0; i < 40; ++i) {
     slow.push_back(std::make_unique<Raw>(port));
     ASSERT_TRUE(slow.back()->send("GET /strata/v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: 1\r\n"));
     idle.push_back(std::make_unique<Raw>(port));
   }
+  // And 20 that send a small body a byte at a time (a slow POST).
+  for (int i = 0; i < 20; ++i) {
+    slow_body.push_back(std::make_unique<Raw>(port));
+    ASSERT_TRUE(slow_body.back()->send("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
+                                       "\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) +
+                                       "\r\n\r\n" + body.substr(0, 1)));
+  }
   for (int round = 0; round < 3; ++round) {
     for (auto& c : slow) ASSERT_TRUE(c->send("X-Drip-" + std::to_string(round) + ": 1\r\n"));
+    for (auto& c : slow_body) ASSERT_TRUE(c->send(body.substr(1 + static_cast<size_t>(round), 1)));
     httplib::Client cli("127.0.0.1", port);
     cli.set_read_timeout(30, 0);  // a failure bound only: a starved server never answers
     auto r = cli.Get("/strata/v1/status");
     ASSERT_TRUE(r) << "round " << round << ": no answer";
     EXPECT_EQ(r->status, 200);
   }
-  // The slow ones are still open and finish their requests when they end their heads.
+  // The slow ones are still open and finish their requests when they end their heads and bodies.
   for (auto& c : slow) {
     ASSERT_TRUE(c->send("Connection: close\r\n\r\n"));
+    EXPECT_EQ(status_of(c->read_response(30s)), 200);
+  }
+  for (auto& c : slow_body) {
+    ASSERT_TRUE(c->send(body.substr(4)));
     EXPECT_EQ(status_of(c->read_response(30s)), 200);
   }
 }

@@ -60,8 +60,10 @@ struct HostOptions {
 
 // Checks a model path before anything opens it: no NUL, inside the model folders (when they are
 // restricted), a regular file (never a FIFO or device, which could block an open), big enough,
-// starting with the GGUF magic. InvalidArgument with a message that says no more about the file
-// than "not a GGUF file".
+// starting with the GGUF magic. InvalidArgument: the path itself is refused (NUL, empty, outside
+// the folders) before the disk is looked at. NotFound / Corrupt / Io: what the file is, with
+// details for the server's log only (clients get a uniform "cannot open model", so the answers
+// are no oracle for files on the server).
 Status check_model_file(const std::string& path, const HostOptions& options);
 
 // Resident set size of this process, in bytes (0 when /proc cannot be read).

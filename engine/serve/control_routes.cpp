@@ -362,14 +362,15 @@ void handle_fault(ServerContext& ctx, const httplib::Request& req, httplib::Resp
 
 void register_control_routes(httplib::Server& http, ServerContext& ctx) {
   post_route(http, R"(/strata/v1/devices/([A-Za-z0-9_.:-]+)/fault)", ctx,
-             guarded([&ctx](const httplib::Request& req, httplib::Response& res) { handle_fault(ctx, req, res); }));
+             guarded([&ctx](const httplib::Request& req, httplib::Response& res) { handle_fault(ctx, req, res); }),
+             "/strata/v1/devices/{id}/fault");
   post_route(http, "/strata/v1/models/inspect", ctx, guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
     handle_inspect(ctx, req, res);
   }));
-  http.Get("/strata/v1/devices", guarded([&ctx](const httplib::Request&, httplib::Response& res) {
+  get_route(http, "/strata/v1/devices", ctx, guarded([&ctx](const httplib::Request&, httplib::Response& res) {
     send_json(res, ctx.host.devices_json());
   }));
-  http.Get("/strata/v1/status", guarded([&ctx](const httplib::Request&, httplib::Response& res) {
+  get_route(http, "/strata/v1/status", ctx, guarded([&ctx](const httplib::Request&, httplib::Response& res) {
     Json status = ctx.host.status_json();
     status["streams"] = ctx.open_streams.load();
     send_json(res, status);
@@ -388,7 +389,7 @@ void register_control_routes(httplib::Server& http, ServerContext& ctx) {
     ctx.host.unload();
     send_json(res, ctx.host.status_json());
   }));
-  http.Get("/strata/v1/placement", guarded([&ctx](const httplib::Request&, httplib::Response& res) {
+  get_route(http, "/strata/v1/placement", ctx, guarded([&ctx](const httplib::Request&, httplib::Response& res) {
     std::shared_ptr<LoadedModel> loaded = need_model(ctx, res);
     if (!loaded) return;
     Json placement;

@@ -1012,12 +1012,12 @@ void register_openai_routes(httplib::Server& http, ServerContext& ctx) {
     const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(m.loaded_at.time_since_epoch()).count();
     return Json{{"id", m.id}, {"object", "model"}, {"created", created}, {"owned_by", "strata"}};
   };
-  http.Get("/v1/models", guarded([&ctx, model_json](const httplib::Request&, httplib::Response& res) {
+  get_route(http, "/v1/models", ctx, guarded([&ctx, model_json](const httplib::Request&, httplib::Response& res) {
     Json data = Json::array();
     if (auto loaded = ctx.host.current()) data.push_back(model_json(*loaded));
     send_json(res, {{"object", "list"}, {"data", data}});
   }));
-  http.Get(R"(/v1/models/(.+))", guarded([&ctx, model_json](const httplib::Request& req, httplib::Response& res) {
+  get_route(http, R"(/v1/models/(.+))", ctx, guarded([&ctx, model_json](const httplib::Request& req, httplib::Response& res) {
     const std::string name = req.matches.size() > 1 ? req.matches[1].str() : "";
     auto loaded = ctx.host.current();
     if (loaded && names_model(*loaded, name)) return send_json(res, model_json(*loaded));
@@ -1027,7 +1027,7 @@ void register_openai_routes(httplib::Server& http, ServerContext& ctx) {
     e.code = "model_not_found";
     e.message = "model '" + name + "' is not loaded";
     send_error(res, e);
-  }));
+  }), "/v1/models/{id}");
   post_route(http, "/v1/chat/completions", ctx, guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
     handle_completion(ctx, req, res, true);
   }));

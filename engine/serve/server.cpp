@@ -148,14 +148,24 @@ void with_body(ServerContext& ctx, const httplib::Request& req, httplib::Respons
 }
 }  // namespace
 
-void post_route(httplib::Server& http, const std::string& pattern, ServerContext& ctx, httplib::Server::Handler fn) {
+void get_route(httplib::Server& http, const std::string& pattern, ServerContext& ctx, httplib::Server::Handler fn,
+               const std::string& label) {
+  ctx.routes.add("GET", pattern, label);
+  http.Get(pattern, std::move(fn));
+}
+
+void post_route(httplib::Server& http, const std::string& pattern, ServerContext& ctx, httplib::Server::Handler fn,
+                const std::string& label) {
+  ctx.routes.add("POST", pattern, label);
   http.Post(pattern, [&ctx, fn = std::move(fn)](const httplib::Request& req, httplib::Response& res,
                                                 const httplib::ContentReader& reader) {
     with_body(ctx, req, res, reader, fn);
   });
 }
 
-void put_route(httplib::Server& http, const std::string& pattern, ServerContext& ctx, httplib::Server::Handler fn) {
+void put_route(httplib::Server& http, const std::string& pattern, ServerContext& ctx, httplib::Server::Handler fn,
+               const std::string& label) {
+  ctx.routes.add("PUT", pattern, label);
   http.Put(pattern, [&ctx, fn = std::move(fn)](const httplib::Request& req, httplib::Response& res,
                                                const httplib::ContentReader& reader) {
     with_body(ctx, req, res, reader, fn);
@@ -192,34 +202,6 @@ bool same_secret(const std::string& given, const std::string& expected) {
   unsigned char diff = 0;
   for (size_t i = 0; i < given.size(); ++i) diff |= static_cast<unsigned char>(given[i] ^ expected[i]);
   return diff == 0;
-}
-
-// Every route and the methods it answers (a known route asked with another method is a 405).
-const std::map<std::string, std::string>& route_methods() {
-  static const std::map<std::string, std::string> routes = {
-      {"/v1/models", "GET, HEAD"},
-      {"/v1/models/{id}", "GET, HEAD"},
-      {"/v1/chat/completions", "POST"},
-      {"/v1/completions", "POST"},
-      {"/metrics", "GET, HEAD"},
-      {"/strata/v1/devices", "GET, HEAD"},
-      {"/strata/v1/status", "GET, HEAD"},
-      {"/strata/v1/model/load", "POST"},
-      {"/strata/v1/model/unload", "POST"},
-      {"/strata/v1/models/inspect", "POST"},
-      {"/strata/v1/placement", "GET, HEAD, PUT"},
-      {"/strata/v1/placement/estimate", "POST"},
-      {"/strata/v1/plan", "POST"},
-      {"/strata/v1/trace/stream", "GET, HEAD"},
-      {"/strata/v1/trace.json", "GET, HEAD"}};
-  return routes;
-}
-
-// The route a path belongs to ("other" when none).
-std::string route_of(const std::string& path) {
-  if (route_methods().count(path)) return path;
-  if (path.rfind("/v1/models/", 0) == 0 && path.size() > 11) return "/v1/models/{id}";
-  return "other";
 }
 
 std::string lower(std::string s) {
@@ -338,7 +320,7 @@ Expected<std::unique_ptr<Server>> Server::create(EngineHost& host, ServerOptions
   const size_t max_body = ctx.options.max_body_bytes;
   const std::string bound_host = ctx.options.host;
   const std::vector<std::string> cors = ctx.options.cors_origins;
-  http.set_pre_routing_handler([key, max_body, bound_host, cors](const httplib::Request& req, httplib::Response& res) {
+  http.set_pre_routing_handler([key, max_body, bound_host, cors, &routes = ctx.routes](const httplib::Request& req, httplib::Response& res) {
     const bool chunked = lower(req.get_header_value("Transfer-Encoding")).find("chunked") != std::string::npos;
     const bool has_length = req.has_header("Content-Length");
     begin_body(has_length || chunked);
@@ -370,14 +352,14 @@ Expected<std::unique_ptr<Server>> Server::create(EngineHost& host, ServerOptions
       res.set_header("Vary", "Origin");
     }
     if (req.method == "OPTIONS") {
-      const std::string route = route_of(req.path);
+      const std::string route = routes.label_of(req.path);
       if (!cors_allowed || route == "other" || !req.has_header("Access-Control-Request-Method")) {
         return refuse(forbidden(origin.empty() || cors_allowed ? "not a CORS preflight of a known route"
                                                                : "origin '" + origin + "' is not allowed (--cors)",
                                 "cors_not_allowed"));
       }
       res.status = 204;
-      res.set_header("Access-Control-Allow-Methods", route_methods().at(route));
+      res.set_header("Access-Control-Allow-Methods", routes.methods_of(route));
       res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
       res.set_header("Access-Control-Max-Age", "600");
       return httplib::Server::HandlerResponse::Handled;
@@ -428,17 +410,17 @@ Expected<std::unique_ptr<Server>> Server::create(EngineHost& host, ServerOptions
     return httplib::Server::HandlerResponse::Handled;
   });
   // Statuses httplib answers by itself (unknown route, wrong method, body too large) get an error body too.
-  http.set_error_handler([max_body](const httplib::Request& req, httplib::Response& res) {
+  http.set_error_handler([max_body, &routes = ctx.routes](const httplib::Request& req, httplib::Response& res) {
     ConnectionState* conn = current_connection();
     if (conn && conn->body_too_large && res.status != 413) {
       res.status = 413;
       res.body.clear();
     }
     if (res.status == 404 && res.body.empty()) {
-      const std::string route = route_of(req.path);
+      const std::string route = routes.label_of(req.path);
       if (route != "other") {
         res.status = 405;
-        res.set_header("Allow", route_methods().at(route));
+        res.set_header("Allow", routes.methods_of(route));
       }
     }
     if (res.body.empty() && res.status >= 400) send_error(res, error_for_status(res.status, max_body));
@@ -454,8 +436,8 @@ Expected<std::unique_ptr<Server>> Server::create(EngineHost& host, ServerOptions
   // Counted in the post-routing handler, which httplib runs with the final status just before it
   // writes the response: a client that has read its reply and then asks /metrics finds it counted.
   // (The logger runs after the write, so that read raced the count.)
-  http.set_post_routing_handler([metrics](const httplib::Request& req, httplib::Response& res) {
-    metrics->count_request(route_of(req.path), res.status);
+  http.set_post_routing_handler([metrics, &routes = ctx.routes](const httplib::Request& req, httplib::Response& res) {
+    metrics->count_request(routes.label_of(req.path), res.status);
   });
 
   register_openai_routes(http, ctx);

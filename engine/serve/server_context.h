@@ -15,6 +15,7 @@
 
 #include "engine/serve/api_json.h"
 #include "engine/serve/engine_host.h"
+#include "engine/serve/route_table.h"
 #include "engine/serve/server.h"
 
 namespace strata::serve {
@@ -56,6 +57,7 @@ struct ServerContext {
   std::atomic<int64_t> open_streams{0};  // streaming completions in flight
   std::atomic<int64_t> open_trace_streams{0};
   std::atomic<bool> stopping{false};
+  RouteTable routes;  // every registered route (get_route / post_route / put_route)
 
   ServerContext(EngineHost& h, ServerOptions o) : host(h), options(std::move(o)) {}
 };
@@ -73,10 +75,16 @@ void release_stream(ServerContext& ctx);
 bool acquire_trace_stream(ServerContext& ctx, httplib::Response& res);
 void release_trace_stream(ServerContext& ctx);
 
-// Registers a POST / PUT route whose body is read here, under the body limit (Content-Length or
-// chunked alike): too large is a 413, a broken or late body a 400, and either closes the connection.
-void post_route(httplib::Server& http, const std::string& pattern, ServerContext& ctx, httplib::Server::Handler fn);
-void put_route(httplib::Server& http, const std::string& pattern, ServerContext& ctx, httplib::Server::Handler fn);
+// Registers a route with httplib and in ctx.routes (its methods and label; see route_table.h).
+// `label` names a pattern with groups in /metrics ("/v1/models/{id}"); "" = the pattern.
+// POST and PUT bodies are read here, under the body limit (Content-Length or chunked alike): too
+// large is a 413, a broken or late body a 400, and either closes the connection.
+void get_route(httplib::Server& http, const std::string& pattern, ServerContext& ctx, httplib::Server::Handler fn,
+               const std::string& label = "");
+void post_route(httplib::Server& http, const std::string& pattern, ServerContext& ctx, httplib::Server::Handler fn,
+                const std::string& label = "");
+void put_route(httplib::Server& http, const std::string& pattern, ServerContext& ctx, httplib::Server::Handler fn,
+               const std::string& label = "");
 
 // "chatcmpl-" + 24 random hex digits.
 std::string random_id(const std::string& prefix);

@@ -196,13 +196,13 @@ void handle_metrics(ServerContext& ctx, httplib::Response& res) {
 }  // namespace
 
 void register_trace_routes(httplib::Server& http, ServerContext& ctx) {
-  http.Get("/strata/v1/trace/stream", guarded([&ctx](const httplib::Request&, httplib::Response& res) {
+  get_route(http, "/strata/v1/trace/stream", ctx, guarded([&ctx](const httplib::Request&, httplib::Response& res) {
     handle_trace_stream(ctx, res);
   }));
-  http.Get("/strata/v1/trace.json", guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
+  get_route(http, "/strata/v1/trace.json", ctx, guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
     handle_trace_json(ctx, req, res);
   }));
-  http.Get("/metrics", guarded([&ctx](const httplib::Request&, httplib::Response& res) { handle_metrics(ctx, res); }));
+  get_route(http, "/metrics", ctx, guarded([&ctx](const httplib::Request&, httplib::Response& res) { handle_metrics(ctx, res); }));
 }
 
 }  // namespace strata::serve

@@ -348,6 +348,16 @@ TEST(ServeRobust, StatusCodesAndMessages) {
     auto d = cli.Delete("/strata/v1/placement", auth_headers(key));
     ASSERT_TRUE(d);
     EXPECT_EQ(d->status, 405);
+    EXPECT_EQ(d->get_header_value("Allow"), "GET, HEAD, PUT");
+    // Routes with a path parameter are known too (the route table is the one registration).
+    auto f = cli.Get("/strata/v1/devices/gpu0/fault", auth_headers(key));
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->status, 405);
+    EXPECT_EQ(f->get_header_value("Allow"), "POST");
+    auto m = cli.Post("/v1/models/some-model", auth_headers(key), "{}", "application/json");
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->status, 405);
+    EXPECT_EQ(m->get_header_value("Allow"), "GET, HEAD");
     EXPECT_EQ(cli.Get("/v1/nothing", auth_headers(key))->status, 404);
   }
   // curl -d sends form-urlencoded: a 10 KB JSON body is not a 413.

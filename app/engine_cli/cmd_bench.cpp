@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <map>
 #include <memory>
 #include <random>
@@ -133,6 +134,38 @@ int bench(const BenchOptions& o) {
     for (const auto& r : reqs) STRATA_RETURN_IF_ERROR(pipe.eval(std::span<const exec::Pipeline::Request>(&r, 1)));
     return {};
   };
+  // With several stages the sequences decode in one group per stage, each group one micro-batch
+  // in flight: when a group leaves the last stage its next step enters the first while the
+  // other groups are still in the stages between (Pipeline::submit / wait), so no stage idles
+  // at a step boundary and each stage reads its weights once per group and step. Sequence s
+  // is in group s % groups. Every sequence makes n_gen steps.
+  const int64_t groups = std::min<int64_t>(k, pipe.stage_count());
+  auto rolling_generation = [&](int n_gen) -> Status {
+    std::vector<std::vector<int32_t>> next(static_cast<size_t>(k), std::vector<int32_t>(1));
+    std::vector<std::vector<exec::Pipeline::Request>> group_reqs(static_cast<size_t>(groups));
+    for (int s = 0; s < k; ++s)
+      group_reqs[static_cast<size_t>(s % groups)].push_back(
+          {s, next[static_cast<size_t>(s)], logits[static_cast<size_t>(s)].data()});
+    std::deque<std::pair<size_t, uint64_t>> flying;  // (group, eval id), in submit order
+    std::vector<int> steps(static_cast<size_t>(groups), 0);
+    auto launch = [&](size_t g) -> Status {
+      for (const auto& r : group_reqs[g]) next[static_cast<size_t>(r.seq)][0] = token(rng);
+      STRATA_ASSIGN_OR_RETURN(uint64_t id, pipe.submit(group_reqs[g], 1));
+      flying.emplace_back(g, id);
+      ++steps[g];
+      return {};
+    };
+    Status failed;
+    for (size_t g = 0; g < static_cast<size_t>(groups) && failed.ok(); ++g) failed = launch(g);
+    while (!flying.empty()) {
+      const auto [g, id] = flying.front();
+      flying.pop_front();
+      Status s = pipe.wait(id);
+      if (failed.ok() && !s.ok()) failed = std::move(s);
+      if (failed.ok() && steps[g] < n_gen) failed = launch(g);
+    }
+    return failed;
+  };
   // Empties every sequence, then fills `depth` random tokens (as one prompt, not timed), like
   // llama-bench's -d.
   auto reset_to_depth = [&](int depth) -> Status {
@@ -169,9 +202,13 @@ int bench(const BenchOptions& o) {
         }
         std::vector<std::vector<int32_t>> next(static_cast<size_t>(k), std::vector<int32_t>(1));
         const auto t0 = clock::now();
-        for (int i = 0; i < n_gen; ++i) {
-          for (auto& n : next) n[0] = token(rng);
-          STRATA_RETURN_IF_ERROR(step(next, pipelined));
+        if (pipelined && groups > 1) {
+          STRATA_RETURN_IF_ERROR(rolling_generation(n_gen));
+        } else {
+          for (int i = 0; i < n_gen; ++i) {
+            for (auto& n : next) n[0] = token(rng);
+            STRATA_RETURN_IF_ERROR(step(next, pipelined));
+          }
         }
         if (r >= 0) {
           series.tps.push_back(static_cast<double>(k) * n_gen / seconds(t0));

@@ -60,7 +60,29 @@ class Pipeline {
   };
   // Evaluates all requests (distinct sequences) concurrently through the stages. OutOfRange
   // when a sequence would pass n_ctx; InvalidArgument for bad ids. Nothing is evaluated then.
+  // Same as wait(submit(requests)).
   Status eval(std::span<const Request> requests);
+
+  // Several evals in flight at once, so that the stages stay busy across decode steps: while
+  // one group of sequences is in the last stage (or being sampled by the driver), the next
+  // group's step already runs in the first. submit starts an eval and returns at once; wait
+  // blocks until it has left the last stage and returns its status. Evals enter the first stage
+  // in submit order and keep that order through every stage.
+  //   max_micro_batches: how many micro-batches the eval is cut into. 0: up to one per stage
+  //   (a lone eval then overlaps itself across the stages); 1: one block of rows, every stage's
+  //   weights read once for all of them (what a caller keeping one eval per stage in flight
+  //   wants: each extra micro-batch reads every stage's weights again).
+  // The requests' sequences must not be in an eval in flight (InvalidArgument: a sequence's
+  // next tokens need its previous ones in the cache), and their logits buffers must live until
+  // wait returns. Positions move when wait returns ok; a failed eval moves none. truncate,
+  // copy_sequence and apply need no eval in flight. Calling thread: the one driver.
+  Expected<uint64_t> submit(std::span<const Request> requests, int64_t max_micro_batches = 0);
+  Status wait(uint64_t eval_id);
+  // Evals submitted and not yet waited for.
+  int64_t evals_in_flight() const;
+  // Stages of the current placement (1 for one device or one tensor-parallel group): how many
+  // evals a driver keeps in flight to keep every stage busy.
+  int64_t stage_count() const;
 
   int64_t position(int32_t seq) const { return positions_[static_cast<size_t>(seq)]; }
   // Forgets positions >= n of a sequence (their keys and values become free to overwrite).
@@ -172,10 +194,14 @@ class Pipeline {
   std::vector<int64_t> positions_;  // per sequence
   std::atomic<int64_t> device_timeout_ms_{60000};
 
-  // Completion of eval(): micro-batches that left the last stage.
-  std::mutex done_mutex_;
+  // Evals in flight (submit .. wait): their micro-batches, and how many have left the last
+  // stage (counted by the last stage's thread under done_mutex_).
+  struct InFlight;
+  mutable std::mutex done_mutex_;
   std::condition_variable done_cv_;
-  int64_t done_count_ = 0;
+  std::map<uint64_t, std::unique_ptr<InFlight>> in_flight_;
+  uint64_t next_eval_id_ = 1;
+  std::vector<bool> seq_in_flight_;  // per sequence; the driver's
 };
 
 }  // namespace strata::exec

@@ -110,9 +110,17 @@ struct Pipeline::MicroBatch {
   int hidden_rank = -1;
   int hidden_tag = -1;
   Status status;                    // the first error of any stage; later stages skip the batch
+  uint64_t eval_id = 0;             // the submit() it belongs to
   // Trace attribution: the first part's sequence and position, n_tokens = n.
   int32_t seq() const { return parts.front().seq; }
   int64_t pos0() const { return parts.front().pos0; }
+};
+
+// An eval between submit() and wait(): its micro-batches and the sequences it advances.
+struct Pipeline::InFlight {
+  std::vector<std::unique_ptr<MicroBatch>> batches;
+  int64_t done = 0;                                   // batches that left the last stage
+  std::vector<std::pair<int32_t, int64_t>> advance;   // (sequence, tokens) applied on success
 };
 
 // Everything a placement needs beyond the blocks' weights and KV: one runtime per device used,

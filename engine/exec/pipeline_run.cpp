@@ -195,7 +195,8 @@ void Pipeline::stage_loop(StageRuntime* stage) {
     } else {
       {
         std::lock_guard<std::mutex> lock(done_mutex_);
-        ++done_count_;
+        auto it = in_flight_.find(mb->eval_id);
+        if (it != in_flight_.end()) ++it->second->done;
       }
       done_cv_.notify_all();
     }
@@ -662,6 +663,22 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
 }
 
 Status Pipeline::eval(std::span<const Request> requests) {
+  STRATA_ASSIGN_OR_RETURN(uint64_t id, submit(requests));
+  return wait(id);
+}
+
+int64_t Pipeline::evals_in_flight() const {
+  std::lock_guard<std::mutex> lock(done_mutex_);
+  return static_cast<int64_t>(in_flight_.size());
+}
+
+int64_t Pipeline::stage_count() const { return runtime_ ? static_cast<int64_t>(runtime_->stages.size()) : 0; }
+
+Expected<uint64_t> Pipeline::submit(std::span<const Request> requests, int64_t max_micro_batches) {
+  if (max_micro_batches < 0)
+    return Error{Code::InvalidArgument, "max_micro_batches " + std::to_string(max_micro_batches) + " is negative"};
+  if (seq_in_flight_.size() != static_cast<size_t>(placement_.n_seq))
+    seq_in_flight_.assign(static_cast<size_t>(placement_.n_seq), false);
   const model::ModelConfig& c = model_.config();
   std::vector<bool> seen(static_cast<size_t>(placement_.n_seq), false);
   for (const Request& r : requests) {
@@ -671,6 +688,8 @@ Status Pipeline::eval(std::span<const Request> requests) {
     if (seen[static_cast<size_t>(r.seq)])
       return Error{Code::InvalidArgument, "sequence " + std::to_string(r.seq) + " appears twice in one eval"};
     seen[static_cast<size_t>(r.seq)] = true;
+    if (seq_in_flight_[static_cast<size_t>(r.seq)])
+      return Error{Code::InvalidArgument, "sequence " + std::to_string(r.seq) + " is in an eval still in flight"};
     if (r.tokens.empty()) return Error{Code::InvalidArgument, "eval of zero tokens"};
     const int64_t pos = positions_[static_cast<size_t>(r.seq)];
     if (pos + static_cast<int64_t>(r.tokens.size()) > placement_.n_ctx)
@@ -702,16 +721,20 @@ Status Pipeline::eval(std::span<const Request> requests) {
     }
   }
   const int64_t n_stages = static_cast<int64_t>(runtime_->stages.size());
-  std::vector<std::unique_ptr<MicroBatch>> batches;
+  const int64_t spread = max_micro_batches > 0 ? max_micro_batches : n_stages;
+  const uint64_t id = next_eval_id_++;
+  auto flight = std::make_unique<InFlight>();
+  std::vector<std::unique_ptr<MicroBatch>>& batches = flight->batches;
   for (const std::vector<Chunk>& round : rounds) {
     int64_t round_rows = 0;
     for (const Chunk& ch : round) round_rows += ch.n;
-    const int64_t cap = std::min(placement_.max_batch, std::max<int64_t>(1, (round_rows + n_stages - 1) / n_stages));
+    const int64_t cap = std::min(placement_.max_batch, std::max<int64_t>(1, (round_rows + spread - 1) / spread));
     MicroBatch* mb = nullptr;
     for (const Chunk& ch : round) {
       if (!mb || mb->n + ch.n > cap) {
         batches.push_back(std::make_unique<MicroBatch>());
         mb = batches.back().get();
+        mb->eval_id = id;
       }
       const Request& r = requests[ch.request];
       MicroBatch::Part part;
@@ -726,27 +749,44 @@ Status Pipeline::eval(std::span<const Request> requests) {
     }
   }
   for (auto& mb : batches) mb->hidden.resize(static_cast<size_t>(mb->n * c.n_embd));
-  const int64_t total_batches = static_cast<int64_t>(batches.size());
+  for (const Request& r : requests) {
+    flight->advance.emplace_back(r.seq, static_cast<int64_t>(r.tokens.size()));
+    seq_in_flight_[static_cast<size_t>(r.seq)] = true;
+  }
+  std::vector<MicroBatch*> order;
+  for (auto& mb : batches) order.push_back(mb.get());
   {
     std::lock_guard<std::mutex> lock(done_mutex_);
-    done_count_ = 0;
+    in_flight_.emplace(id, std::move(flight));
   }
   StageRuntime& first = *runtime_->stages.front();
   {
     std::lock_guard<std::mutex> lock(first.mutex);
-    for (auto& mb : batches) first.queue.push_back(mb.get());
+    for (MicroBatch* mb : order) first.queue.push_back(mb);
   }
   first.cv.notify_one();
+  return id;
+}
+
+Status Pipeline::wait(uint64_t eval_id) {
+  std::unique_ptr<InFlight> flight;
   {
     std::unique_lock<std::mutex> lock(done_mutex_);
-    done_cv_.wait(lock, [&] { return done_count_ == total_batches; });
+    auto it = in_flight_.find(eval_id);
+    if (it == in_flight_.end())
+      return Error{Code::InvalidArgument, "eval " + std::to_string(eval_id) + " is not in flight"};
+    InFlight* f = it->second.get();
+    done_cv_.wait(lock, [&] { return f->done == static_cast<int64_t>(f->batches.size()); });
+    flight = std::move(it->second);
+    in_flight_.erase(it);
   }
+  for (const auto& [seq, n] : flight->advance) seq_in_flight_[static_cast<size_t>(seq)] = false;
   // A failed micro-batch fails the whole eval: no position moves (the keys and values already
   // written past a position are overwritten by the next eval of that sequence).
-  for (auto& mb : batches) {
+  for (auto& mb : flight->batches) {
     if (!mb->status.ok()) return mb->status;
   }
-  for (const Request& r : requests) positions_[static_cast<size_t>(r.seq)] += static_cast<int64_t>(r.tokens.size());
+  for (const auto& [seq, n] : flight->advance) positions_[static_cast<size_t>(seq)] += n;
   return {};
 }
 

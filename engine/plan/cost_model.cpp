@@ -174,7 +174,8 @@ namespace {
 template <typename BusyOf>
 Status cost_parts(const model::ModelConfig& c, const model::LayerWeights& lw, const LayerPlacement& lp, int64_t layer,
                   const std::vector<DeviceInfo>& devices, double decode_positions, double prompt_positions,
-                  int64_t batch, double prompt_tile, kernels::DType kv_type, StageCost& s, BusyOf&& busy_of) {
+                  int64_t batch, int64_t rows, double prompt_tile, kernels::DType kv_type, StageCost& s,
+                  BusyOf&& busy_of) {
   const uint64_t hidden = hidden_state_bytes(c);
   const std::vector<BlockUnit> units = units_of(lp, layer, c.n_expert);
   std::vector<LayerShard> shards = {whole_layer(c)};
@@ -189,7 +190,7 @@ Status cost_parts(const model::ModelConfig& c, const model::LayerWeights& lw, co
   };
   auto crossing = [&](const Target& a, const Target& b, uint64_t bytes) {
     if (held_by(a, b)) return;
-    s.crossing_ms += boundary_ms(a, b, bytes, devices, 1);
+    s.crossing_ms += boundary_ms(a, b, bytes, devices, rows);
     s.prefill_ms += boundary_ms(a, b, bytes, devices, batch);
     s.transfer_bytes += bytes;
   };
@@ -213,18 +214,18 @@ Status cost_parts(const model::ModelConfig& c, const model::LayerWeights& lw, co
           tp += attention_ms(c, kvh, kv_type, prompt_positions, *members[m], prompt_tile);
         }
         const double flops = 2.0 * static_cast<double>(attention_parameters(c, lw, shard));
-        t += compute_ms(shard_attention_bytes(c, lw, shard), flops, *members[m], 1) + (kv_away ? 0.0 : ta);
+        t += compute_ms(shard_attention_bytes(c, lw, shard), flops, *members[m], rows) + (kv_away ? 0.0 : ta);
         tp += compute_ms(shard_attention_bytes(c, lw, shard), flops, *members[m], batch);
       } else if (u.kind == PartKind::Ffn) {
         const double flops = 2.0 * static_cast<double>(ffn_parameters(c, lw, shard));
-        t += compute_ms(shard_ffn_bytes(c, lw, shard), flops, *members[m], 1);
+        t += compute_ms(shard_ffn_bytes(c, lw, shard), flops, *members[m], rows);
         tp += compute_ms(shard_ffn_bytes(c, lw, shard), flops, *members[m], batch);
         if (lp.experts.empty()) {  // the routed experts run with their FFN part
-          t += experts_ms(c, lw, 0, c.n_expert, *members[m], 1);
+          t += experts_ms(c, lw, 0, c.n_expert, *members[m], rows);
           tp += experts_ms(c, lw, 0, c.n_expert, *members[m], batch);
         }
       } else {
-        t += experts_ms(c, lw, u.expert_begin, u.expert_end, *members[m], 1);
+        t += experts_ms(c, lw, u.expert_begin, u.expert_end, *members[m], rows);
         tp += experts_ms(c, lw, u.expert_begin, u.expert_end, *members[m], batch);
       }
       charge(members[m]->id, t, tp);
@@ -237,7 +238,7 @@ Status cost_parts(const model::ModelConfig& c, const model::LayerWeights& lw, co
     s.attention_ms += slowest_a;
     if (u.target.is_group()) {
       // One all-reduce per part a group runs (attention, or a grouped FFN).
-      s.allreduce_ms += link_ms(hidden, members, 1);
+      s.allreduce_ms += link_ms(hidden, members, rows);
       s.transfer_bytes += hidden;
       s.prefill_ms += link_ms(hidden, members, batch);
     }
@@ -249,8 +250,11 @@ Status cost_parts(const model::ModelConfig& c, const model::LayerWeights& lw, co
 
 }  // namespace
 
-Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfig& c, const model::ModelWeights& w,
-                                     const std::vector<DeviceInfo>& devices, int64_t context) {
+namespace {
+// The estimate with decode figures per token for micro-batches of `rows` tokens (each stage's
+// weights read once per micro-batch); rows 1: one sequence alone.
+Expected<CostEstimate> estimate_cost_rows(const Placement& p, const model::ModelConfig& c, const model::ModelWeights& w,
+                                          const std::vector<DeviceInfo>& devices, int64_t context, int64_t rows) {
   STRATA_RETURN_IF_ERROR(validate_placement(p, c, w, devices));
   if (context < 0)
     return Error{Code::InvalidArgument, "a cost estimate at context " + std::to_string(context)};
@@ -321,7 +325,7 @@ Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfi
                                                              s.kv_device) == s.target.devices.end();
       const LayerPlacement& lp = p.layers[static_cast<size_t>(i)];
       if (lp.has_parts()) {
-        STRATA_RETURN_IF_ERROR(cost_parts(c, lw, lp, i, devices, decode_positions, prompt_positions, batch,
+        STRATA_RETURN_IF_ERROR(cost_parts(c, lw, lp, i, devices, decode_positions, prompt_positions, batch, rows,
                                           kPromptTileTokens, p.kv_type, s, busy_of));
         continue;
       }
@@ -341,7 +345,7 @@ Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfi
         const double tpa =
             kv_away ? 0.0 : attention_ms(c, c.n_kv_heads, p.kv_type, prompt_positions, *members[0], kPromptTileTokens);
         s.attention_ms += ta;
-        const double t = block_ms(c, lw, whole_layer(c), true, *members[0], 1) + ta;
+        const double t = block_ms(c, lw, whole_layer(c), true, *members[0], rows) + ta;
         const double tp = block_ms(c, lw, whole_layer(c), true, *members[0], batch) + tpa;
         s.compute_ms += t;
         s.prefill_ms += tp;
@@ -357,7 +361,7 @@ Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfi
           const double tpa =
               kv_away ? 0.0 : attention_ms(c, kvh, p.kv_type, prompt_positions, *members[m], kPromptTileTokens);
           slowest_a = std::max(slowest_a, ta);
-          const double t = block_ms(c, lw, shards[m], false, *members[m], 1) + ta;
+          const double t = block_ms(c, lw, shards[m], false, *members[m], rows) + ta;
           const double tp = block_ms(c, lw, shards[m], false, *members[m], batch) + tpa;
           slowest = std::max(slowest, t);
           slowest_p = std::max(slowest_p, tp);
@@ -367,7 +371,7 @@ Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfi
         s.compute_ms += slowest;
         s.attention_ms += slowest_a;
         s.prefill_ms += slowest_p;
-        const double ar = 2.0 * link_ms(hidden, members, 1);
+        const double ar = 2.0 * link_ms(hidden, members, rows);
         s.allreduce_ms += ar;
         s.transfer_bytes += 2 * hidden;
         s.prefill_ms += 2.0 * link_ms(hidden, members, batch);
@@ -377,14 +381,14 @@ Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfi
       if (kv_elsewhere) {
         auto ds = members;
         ds.push_back(find_device(devices, s.kv_device));
-        s.kv_transfer_ms += 2.0 * link_ms(kv_move / 2, ds, 1);
+        s.kv_transfer_ms += 2.0 * link_ms(kv_move / 2, ds, rows);
         s.transfer_bytes += kv_move;
         s.prefill_ms += 2.0 * link_ms(kv_move / 2, ds, batch);
       }
     }
     if (s.has_head) {
       const DeviceInfo& hd = *find_device(devices, head);
-      const double t = head_ms(c, w, hd, 1);
+      const double t = head_ms(c, w, hd, rows);
       s.compute_ms += t;
       s.prefill_ms += t / static_cast<double>(batch);  // logits for the last prompt token only
       busy_of(head).decode_ms += t;
@@ -401,7 +405,7 @@ Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfi
       }
       s.receives = !held_by(from, s.target);
       if (s.receives) s.transfer_bytes += hidden;
-      s.recv_ms = boundary_ms(from, s.target, hidden, devices, 1);
+      s.recv_ms = boundary_ms(from, s.target, hidden, devices, rows);
       s.prefill_ms += boundary_ms(from, s.target, hidden, devices, batch);
     }
     s.decode_ms = s.recv_ms + s.compute_ms + s.allreduce_ms + s.kv_transfer_ms + s.crossing_ms;
@@ -418,13 +422,40 @@ Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfi
     est.boundaries += s.receives ? 1 : 0;
     est.transfer_bytes_per_token += s.transfer_bytes;
   }
-  const double round_ms =
-      std::max(est.decode_ms_per_token, static_cast<double>(p.n_seq) * est.bottleneck_ms);  // n_seq tokens
-  est.decode_tokens_per_s = round_ms > 0 ? 1000.0 * static_cast<double>(p.n_seq) / round_ms : 0.0;
+  // One sequence: a token goes through every stage in turn.
+  est.decode_round_ms = est.decode_ms_per_token;
+  est.decode_tokens_per_s = est.decode_round_ms > 0 ? 1000.0 / est.decode_round_ms : 0.0;
   est.prefill_tokens_per_s = est.prefill_ms_per_token > 0 ? 1000.0 / est.prefill_ms_per_token : 0.0;
   for (const auto& d : devices)
     for (const auto& b : busy)
       if (b.device == d.id) est.devices.push_back(b);
+  return est;
+}
+
+}  // namespace
+
+Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfig& c, const model::ModelWeights& w,
+                                     const std::vector<DeviceInfo>& devices, int64_t context) {
+  STRATA_ASSIGN_OR_RETURN(CostEstimate est, estimate_cost_rows(p, c, w, devices, context, 1));
+  if (p.n_seq <= 1) return est;
+  // n_seq sequences decoding together, as the executor runs them (Pipeline::submit, the
+  // scheduler and bench): one group of sequences per stage that computes, each group one
+  // micro-batch in flight, so every stage reads its weights once per group and step and a group
+  // enters the first stage as soon as it left the last one. A round (every sequence one token)
+  // takes the longer of one group's trip through all stages and the bottleneck stage's work on
+  // every group.
+  const int64_t groups = std::clamp<int64_t>(static_cast<int64_t>(est.stages.size()), 1, p.n_seq);
+  const int64_t rows = (p.n_seq + groups - 1) / groups;
+  STRATA_ASSIGN_OR_RETURN(CostEstimate batched, estimate_cost_rows(p, c, w, devices, context, rows));
+  double trip = 0, slowest = 0;
+  for (const StageCost& s : batched.stages) {
+    trip += static_cast<double>(rows) * s.decode_ms;
+    slowest = std::max(slowest, static_cast<double>(rows) * s.decode_ms);
+  }
+  est.decode_micro_batches = groups;
+  est.decode_rows_per_micro_batch = rows;
+  est.decode_round_ms = std::max(trip, static_cast<double>(groups) * slowest);
+  est.decode_tokens_per_s = est.decode_round_ms > 0 ? 1000.0 * static_cast<double>(p.n_seq) / est.decode_round_ms : 0.0;
   return est;
 }
 
@@ -435,6 +466,9 @@ nlohmann::json to_json(const CostEstimate& cost) {
   j["decode_ms_per_token"] = cost.decode_ms_per_token;
   j["bottleneck_ms"] = cost.bottleneck_ms;
   j["decode_tokens_per_s"] = cost.decode_tokens_per_s;
+  j["decode_micro_batches"] = cost.decode_micro_batches;
+  j["decode_rows_per_micro_batch"] = cost.decode_rows_per_micro_batch;
+  j["decode_round_ms"] = cost.decode_round_ms;
   j["prefill_ms_per_token"] = cost.prefill_ms_per_token;
   j["prefill_tokens_per_s"] = cost.prefill_tokens_per_s;
   j["boundaries"] = cost.boundaries;

@@ -59,7 +59,15 @@ struct CostEstimate {
   int64_t context = 0;               // positions already in the KV cache the figures assume
   double decode_ms_per_token = 0;    // one sequence, one token through every stage: the sum
   double bottleneck_ms = 0;          // the slowest stage
-  double decode_tokens_per_s = 0;    // n_seq sequences pipelined: 1000 n_seq / max(sum, n_seq x slowest)
+  // n_seq sequences decoding together: one micro-batch of decode_rows_per_micro_batch sequences
+  // per stage in flight (decode_micro_batches of them, at most one per stage); a round gives every
+  // sequence one token in decode_round_ms = max(one micro-batch's trip through the stages,
+  // micro-batches x the slowest stage's time on one), each stage reading its weights once per
+  // micro-batch. With one sequence: 1 micro-batch of 1 row, the round is decode_ms_per_token.
+  int64_t decode_micro_batches = 1;
+  int64_t decode_rows_per_micro_batch = 1;
+  double decode_round_ms = 0;
+  double decode_tokens_per_s = 0;    // all n_seq sequences together: 1000 n_seq / decode_round_ms
   double prefill_ms_per_token = 0;   // one batch at a time through every stage: the sum
   double prefill_tokens_per_s = 0;
   int64_t boundaries = 0;            // stages the hidden state crosses devices into

@@ -6,11 +6,15 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <limits>
 #include <map>
 #include <regex>
 #include <sstream>
 
+#include "engine/plan/cost_model.h"
+#include "engine/plan/memory_estimate.h"
 #include "engine/plan/placement_validate.h"
+#include "engine/plan/tensor_split.h"
 
 namespace strata::plan {
 
@@ -62,6 +66,82 @@ const DeviceInfo* first_cpu(const std::vector<DeviceInfo>& devices) {
   for (const auto& d : devices)
     if (d.caps.host_cpu) return &d;
   return nullptr;
+}
+
+// The default layer split (split mode layer, no split_ratio, every block offloaded, two or more
+// accelerators) balances the stages by predicted decode time instead of by memory: contiguous
+// block ranges in device order whose slowest stage, counting the embedding lookup on the first
+// stage and the output head on the last (a large vocabulary's head weighs several blocks), is as
+// fast as it can be. A split that does not fit the devices' memory is not taken: the
+// llama.cpp split by memory share (from_split_options) stays. Returns whether it changed p.
+bool balance_default_layer_split(Placement& p, const model::ModelConfig& c, const model::ModelWeights& w,
+                                 const std::vector<DeviceInfo>& devices, const PlacementRequest& r) {
+  if (r.split_mode != SplitMode::Layer || !r.split_ratio.empty() || r.gpu_layers >= 0) return false;
+  std::vector<const DeviceInfo*> accel;
+  for (const auto& d : devices)
+    if (!d.caps.host_cpu) accel.push_back(&d);
+  const int64_t n = c.n_layers;
+  const size_t k_devices = accel.size();
+  if (k_devices < 2 || n < 2 || static_cast<int64_t>(w.layers.size()) != n) return false;
+  const LayerShard whole = whole_layer(c);
+  // ms[k][b]: block b on accelerator k per decoded token; prefix sums for range costs.
+  std::vector<std::vector<double>> prefix(k_devices, std::vector<double>(static_cast<size_t>(n) + 1, 0.0));
+  for (size_t k = 0; k < k_devices; ++k)
+    for (int64_t b = 0; b < n; ++b)
+      prefix[k][static_cast<size_t>(b) + 1] =
+          prefix[k][static_cast<size_t>(b)] + block_ms(c, w.layers[static_cast<size_t>(b)], whole, true, *accel[k], 1);
+  auto range_ms = [&](size_t k, int64_t i, int64_t j) {
+    if (i == j) return 0.0;
+    double t = prefix[k][static_cast<size_t>(j)] - prefix[k][static_cast<size_t>(i)];
+    if (i == 0) t += embedding_ms(c, w, *accel[k]);
+    if (j == n) t += head_ms(c, w, *accel[k], 1);
+    return t;
+  };
+  // best[k][j]: the smallest slowest-stage time placing blocks [0, j) on accelerators 0..k;
+  // cut[k][j]: where accelerator k's range begins in that solution.
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(k_devices, std::vector<double>(static_cast<size_t>(n) + 1, inf));
+  std::vector<std::vector<int64_t>> cut(k_devices, std::vector<int64_t>(static_cast<size_t>(n) + 1, 0));
+  for (int64_t j = 0; j <= n; ++j) best[0][static_cast<size_t>(j)] = range_ms(0, 0, j);
+  for (size_t k = 1; k < k_devices; ++k) {
+    for (int64_t j = 0; j <= n; ++j) {
+      for (int64_t i = 0; i <= j; ++i) {
+        const double t = std::max(best[k - 1][static_cast<size_t>(i)], range_ms(k, i, j));
+        // Ties go to the later cut: earlier devices take more blocks, as llama.cpp's split does.
+        if (t <= best[k][static_cast<size_t>(j)]) {
+          best[k][static_cast<size_t>(j)] = t;
+          cut[k][static_cast<size_t>(j)] = i;
+        }
+      }
+    }
+  }
+  std::vector<int64_t> begin(k_devices, 0);
+  int64_t end = n;
+  for (size_t k = k_devices; k-- > 0;) {
+    begin[k] = k == 0 ? 0 : cut[k][static_cast<size_t>(end)];
+    end = begin[k];
+  }
+  Placement balanced = p;
+  int64_t first_block_device = -1, last_block_device = -1;
+  for (size_t k = 0; k < k_devices; ++k) {
+    const int64_t stop = k + 1 < k_devices ? begin[k + 1] : n;
+    for (int64_t b = begin[k]; b < stop; ++b) balanced.layers[static_cast<size_t>(b)].target.devices = {accel[k]->id};
+    if (stop > begin[k]) {
+      if (first_block_device < 0) first_block_device = static_cast<int64_t>(k);
+      last_block_device = static_cast<int64_t>(k);
+    }
+  }
+  balanced.embedding.devices = {accel[static_cast<size_t>(first_block_device)]->id};
+  balanced.head.devices = {accel[static_cast<size_t>(last_block_device)]->id};
+  bool changed = false;
+  for (int64_t b = 0; b < n; ++b)
+    changed |= balanced.layers[static_cast<size_t>(b)].target.devices != p.layers[static_cast<size_t>(b)].target.devices;
+  changed |= balanced.head.devices != p.head.devices || balanced.embedding.devices != p.embedding.devices;
+  if (!changed) return false;
+  Expected<MemoryEstimate> memory = estimate_memory(balanced, c, w, devices);
+  if (!memory.ok() || !check_fits(*memory, r.margin_fraction).ok()) return false;
+  p = std::move(balanced);
+  return true;
 }
 
 Expected<Placement> from_split_options(const model::ModelConfig& c, const std::vector<DeviceInfo>& devices,
@@ -359,7 +439,8 @@ Expected<PlanResult> plan_from_options(const model::ModelConfig& c, const model:
     p.n_seq = r.n_seq > 0 ? r.n_seq : 1;
     p.max_batch = r.max_batch > 0 ? r.max_batch : 256;
     p.kv_type = r.kv_type.value_or(kernels::DType::F16);
-    how = std::string("split mode ") + split_mode_name(r.split_mode) +
+    const bool by_time = balance_default_layer_split(p, c, w, devices, r);
+    how = std::string("split mode ") + split_mode_name(r.split_mode) + (by_time ? " (stages balanced by time)" : "") +
           (r.gpu_layers >= 0 ? ", gpu layers " + std::to_string(r.gpu_layers) : "") +
           (r.kv_on_cpu ? ", KV on the CPU" : "");
     if (r.experts_on_cpu != 0)
@@ -387,9 +468,21 @@ Expected<PlanResult> plan_from_options(const model::ModelConfig& c, const model:
                               format_bytes(m.capacity_bytes) + ", " + buf + ": " + how +
                               (m.fits ? "" : "; does not fit, short " + format_bytes(m.shortfall_bytes)));
   }
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "plan: %zu stage%s, predicted %.3f ms per token, %.1f tokens/s", res.cost.stages.size(),
-                res.cost.stages.size() == 1 ? "" : "s", res.cost.decode_ms_per_token, res.cost.decode_tokens_per_s);
+  char buf[256];
+  if (res.cost.n_seq > 1) {
+    std::snprintf(buf, sizeof buf,
+                  "plan: %zu stage%s, predicted %.3f ms per token for one sequence; %lld sequences as %lld "
+                  "micro-batch%s of %lld: %.3f ms per round, %.1f tokens/s",
+                  res.cost.stages.size(), res.cost.stages.size() == 1 ? "" : "s", res.cost.decode_ms_per_token,
+                  static_cast<long long>(res.cost.n_seq), static_cast<long long>(res.cost.decode_micro_batches),
+                  res.cost.decode_micro_batches == 1 ? "" : "es",
+                  static_cast<long long>(res.cost.decode_rows_per_micro_batch), res.cost.decode_round_ms,
+                  res.cost.decode_tokens_per_s);
+  } else {
+    std::snprintf(buf, sizeof buf, "plan: %zu stage%s, predicted %.3f ms per token, %.1f tokens/s",
+                  res.cost.stages.size(), res.cost.stages.size() == 1 ? "" : "s", res.cost.decode_ms_per_token,
+                  res.cost.decode_tokens_per_s);
+  }
   res.explanation.push_back(buf);
   return res;
 }
@@ -413,6 +506,7 @@ Expected<Placement> placement_from_options(const model::ModelConfig& c, const mo
     p.n_seq = r.n_seq > 0 ? r.n_seq : 1;
     p.max_batch = r.max_batch > 0 ? r.max_batch : 256;
     p.kv_type = r.kv_type.value_or(kernels::DType::F16);
+    balance_default_layer_split(p, c, w, devices, r);
   }
   STRATA_RETURN_IF_ERROR(apply_part_options(p, c, w, devices, r));
   STRATA_RETURN_IF_ERROR(validate_placement(p, c, w, devices));

@@ -106,9 +106,20 @@ TEST(CostModel, PipelineTransfersAndSequences) {
   EXPECT_NEAR(c->stages[1].decode_ms, s1, 1e-12);
   EXPECT_NEAR(c->decode_ms_per_token, s0 + s1, 1e-12);
   EXPECT_NEAR(c->bottleneck_ms, s1, 1e-12);
-  // 4 sequences: 4 tokens per max(sum, 4 x slowest).
-  EXPECT_NEAR(c->decode_tokens_per_s, 4000 / std::max(s0 + s1, 4 * s1), 1e-6);
-  EXPECT_NEAR(c->objective_ms(), std::max(s0 + s1, 4 * s1) / 4, 1e-12);
+  // 4 sequences on 2 stages: 2 groups of 2 rows, each group one micro-batch in flight. Per row of
+  // a 2-row micro-batch each stage reads its weights once for both rows (bytes / 2) and pays the
+  // link latency once (latency / 2); the embedding row lookup stays per token.
+  const double s0r = 1024 / 1e8 + 2 * kBlockBytes / 1e8 / 2;
+  const double s1r = 1024 / 5e6 + 0.020 / 2 + 2 * kBlockBytes / 5e7 / 2 + 1025024 / 5e7 / 2;
+  // A round (every sequence one token): max(one group's trip, 2 groups x slowest stage).
+  const double round = std::max(2 * (s0r + s1r), 2 * 2 * std::max(s0r, s1r));
+  EXPECT_EQ(c->decode_micro_batches, 2);
+  EXPECT_EQ(c->decode_rows_per_micro_batch, 2);
+  EXPECT_NEAR(c->decode_round_ms, round, 1e-12);
+  EXPECT_NEAR(c->decode_tokens_per_s, 4000 / round, 1e-6);
+  EXPECT_NEAR(c->objective_ms(), round / 4, 1e-12);
+  // Batching pays: faster than 4 sequences one after another, and than the old unbatched bound.
+  EXPECT_GT(c->decode_tokens_per_s, 4000 / std::max(s0 + s1, 4 * s1));
   // One boundary (a -> b): the hidden state, 256 floats, crosses it once per token.
   EXPECT_EQ(c->boundaries, 1);
   EXPECT_FALSE(c->stages[0].receives);

@@ -746,6 +746,31 @@ Status Pipeline::eval(std::span<const Request> requests) {
   for (auto& mb : batches) {
     if (!mb->status.ok()) return mb->status;
   }
+  // Final hidden states: each micro-batch's host copy after the last stage, part by part (the
+  // sequences of one eval are distinct, and a part's offset in its request is pos0 - position).
+  if (std::any_of(requests.begin(), requests.end(), [](const Request& r) { return r.hidden != nullptr; })) {
+    const size_t row = static_cast<size_t>(c.n_embd);
+    std::vector<int64_t> by_seq(static_cast<size_t>(placement_.n_seq), -1);
+    for (size_t i = 0; i < requests.size(); ++i) by_seq[static_cast<size_t>(requests[i].seq)] = static_cast<int64_t>(i);
+    std::vector<int64_t> copied(requests.size(), 0);
+    for (const auto& mb : batches) {
+      for (const MicroBatch::Part& p : mb->parts) {
+        const Request& r = requests[static_cast<size_t>(by_seq[static_cast<size_t>(p.seq)])];
+        if (!r.hidden) continue;
+        if (mb->hidden_rank >= 0)
+          return Error{Code::Unsupported, "hidden states of a pipeline whose last stage is on another rank"};
+        const int64_t start = p.pos0 - positions_[static_cast<size_t>(p.seq)];
+        std::copy_n(mb->hidden.data() + static_cast<size_t>(p.row0) * row, static_cast<size_t>(p.n) * row,
+                    r.hidden + static_cast<size_t>(start) * row);
+        copied[static_cast<size_t>(by_seq[static_cast<size_t>(p.seq)])] += p.n;
+      }
+    }
+    for (size_t i = 0; i < requests.size(); ++i) {
+      if (requests[i].hidden && copied[i] != static_cast<int64_t>(requests[i].tokens.size()))
+        return Error{Code::Internal, "eval: hidden states of " + std::to_string(copied[i]) + " of " +
+                                         std::to_string(requests[i].tokens.size()) + " tokens came back"};
+    }
+  }
   for (const Request& r : requests) positions_[static_cast<size_t>(r.seq)] += static_cast<int64_t>(r.tokens.size());
   return {};
 }

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "engine/sample/stop_strings.h"
+#include "kernels/cpu/ops_f32.h"
 #include "engine/tokenizer/stream_decoder.h"
 
 namespace strata::exec {
@@ -119,6 +120,74 @@ Status Scheduler::run_exclusive(std::function<Status(Pipeline&)> fn) {
   cv_.notify_all();
   cv_.wait(lock, [&] { return task.done; });
   return task.result;
+}
+
+Scheduler::Slot* Scheduler::free_slot() {
+  Slot* best = nullptr;
+  for (auto& s : slots_) {
+    if (s->busy) continue;
+    if (!best || s->history.size() < best->history.size()) best = s.get();
+  }
+  return best;
+}
+
+Expected<std::vector<float>> Scheduler::embedding(std::vector<int32_t> tokens, Pooling pooling) {
+  if (tokens.empty()) return Error{Code::InvalidArgument, "empty input: at least one token is needed"};
+  if (static_cast<int64_t>(tokens.size()) > n_ctx_)
+    return Error{Code::OutOfRange, std::to_string(tokens.size()) + " tokens exceed the context length " +
+                                       std::to_string(n_ctx_)};
+  const model::Model& model = pipeline_.model();
+  const model::ModelConfig& c = model.config();
+  const model::TensorView& norm = model.weights().output_norm;
+  if (!norm.present() || norm.type != kernels::DType::F32 || norm.cols != c.n_embd)
+    return Error{Code::Unsupported, "the model's output norm is not an f32 vector of n_embd values"};
+  const size_t dim = static_cast<size_t>(c.n_embd);
+  std::vector<float> hidden(tokens.size() * dim);
+  Task task;
+  task.wants_slot = true;
+  task.fn = [&](Pipeline& pipeline) -> Status {
+    Slot* slot = free_slot();
+    if (!slot) return Error{Code::Internal, "embedding: no free slot"};
+    // The slot's cache is overwritten from position 0: forget it first, so that no later request
+    // reuses (or copies) a prefix that is no longer there.
+    slot->history.clear();
+    slot->prompt_done = 0;
+    pipeline.truncate(slot->seq, 0);
+    Pipeline::Request r;
+    r.seq = slot->seq;
+    r.tokens = tokens;
+    r.hidden = hidden.data();
+    Status st = pipeline.eval(std::span<const Pipeline::Request>(&r, 1));
+    pipeline.truncate(slot->seq, 0);
+    return st;
+  };
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (stop_) return Error{Code::Cancelled, "the scheduler is shut down"};
+    tasks_.push_back(&task);
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return task.done; });
+  }
+  STRATA_RETURN_IF_ERROR(task.result);
+  // The head's output norm on every row (the same f32 kernel as the CPU head), then the pool.
+  const float* w = reinterpret_cast<const float*>(norm.data);
+  std::vector<double> pooled(dim, 0.0);
+  std::vector<float> row(dim);
+  const size_t first = pooling == Pooling::Last ? tokens.size() - 1 : 0;
+  for (size_t t = first; t < tokens.size(); ++t) {
+    kernels::rms_norm_f32(hidden.data() + t * dim, w, row.data(), c.n_embd, c.rms_eps);
+    for (size_t i = 0; i < dim; ++i) pooled[i] += row[i];
+  }
+  const double count = static_cast<double>(tokens.size() - first);
+  double sum_sq = 0;
+  for (double& v : pooled) {
+    v /= count;
+    sum_sq += v * v;
+  }
+  const double scale = sum_sq > 0 ? 1.0 / std::sqrt(sum_sq) : 0.0;
+  std::vector<float> out(dim);
+  for (size_t i = 0; i < dim; ++i) out[i] = static_cast<float>(pooled[i] * scale);
+  return out;
 }
 
 SchedulerStats Scheduler::stats() const {
@@ -566,7 +635,12 @@ void Scheduler::loop() {
       cancelled.swap(cancelled_waiting_);
     }
     // Exclusive tasks run with no eval in flight (placement changes, memory queries).
+    std::deque<Task*> deferred;  // wanting a slot while every slot is busy: tried after the next step
     for (Task* t : tasks) {
+      if (t->wants_slot && !free_slot()) {
+        deferred.push_back(t);
+        continue;
+      }
       Status result;
       try {
         result = t->fn(pipeline_);
@@ -581,6 +655,10 @@ void Scheduler::loop() {
         t->done = true;
       }
       cv_.notify_all();
+    }
+    if (!deferred.empty()) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      tasks_.insert(tasks_.begin(), deferred.begin(), deferred.end());
     }
     for (Waiting& w : cancelled) {
       GenerationResult r;

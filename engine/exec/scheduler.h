@@ -70,6 +70,12 @@ struct GenerationRequest {
   std::function<void(const GenerationResult&)> on_done;
 };
 
+// How embedding() pools the rows of a text into one vector.
+enum class Pooling {
+  Mean,  // the mean of every token's row (BOS included when the text has one)
+  Last,  // the last token's row
+};
+
 struct SchedulerOptions {
   int64_t max_waiting = 64;              // requests queued behind busy slots; more: submit fails
   // Prompt tokens evaluated per step while some sequence is decoding, shared by the sequences
@@ -130,6 +136,14 @@ class Scheduler {
   // Runs fn on the scheduler thread between steps (no eval in flight) and returns its status;
   // blocks the caller. Cancelled when the scheduler is shut down.
   Status run_exclusive(std::function<Status(Pipeline&)> fn);
+  // An embedding of `tokens`: the final hidden state after the model's output norm, pooled over
+  // the tokens, then scaled to unit L2 norm ([n_embd]). The tokens are evaluated on their own in a
+  // free slot from position 0 (one eval, nothing else in it), so the vector depends only on them:
+  // the same tokens give the same vector bit for bit whatever else is running or asked with them.
+  // Runs on the scheduler thread between steps once a slot is free (that slot's cached prefix is
+  // forgotten); the caller blocks. InvalidArgument for an empty list or bad ids, OutOfRange past
+  // the context, Cancelled when the scheduler shuts down.
+  Expected<std::vector<float>> embedding(std::vector<int32_t> tokens, Pooling pooling);
   SchedulerStats stats() const;
   void shutdown();
 
@@ -147,7 +161,11 @@ class Scheduler {
     std::function<Status(Pipeline&)> fn;
     Status result;
     bool done = false;
+    bool wants_slot = false;   // runs only when a slot is free (free_slot() finds it); else waits
   };
+  // A slot no request holds, the one with the shortest cached history (scheduler thread); null
+  // when every slot is busy.
+  Slot* free_slot();
 
   void loop();
   void admit_locked(std::vector<std::pair<Slot*, Waiting>>& admitted);

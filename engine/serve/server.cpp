@@ -201,6 +201,7 @@ const std::map<std::string, std::string>& route_methods() {
       {"/v1/models/{id}", "GET, HEAD"},
       {"/v1/chat/completions", "POST"},
       {"/v1/completions", "POST"},
+      {"/v1/embeddings", "POST"},
       {"/metrics", "GET, HEAD"},
       {"/strata/v1/devices", "GET, HEAD"},
       {"/strata/v1/status", "GET, HEAD"},

@@ -3,12 +3,21 @@
 # `strata-engine serve`: a chat completion, non-streaming and streaming, equals `run`'s text.
 # Usage: test_openai_client.py STRATA_ENGINE MODEL.gguf. tools/setup.sh installs the openai package,
 # so its absence fails like any other problem.
+import base64
 import json
+import os
 import re
 import subprocess
 import sys
 import threading
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
+try:
+    import numpy as np
+    import reference_model as ref
+except ImportError as e:
+    print(f"FAIL: {e} (tools/setup.sh installs numpy and gguf)")
+    sys.exit(1)
 try:
     import openai
 except ImportError:
@@ -42,6 +51,72 @@ def validate(value, schema, where="$"):
             validate(item, schema.get("items", {}), f"{where}[{i}]")
     if t == "string" and "maxLength" in schema:
         assert len(value) <= schema["maxLength"], f"{where}: {value!r} too long"
+
+
+# Embeddings against the NumPy forward pass (tests/reference/reference_model.py, float64, keys and
+# values rounded to f16 as the server's default KV cache stores them): mean of the rows after the
+# output norm, unit length. Measured on stories260K: max |a - b| 5e-8 (1e-4 against an f32 cache,
+# which shows the check sees the difference); the tolerance is 1e-5 per element of a unit vector.
+EMBED_TOL = 1e-5
+
+
+def reference_embedding(m, tokens, pooling="mean"):
+    h = ref.final_hidden(m, tokens, kv_f16=True)
+    v = h.mean(axis=0) if pooling == "mean" else h[-1]
+    return v / np.linalg.norm(v)
+
+
+def check_embeddings(client, binary, model, port, key):
+    m = ref.Model(model)
+    texts = ["Once upon a time", "The dog ran to the park.", "Lily had a red ball"]
+    token_lists = [[int(t) for t in subprocess.run([binary, "tokenize", "-m", model, "-p", t], check=True,
+                                                    capture_output=True, text=True).stdout.split()] for t in texts]
+    # The package asks for base64 by default and decodes it; float is asked explicitly.
+    batched = client.embeddings.create(model="stories260K", input=texts)
+    as_float = client.embeddings.create(model="stories260K", input=texts, encoding_format="float")
+    assert [d.index for d in batched.data] == [0, 1, 2], batched
+    assert batched.usage.prompt_tokens == sum(len(t) for t in token_lists), (batched.usage, token_lists)
+    for k, tokens in enumerate(token_lists):
+        got = np.asarray(batched.data[k].embedding, dtype=np.float64)
+        assert got.shape == (m.n_embd,), got.shape
+        err = np.abs(got - reference_embedding(m, tokens)).max()
+        assert err < EMBED_TOL, f"embedding {k}: max |server - reference| {err} >= {EMBED_TOL}"
+        assert abs(np.linalg.norm(got) - 1) < 1e-6, np.linalg.norm(got)
+        # float and base64 carry the same f32 values.
+        assert np.array_equal(np.asarray(as_float.data[k].embedding, dtype=np.float32),
+                              np.asarray(batched.data[k].embedding, dtype=np.float32)), k
+        # Exact: the same input alone (as text and as token ids) gives the same vector bit for bit.
+        alone = client.embeddings.create(model="stories260K", input=texts[k])
+        ids = client.embeddings.create(model="stories260K", input=tokens)
+        assert alone.data[0].embedding == batched.data[k].embedding, k
+        assert ids.data[0].embedding == batched.data[k].embedding, k
+    # Token-id lists, and the last-token pooling extension (extra_body).
+    lists = client.embeddings.create(model="stories260K", input=token_lists[:2])
+    assert [d.embedding for d in lists.data] == [d.embedding for d in batched.data[:2]], lists
+    last = client.embeddings.create(model="stories260K", input=texts[0], extra_body={"pooling": "last"})
+    err = np.abs(np.asarray(last.data[0].embedding) - reference_embedding(m, token_lists[0], "last")).max()
+    assert err < EMBED_TOL, f"last-token embedding: {err}"
+    # While a generation runs on another slot the vectors stay the same (each input is its own eval).
+    stream = client.chat.completions.create(model="stories260K", messages=[{"role": "user", "content": "Once"}],
+                                            temperature=0, max_tokens=200, stream=True)
+    first = next(iter(stream))
+    during = client.embeddings.create(model="stories260K", input=texts)
+    assert [d.embedding for d in during.data] == [d.embedding for d in batched.data], "changed beside a stream"
+    stream.close()
+    assert first is not None
+    # The raw base64: little-endian float32, as OpenAI sends it.
+    raw = client.embeddings.with_raw_response.create(model="stories260K", input=texts[0], encoding_format="base64")
+    body = json.loads(raw.text)
+    decoded = np.frombuffer(base64.b64decode(body["data"][0]["embedding"]), dtype="<f4")
+    assert np.array_equal(decoded, np.asarray(batched.data[0].embedding, dtype=np.float32)), decoded[:4]
+    for bad, param in (({"dimensions": 8}, "dimensions"), ({"input": ""}, "input"), ({"input": [[1, 99999]]}, "input")):
+        try:
+            kwargs = {"model": "stories260K", "input": texts[0]}
+            kwargs.update(bad)
+            client.embeddings.create(**kwargs)
+            raise AssertionError(f"{bad} accepted")
+        except openai.BadRequestError as e:
+            assert e.status_code == 400 and e.body["param"] == param, e.body
 
 
 def main():
@@ -171,6 +246,8 @@ def main():
                            {"role": "tool", "tool_call_id": call[0].id, "content": "noon"}]
         after = client.chat.completions.create(model="stories260K", messages=turn, tools=tools, temperature=0, max_tokens=4)
         assert after.usage.prompt_tokens > auto.usage.prompt_tokens, (after.usage, auto.usage)
+
+        check_embeddings(client, binary, model, port, key)
 
         # Errors come back as the package's typed exceptions.
         try:

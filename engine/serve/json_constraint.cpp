@@ -140,7 +140,7 @@ Status compile_node(const nlohmann::ordered_json& s, CompiledSchema& out, int in
                                                     "$comment", "required", "additionalProperties", "strict",
                                                     "$defs", "definitions"};
   static const std::set<std::string> known = {"type", "properties", "items", "minItems", "maxItems", "maxLength",
-                                              "enum", "const", "anyOf", "oneOf"};
+                                              "pattern", "enum", "const", "anyOf", "oneOf"};
   for (auto it = s.begin(); it != s.end(); ++it) {
     if (!annotations.count(it.key()) && !known.count(it.key()))
       return bad("schema keyword '" + it.key() + "' is not supported");
@@ -167,7 +167,7 @@ Status compile_node(const nlohmann::ordered_json& s, CompiledSchema& out, int in
         const std::string& k = it.key();
         if (k == "type" || annotations.count(k)) continue;
         const bool fits = (name == "array" && (k == "items" || k == "minItems" || k == "maxItems")) ||
-                          (name == "string" && k == "maxLength") || (name == "object" && k == "properties");
+                          (name == "string" && (k == "maxLength" || k == "pattern")) || (name == "object" && k == "properties");
         if (fits) one[k] = it.value();
       }
       alts.push_back(std::move(one));
@@ -257,6 +257,15 @@ Status compile_node(const nlohmann::ordered_json& s, CompiledSchema& out, int in
     if (node.kind != SchemaNode::Kind::String || !s["maxLength"].is_number_unsigned())
       return bad("'maxLength' needs \"type\": \"string\" and a non-negative integer");
     node.max_length = s["maxLength"].get<int64_t>();
+  }
+  if (s.contains("pattern")) {
+    if (node.kind != SchemaNode::Kind::String || !s["pattern"].is_string())
+      return bad("'pattern' needs \"type\": \"string\" and a string");
+    Expected<RegexDfa> dfa = compile_pattern(s["pattern"].get<std::string>(), kMaxPatternDfaStates - out.pattern_states);
+    if (!dfa.ok()) return dfa.error();
+    out.pattern_states += dfa->next.size();
+    node.pattern = static_cast<int>(out.patterns.size());
+    out.patterns.push_back(std::move(*dfa));
   }
   out.nodes[static_cast<size_t>(index)] = std::move(node);
   return {};
@@ -506,37 +515,53 @@ bool JsonRecognizer::feed_frame(char c) {
     case Frame::Type::String: {
       const unsigned char u = static_cast<unsigned char>(c);
       const int64_t max_length = node ? node->max_length : -1;
+      // A pattern steps over the value's bytes (escapes decoded); a dead state refuses the byte.
+      const RegexDfa* dfa = node && node->pattern >= 0 ? &schema_->patterns[static_cast<size_t>(node->pattern)] : nullptr;
+      auto step = [&](unsigned char b) {
+        if (!dfa) return true;
+        f.re = dfa->next[static_cast<size_t>(f.re)][b];
+        return f.re >= 0;
+      };
       if (f.phase == 0) {
         if (c != '"') return false;
         f.phase = 1;
+        if (dfa) f.re = dfa->start;
         return true;
       }
       if (f.aux >= 10) {  // inside a UTF-8 sequence: continuation bytes
         if ((u & 0xC0) != 0x80) return false;
         f.aux = f.aux == 10 ? 0 : f.aux - 1;
-        return true;
+        return step(u);
       }
       if (f.aux == 1) {  // after a backslash
         if (c == 'u') {
+          if (dfa) return false;  // a patterned string writes its characters as they are
           f.aux = 2;
           return true;
         }
         if (c != '"' && c != '\\' && c != '/' && c != 'b' && c != 'f' && c != 'n' && c != 'r' && c != 't') return false;
         f.aux = 0;
-        return true;
+        const char decoded = c == 'b' ? '\b' : c == 'f' ? '\f' : c == 'n' ? '\n' : c == 'r' ? '\r' : c == 't' ? '\t' : c;
+        return step(static_cast<unsigned char>(decoded));
       }
       if (f.aux >= 2) {  // \u and (aux - 2) hex digits so far
         if (!is_hex(c)) return false;
         f.aux = f.aux == 5 ? 0 : f.aux + 1;
         return true;
       }
-      if (c == '"') return child_done();
+      if (c == '"') {
+        if (dfa && !dfa->accepting[static_cast<size_t>(f.re)]) return false;
+        return child_done();
+      }
       if (u < 0x20) return false;
       if (max_length >= 0 && f.count >= max_length) return false;  // only the closing quote is left
       ++f.count;
       if (c == '\\') {
         f.aux = 1;
-      } else if (u >= 0x80) {
+        return true;
+      }
+      if (!step(u)) return false;
+      if (u >= 0x80) {
         if ((u & 0xE0) == 0xC0 && u >= 0xC2) {
           f.aux = 10;        // one continuation byte
         } else if ((u & 0xF0) == 0xE0) {

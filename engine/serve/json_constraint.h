@@ -13,12 +13,14 @@
 #include "engine/core/status.h"
 #include "engine/exec/scheduler.h"
 #include "engine/serve/api_json.h"
+#include "engine/serve/regex_dfa.h"
 
 namespace strata::serve {
 
 // A JSON Schema, compiled to the subset this recognizer knows: object (its properties, written
 // in schema order, all of them), array (items, minItems, maxItems), string (maxLength), number,
-// integer, boolean, null, enum / const, "any JSON value" for an empty schema, anyOf / oneOf / a
+// (pattern: regex_dfa.h's subset, matched against the decoded value; such a string never uses
+// \u escapes), integer, boolean, null, enum / const, "any JSON value" for an empty schema, anyOf / oneOf / a
 // list of types whose alternatives start with different characters (the first byte picks one:
 // Optional[X] is anyOf [X, null]), and $ref to "#/$defs/..." or "#/definitions/..." (recursion
 // allowed: a node refers to others by index).
@@ -30,6 +32,7 @@ struct SchemaNode {
   int items = -1;                                       // Array: the item node
   int64_t min_items = 0, max_items = -1;                // Array; -1: no upper bound
   int64_t max_length = -1;                              // String: characters; -1: none
+  int pattern = -1;                                     // String: its `pattern` in CompiledSchema::patterns; -1: none
   std::vector<std::string> literals;                    // Literal: the compact JSON texts allowed
 };
 
@@ -37,6 +40,8 @@ struct CompiledSchema {
   std::vector<SchemaNode> nodes;  // nodes[0] is the root
   size_t literals = 0;            // enum / const values in all nodes
   size_t literal_bytes = 0;       // their compact JSON texts together
+  std::vector<RegexDfa> patterns; // String patterns (regex_dfa.h), stepped over the string's value
+  size_t pattern_states = 0;      // their DFA states together (kMaxPatternDfaStates at most)
 };
 
 // The compile budget. A token's mask walks the vocabulary trie through the recognizer, and a
@@ -75,6 +80,7 @@ class JsonRecognizer {
     int phase = 0;         // per type (see .cpp)
     int64_t count = 0;     // Object: property index; Array: items; String: characters; Literal: matched length
     int32_t aux = 0;       // String: escape / \u digits / UTF-8 continuation state; Number: digits in part
+    int32_t re = 0;        // String with a pattern: the automaton's state over the value's bytes
   };
   bool feed_frame(char c);
   bool child_done();       // the top frame completed: pop it and advance its parent

@@ -216,6 +216,39 @@ def main():
             value = json.loads(r.choices[0].message.content)
             assert value["name"] is None or (isinstance(value["name"], str) and len(value["name"]) <= 10), value
             assert value["pet"]["kind"] in ("cat", "dog"), value
+        # pattern (issue 48): a regex subset compiled into the constraint; the values match it as
+        # Python's re (ECMAScript's semantics for this subset) reads it, at any temperature.
+        patterned = {"type": "object",
+                     "properties": {"phone": {"type": "string", "pattern": "^\\(\\d{3}\\) \\d{3}-\\d{4}$"},
+                                    "code": {"type": "string", "pattern": "^[A-Z]{2}(-[a-z0-9]{1,3})?$"},
+                                    "word": {"anyOf": [{"type": "string", "pattern": "^(cat|dog)s?$"}, {"type": "null"}]}},
+                     "required": ["phone", "code", "word"]}
+        for seed in range(4):
+            r = client.chat.completions.create(
+                model="stories260K", messages=messages, temperature=1.0, seed=seed, max_tokens=120,
+                response_format={"type": "json_schema", "json_schema": {"name": "contact", "schema": patterned}})
+            assert r.choices[0].finish_reason == "stop", r.choices[0]
+            value = json.loads(r.choices[0].message.content)
+            assert re.fullmatch(r"\(\d{3}\) \d{3}-\d{4}", value["phone"]), value
+            assert re.fullmatch(r"[A-Z]{2}(-[a-z0-9]{1,3})?", value["code"]), value
+            assert value["word"] is None or re.fullmatch(r"(cat|dog)s?", value["word"]), value
+        for pattern, feature in (("(?=a)b", "lookahead"), ("(a)\\1", "backreference"), ("\\bx", "word boundary")):
+            try:
+                client.chat.completions.create(
+                    model="stories260K", messages=messages, max_tokens=4,
+                    response_format={"type": "json_schema", "json_schema": {"name": "p", "schema": {
+                        "type": "string", "pattern": pattern}}})
+                raise AssertionError(f"pattern {pattern!r} accepted")
+            except openai.BadRequestError as e:
+                assert e.body["code"] == "unsupported_schema" and feature in e.body["message"], e.body
+        try:
+            client.chat.completions.create(
+                model="stories260K", messages=messages, max_tokens=4,
+                response_format={"type": "json_schema", "json_schema": {"name": "p", "schema": {
+                    "type": "string", "pattern": "(a|b)*a(a|b){14}"}}})
+            raise AssertionError("a pattern over the budget accepted")
+        except openai.BadRequestError as e:
+            assert e.body["code"] == "schema_too_large" and "automaton states" in e.body["message"], e.body
         obj = client.chat.completions.create(model="stories260K", messages=messages, temperature=0.7, seed=1,
                                              max_tokens=200, response_format={"type": "json_object"})
         if obj.choices[0].finish_reason == "stop":

@@ -704,4 +704,84 @@ void JsonConstraint::accept(int32_t token) {
   if (token >= 0 && static_cast<size_t>(token) < pieces_->size()) (void)state_.feed((*pieces_)[static_cast<size_t>(token)]);
 }
 
+ToolCallConstraint::ToolCallConstraint(std::string trigger, std::vector<std::shared_ptr<const CompiledSchema>> calls,
+                                       std::shared_ptr<const TokenTrie> trie,
+                                       std::shared_ptr<const std::vector<std::string>> pieces, int32_t fallback_token)
+    : trigger_(std::move(trigger)), pieces_(std::move(pieces)), n_vocab_(trie->n_vocab()), fallback_(fallback_token) {
+  for (auto& c : calls) calls_.emplace_back(std::move(c), trie, pieces_, fallback_token);
+  live_.assign(calls_.size(), 1);
+  if (trigger_.empty()) {
+    triggered_ = true;
+    return;
+  }
+  for (size_t t = 0; t < pieces_->size(); ++t) {
+    if ((*pieces_)[t].find(trigger_.back()) != std::string::npos) closers_.push_back(static_cast<int32_t>(t));
+  }
+}
+
+size_t ToolCallConstraint::trigger_end(const std::string& piece) const {
+  const std::string text = tail_ + piece;
+  const size_t at = text.find(trigger_);
+  return at == std::string::npos ? std::string::npos : at + trigger_.size() - tail_.size();
+}
+
+bool ToolCallConstraint::accepts(const std::string& text) const {
+  for (size_t i = 0; i < calls_.size(); ++i) {
+    if (live_[i] && calls_[i].accepts(text)) return true;
+  }
+  return false;
+}
+
+void ToolCallConstraint::feed_text(const std::string& text) {
+  for (size_t i = 0; i < calls_.size(); ++i) {
+    if (live_[i] && !calls_[i].feed_text(text)) live_[i] = 0;
+  }
+}
+
+bool ToolCallConstraint::complete() const {
+  if (!triggered_) return false;
+  for (size_t i = 0; i < calls_.size(); ++i) {
+    if (live_[i] && calls_[i].complete()) return true;
+  }
+  return false;
+}
+
+void ToolCallConstraint::mask(float* logits) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  if (triggered_) {
+    std::vector<char> allowed(static_cast<size_t>(n_vocab_), 0);
+    for (size_t i = 0; i < calls_.size(); ++i) {
+      if (live_[i]) calls_[i].add_allowed(allowed);
+    }
+    bool any = false;
+    for (char a : allowed) any = any || a;
+    if (!any && fallback_ >= 0 && fallback_ < n_vocab_) allowed[static_cast<size_t>(fallback_)] = 1;
+    for (size_t t = 0; t < allowed.size(); ++t) {
+      if (!allowed[t]) logits[t] = ninf;
+    }
+    return;
+  }
+  // Free text; only a token that opens the call with more text after the trigger is checked.
+  for (int32_t t : closers_) {
+    const std::string& piece = (*pieces_)[static_cast<size_t>(t)];
+    const size_t end = trigger_end(piece);
+    if (end == std::string::npos || end >= piece.size()) continue;
+    if (!accepts(piece.substr(end))) logits[t] = ninf;
+  }
+}
+
+void ToolCallConstraint::accept(int32_t token) {
+  if (token < 0 || static_cast<size_t>(token) >= pieces_->size()) return;
+  const std::string& piece = (*pieces_)[static_cast<size_t>(token)];
+  if (triggered_) return feed_text(piece);
+  const size_t end = trigger_end(piece);
+  if (end != std::string::npos) {
+    triggered_ = true;
+    if (end < piece.size()) feed_text(piece.substr(end));
+    return;
+  }
+  tail_ += piece;
+  if (tail_.size() >= trigger_.size()) tail_.erase(0, tail_.size() - (trigger_.size() - 1));
+}
+
 }  // namespace strata::serve

@@ -116,6 +116,16 @@ class JsonConstraint : public exec::TokenConstraint {
   void mask(float* logits) override;
   void accept(int32_t token) override;
   bool complete() const override { return state_.complete(); }
+  // Marks in allowed ([n_vocab]) the tokens that keep the text a valid prefix (no fallback).
+  void add_allowed(std::vector<char>& allowed) const { walk(0, state_, allowed); }
+  // Text that comes without a token (the rest of a token that opened the value): false when the
+  // recognizer refuses it.
+  bool feed_text(const std::string& text) { return state_.feed(text); }
+  // Whether `text` would be accepted next (the state does not change).
+  bool accepts(const std::string& text) const {
+    JsonRecognizer probe = state_;
+    return probe.feed(text);
+  }
 
  private:
   void walk(int32_t node, const JsonRecognizer& state, std::vector<char>& allowed) const;
@@ -123,6 +133,42 @@ class JsonConstraint : public exec::TokenConstraint {
   std::shared_ptr<const TokenTrie> trie_;
   std::shared_ptr<const std::vector<std::string>> pieces_;
   int32_t fallback_;  // allowed when nothing else is (end of generation), so sampling never fails
+};
+
+// Tool calls by constrained decoding. The call must fit one of several schemas (one per function
+// it may name: each fixes "name" and its own "arguments"); all are walked side by side and a token
+// is allowed when one of them allows it, so once the name is written only that function's
+// arguments remain. With a trigger (tool_choice "auto": the template's call opener, "<tool_call>")
+// the text is free until the output ends with the trigger, and only then constrained; what
+// llama-server calls a lazy grammar: the model decides whether to call, and once it opens a call the
+// call is well-formed (an offered name, arguments of its schema) instead of, say, a copy of the
+// prompt's example. A token that completes the trigger may carry text past it only when that text
+// is a valid start of a call. An empty trigger (tool_choice "required" or a named function): the
+// whole reply is the call. Complete (generation stops) when the call object is: one call per reply.
+class ToolCallConstraint : public exec::TokenConstraint {
+ public:
+  ToolCallConstraint(std::string trigger, std::vector<std::shared_ptr<const CompiledSchema>> calls,
+                     std::shared_ptr<const TokenTrie> trie, std::shared_ptr<const std::vector<std::string>> pieces,
+                     int32_t fallback_token);
+  void mask(float* logits) override;
+  void accept(int32_t token) override;
+  bool complete() const override;
+  bool triggered() const { return triggered_; }
+
+ private:
+  // Where the trigger completes in tail_ + piece (npos: it does not).
+  size_t trigger_end(const std::string& piece) const;
+  bool accepts(const std::string& text) const;  // some live call accepts text next
+  void feed_text(const std::string& text);      // live calls that refuse it die
+  std::string trigger_;
+  std::string tail_;                 // the free text's last trigger_.size() - 1 bytes
+  bool triggered_ = false;
+  std::vector<JsonConstraint> calls_;
+  std::vector<char> live_;           // [calls_]: still a possible reading of the text
+  std::shared_ptr<const std::vector<std::string>> pieces_;
+  int32_t n_vocab_ = 0;
+  int32_t fallback_ = -1;
+  std::vector<int32_t> closers_;     // tokens whose text holds the trigger's last byte
 };
 
 }  // namespace strata::serve

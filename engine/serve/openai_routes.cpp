@@ -854,21 +854,31 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
   if (auto e = parse_logit_bias(body, tok->n_tokens(), p.gen.logit_bias)) return send_error(res, *e);
   if (auto e = parse_response_format(body, req.body, *loaded, p.make_constraint)) return send_error(res, *e);
   if (tools.forced) {
-    // The reply must be a call: constrained to a bare call object (its arguments to the tool's
-    // parameters when that schema is in the supported subset, else any object).
+    // The reply must be a call: constrained to a bare call object (a function it may call, and
+    // that function's parameters as arguments when that schema is in the supported subset, else
+    // any object).
     if (p.make_constraint)
       return send_error(res, bad_request("a forced 'tool_choice' cannot be combined with 'response_format'",
                                          "tool_choice", "unsupported_parameter"));
-    if (!constraint_for_schema(forced_call_schema(tools, true), *loaded, p.make_constraint).ok()) {
-      Status s = constraint_for_schema(forced_call_schema(tools, false), *loaded, p.make_constraint);
-      if (!s.ok()) return send_error(res, bad_request(s.error().message, "tool_choice"));
-    }
+    Status s = tool_call_constraint("", tools, *loaded, p.make_constraint);
+    if (!s.ok())
+      return send_error(res, bad_request(s.error().message, "tool_choice",
+                                         s.error().code == Code::OutOfRange ? "schema_too_large" : ""));
   }
   std::vector<int32_t> prompt;
   std::vector<std::vector<int32_t>> more_prompts;  // /v1/completions with a list of prompts: the 2nd on
   if (auto e = build_prompt(*loaded, body, chat, tools, ctx.options.parse_special, prompt, chat ? nullptr : &more_prompts))
     return send_error(res, *e);
   if (tools.enabled) tools.format = tools.generic_prompt ? ToolFormat::Hermes : tool_format_of_template(loaded->tmpl->source());
+  if (tools.enabled && !tools.forced && !p.make_constraint && tools.format == ToolFormat::Hermes) {
+    // tool_choice "auto" with <tool_call> blocks: the model writes freely, and once it opens a
+    // block the call inside is constrained to an offered name and that function's arguments
+    // (without this a small model copies the prompt's example, "<function name>", which is no call).
+    Status s = tool_call_constraint("<tool_call>", tools, *loaded, p.make_constraint);
+    if (!s.ok())
+      return send_error(res, bad_request(s.error().message, "tools",
+                                         s.error().code == Code::OutOfRange ? "schema_too_large" : ""));
+  }
   const int64_t n_ctx = loaded->pipeline->n_ctx();
   std::vector<std::vector<int32_t>> prompts;
   prompts.push_back(std::move(prompt));

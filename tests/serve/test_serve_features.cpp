@@ -538,6 +538,52 @@ TEST(JsonConstraint, MaskAllowsOnlyTokensThatKeepAValidPrefix) {
   EXPECT_EQ(allowed(), (std::vector<int>{0}));  // nothing fits: the fallback (end of generation)
 }
 
+// Issue 48: tool_choice "auto" is free text until "<tool_call>", then a call to one of the
+// offered functions with that function's arguments (several schemas walked side by side).
+TEST(JsonConstraint, ToolCallConstraintIsLazyAndPicksTheFunctionsArguments) {
+  auto pieces = std::make_shared<const std::vector<std::string>>(std::vector<std::string>{
+      "", "Hi", " there", "<tool", "_call>", "<tool_call>{\"", "<tool_call>x", "{\"name\":\"", "a\"", "b\"",
+      ",\"arguments\":{", "\"x\":1}}", "\"y\":true}}", "_call>\n"});
+  auto trie = std::make_shared<const serve::TokenTrie>(*pieces);
+  auto compile = [](const char* text) {
+    auto c = serve::compile_schema(nlohmann::ordered_json::parse(text));
+    EXPECT_TRUE(c.ok()) << c.error().message;
+    return std::make_shared<const serve::CompiledSchema>(std::move(*c));
+  };
+  std::vector<std::shared_ptr<const serve::CompiledSchema>> calls = {
+      compile(R"({"type":"object","properties":{"name":{"const":"a"},"arguments":{"type":"object","properties":{"x":{"type":"integer"}}}}})"),
+      compile(R"({"type":"object","properties":{"name":{"const":"b"},"arguments":{"type":"object","properties":{"y":{"type":"boolean"}}}}})")};
+  auto allowed = [&](serve::ToolCallConstraint& c) {
+    std::vector<float> logits(pieces->size(), 0.0f);
+    c.mask(logits.data());
+    std::vector<int> out;
+    for (size_t i = 0; i < logits.size(); ++i)
+      if (std::isfinite(logits[i])) out.push_back(static_cast<int>(i));
+    return out;
+  };
+  serve::ToolCallConstraint lazy("<tool_call>", calls, trie, pieces, 0);
+  // Free: everything but a token that opens the call with text no call can start with.
+  EXPECT_EQ(allowed(lazy), (std::vector<int>{0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13}));
+  lazy.accept(1);
+  lazy.accept(3);  // "<tool" ...
+  EXPECT_FALSE(lazy.triggered());
+  EXPECT_EQ(allowed(lazy), (std::vector<int>{0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12}));  // "_call>\n": "\n" starts no call
+  lazy.accept(4);  // ... "_call>": the trigger, split over two tokens
+  EXPECT_TRUE(lazy.triggered());
+  EXPECT_EQ(allowed(lazy), (std::vector<int>{7}));
+  lazy.accept(7);
+  EXPECT_EQ(allowed(lazy), (std::vector<int>{8, 9}));  // an offered name
+  lazy.accept(9);
+  lazy.accept(10);
+  EXPECT_EQ(allowed(lazy), (std::vector<int>{12}));  // b's arguments, not a's
+  lazy.accept(12);
+  EXPECT_TRUE(lazy.complete());
+  // Forced (no trigger): the call from the first token.
+  serve::ToolCallConstraint forced("", calls, trie, pieces, 0);
+  EXPECT_TRUE(forced.triggered());
+  EXPECT_EQ(allowed(forced), (std::vector<int>{7}));
+}
+
 TEST(ServeFeatures, ResponseFormatJsonSchemaOutputValidates) {
   ServerProcess server({"-m", stories_model()});
   ASSERT_NE(server.port(), 0) << server.stderr_text();

@@ -4,6 +4,7 @@
 # Usage: test_openai_client.py STRATA_ENGINE MODEL.gguf. tools/setup.sh installs the openai package,
 # so its absence fails like any other problem.
 import base64
+import http.client
 import json
 import os
 import re
@@ -117,6 +118,144 @@ def check_embeddings(client, binary, model, port, key):
             raise AssertionError(f"{bad} accepted")
         except openai.BadRequestError as e:
             assert e.status_code == 400 and e.body["param"] == param, e.body
+
+
+def model_folder():
+    """Where tools/setup.sh puts the real chat models (as tests/reference/real_models.py)."""
+    if os.environ.get("STRATA_MODEL_HOME"):
+        return os.environ["STRATA_MODEL_HOME"]
+    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(data, "strata", "models")
+
+
+def start_server(args):
+    server = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
+    log = []
+    for line in server.stderr:
+        log.append(line)
+        m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
+        if m:
+            threading.Thread(target=lambda: [None for _ in server.stderr], daemon=True).start()  # keep draining
+            return server, int(m.group(1))
+    server.wait()
+    raise AssertionError("server did not start:\n" + "".join(log))
+
+
+def stop_server(server):
+    server.terminate()
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "Get the current weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20}}, "required": ["city"]}}}
+TIME = {"type": "function", "function": {
+    "name": "get_time", "description": "The local time in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20}, "utc": {"type": "boolean"}},
+                   "required": ["city", "utc"]}}}
+
+
+def check_smollm2(binary):
+    """Tools with a real chat model (SmolLM2-135M-Instruct: its template has no tools, so the
+    generic tool prompt), CORS, and embeddings of a quantized model, through the openai package."""
+    model = os.path.join(model_folder(), "SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert os.path.exists(model), f"{model} is missing (tools/setup.sh fetches it)"
+    origin = "http://app.example"
+    server, port = start_server([binary, "serve", "-m", model, "--port", "0", "--cors", origin])
+    try:
+        # No API key: a cross-site page must be a --cors origin (issue 48). The package sends
+        # the Origin header as a browser would.
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", max_retries=0, timeout=120,
+                               default_headers={"Origin": origin})
+        raw = client.chat.completions.with_raw_response.create(
+            model="SmolLM2-135M-Instruct.Q4_1", messages=[{"role": "user", "content": "Hi"}], max_tokens=2)
+        assert raw.headers.get("access-control-allow-origin") == origin, dict(raw.headers)
+        assert "origin" in raw.headers.get("vary", "").lower(), dict(raw.headers)
+        evil = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", max_retries=0,
+                             default_headers={"Origin": "http://evil.example"})
+        try:
+            evil.models.list()
+            raise AssertionError("a cross-site origin not in --cors was answered")
+        except openai.PermissionDeniedError as e:
+            assert e.status_code == 403 and e.body["code"] == "cors_not_allowed", e.body
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn.request("OPTIONS", "/v1/embeddings", headers={"Origin": origin, "Access-Control-Request-Method": "POST",
+                                                           "Access-Control-Request-Headers": "content-type"})
+        pre = conn.getresponse()
+        pre.read()
+        assert pre.status == 204 and pre.getheader("Access-Control-Allow-Origin") == origin, pre.getheaders()
+        assert "POST" in pre.getheader("Access-Control-Allow-Methods"), pre.getheaders()
+        conn.close()
+
+        # tool_choice "auto" (issue 48: it never produced a call). Asked for a call, the model opens
+        # a <tool_call> block, and the call in it is constrained to an offered name and arguments,
+        # so it parses (before, the 135M model copied the prompt's "<function name>" placeholder).
+        ask = [{"role": "user", "content": "Please reply with a <tool_call> block calling get_weather for Paris."}]
+        auto = client.chat.completions.create(model="SmolLM2-135M-Instruct.Q4_1", messages=ask, tools=[WEATHER],
+                                              tool_choice="auto", temperature=0, max_tokens=60)
+        choice = auto.choices[0]
+        assert choice.finish_reason == "tool_calls", choice
+        assert choice.message.content is None, choice.message
+        call = choice.message.tool_calls[0]
+        assert call.function.name == "get_weather" and json.loads(call.function.arguments) == {"city": "Paris"}, call
+        # Streamed, the same call arrives as one tool_calls delta.
+        names, args, finish = [], "", None
+        for chunk in client.chat.completions.create(model="SmolLM2-135M-Instruct.Q4_1", messages=ask, tools=[WEATHER],
+                                                    tool_choice="auto", temperature=0, max_tokens=60, stream=True):
+            for c in chunk.choices:
+                for tc in c.delta.tool_calls or []:
+                    if tc.function and tc.function.name:
+                        names.append(tc.function.name)
+                    if tc.function and tc.function.arguments:
+                        args += tc.function.arguments
+                finish = c.finish_reason or finish
+        assert names == ["get_weather"] and json.loads(args) == {"city": "Paris"} and finish == "tool_calls", (names, args)
+        # auto does not force: a request that needs no tool gets text.
+        joke = client.chat.completions.create(model="SmolLM2-135M-Instruct.Q4_1", tools=[WEATHER, TIME],
+                                              messages=[{"role": "user", "content": "Tell me a joke about cats."}],
+                                              tool_choice="auto", temperature=0, max_tokens=30)
+        assert joke.choices[0].finish_reason != "tool_calls" and joke.choices[0].message.content, joke
+        # "required" with two tools: the arguments follow the chosen function's parameters.
+        for question in ("What time is it in Tokyo?", "What is the weather in Tokyo?"):
+            r = client.chat.completions.create(model="SmolLM2-135M-Instruct.Q4_1", tools=[WEATHER, TIME],
+                                               messages=[{"role": "user", "content": question}],
+                                               tool_choice="required", temperature=0, max_tokens=60)
+            call = r.choices[0].message.tool_calls[0]
+            assert r.choices[0].finish_reason == "tool_calls", r
+            fn = {"get_weather": WEATHER, "get_time": TIME}[call.function.name]["function"]
+            validate(json.loads(call.function.arguments), fn["parameters"])
+            assert set(json.loads(call.function.arguments)) == set(fn["parameters"]["required"]), call
+        named = client.chat.completions.create(model="SmolLM2-135M-Instruct.Q4_1", tools=[WEATHER, TIME],
+                                               messages=[{"role": "user", "content": "What is the weather in Tokyo?"}],
+                                               tool_choice={"type": "function", "function": {"name": "get_time"}},
+                                               temperature=0.9, seed=3, max_tokens=60)
+        call = named.choices[0].message.tool_calls[0]
+        assert call.function.name == "get_time", named
+        validate(json.loads(call.function.arguments), TIME["function"]["parameters"])
+        # The tool's result goes back, and the model answers in text.
+        turn = ask + [{"role": "assistant", "content": None, "tool_calls": [
+                          {"id": auto.choices[0].message.tool_calls[0].id, "type": "function",
+                           "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+                      {"role": "tool", "tool_call_id": auto.choices[0].message.tool_calls[0].id,
+                       "content": "sunny, 24 C"}]
+        after = client.chat.completions.create(model="SmolLM2-135M-Instruct.Q4_1", messages=turn, tools=[WEATHER],
+                                               tool_choice="none", temperature=0, max_tokens=30)
+        assert after.choices[0].message.content and not after.choices[0].message.tool_calls, after
+
+        # Embeddings of a quantized model: 576 values, unit length, exact alone or in a list.
+        texts = ["The capital of France is Paris.", "Cats sleep a lot."]
+        both = client.embeddings.create(model="SmolLM2-135M-Instruct.Q4_1", input=texts)
+        for k, t in enumerate(texts):
+            v = np.asarray(both.data[k].embedding)
+            assert v.shape == (576,) and abs(np.linalg.norm(v) - 1) < 1e-6, v.shape
+            assert client.embeddings.create(model="SmolLM2-135M-Instruct.Q4_1", input=t).data[0].embedding == \
+                both.data[k].embedding, k
+    finally:
+        stop_server(server)
 
 
 def main():
@@ -302,6 +441,8 @@ def main():
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+    check_smollm2(binary)
+    print("ok: SmolLM2-135M-Instruct: tools (auto, required, named, streamed), CORS, embeddings")
 
 
 if __name__ == "__main__":

@@ -89,7 +89,7 @@ def probe_memory(binary, model, threads):
             sent = [header_bomb(port) for _ in range(4)]
             after = rss_mb(p.pid)
             print(f"header bomb ({'--api-key' if key else 'no key'}): RSS {before:.1f} -> {after:.1f} MB "
-                  f"({100 * (after / before - 1):+.1f}%), bytes sent before the server closed: {sent}")
+                  f"({100 * (after / before - 1):+.1f}%), bytes written per run before the connection broke: {sent}")
             if key is None:
                 ranges = ",".join(["0-"] * 1300)
                 for path in ("/strata/v1/trace.json?seconds=10", "/strata/v1/status"):

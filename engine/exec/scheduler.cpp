@@ -460,7 +460,14 @@ void Scheduler::step() {
   for (const Slot* sp : order)
     decoding = decoding || (sp->prompt_done >= sp->req.prompt.size() && sp->replay_done >= sp->replay.size());
   size_t budget = static_cast<size_t>(options_.prompt_chunk);
-  if (!decoding) budget = std::max(budget, static_cast<size_t>(std::max<int64_t>(1, pipeline_.placement().max_batch)));
+  // Nothing decodes: a full batch, unless a prompt that fits in one chunk is read beside a longer
+  // one; then one chunk, so that the short one's first token comes after a short step instead of
+  // a full batch of the long prompt (which goes on at full batches in the steps after).
+  size_t reading = 0;
+  for (const Slot* sp : order) reading += left(sp) > 0 ? 1 : 0;
+  const bool short_beside_long = reading > 1 && left(order.front()) > 0 && left(order.front()) <= budget;
+  if (!decoding && !short_beside_long)
+    budget = std::max(budget, static_cast<size_t>(std::max<int64_t>(1, pipeline_.placement().max_batch)));
   for (Slot* sp : order) {
     Slot& slot = *sp;
     Pipeline::Request r;

@@ -27,6 +27,7 @@ constexpr auto kRateWindow = std::chrono::seconds(2);
 struct Scheduler::Slot {
   int32_t seq = 0;
   bool busy = false;
+  bool embedding = false;        // held by an embedding (Scheduler::EmbedJob), not a request
   uint64_t id = 0;
   GenerationRequest req;
   std::unique_ptr<sample::Sampler> sampler;
@@ -125,7 +126,7 @@ Status Scheduler::run_exclusive(std::function<Status(Pipeline&)> fn) {
 Scheduler::Slot* Scheduler::free_slot() {
   Slot* best = nullptr;
   for (auto& s : slots_) {
-    if (s->busy) continue;
+    if (s->busy || s->embedding) continue;
     if (!best || s->history.size() < best->history.size()) best = s.get();
   }
   return best;
@@ -143,32 +144,18 @@ Expected<std::vector<float>> Scheduler::embedding(std::vector<int32_t> tokens, P
     return Error{Code::Unsupported, "the model's output norm is not an f32 vector of n_embd values"};
   const size_t dim = static_cast<size_t>(c.n_embd);
   std::vector<float> hidden(tokens.size() * dim);
-  Task task;
-  task.wants_slot = true;
-  task.fn = [&](Pipeline& pipeline) -> Status {
-    Slot* slot = free_slot();
-    if (!slot) return Error{Code::Internal, "embedding: no free slot"};
-    // The slot's cache is overwritten from position 0: forget it first, so that no later request
-    // reuses (or copies) a prefix that is no longer there.
-    slot->history.clear();
-    slot->prompt_done = 0;
-    pipeline.truncate(slot->seq, 0);
-    Pipeline::Request r;
-    r.seq = slot->seq;
-    r.tokens = tokens;
-    r.hidden = hidden.data();
-    Status st = pipeline.eval(std::span<const Pipeline::Request>(&r, 1));
-    pipeline.truncate(slot->seq, 0);
-    return st;
-  };
+  EmbedJob job;
+  job.tokens = std::move(tokens);
+  job.hidden = hidden.data();
   {
     std::unique_lock<std::mutex> lock(mutex_);
     if (stop_) return Error{Code::Cancelled, "the scheduler is shut down"};
-    tasks_.push_back(&task);
+    embeds_.push_back(&job);
     cv_.notify_all();
-    cv_.wait(lock, [&] { return task.done; });
+    cv_.wait(lock, [&] { return job.finished; });
   }
-  STRATA_RETURN_IF_ERROR(task.result);
+  STRATA_RETURN_IF_ERROR(job.result);
+  tokens = std::move(job.tokens);
   // The head's output norm on every row (the same f32 kernel as the CPU head), then the pool.
   const float* w = reinterpret_cast<const float*>(norm.data);
   std::vector<double> pooled(dim, 0.0);
@@ -188,6 +175,72 @@ Expected<std::vector<float>> Scheduler::embedding(std::vector<int32_t> tokens, P
   std::vector<float> out(dim);
   for (size_t i = 0; i < dim; ++i) out[i] = static_cast<float>(pooled[i] * scale);
   return out;
+}
+
+void Scheduler::end_embedding(EmbedJob& job, Status result) {
+  if (job.slot) {
+    pipeline_.truncate(job.slot->seq, 0);
+    job.slot->history.clear();
+    job.slot->embedding = false;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (job.slot) --active_;
+  job.slot = nullptr;
+  job.result = std::move(result);
+  job.finished = true;
+  embeds_.erase(std::find(embeds_.begin(), embeds_.end(), &job));
+  cv_.notify_all();
+}
+
+void Scheduler::run_embeddings() {
+  std::vector<EmbedJob*> jobs;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    jobs.assign(embeds_.begin(), embeds_.end());
+  }
+  const size_t dim = static_cast<size_t>(pipeline_.model().config().n_embd);
+  // Fixed pieces: the vector must not depend on how busy the server is.
+  const size_t piece = static_cast<size_t>(
+      std::max<int64_t>(1, std::min(options_.prompt_chunk, pipeline_.placement().max_batch)));
+  for (EmbedJob* job : jobs) {
+    if (!job->slot) {
+      Slot* slot = free_slot();
+      if (!slot) continue;  // every slot is taken: after the next step
+      slot->embedding = true;
+      // The slot's cache is overwritten from position 0: forget it first, so that no later
+      // request reuses (or copies) a prefix that is no longer there.
+      slot->history.clear();
+      slot->prompt_done = 0;
+      job->slot = slot;
+      job->done = 0;
+      pipeline_.truncate(slot->seq, 0);
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++active_;
+    }
+    // A re-plan after a lost device drops every cache: start again from the first token.
+    if (pipeline_.position(job->slot->seq) != static_cast<int64_t>(job->done)) {
+      pipeline_.truncate(job->slot->seq, 0);
+      job->done = 0;
+    }
+    Pipeline::Request r;
+    r.seq = job->slot->seq;
+    const size_t n = std::min(piece, job->tokens.size() - job->done);
+    r.tokens = std::span<const int32_t>(job->tokens.data() + job->done, n);
+    r.hidden = job->hidden + job->done * dim;
+    Status st;
+    try {
+      st = pipeline_.eval(std::span<const Pipeline::Request>(&r, 1));
+    } catch (const std::exception& e) {
+      st = Error{Code::Internal, std::string("embedding step threw: ") + e.what()};
+    }
+    if (!st.ok()) {
+      if (recover(st)) continue;  // the next round starts it again on the new placement
+      end_embedding(*job, std::move(st));
+      continue;
+    }
+    job->done += n;
+    if (job->done == job->tokens.size()) end_embedding(*job, {});
+  }
 }
 
 SchedulerStats Scheduler::stats() const {
@@ -235,6 +288,11 @@ void Scheduler::shutdown() {
       t->result = Error{Code::Cancelled, "the scheduler is shut down"};
       t->done = true;
     }
+    for (EmbedJob* job : embeds_) {
+      job->result = Error{Code::Cancelled, "the scheduler is shut down"};
+      job->finished = true;
+    }
+    embeds_.clear();
   }
   cv_.notify_all();
   for (auto& slot : slots_) {
@@ -258,7 +316,7 @@ void Scheduler::admit_locked(std::vector<std::pair<Slot*, Waiting>>& admitted) {
     Slot* best = nullptr;
     size_t best_len = 0;
     for (auto& s : slots_) {
-      if (s->busy) continue;
+      if (s->busy || s->embedding) continue;
       size_t n = 0;
       if (options_.reuse_prefix) {
         while (n < s->history.size() && n < w.request.prompt.size() && s->history[n] == w.request.prompt[n]) ++n;
@@ -633,7 +691,7 @@ void Scheduler::loop() {
       std::unique_lock<std::mutex> lock(mutex_);
       auto ready = [&] {
         return stop_ || !tasks_.empty() || !cancel_requests_.empty() || !cancelled_waiting_.empty() || active_ > 0 ||
-               (!waiting_.empty() && active_ < n_slots_);
+               (!waiting_.empty() && active_ < n_slots_) || (!embeds_.empty() && active_ < n_slots_);
       };
       if (!ready()) cv_.wait_for(lock, std::chrono::seconds(1), ready);
       if (stop_) break;
@@ -642,12 +700,7 @@ void Scheduler::loop() {
       cancelled.swap(cancelled_waiting_);
     }
     // Exclusive tasks run with no eval in flight (placement changes, memory queries).
-    std::deque<Task*> deferred;  // wanting a slot while every slot is busy: tried after the next step
     for (Task* t : tasks) {
-      if (t->wants_slot && !free_slot()) {
-        deferred.push_back(t);
-        continue;
-      }
       Status result;
       try {
         result = t->fn(pipeline_);
@@ -662,10 +715,6 @@ void Scheduler::loop() {
         t->done = true;
       }
       cv_.notify_all();
-    }
-    if (!deferred.empty()) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      tasks_.insert(tasks_.begin(), deferred.begin(), deferred.end());
     }
     for (Waiting& w : cancelled) {
       GenerationResult r;
@@ -684,6 +733,8 @@ void Scheduler::loop() {
         if (s->busy && s->id == id) finish(*s, FinishReason::Cancelled);
       }
     }
+    // Embeddings take a free slot before the queue does (they hold it for a few short pieces).
+    run_embeddings();
     {
       std::lock_guard<std::mutex> lock(mutex_);
       admit_locked(admitted);

@@ -1133,6 +1133,13 @@ void handle_embeddings(ServerContext& ctx, const httplib::Request& req, httplib:
   Json data = Json::array();
   int64_t n_tokens = 0;
   for (size_t k = 0; k < inputs.size(); ++k) {
+    if (k > 0 && client_gone()) {  // a client that left wants no more of the list
+      ApiError e;
+      e.status = 499;
+      e.code = "client_disconnected";
+      e.message = "the client closed the connection before the answer was ready";
+      return send_error(res, e);
+    }
     Expected<std::vector<float>> v = scheduler->embedding(inputs[k], pooling);
     if (!v.ok()) {
       ApiError e = from_engine_error(v.error(), "input");

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bitset>
+#include <chrono>
 #include <cctype>
 #include <map>
 #include <memory>
@@ -570,17 +571,25 @@ Expected<RegexDfa> compile_pattern(const std::string& pattern, size_t dfa_states
   ids[start] = 0;
   sets.push_back(start);
   const size_t limit = std::min(dfa_states_left, kMaxPatternDfaStates);
+  const auto t0 = std::chrono::steady_clock::now();
   for (size_t i = 0; i < sets.size(); ++i) {
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(kMaxPatternCompileMs))
+      return Error{Code::OutOfRange, "pattern '" + pattern.substr(0, 64) + "' took over " +
+                                         std::to_string(kMaxPatternCompileMs) + " ms to compile (the limit)"};
     std::array<int32_t, 256> row;
     row.fill(RegexDfa::kDead);
     // Bytes with the same NFA moves share a target: one closure per distinct move set.
     std::map<std::vector<int32_t>, int32_t> moves;
-    for (unsigned b = 0; b < 256; ++b) {
-      std::vector<int32_t> to;
-      for (int32_t s : sets[i]) {
-        const Nfa::State& st = nfa.states[static_cast<size_t>(s)];
-        if (st.next >= 0 && st.bytes.test(b)) to.push_back(st.next);
+    std::array<std::vector<int32_t>, 256> by_byte;
+    for (int32_t s : sets[i]) {
+      const Nfa::State& st = nfa.states[static_cast<size_t>(s)];
+      if (st.next < 0) continue;
+      for (size_t b = 0; b < 256; ++b) {
+        if (st.bytes.test(b)) by_byte[b].push_back(st.next);
       }
+    }
+    for (unsigned b = 0; b < 256; ++b) {
+      std::vector<int32_t> to = std::move(by_byte[b]);
       if (to.empty()) continue;
       if (auto m = moves.find(to); m != moves.end()) {
         row[b] = m->second;

@@ -30,9 +30,10 @@ struct RegexDfa {
 
 // The compile budget: the NFA (a quantifier {n,m} copies its operand) and the DFA are bounded;
 // over either, OutOfRange naming the limit. dfa_states_left: the DFA states the schema still has.
-constexpr size_t kMaxPatternNfaStates = 8192;
-constexpr size_t kMaxPatternDfaStates = 2048;  // all patterns of one schema together
+constexpr size_t kMaxPatternNfaStates = 32768;
+constexpr size_t kMaxPatternDfaStates = 4096;  // all patterns of one schema together (1 KiB each)
 constexpr size_t kMaxPatternBytes = 4096;
+constexpr int kMaxPatternCompileMs = 250;  // and time, on the request's own thread
 
 Expected<RegexDfa> compile_pattern(const std::string& pattern, size_t dfa_states_left = kMaxPatternDfaStates);
 

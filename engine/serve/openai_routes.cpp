@@ -874,10 +874,8 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
     // tool_choice "auto" with <tool_call> blocks: the model writes freely, and once it opens a
     // block the call inside is constrained to an offered name and that function's arguments
     // (without this a small model copies the prompt's example, "<function name>", which is no call).
-    Status s = tool_call_constraint("<tool_call>", tools, *loaded, p.make_constraint);
-    if (!s.ok())
-      return send_error(res, bad_request(s.error().message, "tools",
-                                         s.error().code == Code::OutOfRange ? "schema_too_large" : ""));
+    // Tools whose schemas pass the compile budget are still offered, unconstrained, as before.
+    if (!tool_call_constraint("<tool_call>", tools, *loaded, p.make_constraint).ok()) p.make_constraint = nullptr;
   }
   const int64_t n_ctx = loaded->pipeline->n_ctx();
   std::vector<std::vector<int32_t>> prompts;

@@ -6,6 +6,8 @@
 #   seam      instructions of `run -t 1` under callgrind (the backend seam table; the "before"
 #             column needs a build of 0d1a922 passed as SEAM_BEFORE=path/to/strata-engine)
 #   serve_itl chunked prefill in `serve` (bench/serve_itl.py)
+#   probe     issue 48's probes against `serve` with SmolLM2-135M: RSS under the header bomb and the
+#             Range probe, 200 abandoned requests, a short request during a long prefill (bench/serve_probe.py)
 #   real      the real models (SmolLM2-135M Q4_1, Gemma 3 270M Q4_K_M) and the f32/f16 KV cache at 4k
 #   kernels   the kernel table: every weight type, 4096x4096 mat-vec and x64, 1 and 2 threads, and
 #             llama.cpp's test-backend-ops MUL_MAT perf cases (4096 x 14336) beside ours, and the
@@ -37,7 +39,7 @@ ENGINE=$BUILD/app/strata-engine
 KBENCH=$BUILD/bench/kernel_bench
 VOCAB=../shared/models/tokenizers/llama.cpp-vocab/ggml-vocab-llama-spm.gguf
 THREADS=${THREADS:-2}
-SECTIONS=${SECTIONS:-cpu cpu_side pipeline trace seam serve_itl real kernels table dots avx2 small batched server depth}
+SECTIONS=${SECTIONS:-cpu cpu_side pipeline trace seam serve_itl probe real kernels table dots avx2 small batched server depth}
 LLAMA_BIN=${LLAMA_BIN:-/work/llama-ref/bin}
 REAL_MODELS=${STRATA_MODEL_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/strata/models}
 mkdir -p "$MODELS"
@@ -133,6 +135,16 @@ if want serve_itl; then
   [ -f "$itl" ] || "$ENGINE" make-model --arch llama --vocab-from ../shared/models/stories260K.gguf --dim 256 --layers 8 \
       --heads 8 --ffn 768 --ctx 4096 --type q8_0 -o "$itl" -t "$THREADS" >&2
   python3 bench/serve_itl.py "$ENGINE" "$itl" --threads "$THREADS" --chunks 32,64,256,4096 --tokens 48
+  echo
+fi
+
+if want probe; then
+  echo "## The server against issue 48's probes (bench/serve_probe.py)"
+  if [ -f "$REAL_MODELS/SmolLM2-135M-Instruct.Q4_1.gguf" ]; then
+    python3 bench/serve_probe.py "$ENGINE" "$REAL_MODELS/SmolLM2-135M-Instruct.Q4_1.gguf" --threads "$THREADS"
+  else
+    echo "(skipped: $REAL_MODELS/SmolLM2-135M-Instruct.Q4_1.gguf is missing; tools/setup.sh fetches it)"
+  fi
   echo
 fi
 

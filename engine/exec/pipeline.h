@@ -57,6 +57,9 @@ class Pipeline {
     int32_t seq = 0;                    // sequence slot [0, n_seq)
     std::span<const int32_t> tokens;    // appended at the sequence's position
     float* logits = nullptr;            // [n_vocab] <- logits after the last token; may be null
+    // [tokens.size()][n_embd] <- the final residual stream of every token (after the last block,
+    // before the output norm); may be null. Unsupported when the last stage runs on another rank.
+    float* hidden = nullptr;
   };
   // Evaluates all requests (distinct sequences) concurrently through the stages. OutOfRange
   // when a sequence would pass n_ctx; InvalidArgument for bad ids. Nothing is evaluated then.

@@ -121,6 +121,14 @@ struct Pipeline::InFlight {
   std::vector<std::unique_ptr<MicroBatch>> batches;
   int64_t done = 0;                                   // batches that left the last stage
   std::vector<std::pair<int32_t, int64_t>> advance;   // (sequence, tokens) applied on success
+  // Requests that asked for final hidden states: (sequence, caller's [tokens x n_embd] floats,
+  // tokens). Filled by wait() from the micro-batches' host copies.
+  struct HiddenOut {
+    int32_t seq;
+    float* dst;
+    int64_t n_tokens;
+  };
+  std::vector<HiddenOut> hidden_out;
 };
 
 // Everything a placement needs beyond the blocks' weights and KV: one runtime per device used,

@@ -751,6 +751,7 @@ Expected<uint64_t> Pipeline::submit(std::span<const Request> requests, int64_t m
   for (auto& mb : batches) mb->hidden.resize(static_cast<size_t>(mb->n * c.n_embd));
   for (const Request& r : requests) {
     flight->advance.emplace_back(r.seq, static_cast<int64_t>(r.tokens.size()));
+    if (r.hidden) flight->hidden_out.push_back({r.seq, r.hidden, static_cast<int64_t>(r.tokens.size())});
     seq_in_flight_[static_cast<size_t>(r.seq)] = true;
   }
   std::vector<MicroBatch*> order;
@@ -785,6 +786,31 @@ Status Pipeline::wait(uint64_t eval_id) {
   // written past a position are overwritten by the next eval of that sequence).
   for (auto& mb : flight->batches) {
     if (!mb->status.ok()) return mb->status;
+  }
+  // Final hidden states: each micro-batch's host copy after the last stage, part by part (the
+  // sequences of one eval are distinct, and a part's offset in its request is pos0 - position).
+  if (!flight->hidden_out.empty()) {
+    const size_t row = static_cast<size_t>(model_.config().n_embd);
+    std::vector<int64_t> copied(flight->hidden_out.size(), 0);
+    for (const auto& mb : flight->batches) {
+      for (const MicroBatch::Part& p : mb->parts) {
+        for (size_t i = 0; i < flight->hidden_out.size(); ++i) {
+          const InFlight::HiddenOut& h = flight->hidden_out[i];
+          if (h.seq != p.seq) continue;
+          if (mb->hidden_rank >= 0)
+            return Error{Code::Unsupported, "hidden states of a pipeline whose last stage is on another rank"};
+          const int64_t start = p.pos0 - positions_[static_cast<size_t>(p.seq)];
+          std::copy_n(mb->hidden.data() + static_cast<size_t>(p.row0) * row, static_cast<size_t>(p.n) * row,
+                      h.dst + static_cast<size_t>(start) * row);
+          copied[i] += p.n;
+        }
+      }
+    }
+    for (size_t i = 0; i < flight->hidden_out.size(); ++i) {
+      if (copied[i] != flight->hidden_out[i].n_tokens)
+        return Error{Code::Internal, "eval: hidden states of " + std::to_string(copied[i]) + " of " +
+                                         std::to_string(flight->hidden_out[i].n_tokens) + " tokens came back"};
+    }
   }
   for (const auto& [seq, n] : flight->advance) positions_[static_cast<size_t>(seq)] += n;
   return {};

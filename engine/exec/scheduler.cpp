@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "engine/sample/stop_strings.h"
+#include "kernels/cpu/ops_f32.h"
 #include "engine/tokenizer/stream_decoder.h"
 
 namespace strata::exec {
@@ -26,6 +27,7 @@ constexpr auto kRateWindow = std::chrono::seconds(2);
 struct Scheduler::Slot {
   int32_t seq = 0;
   bool busy = false;
+  bool embedding = false;        // held by an embedding (Scheduler::EmbedJob), not a request
   uint64_t id = 0;
   GenerationRequest req;
   std::unique_ptr<sample::Sampler> sampler;
@@ -121,6 +123,126 @@ Status Scheduler::run_exclusive(std::function<Status(Pipeline&)> fn) {
   return task.result;
 }
 
+Scheduler::Slot* Scheduler::free_slot() {
+  Slot* best = nullptr;
+  for (auto& s : slots_) {
+    if (s->busy || s->embedding) continue;
+    if (!best || s->history.size() < best->history.size()) best = s.get();
+  }
+  return best;
+}
+
+Expected<std::vector<float>> Scheduler::embedding(std::vector<int32_t> tokens, Pooling pooling) {
+  if (tokens.empty()) return Error{Code::InvalidArgument, "empty input: at least one token is needed"};
+  if (static_cast<int64_t>(tokens.size()) > n_ctx_)
+    return Error{Code::OutOfRange, std::to_string(tokens.size()) + " tokens exceed the context length " +
+                                       std::to_string(n_ctx_)};
+  const model::Model& model = pipeline_.model();
+  const model::ModelConfig& c = model.config();
+  const model::TensorView& norm = model.weights().output_norm;
+  if (!norm.present() || norm.type != kernels::DType::F32 || norm.cols != c.n_embd)
+    return Error{Code::Unsupported, "the model's output norm is not an f32 vector of n_embd values"};
+  const size_t dim = static_cast<size_t>(c.n_embd);
+  std::vector<float> hidden(tokens.size() * dim);
+  EmbedJob job;
+  job.tokens = std::move(tokens);
+  job.hidden = hidden.data();
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (stop_) return Error{Code::Cancelled, "the scheduler is shut down"};
+    embeds_.push_back(&job);
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return job.finished; });
+  }
+  STRATA_RETURN_IF_ERROR(job.result);
+  tokens = std::move(job.tokens);
+  // The head's output norm on every row (the same f32 kernel as the CPU head), then the pool.
+  const float* w = reinterpret_cast<const float*>(norm.data);
+  std::vector<double> pooled(dim, 0.0);
+  std::vector<float> row(dim);
+  const size_t first = pooling == Pooling::Last ? tokens.size() - 1 : 0;
+  for (size_t t = first; t < tokens.size(); ++t) {
+    kernels::rms_norm_f32(hidden.data() + t * dim, w, row.data(), c.n_embd, c.rms_eps);
+    for (size_t i = 0; i < dim; ++i) pooled[i] += row[i];
+  }
+  const double count = static_cast<double>(tokens.size() - first);
+  double sum_sq = 0;
+  for (double& v : pooled) {
+    v /= count;
+    sum_sq += v * v;
+  }
+  const double scale = sum_sq > 0 ? 1.0 / std::sqrt(sum_sq) : 0.0;
+  std::vector<float> out(dim);
+  for (size_t i = 0; i < dim; ++i) out[i] = static_cast<float>(pooled[i] * scale);
+  return out;
+}
+
+void Scheduler::end_embedding(EmbedJob& job, Status result) {
+  if (job.slot) {
+    pipeline_.truncate(job.slot->seq, 0);
+    job.slot->history.clear();
+    job.slot->embedding = false;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (job.slot) --active_;
+  job.slot = nullptr;
+  job.result = std::move(result);
+  job.finished = true;
+  embeds_.erase(std::find(embeds_.begin(), embeds_.end(), &job));
+  cv_.notify_all();
+}
+
+void Scheduler::run_embeddings() {
+  std::vector<EmbedJob*> jobs;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    jobs.assign(embeds_.begin(), embeds_.end());
+  }
+  const size_t dim = static_cast<size_t>(pipeline_.model().config().n_embd);
+  // Fixed pieces: the vector must not depend on how busy the server is.
+  const size_t piece = static_cast<size_t>(
+      std::max<int64_t>(1, std::min(options_.prompt_chunk, pipeline_.placement().max_batch)));
+  for (EmbedJob* job : jobs) {
+    if (!job->slot) {
+      Slot* slot = free_slot();
+      if (!slot) continue;  // every slot is taken: after the next step
+      slot->embedding = true;
+      // The slot's cache is overwritten from position 0: forget it first, so that no later
+      // request reuses (or copies) a prefix that is no longer there.
+      slot->history.clear();
+      slot->prompt_done = 0;
+      job->slot = slot;
+      job->done = 0;
+      pipeline_.truncate(slot->seq, 0);
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++active_;
+    }
+    // A re-plan after a lost device drops every cache: start again from the first token.
+    if (pipeline_.position(job->slot->seq) != static_cast<int64_t>(job->done)) {
+      pipeline_.truncate(job->slot->seq, 0);
+      job->done = 0;
+    }
+    Pipeline::Request r;
+    r.seq = job->slot->seq;
+    const size_t n = std::min(piece, job->tokens.size() - job->done);
+    r.tokens = std::span<const int32_t>(job->tokens.data() + job->done, n);
+    r.hidden = job->hidden + job->done * dim;
+    Status st;
+    try {
+      st = pipeline_.eval(std::span<const Pipeline::Request>(&r, 1));
+    } catch (const std::exception& e) {
+      st = Error{Code::Internal, std::string("embedding step threw: ") + e.what()};
+    }
+    if (!st.ok()) {
+      if (recover(st)) continue;  // the next round starts it again on the new placement
+      end_embedding(*job, std::move(st));
+      continue;
+    }
+    job->done += n;
+    if (job->done == job->tokens.size()) end_embedding(*job, {});
+  }
+}
+
 SchedulerStats Scheduler::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   SchedulerStats s;
@@ -166,6 +288,11 @@ void Scheduler::shutdown() {
       t->result = Error{Code::Cancelled, "the scheduler is shut down"};
       t->done = true;
     }
+    for (EmbedJob* job : embeds_) {
+      job->result = Error{Code::Cancelled, "the scheduler is shut down"};
+      job->finished = true;
+    }
+    embeds_.clear();
   }
   cv_.notify_all();
   for (auto& slot : slots_) {
@@ -189,7 +316,7 @@ void Scheduler::admit_locked(std::vector<std::pair<Slot*, Waiting>>& admitted) {
     Slot* best = nullptr;
     size_t best_len = 0;
     for (auto& s : slots_) {
-      if (s->busy) continue;
+      if (s->busy || s->embedding) continue;
       size_t n = 0;
       if (options_.reuse_prefix) {
         while (n < s->history.size() && n < w.request.prompt.size() && s->history[n] == w.request.prompt[n]) ++n;
@@ -391,7 +518,14 @@ void Scheduler::step() {
   for (const Slot* sp : order)
     decoding = decoding || (sp->prompt_done >= sp->req.prompt.size() && sp->replay_done >= sp->replay.size());
   size_t budget = static_cast<size_t>(options_.prompt_chunk);
-  if (!decoding) budget = std::max(budget, static_cast<size_t>(std::max<int64_t>(1, pipeline_.placement().max_batch)));
+  // Nothing decodes: a full batch, unless a prompt that fits in one chunk is read beside a longer
+  // one; then one chunk, so that the short one's first token comes after a short step instead of
+  // a full batch of the long prompt (which goes on at full batches in the steps after).
+  size_t reading = 0;
+  for (const Slot* sp : order) reading += left(sp) > 0 ? 1 : 0;
+  const bool short_beside_long = reading > 1 && left(order.front()) > 0 && left(order.front()) <= budget;
+  if (!decoding && !short_beside_long)
+    budget = std::max(budget, static_cast<size_t>(std::max<int64_t>(1, pipeline_.placement().max_batch)));
   for (Slot* sp : order) {
     Slot& slot = *sp;
     Pipeline::Request r;
@@ -557,7 +691,7 @@ void Scheduler::loop() {
       std::unique_lock<std::mutex> lock(mutex_);
       auto ready = [&] {
         return stop_ || !tasks_.empty() || !cancel_requests_.empty() || !cancelled_waiting_.empty() || active_ > 0 ||
-               (!waiting_.empty() && active_ < n_slots_);
+               (!waiting_.empty() && active_ < n_slots_) || (!embeds_.empty() && active_ < n_slots_);
       };
       if (!ready()) cv_.wait_for(lock, std::chrono::seconds(1), ready);
       if (stop_) break;
@@ -599,6 +733,8 @@ void Scheduler::loop() {
         if (s->busy && s->id == id) finish(*s, FinishReason::Cancelled);
       }
     }
+    // Embeddings take a free slot before the queue does (they hold it for a few short pieces).
+    run_embeddings();
     {
       std::lock_guard<std::mutex> lock(mutex_);
       admit_locked(admitted);

@@ -70,6 +70,12 @@ struct GenerationRequest {
   std::function<void(const GenerationResult&)> on_done;
 };
 
+// How embedding() pools the rows of a text into one vector.
+enum class Pooling {
+  Mean,  // the mean of every token's row (BOS included when the text has one)
+  Last,  // the last token's row
+};
+
 struct SchedulerOptions {
   int64_t max_waiting = 64;              // requests queued behind busy slots; more: submit fails
   // Prompt tokens evaluated per step while some sequence is decoding, shared by the sequences
@@ -130,6 +136,15 @@ class Scheduler {
   // Runs fn on the scheduler thread between steps (no eval in flight) and returns its status;
   // blocks the caller. Cancelled when the scheduler is shut down.
   Status run_exclusive(std::function<Status(Pipeline&)> fn);
+  // An embedding of `tokens`: the final hidden state after the model's output norm, pooled over
+  // the tokens, then scaled to unit L2 norm ([n_embd]). The tokens are evaluated on their own in a
+  // free slot from position 0, in pieces of the prompt chunk (one eval per piece, nothing else in
+  // it, between two generation steps, so running streams wait one piece at most), so the vector
+  // depends only on the tokens: the same tokens give the same vector bit for bit whatever else is
+  // running or asked with them. The slot is held from the first piece to the last (its cached
+  // prefix is forgotten); the caller blocks. InvalidArgument for an empty list or bad ids,
+  // OutOfRange past the context, Cancelled when the scheduler shuts down.
+  Expected<std::vector<float>> embedding(std::vector<int32_t> tokens, Pooling pooling);
   SchedulerStats stats() const;
   void shutdown();
 
@@ -148,6 +163,21 @@ class Scheduler {
     Status result;
     bool done = false;
   };
+  // An embedding being evaluated, piece by piece, in a slot it holds (embedding()).
+  struct EmbedJob {
+    std::vector<int32_t> tokens;
+    float* hidden = nullptr;   // [tokens][n_embd] <- final residual stream
+    size_t done = 0;           // tokens evaluated
+    Slot* slot = nullptr;      // held from the first piece to the last
+    Status result;
+    bool finished = false;
+  };
+  // A slot no request or embedding holds, the one with the shortest cached history (scheduler
+  // thread); null when every slot is taken.
+  Slot* free_slot();
+  // One piece of each embedding that has or gets a slot (scheduler thread, between steps).
+  void run_embeddings();
+  void end_embedding(EmbedJob& job, Status result);
 
   void loop();
   void admit_locked(std::vector<std::pair<Slot*, Waiting>>& admitted);
@@ -182,6 +212,7 @@ class Scheduler {
   std::vector<uint64_t> cancel_requests_;     // ids of active slots to cancel
   std::vector<Waiting> cancelled_waiting_;    // removed from the queue, on_done pending
   std::deque<Task*> tasks_;
+  std::deque<EmbedJob*> embeds_;              // waiting for a slot or part-way
   bool stop_ = false;
   uint64_t next_id_ = 1;
   int64_t active_ = 0;

@@ -140,7 +140,7 @@ Status compile_node(const nlohmann::ordered_json& s, CompiledSchema& out, int in
                                                     "$comment", "required", "additionalProperties", "strict",
                                                     "$defs", "definitions"};
   static const std::set<std::string> known = {"type", "properties", "items", "minItems", "maxItems", "maxLength",
-                                              "enum", "const", "anyOf", "oneOf"};
+                                              "pattern", "enum", "const", "anyOf", "oneOf"};
   for (auto it = s.begin(); it != s.end(); ++it) {
     if (!annotations.count(it.key()) && !known.count(it.key()))
       return bad("schema keyword '" + it.key() + "' is not supported");
@@ -167,7 +167,7 @@ Status compile_node(const nlohmann::ordered_json& s, CompiledSchema& out, int in
         const std::string& k = it.key();
         if (k == "type" || annotations.count(k)) continue;
         const bool fits = (name == "array" && (k == "items" || k == "minItems" || k == "maxItems")) ||
-                          (name == "string" && k == "maxLength") || (name == "object" && k == "properties");
+                          (name == "string" && (k == "maxLength" || k == "pattern")) || (name == "object" && k == "properties");
         if (fits) one[k] = it.value();
       }
       alts.push_back(std::move(one));
@@ -257,6 +257,15 @@ Status compile_node(const nlohmann::ordered_json& s, CompiledSchema& out, int in
     if (node.kind != SchemaNode::Kind::String || !s["maxLength"].is_number_unsigned())
       return bad("'maxLength' needs \"type\": \"string\" and a non-negative integer");
     node.max_length = s["maxLength"].get<int64_t>();
+  }
+  if (s.contains("pattern")) {
+    if (node.kind != SchemaNode::Kind::String || !s["pattern"].is_string())
+      return bad("'pattern' needs \"type\": \"string\" and a string");
+    Expected<RegexDfa> dfa = compile_pattern(s["pattern"].get<std::string>(), kMaxPatternDfaStates - out.pattern_states);
+    if (!dfa.ok()) return dfa.error();
+    out.pattern_states += dfa->next.size();
+    node.pattern = static_cast<int>(out.patterns.size());
+    out.patterns.push_back(std::move(*dfa));
   }
   out.nodes[static_cast<size_t>(index)] = std::move(node);
   return {};
@@ -506,37 +515,53 @@ bool JsonRecognizer::feed_frame(char c) {
     case Frame::Type::String: {
       const unsigned char u = static_cast<unsigned char>(c);
       const int64_t max_length = node ? node->max_length : -1;
+      // A pattern steps over the value's bytes (escapes decoded); a dead state refuses the byte.
+      const RegexDfa* dfa = node && node->pattern >= 0 ? &schema_->patterns[static_cast<size_t>(node->pattern)] : nullptr;
+      auto step = [&](unsigned char b) {
+        if (!dfa) return true;
+        f.re = dfa->next[static_cast<size_t>(f.re)][b];
+        return f.re >= 0;
+      };
       if (f.phase == 0) {
         if (c != '"') return false;
         f.phase = 1;
+        if (dfa) f.re = dfa->start;
         return true;
       }
       if (f.aux >= 10) {  // inside a UTF-8 sequence: continuation bytes
         if ((u & 0xC0) != 0x80) return false;
         f.aux = f.aux == 10 ? 0 : f.aux - 1;
-        return true;
+        return step(u);
       }
       if (f.aux == 1) {  // after a backslash
         if (c == 'u') {
+          if (dfa) return false;  // a patterned string writes its characters as they are
           f.aux = 2;
           return true;
         }
         if (c != '"' && c != '\\' && c != '/' && c != 'b' && c != 'f' && c != 'n' && c != 'r' && c != 't') return false;
         f.aux = 0;
-        return true;
+        const char decoded = c == 'b' ? '\b' : c == 'f' ? '\f' : c == 'n' ? '\n' : c == 'r' ? '\r' : c == 't' ? '\t' : c;
+        return step(static_cast<unsigned char>(decoded));
       }
       if (f.aux >= 2) {  // \u and (aux - 2) hex digits so far
         if (!is_hex(c)) return false;
         f.aux = f.aux == 5 ? 0 : f.aux + 1;
         return true;
       }
-      if (c == '"') return child_done();
+      if (c == '"') {
+        if (dfa && !dfa->accepting[static_cast<size_t>(f.re)]) return false;
+        return child_done();
+      }
       if (u < 0x20) return false;
       if (max_length >= 0 && f.count >= max_length) return false;  // only the closing quote is left
       ++f.count;
       if (c == '\\') {
         f.aux = 1;
-      } else if (u >= 0x80) {
+        return true;
+      }
+      if (!step(u)) return false;
+      if (u >= 0x80) {
         if ((u & 0xE0) == 0xC0 && u >= 0xC2) {
           f.aux = 10;        // one continuation byte
         } else if ((u & 0xF0) == 0xE0) {
@@ -677,6 +702,86 @@ void JsonConstraint::mask(float* logits) {
 
 void JsonConstraint::accept(int32_t token) {
   if (token >= 0 && static_cast<size_t>(token) < pieces_->size()) (void)state_.feed((*pieces_)[static_cast<size_t>(token)]);
+}
+
+ToolCallConstraint::ToolCallConstraint(std::string trigger, std::vector<std::shared_ptr<const CompiledSchema>> calls,
+                                       std::shared_ptr<const TokenTrie> trie,
+                                       std::shared_ptr<const std::vector<std::string>> pieces, int32_t fallback_token)
+    : trigger_(std::move(trigger)), pieces_(std::move(pieces)), n_vocab_(trie->n_vocab()), fallback_(fallback_token) {
+  for (auto& c : calls) calls_.emplace_back(std::move(c), trie, pieces_, fallback_token);
+  live_.assign(calls_.size(), 1);
+  if (trigger_.empty()) {
+    triggered_ = true;
+    return;
+  }
+  for (size_t t = 0; t < pieces_->size(); ++t) {
+    if ((*pieces_)[t].find(trigger_.back()) != std::string::npos) closers_.push_back(static_cast<int32_t>(t));
+  }
+}
+
+size_t ToolCallConstraint::trigger_end(const std::string& piece) const {
+  const std::string text = tail_ + piece;
+  const size_t at = text.find(trigger_);
+  return at == std::string::npos ? std::string::npos : at + trigger_.size() - tail_.size();
+}
+
+bool ToolCallConstraint::accepts(const std::string& text) const {
+  for (size_t i = 0; i < calls_.size(); ++i) {
+    if (live_[i] && calls_[i].accepts(text)) return true;
+  }
+  return false;
+}
+
+void ToolCallConstraint::feed_text(const std::string& text) {
+  for (size_t i = 0; i < calls_.size(); ++i) {
+    if (live_[i] && !calls_[i].feed_text(text)) live_[i] = 0;
+  }
+}
+
+bool ToolCallConstraint::complete() const {
+  if (!triggered_) return false;
+  for (size_t i = 0; i < calls_.size(); ++i) {
+    if (live_[i] && calls_[i].complete()) return true;
+  }
+  return false;
+}
+
+void ToolCallConstraint::mask(float* logits) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  if (triggered_) {
+    std::vector<char> allowed(static_cast<size_t>(n_vocab_), 0);
+    for (size_t i = 0; i < calls_.size(); ++i) {
+      if (live_[i]) calls_[i].add_allowed(allowed);
+    }
+    bool any = false;
+    for (char a : allowed) any = any || a;
+    if (!any && fallback_ >= 0 && fallback_ < n_vocab_) allowed[static_cast<size_t>(fallback_)] = 1;
+    for (size_t t = 0; t < allowed.size(); ++t) {
+      if (!allowed[t]) logits[t] = ninf;
+    }
+    return;
+  }
+  // Free text; only a token that opens the call with more text after the trigger is checked.
+  for (int32_t t : closers_) {
+    const std::string& piece = (*pieces_)[static_cast<size_t>(t)];
+    const size_t end = trigger_end(piece);
+    if (end == std::string::npos || end >= piece.size()) continue;
+    if (!accepts(piece.substr(end))) logits[t] = ninf;
+  }
+}
+
+void ToolCallConstraint::accept(int32_t token) {
+  if (token < 0 || static_cast<size_t>(token) >= pieces_->size()) return;
+  const std::string& piece = (*pieces_)[static_cast<size_t>(token)];
+  if (triggered_) return feed_text(piece);
+  const size_t end = trigger_end(piece);
+  if (end != std::string::npos) {
+    triggered_ = true;
+    if (end < piece.size()) feed_text(piece.substr(end));
+    return;
+  }
+  tail_ += piece;
+  if (tail_.size() >= trigger_.size()) tail_.erase(0, tail_.size() - (trigger_.size() - 1));
 }
 
 }  // namespace strata::serve

@@ -13,12 +13,14 @@
 #include "engine/core/status.h"
 #include "engine/exec/scheduler.h"
 #include "engine/serve/api_json.h"
+#include "engine/serve/regex_dfa.h"
 
 namespace strata::serve {
 
 // A JSON Schema, compiled to the subset this recognizer knows: object (its properties, written
 // in schema order, all of them), array (items, minItems, maxItems), string (maxLength), number,
-// integer, boolean, null, enum / const, "any JSON value" for an empty schema, anyOf / oneOf / a
+// (pattern: regex_dfa.h's subset, matched against the decoded value; such a string never uses
+// \u escapes), integer, boolean, null, enum / const, "any JSON value" for an empty schema, anyOf / oneOf / a
 // list of types whose alternatives start with different characters (the first byte picks one:
 // Optional[X] is anyOf [X, null]), and $ref to "#/$defs/..." or "#/definitions/..." (recursion
 // allowed: a node refers to others by index).
@@ -30,6 +32,7 @@ struct SchemaNode {
   int items = -1;                                       // Array: the item node
   int64_t min_items = 0, max_items = -1;                // Array; -1: no upper bound
   int64_t max_length = -1;                              // String: characters; -1: none
+  int pattern = -1;                                     // String: its `pattern` in CompiledSchema::patterns; -1: none
   std::vector<std::string> literals;                    // Literal: the compact JSON texts allowed
 };
 
@@ -37,6 +40,8 @@ struct CompiledSchema {
   std::vector<SchemaNode> nodes;  // nodes[0] is the root
   size_t literals = 0;            // enum / const values in all nodes
   size_t literal_bytes = 0;       // their compact JSON texts together
+  std::vector<RegexDfa> patterns; // String patterns (regex_dfa.h), stepped over the string's value
+  size_t pattern_states = 0;      // their DFA states together (kMaxPatternDfaStates at most)
 };
 
 // The compile budget. A token's mask walks the vocabulary trie through the recognizer, and a
@@ -75,6 +80,7 @@ class JsonRecognizer {
     int phase = 0;         // per type (see .cpp)
     int64_t count = 0;     // Object: property index; Array: items; String: characters; Literal: matched length
     int32_t aux = 0;       // String: escape / \u digits / UTF-8 continuation state; Number: digits in part
+    int32_t re = 0;        // String with a pattern: the automaton's state over the value's bytes
   };
   bool feed_frame(char c);
   bool child_done();       // the top frame completed: pop it and advance its parent
@@ -110,6 +116,16 @@ class JsonConstraint : public exec::TokenConstraint {
   void mask(float* logits) override;
   void accept(int32_t token) override;
   bool complete() const override { return state_.complete(); }
+  // Marks in allowed ([n_vocab]) the tokens that keep the text a valid prefix (no fallback).
+  void add_allowed(std::vector<char>& allowed) const { walk(0, state_, allowed); }
+  // Text that comes without a token (the rest of a token that opened the value): false when the
+  // recognizer refuses it.
+  bool feed_text(const std::string& text) { return state_.feed(text); }
+  // Whether `text` would be accepted next (the state does not change).
+  bool accepts(const std::string& text) const {
+    JsonRecognizer probe = state_;
+    return probe.feed(text);
+  }
 
  private:
   void walk(int32_t node, const JsonRecognizer& state, std::vector<char>& allowed) const;
@@ -117,6 +133,42 @@ class JsonConstraint : public exec::TokenConstraint {
   std::shared_ptr<const TokenTrie> trie_;
   std::shared_ptr<const std::vector<std::string>> pieces_;
   int32_t fallback_;  // allowed when nothing else is (end of generation), so sampling never fails
+};
+
+// Tool calls by constrained decoding. The call must fit one of several schemas (one per function
+// it may name: each fixes "name" and its own "arguments"); all are walked side by side and a token
+// is allowed when one of them allows it, so once the name is written only that function's
+// arguments remain. With a trigger (tool_choice "auto": the template's call opener, "<tool_call>")
+// the text is free until the output ends with the trigger, and only then constrained; what
+// llama-server calls a lazy grammar: the model decides whether to call, and once it opens a call the
+// call is well-formed (an offered name, arguments of its schema) instead of, say, a copy of the
+// prompt's example. A token that completes the trigger may carry text past it only when that text
+// is a valid start of a call. An empty trigger (tool_choice "required" or a named function): the
+// whole reply is the call. Complete (generation stops) when the call object is: one call per reply.
+class ToolCallConstraint : public exec::TokenConstraint {
+ public:
+  ToolCallConstraint(std::string trigger, std::vector<std::shared_ptr<const CompiledSchema>> calls,
+                     std::shared_ptr<const TokenTrie> trie, std::shared_ptr<const std::vector<std::string>> pieces,
+                     int32_t fallback_token);
+  void mask(float* logits) override;
+  void accept(int32_t token) override;
+  bool complete() const override;
+  bool triggered() const { return triggered_; }
+
+ private:
+  // Where the trigger completes in tail_ + piece (npos: it does not).
+  size_t trigger_end(const std::string& piece) const;
+  bool accepts(const std::string& text) const;  // some live call accepts text next
+  void feed_text(const std::string& text);      // live calls that refuse it die
+  std::string trigger_;
+  std::string tail_;                 // the free text's last trigger_.size() - 1 bytes
+  bool triggered_ = false;
+  std::vector<JsonConstraint> calls_;
+  std::vector<char> live_;           // [calls_]: still a possible reading of the text
+  std::shared_ptr<const std::vector<std::string>> pieces_;
+  int32_t n_vocab_ = 0;
+  int32_t fallback_ = -1;
+  std::vector<int32_t> closers_;     // tokens whose text holds the trigger's last byte
 };
 
 }  // namespace strata::serve

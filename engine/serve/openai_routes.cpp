@@ -1,9 +1,11 @@
-// engine/serve/openai_routes.cpp — GET /v1/models, POST /v1/chat/completions, POST /v1/completions:
+// engine/serve/openai_routes.cpp — GET /v1/models, POST /v1/chat/completions, POST /v1/completions,
+// POST /v1/embeddings:
 // request parsing and validation, prompt building, OpenAI response and stream-chunk shapes.
 // Generation runs on the scheduler thread; handlers (HTTP worker threads) wait on a channel.
 #include <array>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <random>
 
 #include <cmath>
@@ -852,21 +854,29 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
   if (auto e = parse_logit_bias(body, tok->n_tokens(), p.gen.logit_bias)) return send_error(res, *e);
   if (auto e = parse_response_format(body, req.body, *loaded, p.make_constraint)) return send_error(res, *e);
   if (tools.forced) {
-    // The reply must be a call: constrained to a bare call object (its arguments to the tool's
-    // parameters when that schema is in the supported subset, else any object).
+    // The reply must be a call: constrained to a bare call object (a function it may call, and
+    // that function's parameters as arguments when that schema is in the supported subset, else
+    // any object).
     if (p.make_constraint)
       return send_error(res, bad_request("a forced 'tool_choice' cannot be combined with 'response_format'",
                                          "tool_choice", "unsupported_parameter"));
-    if (!constraint_for_schema(forced_call_schema(tools, true), *loaded, p.make_constraint).ok()) {
-      Status s = constraint_for_schema(forced_call_schema(tools, false), *loaded, p.make_constraint);
-      if (!s.ok()) return send_error(res, bad_request(s.error().message, "tool_choice"));
-    }
+    Status s = tool_call_constraint("", tools, *loaded, p.make_constraint);
+    if (!s.ok())
+      return send_error(res, bad_request(s.error().message, "tool_choice",
+                                         s.error().code == Code::OutOfRange ? "schema_too_large" : ""));
   }
   std::vector<int32_t> prompt;
   std::vector<std::vector<int32_t>> more_prompts;  // /v1/completions with a list of prompts: the 2nd on
   if (auto e = build_prompt(*loaded, body, chat, tools, ctx.options.parse_special, prompt, chat ? nullptr : &more_prompts))
     return send_error(res, *e);
   if (tools.enabled) tools.format = tools.generic_prompt ? ToolFormat::Hermes : tool_format_of_template(loaded->tmpl->source());
+  if (tools.enabled && !tools.forced && !p.make_constraint && tools.format == ToolFormat::Hermes) {
+    // tool_choice "auto" with <tool_call> blocks: the model writes freely, and once it opens a
+    // block the call inside is constrained to an offered name and that function's arguments
+    // (without this a small model copies the prompt's example, "<function name>", which is no call).
+    // Tools whose schemas pass the compile budget are still offered, unconstrained, as before.
+    if (!tool_call_constraint("<tool_call>", tools, *loaded, p.make_constraint).ok()) p.make_constraint = nullptr;
+  }
   const int64_t n_ctx = loaded->pipeline->n_ctx();
   std::vector<std::vector<int32_t>> prompts;
   prompts.push_back(std::move(prompt));
@@ -1005,6 +1015,163 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
   answer_blocking(res, rq, env, scheduler);
 }
 
+// Base64 (RFC 4648, with padding) of bytes: OpenAI's "encoding_format": "base64" embedding.
+std::string base64(const uint8_t* data, size_t n) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((n + 2) / 3 * 4);
+  for (size_t i = 0; i < n; i += 3) {
+    const uint32_t b0 = data[i], b1 = i + 1 < n ? data[i + 1] : 0, b2 = i + 2 < n ? data[i + 2] : 0;
+    const uint32_t v = (b0 << 16) | (b1 << 8) | b2;
+    out.push_back(kAlphabet[(v >> 18) & 63]);
+    out.push_back(kAlphabet[(v >> 12) & 63]);
+    out.push_back(i + 1 < n ? kAlphabet[(v >> 6) & 63] : '=');
+    out.push_back(i + 2 < n ? kAlphabet[v & 63] : '=');
+  }
+  return out;
+}
+
+// Inputs of one /v1/embeddings request at most (OpenAI allows 2048; each is a whole eval here).
+constexpr size_t kMaxEmbeddingInputs = 256;
+
+void handle_embeddings(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  Json body;
+  if (auto e = parse_object(req.body, body)) return send_error(res, *e);
+  std::shared_ptr<LoadedModel> loaded = ctx.host.current();
+  if (!loaded) {
+    ApiError e;
+    e.status = 503;
+    e.type = "server_error";
+    e.code = "model_not_loaded";
+    e.message = "no model is loaded (POST /strata/v1/model/load)";
+    return send_error(res, e);
+  }
+  if (auto it = body.find("model"); it != body.end() && !it->is_null()) {
+    if (!it->is_string()) return send_error(res, bad_request("'model' must be a string", "model"));
+    if (!it->get<std::string>().empty() && !names_model(*loaded, it->get<std::string>())) {
+      ApiError e;
+      e.status = 404;
+      e.param = "model";
+      e.code = "model_not_found";
+      e.message = "model '" + it->get<std::string>() + "' is not loaded; this server serves '" + loaded->id + "'";
+      return send_error(res, e);
+    }
+  }
+  bool as_base64 = false;
+  if (auto it = body.find("encoding_format"); it != body.end() && !it->is_null()) {
+    if (!it->is_string() || (*it != "float" && *it != "base64"))
+      return send_error(res, bad_request("'encoding_format' must be \"float\" or \"base64\"", "encoding_format"));
+    as_base64 = *it == "base64";
+  }
+  exec::Pooling pooling = exec::Pooling::Mean;
+  if (auto it = body.find("pooling"); it != body.end() && !it->is_null()) {
+    if (!it->is_string() || (*it != "mean" && *it != "last"))
+      return send_error(res, bad_request("'pooling' must be \"mean\" or \"last\"", "pooling"));
+    if (*it == "last") pooling = exec::Pooling::Last;
+  }
+  const int64_t n_embd = loaded->model->config().n_embd;
+  if (auto it = body.find("dimensions"); it != body.end() && !it->is_null()) {
+    if (!it->is_number_integer())
+      return send_error(res, bad_request("'dimensions' must be an integer", "dimensions"));
+    if (it->get<int64_t>() != n_embd)
+      return send_error(res, bad_request("'dimensions' " + std::to_string(it->get<int64_t>()) + " is not supported: this "
+                                         "model's embeddings have " + std::to_string(n_embd) + " dimensions (a decoder's "
+                                         "hidden state cannot be shortened)", "dimensions", "unsupported_parameter"));
+  }
+  // input: a string, a list of strings, a list of token ids, or a list of token-id lists.
+  const tokenizer::Tokenizer& tok = loaded->model->tokenizer();
+  auto it = body.find("input");
+  if (it == body.end() || it->is_null()) return send_error(res, bad_request("'input' is required", "input"));
+  std::vector<std::vector<int32_t>> inputs;
+  auto encode = [&](const Json& v, size_t k) -> std::optional<ApiError> {
+    const std::string where = it->is_array() ? "'input' " + std::to_string(k) : std::string("'input'");
+    std::vector<int32_t> ids;
+    if (v.is_string()) {
+      if (v.get<std::string>().empty()) return bad_request(where + " is an empty string", "input");
+      // As OpenAI reads text: special-token texts are text; BOS when the vocabulary adds one.
+      ids = tok.encode(v.get<std::string>(), /*add_special=*/true, /*parse_special=*/false);
+    } else if (v.is_array() && !v.empty()) {
+      for (const Json& x : v) {
+        if (!x.is_number_integer()) return bad_request(where + " must hold token ids (integers)", "input");
+        const int64_t id = x.get<int64_t>();
+        if (id < 0 || id >= tok.n_tokens())
+          return bad_request(where + ": token id " + std::to_string(id) + " outside [0, " +
+                             std::to_string(tok.n_tokens()) + ")", "input");
+        ids.push_back(static_cast<int32_t>(id));
+      }
+    } else {
+      return bad_request(where + " must be a non-empty string or array of token ids", "input");
+    }
+    if (ids.empty()) return bad_request(where + " gives no tokens", "input");
+    const int64_t n_ctx = loaded->pipeline->n_ctx();
+    if (static_cast<int64_t>(ids.size()) > n_ctx) {
+      ApiError e = bad_request(where + " has " + std::to_string(ids.size()) + " tokens, more than the context length " +
+                               std::to_string(n_ctx), "input", "context_length_exceeded");
+      return e;
+    }
+    inputs.push_back(std::move(ids));
+    return std::nullopt;
+  };
+  if (it->is_string()) {
+    if (auto e = encode(*it, 0)) return send_error(res, *e);
+  } else if (it->is_array() && !it->empty() && std::all_of(it->begin(), it->end(), [](const Json& x) { return x.is_number_integer(); })) {
+    if (auto e = encode(*it, 0)) return send_error(res, *e);  // one list of token ids
+  } else if (it->is_array() && !it->empty()) {
+    if (it->size() > kMaxEmbeddingInputs)
+      return send_error(res, bad_request("'input' lists " + std::to_string(it->size()) + " inputs, more than " +
+                                         std::to_string(kMaxEmbeddingInputs), "input"));
+    for (size_t k = 0; k < it->size(); ++k) {
+      if (auto e = encode((*it)[k], k)) return send_error(res, *e);
+    }
+  } else {
+    return send_error(res, bad_request("'input' must be a string, an array of strings, an array of token ids, or an "
+                                       "array of arrays of token ids", "input"));
+  }
+  std::shared_ptr<exec::Scheduler> scheduler = loaded->scheduler;
+  Json data = Json::array();
+  int64_t n_tokens = 0;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (k > 0 && client_gone()) {  // a client that left wants no more of the list
+      ApiError e;
+      e.status = 499;
+      e.code = "client_disconnected";
+      e.message = "the client closed the connection before the answer was ready";
+      return send_error(res, e);
+    }
+    Expected<std::vector<float>> v = scheduler->embedding(inputs[k], pooling);
+    if (!v.ok()) {
+      ApiError e = from_engine_error(v.error(), "input");
+      if (v.error().code == Code::Cancelled) {
+        e.status = 503;
+        e.type = "server_error";
+        e.code = "generation_cancelled";
+      }
+      return send_error(res, e);
+    }
+    n_tokens += static_cast<int64_t>(inputs[k].size());
+    Json item = {{"object", "embedding"}, {"index", k}};
+    if (as_base64) {
+      // Little-endian f32, as OpenAI sends it (numpy.frombuffer(..., dtype="float32")).
+      std::vector<uint8_t> bytes(v->size() * 4);
+      for (size_t i = 0; i < v->size(); ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, &(*v)[i], 4);
+        for (int b = 0; b < 4; ++b) bytes[i * 4 + static_cast<size_t>(b)] = static_cast<uint8_t>(bits >> (8 * b));
+      }
+      item["embedding"] = base64(bytes.data(), bytes.size());
+    } else {
+      Json list = Json::array();
+      for (float x : *v) list.push_back(static_cast<double>(x));
+      item["embedding"] = std::move(list);
+    }
+    data.push_back(std::move(item));
+  }
+  send_json(res, {{"object", "list"},
+                  {"data", std::move(data)},
+                  {"model", loaded->id},
+                  {"usage", {{"prompt_tokens", n_tokens}, {"total_tokens", n_tokens}}}});
+}
+
 }  // namespace
 
 void register_openai_routes(httplib::Server& http, ServerContext& ctx) {
@@ -1033,6 +1200,9 @@ void register_openai_routes(httplib::Server& http, ServerContext& ctx) {
   }));
   post_route(http, "/v1/completions", ctx, guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
     handle_completion(ctx, req, res, false);
+  }));
+  post_route(http, "/v1/embeddings", ctx, guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
+    handle_embeddings(ctx, req, res);
   }));
 }
 

@@ -99,4 +99,39 @@ Status constraint_for_schema(const nlohmann::ordered_json& schema, const LoadedM
   return {};
 }
 
+Status tool_call_constraint(std::string trigger, const ToolMode& tools, const LoadedModel& model,
+                            std::function<std::shared_ptr<exec::TokenConstraint>()>& make) {
+  std::vector<std::shared_ptr<const CompiledSchema>> calls;
+  size_t nodes = 0;
+  for (const nlohmann::ordered_json& schema : call_schemas(tools)) {
+    Expected<CompiledSchema> compiled = compile_schema(schema);
+    if (!compiled.ok() && compiled.error().code == Code::InvalidArgument)
+      compiled = compile_schema(call_schema_any_arguments(schema["properties"]["name"]["const"].get<std::string>()));
+    if (!compiled.ok()) return compiled.error();
+    nodes += compiled->nodes.size();
+    if (nodes > kMaxSchemaNodes)
+      return Error{Code::OutOfRange, "the tools' parameters have more than " + std::to_string(kMaxSchemaNodes) +
+                                         " subschemas together (the limit)"};
+    calls.push_back(std::make_shared<const CompiledSchema>(std::move(*compiled)));
+  }
+  if (calls.empty()) return Error{Code::InvalidArgument, "no function to call"};
+  VocabIndex index = vocab_index(model);
+  const int32_t eos = model.model->tokenizer().vocab().eos_id;
+  make = [trigger = std::move(trigger), calls, index, eos]() -> std::shared_ptr<exec::TokenConstraint> {
+    return std::make_shared<ToolCallConstraint>(trigger, calls, index.trie, index.pieces, eos);
+  };
+  // The time budget, as for response_format: the first constrained mask, here.
+  ToolCallConstraint probe("", calls, index.trie, index.pieces, eos);
+  std::vector<float> logits(static_cast<size_t>(model.model->tokenizer().n_tokens()), 0.0f);
+  const auto t0 = std::chrono::steady_clock::now();
+  probe.mask(logits.data());
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  if (ms > kMaxMaskMs) {
+    make = nullptr;
+    return Error{Code::OutOfRange, "one token's constraint for the tools took " + std::to_string(ms) +
+                                       " ms, over the limit of " + std::to_string(kMaxMaskMs) + " ms"};
+  }
+  return {};
+}
+
 }  // namespace strata::serve

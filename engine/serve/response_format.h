@@ -10,6 +10,7 @@
 #include "engine/exec/scheduler.h"
 #include "engine/serve/api_json.h"
 #include "engine/serve/engine_host.h"
+#include "engine/serve/tool_calls.h"
 
 namespace strata::serve {
 
@@ -23,5 +24,12 @@ std::optional<ApiError> parse_response_format(const Json& body, const std::strin
 // A factory of constraints to one (ordered) JSON Schema; InvalidArgument when it cannot be compiled.
 Status constraint_for_schema(const nlohmann::ordered_json& schema, const LoadedModel& model,
                              std::function<std::shared_ptr<exec::TokenConstraint>()>& make);
+
+// A factory of ToolCallConstraints (json_constraint.h) for the calls `tools` allows (each
+// function's parameters as its arguments' schema, or any object where that schema is outside the
+// subset): trigger "" for a forced call, "<tool_call>" for tool_choice "auto". OutOfRange when the
+// schemas together pass the compile budget (one mask over it, timed here, on the caller's thread).
+Status tool_call_constraint(std::string trigger, const ToolMode& tools, const LoadedModel& model,
+                            std::function<std::shared_ptr<exec::TokenConstraint>()>& make);
 
 }  // namespace strata::serve

@@ -171,31 +171,34 @@ std::optional<ApiError> parse_tools(const Json& body, ToolMode& out) {
   return std::nullopt;
 }
 
-nlohmann::ordered_json forced_call_schema(const ToolMode& mode, bool parameters_usable) {
+std::vector<nlohmann::ordered_json> call_schemas(const ToolMode& mode) {
   using OJ = nlohmann::ordered_json;
-  OJ name, arguments = OJ{{"type", "object"}};
-  // One function (named, or the only one offered): its parameters; none declared: {}.
-  std::string one = mode.forced_name;
-  if (one.empty() && mode.tools.size() == 1) one = mode.tools[0]["function"]["name"].get<std::string>();
-  if (!one.empty()) {
-    name = OJ{{"enum", OJ::array({one})}};
-    for (const auto& t : mode.tools) {
-      const auto& f = t["function"];
-      if (f["name"] != one) continue;
-      if (!f.contains("parameters") || f["parameters"].is_null()) {
-        arguments = OJ{{"type", "object"}, {"properties", OJ::object()}};
-      } else if (parameters_usable && f["parameters"].is_object()) {
-        arguments = f["parameters"];
-      }
+  std::vector<OJ> out;
+  for (const auto& t : mode.tools) {
+    const auto& f = t["function"];
+    const std::string name = f["name"].get<std::string>();
+    if (!mode.forced_name.empty() && name != mode.forced_name) continue;
+    OJ props = OJ::object();
+    props["name"] = OJ{{"const", name}};
+    if (!f.contains("parameters") || f["parameters"].is_null() || !f["parameters"].is_object())
+      props["arguments"] = OJ{{"type", "object"}, {"properties", OJ::object()}};
+    else
+      props["arguments"] = f["parameters"];
+    OJ call = OJ{{"type", "object"}, {"properties", props}};
+    // The parameters' definitions move to the call's root, where their "#/$defs/X" refs look.
+    for (const char* defs : {"$defs", "definitions"}) {
+      if (props["arguments"].contains(defs)) call[defs] = props["arguments"][defs];
     }
-  } else {
-    OJ names = OJ::array();
-    for (const auto& t : mode.tools) names.push_back(t["function"]["name"]);
-    name = OJ{{"enum", names}};
+    out.push_back(std::move(call));
   }
+  return out;
+}
+
+nlohmann::ordered_json call_schema_any_arguments(const std::string& name) {
+  using OJ = nlohmann::ordered_json;
   OJ props = OJ::object();
-  props["name"] = name;
-  props["arguments"] = arguments;
+  props["name"] = OJ{{"const", name}};
+  props["arguments"] = OJ{{"type", "object"}};
   return OJ{{"type", "object"}, {"properties", props}};
 }
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/serve/api_json.h"
 
@@ -32,10 +33,14 @@ struct ToolMode {
 // <tool_response> blocks (their contents stay text).
 nlohmann::ordered_json with_generic_tool_prompt(const nlohmann::ordered_json& messages, const ToolMode& mode);
 
-// For a forced tool choice: the JSON Schema of the reply, a bare call object
-// {"name": <offered name, or the forced one>, "arguments": <its parameters schema, or any object>},
-// for constrained decoding (parse_tool_calls reads it back in either format).
-nlohmann::ordered_json forced_call_schema(const ToolMode& mode, bool parameters_usable);
+// The JSON Schemas of a call, one per function the reply may call (the forced one, or every
+// offered one): {"name": {"const": N}, "arguments": <N's parameters>} (parameters absent: an object
+// without properties). For constrained decoding, where each is tried and a call only has to fit one
+// of them (parse_tool_calls reads it back in either format).
+std::vector<nlohmann::ordered_json> call_schemas(const ToolMode& mode);
+// The same call with any object as arguments: for a function whose parameters are outside the
+// supported schema subset.
+nlohmann::ordered_json call_schema_any_arguments(const std::string& name);
 
 // Reads "tools", "tool_choice" (auto, none, required, or a named function), "parallel_tool_calls";
 // refuses "functions" / "function_call" and unknown tool names with a 400.

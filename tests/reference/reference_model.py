@@ -150,12 +150,18 @@ def forward(m, tokens, kv_f16=False, n_ctx=None):
     """Logits [T][n_vocab] (float64) of every position of `tokens`, attended causally from 0.
     kv_f16: keys and values rounded to float16, as an F16 KV cache stores them. n_ctx: the
     context the engine runs with (phi3 picks its long RoPE factors beyond ctx_orig)."""
+    out_w = m.tensor("output.weight")
+    if out_w is None:
+        out_w = m.tensor("token_embd.weight")
+    return final_hidden(m, tokens, kv_f16, n_ctx) @ out_w.T
+
+
+def final_hidden(m, tokens, kv_f16=False, n_ctx=None):
+    """The final hidden state [T][n_embd] (float64) after the output norm: what the head multiplies
+    (and what /v1/embeddings pools)."""
     T = len(tokens)
     hd, nh, nkv = m.head_dim, m.n_heads, m.n_kv
     emb = m.tensor("token_embd.weight")
-    out_w = m.tensor("output.weight")
-    if out_w is None:
-        out_w = emb
     x = emb[np.asarray(tokens)] * m.embd_scale
     divisors = m.tensor("rope_freqs.weight")
     if m.arch == "phi3":
@@ -219,8 +225,7 @@ def forward(m, tokens, kv_f16=False, n_ctx=None):
         if g("post_ffw_norm.weight") is not None:
             f = rms_norm(f, g("post_ffw_norm.weight"), m.eps)
         x = x + f
-    h = rms_norm(x, m.tensor("output_norm.weight"), m.eps)
-    return h @ out_w.T
+    return rms_norm(x, m.tensor("output_norm.weight"), m.eps)
 
 
 def log_softmax(logits):

@@ -8,6 +8,7 @@
 
 #include "engine/chat/chat_template.h"
 #include "engine/serve/json_constraint.h"
+#include "engine/serve/regex_dfa.h"
 #include "engine/serve/tool_calls.h"
 #include "serve/serve_test_util.h"
 
@@ -415,7 +416,7 @@ TEST(JsonConstraint, RecognizerAcceptsItsSchemaOnly) {
   EXPECT_FALSE(recognizes(*schema, R"({"name":"a","n":1,"e":1,"l":[]})"));          // minItems
   EXPECT_FALSE(recognizes(*schema, R"({"name":"a","n":1,"e":1,"l":[true,true,true]})"));
   EXPECT_FALSE(recognizes(*schema, R"({"n":1,"name":"a","e":1,"l":[true]})"));      // schema order
-  for (const char* bad : {R"({"anyOf":[]})", R"({"type":"string","pattern":"x"})", R"({"$ref":"#/x"})",
+  for (const char* bad : {R"({"anyOf":[]})", R"js({"type":"string","pattern":"(?=x)"})js", R"({"$ref":"#/x"})",
                           R"({"anyOf":[{"type":"string"},{"type":"string","maxLength":2}]})",
                           R"({"anyOf":[{"type":"integer"},{"type":"number"}]})", R"({"anyOf":[{},{"type":"null"}]})"})
     EXPECT_FALSE(serve::compile_schema(nlohmann::ordered_json::parse(bad)).ok()) << bad;
@@ -445,6 +446,77 @@ TEST(JsonConstraint, AnyOfTypeListsAndRefs) {
   EXPECT_FALSE(recognizes(*refs, R"({"pet":{"kind":"cat"},"list":{"v":1,"next":{"v":"2","next":null}}})"));
 }
 
+// Issue 48: json_schema `pattern`, a regex subset compiled to a DFA over the value's bytes.
+TEST(JsonConstraint, PatternSubsetMatchesLikeECMAScript) {
+  struct Case {
+    const char* pattern;
+    std::vector<std::string> match, no_match;
+  };
+  const std::vector<Case> cases = {
+      {"^[a-z]{2,4}-\\d+$", {"ab-1", "abcd-0123"}, {"a-1", "abcde-1", "ab-", "AB-1", "ab-1x"}},
+      {"\\d", {"x1y", "7"}, {"", "abc"}},                      // not anchored: a match anywhere
+      {"^(foo|ba(r|z))+$", {"foo", "barbazfoo"}, {"", "fooba", "qux"}},
+      {"^.$", {"a", "\xc3\xa9", "\xe2\x82\xac"}, {"", "ab", "\n"}},  // one character, UTF-8 or not
+      {"^[^,]+$", {"a b", "\xc3\xa9t\xc3\xa9"}, {"", "a,b"}},
+      {"^\\w+@\\w+\\.(com|org)$", {"me@x.org"}, {"me@x.net", "@x.com"}},
+      {"^a?b*c{2}$", {"cc", "abbcc"}, {"c", "aacc"}},
+      {"^(?:\\+1 )?\\(\\d{3}\\) \\d{3}-\\d{4}$", {"(555) 123-4567", "+1 (555) 123-4567"}, {"555-1234"}},
+      {"^caf\xc3\xa9|tea$", {"caf\xc3\xa9!", "green tea"}, {"cafe"}},
+      {"^[\\x41-\\x43]\\u00e9$", {"B\xc3\xa9"}, {"D\xc3\xa9"}},
+      {"^a.*?z$", {"az", "a--z"}, {"a--"}},
+  };
+  for (const Case& c : cases) {
+    auto dfa = serve::compile_pattern(c.pattern);
+    ASSERT_TRUE(dfa.ok()) << c.pattern << ": " << dfa.error().message;
+    for (const std::string& m : c.match) EXPECT_TRUE(serve::pattern_matches(*dfa, m)) << c.pattern << " on " << m;
+    for (const std::string& m : c.no_match) EXPECT_FALSE(serve::pattern_matches(*dfa, m)) << c.pattern << " on " << m;
+  }
+  // Unsupported features: InvalidArgument naming them.
+  const std::vector<std::pair<const char*, const char*>> refused = {
+      {"(?=a)b", "lookahead"},           {"(?<!a)b", "lookbehind"},      {"(a)\\1", "backreference"},
+      {"\\bword", "word boundary"},      {"a^b", "anchor '^'"},         {"a$b", "anchor '$'"},
+      {"\\p{L}+", "Unicode property"},   {"(?i)abc", "inline flags"},   {"a{2000}", "repeat count"},
+      {"a**", "quantifier after a quantifier"}, {"[[:alpha:]]", "POSIX class"}};
+  for (const auto& [pattern, feature] : refused) {
+    auto dfa = serve::compile_pattern(pattern);
+    ASSERT_FALSE(dfa.ok()) << pattern;
+    EXPECT_EQ(dfa.error().code, Code::InvalidArgument) << pattern;
+    EXPECT_NE(dfa.error().message.find(feature), std::string::npos) << pattern << ": " << dfa.error().message;
+  }
+  for (const char* malformed : {"(ab", "ab)", "[ab", "*a", "\\"}) EXPECT_FALSE(serve::compile_pattern(malformed).ok()) << malformed;
+  // The compile budget: (a|b)*a(a|b){15} needs 2^16 DFA states; a^10000 too many NFA states.
+  auto blowup = serve::compile_pattern("^(a|b)*a(a|b){15}$");
+  ASSERT_FALSE(blowup.ok());
+  EXPECT_EQ(blowup.error().code, Code::OutOfRange) << blowup.error().message;
+  EXPECT_NE(blowup.error().message.find("automaton states"), std::string::npos) << blowup.error().message;
+  auto wide = serve::compile_pattern("^(abcdefghij){1000}(abcdefghij){1000}$");
+  ASSERT_FALSE(wide.ok());
+  EXPECT_EQ(wide.error().code, Code::OutOfRange) << wide.error().message;
+}
+
+TEST(JsonConstraint, PatternConstrainsTheStringValue) {
+  auto schema = serve::compile_schema(nlohmann::ordered_json::parse(R"({"type":"object","properties":{
+      "phone":{"type":"string","pattern":"^\\d{3}-\\d{4}$"},
+      "code":{"type":["string","null"],"pattern":"^[A-Z]{2}\\n$"}}})"));
+  ASSERT_TRUE(schema.ok()) << schema.error().message;
+  EXPECT_TRUE(recognizes(*schema, R"({"phone":"555-1234","code":"AB\n"})"));  // the escape is decoded
+  EXPECT_TRUE(recognizes(*schema, R"({"phone":"555-1234","code":null})"));
+  EXPECT_FALSE(recognizes(*schema, R"({"phone":"55-1234","code":null})"));    // refused at the closing quote
+  EXPECT_FALSE(recognizes(*schema, R"({"phone":"555-12a4","code":null})"));   // refused at 'a'
+  EXPECT_FALSE(recognizes(*schema, R"({"phone":"555-1234","code":"AB"})"));
+  EXPECT_FALSE(recognizes(*schema, R"({"phone":"\u0035\u0035\u0035-1234","code":null})"));  // no \u in patterned strings
+  // Prefixes: the recognizer refuses as soon as no completion can match.
+  serve::JsonRecognizer r(std::make_shared<const serve::CompiledSchema>(*schema));
+  EXPECT_TRUE(r.feed(R"({"phone":"555)"));
+  EXPECT_FALSE(r.feed('5'));
+  auto bad = serve::compile_schema(nlohmann::ordered_json::parse(R"({"type":"string","pattern":"(?<=x)y"})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("lookbehind"), std::string::npos) << bad.error().message;
+  auto over = serve::compile_schema(nlohmann::ordered_json::parse(R"({"type":"string","pattern":"(a|b)*a(a|b){12}"})"));
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().code, Code::OutOfRange) << over.error().message;
+}
+
 TEST(JsonConstraint, MaskAllowsOnlyTokensThatKeepAValidPrefix) {
   auto pieces = std::make_shared<const std::vector<std::string>>(
       std::vector<std::string>{"", "{", "}", "{\"", "a", "\":", "1", "}x", " ", "\"", "\"a\":1}", "tr"});
@@ -464,6 +536,52 @@ TEST(JsonConstraint, MaskAllowsOnlyTokensThatKeepAValidPrefix) {
   c.accept(10);
   EXPECT_TRUE(c.complete());
   EXPECT_EQ(allowed(), (std::vector<int>{0}));  // nothing fits: the fallback (end of generation)
+}
+
+// Issue 48: tool_choice "auto" is free text until "<tool_call>", then a call to one of the
+// offered functions with that function's arguments (several schemas walked side by side).
+TEST(JsonConstraint, ToolCallConstraintIsLazyAndPicksTheFunctionsArguments) {
+  auto pieces = std::make_shared<const std::vector<std::string>>(std::vector<std::string>{
+      "", "Hi", " there", "<tool", "_call>", "<tool_call>{\"", "<tool_call>x", "{\"name\":\"", "a\"", "b\"",
+      ",\"arguments\":{", "\"x\":1}}", "\"y\":true}}", "_call>\n"});
+  auto trie = std::make_shared<const serve::TokenTrie>(*pieces);
+  auto compile = [](const char* text) {
+    auto c = serve::compile_schema(nlohmann::ordered_json::parse(text));
+    EXPECT_TRUE(c.ok()) << c.error().message;
+    return std::make_shared<const serve::CompiledSchema>(std::move(*c));
+  };
+  std::vector<std::shared_ptr<const serve::CompiledSchema>> calls = {
+      compile(R"({"type":"object","properties":{"name":{"const":"a"},"arguments":{"type":"object","properties":{"x":{"type":"integer"}}}}})"),
+      compile(R"({"type":"object","properties":{"name":{"const":"b"},"arguments":{"type":"object","properties":{"y":{"type":"boolean"}}}}})")};
+  auto allowed = [&](serve::ToolCallConstraint& c) {
+    std::vector<float> logits(pieces->size(), 0.0f);
+    c.mask(logits.data());
+    std::vector<int> out;
+    for (size_t i = 0; i < logits.size(); ++i)
+      if (std::isfinite(logits[i])) out.push_back(static_cast<int>(i));
+    return out;
+  };
+  serve::ToolCallConstraint lazy("<tool_call>", calls, trie, pieces, 0);
+  // Free: everything but a token that opens the call with text no call can start with.
+  EXPECT_EQ(allowed(lazy), (std::vector<int>{0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13}));
+  lazy.accept(1);
+  lazy.accept(3);  // "<tool" ...
+  EXPECT_FALSE(lazy.triggered());
+  EXPECT_EQ(allowed(lazy), (std::vector<int>{0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12}));  // "_call>\n": "\n" starts no call
+  lazy.accept(4);  // ... "_call>": the trigger, split over two tokens
+  EXPECT_TRUE(lazy.triggered());
+  EXPECT_EQ(allowed(lazy), (std::vector<int>{7}));
+  lazy.accept(7);
+  EXPECT_EQ(allowed(lazy), (std::vector<int>{8, 9}));  // an offered name
+  lazy.accept(9);
+  lazy.accept(10);
+  EXPECT_EQ(allowed(lazy), (std::vector<int>{12}));  // b's arguments, not a's
+  lazy.accept(12);
+  EXPECT_TRUE(lazy.complete());
+  // Forced (no trigger): the call from the first token.
+  serve::ToolCallConstraint forced("", calls, trie, pieces, 0);
+  EXPECT_TRUE(forced.triggered());
+  EXPECT_EQ(allowed(forced), (std::vector<int>{7}));
 }
 
 TEST(ServeFeatures, ResponseFormatJsonSchemaOutputValidates) {

@@ -5,6 +5,7 @@
 // built-in "completion" template (message contents joined by blank lines) and tokenizes the
 // result like `run` (BOS added). One user message "Once upon a time" is therefore the prompt
 // `run -p "Once upon a time"`, and the streamed reply is run's --no-echo output.
+#include <cstring>
 #include <regex>
 #include <sstream>
 
@@ -220,6 +221,85 @@ TEST(ServeOpenAi, BadRequestsGetOpenAiErrorsAndTheServerKeepsServing) {
                                     [&] { Json b = chat_body(long_prompt, 8); b["stream"] = true; return b.dump(); }(), key);
   expect_error(streamed_too_long, 400, "invalid_request_error", "context_length_exceeded");
   good();
+}
+
+// Issue 48: POST /v1/embeddings -- its shapes, refusals and errors (values: test_openai_client.py
+// against the NumPy reference; exactness beside generation: test_scheduler.cpp).
+TEST(ServeOpenAi, EmbeddingsShapesAndErrors) {
+  ServerProcess server({"-m", stories_model(), "--ctx", "64"});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  const int port = server.port();
+  Reply r = post(port, "/v1/embeddings", Json{{"input", Json::array({"Once upon a time", Json::array({1, 300, 301})})},
+                                              {"model", "stories260K"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Json j = r.json();
+  EXPECT_EQ(j["object"], "list");
+  EXPECT_EQ(j["model"], "stories260K");
+  ASSERT_EQ(j["data"].size(), 2u);
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(j["data"][k]["object"], "embedding");
+    EXPECT_EQ(j["data"][k]["index"], k);
+    ASSERT_EQ(j["data"][k]["embedding"].size(), 64u);  // stories260K's n_embd
+    double norm = 0;
+    for (const Json& v : j["data"][k]["embedding"]) norm += v.get<double>() * v.get<double>();
+    EXPECT_NEAR(norm, 1.0, 1e-6);
+  }
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 5 + 3);  // BOS + 4 tokens, and the 3 ids
+  EXPECT_EQ(j["usage"]["total_tokens"], 8);
+  // base64 carries the same float32 values, little-endian.
+  Reply b = post(port, "/v1/embeddings", Json{{"input", Json::array({1, 300, 301})}, {"encoding_format", "base64"}});
+  ASSERT_EQ(b.status, 200) << b.body;
+  const std::string text = b.json()["data"][0]["embedding"].get<std::string>();
+  EXPECT_EQ(text.size(), (64u * 4 + 2) / 3 * 4);
+  auto value = [](char c) -> uint32_t {
+    if (c >= 'A' && c <= 'Z') return static_cast<uint32_t>(c - 'A');
+    if (c >= 'a' && c <= 'z') return static_cast<uint32_t>(c - 'a' + 26);
+    if (c >= '0' && c <= '9') return static_cast<uint32_t>(c - '0' + 52);
+    return c == '+' ? 62u : 63u;
+  };
+  std::vector<uint8_t> bytes;
+  for (size_t i = 0; i + 3 < text.size(); i += 4) {
+    const uint32_t v = value(text[i]) << 18 | value(text[i + 1]) << 12 |
+                       (text[i + 2] == '=' ? 0 : value(text[i + 2]) << 6) | (text[i + 3] == '=' ? 0 : value(text[i + 3]));
+    bytes.push_back(static_cast<uint8_t>(v >> 16));
+    if (text[i + 2] != '=') bytes.push_back(static_cast<uint8_t>(v >> 8));
+    if (text[i + 3] != '=') bytes.push_back(static_cast<uint8_t>(v));
+  }
+  ASSERT_EQ(bytes.size(), 256u);
+  for (size_t i = 0; i < 64; ++i) {
+    const uint32_t bits = bytes[4 * i] | bytes[4 * i + 1] << 8 | bytes[4 * i + 2] << 16 | static_cast<uint32_t>(bytes[4 * i + 3]) << 24;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    EXPECT_EQ(f, j["data"][1]["embedding"][i].get<float>()) << i;  // the same input as data[1] above
+  }
+  // Refusals and errors, OpenAI-style, with the param named.
+  auto refused = [&](const Json& body, int status, const std::string& param, const std::string& code) {
+    Reply e = post(port, "/v1/embeddings", body);
+    EXPECT_EQ(e.status, status) << body.dump() << " -> " << e.body;
+    EXPECT_EQ(e.json()["error"]["param"], param) << e.body;
+    if (!code.empty()) {
+      EXPECT_EQ(e.json()["error"]["code"], code) << e.body;
+    }
+  };
+  refused(Json::object(), 400, "input", "");
+  refused(Json{{"input", ""}}, 400, "input", "");
+  refused(Json{{"input", Json::array()}}, 400, "input", "");
+  refused(Json{{"input", Json::array({1, 99999})}}, 400, "input", "");
+  refused(Json{{"input", Json::array({"a", 3})}}, 400, "input", "");
+  refused(Json{{"input", std::vector<int>(65, 1)}}, 400, "input", "context_length_exceeded");
+  refused(Json{{"input", "x"}, {"dimensions", 32}}, 400, "dimensions", "unsupported_parameter");
+  refused(Json{{"input", "x"}, {"encoding_format", "int8"}}, 400, "encoding_format", "");
+  refused(Json{{"input", "x"}, {"pooling", "cls"}}, 400, "pooling", "");
+  refused(Json{{"input", "x"}, {"model", "gpt-4o"}}, 404, "model", "model_not_found");
+  refused(Json{{"input", std::vector<std::string>(257, "a")}}, 400, "input", "");
+  EXPECT_EQ(post(port, "/v1/embeddings", Json{{"input", "x"}, {"dimensions", 64}}).status, 200);
+  Reply wrong_method = get(port, "/v1/embeddings");
+  EXPECT_EQ(wrong_method.status, 405) << wrong_method.body;
+  // No model: 503.
+  ASSERT_EQ(post(port, "/strata/v1/model/unload", Json::object()).status, 200);
+  Reply none = post(port, "/v1/embeddings", Json{{"input", "x"}});
+  EXPECT_EQ(none.status, 503) << none.body;
+  EXPECT_EQ(none.json()["error"]["code"], "model_not_loaded");
 }
 
 TEST(ServeOpenAi, MetricsAreValidPrometheusTextWithTheCounters) {

@@ -3,6 +3,7 @@
 // text callback and from cancel(), prefix reuse and exclusive tasks.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <future>
 
@@ -261,6 +262,95 @@ TEST(Scheduler, ShutdownFinishesEveryRequestAsCancelled) {
   EXPECT_GE(cancelled, 2);  // the first may have finished already
   EXPECT_EQ(sched->submit(exec::GenerationRequest{}).error().code, Code::InvalidArgument);
   sched.reset();
+}
+
+// Issue 48: embeddings are evaluated alone in a free slot, so a vector is the same whatever runs
+// beside it; they wait for a slot, and the slot's cached prefix is forgotten (never reused wrongly).
+TEST(Scheduler, EmbeddingsAreExactBesideGenerationAndWaitForAFreeSlot) {
+  Fixture f = make(1);
+  exec::Scheduler sched(*f.pipeline, {});
+  const std::vector<int32_t> text = tokens(*f.model, "Lily had a red ball");
+  auto idle = sched.embedding(text, exec::Pooling::Mean);
+  ASSERT_TRUE(idle.ok()) << idle.error().message;
+  ASSERT_EQ(idle->size(), static_cast<size_t>(f.model->config().n_embd));
+  double norm = 0;
+  for (float v : *idle) norm += static_cast<double>(v) * v;
+  EXPECT_NEAR(norm, 1.0, 1e-6);
+  auto last = sched.embedding(text, exec::Pooling::Last);
+  ASSERT_TRUE(last.ok());
+  EXPECT_NE(*last, *idle);
+  // One slot, busy generating: the embedding waits for it, and comes out the same.
+  Outcome gen;
+  std::atomic<bool> gen_done{false};
+  exec::GenerationRequest r = request_for(*f.model, "Once upon a time", 60, gen);
+  r.on_done = [&](const exec::GenerationResult& res) {
+    gen_done = true;
+    gen.promise.set_value(res);
+  };
+  std::promise<void> running;  // the generation holds the slot (its first token is out)
+  bool told = false;
+  r.on_token = [&](const exec::TokenInfo&) {
+    if (!told) running.set_value();
+    told = true;
+  };
+  ASSERT_TRUE(sched.submit(std::move(r)).ok());
+  running.get_future().wait();
+  auto during = sched.embedding(text, exec::Pooling::Mean);
+  EXPECT_TRUE(gen_done.load()) << "the embedding took the only slot while it was busy";
+  ASSERT_TRUE(during.ok());
+  EXPECT_EQ(*during, *idle);  // bit for bit
+  const exec::GenerationResult first = gen.promise.get_future().get();
+  EXPECT_EQ(first.text, reference(*f.model, "Once upon a time", 60));
+  // The slot's cache now holds the embedding's tokens, not the story: nothing is reused from it.
+  Outcome again;
+  ASSERT_TRUE(sched.submit(request_for(*f.model, "Once upon a time", 60, again)).ok());
+  const exec::GenerationResult second = again.promise.get_future().get();
+  EXPECT_EQ(second.n_prompt_cached, 0);
+  EXPECT_EQ(second.text, first.text);
+  EXPECT_EQ(sched.embedding({}, exec::Pooling::Mean).error().code, Code::InvalidArgument);
+  EXPECT_EQ(sched.embedding(std::vector<int32_t>(300, 1), exec::Pooling::Mean).error().code, Code::OutOfRange);
+}
+
+// Issue 48: with nothing decoding, a prompt that fits one chunk read beside a long one makes the
+// step one chunk (not a full batch), so its first token comes after a short step. Seen in the
+// first step, which both share and after which the short one samples: the long prompt's progress is
+// one chunk less the short prompt, not a batch less it.
+TEST(Scheduler, AShortPromptBesideALongOneGetsASmallStep) {
+  Fixture f = make(2);  // max_batch 64
+  exec::SchedulerOptions so;
+  so.prompt_chunk = 16;
+  exec::Scheduler sched(*f.pipeline, so);
+  std::vector<int32_t> long_prompt = {1};
+  for (int i = 1; i < 200; ++i) long_prompt.push_back(50 + (7 * i) % 400);
+  std::mutex m;
+  int64_t long_first_step = -1;
+  bool short_sampled_then = false;
+  Outcome lo, sh;
+  exec::GenerationRequest lr = request_for(*f.model, "", 1, lo);
+  lr.prompt = long_prompt;
+  bool short_sampled = false;
+  lr.on_prompt_progress = [&](int64_t done, int64_t) {
+    std::lock_guard<std::mutex> lock(m);
+    if (long_first_step < 0) {
+      long_first_step = done;
+      short_sampled_then = short_sampled;
+    }
+  };
+  exec::GenerationRequest sr = request_for(*f.model, "", 1, sh);
+  sr.prompt = {1, 300, 301, 302, 303};
+  sr.on_token = [&](const exec::TokenInfo&) {
+    std::lock_guard<std::mutex> lock(m);
+    short_sampled = true;
+  };
+  {
+    SchedulerHold hold(sched);  // both admitted together
+    ASSERT_TRUE(sched.submit(std::move(lr)).ok());
+    ASSERT_TRUE(sched.submit(std::move(sr)).ok());
+  }
+  EXPECT_TRUE(sh.promise.get_future().get().status.ok());
+  EXPECT_TRUE(lo.promise.get_future().get().status.ok());
+  EXPECT_TRUE(short_sampled_then) << "the short prompt did not finish in the first step";
+  EXPECT_EQ(long_first_step, 16 - 5);  // a full batch would have read 64 - 5 of it
 }
 
 }  // namespace

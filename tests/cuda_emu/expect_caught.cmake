@@ -1,0 +1,25 @@
+# tests/cuda_emu/expect_caught.cmake — runs a ThreadSanitizer build of tsan_mmv_check (tests only).
+#   -DBIN=<program> -DEXPECT=clean   passes when the program exits 0 with no ThreadSanitizer report;
+#   -DBIN=<program> -DEXPECT=caught  passes when a report or a wrong result shows (the mutation test:
+#                                    it fails when the removed __syncwarp goes unnoticed).
+set(ENV{TSAN_OPTIONS} "halt_on_error=0 exitcode=66 report_signal_unsafe=0")
+execute_process(COMMAND ${BIN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(REGEX MATCHALL "WARNING: ThreadSanitizer: [a-z -]+" reports "${err}")
+list(LENGTH reports n_reports)
+string(FIND "${err}" "MISMATCH" mismatch)
+message("exit code ${rc}; ${n_reports} ThreadSanitizer report(s); wrong result: ${mismatch}")
+message("${out}")
+if(EXPECT STREQUAL "clean")
+  if(NOT rc EQUAL 0 OR n_reports GREATER 0)
+    message("${err}")
+    message(FATAL_ERROR "the ThreadSanitizer build of the emulated kernels is not clean")
+  endif()
+elseif(EXPECT STREQUAL "caught")
+  if(n_reports EQUAL 0 AND mismatch EQUAL -1)
+    message(FATAL_ERROR "the mutant (a __syncwarp removed) went undetected: no ThreadSanitizer report, right results")
+  endif()
+  string(REGEX MATCH "mmv_kernel.cuh:[0-9]+" where "${err}")
+  message("caught: ${n_reports} report(s), first at ${where}; wrong result: ${mismatch}")
+else()
+  message(FATAL_ERROR "EXPECT must be clean or caught")
+endif()

@@ -685,14 +685,20 @@ void enqueue_launch(BlockBody body, dim3 grid, dim3 block, size_t shmem, cudaStr
   l->block = block;
   l->shmem = shmem;
   l->name = name;
+  static const bool trace = std::getenv("STRATA_CUDA_EMU_TRACE") != nullptr;
   s->push([s, l, dev] {
     if (sticky(dev) != cudaSuccess) return;  // a failed device runs nothing more
+    const auto t0 = Clock::now();
     std::string why;
     cudaError_t err = cudaSuccess;
     if (!s->pool().run(*l, &why, &err)) {
       std::fprintf(stderr, "cuda emulation: kernel %s failed on device %d: %s\n", l->name.c_str(), dev, why.c_str());
       fail_device(dev, err);
     }
+    if (trace)
+      std::fprintf(stderr, "cuda emulation: device %d %s grid (%u,%u,%u) block (%u,%u,%u) shmem %zu: %.3f ms\n", dev,
+                   l->name.c_str(), l->grid.x, l->grid.y, l->grid.z, l->block.x, l->block.y, l->block.z, l->shmem,
+                   std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   });
 }
 
@@ -886,7 +892,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
   if (p == nullptr) return api_error(cudaErrorInvalidValue);
   if (dev == nullptr) return api_error(cudaErrorInvalidDevice);
   std::memset(p, 0, sizeof *p);
-  std::snprintf(p->name, sizeof p->name, "Emulated H200 (CPU threads)");
+  std::snprintf(p->name, sizeof p->name, "NVIDIA H200 (emulated)");  // what `strata-engine devices` shows
   p->totalGlobalMem = dev->capacity;
   p->sharedMemPerBlock = kStaticSharedBytes;
   p->sharedMemPerBlockOptin = kDynamicSharedBytes;

@@ -1,17 +1,17 @@
 // tests/cuda_emu/emu_runtime.cpp — the emulated GPU (tests only): devices, memory, streams, events
-// and kernel execution on CPU threads. Depends on the C++ standard library and pthreads only.
+// and kernel execution on CPU threads. Depends on the C++ standard library and ucontext only.
 //
-// Execution model (why it is built this way: tests/cuda_emu/README.md, docs/backends.md):
+// Execution model (docs/backends.md, "The emulated GPU"):
 //   - every stream is a worker thread that runs its queue in order (kernels, copies, event
 //     records and waits, cuBLAS and NCCL work), so two streams really run at the same time and a
 //     missing event shows up as a race (ThreadSanitizer) or a wrong value, not by luck;
-//   - a kernel runs its blocks one after another on the stream's block pool: one pooled OS thread
-//     per CUDA thread of the block, reused across blocks and launches;
+//   - the blocks of a launch run on the stream's worker and a few helper threads at once; the
+//     CUDA threads of a block are fibers on one of them (BlockRunner below);
 //   - __syncthreads is a barrier of the block's live threads; a warp operation is a barrier and an
 //     exchange among the lanes of its mask (lanes that returned count as gone); a thread that
 //     returns leaves both;
 //   - __shared__ memory is a per-block arena, poisoned (0xFF bytes, NaN as floats) before each block.
-#include <pthread.h>
+#include <ucontext.h>
 
 #include <algorithm>
 #include <atomic>
@@ -26,6 +26,7 @@
 #include <mutex>
 #include <semaphore>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -45,292 +46,283 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kStaticSharedBytes = 48 * 1024;    // CUDA's static __shared__ limit
 constexpr size_t kDynamicSharedBytes = 227 * 1024;  // sm_90's opt-in maximum per block
 constexpr size_t kPoisonLimit = 16u << 20;          // allocations up to this size are poisoned
-constexpr size_t kThreadStack = 1u << 20;
-
-double env_seconds(const char* name, double fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == 0) return fallback;
-  char* end = nullptr;
-  const double d = std::strtod(v, &end);
-  return end != v && d > 0 ? d : fallback;
-}
-
-// Thrown inside a CUDA thread to leave the kernel when its block is aborted (a deadlock, a misuse
-// of a warp operation, shared memory over the limit). Caught by the pool thread.
-struct BlockAbort {};
 
 // ---- block and warp state -------------------------------------------------------------------
+//
+// The CUDA threads of a block are fibers (ucontext) on one OS thread: a fiber runs until it waits
+// at a barrier or returns, then the next runnable one of the block runs. So a barrier costs a
+// user-space context switch, not a trip through the OS scheduler, and a deadlock (no fiber
+// runnable, some not finished) is seen at once. The blocks of a launch run on several OS threads
+// at once (the stream's worker and its helpers), so blocks really are concurrent, as on a GPU.
+// Under ThreadSanitizer every fiber is announced to it, switches carry no synchronisation, and
+// each barrier is a release by every arriving thread and an acquire by every departing one, so
+// TSan sees exactly the happens-before that CUDA's barriers give.
+
+#if defined(__SANITIZE_THREAD__)
+#define STRATA_EMU_TSAN 1
+extern "C" {
+void* __tsan_get_current_fiber(void);
+void* __tsan_create_fiber(unsigned flags);
+void __tsan_destroy_fiber(void* fiber);
+void __tsan_switch_to_fiber(void* fiber, unsigned flags);
+void __tsan_acquire(void* addr);
+void __tsan_release(void* addr);
+}
+constexpr unsigned kTsanNoSync = 1;  // __tsan_switch_to_fiber_no_sync
+inline void hb_release(void* a) { __tsan_release(a); }
+inline void hb_acquire(void* a) { __tsan_acquire(a); }
+#else
+inline void hb_release(void*) {}
+inline void hb_acquire(void*) {}
+#endif
+// The scheduler's and the barriers' own bookkeeping (counters, flags, the fiber list) is shared by
+// the fibers of a block with no synchronisation TSan could see (they take turns on one OS thread),
+// so it is not instrumented; the happens-before it implements is announced explicitly above.
+#define STRATA_EMU_NO_TSAN __attribute__((no_sanitize("thread")))
 
 struct WarpState {
-  std::mutex m;
-  std::condition_variable cv;
   uint32_t live = 0;     // lanes that have not returned
   uint32_t arrived = 0;  // lanes waiting in the current operation
   uint32_t op_mask = 0;  // the mask of the current operation
   uint32_t gen = 0;
   uint32_t participants[2] = {0, 0};  // lanes of the operation of generation g, at [g & 1]
   uint64_t slot[2][32] = {};
+  char hb[2] = {0, 0};  // ThreadSanitizer sync addresses, one per generation parity
 };
 
 struct BlockState {
-  std::mutex m;
-  std::condition_variable cv;
+  int n = 0;  // threads of the block
   int live = 0;
   int arrived = 0;
   uint32_t gen = 0;
   int pred_acc_count = 0, pred_acc_or = 0, pred_acc_and = 1;
   int result_count = 0, result_or = 0, result_and = 1;
+  char hb[2] = {0, 0};
+  char hb_start = 0, hb_end = 0;
   WarpState warps[32];
 
-  std::mutex shm_m;
-  std::vector<std::pair<const SharedSite*, std::pair<size_t, size_t>>> sites;  // site -> offset, bytes
+  // __shared__ declaration sites met by the block and their offsets (plain arrays: touched only by
+  // uninstrumented code, see STRATA_EMU_NO_TSAN).
+  static constexpr int kMaxSites = 64;
+  const SharedSite* site_keys[kMaxSites] = {};
+  size_t site_offsets[kMaxSites] = {};
+  int n_sites = 0;
   size_t shm_used = 0;
   alignas(128) unsigned char arena[kStaticSharedBytes];
   std::unique_ptr<unsigned char[]> dynamic;
   size_t dynamic_bytes = 0;
 
-  std::atomic<bool> aborted{false};
-  std::mutex reason_m;
+  bool aborted = false;
   std::string reason;
   cudaError_t abort_error = cudaSuccess;
 };
 
+// Thrown inside a CUDA thread to leave the kernel when its block is aborted (a deadlock, a misuse
+// of a warp operation, shared memory over the limit). Caught at the bottom of the fiber.
+struct BlockAbort {};
+
+class BlockRunner;
+thread_local BlockRunner* t_runner = nullptr;
 thread_local BlockState* t_block = nullptr;
 thread_local int t_tid = 0;
 
-double barrier_timeout_s() {
-  static const double s = env_seconds("STRATA_CUDA_EMU_BARRIER_TIMEOUT_S", 300.0);
-  return s;
-}
+constexpr size_t kFiberStack = 256 * 1024;
 
-void abort_block(BlockState& b, cudaError_t err, const std::string& why) {
-  {
-    std::lock_guard<std::mutex> lk(b.reason_m);
-    if (b.reason.empty()) {
-      b.reason = why;
-      b.abort_error = err;
-    }
-  }
-  b.aborted.store(true);
-  b.cv.notify_all();
-  for (WarpState& w : b.warps) w.cv.notify_all();
-}
-
-// Waits on cv until done(); polls for an abort of the block; gives up after the barrier timeout
-// (every thread of the block waits: a deadlock, e.g. __syncthreads in divergent code).
-template <class Pred>
-void wait_until(std::unique_lock<std::mutex>& lk, std::condition_variable& cv, BlockState& b, const char* what,
-                Pred done) {
-  const auto deadline = Clock::now() + std::chrono::duration<double>(barrier_timeout_s());
-  while (!done()) {
-    if (b.aborted.load()) throw BlockAbort{};
-    cv.wait_for(lk, std::chrono::milliseconds(50));
-    if (!done() && Clock::now() > deadline) {
-      lk.unlock();
-      abort_block(b, cudaErrorLaunchTimeout,
-                  std::string(what) + " waited " + std::to_string(barrier_timeout_s()) +
-                      " s: not every thread reaches it (deadlock)");
-      throw BlockAbort{};
-    }
-  }
-}
-
-void block_release(BlockState& b) {  // b.m held
-  b.result_count = b.pred_acc_count;
-  b.result_or = b.pred_acc_or;
-  b.result_and = b.pred_acc_and;
-  b.pred_acc_count = 0;
-  b.pred_acc_or = 0;
-  b.pred_acc_and = 1;
-  b.arrived = 0;
-  ++b.gen;
-  b.cv.notify_all();
-}
-
-void block_barrier(int pred, int* count, int* any, int* all) {
-  BlockState& b = *t_block;
-  if (b.aborted.load()) throw BlockAbort{};
-  std::unique_lock<std::mutex> lk(b.m);
-  const uint32_t my_gen = b.gen;
-  b.pred_acc_count += pred != 0;
-  b.pred_acc_or |= pred != 0;
-  b.pred_acc_and &= pred != 0;
-  if (++b.arrived == b.live) {
-    block_release(b);
-  } else {
-    wait_until(lk, b.cv, b, "__syncthreads", [&] { return b.gen != my_gen; });
-  }
-  if (count) *count = b.result_count;
-  if (any) *any = b.result_or;
-  if (all) *all = b.result_and;
-}
-
-void warp_release(WarpState& w) {  // w.m held
-  w.participants[w.gen & 1] = w.arrived;
-  w.arrived = 0;
-  ++w.gen;
-  w.cv.notify_all();
-}
-
-// One warp operation: publish `mine`, wait for the lanes of `mask` that are still live, return
-// the generation's slot index and participants (read under the lock).
-struct WarpOpResult {
-  uint32_t participants;
-  const uint64_t* slots;
-};
-
-template <class Read>
-auto warp_op(unsigned mask, uint64_t mine, const char* what, Read read) {
-  BlockState& b = *t_block;
-  if (b.aborted.load()) throw BlockAbort{};
-  const int warp = t_tid / 32, lane = t_tid % 32;
-  WarpState& w = b.warps[warp];
-  const uint32_t bit = 1u << lane;
-  if ((mask & bit) == 0) {
-    abort_block(b, cudaErrorLaunchFailure,
-                std::string(what) + ": lane " + std::to_string(lane) + " calls it with a mask that excludes itself");
-    throw BlockAbort{};
-  }
-  std::unique_lock<std::mutex> lk(w.m);
-  const uint32_t my_gen = w.gen;
-  if (w.arrived == 0) {
-    w.op_mask = mask;
-  } else if (w.op_mask != mask) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "%s: warp %d lanes wait with masks 0x%08x and 0x%08x at once", what, warp,
-                  w.op_mask, mask);
-    lk.unlock();
-    abort_block(b, cudaErrorLaunchFailure, buf);
-    throw BlockAbort{};
-  }
-  w.slot[my_gen & 1][lane] = mine;
-  w.arrived |= bit;
-  const uint32_t need = mask & w.live;
-  if ((w.arrived & need) == need) {
-    warp_release(w);
-  } else {
-    wait_until(lk, w.cv, b, what, [&] { return w.gen != my_gen; });
-  }
-  return read(WarpOpResult{w.participants[my_gen & 1], w.slot[my_gen & 1]}, lane);
-}
-
-// A CUDA thread returned: it leaves the block barrier and its warp's barriers.
-void thread_exit() {
-  BlockState& b = *t_block;
-  const int warp = t_tid / 32, lane = t_tid % 32;
-  {
-    WarpState& w = b.warps[warp];
-    std::lock_guard<std::mutex> lk(w.m);
-    w.live &= ~(1u << lane);
-    const uint32_t need = w.op_mask & w.live;
-    if (w.arrived != 0 && (w.arrived & need) == need) warp_release(w);
-  }
-  {
-    std::lock_guard<std::mutex> lk(b.m);
-    --b.live;
-    if (b.arrived > 0 && b.arrived == b.live) block_release(b);
-  }
-}
-
-// ---- the block pool of a stream -------------------------------------------------------------
-
-struct Launch {
-  BlockBody body;
-  dim3 grid, block;
-  size_t shmem = 0;
-  std::string name;
-};
-
-class BlockPool {
+// Runs blocks, one at a time, as fibers on the calling OS thread.
+class BlockRunner {
  public:
-  ~BlockPool() {
-    for (auto& w : workers_) {
-      w->stop = true;
-      w->go.release();
-    }
-    for (auto& w : workers_) pthread_join(w->thread, nullptr);
+  ~BlockRunner() {
+#if defined(STRATA_EMU_TSAN)
+    for (auto& f : fibers_)
+      if (f->tsan) __tsan_destroy_fiber(f->tsan);  // NOLINT
+#endif
   }
 
-  // Runs every block of the launch; returns false (with the reason) when a block was aborted.
-  bool run(const Launch& l, std::string* why, cudaError_t* err) {
-    const int n = static_cast<int>(l.block.x * l.block.y * l.block.z);
+  // Runs block `idx` of `body`; false (with the reason) when it was aborted.
+  STRATA_EMU_NO_TSAN bool run(const std::function<void()>& body, dim3 grid, dim3 block, uint3 idx, size_t shmem, std::string* why,
+           cudaError_t* err) {
+    const int n = static_cast<int>(block.x * block.y * block.z);
     grow(n);
-    launch_ = &l;
-    for (unsigned bz = 0; bz < l.grid.z; ++bz)
-      for (unsigned by = 0; by < l.grid.y; ++by)
-        for (unsigned bx = 0; bx < l.grid.x; ++bx) {
-          reset_block(n, l.shmem);
-          block_idx_ = uint3{bx, by, bz};
-          remaining_.store(n, std::memory_order_relaxed);
-          for (int i = 0; i < n; ++i) workers_[i]->go.release();
-          done_.acquire();
-          if (state_.aborted.load()) {
-            char buf[96];
-            std::snprintf(buf, sizeof buf, " (block %u,%u,%u)", bx, by, bz);
-            *why = state_.reason + buf;
-            *err = state_.abort_error;
-            return false;
-          }
+    reset(n, shmem);
+    body_ = &body;
+    t_runner = this;
+    t_block = &state_;
+    blockIdx = idx;
+    blockDim = block;
+    gridDim = grid;
+    for (int i = 0; i < n; ++i) {
+      Fiber& f = *fib_[i];
+      f.idx = uint3{i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
+      f.waiting = false;
+      f.done = false;
+      getcontext(&f.ctx);
+      f.ctx.uc_stack.ss_sp = f.stack.get();
+      f.ctx.uc_stack.ss_size = kFiberStack;
+      f.ctx.uc_link = nullptr;
+      const auto self = reinterpret_cast<uintptr_t>(this);
+      makecontext(&f.ctx, reinterpret_cast<void (*)()>(&BlockRunner::entry), 3, static_cast<unsigned>(self),
+                  static_cast<unsigned>(self >> 32), i);
+    }
+    hb_release(&state_.hb_start);
+    done_ = 0;
+    cur_ = -1;
+#if defined(STRATA_EMU_TSAN)
+    main_tsan_ = __tsan_get_current_fiber();
+#endif
+    switch_to(0, &main_ctx_);
+    // Back here when every fiber finished, or none can run (a deadlock).
+    if (done_ < n && !state_.aborted) {
+      abort_block(cudaErrorLaunchTimeout, deadlock_description());
+    }
+    if (done_ < n) {  // unwind the waiting fibers: each throws BlockAbort at its barrier
+      for (int i = 0; i < n; ++i)
+        if (!fib_[i]->done) {
+          fib_[i]->waiting = false;
+          switch_to(i, &main_ctx_);
         }
+    }
+    hb_acquire(&state_.hb_end);
+    t_block = nullptr;
+    if (state_.aborted) {
+      *why = state_.reason;
+      *err = state_.abort_error;
+      return false;
+    }
     return true;
   }
 
+  // Called by a fiber that must wait: runs the next runnable fiber (or returns to the runner
+  // when none can run). Returns when this fiber is resumed.
+  STRATA_EMU_NO_TSAN void wait() {
+    Fiber& me = *fib_[cur_];
+    me.waiting = true;
+    const int next = next_runnable(cur_);
+    if (next < 0) {
+      swap_to_main(&me.ctx);
+    } else if (next != cur_) {
+      switch_to(next, &me.ctx);
+    }
+    restore(me);
+  }
+
+  // Makes the waiting lanes / threads runnable again.
+  STRATA_EMU_NO_TSAN void wake_warp(int warp, uint32_t lanes) {
+    for (int l = 0; l < 32; ++l)
+      if (lanes & (1u << l)) {
+        const int t = warp * 32 + l;
+        if (t < state_.n) fib_[t]->waiting = false;
+      }
+  }
+  STRATA_EMU_NO_TSAN void wake_all() {
+    for (int t = 0; t < state_.n; ++t) fib_[t]->waiting = false;
+  }
+
+  STRATA_EMU_NO_TSAN void abort_block(cudaError_t err, const std::string& why) {
+    if (!state_.aborted) {
+      state_.aborted = true;
+      state_.reason = why;
+      state_.abort_error = err;
+    }
+    wake_all();
+  }
+
  private:
-  struct Worker {
-    BlockPool* pool = nullptr;
-    int tid = 0;
-    pthread_t thread{};
-    std::binary_semaphore go{0};
-    bool stop = false;
+  struct Fiber {
+    ucontext_t ctx;
+    std::unique_ptr<char[]> stack;
+    uint3 idx{0, 0, 0};
+    bool waiting = false;
+    bool done = false;
+    void* tsan = nullptr;
+    std::string where;  // what it waits at, for a deadlock report
   };
 
-  static void* thread_main(void* arg) {
-    Worker& w = *static_cast<Worker*>(arg);
-    for (;;) {
-      w.go.acquire();
-      if (w.stop) return nullptr;
-      w.pool->run_thread(w.tid);
-    }
-  }
-
-  void run_thread(int tid) {
-    const Launch& l = *launch_;
-    t_block = &state_;
-    t_tid = tid;
-    threadIdx = uint3{tid % l.block.x, (tid / l.block.x) % l.block.y, tid / (l.block.x * l.block.y)};
-    blockIdx = block_idx_;
-    blockDim = l.block;
-    gridDim = l.grid;
+  STRATA_EMU_NO_TSAN static void entry(unsigned lo, unsigned hi, int tid) {
+    auto* r = reinterpret_cast<BlockRunner*>(static_cast<uintptr_t>(lo) | (static_cast<uintptr_t>(hi) << 32));
+    hb_acquire(&r->state_.hb_start);  // the block's set-up (poisoned shared memory) before its threads
+    Fiber& me = *r->fib_[tid];
+    r->restore(me);
     try {
-      l.body();
+      (*r->body_)();
     } catch (const BlockAbort&) {
     } catch (...) {
-      abort_block(state_, cudaErrorLaunchFailure, "a CUDA thread threw a C++ exception");
+      r->abort_block(cudaErrorLaunchFailure, "a CUDA thread threw a C++ exception");
     }
-    thread_exit();
-    t_block = nullptr;
-    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_.release();
+    r->thread_exit();
+    me.done = true;
+    ++r->done_;
+    hb_release(&r->state_.hb_end);  // the thread's writes before the next block's set-up
+    const int next = r->next_runnable(tid);
+    ucontext_t dead;
+    if (next < 0) r->swap_to_main(&dead);
+    else r->switch_to(next, &dead);
+    // Never resumed.
   }
 
-  void grow(int n) {
-    while (static_cast<int>(workers_.size()) < n) {
-      auto w = std::make_unique<Worker>();
-      w->pool = this;
-      w->tid = static_cast<int>(workers_.size());
-      pthread_attr_t attr;
-      pthread_attr_init(&attr);
-      pthread_attr_setstacksize(&attr, kThreadStack);
-      if (pthread_create(&w->thread, &attr, &BlockPool::thread_main, w.get()) != 0) {
-        std::fprintf(stderr, "cuda emulation: cannot create thread %d of a block\n", w->tid);
-        std::abort();  // tests only: there is no way to run the kernel
-      }
-      pthread_attr_destroy(&attr);
-      workers_.push_back(std::move(w));
-    }
+  STRATA_EMU_NO_TSAN void restore(Fiber& me) {
+    threadIdx = me.idx;
+    t_tid = tid_of(me);
+    t_block = &state_;
+    t_runner = this;
+  }
+  STRATA_EMU_NO_TSAN int tid_of(const Fiber& f) const { return static_cast<int>(f.idx.x + f.idx.y * blockDim.x + f.idx.z * blockDim.x * blockDim.y); }
+
+  STRATA_EMU_NO_TSAN void switch_to(int next, ucontext_t* save) {
+    cur_ = next;
+    ucontext_t* to = &fib_[next]->ctx;
+#if defined(STRATA_EMU_TSAN)
+    __tsan_switch_to_fiber(fib_[next]->tsan, kTsanNoSync);
+#endif
+    swapcontext(save, to);
+  }
+  STRATA_EMU_NO_TSAN void swap_to_main(ucontext_t* save) {
+    cur_ = -1;
+#if defined(STRATA_EMU_TSAN)
+    __tsan_switch_to_fiber(main_tsan_, kTsanNoSync);
+#endif
+    swapcontext(save, &main_ctx_);
   }
 
-  void reset_block(int n, size_t shmem) {
+  // The next fiber after `from` (round robin) that is neither done nor waiting; -1 when none.
+  STRATA_EMU_NO_TSAN int next_runnable(int from) const {
+    const int n = state_.n;
+    for (int k = 1; k <= n; ++k) {
+      const int i = (from + k) % n;
+      if (!fib_[i]->done && !fib_[i]->waiting) return i;
+    }
+    return -1;
+  }
+
+  STRATA_EMU_NO_TSAN std::string deadlock_description() const {
+    int at_block = 0, at_warp = 0;
+    for (int i = 0; i < state_.n; ++i)
+      if (!fib_[i]->done) (fib_[i]->where == "__syncthreads" ? at_block : at_warp) += 1;
+    return "deadlock: " + std::to_string(state_.n - done_) + " threads wait forever (" + std::to_string(at_block) +
+           " at __syncthreads, " + std::to_string(at_warp) +
+           " at warp operations): a barrier that not every thread reaches";
+  }
+
+ public:
+  STRATA_EMU_NO_TSAN void set_where(const char* w) { fib_[cur_]->where = w; }
+
+ private:
+  STRATA_EMU_NO_TSAN void grow(int n) {
+    while (static_cast<int>(fibers_.size()) < n) {
+      auto f = std::make_unique<Fiber>();
+      f->stack.reset(new char[kFiberStack]);
+#if defined(STRATA_EMU_TSAN)
+      f->tsan = __tsan_create_fiber(0);
+#endif
+      fibers_.push_back(std::move(f));
+    }
+    raw_.clear();
+    for (auto& f : fibers_) raw_.push_back(f.get());
+    fib_ = raw_.data();
+  }
+
+  STRATA_EMU_NO_TSAN void reset(int n, size_t shmem) {
     BlockState& b = state_;
+    b.n = n;
     b.live = n;
     b.arrived = 0;
     b.pred_acc_count = 0;
@@ -343,25 +335,239 @@ class BlockPool {
       w.arrived = 0;
       w.op_mask = 0;
     }
-    b.sites.clear();
+    b.n_sites = 0;
     b.shm_used = 0;
+    // Shared memory is not zero on a GPU: poison it (0xFF bytes read as NaN floats).
     std::memset(b.arena, 0xff, sizeof b.arena);
     if (shmem > b.dynamic_bytes) {
       b.dynamic.reset(new unsigned char[shmem + 16]);
       b.dynamic_bytes = shmem;
     }
-    if (shmem > 0) std::memset(b.dynamic.get(), 0xff, shmem);
-    b.aborted.store(false);
+    if (shmem > 0) std::memset(b.dynamic.get(), 0xff, shmem + 16);
+    b.aborted = false;
     b.reason.clear();
     b.abort_error = cudaSuccess;
   }
 
-  std::vector<std::unique_ptr<Worker>> workers_;
-  const Launch* launch_ = nullptr;
-  uint3 block_idx_{0, 0, 0};
+  STRATA_EMU_NO_TSAN void thread_exit();
+
+  std::vector<std::unique_ptr<Fiber>> fibers_;  // owns the fibers; grown only between blocks
+  std::vector<Fiber*> raw_;
+  Fiber** fib_ = nullptr;  // raw_.data(): what the uninstrumented bookkeeping indexes
+  ucontext_t main_ctx_;
+  void* main_tsan_ = nullptr;
+  const std::function<void()>* body_ = nullptr;
   BlockState state_;
-  std::atomic<int> remaining_{0};
-  std::binary_semaphore done_{0};
+  int done_ = 0;
+  int cur_ = -1;
+};
+
+STRATA_EMU_NO_TSAN void block_release(BlockState& b) {
+  b.result_count = b.pred_acc_count;
+  b.result_or = b.pred_acc_or;
+  b.result_and = b.pred_acc_and;
+  b.pred_acc_count = 0;
+  b.pred_acc_or = 0;
+  b.pred_acc_and = 1;
+  b.arrived = 0;
+  ++b.gen;
+  t_runner->wake_all();
+}
+
+STRATA_EMU_NO_TSAN void block_barrier(int pred, int* count, int* any, int* all) {
+  BlockState& b = *t_block;
+  if (b.aborted) throw BlockAbort{};
+  const uint32_t my_gen = b.gen;
+  hb_release(&b.hb[my_gen & 1]);
+  b.pred_acc_count += pred != 0;
+  b.pred_acc_or |= pred != 0;
+  b.pred_acc_and &= pred != 0;
+  if (++b.arrived == b.live) {
+    block_release(b);
+  } else {
+    t_runner->set_where("__syncthreads");
+    while (b.gen == my_gen) {
+      t_runner->wait();
+      if (b.aborted) throw BlockAbort{};
+    }
+  }
+  hb_acquire(&b.hb[my_gen & 1]);
+  if (count) *count = b.result_count;
+  if (any) *any = b.result_or;
+  if (all) *all = b.result_and;
+}
+
+STRATA_EMU_NO_TSAN void warp_release(int warp, WarpState& w) {
+  w.participants[w.gen & 1] = w.arrived;
+  const uint32_t lanes = w.arrived;
+  w.arrived = 0;
+  ++w.gen;
+  t_runner->wake_warp(warp, lanes);
+}
+
+// One warp operation: publish `mine`, wait for the lanes of `mask` that are still live, then read
+// the generation's slots.
+struct WarpOpResult {
+  uint32_t participants;
+  const uint64_t* slots;
+};
+
+template <class Read>
+STRATA_EMU_NO_TSAN auto warp_op(unsigned mask, uint64_t mine, const char* what, Read read) {
+  BlockState& b = *t_block;
+  if (b.aborted) throw BlockAbort{};
+  const int warp = t_tid / 32, lane = t_tid % 32;
+  WarpState& w = b.warps[warp];
+  const uint32_t bit = 1u << lane;
+  if ((mask & bit) == 0) {
+    t_runner->abort_block(cudaErrorLaunchFailure, std::string(what) + ": lane " + std::to_string(lane) +
+                                                      " calls it with a mask that excludes itself");
+    throw BlockAbort{};
+  }
+  const uint32_t my_gen = w.gen;
+  if (w.arrived == 0) {
+    w.op_mask = mask;
+  } else if (w.op_mask != mask) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%s: warp %d lanes wait with masks 0x%08x and 0x%08x at once", what, warp,
+                  w.op_mask, mask);
+    t_runner->abort_block(cudaErrorLaunchFailure, buf);
+    throw BlockAbort{};
+  }
+  w.slot[my_gen & 1][lane] = mine;
+  hb_release(&w.hb[my_gen & 1]);
+  w.arrived |= bit;
+  const uint32_t need = mask & w.live;
+  if ((w.arrived & need) == need) {
+    warp_release(warp, w);
+  } else {
+    t_runner->set_where(what);
+    while (w.gen == my_gen) {
+      t_runner->wait();
+      if (b.aborted) throw BlockAbort{};
+    }
+  }
+  hb_acquire(&w.hb[my_gen & 1]);
+  return read(WarpOpResult{w.participants[my_gen & 1], w.slot[my_gen & 1]}, lane);
+}
+
+// A CUDA thread returned: it leaves the block barrier and its warp's barriers.
+STRATA_EMU_NO_TSAN void BlockRunner::thread_exit() {
+  BlockState& b = state_;
+  const int warp = t_tid / 32, lane = t_tid % 32;
+  WarpState& w = b.warps[warp];
+  w.live &= ~(1u << lane);
+  const uint32_t need = w.op_mask & w.live;
+  if (w.arrived != 0 && (w.arrived & need) == need) warp_release(warp, w);
+  --b.live;
+  if (b.arrived > 0 && b.arrived == b.live) block_release(b);
+}
+
+// ---- the block pool of a stream -------------------------------------------------------------
+
+struct Launch {
+  BlockBody body;
+  dim3 grid, block;
+  size_t shmem = 0;
+  std::string name;
+};
+
+// Runs the blocks of a launch on the stream's worker and up to kHelpers helper threads, each
+// taking the next block index until none is left.
+class BlockPool {
+ public:
+  ~BlockPool() {
+    for (auto& h : helpers_) {
+      h->stop = true;
+      h->go.release();
+    }
+    for (auto& h : helpers_) h->thread.join();
+  }
+
+  bool run(const Launch& l, std::string* why, cudaError_t* err) {
+    const uint64_t blocks = uint64_t{l.grid.x} * l.grid.y * l.grid.z;
+    const int helpers = static_cast<int>(std::min<uint64_t>(blocks - 1, helper_count()));
+    while (static_cast<int>(helpers_.size()) < helpers) {
+      auto h = std::make_unique<Helper>();
+      Helper* raw = h.get();
+      h->thread = std::thread([this, raw] {
+        for (;;) {
+          raw->go.acquire();
+          if (raw->stop) return;
+          work(raw->runner);
+          raw->done.release();
+        }
+      });
+      helpers_.push_back(std::move(h));
+    }
+    launch_ = &l;
+    next_.store(0);
+    blocks_ = blocks;
+    failed_.store(false);
+    failure_.clear();
+    for (int i = 0; i < helpers; ++i) helpers_[i]->go.release();
+    work(own_);
+    for (int i = 0; i < helpers; ++i) helpers_[i]->done.acquire();
+    if (failed_.load()) {
+      std::lock_guard<std::mutex> lk(m_);
+      *why = failure_;
+      *err = failure_error_;
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  struct Helper {
+    std::thread thread;
+    std::binary_semaphore go{0}, done{0};
+    bool stop = false;
+    BlockRunner runner;
+  };
+
+  static unsigned helper_count() {
+    static const unsigned n = [] {
+      const char* v = std::getenv("STRATA_CUDA_EMU_BLOCK_THREADS");  // OS threads per launch
+      unsigned t = v != nullptr ? static_cast<unsigned>(std::strtoul(v, nullptr, 10)) : 0;
+      if (t == 0) t = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
+      return t - 1;
+    }();
+    return n;
+  }
+
+  void work(BlockRunner& r) {
+    const Launch& l = *launch_;
+    for (;;) {
+      if (failed_.load()) return;
+      const uint64_t b = next_.fetch_add(1);
+      if (b >= blocks_) return;
+      const uint3 idx{static_cast<unsigned>(b % l.grid.x), static_cast<unsigned>((b / l.grid.x) % l.grid.y),
+                      static_cast<unsigned>(b / (uint64_t{l.grid.x} * l.grid.y))};
+      std::string why;
+      cudaError_t err = cudaSuccess;
+      if (!r.run(l.body, l.grid, l.block, idx, l.shmem, &why, &err)) {
+        std::lock_guard<std::mutex> lk(m_);
+        if (!failed_.load()) {
+          char buf[96];
+          std::snprintf(buf, sizeof buf, " (block %u,%u,%u)", idx.x, idx.y, idx.z);
+          failure_ = why + buf;
+          failure_error_ = err;
+          failed_.store(true);
+        }
+        return;
+      }
+    }
+  }
+
+  std::vector<std::unique_ptr<Helper>> helpers_;
+  BlockRunner own_;
+  const Launch* launch_ = nullptr;
+  std::atomic<uint64_t> next_{0};
+  uint64_t blocks_ = 0;
+  std::atomic<bool> failed_{false};
+  std::mutex m_;
+  std::string failure_;
+  cudaError_t failure_error_ = cudaSuccess;
 };
 
 // ---- devices, streams, events -----------------------------------------------------------------
@@ -577,24 +783,28 @@ void sync_device(int d) {
 
 // ---- kernel-side entry points ---------------------------------------------------------------
 
-void* block_shared_bytes(const SharedSite* site, size_t bytes, size_t align) {
+STRATA_EMU_NO_TSAN void* block_shared_bytes(const SharedSite* site, size_t bytes, size_t align) {
   BlockState& b = *t_block;
-  std::unique_lock<std::mutex> lk(b.shm_m);
-  for (auto& [s, ob] : b.sites)
-    if (s == site) return b.arena + ob.first;
+  for (int i = 0; i < b.n_sites; ++i)
+    if (b.site_keys[i] == site) return b.arena + b.site_offsets[i];
   const size_t off = (b.shm_used + align - 1) / align * align;
-  if (off + bytes > kStaticSharedBytes) {
-    lk.unlock();
-    abort_block(b, cudaErrorLaunchOutOfResources,
-                "static __shared__ memory over 48 KiB (" + std::to_string(off + bytes) + " bytes)");
+  if (b.n_sites == BlockState::kMaxSites) {
+    t_runner->abort_block(cudaErrorLaunchOutOfResources, "more than 64 __shared__ declarations in one kernel");
     throw BlockAbort{};
   }
-  b.sites.push_back({site, {off, bytes}});
+  if (off + bytes > kStaticSharedBytes) {
+    t_runner->abort_block(cudaErrorLaunchOutOfResources,
+                          "static __shared__ memory over 48 KiB (" + std::to_string(off + bytes) + " bytes)");
+    throw BlockAbort{};
+  }
+  b.site_keys[b.n_sites] = site;
+  b.site_offsets[b.n_sites] = off;
+  ++b.n_sites;
   b.shm_used = off + bytes;
   return b.arena + off;
 }
 
-void* block_dynamic_shared() {
+STRATA_EMU_NO_TSAN void* block_dynamic_shared() {
   BlockState& b = *t_block;
   return b.dynamic ? reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(b.dynamic.get()) + 15) & ~uintptr_t{15})
                    : nullptr;
@@ -652,14 +862,9 @@ unsigned warp_ballot(unsigned mask, int pred) {
   });
 }
 
-unsigned active_mask() {
-  BlockState& b = *t_block;
-  WarpState& w = b.warps[t_tid / 32];
-  std::lock_guard<std::mutex> lk(w.m);
-  return w.live;
-}
+STRATA_EMU_NO_TSAN unsigned active_mask() { return t_block->warps[t_tid / 32].live; }
 
-int lane_id() { return t_tid % 32; }
+STRATA_EMU_NO_TSAN int lane_id() { return t_tid % 32; }
 
 void enqueue_launch(BlockBody body, dim3 grid, dim3 block, size_t shmem, cudaStream_t stream, const char* name) {
   const uint64_t threads = uint64_t{block.x} * block.y * block.z;

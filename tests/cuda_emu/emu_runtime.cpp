@@ -1,5 +1,6 @@
 // tests/cuda_emu/emu_runtime.cpp — the emulated GPU (tests only): devices, memory, streams, events
-// and kernel execution on CPU threads. Depends on the C++ standard library and ucontext only.
+// and kernel execution on CPU threads. Depends on the C++ standard library only (x86-64: the fiber
+// switch is a few lines of assembly).
 //
 // Execution model (docs/backends.md, "The emulated GPU"):
 //   - every stream is a worker thread that runs its queue in order (kernels, copies, event
@@ -11,7 +12,6 @@
 //     exchange among the lanes of its mask (lanes that returned count as gone); a thread that
 //     returns leaves both;
 //   - __shared__ memory is a per-block arena, poisoned (0xFF bytes, NaN as floats) before each block.
-#include <ucontext.h>
 
 #include <algorithm>
 #include <atomic>
@@ -49,7 +49,7 @@ constexpr size_t kPoisonLimit = 16u << 20;          // allocations up to this si
 
 // ---- block and warp state -------------------------------------------------------------------
 //
-// The CUDA threads of a block are fibers (ucontext) on one OS thread: a fiber runs until it waits
+// The CUDA threads of a block are fibers on one OS thread: a fiber runs until it waits
 // at a barrier or returns, then the next runnable one of the block runs. So a barrier costs a
 // user-space context switch, not a trip through the OS scheduler, and a deadlock (no fiber
 // runnable, some not finished) is seen at once. The blocks of a launch run on several OS threads
@@ -79,6 +79,54 @@ inline void hb_acquire(void*) {}
 // the fibers of a block with no synchronisation TSan could see (they take turns on one OS thread),
 // so it is not instrumented; the happens-before it implements is announced explicitly above.
 #define STRATA_EMU_NO_TSAN __attribute__((no_sanitize("thread")))
+
+#if !defined(__x86_64__)
+#error "the CUDA emulation's fiber switch is written for x86-64"
+#endif
+// strata_emu_switch(from, to): saves the callee-saved registers, MXCSR and the x87 control word on
+// the current stack, stores the stack pointer in *from and resumes the context whose stack
+// pointer is `to` (a fiber switch without a system call, unlike swapcontext's signal-mask save).
+// strata_emu_fiber_start: where a new fiber begins: calls strata_emu_fiber_main(r12, r13).
+extern "C" void strata_emu_switch(void** from, void* to);
+extern "C" void strata_emu_fiber_start();
+asm(R"(
+  .text
+  .globl strata_emu_switch
+  .type strata_emu_switch,@function
+strata_emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size strata_emu_switch,.-strata_emu_switch
+
+  .globl strata_emu_fiber_start
+  .type strata_emu_fiber_start,@function
+strata_emu_fiber_start:
+  movq %r12, %rdi
+  movq %r13, %rsi
+  call strata_emu_fiber_main
+  ud2
+  .size strata_emu_fiber_start,.-strata_emu_fiber_start
+)");
+extern "C" void strata_emu_fiber_main(void* runner, long tid);
 
 struct WarpState {
   uint32_t live = 0;     // lanes that have not returned
@@ -123,6 +171,7 @@ struct BlockAbort {};
 
 class BlockRunner;
 thread_local BlockRunner* t_runner = nullptr;
+void fiber_main(BlockRunner* r, int tid);
 thread_local BlockState* t_block = nullptr;
 thread_local int t_tid = 0;
 
@@ -155,13 +204,19 @@ class BlockRunner {
       f.idx = uint3{i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
       f.waiting = false;
       f.done = false;
-      getcontext(&f.ctx);
-      f.ctx.uc_stack.ss_sp = f.stack.get();
-      f.ctx.uc_stack.ss_size = kFiberStack;
-      f.ctx.uc_link = nullptr;
-      const auto self = reinterpret_cast<uintptr_t>(this);
-      makecontext(&f.ctx, reinterpret_cast<void (*)()>(&BlockRunner::entry), 3, static_cast<unsigned>(self),
-                  static_cast<unsigned>(self >> 32), i);
+      // A fresh stack as strata_emu_switch leaves one: [fp control][r15 r14 r13 r12 rbx rbp][return
+      // address = strata_emu_fiber_start], the top 16-aligned, r12 = this runner, r13 = the thread.
+      auto* top = reinterpret_cast<uint64_t*>((reinterpret_cast<uintptr_t>(f.stack.get()) + kFiberStack) & ~uintptr_t{15});
+      uint64_t* sp = top;
+      *--sp = reinterpret_cast<uint64_t>(&strata_emu_fiber_start);
+      *--sp = 0;                                  // rbp
+      *--sp = 0;                                  // rbx
+      *--sp = reinterpret_cast<uint64_t>(this);  // r12
+      *--sp = static_cast<uint64_t>(i);          // r13
+      *--sp = 0;                                  // r14
+      *--sp = 0;                                  // r15
+      *--sp = 0x1F80u | (uint64_t{0x037F} << 32); // MXCSR and x87 control word at their defaults
+      f.sp = sp;
     }
     hb_release(&state_.hb_start);
     done_ = 0;
@@ -169,7 +224,7 @@ class BlockRunner {
 #if defined(STRATA_EMU_TSAN)
     main_tsan_ = __tsan_get_current_fiber();
 #endif
-    switch_to(0, &main_ctx_);
+    switch_to(0, &main_sp_);
     // Back here when every fiber finished, or none can run (a deadlock).
     if (done_ < n && !state_.aborted) {
       abort_block(cudaErrorLaunchTimeout, deadlock_description());
@@ -178,7 +233,7 @@ class BlockRunner {
       for (int i = 0; i < n; ++i)
         if (!fib_[i]->done) {
           fib_[i]->waiting = false;
-          switch_to(i, &main_ctx_);
+          switch_to(i, &main_sp_);
         }
     }
     hb_acquire(&state_.hb_end);
@@ -198,9 +253,9 @@ class BlockRunner {
     me.waiting = true;
     const int next = next_runnable(cur_);
     if (next < 0) {
-      swap_to_main(&me.ctx);
+      swap_to_main(&me.sp);
     } else if (next != cur_) {
-      switch_to(next, &me.ctx);
+      switch_to(next, &me.sp);
     }
     restore(me);
   }
@@ -227,8 +282,9 @@ class BlockRunner {
   }
 
  private:
+  friend void fiber_main(BlockRunner* r, int tid);
   struct Fiber {
-    ucontext_t ctx;
+    void* sp = nullptr;  // saved stack pointer while switched out
     std::unique_ptr<char[]> stack;
     uint3 idx{0, 0, 0};
     bool waiting = false;
@@ -237,8 +293,7 @@ class BlockRunner {
     std::string where;  // what it waits at, for a deadlock report
   };
 
-  STRATA_EMU_NO_TSAN static void entry(unsigned lo, unsigned hi, int tid) {
-    auto* r = reinterpret_cast<BlockRunner*>(static_cast<uintptr_t>(lo) | (static_cast<uintptr_t>(hi) << 32));
+  STRATA_EMU_NO_TSAN static void entry(BlockRunner* r, int tid) {
     hb_acquire(&r->state_.hb_start);  // the block's set-up (poisoned shared memory) before its threads
     Fiber& me = *r->fib_[tid];
     r->restore(me);
@@ -253,7 +308,7 @@ class BlockRunner {
     ++r->done_;
     hb_release(&r->state_.hb_end);  // the thread's writes before the next block's set-up
     const int next = r->next_runnable(tid);
-    ucontext_t dead;
+    void* dead = nullptr;
     if (next < 0) r->swap_to_main(&dead);
     else r->switch_to(next, &dead);
     // Never resumed.
@@ -267,20 +322,20 @@ class BlockRunner {
   }
   STRATA_EMU_NO_TSAN int tid_of(const Fiber& f) const { return static_cast<int>(f.idx.x + f.idx.y * blockDim.x + f.idx.z * blockDim.x * blockDim.y); }
 
-  STRATA_EMU_NO_TSAN void switch_to(int next, ucontext_t* save) {
+  STRATA_EMU_NO_TSAN void switch_to(int next, void** save) {
     cur_ = next;
-    ucontext_t* to = &fib_[next]->ctx;
+    void* to = fib_[next]->sp;
 #if defined(STRATA_EMU_TSAN)
     __tsan_switch_to_fiber(fib_[next]->tsan, kTsanNoSync);
 #endif
-    swapcontext(save, to);
+    strata_emu_switch(save, to);
   }
-  STRATA_EMU_NO_TSAN void swap_to_main(ucontext_t* save) {
+  STRATA_EMU_NO_TSAN void swap_to_main(void** save) {
     cur_ = -1;
 #if defined(STRATA_EMU_TSAN)
     __tsan_switch_to_fiber(main_tsan_, kTsanNoSync);
 #endif
-    swapcontext(save, &main_ctx_);
+    strata_emu_switch(save, main_sp_);
   }
 
   // The next fiber after `from` (round robin) that is neither done nor waiting; -1 when none.
@@ -354,13 +409,15 @@ class BlockRunner {
   std::vector<std::unique_ptr<Fiber>> fibers_;  // owns the fibers; grown only between blocks
   std::vector<Fiber*> raw_;
   Fiber** fib_ = nullptr;  // raw_.data(): what the uninstrumented bookkeeping indexes
-  ucontext_t main_ctx_;
+  void* main_sp_ = nullptr;
   void* main_tsan_ = nullptr;
   const std::function<void()>* body_ = nullptr;
   BlockState state_;
   int done_ = 0;
   int cur_ = -1;
 };
+
+void fiber_main(BlockRunner* r, int tid) { BlockRunner::entry(r, tid); }
 
 STRATA_EMU_NO_TSAN void block_release(BlockState& b) {
   b.result_count = b.pred_acc_count;
@@ -592,10 +649,12 @@ class Stream {
   int device() const { return device_; }
   bool is_default() const { return default_; }
 
-  void push(std::function<void()> f) {
+  // `after` (optional) runs once the item counts as complete: an event record signals there, so
+  // that a stream whose last item is a record queries idle once the event has completed.
+  void push(std::function<void()> f, std::function<void()> after = nullptr) {
     {
       std::lock_guard<std::mutex> lk(m_);
-      q_.push_back(std::move(f));
+      q_.push_back({std::move(f), std::move(after)});
       ++submitted_;
     }
     cv_.notify_all();
@@ -603,7 +662,7 @@ class Stream {
   void synchronize() {
     std::unique_lock<std::mutex> lk(m_);
     const uint64_t target = submitted_;
-    idle_cv_.wait(lk, [&] { return completed_ >= target; });
+    idle_cv_.wait(lk, [&] { return finished_ >= target; });  // events recorded on it have fired too
   }
   bool idle() {
     std::lock_guard<std::mutex> lk(m_);
@@ -614,18 +673,23 @@ class Stream {
  private:
   void loop() {
     for (;;) {
-      std::function<void()> f;
+      Item item;
       {
         std::unique_lock<std::mutex> lk(m_);
         cv_.wait(lk, [&] { return stop_ || !q_.empty(); });
         if (q_.empty()) return;
-        f = std::move(q_.front());
+        item = std::move(q_.front());
         q_.pop_front();
       }
-      f();
+      if (item.work) item.work();
       {
         std::lock_guard<std::mutex> lk(m_);
         ++completed_;
+      }
+      if (item.after) item.after();
+      {
+        std::lock_guard<std::mutex> lk(m_);
+        ++finished_;
       }
       idle_cv_.notify_all();
     }
@@ -635,8 +699,11 @@ class Stream {
   bool default_;
   std::mutex m_;
   std::condition_variable cv_, idle_cv_;
-  std::deque<std::function<void()>> q_;
-  uint64_t submitted_ = 0, completed_ = 0;
+  struct Item {
+    std::function<void()> work, after;
+  };
+  std::deque<Item> q_;
+  uint64_t submitted_ = 0, completed_ = 0, finished_ = 0;  // completed: work done; finished: and its events
   bool stop_ = false;
   BlockPool pool_;
   std::thread worker_;
@@ -1430,7 +1497,7 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     r = ++st->recorded;
   }
   // Runs even on a failed device, so that nobody waits forever on it.
-  str->push([st, r] {
+  str->push(nullptr, [st, r] {
     {
       std::lock_guard<std::mutex> lk(st->m);
       if (r > st->completed) {
@@ -1476,4 +1543,9 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
   }
   *ms = std::chrono::duration<float, std::milli>(b - a).count();
   return cudaSuccess;
+}
+
+// The C entry of a new fiber (called from strata_emu_fiber_start, with the runner and the thread).
+extern "C" void strata_emu_fiber_main(void* runner, long tid) {
+  strata_emu::fiber_main(static_cast<strata_emu::BlockRunner*>(runner), static_cast<int>(tid));
 }

@@ -290,7 +290,7 @@ class BlockRunner {
     bool waiting = false;
     bool done = false;
     void* tsan = nullptr;
-    std::string where;  // what it waits at, for a deadlock report
+    const char* where = "";  // what it waits at, for a deadlock report
   };
 
   STRATA_EMU_NO_TSAN static void entry(BlockRunner* r, int tid) {
@@ -351,7 +351,7 @@ class BlockRunner {
   STRATA_EMU_NO_TSAN std::string deadlock_description() const {
     int at_block = 0, at_warp = 0;
     for (int i = 0; i < state_.n; ++i)
-      if (!fib_[i]->done) (fib_[i]->where == "__syncthreads" ? at_block : at_warp) += 1;
+      if (!fib_[i]->done) (std::strcmp(fib_[i]->where, "__syncthreads") == 0 ? at_block : at_warp) += 1;
     return "deadlock: " + std::to_string(state_.n - done_) + " threads wait forever (" + std::to_string(at_block) +
            " at __syncthreads, " + std::to_string(at_warp) +
            " at warp operations): a barrier that not every thread reaches";

@@ -125,6 +125,14 @@ TEST(CudaEmuSemantics, WarpMaskMisuseFailsTheDevice) {
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
+TEST(CudaEmuSemantics, DeadlockIsReportedNotHung) {
+  DeviceBuf<int> out(32);
+  ASSERT_EQ(emu_test::divergent_barrier(out.p, nullptr), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorLaunchTimeout);
+  EXPECT_EQ(cudaDeviceReset(), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
 // ---- devices and memory ------------------------------------------------------------------------
 
 TEST(CudaEmuRuntime, DevicesFromTheEnvironment) {

@@ -76,6 +76,14 @@ __global__ void bad_mask_kernel(int* out) {
   out[threadIdx.x] = 1;
 }
 
+__global__ void divergent_barrier_kernel(int* out) {
+  // Lane 0 waits for the block at __syncthreads, lanes 1..31 wait for lane 0 at __syncwarp: neither
+  // barrier can complete (a hang on a GPU).
+  if (threadIdx.x == 0) __syncthreads();
+  else __syncwarp();
+  out[threadIdx.x] = 1;
+}
+
 __global__ void twice_kernel(const float* x, float* y, int n) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) y[i] = 2.0f * x[i];
 }
@@ -114,6 +122,10 @@ cudaError_t bad_launch(cudaStream_t s) {
 }
 cudaError_t bad_mask(int* out, cudaStream_t s) {
   bad_mask_kernel<<<1, 32, 0, s>>>(out);
+  return cudaGetLastError();
+}
+cudaError_t divergent_barrier(int* out, cudaStream_t s) {
+  divergent_barrier_kernel<<<1, 32, 0, s>>>(out);
   return cudaGetLastError();
 }
 cudaError_t twice(const float* x, float* y, int n, cudaStream_t s) {

@@ -28,6 +28,9 @@ cudaError_t atomics(int* counter, float* fsum, int grid, int block, cudaStream_t
 cudaError_t bad_launch(cudaStream_t s);
 // Lane 0 calls __syncwarp with a mask that leaves itself out (a misuse the emulation reports).
 cudaError_t bad_mask(int* out, cudaStream_t s);
+// One warp: lane 0 waits at __syncthreads, lanes 1..31 at __syncwarp: a deadlock, which the
+// emulation reports at once (cudaErrorLaunchTimeout, as a GPU's watchdog would).
+cudaError_t divergent_barrier(int* out, cudaStream_t s);
 // y[i] = x[i] * 2 over n elements (grid-stride), for the stream and event tests.
 cudaError_t twice(const float* x, float* y, int n, cudaStream_t s);
 

@@ -5,14 +5,17 @@
 # point of kernels/cuda on CPU threads against the CPU references, the runtime / cuBLAS / NCCL
 # emulation's own tests, the ThreadSanitizer build of the matrix-vector kernels (clean) and its
 # mutation test (a removed __syncwarp must be caught). Nothing skips.
-# Time on the 2-core CI machine: about 3 min from an empty ccache (2 min of it compiling), about
-# 40 s with a warm ccache; the tests themselves run in about 20 s (docs/benchmarks.md has no
-# numbers for it: the emulation is never timed as a GPU).
+# It also builds strata-engine with the real CUDA backend compiled against the emulation and checks
+# stories260K's golden text on emulated GPUs (cuda:0, two-GPU layer and tensor splits, GPU + CPU).
+# Time on this 2-core machine (2026-12-05): 2 min 47 s for a fresh build tree with a warm ccache
+# (the engine's objects come from the other trees), of which `ctest -L gpu -j2` is 47 s (131
+# tests; the ThreadSanitizer runs are 30 s of it). STRATA_CUDA_EMU_BUILD picks another build folder.
 # Extra arguments go to ctest (e.g. -R Attention).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="${STRATA_JOBS:-2}"
-cmake -S . -B build-cuda-emu -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA_EMULATION=ON -DSTRATA_CUDA=OFF \
+build="${STRATA_CUDA_EMU_BUILD:-build-cuda-emu}"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA_EMULATION=ON -DSTRATA_CUDA=OFF \
   -DSTRATA_GUI=OFF -DSTRATA_SERVER=OFF -DSTRATA_MPI=OFF >/dev/null
-cmake --build build-cuda-emu -j "$jobs" --target cuda_emu_tests
-(cd build-cuda-emu && ctest -L gpu --output-on-failure -j "$jobs" --timeout 900 --no-tests=error "$@")
+cmake --build "$build" -j "$jobs" --target cuda_emu_tests
+(cd "$build" && ctest -L gpu --output-on-failure -j "$jobs" --timeout 900 --no-tests=error "$@")

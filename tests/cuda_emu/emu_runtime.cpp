@@ -1008,25 +1008,6 @@ bool is_device_range(const void* p, size_t bytes, int dev) {
   return a >= it->first && a + bytes <= it->first + it->second.bytes;
 }
 
-size_t device_bytes_used(int d) {
-  DeviceState* dev = device(d);
-  return dev == nullptr ? 0 : dev->used.load();
-}
-
-void reset_for_tests() {
-  Runtime& r = rt();
-  std::lock_guard<std::mutex> lk(r.m);
-  for (auto& d : r.devices) {
-    std::lock_guard<std::mutex> dlk(d->m);
-    for (Stream* s : d->streams) s->synchronize();
-    // Streams are leaked: a test may still hold a handle; they are idle.
-  }
-  r.devices.clear();
-  r.configured = false;
-  t_device = 0;
-  t_last_error = cudaSuccess;
-}
-
 }  // namespace strata_emu
 
 using namespace strata_emu;

@@ -74,10 +74,3 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e);
 cudaError_t cudaEventQuery(cudaEvent_t e);
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
 
-namespace strata_emu {
-// Test hooks (not CUDA API). Bytes the emulation currently holds for device `dev`.
-size_t device_bytes_used(int dev);
-// Forgets the device configuration so the next call re-reads STRATA_CUDA_EMU_DEVICES (tests only;
-// every device must be idle and empty).
-void reset_for_tests();
-}  // namespace strata_emu

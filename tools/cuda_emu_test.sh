@@ -5,11 +5,13 @@
 # point of kernels/cuda on CPU threads against the CPU references, the runtime / cuBLAS / NCCL
 # emulation's own tests, the ThreadSanitizer build of the matrix-vector kernels (clean) and its
 # mutation test (a removed __syncwarp must be caught). Nothing skips.
-# It also builds strata-engine with the real CUDA backend compiled against the emulation and checks
-# stories260K's golden text on emulated GPUs (cuda:0, two-GPU layer and tensor splits, GPU + CPU).
-# Time on this 2-core machine (2026-12-05): 2 min 47 s for a fresh build tree with a warm ccache
-# (the engine's objects come from the other trees), of which `ctest -L gpu -j2` is 47 s (131
-# tests; the ThreadSanitizer runs are 30 s of it). STRATA_CUDA_EMU_BUILD picks another build folder.
+# It also builds the CUDA backend module (libstrata-backend-cuda.so) against the emulation, which
+# strata-engine loads as it loads the real one, and runs the project's GPU tests on it: the cuda
+# cases of test_backend_ops, test_gpu_models, test_gpu_nccl_ranks, and stories260K's golden text on
+# emulated GPUs (cuda:0, two-GPU layer and tensor splits, GPU + CPU). A skipped case fails there.
+# Time on this 2-core machine (2026-12-05, shared): `ctest -L gpu -j2` 198 tests in 3 min 10 s (the
+# longest: the 256-token golden text on cuda:0, about a minute). STRATA_CUDA_EMU_BUILD picks another
+# build folder.
 # Extra arguments go to ctest (e.g. -R Attention).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -7,6 +7,7 @@
 #include <cuda_fp16.h>
 
 #include <cstring>
+#include <vector>
 
 #include "emu_internal.h"
 
@@ -60,17 +61,29 @@ cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
       !strata_emu::is_device_range(c, elem_bytes(ct) * ((n - 1) * ldc + m)))
     return CUBLAS_STATUS_INVALID_VALUE;
   const cudaError_t e = strata_emu::enqueue_host_work(h->stream, [=] {
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t i = 0; i < m; ++i) {
-        float acc = 0.f;
-        for (int64_t p = 0; p < k; ++p) {
-          const float av = load(a, at, ta == CUBLAS_OP_N ? i + p * lda : p + i * lda);
-          const float bv = load(b, bt, tb == CUBLAS_OP_N ? p + j * ldb : j + p * ldb);
-          acc += av * bv;
-        }
-        const float old = beta == 0.f ? 0.f : load(c, ct, i + j * ldc);  // beta 0: C is not read (may be NaN)
-        store(c, ct, i + j * ldc, beta == 0.f ? alpha * acc : alpha * acc + beta * old);
+    // op(B) and each row of op(A) are read once into f32 (exact: f16 and bf16 widen without
+    // rounding). Output (i, j) is still one sum in k order; the loop runs over j innermost, so the
+    // n independent sums of a row advance together (the compiler vectorizes across outputs, never
+    // within one sum): the same bits as one dot product at a time, without a type switch and a
+    // conversion per multiply-add.
+    std::vector<float> bt_rows(static_cast<size_t>(k * n)), arow(static_cast<size_t>(k)), acc(static_cast<size_t>(n));
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = 0; j < n; ++j)
+        bt_rows[static_cast<size_t>(p * n + j)] = load(b, bt, tb == CUBLAS_OP_N ? p + j * ldb : j + p * ldb);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t p = 0; p < k; ++p) arow[static_cast<size_t>(p)] = load(a, at, ta == CUBLAS_OP_N ? i + p * lda : p + i * lda);
+      float* sums = acc.data();
+      for (int64_t j = 0; j < n; ++j) sums[j] = 0.f;
+      for (int64_t p = 0; p < k; ++p) {
+        const float av = arow[static_cast<size_t>(p)];
+        const float* brow = bt_rows.data() + p * n;
+        for (int64_t j = 0; j < n; ++j) sums[j] += av * brow[j];
       }
+      for (int64_t j = 0; j < n; ++j) {
+        const float old = beta == 0.f ? 0.f : load(c, ct, i + j * ldc);  // beta 0: C is not read (may be NaN)
+        store(c, ct, i + j * ldc, beta == 0.f ? alpha * sums[j] : alpha * sums[j] + beta * old);
+      }
+    }
   });
   return e == cudaSuccess ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
 }

@@ -2,7 +2,9 @@
 // test-backend-ops: every op of backend::Ops on every backend present (cpu, sim, cuda), over shapes
 // and tensor types, against a plain reference written here (double accumulation, the scalar
 // dequantizers of kernels/cpu for weights). Each backend x op x weight type is its own CTest case;
-// the cuda cases skip, with the reason, where there is no CUDA device. Data is made on the host
+// the cuda cases skip, with the reason, where there is no CUDA device. Where a backend has a device,
+// its capabilities (DeviceCaps: weight and KV cache types) decide which cases it gets: CUDA keeps
+// no Q8_0 KV cache, so it has no attention_*_kv_q8_0 case (none skips for that). Data is made on the host
 // with a fixed seed, put on the device with Device::copy_from_host, run through
 // Device::create_ops and read back with Ops::to_host. Tolerances are stated next to each check.
 #include <gtest/gtest.h>
@@ -15,6 +17,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -252,6 +255,9 @@ std::vector<std::unique_ptr<backend::Device>> open_devices(const std::string& ba
 struct OpCase {
   std::string name;  // letters, digits and '_' (a gtest name)
   std::function<void(Env&)> run;
+  // What the case needs of a device (DeviceCaps): a weight type, a KV cache type. A backend whose
+  // devices do not claim it does not get the case (params()), rather than getting it skipped.
+  std::optional<DType> weights = std::nullopt, kv = std::nullopt;
 };
 
 const std::vector<DType>& weight_types() {
@@ -1073,7 +1079,7 @@ std::string type_tag(DType t) { return kernels::dtype_name(t); }
 std::vector<OpCase> all_cases() {
   std::vector<OpCase> cases;
   for (DType t : weight_types())
-    cases.push_back({"embed_" + type_tag(t), [t](Env& e) { embed_case(e, t); }});
+    cases.push_back({"embed_" + type_tag(t), [t](Env& e) { embed_case(e, t); }, t});
   cases.push_back({"embed_bad_token", [](Env& e) { embed_bad_token_case(e); }});
 
   cases.push_back({"rms_norm", [](Env& e) {
@@ -1094,7 +1100,8 @@ std::vector<OpCase> all_cases() {
                            matmul_case(e, t, rows, cols, n_tokens);
                            if (::testing::Test::IsSkipped()) return;
                          }
-                     }});
+                     },
+                     t});
   }
 
   cases.push_back({"matmul_many", [](Env& e) {
@@ -1106,7 +1113,7 @@ std::vector<OpCase> all_cases() {
                    }});
 
   for (DType t : {DType::Q8_0, DType::Q4_K})
-    cases.push_back({"matmul_" + type_tag(t) + "_row_tiled", [t](Env& e) { matmul_row_tiled_case(e, t); }});
+    cases.push_back({"matmul_" + type_tag(t) + "_row_tiled", [t](Env& e) { matmul_row_tiled_case(e, t); }, t});
 
   cases.push_back({"add", [](Env& e) { add_case(e); }});
   cases.push_back({"add_rows", [](Env& e) { add_rows_case(e); }});
@@ -1156,7 +1163,8 @@ std::vector<OpCase> all_cases() {
                        if (::testing::Test::IsSkipped()) return;
                        SCOPED_TRACE("prompt of 200, decode at 200");
                        attention_case(e, {kv, 200, 256});
-                     }});
+                     },
+                     std::nullopt, kv});
 
   // Sliding windows (gemma3 local layers, Mistral): window 5 over a prompt of 7 and its decode
   // step; window 64 over a prompt of 200 (prompt rows and split-context decode both masked).
@@ -1169,7 +1177,8 @@ std::vector<OpCase> all_cases() {
                        if (::testing::Test::IsSkipped()) return;
                        SCOPED_TRACE("window 64, prompt of 200, decode at 200");
                        attention_case(e, {kv, 200, 256, 64});
-                     }});
+                     },
+                     std::nullopt, kv});
 
   // Context lengths 1, 17, 256, 1,000 and 4,099 (odd sizes, edges of 64-key blocks), GQA 1, 4
   // and 8, causal and not, for the F16 cache (the default) and Q8_0.
@@ -1183,10 +1192,12 @@ std::vector<OpCase> all_cases() {
                              attention_context_case(e, kv, group, causal, L);
                              if (::testing::Test::IsSkipped() || ::testing::Test::HasFatalFailure()) return;
                            }
-                       }});
+                       },
+                       std::nullopt, kv});
 
   for (DType kv : {DType::F32, DType::F16, DType::Q8_0})
-    cases.push_back({std::string("attention_chunking_kv_") + type_tag(kv), [kv](Env& e) { attention_chunking_case(e, kv); }});
+    cases.push_back({std::string("attention_chunking_kv_") + type_tag(kv), [kv](Env& e) { attention_chunking_case(e, kv); },
+                     std::nullopt, kv});
 
   cases.push_back({"round_trips", [](Env& e) {
                      for (size_t bytes : {size_t{1}, size_t{4097}, size_t{(3u << 20) + 5}}) {
@@ -1208,9 +1219,30 @@ struct Param {
 
 void PrintTo(const Param& p, std::ostream* os) { *os << p.backend << "/" << p.op.name; }
 
+// What the backend's first device claims (DeviceCaps), asked once when the cases are registered;
+// nothing where the backend has no device (no CUDA device: every cuda case is registered and skips,
+// saying why) or it does not open (the cases are registered and fail on the open's error).
+std::optional<DeviceCaps> caps_of(const std::string& backend) {
+  if (backend == "cuda") {
+    if (backend::find_backend("cuda")->device_count() == 0) return std::nullopt;
+    auto devices = backend::make_devices("cuda:0", 1, 0);
+    if (!devices.ok() || devices->empty()) return std::nullopt;
+    return devices->front()->caps();
+  }
+  auto devices = open_devices(backend);
+  if (devices.empty()) return std::nullopt;
+  return devices.front()->caps();
+}
+
 std::vector<Param> params(const std::string& backend) {
   std::vector<Param> out;
+  const std::optional<DeviceCaps> caps = caps_of(backend);
   for (OpCase& c : all_cases()) {
+    // A case for a weight type or KV cache type the backend's devices do not claim is not theirs
+    // to pass (the planner never gives it to them): not registered, rather than registered and
+    // skipped. Inside a case SKIP_UNSUPPORTED_TYPE and supports_kv stay as guards.
+    if (caps && c.weights && !caps->takes_weights(*c.weights)) continue;
+    if (caps && c.kv && !caps->keeps_kv(*c.kv)) continue;
     // A simulated device runs the very CPU ops: the large CUDA row-tiling cases are not
     // registered for it (cpu/...row_tiled checks those ops), rather than registered and skipped.
     if (backend == "sim" && c.name.ends_with("_row_tiled")) continue;

@@ -360,11 +360,17 @@ double matmul_tolerance(DType type) {
   }
 }
 
-void matmul_case(Env& env, DType type, int64_t rows, int64_t cols, int64_t n_tokens) {
+// x_scale: the activations' magnitude (sym_vec's scale); x_scale_token: where >= 0, only that
+// token's activations get x_scale (the others 1).
+void matmul_case(Env& env, DType type, int64_t rows, int64_t cols, int64_t n_tokens, double x_scale = 1.0,
+                 int64_t x_scale_token = -1) {
   SKIP_UNSUPPORTED_TYPE(env, type);
   const Weights w = make_weights(type, rows, cols, 1000 + static_cast<uint64_t>(type) * 7 + static_cast<uint64_t>(rows));
   Rng rng(static_cast<uint64_t>(n_tokens * 31 + cols));
-  const std::vector<float> x = rng.sym_vec(static_cast<size_t>(n_tokens * cols));
+  std::vector<float> x = rng.sym_vec(static_cast<size_t>(n_tokens * cols));
+  for (int64_t t = 0; t < n_tokens; ++t)
+    if (x_scale_token < 0 || t == x_scale_token)
+      for (int64_t c = 0; c < cols; ++c) x[static_cast<size_t>(t * cols + c)] *= static_cast<float>(x_scale);
   auto dw = env.upload(w.bytes.data(), w.bytes.size(), BufferUse::Weights);
   auto dx = env.upload(x);
   // The output with a guard band after it: an op must not write past y.
@@ -1100,6 +1106,22 @@ std::vector<OpCase> all_cases() {
                            matmul_case(e, t, rows, cols, n_tokens);
                            if (::testing::Test::IsSkipped()) return;
                          }
+                     },
+                     t});
+  }
+
+  // Activations past f16's range (|x| up to 2.5e5 > 65504): every token count, so every path (CUDA:
+  // mmv, mmv in groups, and the prompt GEMM that converts activations to f16) gives finite values
+  // within the usual tolerance; once with all tokens that large, once with one token of 40.
+  for (DType t : {DType::F16, DType::Q4_K, DType::Q8_0, DType::BF16}) {
+    cases.push_back({"matmul_" + type_tag(t) + "_large_activations", [t](Env& e) {
+                       for (int64_t n_tokens : kMatmulTokens) {
+                         SCOPED_TRACE(std::to_string(n_tokens) + " tokens of |x| up to 2.5e5");
+                         matmul_case(e, t, 67, 512, n_tokens, 2.5e5);
+                         if (::testing::Test::IsSkipped() || ::testing::Test::HasFatalFailure()) return;
+                       }
+                       SCOPED_TRACE("token 5 of 40 with |x| up to 2.5e5, the others up to 1");
+                       matmul_case(e, t, 67, 512, 40, 2.5e5, 5);
                      },
                      t});
   }

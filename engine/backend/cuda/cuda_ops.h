@@ -83,6 +83,7 @@ class CudaOps final : public backend::Ops {
   Expected<std::unique_ptr<Event>> record_event() override;
 
   cudaStream_t stream() const { return stream_; }
+  const CudaDevice* device() const { return &device_; }
 
  private:
   CudaOps(CudaDevice& device, const backend::OpsWorkspace& workspace);

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -60,8 +61,29 @@ struct NcclComm {
   uint64_t next_seq = 0;  // collectives issued by this member
   ncclResult_t async_error = ncclSuccess;
   std::string last_error;
+  void* buffers = nullptr;  // the member's own device memory (NCCL's channels and buffers)
+  ~NcclComm() {
+    if (buffers != nullptr) {
+      int saved = 0;
+      cudaGetDevice(&saved);
+      cudaSetDevice(device);
+      cudaFree(buffers);
+      cudaSetDevice(saved);
+    }
+  }
 };
 }  // namespace strata_emu
+
+namespace {
+// Device memory a member's communicator takes at init, as NCCL allocates its buffers on the GPU
+// (about 1.6-2.4 GB per GPU on NVLink systems): STRATA_CUDA_EMU_NCCL_MIB (default 64 MiB, small
+// emulated devices). 0: none.
+size_t nccl_member_bytes() {
+  const char* env = std::getenv("STRATA_CUDA_EMU_NCCL_MIB");
+  const long mib = env != nullptr ? std::strtol(env, nullptr, 10) : 64;
+  return mib > 0 ? static_cast<size_t>(mib) << 20 : 0;
+}
+}  // namespace
 
 const char* ncclGetErrorString(ncclResult_t r) {
   switch (r) {
@@ -109,6 +131,12 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId i
   }
   c->rank = rank;
   c->device = dev;
+  if (const size_t bytes = nccl_member_bytes(); bytes > 0 && cudaMalloc(&c->buffers, bytes) != cudaSuccess) {
+    c->buffers = nullptr;
+    delete c;
+    (void)cudaGetLastError();
+    return ncclUnhandledCudaError;
+  }
   *comm = c;
   return ncclSuccess;
 }

@@ -1436,6 +1436,12 @@ cudaError_t cudaStreamQuery(cudaStream_t s) {
   return st->idle() ? cudaSuccess : cudaErrorNotReady;
 }
 
+cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* data) {
+  if (fn == nullptr) return api_error(cudaErrorInvalidValue);
+  if (s != nullptr && resolve(s) == nullptr) return api_error(cudaErrorInvalidResourceHandle);
+  return strata_emu::enqueue_host_work(s, [fn, data] { fn(data); });
+}
+
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags) {
   if (e == nullptr || flags != 0) return api_error(cudaErrorInvalidResourceHandle);
   std::shared_ptr<EventState> st = e->state;

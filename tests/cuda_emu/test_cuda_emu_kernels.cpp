@@ -381,6 +381,37 @@ TEST(Rope, MatchesCpuBothLayouts) {
       }
 }
 
+// The angle is the CPU's own to the bit (the frequencies come from the host: f32 pow, no double on
+// the device) and sin / cos are f32 (sincosf, no double): on the emulated GPU, whose sincosf is the
+// host's libm as the CPU's std::sin / std::cos are, rope equals rope_f32 bit for bit, at large
+// positions too (a double sin / cos rounded to f32 differs from libm's f32 ones in the last bit).
+TEST(Rope, BitForBitTheCpuAtLargePositionsWithoutDouble) {
+  constexpr int64_t kTokens = 4, kHeads = 3, kHeadDim = 128;
+  for (float base : {10000.f, 500000.f, 1000000.f})
+    for (int64_t pos0 : {int64_t{0}, int64_t{4093}, int64_t{131000}}) {
+      SCOPED_TRACE("freq_base " + std::to_string(base) + ", pos0 " + std::to_string(pos0));
+      const std::vector<float> x = random_floats(kTokens * kHeads * kHeadDim, 26, -2.f, 2.f);
+      Dev<float> dx(x);
+      kc::RopeArgs a;
+      a.n_tokens = kTokens;
+      a.n_heads = kHeads;
+      a.head_dim = kHeadDim;
+      a.pos0 = pos0;
+      a.rope_dims = kHeadDim;
+      a.freq_base = base;
+      a.interleaved = false;
+      ASSERT_EQ(kc::rope(dx.get(), a, nullptr), cudaSuccess);
+      const std::vector<float> got = dx.host();
+      std::vector<float> ref(x);
+      for (int64_t t = 0; t < kTokens; ++t)
+        strata::kernels::rope_f32(&ref[t * kHeads * kHeadDim], kHeads, kHeadDim, kHeadDim, pos0 + t, base, 1.0f,
+                                  nullptr, false, 1.0f);
+      int64_t differ = 0;
+      for (size_t i = 0; i < ref.size(); ++i) differ += got[i] != ref[i];
+      EXPECT_EQ(differ, 0) << "of " << ref.size() << " values differ from the CPU's";
+    }
+}
+
 // ---- attention ---------------------------------------------------------------------------------
 
 struct AttnCase {

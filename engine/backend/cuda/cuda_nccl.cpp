@@ -20,12 +20,36 @@ class NcclCommunicator final : public backend::Communicator {
  public:
   explicit NcclCommunicator(std::vector<CudaDevice*> members) : members_(std::move(members)) {}
 
-  // Creates one communicator and one non-blocking stream per member.
+  // Creates one communicator and one non-blocking stream per member. NCCL's own device memory
+  // (its buffers: 1.6-2.4 GB per GPU on NVLink systems) is measured on each member (free memory
+  // before and after ncclCommInitAll) and charged to the member's accounting as overhead, so the
+  // memory a near-full device promised elsewhere is refused here, naming NCCL, not at the first
+  // all-reduce or the next load.
   Status init() {
     std::vector<int> ordinals;
     for (CudaDevice* d : members_) ordinals.push_back(d->ordinal());
+    std::vector<size_t> free_before(members_.size(), 0);
+    size_t total = 0;
+    for (size_t i = 0; i < members_.size(); ++i) {
+      STRATA_RETURN_IF_ERROR(members_[i]->make_current());
+      STRATA_CUDA_TRY_ON(members_[i], cudaMemGetInfo(&free_before[i], &total));
+    }
     comms_.assign(members_.size(), nullptr);
     STRATA_NCCL_TRY(ncclCommInitAll(comms_.data(), static_cast<int>(members_.size()), ordinals.data()));
+    for (size_t i = 0; i < members_.size(); ++i) {
+      STRATA_RETURN_IF_ERROR(members_[i]->make_current());
+      size_t free_after = 0;
+      STRATA_CUDA_TRY_ON(members_[i], cudaMemGetInfo(&free_after, &total));
+      const size_t taken = free_before[i] > free_after ? free_before[i] - free_after : 0;
+      if (taken == 0) continue;
+      auto charged = members_[i]->adopt(nullptr, taken, backend::BufferUse::Overhead);
+      if (!charged.ok()) {
+        Error e = std::move(charged).error();
+        e.message = "NCCL's buffers on '" + members_[i]->id() + "' (" + std::to_string(taken >> 20) + " MiB): " + e.message;
+        return e;
+      }
+      nccl_memory_.push_back(std::move(charged).value());
+    }
     streams_.assign(members_.size(), nullptr);
     inputs_ready_.assign(members_.size(), nullptr);
     sum_done_.assign(members_.size(), nullptr);
@@ -157,6 +181,7 @@ class NcclCommunicator final : public backend::Communicator {
   std::vector<ncclComm_t> comms_;       // [members]: rank i on members_[i]
   std::vector<cudaStream_t> streams_;   // [members]: on members_[i]
   std::vector<cudaEvent_t> inputs_ready_, sum_done_;  // [members]: all_reduce_sum_queued's ordering
+  std::vector<std::unique_ptr<backend::Buffer>> nccl_memory_;  // NCCL's device memory, charged per member
   std::mutex mutex_;
 };
 

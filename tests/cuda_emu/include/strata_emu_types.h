@@ -92,6 +92,7 @@ class Stream;
 class Event;
 }  // namespace strata_emu
 using cudaStream_t = strata_emu::Stream*;
+using cudaHostFn_t = void (*)(void* user_data);
 using cudaEvent_t = strata_emu::Event*;
 
 constexpr unsigned int cudaStreamDefault = 0x0;

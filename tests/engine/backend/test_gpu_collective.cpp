@@ -4,7 +4,9 @@
 // and nothing in between waits on the host. Rounds of scale -> all-reduce -> add run with no
 // synchronize until the end; every value is a small integer, so the check is exact. On the emulated
 // GPUs (tests/cuda_emu) each stream is its own worker thread, so a missing event would show as a
-// wrong sum. Labelled "gpu"; skips where there are fewer than two CUDA devices.
+// wrong sum. And NCCL's own device memory is charged to each member's accounting while the
+// communicator lives, so a device whose memory is promised elsewhere refuses the communicator,
+// naming NCCL. Labelled "gpu"; skips where there are fewer than two CUDA devices.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -110,6 +112,34 @@ TEST(GpuCollective, QueuedAllReduceIsOrderedBetweenEachMembersOps) {
       ASSERT_EQ(got[static_cast<size_t>(j)], want[i][static_cast<size_t>(j)])
           << "member " << i << " element " << j << " after 3 rounds of scale, all-reduce, add";
   }
+}
+
+TEST(GpuCollective, NcclMemoryIsChargedToEachMember) {
+  backend::Backend* cuda = backend::find_backend("cuda");
+  if (cuda->device_count() < 2) GTEST_SKIP() << "needs two CUDA devices: " << cuda->describe();
+  auto opened = backend::make_devices("cuda:0,cuda:1", 1, 0);
+  ASSERT_TRUE(opened.ok()) << opened.error().to_string();
+  std::vector<backend::Device*> members = {(*opened)[0].get(), (*opened)[1].get()};
+  const uint64_t before0 = members[0]->memory_use().overhead, before1 = members[1]->memory_use().overhead;
+  {
+    auto comm = cuda->make_communicator(members);
+    ASSERT_TRUE(comm.ok()) << comm.error().to_string();
+    // NCCL allocates its buffers on every member (the emulated NCCL: STRATA_CUDA_EMU_NCCL_MIB, 64 MiB).
+    EXPECT_GE(members[0]->memory_use().overhead, before0 + (uint64_t{1} << 20)) << "NCCL's memory on cuda:0 not charged";
+    EXPECT_GE(members[1]->memory_use().overhead, before1 + (uint64_t{1} << 20)) << "NCCL's memory on cuda:1 not charged";
+  }
+  EXPECT_EQ(members[0]->memory_use().overhead, before0) << "the charge outlived the communicator";
+  EXPECT_EQ(members[1]->memory_use().overhead, before1) << "the charge outlived the communicator";
+
+  // cuda:1's memory promised elsewhere, all but 1 MiB: the communicator is refused, naming NCCL.
+  const uint64_t free1 = members[1]->bytes_free();
+  ASSERT_GT(free1, uint64_t{1} << 20);
+  auto promised = members[1]->adopt(nullptr, free1 - (uint64_t{1} << 20), backend::BufferUse::Weights);
+  ASSERT_TRUE(promised.ok()) << promised.error().to_string();
+  auto refused = cuda->make_communicator(members);
+  ASSERT_FALSE(refused.ok()) << "a communicator on a device with 1 MiB left was made";
+  EXPECT_EQ(refused.error().code, Code::OutOfMemory) << refused.error().to_string();
+  EXPECT_NE(refused.error().message.find("NCCL"), std::string::npos) << refused.error().message;
 }
 
 }  // namespace

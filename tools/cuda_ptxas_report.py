@@ -26,7 +26,34 @@ USED = re.compile(r"Used (\d+) registers")
 SMEM = re.compile(r"(\d+) bytes smem")
 PROPS = re.compile(r"Function properties for ([^\s:]+):?")
 FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-BOUNDS = re.compile(r"__launch_bounds__\((\d+)")
+BOUNDS = re.compile(r"__launch_bounds__\(([^)]*)\)\s*(\w+)")
+CONSTS = re.compile(r"constexpr\s+int\s+(\w+)\s*=\s*(\d+)\s*;")
+
+
+def launch_bounds(root):
+    """Kernel name -> the thread count of its __launch_bounds__, from every kernels/cuda source and
+    header (a bound may be a product of `constexpr int` constants: kMmvWarps * kWarp)."""
+    texts = [open(f).read() for f in glob.glob(os.path.join(root, "kernels", "cuda", "*.cu*"))]
+    consts = {}
+    for t in texts:
+        consts.update({k: int(v) for k, v in CONSTS.findall(t)})
+    out = {}
+    for t in texts:
+        for expr, name in BOUNDS.findall(t):
+            value = 1
+            for factor in expr.split(",")[0].split("*"):
+                factor = factor.strip()
+                value *= int(factor) if factor.isdigit() else consts.get(factor, 0)
+            if value > 0:
+                out[name] = value
+    return out
+
+
+def kernel_base_name(demangled):
+    """'void ns::detail::mmv_tiled_kernel<Dec, 8>(args)' -> 'mmv_tiled_kernel'."""
+    head = demangled.replace("(anonymous namespace)", "anon").split("(")[0].split("<")[0]
+    words = head.split("::")[-1].split()
+    return words[-1] if words else demangled
 
 
 def demangle(names):
@@ -94,20 +121,20 @@ def main():
     a = ap.parse_args()
     root = os.path.abspath(a.root)
     rows, failed = [], False
+    bounds = launch_bounds(root)
     for src in sorted(glob.glob(os.path.join(root, "kernels", "cuda", "*.cu"))):
         rc, text, cmd = compile_one(a.nvcc, a.arch, root, src)
         if rc != 0:
             print(f"cuda_ptxas_report: {cmd} failed:\n{text}", file=sys.stderr)
             failed = True
             continue
-        bound = BOUNDS.findall(open(src).read())
-        threads = int(bound[0]) if len(set(bound)) == 1 else 0
         kernels = parse(text)
         names = demangle([k for k in kernels if k.startswith("_Z")])
         for mangled, k in kernels.items():
             if k["regs"] == 0 and k["frame"] == 0:
                 continue  # a device function's properties only
             name = names.get(mangled, mangled)
+            threads = bounds.get(kernel_base_name(name), 0)
             occ = blocks_per_sm(k["regs"], threads)
             rows.append((os.path.basename(src), name, k, threads, occ))
             if k["spill_st"] + k["spill_ld"] > a.max_spill:

@@ -15,14 +15,17 @@
 #   3. makes a Llama-2-7B-shape Q4_K_M model (make-model) and runs `strata-engine bench` on cuda:0
 #      (pp512, tg128), and measures the GPU's copy bandwidth and cuBLAS F16 throughput with
 #      tools/gpu_copy_bandwidth.cu in the same run;
+#   2b. runs compute-sanitizer memcheck, racecheck and synccheck over the cuda cases of
+#      test_backend_ops and test_gpu_collective (--no-sanitize: not);
 #   4. prints one table: decode as a share of copy bandwidth (target >= 70%), prompt processing as
-#      a share of cuBLAS F16 (target >= 50%).
+#      a share of cuBLAS F16 (target >= 50%), and each sanitizer's result.
 # Without a GPU (no nvidia-smi, or it lists none), or with --no-gpu, it does 1 and 2 only: the
 # cuda cases must then report "skipped" (this is the part CI runs).
 #
 # Options:
 #   --no-gpu        the GPU-free part only, even where a GPU is present
 #   --gpu           insist on the GPU part (fail when there is no GPU)
+#   --no-sanitize   leave out the compute-sanitizer runs (2b)
 #   --build-dir D   build folder (default: build-gpu in the checkout)
 #   --jobs N        parallel build and test jobs (default: all cores)
 #   --models D      folder with stories260K.gguf, its golden JSON and llama-2-tiny-random.gguf
@@ -36,12 +39,14 @@ BUILD_DIR=$ROOT/build-gpu
 JOBS=$(nproc 2>/dev/null || echo 4)
 THIRD_PARTY=${STRATA_THIRD_PARTY_DIR:-}
 MODELS=""
+SANITIZE=1
 
-usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while (($#)); do
   case "$1" in
     --no-gpu) MODE=no-gpu ;;
+    --no-sanitize) SANITIZE=0 ;;
     --gpu) MODE=gpu ;;
     --build-dir) BUILD_DIR=$2; shift ;;
     --jobs) JOBS=$2; shift ;;
@@ -127,7 +132,7 @@ fi
 TARGETS=()
 if [ "$MODE" = gpu ]; then
   TARGETS=(--target strata-engine strata-backend-cuda test_backend_ops test_gpu_models test_gpu_nccl_ranks
-           test_gemm test_gemm_float)
+           test_gpu_collective test_gemm test_gemm_float)
 fi
 t0=$(now)
 if cmake "${CMAKE_ARGS[@]}" && cmake --build "$BUILD_DIR" -j "$JOBS" "${TARGETS[@]}"; then
@@ -161,6 +166,41 @@ if [ "$FAILED" -eq 0 ]; then
   fi
   [ "$total" -gt 0 ] || { result "ctest -L gpu" "no tests carry the gpu label"; FAILED=1; }
   [ "$ctest_rc" -eq 0 ] && [ "$failed" -eq 0 ] || FAILED=1
+fi
+
+# --- 2b. compute-sanitizer over the cuda cases ----------------------------------------------------
+# memcheck (out-of-bounds and misaligned device accesses, leaks of device memory), racecheck
+# (shared-memory hazards between a block's threads) and synccheck (barriers and warp operations
+# with the wrong threads or masks), each over the cuda cases of the op suite and the all-reduce
+# test. racecheck and synccheck slow kernels by 10-100x: they take the op suite without its two
+# 32771-row cases. --no-sanitize leaves this step out.
+if [ "$MODE" = gpu ] && [ "$FAILED" -eq 0 ] && [ "$SANITIZE" = 1 ]; then
+  SANITIZER=$(command -v compute-sanitizer || echo "$NVCC_DIR/compute-sanitizer")
+  if [ ! -x "$SANITIZER" ]; then
+    result "compute-sanitizer" "FAILED (not found beside nvcc)"
+    FAILED=1
+  else
+    export STRATA_BACKEND_PATH=$BUILD_DIR/app
+    for tool in memcheck racecheck synccheck; do
+      log "compute-sanitizer --tool $tool"
+      filter='cuda/*'
+      [ "$tool" = memcheck ] || filter='cuda/*:-*row_tiled*'
+      t0=$(now)
+      SAN_LOG=$BUILD_DIR/gpu-check-$tool.log
+      ok=1
+      for prog in "tests/test_backend_ops --gtest_filter=$filter" "tests/test_gpu_collective"; do
+        # shellcheck disable=SC2086
+        "$SANITIZER" --tool "$tool" --error-exitcode 99 --target-processes all $BUILD_DIR/$prog >>"$SAN_LOG" 2>&1 || ok=0
+      done
+      errors=$(grep -E '^========= (ERROR SUMMARY|RACECHECK SUMMARY)' "$SAN_LOG" | tail -2 | tr '\n' ' ')
+      if [ "$ok" = 1 ]; then
+        result "sanitizer $tool" "clean: ${errors:-no report} ($(($(now) - t0)) s)"
+      else
+        result "sanitizer $tool" "FAILED: ${errors:-see $SAN_LOG} ($(($(now) - t0)) s)"
+        FAILED=1
+      fi
+    done
+  fi
 fi
 
 # --- 3. 7B-shape Q4_K_M bench and the GPU's own ceilings -----------------------------------------

@@ -547,8 +547,11 @@ Status Pipeline::run_single(StageRuntime& stage, MicroBatch& mb) {
   return {};
 }
 
-// Runs on the stage thread; members compute concurrently on their own workers, each ending its
-// part with a synchronize so the all-reduce sees finished partial sums.
+// Runs on the stage thread; members compute concurrently on their own workers. Where the
+// communicator orders its all-reduce on the devices' queues (NCCL: events), the members' work is
+// only queued between all-reduces, with no host wait per layer; otherwise each member ends its
+// part with a synchronize so the all-reduce sees finished partial sums. The stage ends with every
+// member synchronized (its errors surface in this step).
 Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
   const model::ModelConfig& c = model_.config();
   const size_t count = static_cast<size_t>(mb.n * c.n_embd);
@@ -558,12 +561,16 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
   const size_t k_all = stage.members.size();
   std::vector<std::future<void>> pending(k);
   std::vector<Status> results(k);
-  auto on_each = [&](auto&& work) -> Status {
+  const bool queued = stage.comm->queues_on_devices();
+  std::vector<backend::Ops*> member_ops(k);
+  for (size_t i = 0; i < k; ++i) member_ops[i] = stage.local[i]->ops.get();
+  // work(i) on member i's worker; with `sync` the worker then waits for member i's device.
+  auto on_each_then = [&](bool sync, auto&& work) -> Status {
     for (size_t i = 0; i < k; ++i)
       pending[i] = stage.local[i]->worker->submit([&, i] {
         DeviceRuntime& rt = *stage.local[i];
         Status s = work(i);
-        if (s.ok()) s = rt.ops->synchronize();
+        if (s.ok() && sync) s = rt.ops->synchronize();
         results[i] = std::move(s);
       });
     for (size_t i = 0; i < k; ++i) {
@@ -575,11 +582,20 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
     }
     return {};
   };
+  auto on_each = [&](auto&& work) -> Status { return on_each_then(!queued, work); };
   std::vector<float*> partials(k);
   for (size_t i = 0; i < k; ++i) partials[i] = stage.local[i]->block->scratch().proj;
   auto all_reduce = [&](int64_t layer) -> Status {
     const int64_t t0 = recorder_ ? recorder_->now_ns() : 0;
-    STRATA_RETURN_IF_ERROR(stage.comm->all_reduce_sum(partials, count));
+    if (queued) {
+      // The workers are idle here (on_each waited for them): the stage thread may queue on their
+      // streams. With a trace the span is the sum itself, so the members wait for it then.
+      STRATA_RETURN_IF_ERROR(stage.comm->all_reduce_sum_queued(member_ops, partials, count));
+      if (recorder_)
+        STRATA_RETURN_IF_ERROR(on_each_then(true, [](size_t) { return Status(); }));
+    } else {
+      STRATA_RETURN_IF_ERROR(stage.comm->all_reduce_sum(partials, count));
+    }
     if (recorder_) {
       const int64_t t1 = recorder_->now_ns();
       for (size_t i = 0; i < k; ++i) {
@@ -616,8 +632,8 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
         STRATA_RETURN_IF_ERROR(rt.block->attention_partial(slot.weights[m], l, rt.block->scratch().hidden, mb.n,
                                                            seq_rows(slot, m, mb), rt.block->scratch().proj));
         clock.end();
-        STRATA_RETURN_IF_ERROR(rt.ops->synchronize());
-        clock.flush();
+        if (!queued) STRATA_RETURN_IF_ERROR(rt.ops->synchronize());
+        clock.flush();  // with a trace: waits for the span's events
         return {};
       }));
       STRATA_RETURN_IF_ERROR(all_reduce(l));
@@ -640,8 +656,8 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
       if (attention) STRATA_RETURN_IF_ERROR(rt.block->residual_add(slot.weights[m].post_attn_norm, s.hidden, s.proj, mb.n));
       STRATA_RETURN_IF_ERROR(rt.block->ffn_partial(slot.weights[m], s.hidden, mb.n, s.proj));
       clock.end();
-      STRATA_RETURN_IF_ERROR(rt.ops->synchronize());
-      clock.flush();
+      if (!queued) STRATA_RETURN_IF_ERROR(rt.ops->synchronize());
+      clock.flush();  // with a trace: waits for the span's events
       return {};
     }));
     STRATA_RETURN_IF_ERROR(all_reduce(l));
@@ -651,13 +667,12 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
                                                  mb.n);
     }));
   }
+  // Member 0's hidden state to the host (blocking); every other member waits for its device too.
   DeviceRuntime& first = *stage.local[0];
-  Status out;
-  std::future<void> copied = first.worker->submit([&] {
-    out = first.ops->to_host(first.block->scratch().hidden, mb.hidden.data(), count * sizeof(float));
-  });
-  STRATA_RETURN_IF_ERROR(await_work(first, copied));
-  STRATA_RETURN_IF_ERROR(out);
+  STRATA_RETURN_IF_ERROR(on_each_then(true, [&](size_t i) -> Status {
+    if (i != 0) return Status();
+    return first.ops->to_host(first.block->scratch().hidden, mb.hidden.data(), count * sizeof(float));
+  }));
   mb.holder = first.device;
   return {};
 }

@@ -8,9 +8,10 @@ using arch::ScratchViews;
 ScratchViews carve_scratch(float* base, const plan::ScratchLayout& l, int threads) {
   ScratchViews s;
   float* p = base;
+  // Each view 16-byte aligned when base is (ScratchLayout::padded: floats() counts the padding).
   auto take = [&p](int64_t n) {
     float* out = n > 0 ? p : nullptr;
-    p += n;
+    p += plan::ScratchLayout::padded(n);
     return out;
   };
   s.hidden = take(l.hidden);

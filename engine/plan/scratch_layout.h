@@ -32,8 +32,16 @@ struct ScratchLayout {
   int64_t matmul_bytes = 0;  // kernels::matmul's scratch (activations quantized or packed, per-thread
                              // tiles) at its largest for any weight type and batch up to max_batch
 
+  // Every view starts 16-byte aligned (a whole number of 4-float groups from the buffer's start):
+  // the CUDA matrix-vector kernels read x in 16-byte loads only from such an address (else their
+  // scalar kernel runs), and the CPU's SIMD loads are quickest there. A view after an odd-sized one
+  // (scores [threads][n_ctx], logits [n_seq][n_vocab], router [max_batch][n_expert]) would not be.
+  static constexpr int64_t kViewAlignFloats = 4;
+  static constexpr int64_t padded(int64_t n) { return (n + kViewAlignFloats - 1) / kViewAlignFloats * kViewAlignFloats; }
   int64_t floats() const {
-    return hidden + norm + q + k + v + attn_out + proj + gate + up + scores + logits + router + moe_x + moe_y;
+    return padded(hidden) + padded(norm) + padded(q) + padded(k) + padded(v) + padded(attn_out) + padded(proj) +
+           padded(gate) + padded(up) + padded(scores) + padded(logits) + padded(router) + padded(moe_x) +
+           padded(moe_y);
   }
   uint64_t bytes() const { return static_cast<uint64_t>(floats()) * sizeof(float) + static_cast<uint64_t>(matmul_bytes); }
 };

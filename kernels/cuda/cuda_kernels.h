@@ -36,6 +36,14 @@ cudaError_t mmv(const MatView& w, const float* x, int64_t n_tokens, float* y, cu
 cudaError_t dequantize_f16(const MatView& w, void* out_f16, cudaStream_t stream);
 // out: [n] f16 bits <- x [n] f32 (round to nearest even).
 cudaError_t convert_f32_to_f16(const float* x, void* out_f16, int64_t n, cudaStream_t stream);
+// Prompt batches: out [n_rows][n] f16 bits <- x [n_rows][n] f32 * 2^k_r (round to nearest even),
+// where k_r = 0 unless row r's largest |value| is past f16's range (65504), then the power of two
+// that brings it into [2^14, 2^15): values above 65504 do not become inf. factor: device
+// [n_rows] f32 <- 2^-k_r, for scale_rows on the product.
+cudaError_t convert_rows_f32_to_f16(const float* x, void* out_f16, float* factor, int64_t n_rows, int64_t n,
+                                    cudaStream_t stream);
+// y[r][i] *= factor[r] for r < n_rows, i < n (y: [n_rows][n] f32, factor: device [n_rows]).
+cudaError_t scale_rows(float* y, const float* factor, int64_t n_rows, int64_t n, cudaStream_t stream);
 // Prompt batches on tensor cores: y[t][r] = sum_c W16[r][c] * X16[t][c], accumulated in f32.
 // w_f16: [rows][cols], x_f16: [n_tokens][cols], y: [n_tokens][rows] f32. `handle` is bound to
 // `stream` by the caller. Returns the cuBLAS status.

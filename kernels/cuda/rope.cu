@@ -1,9 +1,9 @@
 // kernels/cuda/rope.cu — rotary position embedding of the first rope_dims dims of every head,
 // both pair layouts (interleaved (2i, 2i+1) and NeoX (i, i + rope_dims/2)), optional per-pair
-// frequency divisors. One variant. The angle is kernels/common/scalar_math.h's rope_theta, the
-// CPU's own (base^e in double on the device); sin / cos are evaluated in double and rounded (the
-// fast-math f32 versions are far too coarse at large positions), and the rotation uses unfused
-// products as the CPU does.
+// frequency divisors. One variant. The angle is the CPU's own (kernels/common/scalar_math.h:
+// rope_theta_of on the frequencies rope_inv_freq computes on the host, passed in the launch
+// parameters); sin / cos are f32 sincosf (correctly range-reduced without --use_fast_math), and the
+// rotation uses unfused products as the CPU does. No double arithmetic.
 #include "kernels/common/scalar_math.h"
 #include "kernels/cuda/common.cuh"
 
@@ -11,6 +11,7 @@ namespace strata::kernels::cuda {
 namespace {
 
 constexpr int kRopeHeadsPerThread = 8;  // heads sharing one angle computation
+constexpr int kRopeMaxPairs = 128;      // rope_dims / 2 of head_dim <= 256
 
 struct RopeParams {
   float* x;
@@ -19,6 +20,7 @@ struct RopeParams {
   const float* divisors;
   bool interleaved;
   float attn_factor;
+  float inv_freq[kRopeMaxPairs];  // [rope_dims / 2]: rope_inv_freq on the host
 };
 
 // Launch: grid-stride over n_tokens * head_groups * rope_dims/2 items, 256 threads. Item
@@ -34,10 +36,10 @@ __global__ void __launch_bounds__(256) rope_kernel(const RopeParams p) {
     const int64_t group = rest % p.head_groups;
     const int64_t t = rest / p.head_groups;
     const float pos = __fmul_rn(static_cast<float>(p.pos0 + t), p.freq_scale);
-    const float theta = rope_theta(pos, i, p.rope_dims, p.freq_base, p.divisors);
-    double sd, cd;
-    sincos(static_cast<double>(theta), &sd, &cd);
-    const float s = __fmul_rn(static_cast<float>(sd), p.attn_factor), c = __fmul_rn(static_cast<float>(cd), p.attn_factor);
+    const float theta = rope_theta_of(pos, p.inv_freq[i], i, p.divisors);
+    float sf, cf;
+    sincosf(theta, &sf, &cf);
+    const float s = __fmul_rn(sf, p.attn_factor), c = __fmul_rn(cf, p.attn_factor);
     const int64_t a = p.interleaved ? 2 * i : i;
     const int64_t b = p.interleaved ? 2 * i + 1 : i + half;
     const int64_t h_end = (group + 1) * kRopeHeadsPerThread < p.n_heads ? (group + 1) * kRopeHeadsPerThread : p.n_heads;
@@ -54,7 +56,7 @@ __global__ void __launch_bounds__(256) rope_kernel(const RopeParams p) {
 
 cudaError_t rope(float* x, const RopeArgs& args, cudaStream_t stream) {
   if (args.n_tokens < 0 || args.n_heads < 0 || args.rope_dims < 0 || args.rope_dims % 2 != 0 ||
-      args.rope_dims > args.head_dim)
+      args.rope_dims > args.head_dim || args.rope_dims / 2 > kRopeMaxPairs)
     return cudaErrorInvalidValue;
   if (args.n_tokens == 0 || args.n_heads == 0 || args.rope_dims == 0) return cudaSuccess;
   RopeParams p;
@@ -70,6 +72,7 @@ cudaError_t rope(float* x, const RopeArgs& args, cudaStream_t stream) {
   p.divisors = args.divisors;
   p.interleaved = args.interleaved;
   p.attn_factor = args.attn_factor;
+  for (int64_t i = 0; i < args.rope_dims / 2; ++i) p.inv_freq[i] = rope_inv_freq(i, args.rope_dims, args.freq_base);
   const int64_t n_items = p.n_tokens * p.head_groups * (p.rope_dims / 2);
   rope_kernel<<<grid_for(n_items, 256), 256, 0, stream>>>(p);
   return cudaGetLastError();

@@ -6,6 +6,9 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -115,21 +118,46 @@ inline Error failed_device_error(const backend::Device& device) {
 
 // Waits until everything queued on `stream` has run, as cudaStreamSynchronize, but gives up once
 // `device` is marked failed (the pipeline's device timeout marks a device that does not answer):
-// a hung kernel then cannot hold the calling worker forever. Polls cudaStreamQuery: yielding for
-// the first ~100 us (decode steps wait microseconds), then sleeping 50 us between polls.
-inline Status wait_stream(backend::Device& device, cudaStream_t stream, const char* call, const char* file, int line) {
-  const auto start = std::chrono::steady_clock::now();
-  while (true) {
-    const cudaError_t e = cudaStreamQuery(stream);
-    if (e == cudaSuccess) return Status();
-    if (e != cudaErrorNotReady) return device_error(&device, e, call, file, line);
-    if (device.failed()) return failed_device_error(device);
-    if (std::chrono::steady_clock::now() - start < std::chrono::microseconds(100)) {
-      std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
+// a hung kernel then cannot hold the calling worker forever. A host function queued after the
+// stream's work (cudaLaunchHostFunc) wakes the waiter the moment the stream gets there: no polling
+// and no sleep between polls. Every 20 ms without it the waiter looks at the stream's error state
+// (a failed kernel never reaches the host function) and the device's failure flag.
+struct StreamWaiter {
+  std::mutex m;
+  std::condition_variable cv;
+  bool reached = false;
+};
+
+inline void stream_reached(void* data) {  // on a CUDA runtime thread: no CUDA calls here
+  auto* held = static_cast<std::shared_ptr<StreamWaiter>*>(data);
+  {
+    std::lock_guard<std::mutex> lock((*held)->m);
+    (*held)->reached = true;
   }
+  (*held)->cv.notify_all();
+  delete held;
+}
+
+inline Status wait_stream(backend::Device& device, cudaStream_t stream, const char* call, const char* file, int line) {
+  auto waiter = std::make_shared<StreamWaiter>();
+  auto* held = new std::shared_ptr<StreamWaiter>(waiter);  // the host function's reference
+  if (const cudaError_t e = cudaLaunchHostFunc(stream, stream_reached, held); e != cudaSuccess) {
+    delete held;
+    return device_error(&device, e, call, file, line);
+  }
+  std::unique_lock<std::mutex> lock(waiter->m);
+  while (!waiter->cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return waiter->reached; })) {
+    lock.unlock();
+    const cudaError_t e = cudaStreamQuery(stream);
+    if (e != cudaSuccess && e != cudaErrorNotReady) return device_error(&device, e, call, file, line);
+    if (device.failed()) return failed_device_error(device);
+    lock.lock();
+  }
+  lock.unlock();
+  // Reached: the work before it ran; an error it met is the stream's (and the device's) now.
+  const cudaError_t e = cudaStreamQuery(stream);
+  if (e != cudaSuccess && e != cudaErrorNotReady) return device_error(&device, e, call, file, line);
+  return Status();
 }
 
 }  // namespace strata::backend::cuda

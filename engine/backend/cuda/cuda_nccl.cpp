@@ -1,7 +1,8 @@
 // engine/backend/cuda/cuda_nccl.cpp — the NCCL all-reduce of a tensor-parallel group whose members
 // are all CUDA devices of this process (one communicator per member, from ncclCommInitAll).
 // Threads: all_reduce_sum may be called from any thread (one call at a time: a mutex serialises
-// them); it blocks until every member's buffer holds the sum.
+// them); it blocks until every member's buffer holds the sum. all_reduce_sum_queued does not wait:
+// events order the sum after each member's ops stream and that stream after the sum.
 #include <mutex>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/backend/cuda/cuda_check.h"
 #include "engine/backend/cuda/cuda_device.h"
+#include "engine/backend/cuda/cuda_ops.h"
 
 namespace strata::backend::cuda {
 
@@ -18,16 +20,44 @@ class NcclCommunicator final : public backend::Communicator {
  public:
   explicit NcclCommunicator(std::vector<CudaDevice*> members) : members_(std::move(members)) {}
 
-  // Creates one communicator and one non-blocking stream per member.
+  // Creates one communicator and one non-blocking stream per member. NCCL's own device memory
+  // (its buffers: 1.6-2.4 GB per GPU on NVLink systems) is measured on each member (free memory
+  // before and after ncclCommInitAll) and charged to the member's accounting as overhead, so the
+  // memory a near-full device promised elsewhere is refused here, naming NCCL, not at the first
+  // all-reduce or the next load.
   Status init() {
     std::vector<int> ordinals;
     for (CudaDevice* d : members_) ordinals.push_back(d->ordinal());
+    std::vector<size_t> free_before(members_.size(), 0);
+    size_t total = 0;
+    for (size_t i = 0; i < members_.size(); ++i) {
+      STRATA_RETURN_IF_ERROR(members_[i]->make_current());
+      STRATA_CUDA_TRY_ON(members_[i], cudaMemGetInfo(&free_before[i], &total));
+    }
     comms_.assign(members_.size(), nullptr);
     STRATA_NCCL_TRY(ncclCommInitAll(comms_.data(), static_cast<int>(members_.size()), ordinals.data()));
+    for (size_t i = 0; i < members_.size(); ++i) {
+      STRATA_RETURN_IF_ERROR(members_[i]->make_current());
+      size_t free_after = 0;
+      STRATA_CUDA_TRY_ON(members_[i], cudaMemGetInfo(&free_after, &total));
+      const size_t taken = free_before[i] > free_after ? free_before[i] - free_after : 0;
+      if (taken == 0) continue;
+      auto charged = members_[i]->adopt(nullptr, taken, backend::BufferUse::Overhead);
+      if (!charged.ok()) {
+        Error e = std::move(charged).error();
+        e.message = "NCCL's buffers on '" + members_[i]->id() + "' (" + std::to_string(taken >> 20) + " MiB): " + e.message;
+        return e;
+      }
+      nccl_memory_.push_back(std::move(charged).value());
+    }
     streams_.assign(members_.size(), nullptr);
+    inputs_ready_.assign(members_.size(), nullptr);
+    sum_done_.assign(members_.size(), nullptr);
     for (size_t i = 0; i < members_.size(); ++i) {
       STRATA_RETURN_IF_ERROR(members_[i]->make_current());
       STRATA_CUDA_TRY_ON(members_[i], cudaStreamCreateWithFlags(&streams_[i], cudaStreamNonBlocking));
+      STRATA_CUDA_TRY_ON(members_[i], cudaEventCreateWithFlags(&inputs_ready_[i], cudaEventDisableTiming));
+      STRATA_CUDA_TRY_ON(members_[i], cudaEventCreateWithFlags(&sum_done_[i], cudaEventDisableTiming));
     }
     return Status();
   }
@@ -41,6 +71,8 @@ class NcclCommunicator final : public backend::Communicator {
         if (!any_failed && cudaStreamSynchronize(streams_[i]) != cudaSuccess) (void)cudaGetLastError();
         (void)cudaStreamDestroy(streams_[i]);
       }
+      if (i < inputs_ready_.size() && inputs_ready_[i] != nullptr) (void)cudaEventDestroy(inputs_ready_[i]);
+      if (i < sum_done_.size() && sum_done_[i] != nullptr) (void)cudaEventDestroy(sum_done_[i]);
       // A failed member may never finish its part of a collective: abort rather than wait.
       if (i < comms_.size() && comms_[i] != nullptr) (void)(any_failed ? ncclCommAbort(comms_[i]) : ncclCommDestroy(comms_[i]));
     }
@@ -48,18 +80,67 @@ class NcclCommunicator final : public backend::Communicator {
   }
 
   const char* kind() const override { return "nccl"; }
+  bool queues_on_devices() const override { return true; }
 
   Status all_reduce_sum(std::span<float* const> buffers, size_t n) override {
+    STRATA_RETURN_IF_ERROR(check(buffers));
+    if (n == 0) return Status();
+    std::lock_guard<std::mutex> lock(mutex_);
+    STRATA_RETURN_IF_ERROR(queue_all_reduce(buffers, n));
+    for (size_t i = 0; i < members_.size(); ++i) {
+      STRATA_CUDA_TRY_ON(members_[i], cudaSetDevice(members_[i]->ordinal()));
+      STRATA_CUDA_WAIT_ON(*members_[i], streams_[i]);
+    }
+    return Status();
+  }
+
+  // Member i's NCCL stream waits for an event after the work queued on ops[i]'s stream, the sum is
+  // queued, and ops[i]'s stream waits for an event after it: no host wait.
+  Status all_reduce_sum_queued(std::span<backend::Ops* const> ops, std::span<float* const> buffers,
+                               size_t n) override {
+    STRATA_RETURN_IF_ERROR(check(buffers));
+    if (ops.size() != members_.size())
+      return Error{Code::InvalidArgument, "nccl all-reduce: " + std::to_string(ops.size()) + " op streams for " +
+                                              std::to_string(members_.size()) + " members"};
+    std::vector<cudaStream_t> op_streams(members_.size());
+    for (size_t i = 0; i < members_.size(); ++i) {
+      auto* cuda_ops = dynamic_cast<CudaOps*>(ops[i]);
+      if (cuda_ops == nullptr || cuda_ops->device() != members_[i])
+        return Error{Code::InvalidArgument, "nccl all-reduce: the ops of member " + std::to_string(i) +
+                                                " are not those of CUDA device '" + members_[i]->id() + "'"};
+      op_streams[i] = cuda_ops->stream();
+    }
+    if (n == 0) return Status();
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (size_t i = 0; i < members_.size(); ++i) {
+      STRATA_CUDA_TRY_ON(members_[i], cudaSetDevice(members_[i]->ordinal()));
+      STRATA_CUDA_TRY_ON(members_[i], cudaEventRecord(inputs_ready_[i], op_streams[i]));
+      STRATA_CUDA_TRY_ON(members_[i], cudaStreamWaitEvent(streams_[i], inputs_ready_[i], 0));
+    }
+    STRATA_RETURN_IF_ERROR(queue_all_reduce(buffers, n));
+    for (size_t i = 0; i < members_.size(); ++i) {
+      STRATA_CUDA_TRY_ON(members_[i], cudaSetDevice(members_[i]->ordinal()));
+      STRATA_CUDA_TRY_ON(members_[i], cudaEventRecord(sum_done_[i], streams_[i]));
+      STRATA_CUDA_TRY_ON(members_[i], cudaStreamWaitEvent(op_streams[i], sum_done_[i], 0));
+    }
+    return Status();
+  }
+
+ private:
+  Status check(std::span<float* const> buffers) const {
     if (buffers.size() != members_.size())
       return Error{Code::InvalidArgument, "nccl all-reduce: " + std::to_string(buffers.size()) + " buffers for " +
                                               std::to_string(members_.size()) + " members"};
-    if (n == 0) return Status();
     for (size_t i = 0; i < members_.size(); ++i) {
       if (members_[i]->failed()) return failed_device_error(*members_[i]);
       if (buffers[i] == nullptr)
         return Error{Code::InvalidArgument, "nccl all-reduce: null buffer of member '" + members_[i]->id() + "'"};
     }
-    std::lock_guard<std::mutex> lock(mutex_);
+    return Status();
+  }
+
+  // Queues every member's part on its NCCL stream (the caller holds mutex_).
+  Status queue_all_reduce(std::span<float* const> buffers, size_t n) {
     // One group: NCCL launches every member's part together (a single thread driving several
     // devices would otherwise deadlock on the first member's wait for the others).
     STRATA_NCCL_TRY(ncclGroupStart());
@@ -77,14 +158,9 @@ class NcclCommunicator final : public backend::Communicator {
     if (!queued.ok()) return with_member_state(queued.error());
     if (ended != ncclSuccess)
       return with_member_state(nccl_error(ended, "ncclGroupEnd", __FILE__, __LINE__, ncclGetLastError(comms_[0])));
-    for (size_t i = 0; i < members_.size(); ++i) {
-      STRATA_CUDA_TRY_ON(members_[i], cudaSetDevice(members_[i]->ordinal()));
-      STRATA_CUDA_WAIT_ON(*members_[i], streams_[i]);
-    }
     return Status();
   }
 
- private:
   // An NCCL error may hide a dead context (ncclUnhandledCudaError): query each member's stream, so
   // a sticky error marks its device failed, and name it in the message.
   Error with_member_state(Error error) {
@@ -104,6 +180,8 @@ class NcclCommunicator final : public backend::Communicator {
   std::vector<CudaDevice*> members_;
   std::vector<ncclComm_t> comms_;       // [members]: rank i on members_[i]
   std::vector<cudaStream_t> streams_;   // [members]: on members_[i]
+  std::vector<cudaEvent_t> inputs_ready_, sum_done_;  // [members]: all_reduce_sum_queued's ordering
+  std::vector<std::unique_ptr<backend::Buffer>> nccl_memory_;  // NCCL's device memory, charged per member
   std::mutex mutex_;
 };
 

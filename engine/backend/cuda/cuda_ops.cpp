@@ -149,6 +149,7 @@ CudaOps::~CudaOps() {
   cublas_workspace_.reset();
   w_f16_.reset();
   x_f16_.reset();
+  x_scale_.reset();
   y_tile_.reset();
   attention_workspace_.reset();
   tokens_.reset();
@@ -291,12 +292,17 @@ Status CudaOps::matmul_gemm_f16(const MatrixView& w, const float* x, int64_t n_t
   const auto tokens = static_cast<size_t>(n_tokens);
   const size_t sized_tokens = std::max(tokens, static_cast<size_t>(std::max<int64_t>(workspace_.max_tokens, 0)));
 
+  // Each token's activations go to f16 scaled by a power of two where they exceed f16's range
+  // (values above 65504 would be inf); the product's rows are scaled back at the end.
   STRATA_RETURN_IF_ERROR(ensure(x_f16_, sized_tokens * cols * 2, "matmul activations (f16)"));
-  STRATA_CUDA_LAUNCH(what, kernels::cuda::convert_f32_to_f16(x, x_f16_->data(), n_tokens * w.cols, stream_));
+  STRATA_RETURN_IF_ERROR(ensure(x_scale_, sized_tokens * sizeof(float), "matmul activation scales"));
+  STRATA_CUDA_LAUNCH(what, kernels::cuda::convert_rows_f32_to_f16(x, x_f16_->data(), x_scale_->floats(), n_tokens,
+                                                                  w.cols, stream_));
 
   if (w.type == DType::F16) {
     STRATA_CUBLAS_TRY_ON(&device_, kernels::cuda::gemm_f16(cublas_, w.data, x_f16_->data(), y, w.rows, w.cols,
                                                            n_tokens));
+    STRATA_CUDA_LAUNCH(what, kernels::cuda::scale_rows(y, x_scale_->floats(), n_tokens, w.rows, stream_));
     return Status();
   }
 
@@ -330,6 +336,7 @@ Status CudaOps::matmul_gemm_f16(const MatrixView& w, const float* x, int64_t n_t
                                                  rb * sizeof(float), tokens, cudaMemcpyDeviceToDevice, stream_));
     }
   }
+  STRATA_CUDA_LAUNCH(what, kernels::cuda::scale_rows(y, x_scale_->floats(), n_tokens, w.rows, stream_));
   return Status();
 }
 

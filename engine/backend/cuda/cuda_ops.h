@@ -50,6 +50,8 @@ class CudaOps final : public backend::Ops {
   // f32 is what the CPU reference computes). F16 weights: gemm_f16 straight on the weights.
   // Others: up to kMmvBatchedMaxTokens tokens, mmv in groups of 8; more, dequantize_f16 into a
   // scratch (in row tiles of <= kMaxDequantBytes) + convert x to f16 + gemm_f16 (f32 accumulate).
+  // The f16 activations of a token whose largest |value| is past 65504 are scaled by a power of
+  // two (convert_rows_f32_to_f16) and its output row scaled back: no inf where decode has none.
   // BF16 weights take the f16 path too: values past f16's range (65504) would overflow; model
   // weights stay far below it.
   Status matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y) override;
@@ -81,6 +83,7 @@ class CudaOps final : public backend::Ops {
   Expected<std::unique_ptr<Event>> record_event() override;
 
   cudaStream_t stream() const { return stream_; }
+  const CudaDevice* device() const { return &device_; }
 
  private:
   CudaOps(CudaDevice& device, const backend::OpsWorkspace& workspace);
@@ -105,6 +108,7 @@ class CudaOps final : public backend::Ops {
   std::unique_ptr<backend::Buffer> cublas_workspace_;  // cuBLAS' workspace (cublasSetWorkspace)
   std::unique_ptr<backend::Buffer> w_f16_;     // [tile rows][cols] f16: dequantized weights, <= kMaxDequantBytes
   std::unique_ptr<backend::Buffer> x_f16_;     // [max(n_tokens, max_tokens)][cols] f16: activations
+  std::unique_ptr<backend::Buffer> x_scale_;   // [max(n_tokens, max_tokens)] f32: 2^-k of each token's f16 scaling
   std::unique_ptr<backend::Buffer> y_tile_;    // [max(n_tokens, max_tokens)][tile rows] f32: one row tile's output
   std::unique_ptr<backend::Buffer> attention_workspace_;  // attention_workspace_bytes(max_tokens, max_ctx, ...)
   std::unique_ptr<backend::Buffer> tokens_;    // [n] int32: embed's token ids

@@ -1,0 +1,553 @@
+// tests/cuda_emu/test_cuda_emu_kernels.cpp — every entry point of kernels/cuda/cuda_kernels.h, run on
+// the emulated GPU, against the CPU references of kernels/cpu (dequantize_row, the f32 ops, fp16.h)
+// or a float64 reference where the CPU has no scalar one (attention, the f16 GEMM). Tolerances are
+// stated at each check, per type. Shapes are small (the emulation runs every CUDA thread as an OS
+// thread) but cover each kernel's variants: matvec token classes 1 / 4 / 8, warps with different
+// tile counts, more than 4096 columns (the prefetch path) and the simple (unaligned x) kernel;
+// attention at head_dim 64, 128, 256 and 80 (padded to 128), f32 and f16 caches, split-context
+// decode and tiled prompts, windows and non-causal rows.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/fp16.h"
+#include "kernels/cpu/ops_f32.h"
+#include "kernels/cpu/quant.h"
+#include "kernels/cuda/cuda_kernels.h"
+
+namespace {
+
+using strata::kernels::DType;
+namespace kc = strata::kernels::cuda;
+
+// A device buffer of n elements (poisoned by the emulation until written).
+template <class T>
+class Dev {
+ public:
+  explicit Dev(size_t n) : n_(n) { EXPECT_EQ(cudaMalloc(&p_, std::max<size_t>(n, 1) * sizeof(T)), cudaSuccess); }
+  explicit Dev(const std::vector<T>& h) : Dev(h.size()) { put(h); }
+  ~Dev() { cudaFree(p_); }
+  Dev(const Dev&) = delete;
+  Dev& operator=(const Dev&) = delete;
+  T* get() const { return p_; }
+  void put(const std::vector<T>& h) {
+    ASSERT_EQ(h.size(), n_);
+    ASSERT_EQ(cudaMemcpy(p_, h.data(), n_ * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  std::vector<T> host() const {
+    std::vector<T> h(n_);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(h.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return h;
+  }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_;
+};
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.f, float hi = 1.f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
+const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
+                              DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
+                              DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+std::string type_name(const testing::TestParamInfo<DType>& i) { return strata::kernels::dtype_name(i.param); }
+
+// Weights of `type` (quantized from random floats by the CPU reference quantizer) and their
+// dequantized values, as the CPU sees them.
+struct Weights {
+  std::vector<uint8_t> bytes;
+  std::vector<float> values;  // [rows][cols]
+};
+Weights make_weights(DType type, int64_t rows, int64_t cols, uint32_t seed) {
+  const std::vector<float> f = random_floats(rows * cols, seed);
+  const int64_t rb = strata::kernels::row_bytes(type, cols);
+  Weights w;
+  w.bytes.resize(rows * rb);
+  w.values.resize(rows * cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    strata::kernels::quantize_row(type, &f[r * cols], &w.bytes[r * rb], cols);
+    strata::kernels::dequantize_row(type, &w.bytes[r * rb], &w.values[r * cols], cols);
+  }
+  return w;
+}
+
+// ---- mmv ---------------------------------------------------------------------------------------
+
+class Mmv : public testing::TestWithParam<DType> {};
+
+// y = W x for the dequantized weights, in float64; mag = sum |w x| (the scale of the rounding).
+void mmv_reference(const Weights& w, const std::vector<float>& x, int64_t rows, int64_t cols, int64_t n_tokens,
+                   std::vector<double>& ref, std::vector<double>& mag) {
+  ref.assign(rows * n_tokens, 0.0);
+  mag.assign(rows * n_tokens, 0.0);
+  for (int64_t t = 0; t < n_tokens; ++t)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        const double p = static_cast<double>(w.values[r * cols + c]) * x[t * cols + c];
+        ref[t * rows + r] += p;
+        mag[t * rows + r] += std::fabs(p);
+      }
+}
+
+void check_mmv(DType type, int64_t rows, int64_t cols, int64_t n_tokens, bool misalign_x, uint32_t seed) {
+  SCOPED_TRACE(std::string(strata::kernels::dtype_name(type)) + " rows " + std::to_string(rows) + " cols " +
+               std::to_string(cols) + " tokens " + std::to_string(n_tokens) + (misalign_x ? " x unaligned" : ""));
+  const Weights w = make_weights(type, rows, cols, seed);
+  const std::vector<float> x = random_floats(n_tokens * cols, seed + 1);
+  Dev<uint8_t> dw(w.bytes);
+  std::vector<float> xpad(x.size() + 1);
+  std::memcpy(xpad.data() + 1, x.data(), x.size() * 4);
+  Dev<float> dx(xpad);
+  Dev<float> dy(rows * n_tokens);
+  const float* xp = misalign_x ? dx.get() + 1 : dx.get();
+  if (!misalign_x) {  // the aligned case uses the buffer from its start
+    ASSERT_EQ(cudaMemcpy(dx.get(), x.data(), x.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  ASSERT_EQ(kc::mmv(kc::MatView{dw.get(), type, rows, cols}, xp, n_tokens, dy.get(), nullptr), cudaSuccess);
+  const std::vector<float> y = dy.host();
+  std::vector<double> ref, mag;
+  mmv_reference(w, x, rows, cols, n_tokens, ref, mag);
+  // The kernel sums exact f32 products of the CPU's dequantized values (d * sum(q x) + m * sum(x)
+  // per oct) in another order than the reference: f32 rounding only, 1e-5 of sum |w x|.
+  for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], ref[i], 1e-5 * mag[i]) << "element " << i;
+}
+
+TEST_P(Mmv, TiledTokenClassesAndUnevenWarps) {
+  // 5376 columns (> 4096: the prefetch path): 6 tiles of 1024 quantized elements (warps 0-1 take
+  // two, warps 2-3 one), 21 f32 tiles of 256, 11 f16 / bf16 tiles of 512. 7 rows: a partial CTA.
+  for (int64_t n_tokens : {1, 3, 4, 5, 8}) check_mmv(GetParam(), 7, 5376, n_tokens, false, 10 + n_tokens);
+}
+
+TEST_P(Mmv, SimpleKernelForUnalignedX) {
+  for (int64_t n_tokens : {1, 6}) check_mmv(GetParam(), 6, 768, n_tokens, true, 30 + n_tokens);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllWeightTypes, Mmv, testing::ValuesIn(kWeightTypes), type_name);
+
+TEST(MmvArgs, RejectsBadShapes) {
+  Dev<float> x(64), y(64);
+  Dev<uint8_t> w(64 * 34);
+  EXPECT_EQ(kc::mmv(kc::MatView{w.get(), DType::Q8_0, 2, 48}, x.get(), 1, y.get(), nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(kc::mmv(kc::MatView{w.get(), DType::Q8_0, 2, 32}, x.get(), 9, y.get(), nullptr), cudaErrorInvalidValue);
+  EXPECT_TRUE(kc::supports_weight_type(DType::Q6_K));
+  EXPECT_FALSE(kc::supports_weight_type(DType::Q8_K));
+}
+
+// ---- dequantize_f16, embed_rows ------------------------------------------------------------------
+
+class Dequant : public testing::TestWithParam<DType> {};
+
+TEST_P(Dequant, F16BitsOfTheCpuValues) {
+  const DType type = GetParam();
+  constexpr int64_t kRows = 3, kCols = 512;
+  const Weights w = make_weights(type, kRows, kCols, 5);
+  Dev<uint8_t> dw(w.bytes);
+  Dev<uint16_t> out(kRows * kCols);
+  ASSERT_EQ(kc::dequantize_f16(kc::MatView{dw.get(), type, kRows, kCols}, out.get(), nullptr), cudaSuccess);
+  const std::vector<uint16_t> got = out.host();
+  // Bit for bit: quant_blocks.cuh decodes to the CPU's floats, rounded to f16 (nearest even).
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_EQ(got[i], strata::kernels::f32_to_fp16(w.values[i])) << "element " << i;
+}
+
+TEST_P(Dequant, EmbedRowsAreTheCpuValues) {
+  const DType type = GetParam();
+  constexpr int64_t kRows = 10, kCols = 512;
+  const Weights w = make_weights(type, kRows, kCols, 6);
+  const std::vector<int32_t> tokens = {3, 0, 9, 3, 7};
+  Dev<uint8_t> dw(w.bytes);
+  Dev<int32_t> dt(tokens);
+  Dev<float> out(tokens.size() * kCols);
+  ASSERT_EQ(kc::embed_rows(kc::MatView{dw.get(), type, kRows, kCols}, dt.get(), tokens.size(), out.get(), nullptr),
+            cudaSuccess);
+  const std::vector<float> got = out.host();
+  for (size_t i = 0; i < tokens.size(); ++i)
+    for (int64_t c = 0; c < kCols; ++c)  // bit for bit
+      ASSERT_EQ(got[i * kCols + c], w.values[tokens[i] * kCols + c]) << "row " << i << " col " << c;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllWeightTypes, Dequant, testing::ValuesIn(kWeightTypes), type_name);
+
+// ---- convert, gemm_f16 -----------------------------------------------------------------------------
+
+TEST(Convert, F32ToF16RoundsToNearestEvenBothPaths) {
+  std::vector<float> x = random_floats(1027, 7, -70000.f, 70000.f);
+  const float specials[] = {0.f, -0.f, 65504.f, 65519.f, 65520.f, -1e9f, 1e-8f, 6e-8f, 2.98e-8f, 5.96e-8f,
+                            1.0009765625f, 1.00048828125f, INFINITY, -INFINITY};
+  for (size_t i = 0; i < std::size(specials); ++i) x[i * 3] = specials[i];
+  Dev<float> dx(x.size() + 1);
+  Dev<uint16_t> out(x.size() + 1);
+  for (bool aligned : {true, false}) {
+    SCOPED_TRACE(aligned ? "vector path" : "scalar path");
+    std::vector<float> xp(x.size() + 1);
+    std::memcpy(xp.data() + (aligned ? 0 : 1), x.data(), x.size() * 4);
+    dx.put(xp);
+    const float* src = dx.get() + (aligned ? 0 : 1);
+    ASSERT_EQ(kc::convert_f32_to_f16(src, out.get(), static_cast<int64_t>(x.size()), nullptr), cudaSuccess);
+    const std::vector<uint16_t> got = out.host();
+    for (size_t i = 0; i < x.size(); ++i)
+      ASSERT_EQ(got[i], strata::kernels::f32_to_fp16(x[i])) << "x = " << x[i];  // bit for bit (no NaN inputs)
+  }
+}
+
+TEST(GemmF16, MatchesFloat64ReferenceOfTheF16Inputs) {
+  constexpr int64_t kRows = 9, kCols = 64, kTokens = 5;
+  const std::vector<float> wf = random_floats(kRows * kCols, 8), xf = random_floats(kTokens * kCols, 9);
+  std::vector<uint16_t> w(wf.size()), x(xf.size());
+  for (size_t i = 0; i < w.size(); ++i) w[i] = strata::kernels::f32_to_fp16(wf[i]);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = strata::kernels::f32_to_fp16(xf[i]);
+  Dev<uint16_t> dw(w), dx(x);
+  Dev<float> dy(kRows * kTokens);
+  cublasHandle_t h;
+  ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(kc::gemm_f16(h, dw.get(), dx.get(), dy.get(), kRows, kCols, kTokens), CUBLAS_STATUS_SUCCESS);
+  const std::vector<float> y = dy.host();
+  for (int64_t t = 0; t < kTokens; ++t)
+    for (int64_t r = 0; r < kRows; ++r) {
+      double ref = 0, mag = 0;
+      for (int64_t c = 0; c < kCols; ++c) {
+        const double p = static_cast<double>(strata::kernels::fp16_to_f32(w[r * kCols + c])) *
+                         strata::kernels::fp16_to_f32(x[t * kCols + c]);
+        ref += p;
+        mag += std::fabs(p);
+      }
+      EXPECT_NEAR(y[t * kRows + r], ref, 1e-5 * mag) << t << "," << r;  // f32 accumulation of exact products
+    }
+  cublasDestroy(h);
+}
+
+// ---- norms and element-wise ops ------------------------------------------------------------------
+
+TEST(RmsNorm, MatchesCpuBothPaths) {
+  for (int64_t n : {1000, 999}) {  // float4 path, scalar path
+    constexpr int64_t kRows = 3;
+    const std::vector<float> x = random_floats(kRows * n, 11, -3.f, 3.f), w = random_floats(n, 12);
+    Dev<float> dx(x), dw(w), out(kRows * n);
+    ASSERT_EQ(kc::rms_norm(dx.get(), dw.get(), out.get(), kRows, n, 1e-5f, nullptr), cudaSuccess);
+    const std::vector<float> got = out.host();
+    std::vector<float> ref(kRows * n);
+    for (int64_t r = 0; r < kRows; ++r) strata::kernels::rms_norm_f32(&x[r * n], w.data(), &ref[r * n], n, 1e-5f);
+    // The sum of squares: f32 tree on the device, float64 on the CPU: a few f32 ulps of the scale.
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], ref[i], 2e-6 * std::fabs(ref[i]) + 1e-7) << n << "/" << i;
+  }
+  // In place (out aliases x).
+  std::vector<float> x = random_floats(512, 13), w = random_floats(512, 14), ref(512);
+  strata::kernels::rms_norm_f32(x.data(), w.data(), ref.data(), 512, 1e-6f);
+  Dev<float> dx(x), dw(w);
+  ASSERT_EQ(kc::rms_norm(dx.get(), dw.get(), dx.get(), 1, 512, 1e-6f, nullptr), cudaSuccess);
+  const std::vector<float> got = dx.host();
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], ref[i], 2e-6 * std::fabs(ref[i]) + 1e-7) << i;
+}
+
+TEST(Elementwise, AddMulScaleAddRowsAreExact) {
+  for (bool aligned : {true, false}) {
+    SCOPED_TRACE(aligned ? "vector path" : "scalar path");
+    constexpr int64_t kN = 1001;
+    const int off = aligned ? 0 : 1;
+    std::vector<float> y0 = random_floats(kN + 1, 15), x0 = random_floats(kN + 1, 16);
+    Dev<float> dy(kN + 1), dx(x0);
+    auto run = [&](auto op, auto cpu) {
+      dy.put(y0);
+      ASSERT_EQ(op(dy.get() + off, dx.get() + off), cudaSuccess);
+      const std::vector<float> got = dy.host();
+      std::vector<float> ref(y0);
+      cpu(ref.data() + off, x0.data() + off);
+      for (int64_t i = 0; i < kN; ++i) ASSERT_EQ(got[i + off], ref[i + off]) << i;  // one IEEE op each
+    };
+    run([&](float* y, const float* x) { return kc::add(y, x, kN, nullptr); },
+        [&](float* y, const float* x) { strata::kernels::add_f32(y, x, kN); });
+    run([&](float* y, const float* x) { return kc::mul(y, x, kN, nullptr); },
+        [&](float* y, const float* x) { for (int64_t i = 0; i < kN; ++i) y[i] *= x[i]; });
+    run([&](float* y, const float*) { return kc::scale(y, 0.375f, kN, nullptr); },
+        [&](float* y, const float*) { strata::kernels::scale_f32(y, 0.375f, kN); });
+  }
+  constexpr int64_t kRows = 4, kN = 300;
+  const std::vector<float> y0 = random_floats(kRows * kN, 17), bias = random_floats(kN, 18);
+  Dev<float> dy(y0), db(bias);
+  ASSERT_EQ(kc::add_rows(dy.get(), db.get(), kRows, kN, nullptr), cudaSuccess);
+  const std::vector<float> got = dy.host();
+  for (int64_t r = 0; r < kRows; ++r)
+    for (int64_t i = 0; i < kN; ++i) ASSERT_EQ(got[r * kN + i], y0[r * kN + i] + bias[i]);
+}
+
+TEST(Elementwise, SwigluGegluMatchCpu) {
+  constexpr int64_t kN = 1003;
+  const std::vector<float> g = random_floats(kN, 19, -8.f, 8.f), u = random_floats(kN, 20, -2.f, 2.f);
+  for (bool swi : {true, false}) {
+    Dev<float> dg(g), du(u);
+    ASSERT_EQ(swi ? kc::swiglu(dg.get(), du.get(), kN, nullptr) : kc::geglu(dg.get(), du.get(), kN, nullptr),
+              cudaSuccess);
+    const std::vector<float> got = dg.host();
+    std::vector<float> ref(g);
+    if (swi) strata::kernels::swiglu_f32(ref.data(), u.data(), kN);
+    else strata::kernels::geglu_f32(ref.data(), u.data(), kN);
+    // __expf / tanhf: the device's fast-math versions are within 2 ulp; 1e-6 relative.
+    for (int64_t i = 0; i < kN; ++i) ASSERT_NEAR(got[i], ref[i], 1e-6 * std::fabs(ref[i]) + 1e-12) << (swi ? "swiglu " : "geglu ") << i;
+  }
+}
+
+TEST(Softmax, MatchesCpuShortAndLongRows) {
+  for (int64_t n : {1000, 8192}) {  // 256-thread and 1024-thread blocks
+    const int64_t rows = n > 4096 ? 1 : 3;
+    std::vector<float> x = random_floats(rows * n, 21, -10.f, 10.f);
+    x[5] = -INFINITY;  // a masked entry
+    Dev<float> dx(x);
+    ASSERT_EQ(kc::softmax_rows(dx.get(), rows, n, nullptr), cudaSuccess);
+    const std::vector<float> got = dx.host();
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<float> cpu(x.begin() + r * n, x.begin() + (r + 1) * n);
+      strata::kernels::softmax_f32(cpu.data(), n);
+      const float* xr = &x[r * n];
+      double mx = -INFINITY, sum = 0;
+      for (int64_t i = 0; i < n; ++i) mx = std::max<double>(mx, xr[i]);
+      for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(xr[i]) - mx);
+      for (int64_t i = 0; i < n; ++i) {
+        const double ref = std::exp(static_cast<double>(xr[i]) - mx) / sum;
+        // Against float64: __expf and the f32 sums (a tree on the device): 4e-6 relative. The CPU
+        // reference sums 8192 terms in sequence and is itself only 1e-5 close.
+        ASSERT_NEAR(got[r * n + i], ref, 4e-6 * ref + 1e-12) << "n " << n << " row " << r << " i " << i;
+        ASSERT_NEAR(got[r * n + i], cpu[i], 1e-5 * cpu[i] + 1e-12) << "n " << n << " row " << r << " i " << i;
+      }
+    }
+  }
+}
+
+TEST(Rows, GatherAndScaleAddAreExact) {
+  constexpr int64_t kN = 300, kSrcRows = 6;
+  const std::vector<float> src = random_floats(kSrcRows * kN, 22);
+  const std::vector<int32_t> idx = {4, 0, 5, 2};
+  Dev<float> dsrc(src), dst(idx.size() * kN);
+  Dev<int32_t> didx(idx);
+  ASSERT_EQ(kc::gather_rows(dsrc.get(), kN, didx.get(), idx.size(), dst.get(), nullptr), cudaSuccess);
+  const std::vector<float> g = dst.host();
+  for (size_t i = 0; i < idx.size(); ++i)
+    for (int64_t j = 0; j < kN; ++j) ASSERT_EQ(g[i * kN + j], src[idx[i] * kN + j]);
+
+  const std::vector<float> base = random_floats(kSrcRows * kN, 23), scales = {0.5f, -1.25f, 2.f, 0.125f};
+  Dev<float> dbase(base), dscales(scales);
+  ASSERT_EQ(kc::scale_add_rows(dbase.get(), kN, dst.get(), didx.get(), dscales.get(), idx.size(), nullptr), cudaSuccess);
+  const std::vector<float> got = dbase.host();
+  std::vector<float> ref(base);
+  for (size_t i = 0; i < idx.size(); ++i)
+    for (int64_t j = 0; j < kN; ++j) ref[idx[i] * kN + j] += scales[i] * g[i * kN + j];
+  for (size_t k = 0; k < ref.size(); ++k) ASSERT_EQ(got[k], ref[k]) << k;
+}
+
+TEST(Rope, MatchesCpuBothLayouts) {
+  constexpr int64_t kTokens = 3, kHeads = 10, kHeadDim = 64;  // 10 heads: two groups of 8, one partial
+  const std::vector<float> divisors = random_floats(kHeadDim / 2, 24, 1.f, 4.f);
+  Dev<float> ddiv(divisors);
+  for (bool interleaved : {true, false})
+    for (int64_t rope_dims : {64, 32})
+      for (bool with_div : {false, true}) {
+        SCOPED_TRACE(std::string(interleaved ? "interleaved" : "neox") + " rope_dims " + std::to_string(rope_dims) +
+                     (with_div ? " divisors" : ""));
+        const std::vector<float> x = random_floats(kTokens * kHeads * kHeadDim, 25, -2.f, 2.f);
+        Dev<float> dx(x);
+        kc::RopeArgs a;
+        a.n_tokens = kTokens;
+        a.n_heads = kHeads;
+        a.head_dim = kHeadDim;
+        a.pos0 = 1000;
+        a.rope_dims = rope_dims;
+        a.freq_base = 10000.f;
+        a.freq_scale = 0.5f;
+        a.divisors = with_div ? ddiv.get() : nullptr;
+        a.interleaved = interleaved;
+        a.attn_factor = 1.25f;
+        ASSERT_EQ(kc::rope(dx.get(), a, nullptr), cudaSuccess);
+        const std::vector<float> got = dx.host();
+        std::vector<float> ref(x);
+        for (int64_t t = 0; t < kTokens; ++t)
+          strata::kernels::rope_f32(&ref[t * kHeads * kHeadDim], kHeads, kHeadDim, rope_dims, a.pos0 + t, a.freq_base,
+                                    a.freq_scale, with_div ? divisors.data() : nullptr, interleaved, a.attn_factor);
+        // The same IEEE operations; base^e and sin / cos are correctly rounded on both sides
+        // (double then rounded on the device, libm's float functions here): at most an ulp apart.
+        for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(got[i], ref[i], 1e-6 * std::fabs(ref[i]) + 1e-6) << i;
+      }
+}
+
+// The angle is the CPU's own to the bit (the frequencies come from the host: f32 pow, no double on
+// the device) and sin / cos are f32 (sincosf, no double): on the emulated GPU, whose sincosf is the
+// host's libm as the CPU's std::sin / std::cos are, rope equals rope_f32 bit for bit, at large
+// positions too (a double sin / cos rounded to f32 differs from libm's f32 ones in the last bit).
+TEST(Rope, BitForBitTheCpuAtLargePositionsWithoutDouble) {
+  constexpr int64_t kTokens = 4, kHeads = 3, kHeadDim = 128;
+  for (float base : {10000.f, 500000.f, 1000000.f})
+    for (int64_t pos0 : {int64_t{0}, int64_t{4093}, int64_t{131000}}) {
+      SCOPED_TRACE("freq_base " + std::to_string(base) + ", pos0 " + std::to_string(pos0));
+      const std::vector<float> x = random_floats(kTokens * kHeads * kHeadDim, 26, -2.f, 2.f);
+      Dev<float> dx(x);
+      kc::RopeArgs a;
+      a.n_tokens = kTokens;
+      a.n_heads = kHeads;
+      a.head_dim = kHeadDim;
+      a.pos0 = pos0;
+      a.rope_dims = kHeadDim;
+      a.freq_base = base;
+      a.interleaved = false;
+      ASSERT_EQ(kc::rope(dx.get(), a, nullptr), cudaSuccess);
+      const std::vector<float> got = dx.host();
+      std::vector<float> ref(x);
+      for (int64_t t = 0; t < kTokens; ++t)
+        strata::kernels::rope_f32(&ref[t * kHeads * kHeadDim], kHeads, kHeadDim, kHeadDim, pos0 + t, base, 1.0f,
+                                  nullptr, false, 1.0f);
+      int64_t differ = 0;
+      for (size_t i = 0; i < ref.size(); ++i) differ += got[i] != ref[i];
+      EXPECT_EQ(differ, 0) << "of " << ref.size() << " values differ from the CPU's";
+    }
+}
+
+// ---- attention ---------------------------------------------------------------------------------
+
+struct AttnCase {
+  int64_t head_dim, n_tokens, pos0, window;
+  bool causal, kv_f16;
+};
+
+std::string attn_name(const testing::TestParamInfo<AttnCase>& i) {
+  const AttnCase& c = i.param;
+  std::ostringstream s;
+  s << "d" << c.head_dim << "_t" << c.n_tokens << "_pos" << c.pos0;
+  if (c.window) s << "_win" << c.window;
+  if (!c.causal) s << "_noncausal";
+  s << (c.kv_f16 ? "_f16" : "_f32");
+  return s.str();
+}
+
+void PrintTo(const AttnCase& c, std::ostream* os) { *os << attn_name(testing::TestParamInfo<AttnCase>(c, 0)); }
+
+class Attention : public testing::TestWithParam<AttnCase> {};
+
+TEST_P(Attention, MatchesFloat64Reference) {
+  const AttnCase c = GetParam();
+  constexpr int64_t kHeads = 4, kKvHeads = 2;  // GQA, group 2
+  const int64_t hd = c.head_dim, kv_dim = kKvHeads * hd, kv_stride = kv_dim + 8;
+  const int64_t n_ctx = c.pos0 + c.n_tokens, cache_rows = n_ctx + 3;
+  const std::vector<float> q = random_floats(c.n_tokens * kHeads * hd, 40);
+  const std::vector<float> k = random_floats(c.n_tokens * kv_dim, 41), v = random_floats(c.n_tokens * kv_dim, 42);
+  // The cache before the call: positions < pos0 hold earlier keys and values.
+  const std::vector<float> old_k = random_floats(cache_rows * kv_stride, 43), old_v = random_floats(cache_rows * kv_stride, 44);
+  const size_t esz = c.kv_f16 ? 2 : 4;
+  std::vector<uint8_t> kc_bytes(cache_rows * kv_stride * esz), vc_bytes(kc_bytes.size());
+  std::vector<double> kref(cache_rows * kv_stride), vref(cache_rows * kv_stride);  // values as stored
+  auto store = [&](std::vector<uint8_t>& bytes, std::vector<double>& ref, int64_t i, float f) {
+    if (c.kv_f16) {
+      const uint16_t h = strata::kernels::f32_to_fp16(f);
+      std::memcpy(&bytes[i * 2], &h, 2);
+      ref[i] = strata::kernels::fp16_to_f32(h);
+    } else {
+      std::memcpy(&bytes[i * 4], &f, 4);
+      ref[i] = f;
+    }
+  };
+  for (int64_t i = 0; i < cache_rows * kv_stride; ++i) {
+    store(kc_bytes, kref, i, old_k[i]);
+    store(vc_bytes, vref, i, old_v[i]);
+  }
+  Dev<uint8_t> dkc(kc_bytes), dvc(vc_bytes);
+  for (int64_t t = 0; t < c.n_tokens; ++t)  // what the kernel will write
+    for (int64_t e = 0; e < kv_dim; ++e) {
+      store(kc_bytes, kref, (c.pos0 + t) * kv_stride + e, k[t * kv_dim + e]);
+      store(vc_bytes, vref, (c.pos0 + t) * kv_stride + e, v[t * kv_dim + e]);
+    }
+  Dev<float> dq(q), dk(k), dv(v), dout(c.n_tokens * kHeads * hd);
+  const size_t ws_bytes = kc::attention_workspace_bytes(c.n_tokens, n_ctx, kHeads, hd);
+  Dev<uint8_t> ws(ws_bytes);
+  kc::AttentionArgs a;
+  a.q = dq.get();
+  a.k = dk.get();
+  a.v = dv.get();
+  a.k_cache = dkc.get();
+  a.v_cache = dvc.get();
+  a.kv_f16 = c.kv_f16;
+  a.kv_stride = kv_stride;
+  a.n_tokens = c.n_tokens;
+  a.pos0 = c.pos0;
+  a.n_heads = kHeads;
+  a.n_kv_heads = kKvHeads;
+  a.head_dim = hd;
+  a.window = c.window;
+  a.causal = c.causal;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  a.out = dout.get();
+  ASSERT_EQ(kc::attention(a, ws.get(), ws_bytes, nullptr), cudaSuccess);
+  const std::vector<float> out = dout.host();
+
+  // The cache holds the new rows, bit for bit.
+  const std::vector<uint8_t> kc_after = dkc.host();
+  for (int64_t t = 0; t < c.n_tokens; ++t)
+    ASSERT_EQ(std::memcmp(&kc_after[(c.pos0 + t) * kv_stride * esz], &kc_bytes[(c.pos0 + t) * kv_stride * esz],
+                          kv_dim * esz),
+              0)
+        << "cache row " << c.pos0 + t;
+
+  for (int64_t t = 0; t < c.n_tokens; ++t)
+    for (int64_t h = 0; h < kHeads; ++h) {
+      const int64_t j = h / (kHeads / kKvHeads);
+      const int64_t last = c.causal ? c.pos0 + t : n_ctx - 1;
+      const int64_t first = c.window > 0 ? std::max<int64_t>(0, last - c.window + 1) : 0;
+      std::vector<double> s;
+      double mx = -INFINITY;
+      for (int64_t p = first; p <= last; ++p) {
+        double d = 0;
+        for (int64_t e = 0; e < hd; ++e) d += static_cast<double>(q[(t * kHeads + h) * hd + e]) * kref[p * kv_stride + j * hd + e];
+        s.push_back(d * a.scale);
+        mx = std::max(mx, s.back());
+      }
+      double sum = 0;
+      for (double& x : s) sum += (x = std::exp(x - mx));
+      for (int64_t e = 0; e < hd; ++e) {
+        double o = 0;
+        for (int64_t p = first; p <= last; ++p) o += s[p - first] * vref[p * kv_stride + j * hd + e];
+        o /= sum;
+        // f32 scores, exp2f and sums over at most a few hundred keys of values in [-1, 1]: 2e-6.
+        ASSERT_NEAR(out[(t * kHeads + h) * hd + e], o, 2e-6) << "token " << t << " head " << h << " dim " << e;
+      }
+    }
+}
+
+std::vector<AttnCase> attn_cases() {
+  std::vector<AttnCase> v;
+  for (int64_t d : {64, 128, 256, 80})
+    for (bool f16 : {false, true}) {
+      v.push_back({d, 1, 300, 0, true, f16});    // decode: split context + merge
+      v.push_back({d, 3, 200, 0, true, f16});    // a few decode tokens, split
+      v.push_back({d, 21, 0, 0, true, f16});     // prompt: tiled, no split
+      v.push_back({d, 19, 7, 8, true, f16});     // prompt after a prefix, sliding window
+      v.push_back({d, 5, 10, 0, false, f16});    // non-causal rows
+    }
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(HeadDims, Attention, testing::ValuesIn(attn_cases()), attn_name);
+
+TEST(AttentionArgs, RejectsBadShapes) {
+  kc::AttentionArgs a;
+  a.n_tokens = 1;
+  a.n_heads = 3;
+  a.n_kv_heads = 2;  // 3 % 2 != 0
+  a.head_dim = 64;
+  a.kv_stride = 128;
+  EXPECT_EQ(kc::attention(a, nullptr, 0, nullptr), cudaErrorInvalidValue);
+  a.n_heads = 4;
+  a.head_dim = 512;  // over 256
+  a.kv_stride = 1024;
+  EXPECT_EQ(kc::attention(a, nullptr, 0, nullptr), cudaErrorInvalidValue);
+}
+
+}  // namespace

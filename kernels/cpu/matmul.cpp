@@ -37,9 +37,11 @@ constexpr int64_t kDot4SegmentBytes = 8 << 10;
 // activations per row anyway.
 constexpr int64_t kF32Dot4MinTokens = 16;
 
-bool use_dot4(DType wtype, int64_t n_tokens) {
-  return n_tokens >= (wtype == DType::F32 ? kF32Dot4MinTokens : 4);
-}
+// The 4-token dots (VecDot4) keep their running sums in float vectors, lanes across blocks: not
+// dot_order.h's order, so a token's output would depend on whether it shares a call. matmul no
+// longer takes them (batch invariance, issue 45): quantized prompts take the packed tiles, which
+// follow dot_order.h, or the one-token dot per token.
+bool use_dot4(DType, int64_t) { return false; }
 
 // Float weights (F32, F16, BF16) take the register-tiled GEMM (gemm_float.h) from this many
 // tokens on. For F32 it is kF32Dot4MinTokens's bit-for-bit promise. F16 / BF16 make no such
@@ -49,10 +51,10 @@ bool use_dot4(DType wtype, int64_t n_tokens) {
 // runs the hardware prefetcher does not follow, where the 4-token dot streams whole rows.
 constexpr int64_t kFloatTilesMinTokens = kF32Dot4MinTokens;
 
-const FloatGemmKernels* float_tiles(DType wtype, Isa isa, int64_t n_tokens) {
-  if (n_tokens < kFloatTilesMinTokens) return nullptr;
-  return float_gemm_kernels(wtype, isa);
-}
+// Batch invariance (issue 45): the tiles sum k in blocks per register tile, another order than
+// the one-token dot's one chain, so matmul does not take them; every batch of float weights takes
+// `small`, which sums each output in the one-token dot's order (F16 / BF16 now included).
+const FloatGemmKernels* float_tiles(DType, Isa, int64_t) { return nullptr; }
 
 // Batches of 2 to kFloatTilesMinTokens - 1 tokens take gemm_float.h's `small` (each weight row
 // streamed once for all of them): F16 / BF16 instead of the one-token dot per token (W 4096 x
@@ -60,7 +62,7 @@ const FloatGemmKernels* float_tiles(DType wtype, Isa isa, int64_t n_tokens) {
 // 11.3-12.9, BF16 14.7-20.7 / 18.8-23.6 -> 11.4-12.5 / 11.9-12.4), F32
 // in the one-token dot's exact order (kF32Dot4MinTokens's promise holds).
 const FloatGemmKernels* float_small(DType wtype, Isa isa, int64_t n_tokens) {
-  if (n_tokens < 2 || n_tokens >= kFloatTilesMinTokens) return nullptr;
+  if (n_tokens < 2) return nullptr;
   return float_gemm_kernels(wtype, isa);
 }
 
@@ -99,12 +101,12 @@ struct GemmLayoutChoice {
   GemmRows rows;
   bool in_place;
 };
-GemmLayoutChoice gemm_layout_for(const GemmKernels& gk, int64_t n_tokens) {
-  if (n_tokens > kGemmPairTokens) return {gk.pack_group, gk.rows, false};
-  for (int i = kGemmInPlaceLayouts - 1; i >= 0; --i)  // the fewest tokens first: octets, quads, pairs
-    if (n_tokens <= kGemmInPlaceTokens[i] && gk.in_place[i].rows)
-      return {gk.in_place[i].pack_group, gk.in_place[i].rows, true};
-  return {gk.pack_group_pairs, gk.rows_pairs, false};
+// Batch invariance (issue 45): every batch takes the wide layout, one lane a token, whose lane
+// sums in dot_order.h's order, the order of the one-token dot. The pairs and in-place layouts give
+// a token several lanes that are added at the end: other bits than the token alone gets, so
+// matmul does not take them (gemm.h keeps them, tested, for a caller that wants them).
+GemmLayoutChoice gemm_layout_for(const GemmKernels& gk, int64_t /*n_tokens*/) {
+  return {gk.pack_group, gk.rows, false};
 }
 
 // One weight matrix of a packed product: its row kernel, rows and output (gemm.h's `rows`

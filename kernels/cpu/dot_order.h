@@ -23,16 +23,21 @@
 #include <cstdint>
 
 namespace strata::kernels::dot_order {
+// Internal linkage, and __builtin_fmaf rather than std::fma (an inline function of <cmath>, a weak
+// symbol): the AVX2 / AVX-512 files compile these with FMA instructions and the scalar reference
+// without, so no copy may be shared between them (tools/isa_check.sh). Either way one rounding.
+namespace {
 
-inline float block(float acc, int32_t isum, float dd) { return std::fma(static_cast<float>(isum), dd, acc); }
+inline float block(float acc, int32_t isum, float dd) { return __builtin_fmaf(static_cast<float>(isum), dd, acc); }
 inline float block_min(float acc, int32_t isum, float dd, float s_a, float m_w) {
-  return std::fma(s_a, m_w, std::fma(static_cast<float>(isum), dd, acc));
+  return __builtin_fmaf(s_a, m_w, __builtin_fmaf(static_cast<float>(isum), dd, acc));
 }
 inline float k45(float acc, int32_t isum, int32_t msum, float dd, float ddmin) {
-  return std::fma(-static_cast<float>(msum), ddmin, std::fma(static_cast<float>(isum), dd, acc));
+  return __builtin_fmaf(-static_cast<float>(msum), ddmin, __builtin_fmaf(static_cast<float>(isum), dd, acc));
 }
 inline float k2(float acc, int32_t isum, int32_t msum, float dd, float ddmin) {
-  return std::fma(static_cast<float>(isum), dd, std::fma(-static_cast<float>(msum), ddmin, acc));
+  return __builtin_fmaf(static_cast<float>(isum), dd, __builtin_fmaf(-static_cast<float>(msum), ddmin, acc));
 }
 
+}  // namespace
 }  // namespace strata::kernels::dot_order

@@ -1,9 +1,12 @@
 // kernels/cpu/matmul.cpp — matrix product over the thread pool: quantize activations once,
 // then dot products in row x token tiles handed out dynamically (an atomic counter), so threads
-// that finish early take more work. Prompts go to the packed-tile kernels of gemm.h when the
-// type and ISA have them (activations packed in 16-token groups, or up to 8 tokens in pairs;
-// 16-row x 48-token items, each thread unpacking 4 weight rows at a time into its own scratch),
-// else to VecDot4 / vec_dot.
+// that finish early take more work. Batch invariance (issue 45, dot_order.h): every output is
+// summed in one order whatever the batch, so prompts of quantized weights go to the packed-tile
+// kernels of gemm.h in their wide layout only (one lane a token, 16 tokens a group; 16-row x
+// 48-token items, each thread unpacking 4 weight rows at a time into its own scratch), whose lane
+// sums in the one-token dot's order; below the type's min_tokens, and on CPUs without the tiles,
+// to the one-token vec_dot per token; float weights to gemm_float.h's `small` (the one-token
+// dot's chain). Threads split rows and tokens, never k.
 #include "kernels/cpu/matmul.h"
 
 #include <algorithm>

@@ -231,10 +231,24 @@ struct Route {
   const FloatGemmKernels* fk = nullptr;  // FloatTiles, FloatSmall
 };
 
+// The wide packed tiles cost about as much for 2 tokens as for 16 (one group of 16 lanes); the
+// one-token dots (their 4-row decode kernel) per token take the same order (dot_order.h), so below
+// this many tokens they are the faster of the two for the 32-element types (docs/benchmarks.md,
+// batch-invariance cost).
+// kernel_bench W 1536 x 576, 1 thread, best ms, dots at 1 / 2 / 3 tokens against the tiles at 4:
+// Q4_0 0.025 / 0.044 / 0.064 vs 0.101, Q4_1 0.037 / 0.054 / 0.080 vs 0.112, Q5_0 0.040 / 0.062 /
+// 0.092 vs 0.110, Q5_1 0.060 / 0.111 / 0.166 vs 0.117.
+int64_t packed_min_tokens(const GemmKernels& gk, DType wtype) {
+  int64_t dots_up_to = 1;
+  if (wtype == DType::Q4_0 || wtype == DType::Q4_1 || wtype == DType::Q5_0) dots_up_to = 3;
+  if (wtype == DType::Q5_1 || wtype == DType::Q8_0) dots_up_to = 2;
+  return std::max<int64_t>(gk.min_tokens, dots_up_to + 1);
+}
+
 Route route(DType wtype, Isa isa, int64_t n_tokens) {
   if (n_tokens > 1) {
     const GemmKernels* gk = gemm_kernels(wtype, isa);
-    if (gk && n_tokens >= gk->min_tokens) return {Path::Packed, gk, nullptr};
+    if (gk && n_tokens >= packed_min_tokens(*gk, wtype)) return {Path::Packed, gk, nullptr};
     if (const FloatGemmKernels* fk = float_tiles(wtype, isa, n_tokens)) return {Path::FloatTiles, nullptr, fk};
     if (const FloatGemmKernels* fk = float_small(wtype, isa, n_tokens)) return {Path::FloatSmall, nullptr, fk};
   }
@@ -378,12 +392,15 @@ void matmul_dot_parts(ThreadPool& pool, std::span<const DotPart> parts, int64_t 
         }
       }
       int64_t r = r0;
-      // Decode of float weights: kDecodeRows rows at once (the same bits as one at a time).
-      if (p.wk->vec_dot_rows && t + 1 == t1) {
+      // kDecodeRows rows at once (the same bits as one at a time), for each token left: decode,
+      // and the small batches that take the one-token dots (packed_min_tokens).
+      if (p.wk->vec_dot_rows && t < t1) {
         float o[kDecodeRows];
         for (; r + kDecodeRows <= r1; r += kDecodeRows) {
-          p.wk->vec_dot_rows(cols, wb + r * w_row_bytes, w_row_bytes, act + t * a_row_bytes, o);
-          for (int i = 0; i < kDecodeRows; ++i) y[t * rows + r + i] = o[i];
+          for (int64_t tt = t; tt < t1; ++tt) {
+            p.wk->vec_dot_rows(cols, wb + r * w_row_bytes, w_row_bytes, act + tt * a_row_bytes, o);
+            for (int i = 0; i < kDecodeRows; ++i) y[tt * rows + r + i] = o[i];
+          }
         }
       }
       for (; r < r1; ++r) {

@@ -1,9 +1,12 @@
 // kernels/cpu/matmul.cpp — matrix product over the thread pool: quantize activations once,
 // then dot products in row x token tiles handed out dynamically (an atomic counter), so threads
-// that finish early take more work. Prompts go to the packed-tile kernels of gemm.h when the
-// type and ISA have them (activations packed in 16-token groups, or up to 8 tokens in pairs;
-// 16-row x 48-token items, each thread unpacking 4 weight rows at a time into its own scratch),
-// else to VecDot4 / vec_dot.
+// that finish early take more work. Batch invariance (issue 45, dot_order.h): every output is
+// summed in one order whatever the batch, so prompts of quantized weights go to the packed-tile
+// kernels of gemm.h in their wide layout only (one lane a token, 16 tokens a group; 16-row x
+// 48-token items, each thread unpacking 4 weight rows at a time into its own scratch), whose lane
+// sums in the one-token dot's order; below the type's min_tokens, and on CPUs without the tiles,
+// to the one-token vec_dot per token; float weights to gemm_float.h's `small` (the one-token
+// dot's chain). Threads split rows and tokens, never k.
 #include "kernels/cpu/matmul.h"
 
 #include <algorithm>
@@ -37,9 +40,11 @@ constexpr int64_t kDot4SegmentBytes = 8 << 10;
 // activations per row anyway.
 constexpr int64_t kF32Dot4MinTokens = 16;
 
-bool use_dot4(DType wtype, int64_t n_tokens) {
-  return n_tokens >= (wtype == DType::F32 ? kF32Dot4MinTokens : 4);
-}
+// The 4-token dots (VecDot4) keep their running sums in float vectors, lanes across blocks: not
+// dot_order.h's order, so a token's output would depend on whether it shares a call. matmul no
+// longer takes them (batch invariance, issue 45): quantized prompts take the packed tiles, which
+// follow dot_order.h, or the one-token dot per token.
+bool use_dot4(DType, int64_t) { return false; }
 
 // Float weights (F32, F16, BF16) take the register-tiled GEMM (gemm_float.h) from this many
 // tokens on. For F32 it is kF32Dot4MinTokens's bit-for-bit promise. F16 / BF16 make no such
@@ -49,10 +54,10 @@ bool use_dot4(DType wtype, int64_t n_tokens) {
 // runs the hardware prefetcher does not follow, where the 4-token dot streams whole rows.
 constexpr int64_t kFloatTilesMinTokens = kF32Dot4MinTokens;
 
-const FloatGemmKernels* float_tiles(DType wtype, Isa isa, int64_t n_tokens) {
-  if (n_tokens < kFloatTilesMinTokens) return nullptr;
-  return float_gemm_kernels(wtype, isa);
-}
+// Batch invariance (issue 45): the tiles sum k in blocks per register tile, another order than
+// the one-token dot's one chain, so matmul does not take them; every batch of float weights takes
+// `small`, which sums each output in the one-token dot's order (F16 / BF16 now included).
+const FloatGemmKernels* float_tiles(DType, Isa, int64_t) { return nullptr; }
 
 // Batches of 2 to kFloatTilesMinTokens - 1 tokens take gemm_float.h's `small` (each weight row
 // streamed once for all of them): F16 / BF16 instead of the one-token dot per token (W 4096 x
@@ -60,7 +65,7 @@ const FloatGemmKernels* float_tiles(DType wtype, Isa isa, int64_t n_tokens) {
 // 11.3-12.9, BF16 14.7-20.7 / 18.8-23.6 -> 11.4-12.5 / 11.9-12.4), F32
 // in the one-token dot's exact order (kF32Dot4MinTokens's promise holds).
 const FloatGemmKernels* float_small(DType wtype, Isa isa, int64_t n_tokens) {
-  if (n_tokens < 2 || n_tokens >= kFloatTilesMinTokens) return nullptr;
+  if (n_tokens < 2) return nullptr;
   return float_gemm_kernels(wtype, isa);
 }
 
@@ -99,12 +104,12 @@ struct GemmLayoutChoice {
   GemmRows rows;
   bool in_place;
 };
-GemmLayoutChoice gemm_layout_for(const GemmKernels& gk, int64_t n_tokens) {
-  if (n_tokens > kGemmPairTokens) return {gk.pack_group, gk.rows, false};
-  for (int i = kGemmInPlaceLayouts - 1; i >= 0; --i)  // the fewest tokens first: octets, quads, pairs
-    if (n_tokens <= kGemmInPlaceTokens[i] && gk.in_place[i].rows)
-      return {gk.in_place[i].pack_group, gk.in_place[i].rows, true};
-  return {gk.pack_group_pairs, gk.rows_pairs, false};
+// Batch invariance (issue 45): every batch takes the wide layout, one lane a token, whose lane
+// sums in dot_order.h's order, the order of the one-token dot. The pairs and in-place layouts give
+// a token several lanes that are added at the end: other bits than the token alone gets, so
+// matmul does not take them (gemm.h keeps them, tested, for a caller that wants them).
+GemmLayoutChoice gemm_layout_for(const GemmKernels& gk, int64_t /*n_tokens*/) {
+  return {gk.pack_group, gk.rows, false};
 }
 
 // One weight matrix of a packed product: its row kernel, rows and output (gemm.h's `rows`
@@ -226,10 +231,24 @@ struct Route {
   const FloatGemmKernels* fk = nullptr;  // FloatTiles, FloatSmall
 };
 
+// The wide packed tiles cost about as much for 2 tokens as for 16 (one group of 16 lanes); the
+// one-token dots (their 4-row decode kernel) per token take the same order (dot_order.h), so below
+// this many tokens they are the faster of the two for the 32-element types (docs/benchmarks.md,
+// batch-invariance cost).
+// kernel_bench W 1536 x 576, 1 thread, best ms, dots at 1 / 2 / 3 tokens against the tiles at 4:
+// Q4_0 0.025 / 0.044 / 0.064 vs 0.101, Q4_1 0.037 / 0.054 / 0.080 vs 0.112, Q5_0 0.040 / 0.062 /
+// 0.092 vs 0.110, Q5_1 0.060 / 0.111 / 0.166 vs 0.117.
+int64_t packed_min_tokens(const GemmKernels& gk, DType wtype) {
+  int64_t dots_up_to = 1;
+  if (wtype == DType::Q4_0 || wtype == DType::Q4_1 || wtype == DType::Q5_0) dots_up_to = 3;
+  if (wtype == DType::Q5_1 || wtype == DType::Q8_0) dots_up_to = 2;
+  return std::max<int64_t>(gk.min_tokens, dots_up_to + 1);
+}
+
 Route route(DType wtype, Isa isa, int64_t n_tokens) {
   if (n_tokens > 1) {
     const GemmKernels* gk = gemm_kernels(wtype, isa);
-    if (gk && n_tokens >= gk->min_tokens) return {Path::Packed, gk, nullptr};
+    if (gk && n_tokens >= packed_min_tokens(*gk, wtype)) return {Path::Packed, gk, nullptr};
     if (const FloatGemmKernels* fk = float_tiles(wtype, isa, n_tokens)) return {Path::FloatTiles, nullptr, fk};
     if (const FloatGemmKernels* fk = float_small(wtype, isa, n_tokens)) return {Path::FloatSmall, nullptr, fk};
   }
@@ -373,12 +392,15 @@ void matmul_dot_parts(ThreadPool& pool, std::span<const DotPart> parts, int64_t 
         }
       }
       int64_t r = r0;
-      // Decode of float weights: kDecodeRows rows at once (the same bits as one at a time).
-      if (p.wk->vec_dot_rows && t + 1 == t1) {
+      // kDecodeRows rows at once (the same bits as one at a time), for each token left: decode,
+      // and the small batches that take the one-token dots (packed_min_tokens).
+      if (p.wk->vec_dot_rows && t < t1) {
         float o[kDecodeRows];
         for (; r + kDecodeRows <= r1; r += kDecodeRows) {
-          p.wk->vec_dot_rows(cols, wb + r * w_row_bytes, w_row_bytes, act + t * a_row_bytes, o);
-          for (int i = 0; i < kDecodeRows; ++i) y[t * rows + r + i] = o[i];
+          for (int64_t tt = t; tt < t1; ++tt) {
+            p.wk->vec_dot_rows(cols, wb + r * w_row_bytes, w_row_bytes, act + tt * a_row_bytes, o);
+            for (int i = 0; i < kDecodeRows; ++i) y[tt * rows + r + i] = o[i];
+          }
         }
       }
       for (; r < r1; ++r) {

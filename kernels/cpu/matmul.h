@@ -18,12 +18,12 @@ namespace strata::kernels {
 // cols must be a multiple of wtype's block size (the caller validates). scratch grows as needed
 // and holds x quantized to vec_dot_type(wtype). Uses every thread of the pool and the ISA of
 // active_isa(). n_tokens == 1 (decode) splits rows across threads; n_tokens > 1 works in tiles
-// of a few weight rows x many tokens so each weight row is reused while in cache (with AVX-512
-// VNNI and enough tokens: the packed tiles of gemm.h, scratch then also holds the packed
-// activations and each thread's unpacked weight rows; float weights on AVX2 / AVX-512: the
-// register tiles of gemm_float.h from 16 tokens, scratch then holds the activations packed by
-// token groups (as many bytes as x, rounded up to a group) and ~100 KiB per thread, and its
-// small-batch dots below 16 tokens).
+// of a few weight rows x many tokens so each weight row is reused while in cache (quantized
+// weights with AVX2 / AVX-512 VNNI: the packed tiles of gemm.h in their wide layout, scratch then
+// also holds the packed activations and each thread's unpacked weight rows; float weights on
+// AVX2 / AVX-512: gemm_float.h's `small` dots). Batch invariance (issue 45): y[t] is bit for bit
+// what matmul gives token t alone, whatever n_tokens, t's place and the thread count, on every
+// ISA for the quantized types (kernels/cpu/dot_order.h) and on AVX2 / AVX-512 for the float ones.
 void matmul(ThreadPool& pool, DType wtype, const void* w, int64_t rows, int64_t cols,
             const float* x, int64_t n_tokens, float* y, std::vector<uint8_t>& scratch);
 

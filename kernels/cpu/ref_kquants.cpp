@@ -3,8 +3,10 @@
 // Baseline x86-64; no engine types.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/cpu/blocks.h"
+#include "kernels/cpu/dot_order.h"
 #include "kernels/cpu/fp16.h"
 #include "kernels/cpu/ref_kernels.h"
 
@@ -122,7 +124,11 @@ void vec_dot_k(int64_t n, const void* w, const void* a, float* out) {
       const int bsum = gsize == 16 ? y[i].bsums[g] : y[i].bsums[2 * g] + y[i].bsums[2 * g + 1];
       msum += u.m[g] * bsum;
     }
-    sum += y[i].d * (u.d * static_cast<float>(isum) - u.dmin * static_cast<float>(msum));
+    // dot_order.h: Q2_K takes its min term first, Q4_K / Q5_K after the scales, Q3_K / Q6_K have none.
+    if constexpr (std::is_same_v<B, BlockQ2_K>) sum = dot_order::k2(sum, isum, msum, y[i].d * u.d, y[i].d * u.dmin);
+    else if constexpr (std::is_same_v<B, BlockQ4_K> || std::is_same_v<B, BlockQ5_K>)
+      sum = dot_order::k45(sum, isum, msum, y[i].d * u.d, y[i].d * u.dmin);
+    else sum = dot_order::block(sum, isum, y[i].d * u.d);
   }
   *out = sum;
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernels/cpu/blocks.h"
+#include "kernels/cpu/dot_order.h"
 #include "kernels/cpu/fp16.h"
 #include "kernels/cpu/ref_kernels.h"
 
@@ -119,7 +120,7 @@ void vec_dot_q4_0(int64_t n, const void* w, const void* a, float* out) {
     int s = 0;
     for (int j = 0; j < 16; ++j)
       s += ((x[i].qs[j] & 0xF) - 8) * y[i].qs[j] + ((x[i].qs[j] >> 4) - 8) * y[i].qs[j + 16];
-    sum += static_cast<float>(s) * (fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d));
+    sum = dot_order::block(sum, s, fp16_to_f32(y[i].d) * fp16_to_f32(x[i].d));
   }
   *out = sum;
 }
@@ -158,8 +159,8 @@ void vec_dot_q4_1(int64_t n, const void* w, const void* a, float* out) {
     int s = 0;
     for (int j = 0; j < 16; ++j)
       s += (x[i].qs[j] & 0xF) * y[i].qs[j] + (x[i].qs[j] >> 4) * y[i].qs[j + 16];
-    sum += static_cast<float>(s) * (fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d)) +
-           fp16_to_f32(x[i].m) * fp16_to_f32(y[i].s);
+    sum = dot_order::block_min(sum, s, fp16_to_f32(y[i].d) * fp16_to_f32(x[i].d), fp16_to_f32(y[i].s),
+                               fp16_to_f32(x[i].m));
   }
   *out = sum;
 }
@@ -218,7 +219,7 @@ void vec_dot_q5_0(int64_t n, const void* w, const void* a, float* out) {
     unpack_q5(x[i].qh, x[i].qs, q);
     int s = 0;
     for (int j = 0; j < kQK; ++j) s += (q[j] - 16) * y[i].qs[j];
-    sum += static_cast<float>(s) * (fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d));
+    sum = dot_order::block(sum, s, fp16_to_f32(y[i].d) * fp16_to_f32(x[i].d));
   }
   *out = sum;
 }
@@ -255,8 +256,8 @@ void vec_dot_q5_1(int64_t n, const void* w, const void* a, float* out) {
     unpack_q5(x[i].qh, x[i].qs, q);
     int s = 0;
     for (int j = 0; j < kQK; ++j) s += q[j] * y[i].qs[j];
-    sum += static_cast<float>(s) * (fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d)) +
-           fp16_to_f32(x[i].m) * fp16_to_f32(y[i].s);
+    sum = dot_order::block_min(sum, s, fp16_to_f32(y[i].d) * fp16_to_f32(x[i].d), fp16_to_f32(y[i].s),
+                               fp16_to_f32(x[i].m));
   }
   *out = sum;
 }
@@ -285,7 +286,7 @@ void vec_dot_q8_0(int64_t n, const void* w, const void* a, float* out) {
   for (int64_t i = 0; i < n / kQK; ++i) {
     int s = 0;
     for (int j = 0; j < kQK; ++j) s += x[i].qs[j] * y[i].qs[j];
-    sum += static_cast<float>(s) * (fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d));
+    sum = dot_order::block(sum, s, fp16_to_f32(y[i].d) * fp16_to_f32(x[i].d));
   }
   *out = sum;
 }
@@ -313,7 +314,7 @@ void vec_dot_q8_1(int64_t n, const void* w, const void* a, float* out) {
   for (int64_t i = 0; i < n / kQK; ++i) {
     int s = 0;
     for (int j = 0; j < kQK; ++j) s += x[i].qs[j] * y[i].qs[j];
-    sum += static_cast<float>(s) * (fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d));
+    sum = dot_order::block(sum, s, fp16_to_f32(y[i].d) * fp16_to_f32(x[i].d));
   }
   *out = sum;
 }

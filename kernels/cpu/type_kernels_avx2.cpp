@@ -2,10 +2,12 @@
 // kernels of type_kernels_x86.inc compiled with maddubs + madd for the int8 dots.
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstring>
 #include <type_traits>
 
 #include "kernels/cpu/blocks.h"
+#include "kernels/cpu/dot_order.h"
 #include "kernels/cpu/fp16.h"
 #include "kernels/cpu/ref_kernels.h"
 #include "kernels/cpu/type_kernels.h"

@@ -3,6 +3,7 @@
 // madd, and 32 vector registers leave room for the 4-token kernels' accumulators).
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstring>
 #include <type_traits>
 
@@ -13,6 +14,7 @@
 #endif
 
 #include "kernels/cpu/blocks.h"
+#include "kernels/cpu/dot_order.h"
 #include "kernels/cpu/fp16.h"
 #include "kernels/cpu/ref_kernels.h"
 #include "kernels/cpu/type_kernels.h"

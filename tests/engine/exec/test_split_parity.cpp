@@ -4,7 +4,7 @@
 // - layer splits only move the hidden state: bit for bit equal (tolerance 0);
 // - tensor splits change the order of float sums (per-shard partial dot products added by the
 //   all-reduce): a few float32 ulps per layer; with float activations (stories260K, F32) that
-//   stays below 1e-4 (measured ~1e-6 after 16 layers);
+//   stays below 5e-4 (measured 2.4e-4 at the prompt: each output one sum over k in order, see below);
 // - with quantized weights the activations are re-quantized to int8 (Q8_0) before every matrix
 //   product, so one ulp of difference can flip the rounding of one int8 value (a jump of up to
 //   1/254 of its block's range), and later layers carry that forward: measured 0 after one
@@ -159,8 +159,12 @@ TEST_P(SplitParity, TokensAndLogitsMatchSingleDevice) {
   // where a last-bit difference can round a K or V element to the neighbouring f16 value (2^-11
   // relative): with F32 weights the error grew from 7.7e-7 (prompt) to at most 2.0e-4 over the
   // 24 steps (plan Mixed), hence 1e-3 after the prompt. The Q8_0 model's activations round coarser.
-  const double tolerance = layer_only ? 0.0 : model_name == "random-q8_0" ? 2e-2 : 1e-3;
-  const double prompt_tolerance = layer_only ? 0.0 : model_name == "random-q8_0" ? 2e-2 : 1e-4;
+  // Since the products sum every output in one chain over k, prompts included (batch invariance,
+  // issue 45: the F32 register tiles summed k in blocks, closer to the split's halves), one device
+  // and a split differ more: F32 prompt 2.4e-4 (was 7.7e-7), Q8_0 up to 2.4e-2 over the steps (was
+  // within 2e-2), on AVX-512 VNNI, 2 threads.
+  const double tolerance = layer_only ? 0.0 : model_name == "random-q8_0" ? 3e-2 : 1e-3;
+  const double prompt_tolerance = layer_only ? 0.0 : model_name == "random-q8_0" ? 3e-2 : 5e-4;
   if (layer_only) {
     // Bit for bit: the same greedy run.
     const RunResult got = run(**m, devices, make_plan(which, c), 24);

@@ -90,6 +90,8 @@ Expected<ModelConfig> read_model_config(const gguf::GgufFile& f) {
   ModelConfig c;
   const std::string arch = f.architecture();
   if (arch.empty()) return Error{Code::NotFound, "key 'general.architecture' is missing: not a model file"};
+  // A tensor of a type this build does not read makes the file unrunnable, whatever its role.
+  STRATA_RETURN_IF_ERROR(f.check_supported());
   const ArchInfo* info = find_arch(arch);
   if (!info)
     return Error{Code::Unsupported, "architecture '" + arch + "' is not supported (" + arch_names() +

@@ -27,14 +27,23 @@ Expected<TypeMix> type_mix(const std::string& name) {
   if (name == "q4_k_m") return TypeMix{DType::Q4_K, DType::Q6_K, 15};
   if (name == "q5_k_m") return TypeMix{DType::Q5_K, DType::Q6_K, 17};
   auto t = kernels::dtype_from_name(name);
-  if (!t || !kernels::traits(*t).weight_type)
-    return Error{Code::InvalidArgument, "tensor type '" + name +
-                                            "' is not one of f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k "
-                                            "q5_k q6_k q4_k_m q5_k_m"};
+  if (!t || !kernels::traits(*t).weight_type || !kernels::can_quantize(*t)) {
+    std::string writable;
+    for (uint32_t id = 0; id < 64; ++id) {
+      const kernels::DTypeTraits* tr = kernels::dtype_traits(id);
+      if (tr && tr->weight_type && kernels::can_quantize(tr->type)) writable += std::string(tr->name) + " ";
+    }
+    const std::string why = t && kernels::traits(*t).weight_type
+                                ? "' is read but not written (its quantizer needs llama-quantize's grid search); "
+                                : "' is not a weight type; ";
+    return Error{Code::InvalidArgument, "tensor type '" + name + why + "make-model writes " + writable + "q4_k_m q5_k_m"};
+  }
+  // llama.cpp's general.file_type (LLAMA_FTYPE_MOSTLY_*) of a file of one type.
   static const std::pair<DType, uint32_t> kFileTypes[] = {
       {DType::F32, 0},  {DType::F16, 1},  {DType::Q4_0, 2},  {DType::Q4_1, 3},  {DType::Q8_0, 7},
       {DType::Q5_0, 8}, {DType::Q5_1, 9}, {DType::Q2_K, 10}, {DType::Q3_K, 12}, {DType::Q4_K, 14},
-      {DType::Q5_K, 16}, {DType::Q6_K, 18}, {DType::BF16, 32}};
+      {DType::Q5_K, 16}, {DType::Q6_K, 18}, {DType::IQ4_NL, 25}, {DType::IQ4_XS, 30}, {DType::BF16, 32},
+      {DType::TQ1_0, 36}, {DType::TQ2_0, 37}, {DType::MXFP4, 38}};
   uint32_t ft = 0;
   for (const auto& [type, value] : kFileTypes) {
     if (type == *t) ft = value;

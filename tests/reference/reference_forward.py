@@ -2,7 +2,7 @@
 """tests/reference/reference_forward.py — strata-engine's logits on random-weight models of every
 supported architecture against the independent NumPy forward pass of reference_model.py.
 
-Cases: llama (MHA and GQA), llama with a sliding window (Mistral), qwen2, qwen3 (head size apart
+Cases: llama (MHA and GQA), the IQ4_XS / IQ4_NL / TQ2_0 / MXFP4 weight types, llama with a sliding window (Mistral), qwen2, qwen3 (head size apart
 from dim / heads), gemma3 (local + global layers, window shorter than the prompt), phi3 (fused
 tensors, long-context RoPE factors, context past the original so the long factors apply), the
 mixture-of-experts ones (qwen3moe with 8 and with 128 experts, Mixtral-style llama, qwen2moe with
@@ -47,6 +47,14 @@ CASES = [
     ("mixtral", ["--arch", "llama", "--heads", "4", "--kv-heads", "2", "--experts", "4", "--experts-used", "2"], []),
     ("qwen2moe", ["--arch", "qwen2moe", "--heads", "4", "--kv-heads", "2", "--experts", "8", "--experts-used", "4",
                   "--expert-ff", "32", "--shared-expert-ff", "128"], []),
+    # Weight types decoded block by block (gguf-py's dequantize is the reference's): the 256-element
+    # types need rows that are multiples of 256 (make-model falls back to q8_0 elsewhere).
+    ("llama-iq4_xs", ["--arch", "llama", "--heads", "4", "--kv-heads", "2", "--dim", "256", "--ffn", "256",
+                      "--type", "iq4_xs"], []),
+    ("llama-tq2_0", ["--arch", "llama", "--heads", "4", "--kv-heads", "2", "--dim", "256", "--ffn", "256",
+                     "--type", "tq2_0"], []),
+    ("qwen3-iq4_nl", ["--arch", "qwen3", "--heads", "4", "--kv-heads", "2", "--head-dim", "32", "--type", "iq4_nl"], []),
+    ("qwen3-mxfp4", ["--arch", "qwen3", "--heads", "4", "--kv-heads", "2", "--head-dim", "32", "--type", "mxfp4"], []),
 ]
 F16_CASES = {"llama-gqa", "gemma3"}
 

@@ -75,6 +75,12 @@ Status BlockForward::rope_attend(const ShardWeights& w, int64_t layer, int64_t n
   rope.freq_scale = la.rope_freq_scale;
   rope.freq_divisors = rope_freqs_;
   rope.attn_factor = c.rope_attn_factor;
+  if (la.rope_yarn) {
+    const int64_t n_ctx_orig = c.n_ctx_orig > 0 ? c.n_ctx_orig : c.n_ctx_train;
+    rope.yarn = kernels::make_rope_yarn(c.rope_dims, n_ctx_orig, la.rope_freq_base, la.rope_freq_scale,
+                                        c.yarn_ext_factor, c.yarn_beta_fast, c.yarn_beta_slow);
+    rope.attn_factor = c.rope_attn_factor * kernels::yarn_mscale(la.rope_freq_scale, c.yarn_ext_factor);
+  }
   rope.interleaved = c.rope_style == model::RopeStyle::Interleaved;
   // Per sequence: its rows of q, k, v (and attn_out) at row0, rotated from its own position;
   // then every sequence's attention in one call (a batched decode step runs them together).

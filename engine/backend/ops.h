@@ -16,6 +16,7 @@
 #include <span>
 
 #include "engine/core/status.h"
+#include "kernels/common/scalar_math.h"
 #include "kernels/cpu/dtype.h"
 
 namespace strata::backend {
@@ -39,6 +40,7 @@ struct RopeParams {
   const float* freq_divisors = nullptr;  // device memory, [rope_dims/2] floats, or null
   bool interleaved = true;               // pairs (2i, 2i+1); false: NeoX pairs (i, i + rope_dims/2)
   float attn_factor = 1.0f;
+  kernels::RopeYarn yarn;  // YaRN (on): the angle of kernels::rope_theta_yarn, freq_scale then unused
 };
 
 // One attention call: writes the keys and values of n_tokens new positions [pos0, pos0+n_tokens)

@@ -93,7 +93,8 @@ std::string arch_names(bool (*keep)(const ArchInfo&));
 enum class HParam {
   ContextLength, EmbeddingLength, BlockCount, FeedForwardLength, HeadCount, HeadCountKv, KeyLength,
   ValueLength, RopeDimensionCount, RmsEpsilon, RopeFreqBase, RopeScalingType, RopeScalingFactor,
-  RopeScalingOrigCtx, RopeScalingAttnFactor, AttentionScale, SlidingWindow, SlidingWindowPattern,
+  RopeScalingOrigCtx, RopeScalingAttnFactor, RopeScalingYarnExtFactor, RopeScalingYarnBetaFast,
+  RopeScalingYarnBetaSlow, AttentionScale, SlidingWindow, SlidingWindowPattern,
   RopeFreqBaseSwa, ExpertCount, ExpertUsedCount, ExpertFeedForwardLength, ExpertSharedFeedForwardLength,
   VocabSize,
 };

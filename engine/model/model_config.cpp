@@ -75,9 +75,11 @@ LayerAttention ModelConfig::layer_attention(int64_t layer) const {
     const bool own_base = info().local_rope_base;
     a.rope_freq_base = own_base ? rope_freq_base_local : rope_freq_base;
     a.rope_freq_scale = own_base ? 1.0f : rope_freq_scale;
+    a.rope_yarn = own_base ? false : rope_yarn;
   } else {
     a.rope_freq_base = rope_freq_base;
     a.rope_freq_scale = rope_freq_scale;
+    a.rope_yarn = rope_yarn;
   }
   return a;
 }
@@ -146,12 +148,30 @@ Expected<ModelConfig> read_model_config(const gguf::GgufFile& f) {
     if (!(factor >= 1.0 && factor < 1e6))
       return Error{Code::Corrupt, "key '" + key(HParam::RopeScalingFactor) + "': " + std::to_string(factor)};
     c.rope_freq_scale = static_cast<float>(1.0 / factor);
+  } else if (scaling == "yarn") {
+    STRATA_ASSIGN_OR_RETURN(double factor, f.get_float_or(key(HParam::RopeScalingFactor), 1.0));
+    if (!(factor >= 1.0 && factor < 1e6))
+      return Error{Code::Corrupt, "key '" + key(HParam::RopeScalingFactor) + "': " + std::to_string(factor)};
+    c.rope_freq_scale = static_cast<float>(1.0 / factor);
+    c.rope_yarn = true;
+    STRATA_ASSIGN_OR_RETURN(double ext, f.get_float_or(key(HParam::RopeScalingYarnExtFactor), 1.0));
+    STRATA_ASSIGN_OR_RETURN(double fast, f.get_float_or(key(HParam::RopeScalingYarnBetaFast), 32.0));
+    STRATA_ASSIGN_OR_RETURN(double slow, f.get_float_or(key(HParam::RopeScalingYarnBetaSlow), 1.0));
+    if (!(ext >= 0.0 && ext <= 1.0))
+      return Error{Code::Corrupt, "key '" + key(HParam::RopeScalingYarnExtFactor) + "': " + std::to_string(ext)};
+    if (!(fast > 0.0 && fast < 1e4 && slow > 0.0 && slow <= fast))
+      return Error{Code::Corrupt, "keys '" + key(HParam::RopeScalingYarnBetaFast) + "' / '" +
+                                      key(HParam::RopeScalingYarnBetaSlow) + "': " + std::to_string(fast) + " / " +
+                                      std::to_string(slow) + " (want 0 < beta_slow <= beta_fast)"};
+    c.yarn_ext_factor = static_cast<float>(ext);
+    c.yarn_beta_fast = static_cast<float>(fast);
+    c.yarn_beta_slow = static_cast<float>(slow);
   } else if ((scaling == "longrope" || scaling == "su") && info->longrope) {
     // The per-pair factors are tensors (rope_factors_long / _short); the metadata gives the
     // context they switch at and the cos/sin multiplier.
   } else if (scaling != "none" && !scaling.empty()) {
     return Error{Code::Unsupported, "rope scaling '" + scaling + "' of architecture '" + arch +
-                                        "' is not supported (none, linear are; longrope for " +
+                                        "' is not supported (none, linear, yarn are; longrope for " +
                                         arch_names([](const ArchInfo& x) { return x.longrope; }) + ")"};
   }
   STRATA_ASSIGN_OR_RETURN(uint64_t ctx_orig, f.get_uint_or(key(HParam::RopeScalingOrigCtx), 0));

@@ -19,6 +19,7 @@ struct LayerAttention {
   int64_t window = 0;        // 0: attends over the whole context; else to the last `window` positions (itself included)
   float rope_freq_base = 10000.0f;
   float rope_freq_scale = 1.0f;
+  bool rope_yarn = false;    // YaRN mixing of rope_freq_scale (the model's rope_yarn, global layers)
 };
 
 // The architecture's traits (ArchTraits: rope_style, ffn_activation, has_qk_norm, ...) come from
@@ -52,6 +53,14 @@ struct ModelConfig : ArchTraits {
   // n_ctx_orig (rope_factors_long) and within it (rope_factors_short), and a cos/sin multiplier.
   int64_t n_ctx_orig = 0;        // <name>.rope.scaling.original_context_length; 0: not set
   float rope_attn_factor = 1.0f; // <name>.rope.scaling.attn_factor
+  // YaRN (rope.scaling.type yarn): rope_freq_scale = 1 / factor is mixed per pair with the unscaled
+  // angle (kernels::rope_theta_yarn) between the pairs where frequencies turn yarn_beta_fast and
+  // yarn_beta_slow rotations over n_ctx_orig positions (default n_ctx_train); cos and sin are
+  // multiplied by rope_attn_factor * (1 + 0.1 ln factor), llama.cpp's rule.
+  bool rope_yarn = false;
+  float yarn_ext_factor = 1.0f;  // <name>.rope.scaling.yarn_ext_factor (default 1)
+  float yarn_beta_fast = 32.0f;  // <name>.rope.scaling.yarn_beta_fast (default 32)
+  float yarn_beta_slow = 1.0f;   // <name>.rope.scaling.yarn_beta_slow (default 1)
 
   // Mixture of experts (every layer's FFN when n_expert > 0; the dense ffn_gate/up/down are then
   // absent). The router (ffn_gate_inp) scores each token against every expert; the probabilities

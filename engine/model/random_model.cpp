@@ -113,6 +113,11 @@ Status validate(const RandomModelSpec& s) {
   if (s.sliding_window < 0 || s.sliding_window > (1 << 24))
     return bad("--sliding-window " + std::to_string(s.sliding_window));
   if (s.swa_pattern < 0 || s.swa_pattern > 4096) return bad("--swa-pattern " + std::to_string(s.swa_pattern));
+  if (s.yarn_factor != 0.0f && !(s.yarn_factor > 1.0f && s.yarn_factor < 1e6f))
+    return bad("--yarn-factor " + std::to_string(s.yarn_factor) + " is not in (1, 1e6)");
+  if (s.yarn_orig_ctx < 0 || s.yarn_orig_ctx > (1 << 24)) return bad("--yarn-orig-ctx " + std::to_string(s.yarn_orig_ctx));
+  if (s.yarn_factor > 0.0f && arch_info(s.arch).longrope && s.longrope)
+    return bad("--yarn-factor: " + std::string(arch_name(s.arch)) + " writes longrope scaling (add --no-longrope)");
   if (s.n_kv_heads <= 0 || s.n_heads % s.n_kv_heads != 0)
     return bad("--kv-heads " + std::to_string(s.n_kv_heads) + " does not divide --heads " + std::to_string(s.n_heads));
   if (s.n_ff <= 0 || s.n_ff > (1 << 20)) return bad("--ffn " + std::to_string(s.n_ff) + " outside [1, 1048576]");
@@ -188,6 +193,13 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
     const double factor = static_cast<double>(s.n_ctx) / static_cast<double>(ctx_orig);
     w.set_f32(key(HParam::RopeScalingAttnFactor),
               static_cast<float>(std::sqrt(1.0 + std::log(factor) / std::log(static_cast<double>(ctx_orig)))));
+  }
+  if (s.yarn_factor > 0.0f) {
+    w.set_string(key(HParam::RopeScalingType), "yarn");
+    w.set_f32(key(HParam::RopeScalingFactor), s.yarn_factor);
+    const int64_t orig = s.yarn_orig_ctx > 0 ? s.yarn_orig_ctx
+                                             : std::max<int64_t>(1, static_cast<int64_t>(static_cast<float>(s.n_ctx) / s.yarn_factor));
+    w.set_u32(key(HParam::RopeScalingOrigCtx), static_cast<uint32_t>(orig));
   }
   if (c.is_moe()) {
     w.set_u32(key(HParam::ExpertCount), static_cast<uint32_t>(s.n_expert));

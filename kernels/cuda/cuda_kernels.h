@@ -11,6 +11,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "kernels/common/scalar_math.h"
+
 #include "kernels/cpu/dtype.h"
 
 namespace strata::kernels::cuda {
@@ -71,6 +73,7 @@ struct RopeArgs {
   const float* divisors = nullptr;
   bool interleaved = true;
   float attn_factor = 1.0f;  // multiplies cos and sin
+  RopeYarn yarn;             // on: freq_scale ignored, rope_theta_yarn's angle
 };
 cudaError_t rope(float* x, const RopeArgs& args, cudaStream_t stream);
 

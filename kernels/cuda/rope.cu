@@ -19,6 +19,7 @@ struct RopeParams {
   const float* divisors;
   bool interleaved;
   float attn_factor;
+  RopeYarn yarn;
 };
 
 // Launch: grid-stride over n_tokens * head_groups * rope_dims/2 items, 256 threads. Item
@@ -33,8 +34,9 @@ __global__ void __launch_bounds__(256) rope_kernel(const RopeParams p) {
     const int64_t rest = idx / half;
     const int64_t group = rest % p.head_groups;
     const int64_t t = rest / p.head_groups;
-    const float pos = __fmul_rn(static_cast<float>(p.pos0 + t), p.freq_scale);
-    const float theta = rope_theta(pos, i, p.rope_dims, p.freq_base, p.divisors);
+    const float pos = p.yarn.on ? static_cast<float>(p.pos0 + t) : __fmul_rn(static_cast<float>(p.pos0 + t), p.freq_scale);
+    const float theta = p.yarn.on ? rope_theta_yarn(pos, i, p.rope_dims, p.freq_base, p.divisors, p.yarn)
+                                  : rope_theta(pos, i, p.rope_dims, p.freq_base, p.divisors);
     double sd, cd;
     sincos(static_cast<double>(theta), &sd, &cd);
     const float s = __fmul_rn(static_cast<float>(sd), p.attn_factor), c = __fmul_rn(static_cast<float>(cd), p.attn_factor);
@@ -70,6 +72,7 @@ cudaError_t rope(float* x, const RopeArgs& args, cudaStream_t stream) {
   p.divisors = args.divisors;
   p.interleaved = args.interleaved;
   p.attn_factor = args.attn_factor;
+  p.yarn = args.yarn;
   const int64_t n_items = p.n_tokens * p.head_groups * (p.rope_dims / 2);
   rope_kernel<<<grid_for(n_items, 256), 256, 0, stream>>>(p);
   return cudaGetLastError();

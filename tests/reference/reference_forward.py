@@ -35,6 +35,10 @@ CASES = [
     ("qwen3", ["--arch", "qwen3", "--heads", "4", "--kv-heads", "2", "--head-dim", "32"], []),
     ("gemma3", ["--arch", "gemma3", "--heads", "4", "--kv-heads", "1", "--head-dim", "32", "--layers", "4",
                 "--sliding-window", "6", "--swa-pattern", "2"], []),
+    # YaRN: factor 4 over an original context of 32 (a 65-token prompt runs past it), NeoX and interleaved.
+    ("qwen2-yarn", ["--arch", "qwen2", "--heads", "4", "--kv-heads", "2", "--yarn-factor", "4", "--yarn-orig-ctx", "32"],
+     []),
+    ("llama-yarn", ["--arch", "llama", "--heads", "4", "--kv-heads", "2", "--yarn-factor", "8"], []),
     ("phi3-long", ["--arch", "phi3", "--heads", "4", "--kv-heads", "4"], []),
     ("phi3-short", ["--arch", "phi3", "--heads", "4", "--kv-heads", "4"], ["--ctx", "16"]),  # same file as phi3-long
     # Mixture of experts: top-k routing (renormalised for qwen3moe and Mixtral, not for qwen2moe),
@@ -100,6 +104,13 @@ def main():
     b = np.fromfile(os.path.join(work, "ref-mistral-window.gguf.f32.logits"), dtype=np.float32)
     moved = float(np.max(np.abs(a - b)))
     print(f"sliding window changes the logits by up to {moved:.3f} {'ok' if moved > 1e-2 else 'FAIL (window ignored?)'}")
+    failures += moved <= 1e-2
+    # YaRN must matter: qwen2-yarn has qwen2's weights (same seed) and a 65-token prompt past its
+    # original context of 32.
+    a = np.fromfile(os.path.join(work, "ref-qwen2.gguf.f32.logits"), dtype=np.float32)
+    b = np.fromfile(os.path.join(work, "ref-qwen2-yarn.gguf.f32.logits"), dtype=np.float32)
+    moved = float(np.max(np.abs(a - b)))
+    print(f"yarn changes the logits by up to {moved:.3f} {'ok' if moved > 1e-2 else 'FAIL (yarn ignored?)'}")
     failures += moved <= 1e-2
     sys.exit(1 if failures else 0)
 

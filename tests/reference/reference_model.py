@@ -38,9 +38,27 @@ class Model:
         self.rope_dims = _field(r, p + "rope.dimension_count", self.head_dim)
         self.ctx_train = _field(r, p + "context_length", 2048)
         scaling = _field(r, p + "rope.scaling.type", "none")
-        self.rope_scale = 1.0 / _field(r, p + "rope.scaling.factor", 1.0) if scaling == "linear" else 1.0
+        self.rope_scale = 1.0 / _field(r, p + "rope.scaling.factor", 1.0) if scaling in ("linear", "yarn") else 1.0
         self.ctx_orig = _field(r, p + "rope.scaling.original_context_length", 0)
         self.attn_factor = _field(r, p + "rope.scaling.attn_factor", 1.0)
+        # YaRN (arXiv 2309.00071, as llama.cpp applies it): per pair i a mix of the interpolated
+        # frequency (scale) and the original, ramping from original (i below the pair that turns
+        # beta_fast rotations over ctx_orig) to interpolated (above the one that turns beta_slow);
+        # cos and sin times 1 + 0.1 ln(1 / scale).
+        self.yarn = scaling == "yarn"
+        if self.yarn:
+            ctx0 = self.ctx_orig or self.ctx_train
+            ext = _field(r, p + "rope.scaling.yarn_ext_factor", 1.0)
+            fast = _field(r, p + "rope.scaling.yarn_beta_fast", 32.0)
+            slow = _field(r, p + "rope.scaling.yarn_beta_slow", 1.0)
+            corr = lambda n_rot: self.rope_dims * np.log(ctx0 / (n_rot * 2 * np.pi)) / (2 * np.log(self.rope_base))
+            lo, hi = max(0.0, np.floor(corr(fast))), min(self.rope_dims - 1.0, np.ceil(corr(slow)))
+            i = np.arange(self.rope_dims // 2, dtype=np.float64)
+            ramp = 1.0 - np.clip((i - lo) / max(0.001, hi - lo), 0.0, 1.0)
+            mix = ramp * ext
+            # theta = pos * inv_freq * (scale (1 - mix) + mix): as divisors of the unscaled frequency.
+            self.yarn_divisors = 1.0 / (self.rope_scale * (1.0 - mix) + mix)
+            self.yarn_mscale = 1.0 + 0.1 * np.log(1.0 / self.rope_scale) if ext != 0 else 1.0
         self.neox = self.arch in ("qwen2", "qwen3", "gemma3", "phi3", "qwen2moe", "qwen3moe")
         # Mixture of experts: softmax over all experts, top-k, weights renormalised over the k
         # for Mixtral (llama) and qwen3moe, not for qwen2moe (as the published models define it).
@@ -186,8 +204,12 @@ def forward(m, tokens, kv_f16=False, n_ctx=None):
             base, scale = m.rope_base_local, 1.0
         else:
             base, scale = m.rope_base, m.rope_scale
-        q = rope(q, pos, base, m.rope_dims, m.neox, scale, divisors, m.attn_factor)
-        k = rope(k, pos, base, m.rope_dims, m.neox, scale, divisors, m.attn_factor)
+        af, div = m.attn_factor, divisors
+        if m.yarn and not (local and m.arch == "gemma3"):  # gemma3's local layers keep a plain RoPE
+            scale, af = 1.0, af * m.yarn_mscale
+            div = m.yarn_divisors if divisors is None else divisors * m.yarn_divisors
+        q = rope(q, pos, base, m.rope_dims, m.neox, scale, div, af)
+        k = rope(k, pos, base, m.rope_dims, m.neox, scale, div, af)
         if kv_f16:
             k = k.astype(np.float16).astype(np.float64)
             v = v.astype(np.float16).astype(np.float64)

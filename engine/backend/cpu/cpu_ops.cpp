@@ -125,7 +125,7 @@ Status CpuOps::mul(float* y, const float* x, int64_t n) {
 Status CpuOps::rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, int64_t pos0, const RopeParams& p) {
   for (int64_t t = 0; t < n_tokens; ++t)
     kernels::rope_f32(x + t * n_heads * head_dim, n_heads, head_dim, p.rope_dims, pos0 + t, p.freq_base, p.freq_scale,
-                      p.freq_divisors, p.interleaved, p.attn_factor);
+                      p.freq_divisors, p.interleaved, p.attn_factor, p.yarn);
   return {};
 }
 

@@ -378,6 +378,7 @@ Status CudaOps::rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_d
   a.divisors = params.freq_divisors;
   a.interleaved = params.interleaved;
   a.attn_factor = params.attn_factor;
+  a.yarn = params.yarn;
   STRATA_CUDA_LAUNCH("rope of " + std::to_string(n_tokens) + " tokens x " + std::to_string(n_heads) + " heads",
                      kernels::cuda::rope(x, a, stream_));
   return Status();

@@ -61,6 +61,8 @@ Command add_make_model_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   cmd->add_option("--shared-expert-ff", o->spec.n_ff_shexp, "qwen2moe: the shared expert's size (default --ffn)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  cmd->add_option("--attn-softcap", o->spec.attn_softcap, "gemma2: attention score soft-cap (default 50)");
+  cmd->add_option("--final-softcap", o->spec.final_softcap, "gemma2: logit soft-cap (default 30)");
   cmd->add_option("--yarn-factor", o->spec.yarn_factor, "write YaRN rope scaling with this factor (> 1)");
   cmd->add_option("--yarn-orig-ctx", o->spec.yarn_orig_ctx, "YaRN's original context (default ctx / factor)");
   cmd->add_flag("!--no-longrope", o->spec.longrope, "phi3: leave out the long-context RoPE factors");

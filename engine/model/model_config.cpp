@@ -81,6 +81,8 @@ LayerAttention ModelConfig::layer_attention(int64_t layer) const {
     a.rope_freq_scale = rope_freq_scale;
     a.rope_yarn = rope_yarn;
   }
+  const int64_t step = info().no_rope_layer_step;
+  a.rope = step <= 0 || (layer + 1) % step != 0;
   return a;
 }
 
@@ -183,6 +185,10 @@ Expected<ModelConfig> read_model_config(const gguf::GgufFile& f) {
     return Error{Code::Corrupt, "key '" + key(HParam::RopeScalingAttnFactor) + "': " + std::to_string(attn_factor)};
   c.rope_attn_factor = static_cast<float>(attn_factor);
 
+  STRATA_ASSIGN_OR_RETURN(double temp_scale, f.get_float_or(key(HParam::AttentionTemperatureScale), 0.0));
+  if (temp_scale != 0.0)
+    return Error{Code::Unsupported, "key '" + key(HParam::AttentionTemperatureScale) + "' = " + std::to_string(temp_scale) +
+                                        ": position-dependent query temperature scaling is not supported"};
   STRATA_ASSIGN_OR_RETURN(double attn_scale, f.get_float_or(key(HParam::AttentionScale), 0.0));
   if (!(attn_scale >= 0.0 && attn_scale < 1e3))
     return Error{Code::Corrupt, "key '" + key(HParam::AttentionScale) + "': " + std::to_string(attn_scale)};
@@ -217,6 +223,30 @@ Expected<ModelConfig> read_model_config(const gguf::GgufFile& f) {
     return Error{Code::Corrupt, "key '" + key(HParam::RopeFreqBaseSwa) + "': " + std::to_string(base_local)};
   c.rope_freq_base_local = static_cast<float>(base_local);
   if (info->embd_scale_sqrt) c.embd_scale = std::sqrt(static_cast<float>(c.n_embd));
+  if (info->softcaps) {
+    STRATA_ASSIGN_OR_RETURN(double attn_cap, f.get_float_or(key(HParam::AttnLogitSoftcapping), 50.0));
+    STRATA_ASSIGN_OR_RETURN(double final_cap, f.get_float_or(key(HParam::FinalLogitSoftcapping), 30.0));
+    if (!(attn_cap >= 0.0 && attn_cap < 1e6) || !(final_cap >= 0.0 && final_cap < 1e6))
+      return Error{Code::Corrupt, "keys '" + key(HParam::AttnLogitSoftcapping) + "' / '" +
+                                      key(HParam::FinalLogitSoftcapping) + "': " + std::to_string(attn_cap) + " / " +
+                                      std::to_string(final_cap)};
+    c.attn_softcap = static_cast<float>(attn_cap);
+    c.final_softcap = static_cast<float>(final_cap);
+    // llama.cpp's query scale for Gemma 2 27B (46 blocks) is 1/sqrt(n_embd / n_head), not 1/sqrt(head size).
+    if (c.attn_scale == 0.0f && c.n_layers == 46)
+      c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.n_embd / c.n_heads));
+  }
+  if (info->granite_scales) {
+    const std::pair<HParam, float*> scales[] = {{HParam::EmbeddingScale, &c.embd_scale},
+                                                {HParam::ResidualScale, &c.residual_scale},
+                                                {HParam::LogitScale, &c.logit_scale}};
+    for (const auto& [hp, dst] : scales) {
+      STRATA_ASSIGN_OR_RETURN(double v, f.get_float_or(key(hp), 1.0));
+      if (!(v > 0.0 && v < 1e6))
+        return Error{Code::Corrupt, "key '" + key(hp) + "': " + std::to_string(v) + " (want a positive scale)"};
+      *dst = static_cast<float>(v);
+    }
+  }
   STRATA_RETURN_IF_ERROR(read_moe_config(f, *info, c));
 
   const gguf::TensorInfo* embd = f.find_tensor("token_embd.weight");

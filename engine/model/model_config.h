@@ -20,6 +20,7 @@ struct LayerAttention {
   float rope_freq_base = 10000.0f;
   float rope_freq_scale = 1.0f;
   bool rope_yarn = false;    // YaRN mixing of rope_freq_scale (the model's rope_yarn, global layers)
+  bool rope = true;          // false: no positional rotation in this layer (smollm3's NoPE layers)
 };
 
 // The architecture's traits (ArchTraits: rope_style, ffn_activation, has_qk_norm, ...) come from
@@ -40,7 +41,11 @@ struct ModelConfig : ArchTraits {
   float rope_freq_base = 10000.0f;  // global (full-context) layers
   float rope_freq_scale = 1.0f;     // linear scaling: position * scale (global layers)
   bool tied_output = false;      // no output.weight: the embedding doubles as the head
-  float embd_scale = 1.0f;       // the token embedding is multiplied by this (gemma3: sqrt(n_embd))
+  float embd_scale = 1.0f;       // the token embedding is multiplied by this (gemma3: sqrt(n_embd); granite: embedding_scale)
+  float residual_scale = 1.0f;   // each attention / FFN update times this before the residual add (granite)
+  float logit_scale = 1.0f;      // logits divided by this (granite)
+  float attn_softcap = 0.0f;     // > 0: attention scores s -> c tanh(s / c) (gemma2's attn_logit_softcapping)
+  float final_softcap = 0.0f;    // > 0: logits z -> c tanh(z / c) (gemma2's final_logit_softcapping)
   float attn_scale = 0.0f;       // query scale in attention: <name>.attention.scale, else 1/sqrt(head_dim)
   // Sliding-window attention: `sliding_window` positions on the layers local_layers marks (one
   // entry per layer, 1 = local). From <name>.attention.sliding_window_pattern: an integer P

@@ -194,6 +194,16 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
     w.set_f32(key(HParam::RopeScalingAttnFactor),
               static_cast<float>(std::sqrt(1.0 + std::log(factor) / std::log(static_cast<double>(ctx_orig)))));
   }
+  if (info.softcaps) {
+    w.set_f32(key(HParam::AttnLogitSoftcapping), s.attn_softcap);
+    w.set_f32(key(HParam::FinalLogitSoftcapping), s.final_softcap);
+  }
+  if (info.granite_scales) {  // Granite 3.x 2B's values
+    w.set_f32(key(HParam::EmbeddingScale), 12.0f);
+    w.set_f32(key(HParam::ResidualScale), 0.22f);
+    w.set_f32(key(HParam::LogitScale), 8.0f);
+    w.set_f32(key(HParam::AttentionScale), 0.015625f);
+  }
   if (s.yarn_factor > 0.0f) {
     w.set_string(key(HParam::RopeScalingType), "yarn");
     w.set_f32(key(HParam::RopeScalingFactor), s.yarn_factor);

@@ -43,6 +43,9 @@ static STRATA_MATH_HD float rope_theta(float pos, int64_t i, int64_t rope_dims, 
   return theta;
 }
 
+// Logit soft-capping (gemma2): cap * tanh(x / cap), a smooth clamp to (-cap, cap).
+static STRATA_MATH_HD float softcap(float x, float cap) { return cap * tanhf(x / cap); }
+
 // YaRN (rope.scaling.type yarn): each pair's angle mixes the interpolated angle (positions times
 // freq_scale = 1 / factor) with the unscaled one, by a ramp over the pair index that is 1 (keep
 // the unscaled angle) below pair `low` and 0 (interpolate) above `high`, times ext_factor.

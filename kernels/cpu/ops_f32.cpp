@@ -44,6 +44,10 @@ void swiglu_f32(float* gate, const float* up, int64_t n) {
   }
 }
 
+void softcap_f32(float* x, float cap, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = softcap(x[i], cap);
+}
+
 void geglu_f32(float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) gate[i] = gelu_tanh(gate[i]) * up[i];
 }

@@ -30,6 +30,9 @@ void geglu_f32(float* gate, const float* up, int64_t n);
 // x[i] *= s; [n].
 void scale_f32(float* x, float s, int64_t n);
 
+// x[i] = softcap(x[i], cap) (scalar_math.h); [n].
+void softcap_f32(float* x, float cap, int64_t n);
+
 // y[i] += x[i]; [n].
 void add_f32(float* y, const float* x, int64_t n);
 

@@ -179,6 +179,7 @@ kernels::AttentionJob store_and_job(const AttentionArgs& a, kernels::Isa isa) {
   job.shape.scale = a.scale;
   job.shape.causal = a.causal;
   job.shape.window = a.window;
+  job.shape.softcap = a.softcap;
   return job;
 }
 
@@ -214,6 +215,12 @@ Status CpuOps::geglu(float* gate, const float* up, int64_t n) {
 
 Status CpuOps::scale(float* x, float s, int64_t n) {
   kernels::scale_f32(x, s, n);
+  return {};
+}
+
+Status CpuOps::softcap(float* x, float cap, int64_t n) {
+  if (!(cap > 0.0f)) return Error{Code::InvalidArgument, "softcap " + std::to_string(cap) + " (want > 0)"};
+  kernels::softcap_f32(x, cap, n);
   return {};
 }
 

@@ -60,11 +60,15 @@ int main(int argc, char** argv) {
   if (argc > 5) {
     types.clear();
     std::string list = argv[5];
-    if (list == "all") list = "f32,f16,bf16,q8_0,q4_0,q4_1,q5_0,q5_1,q2_k,q3_k,q4_k,q5_k,q6_k";
+    if (list == "all") list = "f32,f16,bf16,q8_0,q4_0,q4_1,q5_0,q5_1,q2_k,q3_k,q4_k,q5_k,q6_k,iq4_nl,iq4_xs,tq1_0,tq2_0,mxfp4";
     for (const std::string& name : strata::bench::split_commas(list)) {
       const auto t = dtype_from_name(name);
       if (!t) {
         std::fprintf(stderr, "kernel_bench: unknown type '%s'\n", name.c_str());
+        return 2;
+      }
+      if (!can_quantize(*t)) {  // its weights would be all zero bytes: no honest timing
+        std::fprintf(stderr, "kernel_bench: '%s' is read but not written (no quantizer to make weights)\n", name.c_str());
         return 2;
       }
       types.push_back(*t);

@@ -66,6 +66,11 @@ int info(const InfoOptions& o) {
     j["tensor_bytes"] = bytes;
     j["tensor_count"] = f.tensors().size();
     for (const auto& [type, e] : by_type) j["types"][type] = {{"tensors", e.first}, {"bytes", e.second}};
+    for (const gguf::UnsupportedTensor& u : f.unsupported_tensors()) {
+      const char* name = kernels::ggml_type_name_unhandled(u.raw_type);
+      j["unsupported_tensors"].push_back({{"name", u.name}, {"type_id", u.raw_type},
+                                          {"type", name ? name : "unknown"}, {"dims", u.dims}});
+    }
     nlohmann::json meta = nlohmann::json::object();
     for (const auto& [key, value] : f.metadata()) meta[key] = value.to_display_string(16);
     j["metadata"] = meta;
@@ -101,6 +106,14 @@ int info(const InfoOptions& o) {
   for (const auto& [type, e] : by_type)
     std::printf("  %-6s %5llu tensors %s\n", type.c_str(), static_cast<unsigned long long>(e.first),
                 human_bytes(static_cast<double>(e.second)).c_str());
+  if (!f.unsupported_tensors().empty()) {
+    std::printf("unsupported  %zu tensors of types this build does not read:\n", f.unsupported_tensors().size());
+    for (const gguf::UnsupportedTensor& u : f.unsupported_tensors()) {
+      const char* name = kernels::ggml_type_name_unhandled(u.raw_type);
+      std::printf("  %-40s type %u (%s) [%s]\n", u.name.c_str(), u.raw_type, name ? name : "unknown to ggml",
+                  dims_text(u.dims).c_str());
+    }
+  }
   if (config.ok()) {
     const auto& c = *config;
     std::printf("model        vocab %lld, ctx %lld, dim %lld, layers %lld, heads %lld/%lld, head %lld, ffn %lld, rope base %g%s\n",

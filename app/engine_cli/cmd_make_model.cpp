@@ -61,6 +61,10 @@ Command add_make_model_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   cmd->add_option("--shared-expert-ff", o->spec.n_ff_shexp, "qwen2moe: the shared expert's size (default --ffn)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  cmd->add_option("--attn-softcap", o->spec.attn_softcap, "gemma2: attention score soft-cap (default 50)");
+  cmd->add_option("--final-softcap", o->spec.final_softcap, "gemma2: logit soft-cap (default 30)");
+  cmd->add_option("--yarn-factor", o->spec.yarn_factor, "write YaRN rope scaling with this factor (> 1)");
+  cmd->add_option("--yarn-orig-ctx", o->spec.yarn_orig_ctx, "YaRN's original context (default ctx / factor)");
   cmd->add_flag("!--no-longrope", o->spec.longrope, "phi3: leave out the long-context RoPE factors");
   cmd->add_option("--type", o->spec.type, "f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k q4_k_m q5_k_m");
   cmd->add_option("--std", o->spec.stddev, "standard deviation of the weights")->check(CLI::Range(0.0f, 10.0f));

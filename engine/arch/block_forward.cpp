@@ -75,6 +75,12 @@ Status BlockForward::rope_attend(const ShardWeights& w, int64_t layer, int64_t n
   rope.freq_scale = la.rope_freq_scale;
   rope.freq_divisors = rope_freqs_;
   rope.attn_factor = c.rope_attn_factor;
+  if (la.rope_yarn) {
+    const int64_t n_ctx_orig = c.n_ctx_orig > 0 ? c.n_ctx_orig : c.n_ctx_train;
+    rope.yarn = kernels::make_rope_yarn(c.rope_dims, n_ctx_orig, la.rope_freq_base, la.rope_freq_scale,
+                                        c.yarn_ext_factor, c.yarn_beta_fast, c.yarn_beta_slow);
+    rope.attn_factor = c.rope_attn_factor * kernels::yarn_mscale(la.rope_freq_scale, c.yarn_ext_factor);
+  }
   rope.interleaved = c.rope_style == model::RopeStyle::Interleaved;
   // Per sequence: its rows of q, k, v (and attn_out) at row0, rotated from its own position;
   // then every sequence's attention in one call (a batched decode step runs them together).
@@ -82,8 +88,10 @@ Status BlockForward::rope_attend(const ShardWeights& w, int64_t layer, int64_t n
   for (const SeqRows& sr : seqs) {
     float* q = s.q + sr.row0 * q_dim;
     float* k = s.k + sr.row0 * kv_dim;
-    STRATA_RETURN_IF_ERROR(ops_.rope(q, sr.n, w.n_heads, hd, sr.pos0, rope));
-    STRATA_RETURN_IF_ERROR(ops_.rope(k, sr.n, w.n_kv_heads, hd, sr.pos0, rope));
+    if (la.rope) {
+      STRATA_RETURN_IF_ERROR(ops_.rope(q, sr.n, w.n_heads, hd, sr.pos0, rope));
+      STRATA_RETURN_IF_ERROR(ops_.rope(k, sr.n, w.n_kv_heads, hd, sr.pos0, rope));
+    }
     backend::AttentionArgs a;
     a.q = q;
     a.k = k;
@@ -98,6 +106,7 @@ Status BlockForward::rope_attend(const ShardWeights& w, int64_t layer, int64_t n
     a.n_heads = w.n_heads;
     a.n_kv_heads = w.n_kv_heads;
     a.head_dim = hd;
+    a.softcap = c.attn_softcap;
     a.scale = c.query_scale();
     a.window = la.window;
     a.out = s.attn_out + sr.row0 * q_dim;
@@ -285,13 +294,17 @@ Status BlockForward::residual_add(const model::TensorView& post_norm, float* hid
   const int64_t count = n * config_.n_embd;
   if (post_norm.present())
     STRATA_RETURN_IF_ERROR(ops_.rms_norm(update, f32(post_norm), update, n, config_.n_embd, config_.rms_eps));
+  if (config_.residual_scale != 1.0f) STRATA_RETURN_IF_ERROR(ops_.scale(update, config_.residual_scale, count));
   return ops_.add(hidden, update, count);
 }
 
 Status BlockForward::head(const model::TensorView& output_norm, const model::TensorView& output, const float* row,
                           float* logits) {
   STRATA_RETURN_IF_ERROR(ops_.rms_norm(row, f32(output_norm), scratch_.norm, 1, config_.n_embd, config_.rms_eps));
-  return ops_.matmul(matrix(output), scratch_.norm, 1, logits);
+  STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(output), scratch_.norm, 1, logits));
+  if (config_.logit_scale != 1.0f) STRATA_RETURN_IF_ERROR(ops_.scale(logits, 1.0f / config_.logit_scale, output.rows));
+  if (config_.final_softcap > 0.0f) return ops_.softcap(logits, config_.final_softcap, output.rows);
+  return {};
 }
 
 Status BlockForward::head_rows(const model::TensorView& output_norm, const model::TensorView& output,
@@ -302,7 +315,10 @@ Status BlockForward::head_rows(const model::TensorView& output_norm, const model
   for (int64_t i = 0; i < m; ++i)
     STRATA_RETURN_IF_ERROR(ops_.rms_norm(hidden + rows[static_cast<size_t>(i)] * config_.n_embd, f32(output_norm),
                                          scratch_.norm + i * config_.n_embd, 1, config_.n_embd, config_.rms_eps));
-  return ops_.matmul(matrix(output), scratch_.norm, m, logits);
+  STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(output), scratch_.norm, m, logits));
+  if (config_.logit_scale != 1.0f) STRATA_RETURN_IF_ERROR(ops_.scale(logits, 1.0f / config_.logit_scale, m * output.rows));
+  if (config_.final_softcap > 0.0f) return ops_.softcap(logits, config_.final_softcap, m * output.rows);
+  return {};
 }
 
 }  // namespace strata::arch

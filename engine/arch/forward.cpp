@@ -6,7 +6,7 @@
 namespace strata::arch {
 
 extern const ArchForward kLlamaForward, kQwen2Forward, kQwen3Forward, kGemma3Forward, kPhi3Forward,
-    kQwen2MoeForward, kQwen3MoeForward;
+    kQwen2MoeForward, kQwen3MoeForward, kMistral3Forward, kSmollm3Forward, kGraniteForward, kGemma2Forward;
 
 const ArchForward& forward_for(model::Arch arch) {
   switch (arch) {  // -Wswitch names a row without a forward
@@ -17,6 +17,11 @@ const ArchForward& forward_for(model::Arch arch) {
     case model::Arch::Phi3: return kPhi3Forward;
     case model::Arch::Qwen2Moe: return kQwen2MoeForward;
     case model::Arch::Qwen3Moe: return kQwen3MoeForward;
+    case model::Arch::Mistral3: return kMistral3Forward;
+    case model::Arch::Smollm3: return kSmollm3Forward;
+    case model::Arch::Granite:
+    case model::Arch::GraniteMoe: return kGraniteForward;
+    case model::Arch::Gemma2: return kGemma2Forward;
   }
   return kLlamaForward;  // unreachable: every Arch has a case above
 }

@@ -16,6 +16,7 @@
 #include <span>
 
 #include "engine/core/status.h"
+#include "kernels/common/scalar_math.h"
 #include "kernels/cpu/dtype.h"
 
 namespace strata::backend {
@@ -39,6 +40,7 @@ struct RopeParams {
   const float* freq_divisors = nullptr;  // device memory, [rope_dims/2] floats, or null
   bool interleaved = true;               // pairs (2i, 2i+1); false: NeoX pairs (i, i + rope_dims/2)
   float attn_factor = 1.0f;
+  kernels::RopeYarn yarn;  // YaRN (on): the angle of kernels::rope_theta_yarn, freq_scale then unused
 };
 
 // One attention call: writes the keys and values of n_tokens new positions [pos0, pos0+n_tokens)
@@ -62,6 +64,7 @@ struct AttentionArgs {
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
   float scale = 1.0f;  // usually 1/sqrt(head_dim)
+  float softcap = 0.0f;  // > 0: each scaled score becomes softcap * tanh(score / softcap) before the softmax (gemma2)
   int64_t window = 0;  // 0: full causal attention; else the last `window` positions (the token's own included)
   // false: every token sees all positions up to pos0 + n_tokens - 1 (encoders, tests); the window
   // then counts back from there.
@@ -130,6 +133,8 @@ class Ops {
   virtual Status geglu(float* gate, const float* up, int64_t n) = 0;
   // x[i] *= s; [n].
   virtual Status scale(float* x, float s, int64_t n) = 0;
+  // x[i] = cap * tanh(x[i] / cap) (kernels::softcap; gemma2's final logits); [n], cap > 0.
+  virtual Status softcap(float* x, float cap, int64_t n) = 0;
   // x[i] = 0; [n].
   virtual Status zero(float* x, int64_t n) = 0;
   // Softmax of each row in place; x: [n_rows][n].

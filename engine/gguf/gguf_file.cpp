@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <string>
 
 #include "engine/gguf/gguf_parser.h"
 
@@ -131,6 +133,24 @@ const Value* GgufFile::find(std::string_view key) const {
 const TensorInfo* GgufFile::find_tensor(std::string_view name) const {
   auto it = tensor_index_.find(name);
   return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
+}
+
+Status GgufFile::check_supported() const {
+  if (unsupported_.empty()) return {};
+  // One line per type: "IQ9_Z (type 99) in 'blk.0.attn_q.weight', 'blk.1...' and 10 more".
+  std::map<uint32_t, std::vector<const UnsupportedTensor*>> by_type;
+  for (const UnsupportedTensor& u : unsupported_) by_type[u.raw_type].push_back(&u);
+  std::string msg;
+  for (const auto& [id, list] : by_type) {
+    const char* name = kernels::ggml_type_name_unhandled(id);
+    msg += msg.empty() ? "" : "; ";
+    msg += name ? std::string(name) + " (type " + std::to_string(id) + ") is not supported"
+                : "unknown tensor type id " + std::to_string(id) + " (no ggml type has it)";
+    msg += ": " + std::to_string(list.size()) + (list.size() == 1 ? " tensor, " : " tensors, ");
+    for (size_t i = 0; i < list.size() && i < 3; ++i) msg += (i ? ", '" : "'") + list[i]->name + "'";
+    if (list.size() > 3) msg += " and " + std::to_string(list.size() - 3) + " more";
+  }
+  return Error{Code::Unsupported, msg + "; this build reads " + kernels::weight_type_names()};
 }
 
 const uint8_t* GgufFile::tensor_data(const TensorInfo& t) const {

@@ -28,6 +28,15 @@ struct TensorInfo {
   uint64_t n_bytes = 0;        // row_bytes(type, dims[0]) * (n_elements / dims[0])
 };
 
+// A tensor whose type id this build does not read: kept aside so that the file still opens (`info`
+// lists it), and check_supported() names it for anything that would use the weights.
+struct UnsupportedTensor {
+  std::string name;
+  uint32_t raw_type = 0;       // the id as stored
+  std::vector<uint64_t> dims;  // ggml order
+  uint64_t offset = 0;         // checked to lie inside the data section; its size is not known
+};
+
 // Every offset, size and count has been checked against the file when open() / from_bytes()
 // returns, so tensor_data(t) + t.n_bytes never passes the end of the mapping. Tensors may overlap
 // each other (the format does not forbid it and no reader depends on it); they may not extend
@@ -74,6 +83,11 @@ class GgufFile {
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find_tensor(std::string_view name) const;
+  // Tensors of types this build does not read (not in tensors()); empty for a runnable file.
+  const std::vector<UnsupportedTensor>& unsupported_tensors() const { return unsupported_; }
+  // Unsupported error naming the tensors of unread types, each type (ggml's name and id) and the
+  // weight types this build reads; ok when there are none.
+  Status check_supported() const;
   // Pointer into the mapping: data_offset() + t.offset. t must come from this file's tensors().
   const uint8_t* tensor_data(const TensorInfo& t) const;
 
@@ -98,6 +112,7 @@ class GgufFile {
   std::map<std::string, size_t, std::less<>> key_index_;     // key -> index in metadata_
   std::vector<TensorInfo> tensors_;
   std::map<std::string, size_t, std::less<>> tensor_index_;  // name -> index in tensors_
+  std::vector<UnsupportedTensor> unsupported_;
 
   static Expected<GgufFile> parse(std::unique_ptr<Backing> backing, std::filesystem::path path);
 };

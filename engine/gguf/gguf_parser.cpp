@@ -307,9 +307,14 @@ Status Parser::read_tensor_info(uint64_t index) {
   s = read_u32(raw_type, "tensor type");
   if (!s.ok()) return with_prefix(where, s.error());
   const kernels::DTypeTraits* traits = kernels::dtype_traits(raw_type);
-  if (!traits) {
-    return make_error(Code::Unsupported, where + "unknown tensor type id " + n(raw_type) +
-                                             " (at offset " + n(pos_ - 4) + ")");
+  if (!traits) {  // kept aside: the file opens, check_supported() names it
+    UnsupportedTensor u{t.name, raw_type, t.dims, 0};
+    s = read_u64(u.offset, "tensor data offset");
+    if (!s.ok()) return with_prefix(where, s.error());
+    for (const TensorInfo& other : out_.tensors_)
+      if (other.name == u.name) return make_error(Code::Corrupt, "duplicate tensor name '" + u.name + "'");
+    out_.unsupported_.push_back(std::move(u));
+    return {};
   }
   t.type = traits->type;
   const uint64_t row = n_dims ? t.dims[0] : 1;
@@ -342,7 +347,7 @@ Status Parser::check_tensor_data() {
   const uint64_t rem = pos_ % align;
   const uint64_t pad = rem ? align - rem : 0;
   if (pad > std::numeric_limits<uint64_t>::max() - pos_ || pos_ + pad > size_) {
-    if (!out_.tensors_.empty()) {
+    if (!out_.tensors_.empty() || !out_.unsupported_.empty()) {
       return make_error(Code::Corrupt, "data section (tensor infos end at " + n(pos_) +
                                            ", aligned to " + n(align) +
                                            ") starts past the end of the file (size " + n(size_) +
@@ -353,6 +358,13 @@ Status Parser::check_tensor_data() {
   }
   out_.data_offset_ = pos_ + pad;
   const uint64_t data_size = size_ - out_.data_offset_;
+  for (const UnsupportedTensor& t : out_.unsupported_) {
+    if (t.offset % align != 0 || t.offset > data_size) {
+      return make_error(Code::Corrupt, "tensor '" + t.name + "': data offset " + n(t.offset) +
+                                           " is not an aligned offset inside the data section (" +
+                                           n(data_size) + " bytes)");
+    }
+  }
   for (const TensorInfo& t : out_.tensors_) {
     if (t.offset % align != 0) {
       return make_error(Code::Corrupt, "tensor '" + t.name + "': data offset " + n(t.offset) +

@@ -18,9 +18,24 @@ std::string experts_text(const ArchInfo& a) {
   return "";
 }
 
+std::string ordinal(int64_t n) {
+  const int64_t r = n % 10;
+  const char* suffix = (n % 100 >= 11 && n % 100 <= 13) ? "th" : r == 1 ? "st" : r == 2 ? "nd" : r == 3 ? "rd" : "th";
+  return std::to_string(n) + suffix;
+}
+
+// What the other columns do not show: soft-caps, granite's scales.
+std::string extras_text(const ArchInfo& a) {
+  std::string s;
+  if (a.softcaps) s += "attention and logit soft-caps";
+  if (a.granite_scales) s += std::string(s.empty() ? "" : "; ") + "embedding, residual and logit scales";
+  if (a.embd_scale_sqrt) s += std::string(s.empty() ? "" : "; ") + "embedding x sqrt(n_embd)";
+  return s;
+}
+
 std::string window_text(const ArchInfo& a) {
   if (!a.reads_sliding_window) return "ignored";
-  if (a.swa_pattern > 0) return "every " + std::to_string(a.swa_pattern) + "th layer global" +
+  if (a.swa_pattern > 0) return "every " + ordinal(a.swa_pattern) + " layer global" +
                                 (a.local_rope_base ? ", local RoPE base" : "");
   return "every layer";
 }
@@ -83,8 +98,8 @@ const char* cut_text(Cut c) {
 std::string architectures_markdown() {
   std::string s;
   s += "| `general.architecture` | runs | RoPE | FFN | Q/K/V bias | Q/K norm | post-norms | fused tensors | "
-       "sliding window | experts |\n";
-  s += "|---|---|---|---|---|---|---|---|---|---|\n";
+       "sliding window | experts | also |\n";
+  s += "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const ArchInfo& a : arch_table()) {
     const ArchTraits& t = a.traits;
     std::string fused;
@@ -92,10 +107,11 @@ std::string architectures_markdown() {
     if (t.fused_gate_up) fused += (fused.empty() ? "" : ", ") + std::string(fused_tensor(Fuse::GateUp).name);
     std::string rope = t.rope_style == RopeStyle::Neox ? "NeoX" : "interleaved";
     if (a.longrope) rope += ", longrope";
+    if (a.no_rope_layer_step > 0) rope += ", none in every " + ordinal(a.no_rope_layer_step) + " layer";
     s += std::string("| `") + a.name + "` | " + a.covers + " | " + rope + " | " +
          (t.ffn_activation == FfnActivation::GeluTanh ? "GeGLU" : "SwiGLU") + " | " + yes(t.has_qkv_bias) + " | " +
          yes(t.has_qk_norm) + " | " + yes(t.has_post_norms) + " | " + fused + " | " + window_text(a) + " | " +
-         experts_text(a) + " |\n";
+         experts_text(a) + " | " + extras_text(a) + " |\n";
   }
   s += "\nThe tensors of block N (`blk.N.<name>`; shapes in GGUF order, innermost first):\n\n";
   s += "| name | shape | kind | part | present in | required when | tensor-parallel cut | role |\n";

@@ -8,10 +8,14 @@ namespace strata::model {
 namespace {
 
 constexpr ArchInfo llama() {
-  ArchInfo a{Arch::Llama, "llama", "Llama 2/3, Mistral, Mixtral, TinyLlama, SmolLM2, the TinyStories models", {}};
+  ArchInfo a{Arch::Llama, "llama", "Llama 2/3, Mistral (its window key ignored, as llama.cpp does), Mixtral, TinyLlama, SmolLM2, the TinyStories models", {}};
   a.traits.rope_style = RopeStyle::Interleaved;
   a.traits.expert_weights_norm = true;  // Mixtral renormalises its top-k weights
   a.experts = Experts::Optional;
+  // llama.cpp's llama graph attends over the whole context whatever attention.sliding_window a file
+  // carries (Mistral 7B v0.1 conversions have one), and so does Strata: the same file gives the same
+  // logits past the window (docs/models.md).
+  a.reads_sliding_window = false;
   return a;
 }
 
@@ -84,10 +88,69 @@ constexpr ArchInfo qwen3moe() {
   return a;
 }
 
-// In Arch order, so that arch_info(Arch) indexes it.
-constexpr ArchInfo kArchs[] = {llama(), qwen2(), qwen3(), gemma3(), phi3(), qwen2moe(), qwen3moe()};
+constexpr ArchInfo mistral3() {
+  ArchInfo a{Arch::Mistral3, "mistral3", "Mistral Small 3.1/3.2, Ministral 3, Devstral (text)", {}};
+  a.traits.rope_style = RopeStyle::Interleaved;
+  a.traits.expert_weights_norm = true;
+  a.experts = Experts::Optional;
+  a.reads_sliding_window = false;  // as llama
+  a.default_rope_base = 1000000000.0f;
+  return a;
+}
 
-const HParamInfo kHParams[] = {
+constexpr ArchInfo smollm3() {
+  ArchInfo a{Arch::Smollm3, "smollm3", "SmolLM3", {}};
+  a.traits.rope_style = RopeStyle::Interleaved;
+  a.no_rope_layer_step = 4;
+  a.reads_sliding_window = false;  // as llama  // llama.cpp's fixed n_no_rope_layer_step (the HF config's no_rope_layer_interval)
+  a.default_rms_eps = 1e-6f, a.default_rope_base = 5000000.0f;
+  return a;
+}
+
+constexpr ArchInfo granite() {
+  ArchInfo a{Arch::Granite, "granite", "IBM Granite 3.x (dense)", {}};
+  a.traits.rope_style = RopeStyle::Interleaved;
+  a.granite_scales = true;
+  a.reads_sliding_window = false;
+  return a;
+}
+
+constexpr ArchInfo granitemoe() {
+  ArchInfo a{Arch::GraniteMoe, "granitemoe", "IBM Granite 3.x MoE", {}};
+  a.traits.rope_style = RopeStyle::Interleaved;
+  a.traits.expert_weights_norm = true;  // softmax over the top-k logits
+  a.experts = Experts::Required;
+  a.expert_ff_key = true;
+  a.granite_scales = true;
+  a.reads_sliding_window = false;
+  return a;
+}
+
+constexpr ArchInfo gemma2() {
+  ArchInfo a{Arch::Gemma2, "gemma2", "Gemma 2", {}};
+  a.traits.rope_style = RopeStyle::Neox;
+  a.traits.ffn_activation = FfnActivation::GeluTanh;
+  a.traits.has_post_norms = true;
+  a.embd_scale_sqrt = true;
+  a.swa_pattern = 2;  // local, global, local, ... (llama.cpp's fixed pattern)
+  a.softcaps = true;
+  a.ties_output = true;
+  a.default_rms_eps = 1e-6f;
+  a.builtin_chat_template = "gemma";
+  return a;
+}
+
+// In Arch order, so that arch_info(Arch) indexes it.
+constexpr ArchInfo kArchs[] = {llama(), qwen2(), qwen3(), gemma3(), phi3(), qwen2moe(), qwen3moe(), mistral3(),
+                               smollm3(), granite(), granitemoe(), gemma2()};
+constexpr bool archs_in_enum_order() {
+  for (size_t i = 0; i < sizeof(kArchs) / sizeof(kArchs[0]); ++i)
+    if (static_cast<size_t>(kArchs[i].arch) != i) return false;
+  return true;
+}
+static_assert(archs_in_enum_order(), "kArchs must list the Arch values in enum order (arch_info indexes it)");
+
+constexpr HParamInfo kHParams[] = {
     {HParam::ContextLength, "context_length", "context the model was trained with (default 2048)"},
     {HParam::EmbeddingLength, "embedding_length", "hidden size n_embd"},
     {HParam::BlockCount, "block_count", "blocks n_layers"},
@@ -99,10 +162,14 @@ const HParamInfo kHParams[] = {
     {HParam::RopeDimensionCount, "rope.dimension_count", "rotated dimensions of a head (default: all)"},
     {HParam::RmsEpsilon, "attention.layer_norm_rms_epsilon", "RMS norm epsilon (default 1e-5)"},
     {HParam::RopeFreqBase, "rope.freq_base", "RoPE base (default 10000)"},
-    {HParam::RopeScalingType, "rope.scaling.type", "none, linear (longrope/su where the row says)"},
-    {HParam::RopeScalingFactor, "rope.scaling.factor", "linear scaling: positions divided by it"},
-    {HParam::RopeScalingOrigCtx, "rope.scaling.original_context_length", "longrope: where the long factors start"},
-    {HParam::RopeScalingAttnFactor, "rope.scaling.attn_factor", "longrope: cos/sin multiplier"},
+    {HParam::RopeScalingType, "rope.scaling.type", "none, linear, yarn (longrope/su where the row says)"},
+    {HParam::RopeScalingFactor, "rope.scaling.factor", "linear, yarn: positions divided by it"},
+    {HParam::RopeScalingOrigCtx, "rope.scaling.original_context_length", "longrope: where the long factors start; yarn: the trained context (default context_length)"},
+    {HParam::RopeScalingAttnFactor, "rope.scaling.attn_factor", "longrope, yarn: cos/sin multiplier"},
+    {HParam::RopeScalingYarnExtFactor, "rope.scaling.yarn_ext_factor", "yarn: extrapolation mix (default 1)"},
+    {HParam::RopeScalingYarnBetaFast, "rope.scaling.yarn_beta_fast", "yarn: rotations where the ramp starts (default 32)"},
+    {HParam::RopeScalingYarnBetaSlow, "rope.scaling.yarn_beta_slow", "yarn: rotations where it ends (default 1)"},
+    {HParam::AttentionTemperatureScale, "attention.temperature_scale", "llama4-style query temperature: refused when not 0"},
     {HParam::AttentionScale, "attention.scale", "query scale (default 1/sqrt(head size))"},
     {HParam::SlidingWindow, "attention.sliding_window", "window of the local layers, in positions"},
     {HParam::SlidingWindowPattern, "attention.sliding_window_pattern",
@@ -113,7 +180,20 @@ const HParamInfo kHParams[] = {
     {HParam::ExpertFeedForwardLength, "expert_feed_forward_length", "one expert's units"},
     {HParam::ExpertSharedFeedForwardLength, "expert_shared_feed_forward_length", "the shared expert's units"},
     {HParam::VocabSize, "vocab_size", "written by make-model; the reader counts token_embd rows"},
+    {HParam::AttnLogitSoftcapping, "attn_logit_softcapping", "gemma2: attention scores s -> c tanh(s / c) (default 50)"},
+    {HParam::FinalLogitSoftcapping, "final_logit_softcapping", "gemma2: logits z -> c tanh(z / c) (default 30)"},
+    {HParam::EmbeddingScale, "embedding_scale", "granite: the token embedding times this (default 1)"},
+    {HParam::ResidualScale, "residual_scale", "granite: each attention / FFN update times this before the add (default 1)"},
+    {HParam::LogitScale, "logit_scale", "granite: logits divided by this (default 1)"},
 };
+// hparam_key indexes the table by the enum: a row out of order would spell another key.
+constexpr bool hparams_in_enum_order() {
+  for (size_t i = 0; i < sizeof(kHParams) / sizeof(kHParams[0]); ++i)
+    if (static_cast<size_t>(kHParams[i].param) != i) return false;
+  return true;
+}
+static_assert(hparams_in_enum_order(), "kHParams must list the HParam values in enum order");
+
 
 using L = LayerWeights;
 using D = Dim;

@@ -23,7 +23,13 @@ struct TensorView;
 // llama also covers Mistral (and SmolLM2, TinyLlama, Llama 2/3): a sliding window when the
 // metadata sets one; and Mixtral-style mixture-of-experts when llama.expert_count > 0.
 // Qwen2Moe / Qwen3Moe: qwen2 / qwen3 attention with a mixture-of-experts FFN in every layer.
-enum class Arch { Llama, Qwen2, Qwen3, Gemma3, Phi3, Qwen2Moe, Qwen3Moe };
+// Mistral3: llama's block under its own name (Mistral Small 3.x, Ministral, Devstral text towers).
+// Smollm3: llama's block with RoPE left out of every 4th layer (NoPE).
+// Granite / GraniteMoe: llama's block (dense / routed experts) with the embedding, each residual
+// update and the logits scaled by the file's embedding_scale, residual_scale and logit_scale.
+// Gemma2: gemma3's block without Q/K norms, every other layer local (window), one RoPE base, and
+// soft-capped attention scores and logits.
+enum class Arch { Llama, Qwen2, Qwen3, Gemma3, Phi3, Qwen2Moe, Qwen3Moe, Mistral3, Smollm3, Granite, GraniteMoe, Gemma2 };
 
 // How rotary embeddings pair up the dimensions of a head.
 enum class RopeStyle {
@@ -72,6 +78,9 @@ struct ArchInfo {
   int64_t swa_pattern = 0;       // sliding_window_pattern when the file has none (gemma3 6); 0: every layer local
   bool reads_sliding_window = true;  // false: the window key is ignored (phi3: llama.cpp ignores it too)
   bool longrope = false;         // rope.scaling.type longrope/su with rope_factors_short/_long tensors (phi3)
+  bool softcaps = false;         // attn_logit_softcapping / final_logit_softcapping keys (gemma2; defaults 50 / 30)
+  bool granite_scales = false;   // embedding_scale, residual_scale, logit_scale keys (granite; defaults 1)
+  int64_t no_rope_layer_step = 0;  // layer i has no RoPE when (i + 1) % step == 0 (smollm3: 4, llama.cpp's); 0: all roped
   bool ties_output = false;      // make-model writes no output.weight: the embedding is the head (gemma3)
   float default_rms_eps = 1e-5f;       // what make-model writes
   float default_rope_base = 10000.0f;  // what make-model writes
@@ -93,9 +102,10 @@ std::string arch_names(bool (*keep)(const ArchInfo&));
 enum class HParam {
   ContextLength, EmbeddingLength, BlockCount, FeedForwardLength, HeadCount, HeadCountKv, KeyLength,
   ValueLength, RopeDimensionCount, RmsEpsilon, RopeFreqBase, RopeScalingType, RopeScalingFactor,
-  RopeScalingOrigCtx, RopeScalingAttnFactor, AttentionScale, SlidingWindow, SlidingWindowPattern,
+  RopeScalingOrigCtx, RopeScalingAttnFactor, RopeScalingYarnExtFactor, RopeScalingYarnBetaFast,
+  RopeScalingYarnBetaSlow, AttentionTemperatureScale, AttentionScale, SlidingWindow, SlidingWindowPattern,
   RopeFreqBaseSwa, ExpertCount, ExpertUsedCount, ExpertFeedForwardLength, ExpertSharedFeedForwardLength,
-  VocabSize,
+  VocabSize, AttnLogitSoftcapping, FinalLogitSoftcapping, EmbeddingScale, ResidualScale, LogitScale,
 };
 struct HParamInfo {
   HParam param;

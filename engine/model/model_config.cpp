@@ -75,10 +75,14 @@ LayerAttention ModelConfig::layer_attention(int64_t layer) const {
     const bool own_base = info().local_rope_base;
     a.rope_freq_base = own_base ? rope_freq_base_local : rope_freq_base;
     a.rope_freq_scale = own_base ? 1.0f : rope_freq_scale;
+    a.rope_yarn = own_base ? false : rope_yarn;
   } else {
     a.rope_freq_base = rope_freq_base;
     a.rope_freq_scale = rope_freq_scale;
+    a.rope_yarn = rope_yarn;
   }
+  const int64_t step = info().no_rope_layer_step;
+  a.rope = step <= 0 || (layer + 1) % step != 0;
   return a;
 }
 
@@ -90,6 +94,8 @@ Expected<ModelConfig> read_model_config(const gguf::GgufFile& f) {
   ModelConfig c;
   const std::string arch = f.architecture();
   if (arch.empty()) return Error{Code::NotFound, "key 'general.architecture' is missing: not a model file"};
+  // A tensor of a type this build does not read makes the file unrunnable, whatever its role.
+  STRATA_RETURN_IF_ERROR(f.check_supported());
   const ArchInfo* info = find_arch(arch);
   if (!info)
     return Error{Code::Unsupported, "architecture '" + arch + "' is not supported (" + arch_names() +
@@ -144,12 +150,30 @@ Expected<ModelConfig> read_model_config(const gguf::GgufFile& f) {
     if (!(factor >= 1.0 && factor < 1e6))
       return Error{Code::Corrupt, "key '" + key(HParam::RopeScalingFactor) + "': " + std::to_string(factor)};
     c.rope_freq_scale = static_cast<float>(1.0 / factor);
+  } else if (scaling == "yarn") {
+    STRATA_ASSIGN_OR_RETURN(double factor, f.get_float_or(key(HParam::RopeScalingFactor), 1.0));
+    if (!(factor >= 1.0 && factor < 1e6))
+      return Error{Code::Corrupt, "key '" + key(HParam::RopeScalingFactor) + "': " + std::to_string(factor)};
+    c.rope_freq_scale = static_cast<float>(1.0 / factor);
+    c.rope_yarn = true;
+    STRATA_ASSIGN_OR_RETURN(double ext, f.get_float_or(key(HParam::RopeScalingYarnExtFactor), 1.0));
+    STRATA_ASSIGN_OR_RETURN(double fast, f.get_float_or(key(HParam::RopeScalingYarnBetaFast), 32.0));
+    STRATA_ASSIGN_OR_RETURN(double slow, f.get_float_or(key(HParam::RopeScalingYarnBetaSlow), 1.0));
+    if (!(ext >= 0.0 && ext <= 1.0))
+      return Error{Code::Corrupt, "key '" + key(HParam::RopeScalingYarnExtFactor) + "': " + std::to_string(ext)};
+    if (!(fast > 0.0 && fast < 1e4 && slow > 0.0 && slow <= fast))
+      return Error{Code::Corrupt, "keys '" + key(HParam::RopeScalingYarnBetaFast) + "' / '" +
+                                      key(HParam::RopeScalingYarnBetaSlow) + "': " + std::to_string(fast) + " / " +
+                                      std::to_string(slow) + " (want 0 < beta_slow <= beta_fast)"};
+    c.yarn_ext_factor = static_cast<float>(ext);
+    c.yarn_beta_fast = static_cast<float>(fast);
+    c.yarn_beta_slow = static_cast<float>(slow);
   } else if ((scaling == "longrope" || scaling == "su") && info->longrope) {
     // The per-pair factors are tensors (rope_factors_long / _short); the metadata gives the
     // context they switch at and the cos/sin multiplier.
   } else if (scaling != "none" && !scaling.empty()) {
     return Error{Code::Unsupported, "rope scaling '" + scaling + "' of architecture '" + arch +
-                                        "' is not supported (none, linear are; longrope for " +
+                                        "' is not supported (none, linear, yarn are; longrope for " +
                                         arch_names([](const ArchInfo& x) { return x.longrope; }) + ")"};
   }
   STRATA_ASSIGN_OR_RETURN(uint64_t ctx_orig, f.get_uint_or(key(HParam::RopeScalingOrigCtx), 0));
@@ -161,6 +185,10 @@ Expected<ModelConfig> read_model_config(const gguf::GgufFile& f) {
     return Error{Code::Corrupt, "key '" + key(HParam::RopeScalingAttnFactor) + "': " + std::to_string(attn_factor)};
   c.rope_attn_factor = static_cast<float>(attn_factor);
 
+  STRATA_ASSIGN_OR_RETURN(double temp_scale, f.get_float_or(key(HParam::AttentionTemperatureScale), 0.0));
+  if (temp_scale != 0.0)
+    return Error{Code::Unsupported, "key '" + key(HParam::AttentionTemperatureScale) + "' = " + std::to_string(temp_scale) +
+                                        ": position-dependent query temperature scaling is not supported"};
   STRATA_ASSIGN_OR_RETURN(double attn_scale, f.get_float_or(key(HParam::AttentionScale), 0.0));
   if (!(attn_scale >= 0.0 && attn_scale < 1e3))
     return Error{Code::Corrupt, "key '" + key(HParam::AttentionScale) + "': " + std::to_string(attn_scale)};
@@ -195,6 +223,30 @@ Expected<ModelConfig> read_model_config(const gguf::GgufFile& f) {
     return Error{Code::Corrupt, "key '" + key(HParam::RopeFreqBaseSwa) + "': " + std::to_string(base_local)};
   c.rope_freq_base_local = static_cast<float>(base_local);
   if (info->embd_scale_sqrt) c.embd_scale = std::sqrt(static_cast<float>(c.n_embd));
+  if (info->softcaps) {
+    STRATA_ASSIGN_OR_RETURN(double attn_cap, f.get_float_or(key(HParam::AttnLogitSoftcapping), 50.0));
+    STRATA_ASSIGN_OR_RETURN(double final_cap, f.get_float_or(key(HParam::FinalLogitSoftcapping), 30.0));
+    if (!(attn_cap >= 0.0 && attn_cap < 1e6) || !(final_cap >= 0.0 && final_cap < 1e6))
+      return Error{Code::Corrupt, "keys '" + key(HParam::AttnLogitSoftcapping) + "' / '" +
+                                      key(HParam::FinalLogitSoftcapping) + "': " + std::to_string(attn_cap) + " / " +
+                                      std::to_string(final_cap)};
+    c.attn_softcap = static_cast<float>(attn_cap);
+    c.final_softcap = static_cast<float>(final_cap);
+    // llama.cpp's query scale for Gemma 2 27B (46 blocks) is 1/sqrt(n_embd / n_head), not 1/sqrt(head size).
+    if (c.attn_scale == 0.0f && c.n_layers == 46)
+      c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.n_embd / c.n_heads));
+  }
+  if (info->granite_scales) {
+    const std::pair<HParam, float*> scales[] = {{HParam::EmbeddingScale, &c.embd_scale},
+                                                {HParam::ResidualScale, &c.residual_scale},
+                                                {HParam::LogitScale, &c.logit_scale}};
+    for (const auto& [hp, dst] : scales) {
+      STRATA_ASSIGN_OR_RETURN(double v, f.get_float_or(key(hp), 1.0));
+      if (!(v > 0.0 && v < 1e6))
+        return Error{Code::Corrupt, "key '" + key(hp) + "': " + std::to_string(v) + " (want a positive scale)"};
+      *dst = static_cast<float>(v);
+    }
+  }
   STRATA_RETURN_IF_ERROR(read_moe_config(f, *info, c));
 
   const gguf::TensorInfo* embd = f.find_tensor("token_embd.weight");

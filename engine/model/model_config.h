@@ -19,6 +19,8 @@ struct LayerAttention {
   int64_t window = 0;        // 0: attends over the whole context; else to the last `window` positions (itself included)
   float rope_freq_base = 10000.0f;
   float rope_freq_scale = 1.0f;
+  bool rope_yarn = false;    // YaRN mixing of rope_freq_scale (the model's rope_yarn, global layers)
+  bool rope = true;          // false: no positional rotation in this layer (smollm3's NoPE layers)
 };
 
 // The architecture's traits (ArchTraits: rope_style, ffn_activation, has_qk_norm, ...) come from
@@ -39,7 +41,11 @@ struct ModelConfig : ArchTraits {
   float rope_freq_base = 10000.0f;  // global (full-context) layers
   float rope_freq_scale = 1.0f;     // linear scaling: position * scale (global layers)
   bool tied_output = false;      // no output.weight: the embedding doubles as the head
-  float embd_scale = 1.0f;       // the token embedding is multiplied by this (gemma3: sqrt(n_embd))
+  float embd_scale = 1.0f;       // the token embedding is multiplied by this (gemma3: sqrt(n_embd); granite: embedding_scale)
+  float residual_scale = 1.0f;   // each attention / FFN update times this before the residual add (granite)
+  float logit_scale = 1.0f;      // logits divided by this (granite)
+  float attn_softcap = 0.0f;     // > 0: attention scores s -> c tanh(s / c) (gemma2's attn_logit_softcapping)
+  float final_softcap = 0.0f;    // > 0: logits z -> c tanh(z / c) (gemma2's final_logit_softcapping)
   float attn_scale = 0.0f;       // query scale in attention: <name>.attention.scale, else 1/sqrt(head_dim)
   // Sliding-window attention: `sliding_window` positions on the layers local_layers marks (one
   // entry per layer, 1 = local). From <name>.attention.sliding_window_pattern: an integer P
@@ -52,6 +58,14 @@ struct ModelConfig : ArchTraits {
   // n_ctx_orig (rope_factors_long) and within it (rope_factors_short), and a cos/sin multiplier.
   int64_t n_ctx_orig = 0;        // <name>.rope.scaling.original_context_length; 0: not set
   float rope_attn_factor = 1.0f; // <name>.rope.scaling.attn_factor
+  // YaRN (rope.scaling.type yarn): rope_freq_scale = 1 / factor is mixed per pair with the unscaled
+  // angle (kernels::rope_theta_yarn) between the pairs where frequencies turn yarn_beta_fast and
+  // yarn_beta_slow rotations over n_ctx_orig positions (default n_ctx_train); cos and sin are
+  // multiplied by rope_attn_factor * (1 + 0.1 ln factor), llama.cpp's rule.
+  bool rope_yarn = false;
+  float yarn_ext_factor = 1.0f;  // <name>.rope.scaling.yarn_ext_factor (default 1)
+  float yarn_beta_fast = 32.0f;  // <name>.rope.scaling.yarn_beta_fast (default 32)
+  float yarn_beta_slow = 1.0f;   // <name>.rope.scaling.yarn_beta_slow (default 1)
 
   // Mixture of experts (every layer's FFN when n_expert > 0; the dense ffn_gate/up/down are then
   // absent). The router (ffn_gate_inp) scores each token against every expert; the probabilities

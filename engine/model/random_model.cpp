@@ -27,14 +27,23 @@ Expected<TypeMix> type_mix(const std::string& name) {
   if (name == "q4_k_m") return TypeMix{DType::Q4_K, DType::Q6_K, 15};
   if (name == "q5_k_m") return TypeMix{DType::Q5_K, DType::Q6_K, 17};
   auto t = kernels::dtype_from_name(name);
-  if (!t || !kernels::traits(*t).weight_type)
-    return Error{Code::InvalidArgument, "tensor type '" + name +
-                                            "' is not one of f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k "
-                                            "q5_k q6_k q4_k_m q5_k_m"};
+  if (!t || !kernels::traits(*t).weight_type || !kernels::can_quantize(*t)) {
+    std::string writable;
+    for (uint32_t id = 0; id < 64; ++id) {
+      const kernels::DTypeTraits* tr = kernels::dtype_traits(id);
+      if (tr && tr->weight_type && kernels::can_quantize(tr->type)) writable += std::string(tr->name) + " ";
+    }
+    const std::string why = t && kernels::traits(*t).weight_type
+                                ? "' is read but not written (its quantizer needs llama-quantize's grid search); "
+                                : "' is not a weight type; ";
+    return Error{Code::InvalidArgument, "tensor type '" + name + why + "make-model writes " + writable + "q4_k_m q5_k_m"};
+  }
+  // llama.cpp's general.file_type (LLAMA_FTYPE_MOSTLY_*) of a file of one type.
   static const std::pair<DType, uint32_t> kFileTypes[] = {
       {DType::F32, 0},  {DType::F16, 1},  {DType::Q4_0, 2},  {DType::Q4_1, 3},  {DType::Q8_0, 7},
       {DType::Q5_0, 8}, {DType::Q5_1, 9}, {DType::Q2_K, 10}, {DType::Q3_K, 12}, {DType::Q4_K, 14},
-      {DType::Q5_K, 16}, {DType::Q6_K, 18}, {DType::BF16, 32}};
+      {DType::Q5_K, 16}, {DType::Q6_K, 18}, {DType::IQ4_NL, 25}, {DType::IQ4_XS, 30}, {DType::BF16, 32},
+      {DType::TQ1_0, 36}, {DType::TQ2_0, 37}, {DType::MXFP4, 38}};
   uint32_t ft = 0;
   for (const auto& [type, value] : kFileTypes) {
     if (type == *t) ft = value;
@@ -104,6 +113,11 @@ Status validate(const RandomModelSpec& s) {
   if (s.sliding_window < 0 || s.sliding_window > (1 << 24))
     return bad("--sliding-window " + std::to_string(s.sliding_window));
   if (s.swa_pattern < 0 || s.swa_pattern > 4096) return bad("--swa-pattern " + std::to_string(s.swa_pattern));
+  if (s.yarn_factor != 0.0f && !(s.yarn_factor > 1.0f && s.yarn_factor < 1e6f))
+    return bad("--yarn-factor " + std::to_string(s.yarn_factor) + " is not in (1, 1e6)");
+  if (s.yarn_orig_ctx < 0 || s.yarn_orig_ctx > (1 << 24)) return bad("--yarn-orig-ctx " + std::to_string(s.yarn_orig_ctx));
+  if (s.yarn_factor > 0.0f && arch_info(s.arch).longrope && s.longrope)
+    return bad("--yarn-factor: " + std::string(arch_name(s.arch)) + " writes longrope scaling (add --no-longrope)");
   if (s.n_kv_heads <= 0 || s.n_heads % s.n_kv_heads != 0)
     return bad("--kv-heads " + std::to_string(s.n_kv_heads) + " does not divide --heads " + std::to_string(s.n_heads));
   if (s.n_ff <= 0 || s.n_ff > (1 << 20)) return bad("--ffn " + std::to_string(s.n_ff) + " outside [1, 1048576]");
@@ -179,6 +193,23 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
     const double factor = static_cast<double>(s.n_ctx) / static_cast<double>(ctx_orig);
     w.set_f32(key(HParam::RopeScalingAttnFactor),
               static_cast<float>(std::sqrt(1.0 + std::log(factor) / std::log(static_cast<double>(ctx_orig)))));
+  }
+  if (info.softcaps) {
+    w.set_f32(key(HParam::AttnLogitSoftcapping), s.attn_softcap);
+    w.set_f32(key(HParam::FinalLogitSoftcapping), s.final_softcap);
+  }
+  if (info.granite_scales) {  // Granite 3.x 2B's values
+    w.set_f32(key(HParam::EmbeddingScale), 12.0f);
+    w.set_f32(key(HParam::ResidualScale), 0.22f);
+    w.set_f32(key(HParam::LogitScale), 8.0f);
+    w.set_f32(key(HParam::AttentionScale), 0.015625f);
+  }
+  if (s.yarn_factor > 0.0f) {
+    w.set_string(key(HParam::RopeScalingType), "yarn");
+    w.set_f32(key(HParam::RopeScalingFactor), s.yarn_factor);
+    const int64_t orig = s.yarn_orig_ctx > 0 ? s.yarn_orig_ctx
+                                             : std::max<int64_t>(1, static_cast<int64_t>(static_cast<float>(s.n_ctx) / s.yarn_factor));
+    w.set_u32(key(HParam::RopeScalingOrigCtx), static_cast<uint32_t>(orig));
   }
   if (c.is_moe()) {
     w.set_u32(key(HParam::ExpertCount), static_cast<uint32_t>(s.n_expert));

@@ -29,6 +29,13 @@ struct RandomModelSpec {
   // phi3: write long-context RoPE (rope.scaling.type longrope, original_context_length n_ctx / 4,
   // rope_factors_short / _long tensors and the attn_factor llama.cpp's converter derives).
   bool longrope = true;
+  // YaRN (rope.scaling.type yarn) with this factor > 1, trained context yarn_orig_ctx (0: n_ctx / factor);
+  // 0: not written.
+  float yarn_factor = 0.0f;
+  // gemma2's soft-caps (attn_logit_softcapping, final_logit_softcapping); written for rows with softcaps.
+  float attn_softcap = 50.0f;
+  float final_softcap = 30.0f;
+  int64_t yarn_orig_ctx = 0;
   // Mixture of experts: n_expert > 0 gives every layer a router (ffn_gate_inp, f32 as llama.cpp's
   // quantizer keeps it) and merged experts (ffn_{gate,up,down}_exps, 3-D) instead of the dense FFN.
   // qwen2moe and qwen3moe need it; llama takes it (Mixtral); others refuse it.

@@ -149,6 +149,7 @@ struct Plan {
     a.lo = sc.lo;
     a.hi = sc.hi;
     a.scale = s.scale;
+    a.softcap = s.softcap;
     a.p = sc.p;
     a.m = sc.m_b;
     a.l = sc.l_b;

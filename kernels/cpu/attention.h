@@ -58,6 +58,7 @@ struct AttentionShape {
   // [begin, pos0 + n_tokens). begin = max(0, end - window) when window > 0, else 0.
   bool causal = true;
   int64_t window = 0;
+  float softcap = 0.0f;    // > 0: scores become softcap * tanh(score / softcap) (gemma2)
 };
 
 // Scratch of attention(): per-thread blocks and, for decode, the per-block partials. Grows on

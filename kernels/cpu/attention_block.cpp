@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/attention_block.h"
+#include "kernels/common/scalar_math.h"
 
 namespace strata::kernels::detail {
 
@@ -22,6 +23,7 @@ void attention_block_scalar(const AttentionBlockArgs& a) {
       float dot = 0.0f;
       for (int64_t d = 0; d < hdp; ++d) dot += q[d] * k[d];
       p[j] = dot * a.scale;
+      if (a.softcap > 0.0f) p[j] = softcap(p[j], a.softcap);
       m = p[j] > m ? p[j] : m;
     }
     float l = 0.0f;

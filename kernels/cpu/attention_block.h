@@ -27,6 +27,7 @@ struct AttentionBlockArgs {
   const int32_t* lo = nullptr;  // [n_rows]: row r sees keys [lo[r], hi[r]) of the block
   const int32_t* hi = nullptr;  //   (lo < hi for every row: callers pass only rows that see a key)
   float scale = 1.0f;
+  float softcap = 0.0f;  // > 0: each scaled score s becomes kernels::softcap(s, softcap)
   float* p = nullptr;    // [n_rows][kAttentionKeyBlock] scratch (scores, then probabilities)
   float* m = nullptr;    // [n_rows] out: the row's largest score in the block
   float* l = nullptr;    // [n_rows] out: sum of e^(score - m)

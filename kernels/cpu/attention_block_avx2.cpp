@@ -9,6 +9,7 @@
 
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/attention_block.h"
+#include "kernels/common/scalar_math.h"
 
 namespace strata::kernels::detail {
 
@@ -72,6 +73,11 @@ void softmax_rows(const AttentionBlockArgs& a, int64_t j_end8) {
       const __m256 s = _mm256_blendv_ps(neg_inf, _mm256_mul_ps(_mm256_loadu_ps(p + j), scale), key_mask(j, lo, hi));
       _mm256_storeu_ps(p + j, s);
       mv = _mm256_max_ps(mv, s);
+    }
+    if (a.softcap > 0.0f) {  // gemma2: capped scores of the row's keys (scalar tanh, as the reference)
+      mv = neg_inf;
+      for (int32_t j = lo; j < hi; ++j) p[j] = softcap(p[j], a.softcap);
+      for (int64_t j = 0; j < j_end8; j += 8) mv = _mm256_max_ps(mv, _mm256_loadu_ps(p + j));
     }
     const float m = hmax(mv);
     const __m256 m8 = _mm256_set1_ps(m);

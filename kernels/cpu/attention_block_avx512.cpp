@@ -17,6 +17,7 @@
 
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/attention_block.h"
+#include "kernels/common/scalar_math.h"
 
 // GCC 12 reports the _mm512_undefined_* inside the AVX-512 cast and convert intrinsics as
 // (maybe-)uninitialized.
@@ -108,6 +109,11 @@ void softmax_rows(const AttentionBlockArgs& a, int64_t j_end16) {
       const __m512 s = _mm512_mask_mul_ps(neg_inf, key_mask(j, lo, hi), _mm512_loadu_ps(p + j), scale);
       _mm512_storeu_ps(p + j, s);
       mv = _mm512_max_ps(mv, s);
+    }
+    if (a.softcap > 0.0f) {  // gemma2: capped scores of the row's keys (scalar tanh, as the reference)
+      mv = neg_inf;
+      for (int32_t j = lo; j < hi; ++j) p[j] = softcap(p[j], a.softcap);
+      for (int64_t j = 0; j < j_end16; j += 16) mv = _mm512_max_ps(mv, _mm512_loadu_ps(p + j));
     }
     const float m = _mm512_reduce_max_ps(mv);  // a max: exact in any order
     const __m512 m16 = _mm512_set1_ps(m);

@@ -43,6 +43,44 @@ struct BlockQ6_K { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t 
 // activation type: f32 scale, 256 int8, sums of each 16 group.
 struct BlockQ8_K { float d; int8_t qs[256]; int16_t bsums[16]; };
 
+// The IQ types (256-element super-blocks unless said; grids in iq_grids.h). Sign sets: a 7-bit index k
+// stands for the 8 signs k | parity(k) << 7 (an even count of minus signs); bit j set: element j negated.
+// x = d * (0.5 + s) / 4 * grid * sign; group of 32: 4 grid bytes, then a u32 = four 7-bit sign sets | s << 28.
+struct BlockIQ2_XXS { uint16_t d; uint16_t qs[32]; };
+// 16 sub-blocks of 16: 2 u16 each (9-bit grid index | 7-bit sign set << 9), 4-bit s in scales[sub / 2].
+struct BlockIQ2_XS { uint16_t d; uint16_t qs[32]; uint8_t scales[8]; };
+// grid index k = qs[k] | (qh[k / 4] >> 2 (k % 4) & 3) << 8, signs[k] its 8 sign bits; scales as IQ2_XS.
+struct BlockIQ2_S { uint16_t d; uint8_t qs[32]; uint8_t signs[32]; uint8_t qh[8]; uint8_t scales[8]; };
+// 8 groups of 32: 8 grid bytes (4 values each), u32 = four sign sets | s << 28; x = d (0.5 + s) / 2 ...
+struct BlockIQ3_XXS { uint16_t d; uint8_t qs[64]; uint8_t scales_signs[32]; };
+// grid index k = qs[k] | (qh[k / 8] bit k % 8) << 8 (4 values each); signs[k / 2] ... x = d (1 + 2 s) grid sign.
+struct BlockIQ3_S { uint16_t d; uint8_t qs[64]; uint8_t qh[8]; uint8_t signs[32]; uint8_t scales[4]; };
+// 8 groups of 32: qh[g] = 3 high index bits of each of the 4 grids | s (3 bits) << 12 | delta sign << 15;
+// x = d (2 s + 1) (grid + delta), delta = +-1/8, grid values -1 / 0 / 1.
+struct BlockIQ1_S { uint16_t d; uint8_t qs[32]; uint16_t qh[8]; };
+// qh nibble k: 3 high index bits of grid k | delta sign << 3; 16 3-bit scales in scales (one per 16
+// elements), f16 d spread over the four u16's top nibbles.
+struct BlockIQ1_M { uint8_t qs[32]; uint8_t qh[16]; uint8_t scales[8]; };
+// 32 elements: x = d * kIq4Values[nibble], nibble order as Q4_0.
+struct BlockIQ4_NL { uint16_t d; uint8_t qs[16]; };
+// 8 groups of 32, 6-bit scale (4 low bits in scales_l, 2 high in scales_h) minus 32; x = d (s - 32) kIq4Values[q].
+struct BlockIQ4_XS { uint16_t d; uint16_t scales_h; uint8_t scales_l[4]; uint8_t qs[128]; };
+// Ternary: trits -1 / 0 / 1 (stored + 1). TQ1_0: 5 trits a byte as the fraction byte / 256 in base 3;
+// elements n*32 + j from qs[j] (n < 5), 160 + n*16 + j from qs[32 + j], 240 + n*4 + j from qh[j] (n < 4).
+struct BlockTQ1_0 { uint8_t qs[48]; uint8_t qh[4]; uint16_t d; };
+// element 128 h + 32 s + j = (qs[32 h + j] >> 2 s & 3) - 1.
+struct BlockTQ2_0 { uint8_t qs[64]; uint16_t d; };
+// 32 elements: e8m0 exponent e, x = 2^(e - 128) * kMxfp4Values[nibble] (the values doubled), nibbles as Q4_0.
+struct BlockMXFP4 { uint8_t e; uint8_t qs[16]; };
+
+inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+inline constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+static_assert(sizeof(BlockIQ2_XXS) == 66 && sizeof(BlockIQ2_XS) == 74 && sizeof(BlockIQ2_S) == 82 &&
+              sizeof(BlockIQ3_XXS) == 98 && sizeof(BlockIQ3_S) == 110 && sizeof(BlockIQ1_S) == 50 &&
+              sizeof(BlockIQ1_M) == 56 && sizeof(BlockIQ4_NL) == 18 && sizeof(BlockIQ4_XS) == 136 &&
+              sizeof(BlockTQ1_0) == 54 && sizeof(BlockTQ2_0) == 66 && sizeof(BlockMXFP4) == 17);
+
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22 &&
               sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(BlockQ4_K) == 144 &&

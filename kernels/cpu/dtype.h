@@ -26,7 +26,19 @@ enum class DType : uint32_t {
   Q5_K = 13,
   Q6_K = 14,
   Q8_K = 15,
+  IQ2_XXS = 16,
+  IQ2_XS = 17,
+  IQ3_XXS = 18,
+  IQ1_S = 19,
+  IQ4_NL = 20,
+  IQ3_S = 21,
+  IQ2_S = 22,
+  IQ4_XS = 23,
+  IQ1_M = 29,
   BF16 = 30,
+  TQ1_0 = 34,
+  TQ2_0 = 35,
+  MXFP4 = 39,
 };
 
 struct DTypeTraits {
@@ -39,6 +51,11 @@ struct DTypeTraits {
 
 // Traits of a raw type id from a file; nullptr when the id is not one we handle.
 const DTypeTraits* dtype_traits(uint32_t raw_type);
+// ggml's name of a type id this build does not handle ("NVFP4", "I32", "Q4_0_4_4"), for error
+// messages; nullptr for an id ggml never defined.
+const char* ggml_type_name_unhandled(uint32_t raw_type);
+// "f32 f16 q4_0 ... mxfp4": every weight type this build reads, in id order.
+const char* weight_type_names();
 static inline const DTypeTraits& traits(DType t) { return *dtype_traits(static_cast<uint32_t>(t)); }
 static inline const char* dtype_name(DType t) { return traits(t).name; }
 

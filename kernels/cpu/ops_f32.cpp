@@ -16,11 +16,14 @@ void rms_norm_f32(const float* x, const float* weight, float* out, int64_t n, fl
 }
 
 void rope_f32(float* x, int64_t n_heads, int64_t head_dim, int64_t rope_dims, int64_t position,
-              float freq_base, float freq_scale, const float* freq_divisors, bool interleaved, float attn_factor) {
+              float freq_base, float freq_scale, const float* freq_divisors, bool interleaved, float attn_factor,
+              const RopeYarn& yarn) {
   const int64_t half = rope_dims / 2;
-  const float pos = static_cast<float>(position) * freq_scale;
+  // YaRN scales inside the angle (rope_theta_yarn); plain RoPE scales the position.
+  const float pos = yarn.on ? static_cast<float>(position) : static_cast<float>(position) * freq_scale;
   for (int64_t i = 0; i < half; ++i) {
-    const float theta = rope_theta(pos, i, rope_dims, freq_base, freq_divisors);
+    const float theta = yarn.on ? rope_theta_yarn(pos, i, rope_dims, freq_base, freq_divisors, yarn)
+                                : rope_theta(pos, i, rope_dims, freq_base, freq_divisors);
     const float c = std::cos(theta) * attn_factor;
     const float s = std::sin(theta) * attn_factor;
     for (int64_t h = 0; h < n_heads; ++h) {
@@ -39,6 +42,10 @@ void swiglu_f32(float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     gate[i] = silu(gate[i]) * up[i];
   }
+}
+
+void softcap_f32(float* x, float cap, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = softcap(x[i], cap);
 }
 
 void geglu_f32(float* gate, const float* up, int64_t n) {

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "kernels/common/scalar_math.h"
+
 namespace strata::kernels {
 
 // out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i]; x, weight, out: [n]. out may alias x.
@@ -12,10 +14,11 @@ void rms_norm_f32(const float* x, const float* weight, float* out, int64_t n, fl
 // Rotates the first rope_dims dimensions of each of n_heads heads of x ([n_heads][head_dim]) by
 // position. theta_i = position * freq_scale * base^(-2i/rope_dims) / freq_divisors[i]
 // (freq_divisors may be null). interleaved: pairs (2i, 2i+1); else NeoX pairs (i, i + rope_dims/2).
-// The rotation uses attn_factor * cos and attn_factor * sin.
+// The rotation uses attn_factor * cos and attn_factor * sin. yarn.on: freq_scale is ignored and the
+// angle is rope_theta_yarn's (scalar_math.h); attn_factor then already holds YaRN's mscale.
 void rope_f32(float* x, int64_t n_heads, int64_t head_dim, int64_t rope_dims, int64_t position,
               float freq_base, float freq_scale, const float* freq_divisors, bool interleaved,
-              float attn_factor = 1.0f);
+              float attn_factor = 1.0f, const RopeYarn& yarn = RopeYarn{});
 
 // x[i] = silu(gate[i]) * up[i], written into gate; [n].
 void swiglu_f32(float* gate, const float* up, int64_t n);
@@ -26,6 +29,9 @@ void geglu_f32(float* gate, const float* up, int64_t n);
 
 // x[i] *= s; [n].
 void scale_f32(float* x, float s, int64_t n);
+
+// x[i] = softcap(x[i], cap) (scalar_math.h); [n].
+void softcap_f32(float* x, float cap, int64_t n);
 
 // y[i] += x[i]; [n].
 void add_f32(float* y, const float* x, int64_t n);

@@ -38,6 +38,23 @@ STRATA_REF_DECL(q4_k)
 STRATA_REF_DECL(q5_k)
 STRATA_REF_DECL(q6_k)
 STRATA_REF_DECL(q8_k)  // vec_dot: q8_k x q8_k
+// ref_iquants.cpp, all with f32 activations; quantizers only where no grid search is needed.
+STRATA_REF_DECL(iq4_nl)
+STRATA_REF_DECL(iq4_xs)
+STRATA_REF_DECL(tq1_0)
+STRATA_REF_DECL(tq2_0)
+STRATA_REF_DECL(mxfp4)
 #undef STRATA_REF_DECL
+#define STRATA_REF_DECL_READ_ONLY(T)                              \
+  void dequantize_##T(const void* src, float* dst, int64_t n);    \
+  void vec_dot_##T(int64_t n, const void* w, const void* a, float* out);
+STRATA_REF_DECL_READ_ONLY(iq2_xxs)
+STRATA_REF_DECL_READ_ONLY(iq2_xs)
+STRATA_REF_DECL_READ_ONLY(iq2_s)
+STRATA_REF_DECL_READ_ONLY(iq3_xxs)
+STRATA_REF_DECL_READ_ONLY(iq3_s)
+STRATA_REF_DECL_READ_ONLY(iq1_s)
+STRATA_REF_DECL_READ_ONLY(iq1_m)
+#undef STRATA_REF_DECL_READ_ONLY
 
 }  // namespace strata::kernels::ref

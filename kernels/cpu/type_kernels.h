@@ -5,8 +5,9 @@
 // (the same 256-bit kernels compiled with AVX512-VL VNNI: vpdpbusd / vpdpwssd, no int16
 // saturation) have vec_dot for every weight type, SIMD activation quantizers (Q8_0, Q8_1, Q8_K)
 // and SIMD dequantizers for F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K (bit for
-// bit the scalar ones; token embeddings are read through them); the other entries point at the
-// scalar reference. 256-bit on purpose: on the target (Zen 4) 512-bit ops run as two 256-bit halves,
+// bit the scalar ones; token embeddings are read through them), dots against f32 activations for
+// IQ4_NL, IQ4_XS and MXFP4 (nibbles to values by one byte shuffle of the type's table); the other
+// entries point at the scalar reference (the other IQ and ternary types have no x86 table entry). 256-bit on purpose: on the target (Zen 4) 512-bit ops run as two 256-bit halves,
 // and the kernels are memory-bound at decode. Prompt processing uses the packed 512-bit tiles
 // of gemm.h where they exist (AVX-512 VNNI: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K-Q6_K), float weights
 // (F32, F16, BF16) the register tiles and small-batch dots of gemm_float.h (AVX2 / AVX-512),

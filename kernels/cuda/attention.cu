@@ -44,6 +44,7 @@ struct AttnParams {
   int64_t window;                // 0: all keys up to the row's last; else only its last `window` keys
   bool causal;                   // false: every row's last key is pos0 + n_tokens - 1
   float q_scale;                 // scale * log2(e): scores in base 2
+  float softcap2;                // softcap * log2(e) (0: none): base-2 scores s become softcap2 tanh(s / softcap2)
   int64_t chunk;                 // keys per split
   int n_splits;
   float* out;                    // [n_tokens][n_heads * head_dim] (n_splits == 1)
@@ -158,6 +159,7 @@ __global__ void __launch_bounds__(kAttnThreads) attn_kernel(const AttnParams p) 
 #pragma unroll
     for (int k = 0; k < G::kKPT; ++k) {
       const int64_t pos = k0 + l8 + 8 * k;
+      if (p.softcap2 > 0.f) s[k] = p.softcap2 * tanhf(s[k] / p.softcap2);
       if (pos >= k_end || pos > limit || pos < first) s[k] = -INFINITY;
       tile_max = fmaxf(tile_max, s[k]);
     }
@@ -345,6 +347,7 @@ cudaError_t attention(const AttentionArgs& a, void* workspace, size_t workspace_
   p.head_dim = a.head_dim;
   p.group = a.n_heads / a.n_kv_heads;
   p.q_scale = a.scale * 1.4426950408889634f;  // log2(e)
+  p.softcap2 = a.softcap > 0.f ? a.softcap * 1.4426950408889634f : 0.f;
   p.out = a.out;
   p.part_o = nullptr;
   p.part_ml = nullptr;

@@ -11,6 +11,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "kernels/common/scalar_math.h"
+
 #include "kernels/cpu/dtype.h"
 
 namespace strata::kernels::cuda {
@@ -60,6 +62,7 @@ cudaError_t mul(float* y, const float* x, int64_t n, cudaStream_t stream);      
 cudaError_t swiglu(float* gate, const float* up, int64_t n, cudaStream_t stream);          // gate = silu(gate)*up
 cudaError_t geglu(float* gate, const float* up, int64_t n, cudaStream_t stream);           // gate = gelu_tanh(gate)*up
 cudaError_t scale(float* x, float s, int64_t n, cudaStream_t stream);                      // x *= s
+cudaError_t softcap(float* x, float cap, int64_t n, cudaStream_t stream);                  // x = softcap(x, cap)
 cudaError_t softmax_rows(float* x, int64_t n_rows, int64_t n, cudaStream_t stream);        // in place per row
 // Mixture-of-experts rows (rows.cu). rows, scales: device memory, already checked on the host
 // (indices in range; for scale_add_rows, distinct). src / dst rows are n floats long.
@@ -79,6 +82,7 @@ struct RopeArgs {
   const float* divisors = nullptr;
   bool interleaved = true;
   float attn_factor = 1.0f;  // multiplies cos and sin
+  RopeYarn yarn;             // on: freq_scale ignored, rope_theta_yarn's angle
 };
 cudaError_t rope(float* x, const RopeArgs& args, cudaStream_t stream);
 
@@ -102,6 +106,7 @@ struct AttentionArgs {
   int64_t window = 0;  // 0: causal; else each token sees its last `window` positions
   bool causal = true;  // false: every token sees every position up to pos0 + n_tokens - 1 (window from there)
   float scale = 1.0f;
+  float softcap = 0.0f;  // > 0: scores become softcap * tanh(score / softcap) before the softmax
   float* out = nullptr;       // [n_tokens][n_heads * head_dim]
 };
 // Device workspace (bytes) the attention of up to max_tokens tokens at up to max_ctx positions

@@ -86,6 +86,20 @@ cudaError_t scale(float* x, float s, int64_t n, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+// Launch: grid-stride over n elements, 256 threads per block.
+__global__ void __launch_bounds__(256) softcap_kernel(float* x, float cap, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    x[i] = strata::kernels::softcap(x[i], cap);
+}
+
+cudaError_t softcap(float* x, float cap, int64_t n, cudaStream_t stream) {
+  if (n < 0 || !(cap > 0.0f)) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  softcap_kernel<<<grid_for(n, 256), 256, 0, stream>>>(x, cap, n);
+  return cudaGetLastError();
+}
+
 cudaError_t add_rows(float* y, const float* bias, int64_t n_rows, int64_t n, cudaStream_t stream) {
   if (n_rows < 0 || n < 0) return cudaErrorInvalidValue;
   if (n_rows == 0 || n == 0) return cudaSuccess;

@@ -21,6 +21,7 @@ struct RopeParams {
   bool interleaved;
   float attn_factor;
   float inv_freq[kRopeMaxPairs];  // [rope_dims / 2]: rope_inv_freq on the host
+  RopeYarn yarn;
 };
 
 // Launch: grid-stride over n_tokens * head_groups * rope_dims/2 items, 256 threads. Item
@@ -35,8 +36,10 @@ __global__ void __launch_bounds__(256) rope_kernel(const RopeParams p) {
     const int64_t rest = idx / half;
     const int64_t group = rest % p.head_groups;
     const int64_t t = rest / p.head_groups;
-    const float pos = __fmul_rn(static_cast<float>(p.pos0 + t), p.freq_scale);
-    const float theta = rope_theta_of(pos, p.inv_freq[i], i, p.divisors);
+    // YaRN scales inside the angle; plain RoPE scales the position (as the CPU's rope_f32).
+    const float pos = p.yarn.on ? static_cast<float>(p.pos0 + t) : __fmul_rn(static_cast<float>(p.pos0 + t), p.freq_scale);
+    const float theta = p.yarn.on ? rope_theta_yarn_of(pos, p.inv_freq[i], i, p.divisors, p.yarn)
+                                  : rope_theta_of(pos, p.inv_freq[i], i, p.divisors);
     float sf, cf;
     sincosf(theta, &sf, &cf);
     const float s = __fmul_rn(sf, p.attn_factor), c = __fmul_rn(cf, p.attn_factor);
@@ -73,6 +76,7 @@ cudaError_t rope(float* x, const RopeArgs& args, cudaStream_t stream) {
   p.interleaved = args.interleaved;
   p.attn_factor = args.attn_factor;
   for (int64_t i = 0; i < args.rope_dims / 2; ++i) p.inv_freq[i] = rope_inv_freq(i, args.rope_dims, args.freq_base);
+  p.yarn = args.yarn;
   const int64_t n_items = p.n_tokens * p.head_groups * (p.rope_dims / 2);
   rope_kernel<<<grid_for(n_items, 256), 256, 0, stream>>>(p);
   return cudaGetLastError();

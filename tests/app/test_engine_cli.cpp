@@ -192,9 +192,25 @@ TEST(EngineCliBadInput, UnknownTensorType) {
   const uint32_t type = 99;
   std::memcpy(&s[type_at], &type, 4);
   const fs::path p = write_bytes("type99.gguf", s);
+  // `info` opens the file and says which tensor has which type, and that the model cannot run.
   const CliRun r = engine({"info", "-m", p.string()});
-  expect_one_line_error(r, "99");
-  EXPECT_NE(r.err.find("blk.0.attn_q.weight"), std::string::npos) << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("unsupported  1 tensors"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("blk.0.attn_q.weight"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("type 99 (unknown to ggml)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not runnable: unknown tensor type id 99"), std::string::npos) << r.out;
+  // Running it is a one-line error naming the id, the tensor and the types this build reads.
+  const CliRun run = engine({"run", "-m", p.string(), "-p", "x", "-n", "1"});
+  expect_one_line_error(run, "unknown tensor type id 99");
+  EXPECT_NE(run.err.find("'blk.0.attn_q.weight'"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("iq2_xxs"), std::string::npos) << run.err;
+  // A type ggml defines but this build does not read is named (NVFP4, id 40).
+  const uint32_t nvfp4 = 40;
+  std::memcpy(&s[type_at], &nvfp4, 4);
+  const fs::path q = write_bytes("type40.gguf", s);
+  const CliRun r40 = engine({"info", "-m", q.string()});
+  EXPECT_EQ(r40.exit_code, 0) << r40.err;
+  EXPECT_NE(r40.out.find("NVFP4 (type 40) is not supported"), std::string::npos) << r40.out;
 }
 
 TEST(EngineCliBadInput, MissingFile) {

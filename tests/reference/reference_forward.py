@@ -2,7 +2,7 @@
 """tests/reference/reference_forward.py — strata-engine's logits on random-weight models of every
 supported architecture against the independent NumPy forward pass of reference_model.py.
 
-Cases: llama (MHA and GQA), llama with a sliding window (Mistral), qwen2, qwen3 (head size apart
+Cases: llama (MHA and GQA), the IQ4_XS / IQ4_NL / TQ2_0 / MXFP4 weight types, llama with a sliding window (Mistral), qwen2, qwen3 (head size apart
 from dim / heads), gemma3 (local + global layers, window shorter than the prompt), phi3 (fused
 tensors, long-context RoPE factors, context past the original so the long factors apply), the
 mixture-of-experts ones (qwen3moe with 8 and with 128 experts, Mixtral-style llama, qwen2moe with
@@ -35,6 +35,21 @@ CASES = [
     ("qwen3", ["--arch", "qwen3", "--heads", "4", "--kv-heads", "2", "--head-dim", "32"], []),
     ("gemma3", ["--arch", "gemma3", "--heads", "4", "--kv-heads", "1", "--head-dim", "32", "--layers", "4",
                 "--sliding-window", "6", "--swa-pattern", "2"], []),
+    # mistral3 (llama's block, its own keys) with YaRN; smollm3 with 8 layers: layers 3 and 7 have no RoPE.
+    ("mistral3-yarn", ["--arch", "mistral3", "--heads", "4", "--kv-heads", "2", "--yarn-factor", "4"], []),
+    ("smollm3", ["--arch", "smollm3", "--heads", "4", "--kv-heads", "2", "--layers", "8"], []),
+    # gemma2: local/global layers (window 6 < prompt), soft-caps small enough to bend the scores and
+    # logits of these random weights (the file's defaults, 50 / 30, would barely touch them).
+    ("gemma2", ["--arch", "gemma2", "--heads", "4", "--kv-heads", "2", "--head-dim", "32", "--layers", "4",
+                "--sliding-window", "6", "--attn-softcap", "0.5", "--final-softcap", "3"], []),
+    # granite's scales (embedding 12, residual 0.22, logits / 8, query 1/64); granitemoe's routed experts.
+    ("granite", ["--arch", "granite", "--heads", "4", "--kv-heads", "2"], []),
+    ("granitemoe", ["--arch", "granitemoe", "--heads", "4", "--kv-heads", "2", "--experts", "4", "--experts-used", "2",
+                    "--expert-ff", "32"], []),
+    # YaRN: factor 4 over an original context of 32 (a 65-token prompt runs past it), NeoX and interleaved.
+    ("qwen2-yarn", ["--arch", "qwen2", "--heads", "4", "--kv-heads", "2", "--yarn-factor", "4", "--yarn-orig-ctx", "32"],
+     []),
+    ("llama-yarn", ["--arch", "llama", "--heads", "4", "--kv-heads", "2", "--yarn-factor", "8"], []),
     ("phi3-long", ["--arch", "phi3", "--heads", "4", "--kv-heads", "4"], []),
     ("phi3-short", ["--arch", "phi3", "--heads", "4", "--kv-heads", "4"], ["--ctx", "16"]),  # same file as phi3-long
     # Mixture of experts: top-k routing (renormalised for qwen3moe and Mixtral, not for qwen2moe),
@@ -47,6 +62,14 @@ CASES = [
     ("mixtral", ["--arch", "llama", "--heads", "4", "--kv-heads", "2", "--experts", "4", "--experts-used", "2"], []),
     ("qwen2moe", ["--arch", "qwen2moe", "--heads", "4", "--kv-heads", "2", "--experts", "8", "--experts-used", "4",
                   "--expert-ff", "32", "--shared-expert-ff", "128"], []),
+    # Weight types decoded block by block (gguf-py's dequantize is the reference's): the 256-element
+    # types need rows that are multiples of 256 (make-model falls back to q8_0 elsewhere).
+    ("llama-iq4_xs", ["--arch", "llama", "--heads", "4", "--kv-heads", "2", "--dim", "256", "--ffn", "256",
+                      "--type", "iq4_xs"], []),
+    ("llama-tq2_0", ["--arch", "llama", "--heads", "4", "--kv-heads", "2", "--dim", "256", "--ffn", "256",
+                     "--type", "tq2_0"], []),
+    ("qwen3-iq4_nl", ["--arch", "qwen3", "--heads", "4", "--kv-heads", "2", "--head-dim", "32", "--type", "iq4_nl"], []),
+    ("qwen3-mxfp4", ["--arch", "qwen3", "--heads", "4", "--kv-heads", "2", "--head-dim", "32", "--type", "mxfp4"], []),
 ]
 F16_CASES = {"llama-gqa", "gemma3"}
 
@@ -86,12 +109,19 @@ def main():
         failures += not run_case(engine, vocab, work, name, make_args, run_args, "f32")
         if name in F16_CASES:
             failures += not run_case(engine, vocab, work, name, make_args, run_args, "f16")
-    # The window must matter: llama-gqa and mistral-window share their weights (same seed), and a
-    # 65-token prompt reaches past a 7-position window.
+    # A llama file's window key is ignored, as llama.cpp does: llama-gqa and mistral-window share their
+    # weights (same seed), and a 65-token prompt reaches past the 7-position window.
     a = np.fromfile(os.path.join(work, "ref-llama-gqa.gguf.f32.logits"), dtype=np.float32)
     b = np.fromfile(os.path.join(work, "ref-mistral-window.gguf.f32.logits"), dtype=np.float32)
     moved = float(np.max(np.abs(a - b)))
-    print(f"sliding window changes the logits by up to {moved:.3f} {'ok' if moved > 1e-2 else 'FAIL (window ignored?)'}")
+    print(f"llama's window key changes the logits by {moved:.1e} {'ok (ignored)' if moved == 0 else 'FAIL (applied?)'}")
+    failures += moved != 0
+    # YaRN must matter: qwen2-yarn has qwen2's weights (same seed) and a 65-token prompt past its
+    # original context of 32.
+    a = np.fromfile(os.path.join(work, "ref-qwen2.gguf.f32.logits"), dtype=np.float32)
+    b = np.fromfile(os.path.join(work, "ref-qwen2-yarn.gguf.f32.logits"), dtype=np.float32)
+    moved = float(np.max(np.abs(a - b)))
+    print(f"yarn changes the logits by up to {moved:.3f} {'ok' if moved > 1e-2 else 'FAIL (yarn ignored?)'}")
     failures += moved <= 1e-2
     sys.exit(1 if failures else 0)
 

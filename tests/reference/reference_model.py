@@ -38,27 +38,52 @@ class Model:
         self.rope_dims = _field(r, p + "rope.dimension_count", self.head_dim)
         self.ctx_train = _field(r, p + "context_length", 2048)
         scaling = _field(r, p + "rope.scaling.type", "none")
-        self.rope_scale = 1.0 / _field(r, p + "rope.scaling.factor", 1.0) if scaling == "linear" else 1.0
+        self.rope_scale = 1.0 / _field(r, p + "rope.scaling.factor", 1.0) if scaling in ("linear", "yarn") else 1.0
         self.ctx_orig = _field(r, p + "rope.scaling.original_context_length", 0)
         self.attn_factor = _field(r, p + "rope.scaling.attn_factor", 1.0)
-        self.neox = self.arch in ("qwen2", "qwen3", "gemma3", "phi3", "qwen2moe", "qwen3moe")
+        # YaRN (arXiv 2309.00071, as llama.cpp applies it): per pair i a mix of the interpolated
+        # frequency (scale) and the original, ramping from original (i below the pair that turns
+        # beta_fast rotations over ctx_orig) to interpolated (above the one that turns beta_slow);
+        # cos and sin times 1 + 0.1 ln(1 / scale).
+        self.yarn = scaling == "yarn"
+        if self.yarn:
+            ctx0 = self.ctx_orig or self.ctx_train
+            ext = _field(r, p + "rope.scaling.yarn_ext_factor", 1.0)
+            fast = _field(r, p + "rope.scaling.yarn_beta_fast", 32.0)
+            slow = _field(r, p + "rope.scaling.yarn_beta_slow", 1.0)
+            corr = lambda n_rot: self.rope_dims * np.log(ctx0 / (n_rot * 2 * np.pi)) / (2 * np.log(self.rope_base))
+            lo, hi = max(0.0, np.floor(corr(fast))), min(self.rope_dims - 1.0, np.ceil(corr(slow)))
+            i = np.arange(self.rope_dims // 2, dtype=np.float64)
+            ramp = 1.0 - np.clip((i - lo) / max(0.001, hi - lo), 0.0, 1.0)
+            mix = ramp * ext
+            # theta = pos * inv_freq * (scale (1 - mix) + mix): as divisors of the unscaled frequency.
+            self.yarn_divisors = 1.0 / (self.rope_scale * (1.0 - mix) + mix)
+            self.yarn_mscale = 1.0 + 0.1 * np.log(1.0 / self.rope_scale) if ext != 0 else 1.0
+        self.neox = self.arch in ("qwen2", "qwen3", "gemma3", "gemma2", "phi3", "qwen2moe", "qwen3moe")
+        # gemma2: tanh soft-caps on the attention scores and the logits.
+        self.attn_softcap = _field(r, p + "attn_logit_softcapping", 50.0) if self.arch == "gemma2" else 0.0
+        self.final_softcap = _field(r, p + "final_logit_softcapping", 30.0) if self.arch == "gemma2" else 0.0
         # Mixture of experts: softmax over all experts, top-k, weights renormalised over the k
         # for Mixtral (llama) and qwen3moe, not for qwen2moe (as the published models define it).
         self.n_expert = _field(r, p + "expert_count", 0)
         self.n_expert_used = _field(r, p + "expert_used_count", 0)
-        self.norm_topk = self.arch in ("llama", "qwen3moe")
+        self.norm_topk = self.arch in ("llama", "qwen3moe", "mistral3", "granitemoe")
         # The smallest router-logit gap between a token's k-th and (k+1)-th expert seen: how far the
         # top-k choice is from a tie (float32 logits carry errors of ~1e-6 of their size).
         self.min_route_gap = float("inf")
-        self.gelu = self.arch == "gemma3"
-        self.embd_scale = np.sqrt(self.n_embd) if self.arch == "gemma3" else 1.0
+        self.gelu = self.arch in ("gemma3", "gemma2")
+        # granite: embedding, residual updates and logits scaled by the file's keys.
+        self.residual_scale = _field(r, p + "residual_scale", 1.0)
+        self.logit_scale = _field(r, p + "logit_scale", 1.0)
+        self.embd_scale = np.sqrt(self.n_embd) if self.arch in ("gemma3", "gemma2") else _field(r, p + "embedding_scale", 1.0)
         self.q_scale = _field(r, p + "attention.scale", 0.0) or 1.0 / np.sqrt(self.head_dim)
         # Sliding windows: gemma3 has 5 local layers per global one (or the file's pattern);
         # llama (Mistral) applies a window to every layer; phi3's is ignored, as llama.cpp does.
         window = _field(r, p + "attention.sliding_window", 0)
-        self.window = 0 if self.arch == "phi3" else window
+        # llama (and mistral3, smollm3) files' windows are ignored too: llama.cpp's llama graph has none.
+        self.window = 0 if self.arch in ("phi3", "llama", "mistral3", "smollm3") else window
         # Pattern P: 0 = every layer local, else layer i local unless (i + 1) % P == 0.
-        self.swa_pattern = _field(r, p + "attention.sliding_window_pattern", 6 if self.arch == "gemma3" else 0)
+        self.swa_pattern = _field(r, p + "attention.sliding_window_pattern", {"gemma3": 6, "gemma2": 2}.get(self.arch, 0))
         self.rope_base_local = _field(r, p + "rope.freq_base_swa", 10000.0)
         self.bos = _field(r, "tokenizer.ggml.bos_token_id", None)
         self.add_bos = bool(_field(r, "tokenizer.ggml.add_bos_token", False))
@@ -153,7 +178,8 @@ def forward(m, tokens, kv_f16=False, n_ctx=None):
     out_w = m.tensor("output.weight")
     if out_w is None:
         out_w = m.tensor("token_embd.weight")
-    return final_hidden(m, tokens, kv_f16, n_ctx) @ out_w.T
+    z = (final_hidden(m, tokens, kv_f16, n_ctx) @ out_w.T) / m.logit_scale
+    return m.final_softcap * np.tanh(z / m.final_softcap) if m.final_softcap > 0 else z
 
 
 def final_hidden(m, tokens, kv_f16=False, n_ctx=None):
@@ -192,8 +218,13 @@ def final_hidden(m, tokens, kv_f16=False, n_ctx=None):
             base, scale = m.rope_base_local, 1.0
         else:
             base, scale = m.rope_base, m.rope_scale
-        q = rope(q, pos, base, m.rope_dims, m.neox, scale, divisors, m.attn_factor)
-        k = rope(k, pos, base, m.rope_dims, m.neox, scale, divisors, m.attn_factor)
+        af, div = m.attn_factor, divisors
+        if m.yarn and not (local and m.arch == "gemma3"):  # gemma3's local layers keep a plain RoPE
+            scale, af = 1.0, af * m.yarn_mscale
+            div = m.yarn_divisors if divisors is None else divisors * m.yarn_divisors
+        if not (m.arch == "smollm3" and (l + 1) % 4 == 0):  # smollm3: every 4th layer has no RoPE (NoPE)
+            q = rope(q, pos, base, m.rope_dims, m.neox, scale, div, af)
+            k = rope(k, pos, base, m.rope_dims, m.neox, scale, div, af)
         if kv_f16:
             k = k.astype(np.float16).astype(np.float64)
             v = v.astype(np.float16).astype(np.float64)
@@ -204,6 +235,8 @@ def final_hidden(m, tokens, kv_f16=False, n_ctx=None):
         for hh in range(nh):
             j = hh // group
             s = (q[:, hh] @ k[:, j].T) * m.q_scale
+            if m.attn_softcap > 0:
+                s = m.attn_softcap * np.tanh(s / m.attn_softcap)
             s = np.where(mask, s, -np.inf)
             s = np.exp(s - s.max(axis=1, keepdims=True))
             s /= s.sum(axis=1, keepdims=True)
@@ -211,10 +244,10 @@ def final_hidden(m, tokens, kv_f16=False, n_ctx=None):
         o = att.reshape(T, nh * hd) @ g("attn_output.weight").T
         if g("post_attention_norm.weight") is not None:
             o = rms_norm(o, g("post_attention_norm.weight"), m.eps)
-        x = x + o
+        x = x + o * m.residual_scale
         h = rms_norm(x, g("ffn_norm.weight"), m.eps)
         if g("ffn_gate_inp.weight") is not None:
-            x = x + moe_ffn(m, g, h)
+            x = x + moe_ffn(m, g, h) * m.residual_scale
             continue
         if g("ffn_gate.weight") is not None:
             gate, up = h @ g("ffn_gate.weight").T, h @ g("ffn_up.weight").T
@@ -224,7 +257,7 @@ def final_hidden(m, tokens, kv_f16=False, n_ctx=None):
         f = (act * up) @ g("ffn_down.weight").T
         if g("post_ffw_norm.weight") is not None:
             f = rms_norm(f, g("post_ffw_norm.weight"), m.eps)
-        x = x + f
+        x = x + f * m.residual_scale
     return rms_norm(x, m.tensor("output_norm.weight"), m.eps)
 
 

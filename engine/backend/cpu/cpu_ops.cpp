@@ -125,7 +125,7 @@ Status CpuOps::mul(float* y, const float* x, int64_t n) {
 Status CpuOps::rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, int64_t pos0, const RopeParams& p) {
   for (int64_t t = 0; t < n_tokens; ++t)
     kernels::rope_f32(x + t * n_heads * head_dim, n_heads, head_dim, p.rope_dims, pos0 + t, p.freq_base, p.freq_scale,
-                      p.freq_divisors, p.interleaved, p.attn_factor);
+                      p.freq_divisors, p.interleaved, p.attn_factor, p.yarn);
   return {};
 }
 
@@ -179,6 +179,7 @@ kernels::AttentionJob store_and_job(const AttentionArgs& a, kernels::Isa isa) {
   job.shape.scale = a.scale;
   job.shape.causal = a.causal;
   job.shape.window = a.window;
+  job.shape.softcap = a.softcap;
   return job;
 }
 
@@ -214,6 +215,12 @@ Status CpuOps::geglu(float* gate, const float* up, int64_t n) {
 
 Status CpuOps::scale(float* x, float s, int64_t n) {
   kernels::scale_f32(x, s, n);
+  return {};
+}
+
+Status CpuOps::softcap(float* x, float cap, int64_t n) {
+  if (!(cap > 0.0f)) return Error{Code::InvalidArgument, "softcap " + std::to_string(cap) + " (want > 0)"};
+  kernels::softcap_f32(x, cap, n);
   return {};
 }
 

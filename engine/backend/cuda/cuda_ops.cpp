@@ -385,6 +385,7 @@ Status CudaOps::rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_d
   a.divisors = params.freq_divisors;
   a.interleaved = params.interleaved;
   a.attn_factor = params.attn_factor;
+  a.yarn = params.yarn;
   STRATA_CUDA_LAUNCH("rope of " + std::to_string(n_tokens) + " tokens x " + std::to_string(n_heads) + " heads",
                      kernels::cuda::rope(x, a, stream_));
   return Status();
@@ -435,6 +436,7 @@ Status CudaOps::attention(const AttentionArgs& args) {
   a.n_kv_heads = args.n_kv_heads;
   a.head_dim = args.head_dim;
   a.scale = args.scale;
+  a.softcap = args.softcap;
   a.window = args.window;
   a.causal = args.causal;
   a.out = args.out;
@@ -456,6 +458,15 @@ Status CudaOps::scale(float* x, float s, int64_t n) {
   STRATA_RETURN_IF_ERROR(check_args(device_, "scale", {n}, {x}));
   if (n == 0) return Status();
   STRATA_CUDA_LAUNCH("scale of " + std::to_string(n), kernels::cuda::scale(x, s, n, stream_));
+  return Status();
+}
+
+Status CudaOps::softcap(float* x, float cap, int64_t n) {
+  STRATA_RETURN_IF_ERROR(begin());
+  STRATA_RETURN_IF_ERROR(check_args(device_, "softcap", {n}, {x}));
+  if (!(cap > 0.0f)) return Error{Code::InvalidArgument, "softcap " + std::to_string(cap) + " (want > 0)"};
+  if (n == 0) return Status();
+  STRATA_CUDA_LAUNCH("softcap of " + std::to_string(n), kernels::cuda::softcap(x, cap, n, stream_));
   return Status();
 }
 

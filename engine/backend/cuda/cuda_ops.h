@@ -64,6 +64,7 @@ class CudaOps final : public backend::Ops {
   Status swiglu(float* gate, const float* up, int64_t n) override;
   Status geglu(float* gate, const float* up, int64_t n) override;
   Status scale(float* x, float s, int64_t n) override;
+  Status softcap(float* x, float cap, int64_t n) override;
   Status zero(float* x, int64_t n) override;  // cudaMemsetAsync
   Status softmax(float* x, int64_t n_rows, int64_t n) override;
   // The index list (and scales) go up through a pinned slot into rows_ / row_scales_, then one

@@ -123,6 +123,10 @@ Status SimOps::scale(float* x, float s, int64_t n) {
   return paced({2.0 * n * kF, static_cast<double>(n)}, [&] { return cpu_.scale(x, s, n); });
 }
 
+Status SimOps::softcap(float* x, float cap, int64_t n) {
+  return paced({2.0 * n * kF, 4.0 * n}, [&] { return cpu_.softcap(x, cap, n); });
+}
+
 Status SimOps::zero(float* x, int64_t n) {
   return paced({static_cast<double>(n) * kF, 0}, [&] { return cpu_.zero(x, n); });
 }

@@ -50,6 +50,7 @@ class SimOps final : public Ops {
   Status swiglu(float* gate, const float* up, int64_t n) override;
   Status geglu(float* gate, const float* up, int64_t n) override;
   Status scale(float* x, float s, int64_t n) override;
+  Status softcap(float* x, float cap, int64_t n) override;
   Status zero(float* x, int64_t n) override;
   Status softmax(float* x, int64_t n_rows, int64_t n) override;
   Status gather_rows(const float* src, int64_t src_rows, int64_t n, const int32_t* rows, int64_t n_rows,

@@ -674,6 +674,19 @@ void scale_case(Env& env) {
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], x[i] * s) << "scale: element " << i;
 }
 
+void softcap_case(Env& env) {
+  const int64_t n = 1027;
+  Rng rng(33);
+  const std::vector<float> x = rng.sym_vec(n, 90.0);
+  auto dx = env.upload(x);
+  must(env.ops().softcap(reinterpret_cast<float*>(dx->data()), 30.0f, n), "softcap");
+  const std::vector<float> got = env.download(dx->data(), n);
+  // Tolerance: 2e-6 of the cap (one f32 tanh and two roundings per element).
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_NEAR(got[i], 30.0 * std::tanh(double(x[i]) / 30.0), 2e-6 * 30.0) << "softcap: element " << i;
+  EXPECT_FALSE(env.ops().softcap(reinterpret_cast<float*>(dx->data()), 0.0f, n).ok());
+}
+
 void softmax_case(Env& env, int64_t n_rows, int64_t n) {
   Rng rng(static_cast<uint64_t>(26 + n));
   std::vector<float> x = rng.sym_vec(n_rows * n, 8.0);
@@ -758,6 +771,7 @@ struct AttentionCase {
   int64_t prompt;  // tokens of the first call at position 0; then one decode token at `prompt`
   int64_t n_ctx;
   int64_t window = 0;  // 0: causal over everything; else the last `window` positions
+  float softcap = 0.0f;  // > 0: scores capped to softcap * tanh(score / softcap) (gemma2)
 };
 
 void attention_case(Env& env, const AttentionCase& ac) {
@@ -814,6 +828,7 @@ void attention_case(Env& env, const AttentionCase& ac) {
     a.head_dim = hd;
     a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
     a.window = ac.window;
+    a.softcap = ac.softcap;
     a.out = reinterpret_cast<float*>(dout->data());
     must(env.ops().attention(a), "attention at pos0 " + std::to_string(step.pos0));
 
@@ -838,6 +853,7 @@ void attention_case(Env& env, const AttentionCase& ac) {
           double s = 0;
           for (int64_t i = 0; i < hd; ++i) s += static_cast<double>(qh[i]) * ref_k[p * stride + kv_off + i];
           scores[p] = s * a.scale;
+          if (ac.softcap > 0) scores[p] = ac.softcap * std::tanh(scores[p] / ac.softcap);
           m = std::max(m, scores[p]);
         }
         double sum = 0;
@@ -1172,6 +1188,7 @@ std::vector<OpCase> all_cases() {
                      geglu_case(e, 22531);
                    }});
   cases.push_back({"scale", [](Env& e) { scale_case(e); }});
+  cases.push_back({"softcap", [](Env& e) { softcap_case(e); }});
   cases.push_back({"softmax", [](Env& e) {
                      softmax_case(e, 4, 1000);
                      softmax_case(e, 3, 7);
@@ -1220,6 +1237,19 @@ std::vector<OpCase> all_cases() {
                        attention_case(e, {kv, 200, 256, 64});
                      },
                      std::nullopt, kv});
+
+  // gemma2's soft-capped scores: cap 1.5 on scores of a few units (most of them bent), with and
+  // without a window, prompt rows and the decode step.
+  for (DType kv : {DType::F32, DType::F16})
+    cases.push_back({std::string("attention_softcap_kv_") + type_tag(kv), [kv](Env& e) {
+                       {
+                         SCOPED_TRACE("softcap 1.5, prompt of 200, decode at 200");
+                         attention_case(e, {kv, 200, 256, 0, 1.5f});
+                       }
+                       if (::testing::Test::IsSkipped()) return;
+                       SCOPED_TRACE("softcap 1.5, window 64, prompt of 200, decode at 200");
+                       attention_case(e, {kv, 200, 256, 64, 1.5f});
+                     }});
 
   // Context lengths 1, 17, 256, 1,000 and 4,099 (odd sizes, edges of 64-key blocks), GQA 1, 4
   // and 8, causal and not, for the F16 cache (the default) and Q8_0.

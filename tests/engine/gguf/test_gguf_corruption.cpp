@@ -53,6 +53,17 @@ std::optional<std::string> check_outcome(const std::vector<uint8_t>& bytes, Tall
     EXPECT_EQ(f->find_tensor(t.name), &t) << what;
   }
   (void)checksum;
+  // A tensor type id this build does not read opens (so that `info` can list it) but the file cannot
+  // be used: check_supported() is the rejection, and names the tensor and the id.
+  if (!f->unsupported_tensors().empty()) {
+    const Status s = f->check_supported();
+    EXPECT_FALSE(s.ok()) << what;
+    if (!s.ok()) {
+      EXPECT_EQ(s.error().code, Code::Unsupported) << what;
+      EXPECT_NE(s.error().message.find(f->unsupported_tensors()[0].name), std::string::npos) << what;
+      return s.error().message;
+    }
+  }
   return std::nullopt;
 }
 
@@ -63,7 +74,8 @@ const uint32_t kHuge32[] = {0xFFFFFFFFu, 0x80000000u, 99u, 13u, 0x10000u};
 
 // Every one of these values in any structural field must make the file fail: counts, lengths,
 // dims and offsets that large cannot fit the file; 99, 13 (and above) are not value types, 99
-// and above are not tensor types, and 13 (Q5_K, blocks of 256) does not divide the rows here;
+// and above are not tensor types (the file opens, check_supported() rejects it), and 13 (Q5_K,
+// blocks of 256) does not divide the rows here;
 // none is a supported version or a dimension count <= 4.
 
 // Expected word in the message for a failure caused by this field.

@@ -127,10 +127,29 @@ TEST(GgufErrors, UnknownTensorType) {
   const auto fields = test::LayoutScanner(b).scan();
   const Field& type = nth_field(fields, FieldKind::TensorType, 1);  // b.weight
   poke<uint32_t>(b, type.pos, 99);
-  Error e = parse_error(b);
-  EXPECT_EQ(e.code, Code::Unsupported);
-  expect_contains(e, "tensor 'b.weight': unknown tensor type id 99");
-  expect_contains(e, "offset " + std::to_string(type.pos));
+  // The file opens (so `info` can list it); the tensor is kept aside and check_supported() names it,
+  // its id and the types this build reads.
+  auto f = GgufFile::from_bytes(b);
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  EXPECT_EQ(f->find_tensor("b.weight"), nullptr);
+  ASSERT_EQ(f->unsupported_tensors().size(), 1u);
+  EXPECT_EQ(f->unsupported_tensors()[0].name, "b.weight");
+  EXPECT_EQ(f->unsupported_tensors()[0].raw_type, 99u);
+  Status s = f->check_supported();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, Code::Unsupported);
+  expect_contains(s.error(), "unknown tensor type id 99 (no ggml type has it): 1 tensor, 'b.weight'");
+  expect_contains(s.error(), "this build reads f32 f16 q4_0");
+  expect_contains(s.error(), "iq4_xs");
+  // A type ggml defines that this build does not read is named.
+  poke<uint32_t>(b, type.pos, 40);
+  auto g = GgufFile::from_bytes(b);
+  ASSERT_TRUE(g.ok());
+  expect_contains(g->check_supported().error(), "NVFP4 (type 40) is not supported: 1 tensor, 'b.weight'");
+  // A type this build reads is parsed as such: IQ4_NL (id 20) has 32-element blocks, which b.weight's
+  // row of 8 is not a multiple of.
+  poke<uint32_t>(b, type.pos, 20);
+  expect_contains(parse_error(b), "row of 8 elements is not a multiple of the iq4_nl block size 32");
 }
 
 TEST(GgufErrors, HugeCountsFailFastWithoutAllocating) {

@@ -81,13 +81,59 @@ TEST(Architectures, Gemma3LayersScalesAndTemplate) {
   EXPECT_NE(m->chat_template().find("<start_of_turn>"), std::string::npos);
 }
 
-TEST(Architectures, MistralWindowOnEveryLayer) {
+// llama files may carry attention.sliding_window (Mistral 7B v0.1 conversions); llama.cpp's llama graph
+// ignores it, and so does Strata (the reference test checks the logits equal the window-free file's).
+TEST(Architectures, LlamaIgnoresItsSlidingWindowKey) {
   auto m = load(make(model::Arch::Llama, "llama-window", 3, 16));
   ASSERT_TRUE(m);
-  for (int64_t l = 0; l < 3; ++l) EXPECT_EQ(m->config().layer_attention(l).window, 16) << "layer " << l;
+  for (int64_t l = 0; l < 3; ++l) EXPECT_EQ(m->config().layer_attention(l).window, 0) << "layer " << l;
   auto plain = load(make(model::Arch::Llama, "llama-plain", 3));
   ASSERT_TRUE(plain);
   EXPECT_EQ(plain->config().layer_attention(0).window, 0);
+}
+
+// smollm3: llama's block without RoPE in every 4th layer (3, 7); mistral3: llama's block under its own
+// keys, refused when it asks for llama4-style query temperature scaling. Logits: reference_forward.py.
+TEST(Architectures, Smollm3NoRopeLayersAndMistral3) {
+  auto m = load(make(model::Arch::Smollm3, "smollm3-8", 8));
+  ASSERT_TRUE(m);
+  for (int64_t l = 0; l < 8; ++l) EXPECT_EQ(m->config().layer_attention(l).rope, (l + 1) % 4 != 0) << "layer " << l;
+  auto mi = load(make(model::Arch::Mistral3, "mistral3", 2, 16));
+  ASSERT_TRUE(mi);
+  EXPECT_EQ(mi->config().arch, model::Arch::Mistral3);
+  EXPECT_TRUE(mi->config().layer_attention(1).rope);
+  EXPECT_EQ(mi->config().layer_attention(1).window, 0);  // as llama: the window key is ignored
+
+  gguf::GgufWriter w;
+  auto src = gguf::GgufFile::open(make(model::Arch::Mistral3, "mistral3", 2, 16));
+  ASSERT_TRUE(src.ok());
+  for (const auto& [k, v] : src->metadata()) w.set(k, v);
+  w.set_f32("mistral3.attention.temperature_scale", 0.1f);
+  for (const gguf::TensorInfo& t : src->tensors())
+    (void)w.add_tensor(t.name, t.type, t.dims,
+                       std::vector<uint8_t>(src->tensor_data(t), src->tensor_data(t) + t.n_bytes));
+  const fs::path bad = test::temp_dir("arch") / "m-mistral3-temp.gguf";
+  ASSERT_TRUE(w.write(bad).ok());
+  auto r = model::Model::load(bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("attention.temperature_scale"), std::string::npos) << r.error().message;
+}
+
+// gemma2: soft-caps from its keys (make-model writes the published 50 / 30), every other layer local
+// (llama.cpp's pattern 2) at the model's one RoPE base, the embedding scaled, no Q/K norms.
+TEST(Architectures, Gemma2SoftcapsAndAlternatingWindows) {
+  auto m = load(make(model::Arch::Gemma2, "gemma2-4", 4, 8, 32));
+  ASSERT_TRUE(m);
+  const model::ModelConfig& c = m->config();
+  EXPECT_EQ(c.attn_softcap, 50.0f);
+  EXPECT_EQ(c.final_softcap, 30.0f);
+  EXPECT_FALSE(c.has_qk_norm);
+  EXPECT_TRUE(c.has_post_norms);
+  EXPECT_FLOAT_EQ(c.embd_scale, std::sqrt(128.0f));
+  for (int64_t l = 0; l < 4; ++l) {
+    EXPECT_EQ(c.layer_attention(l).window, l % 2 == 0 ? 8 : 0) << "layer " << l;
+    EXPECT_EQ(c.layer_attention(l).rope_freq_base, c.rope_freq_base) << "layer " << l;
+  }
 }
 
 TEST(Architectures, Phi3FusedTensorsAreRowRangesOfOneTensor) {

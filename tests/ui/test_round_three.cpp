@@ -19,6 +19,7 @@
 #include <QTest>
 #include <QTextBrowser>
 
+#include "fake_engine.h"
 #include "ui/app/app_settings.h"
 #include "ui/app/main_window.h"
 #include "ui/app/workstation.h"
@@ -178,6 +179,64 @@ class TestRoundThree : public QObject {
     }
     QCOMPARE(view->messageWidget(1)->renderedText(), QStringLiteral("Once upon a time a fox"));
     QTRY_COMPARE_WITH_TIMEOUT(chatOverflow(*view), QString(), 5000);
+  }
+
+  // Item 7: the hint follows the engine (the box is repainted when it changes, not when clicked),
+  // and Enter pressed before ready is queued, said so, and sent when ready.
+  void sendHintFollowsAndEnterIsQueued() {
+    FakeEngine engine;
+    ConversationStore store;
+    QVERIFY(store.open(newDb()));
+    EngineClient client;
+    client.setEndpoint(QUrl(engine.url()), QString());
+    ChatController chat(&store, &client);
+    chat.loadConversations();
+    ChatView view(&chat);
+    view.resize(640, 480);
+    view.setSendBlockedReason(QStringLiteral("engine starting…"));
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.focusInput();
+    int paints = 0;
+    struct PaintCounter : QObject {
+      int* n;
+      explicit PaintCounter(int* count) : n(count) {}
+      bool eventFilter(QObject*, QEvent* e) override {
+        if (e->type() == QEvent::Paint) ++*n;
+        return false;
+      }
+    } counter(&paints);
+    view.input()->viewport()->installEventFilter(&counter);
+    QTRY_VERIFY(paints >= 0);
+    paints = 0;
+    // Ready: the hint on screen goes (a repaint of the box), with nothing else touched.
+    view.setSendBlockedReason(QString());
+    QTRY_VERIFY_WITH_TIMEOUT(paints > 0, 3000);
+    QCOMPARE(view.input()->placeholderText(), QStringLiteral("Message…"));
+    // Starting again (a restart); Enter now is queued, not dropped.
+    view.setSendBlockedReason(QStringLiteral("engine starting…"));
+    QTest::keyClicks(view.input(), QStringLiteral("Say hello"));
+    QTest::keyClick(view.input(), Qt::Key_Return);
+    QCOMPARE(chat.chatModel()->rowCount(), 0);
+    QCOMPARE(view.queuedText(), QStringLiteral("Say hello"));
+    QVERIFY(view.banner()->isVisible());
+    QVERIFY2(view.banner()->text().startsWith(QStringLiteral("Queued")), qPrintable(view.banner()->text()));
+    QSignalSpy finished(&chat, &ChatController::replyFinished);
+    view.setSendBlockedReason(QString());
+    QVERIFY(finished.wait(5000));
+    QCOMPARE(chat.chatModel()->rowCount(), 2);
+    QCOMPARE(chat.chatModel()->message(0).content, QStringLiteral("Say hello"));
+    QCOMPARE(engine.chatBodies.last().value("messages").toArray().last()["content"].toString(), QStringLiteral("Say hello"));
+    QVERIFY(view.banner()->isHidden());
+    QCOMPARE(view.queuedText(), QString());
+    // Esc takes a queued message back into the box.
+    view.setSendBlockedReason(QStringLiteral("engine starting…"));
+    QTest::keyClicks(view.input(), QStringLiteral("Again"));
+    QTest::keyClick(view.input(), Qt::Key_Return);
+    QCOMPARE(view.queuedText(), QStringLiteral("Again"));
+    QTest::keyClick(view.input(), Qt::Key_Escape);
+    QCOMPARE(view.input()->toPlainText(), QStringLiteral("Again"));
+    QCOMPARE(view.queuedText(), QString());
   }
 
   // Item 2: at 1280x800, with cpu, gpu0, gpu1, host and a link row, every row of the timeline is

@@ -27,6 +27,7 @@
 #include "ui/chat/chat_view.h"
 #include "ui/chat/message_widget.h"
 #include "ui/client/engine_client.h"
+#include "ui/client/engine_process.h"
 #include "ui/profiler/profiler_panel.h"
 #include "ui/profiler/timeline_model.h"
 #include "ui/profiler/timeline_plot.h"
@@ -237,6 +238,37 @@ class TestRoundThree : public QObject {
     QTest::keyClick(view.input(), Qt::Key_Escape);
     QCOMPARE(view.input()->toPlainText(), QStringLiteral("Again"));
     QCOMPARE(view.queuedText(), QString());
+  }
+
+  // Item 8: an engine that dies says how (the signal), what was kept and where its output is, not
+  // its last line.
+  void crashMessageNamesTheCause() {
+    const QString script = dir_.filePath(QStringLiteral("dies.sh"));
+    {
+      QFile f(script);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write("#!/bin/sh\necho 'listening on 127.0.0.1:42597'\nkill -SEGV $$\n");
+    }
+    QFile::setPermissions(script, QFile::permissions(script) | QFileDevice::ExeOwner);
+    EngineClient client;
+    EngineProcess process(&client);
+    EngineProcess::Options o;
+    o.program = script;
+    o.exitWithParent = false;
+    process.setOptions(o);
+    QSignalSpy crashed(&process, &EngineProcess::crashed);
+    process.start();
+    QVERIFY(crashed.wait(10000));
+    process.stop();
+    const QString reason = crashed.first().first().toString();
+    QVERIFY2(reason.startsWith(QStringLiteral("the engine was killed by signal 11 (SIGSEGV)")), qPrintable(reason));
+    QVERIFY2(reason.contains(QStringLiteral("partial reply are kept")), qPrintable(reason));
+    QVERIFY2(!reason.contains(QStringLiteral("listening on")), qPrintable(reason));
+    const int at = int(reason.indexOf(QStringLiteral("its output: ")));
+    QVERIFY2(at > 0, qPrintable(reason));
+    QFile log(reason.mid(at + 12));
+    QVERIFY2(log.open(QIODevice::ReadOnly), qPrintable(log.fileName()));
+    QVERIFY(log.readAll().contains("listening on 127.0.0.1:42597"));
   }
 
   // Item 2: at 1280x800, with cpu, gpu0, gpu1, host and a link row, every row of the timeline is

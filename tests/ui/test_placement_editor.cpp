@@ -218,7 +218,7 @@ class TestPlacementEditor : public QObject {
   }
 
   void showPartsButton() {
-    auto* button = editor_->findChild<QPushButton*>("showParts");
+    auto* button = editor_->findChild<QAbstractButton*>("showParts");
     QVERIFY(button);
     QCOMPARE(editor_->model()->rowCount(), 7);  // embedding, blk 0-4, head
     button->click();

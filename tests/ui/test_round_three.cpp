@@ -28,6 +28,7 @@
 #include "ui/chat/message_widget.h"
 #include "ui/client/engine_client.h"
 #include "ui/client/engine_process.h"
+#include "ui/placement/placement_editor.h"
 #include "ui/profiler/profiler_panel.h"
 #include "ui/profiler/timeline_model.h"
 #include "ui/profiler/timeline_plot.h"
@@ -269,6 +270,32 @@ class TestRoundThree : public QObject {
     QFile log(reason.mid(at + 12));
     QVERIFY2(log.open(QIODevice::ReadOnly), qPrintable(log.fileName()));
     QVERIFY(log.readAll().contains("listening on 127.0.0.1:42597"));
+  }
+
+  // Item 3: at 1280x800 (and at scale 1.5, registered again), every button of the Placement tab
+  // is at least as wide as its text needs.
+  void placementButtonsFit() {
+    AppSettings s;
+    Workstation ws(s, /*persist=*/false);
+    QVERIFY(ws.openStore(newDb()));
+    MainWindow window(&ws);
+    window.resize(1280, 800);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    window.showTab(MainWindow::Tab::Placement);
+    PlacementEditor* editor = window.findChild<PlacementEditor*>();
+    QVERIFY(editor);
+    QTRY_VERIFY(editor->isVisible());
+    auto cut = [&] {
+      QStringList out;
+      for (QAbstractButton* b : editor->findChildren<QAbstractButton*>()) {
+        if (!b->isVisibleTo(editor) || b->text().isEmpty()) continue;
+        if (b->width() < b->sizeHint().width())
+          out << QStringLiteral("%1: %2 < %3").arg(b->text()).arg(b->width()).arg(b->sizeHint().width());
+      }
+      return out.join(QStringLiteral("; "));
+    };
+    QTRY_COMPARE_WITH_TIMEOUT(cut(), QString(), 3000);
   }
 
   // Item 2: at 1280x800, with cpu, gpu0, gpu1, host and a link row, every row of the timeline is

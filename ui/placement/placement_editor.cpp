@@ -56,19 +56,23 @@ PlacementEditor::PlacementEditor(QWidget* parent)
     connect(b, &QPushButton::clicked, this, [this, g = goal] { emit requestAutoPlan(g); });
     top->addWidget(b);
   }
-  top->addSpacing(12);
+  top->addStretch(1);
+  // Row 2 (its own row, so that a narrow tab never cuts a label): undo/redo, parts, files.
+  auto* top2 = new QHBoxLayout;
   for (QAction* a : {model_->undoStack()->createUndoAction(this, tr("Undo")), model_->undoStack()->createRedoAction(this, tr("Redo"))}) {
     auto* b = new QToolButton(this);
     b->setDefaultAction(a);
     addAction(a);
-    top->addWidget(b);
+    top2->addWidget(b);
   }
   // Every block's parts as rows (one block's: double-click it); each part then drags on its own.
-  auto* parts = new QPushButton(tr("Show parts"), this);
+  // Tool buttons (no 80 px minimum of a push button): the row fits a narrow tab at scale 1.5.
+  auto* parts = new QToolButton(this);
+  parts->setText(tr("Show parts"));
   parts->setObjectName(QStringLiteral("showParts"));
   parts->setCheckable(true);
   parts->setToolTip(tr("Show each block's attention, FFN part and experts as rows that drag on their own"));
-  connect(parts, &QPushButton::toggled, this, [this](bool on) { model_->setAllExpanded(on); });
+  connect(parts, &QToolButton::toggled, this, [this](bool on) { model_->setAllExpanded(on); });
   const auto followRows = [this, parts] {  // pressed while every block's parts are shown
     const QSignalBlocker block(parts);
     parts->setChecked(model_->allExpanded());
@@ -76,23 +80,27 @@ PlacementEditor::PlacementEditor(QWidget* parent)
   connect(model_, &QAbstractItemModel::rowsInserted, this, followRows);
   connect(model_, &QAbstractItemModel::rowsRemoved, this, followRows);
   connect(model_, &QAbstractItemModel::modelReset, this, followRows);
-  top->addSpacing(12);
-  top->addWidget(parts);
-  auto* save = new QPushButton(tr("Save…"), this);
-  auto* load = new QPushButton(tr("Load…"), this);
-  connect(save, &QPushButton::clicked, this, [this] {
+  top2->addSpacing(12);
+  top2->addWidget(parts);
+  auto* save = new QToolButton(this);
+  save->setText(tr("Save…"));
+  save->setToolTip(tr("Save this placement as JSON"));
+  auto* load = new QToolButton(this);
+  load->setText(tr("Load…"));
+  load->setToolTip(tr("Load a placement from JSON"));
+  connect(save, &QToolButton::clicked, this, [this] {
     const QString path = QFileDialog::getSaveFileName(this, tr("Save placement"), QString(), tr("Placement JSON (*.json)"));
     QString error;
     if (!path.isEmpty() && !savePlacement(path, &error)) showError(error);
   });
-  connect(load, &QPushButton::clicked, this, [this] {
+  connect(load, &QToolButton::clicked, this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Load placement"), QString(), tr("Placement JSON (*.json)"));
     QString error;
     if (!path.isEmpty() && !loadPlacement(path, &error)) showError(error);
   });
-  top->addStretch(1);
-  top->addWidget(save);
-  top->addWidget(load);
+  top2->addStretch(1);
+  top2->addWidget(save);
+  top2->addWidget(load);
 
   // Planning mode (hidden until asked for).
   auto* planning = new QGroupBox(tr("Planning mode: declare devices you do not have"), this);
@@ -114,11 +122,11 @@ PlacementEditor::PlacementEditor(QWidget* parent)
   groupRow->addWidget(new QLabel(tr("Tensor group:"), this));
   groupRow->addWidget(groupSpec_);
   groupRow->addWidget(addGroup);
-  groupRow->addSpacing(16);
-  groupRow->addWidget(new QLabel(tr("KV cache:"), this));
-  groupRow->addWidget(kvWithLayer_);
-  groupRow->addWidget(kvOnCpu_);
-  groupRow->addStretch(1);
+  auto* kvRow = new QHBoxLayout;  // a row of its own: the tab stays narrow without cutting labels
+  kvRow->addWidget(new QLabel(tr("KV cache:"), this));
+  kvRow->addWidget(kvWithLayer_);
+  kvRow->addWidget(kvOnCpu_);
+  kvRow->addStretch(1);
   kvWithLayer_->setChecked(true);
   connect(kvOnCpu_, &QRadioButton::toggled, this, [this](bool on) {
     if (!model_->setKvDeviceForAll(on ? QStringLiteral("cpu") : QString())) refresh();
@@ -136,10 +144,12 @@ PlacementEditor::PlacementEditor(QWidget* parent)
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(title_);
   layout->addLayout(top);
+  layout->addLayout(top2);
   layout->addWidget(planning);
   layout->addWidget(view_, 1);
   layout->addWidget(footer_);
   layout->addLayout(groupRow);
+  layout->addLayout(kvRow);
   layout->addWidget(message_);
   layout->addLayout(bottom);
 

@@ -26,6 +26,8 @@
 #include "ui/chat/chat_controller.h"
 #include "ui/chat/chat_view.h"
 #include "ui/chat/message_widget.h"
+#include "ui/chat/sampling_bar.h"
+#include <QDoubleSpinBox>
 #include "ui/client/engine_client.h"
 #include "ui/client/engine_process.h"
 #include "ui/placement/placement_editor.h"
@@ -296,6 +298,25 @@ class TestRoundThree : public QObject {
       return out.join(QStringLiteral("; "));
     };
     QTRY_COMPARE_WITH_TIMEOUT(cut(), QString(), 3000);
+  }
+
+  // Item 6: a new chat's sampling has LM Studio's repeat penalty (1.1), shown in the bar and sent.
+  void repeatPenaltyDefaultsToLmStudios() {
+    FakeEngine engine;
+    ConversationStore store;
+    QVERIFY(store.open(newDb()));
+    EngineClient client;
+    client.setEndpoint(QUrl(engine.url()), QString());
+    ChatController chat(&store, &client);
+    chat.loadConversations();
+    ChatView view(&chat);
+    auto* repeat = view.samplingBar()->findChild<QDoubleSpinBox*>(QStringLiteral("repeatPenalty"));
+    QVERIFY(repeat);
+    QCOMPARE(repeat->value(), 1.1);
+    QSignalSpy finished(&chat, &ChatController::replyFinished);
+    QVERIFY(chat.send(QStringLiteral("Say hello")));
+    QVERIFY(finished.wait(5000));
+    QCOMPARE(engine.chatBodies.last().value("repeat_penalty").toDouble(), 1.1);
   }
 
   // Item 2: at 1280x800, with cpu, gpu0, gpu1, host and a link row, every row of the timeline is

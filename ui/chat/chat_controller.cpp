@@ -45,8 +45,9 @@ QString ChatController::replanNote(const QJsonObject& replan) {
 }
 
 QJsonObject ChatController::defaultSampling() {
+  // Repeat penalty 1.1 as LM Studio has it: without it small models (SmolLM2) repeat a sentence.
   return QJsonObject{{QStringLiteral("temperature"), 0.7}, {QStringLiteral("top_p"), 0.9},
-                     {QStringLiteral("max_tokens"), 1024}};
+                     {QStringLiteral("max_tokens"), 1024}, {QStringLiteral("repeat_penalty"), 1.1}};
 }
 
 void ChatController::loadConversations() {

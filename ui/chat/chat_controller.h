@@ -24,7 +24,7 @@ class ChatController : public QObject {
   ChatModel* chatModel() { return &chat_; }
   ConversationListModel* conversationModel() { return &conversations_; }
 
-  static QJsonObject defaultSampling();   // temperature 0.7, top_p 0.9, max_tokens 1024
+  static QJsonObject defaultSampling();   // temperature 0.7, top_p 0.9, max_tokens 1024, repeat_penalty 1.1
   // The line under a reply that lived through a re-plan, from the stream's "replan" object:
   // "gpu1 lost at token 37; re-planned onto gpu0 + cpu in 0.4 s".
   static QString replanNote(const QJsonObject& replan);

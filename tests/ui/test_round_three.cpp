@@ -31,6 +31,7 @@
 #include "ui/client/engine_client.h"
 #include "ui/client/engine_process.h"
 #include "ui/placement/placement_editor.h"
+#include "ui/placement/placement_estimate.h"
 #include "ui/profiler/profiler_panel.h"
 #include "ui/profiler/timeline_model.h"
 #include "ui/profiler/timeline_plot.h"
@@ -317,6 +318,25 @@ class TestRoundThree : public QObject {
     QVERIFY(chat.send(QStringLiteral("Say hello")));
     QVERIFY(finished.wait(5000));
     QCOMPARE(engine.chatBodies.last().value("repeat_penalty").toDouble(), 1.1);
+  }
+
+  // Item 5: the engine's status names each block's part sizes; the editor's model info keeps them,
+  // so parts rows show non-zero bytes that sum to the block.
+  void partsBytesFromTheStatus() {
+    QJsonArray layerBytes, parts;
+    for (int l = 0; l < 4; ++l) {
+      layerBytes << double(2'200'000 + l);
+      parts << QJsonObject{{"attention_bytes", 600'000.0}, {"ffn_bytes", double(1'600'000 + l)}, {"experts_bytes", 0.0}};
+    }
+    const QJsonObject status{{"model", QJsonObject{{"id", "m"}, {"n_layers", 4}, {"layer_bytes", layerBytes},
+                                                   {"embedding_bytes", 1e6}, {"head_bytes", 1e6}, {"layer_parts", parts}}}};
+    const ModelInfo info = ModelInfo::fromJson(MainWindow::modelInfoFromStatus(status));
+    QCOMPARE(info.nLayers, 4);
+    for (int l = 0; l < 4; ++l) {
+      QVERIFY(info.attentionBytes(l) > 0);
+      QVERIFY(info.ffnBytes(l) > 0);
+      QCOMPARE(info.attentionBytes(l) + info.ffnBytes(l), info.layerBytes.at(l));
+    }
   }
 
   // Item 2: at 1280x800, with cpu, gpu0, gpu1, host and a link row, every row of the timeline is

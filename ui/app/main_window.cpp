@@ -237,7 +237,9 @@ QJsonObject MainWindow::modelInfoFromStatus(const QJsonObject& status) {
   if (n <= 0) return {};
   QJsonObject info{{QStringLiteral("name"), m.value(QStringLiteral("id")).toString()}, {QStringLiteral("n_layers"), n}};
   if (m.contains(QStringLiteral("layer_bytes"))) {
-    for (const char* k : {"layer_bytes", "embedding_bytes", "head_bytes"})
+    // layer_parts: each block's attention / FFN / experts bytes, so that parts rows have sizes
+    // (without it they read "0 B"); n_expert*: the experts rows.
+    for (const char* k : {"layer_bytes", "embedding_bytes", "head_bytes", "layer_parts", "n_expert", "n_expert_used"})
       if (m.contains(QLatin1String(k))) info.insert(QLatin1String(k), m.value(QLatin1String(k)));
     return info;
   }

@@ -8,14 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "engine/exec/device.h"
+#include "engine/backend/device.h"
+#include "engine/backend/registry/registry.h"
 
 namespace strata::test {
 
 struct DeviceSet {
-  std::vector<std::unique_ptr<exec::Device>> owned;
-  std::vector<exec::Device*> list() const {
-    std::vector<exec::Device*> v;
+  std::vector<std::unique_ptr<backend::Device>> owned;
+  std::vector<backend::Device*> list() const {
+    std::vector<backend::Device*> v;
     for (auto& d : owned) v.push_back(d.get());
     return v;
   }
@@ -23,7 +24,7 @@ struct DeviceSet {
 
 // One CPU thread at 20 GB/s; a bad spec fails the test.
 inline DeviceSet make_device_set(const std::string& spec) {
-  auto d = exec::make_devices(spec, 1, 20.0);
+  auto d = backend::make_devices(spec, 1, 20.0);
   EXPECT_TRUE(d.ok()) << d.error().to_string();
   if (!d.ok()) return {};
   return DeviceSet{std::move(*d)};

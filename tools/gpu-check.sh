@@ -122,11 +122,12 @@ if [ ! -e "$NVCC_DIR/../include/nccl.h" ] && [ ! -e /usr/include/nccl.h ] && [ !
   fi
 fi
 # With a GPU the device time is short: build only what steps 2-3 run (the gpu-labelled test
-# programs and strata-engine). Without one (CI) build everything, so every CUDA source compiles.
+# programs, strata-engine and the CUDA backend module it loads). Without one (CI) build everything,
+# so every CUDA source compiles.
 TARGETS=()
 if [ "$MODE" = gpu ]; then
-  TARGETS=(--target strata-engine test_backend_ops test_gpu_models test_gpu_nccl_ranks test_gemm
-           test_gemm_float)
+  TARGETS=(--target strata-engine strata-backend-cuda test_backend_ops test_gpu_models test_gpu_nccl_ranks
+           test_gemm test_gemm_float)
 fi
 t0=$(now)
 if cmake "${CMAKE_ARGS[@]}" && cmake --build "$BUILD_DIR" -j "$JOBS" "${TARGETS[@]}"; then

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# tools/package_test.sh BUILD_DIR — builds the Debian package from a built tree (cpack -G DEB),
-# checks its file list and Depends, validates its metadata (desktop-file-validate, appstreamcli,
-# lintian: errors fail, warnings are printed), then unpacks it into a scratch root with dpkg -x and
-# runs strata-engine --version and strata --version from there. CTest runs it as packaging_deb.
+# tools/package_test.sh BUILD_DIR — builds the Debian packages from a built tree (cpack -G DEB),
+# checks their file lists and Depends, validates their metadata (desktop-file-validate,
+# appstreamcli, lintian: errors fail, warnings are printed), then unpacks strata into a scratch root
+# with dpkg -x and runs strata-engine --version and strata --version from there. In a build with
+# CUDA, strata-cuda too: strata names nothing of NVIDIA's and its strata-engine links no CUDA
+# library; strata-engine run from strata alone says the CUDA module is not installed, and once
+# strata-cuda is unpacked beside it, loads it. CTest runs it as packaging_deb.
 set -euo pipefail
 build=$(cd "${1:?usage: package_test.sh BUILD_DIR}" && pwd)
 version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
@@ -53,3 +56,31 @@ got=$("$root/usr/bin/strata-engine" --version) || fail "strata-engine --version 
 got=$("$root/usr/bin/strata" --version) || fail "strata --version exited $?"
 [ "$got" = "strata $version" ] || fail "strata --version: '$got'"
 echo "package_test: strata-engine and strata $version run from the unpacked package"
+
+# 5. The CUDA module's package, in a build that makes it.
+if grep -q '^STRATA_CUDA_PACKAGE_DEPENDS:INTERNAL=' "$build/CMakeCache.txt"; then
+  cuda_deb=$(ls "$work"/out/strata-cuda_"$version"_*.deb 2>/dev/null | head -n 1)
+  [ -f "$cuda_deb" ] || fail "no strata-cuda_${version}_*.deb"
+  dpkg-deb -c "$cuda_deb" | awk '{print $6}' | sed 's|^\./|/|' >"$work/cuda-files"
+  grep -qE '^/usr/lib/([^/]+/)?strata/libstrata-backend-cuda\.so$' "$work/cuda-files" || fail "strata-cuda lacks the module"
+  grep -qxF /usr/share/doc/strata-cuda/copyright "$work/cuda-files" || fail "strata-cuda lacks its copyright file"
+  if grep -E '/bin/|\.a$' "$work/cuda-files"; then fail "strata-cuda holds more than the module (above)"; fi
+  cuda_depends=$(dpkg-deb -f "$cuda_deb" Depends)
+  for p in "strata (= $version)" cuda-cudart- libcublas- libnccl2; do
+    grep -qF "$p" <<<"$cuda_depends" || fail "strata-cuda's Depends lacks $p: $cuda_depends"
+  done
+  if grep -qiE 'cuda|cublas|nccl' <<<"$depends"; then fail "strata depends on NVIDIA's packages: $depends"; fi
+  if ldd "$root/usr/bin/strata-engine" | grep -iE 'cudart|cublas|nccl'; then fail "strata-engine links CUDA (above)"; fi
+  lintian --fail-on error --tag-display-limit 0 "$cuda_deb" | tee "$work/lintian-cuda.log" || fail "lintian reported errors on strata-cuda"
+  without=$("$root/usr/bin/strata-engine" devices) || fail "strata-engine devices exited $? without the module"
+  grep -q '^CUDA: CUDA module not installed' <<<"$without" || fail "without strata-cuda, devices says: $without"
+  dpkg-deb -x "$cuda_deb" "$root"
+  with=$("$root/usr/bin/strata-engine" devices) || fail "strata-engine devices exited $? with the module"
+  grep -q '^CUDA: ' <<<"$with" || fail "with strata-cuda, devices says: $with"
+  if grep -qE '^CUDA: CUDA module (not installed|did not load|.*another build)' <<<"$with"; then
+    fail "with strata-cuda unpacked, the module is not used: $(grep '^CUDA: ' <<<"$with")"
+  fi
+  echo "package_test: strata-cuda: $(wc -l <"$work/cuda-files") entries; Depends: $cuda_depends"
+  echo "package_test: without it: $(grep '^CUDA: ' <<<"$without")"
+  echo "package_test: with it:    $(grep '^CUDA: ' <<<"$with")"
+fi

@@ -14,8 +14,8 @@
 #include "app/engine_cli/common.h"
 #include "app/engine_cli/devices_table.h"
 #include "app/engine_cli/ranks.h"
-#include "engine/backend/cuda/cuda_backend.h"
-#include "engine/exec/device.h"
+#include "engine/backend/device.h"
+#include "engine/backend/registry/registry.h"
 #include "engine/serve/device_json.h"
 #include "kernels/cpu/bandwidth.h"
 
@@ -25,7 +25,7 @@ namespace {
 
 struct DevicesOptions {
   ModelOptions model;
-  std::string devices;  // "" -> every CUDA device found, then the CPU
+  std::string devices;  // "" -> every hardware device found (CUDA), then the CPU
   bool json = false;
 };
 
@@ -39,42 +39,30 @@ Expected<std::vector<DeviceInfo>> list_devices(const DevicesOptions& o) {
     kernels::ThreadPool probe(threads);
     cpu_bw = kernels::measure_read_bandwidth_gbps(probe, int64_t{64} << 20);
   }
-  std::vector<std::unique_ptr<exec::Device>> open;  // kept open until every info is read
-  std::vector<DeviceInfo> failed;             // CUDA devices that did not open, by ordinal
+  std::vector<std::unique_ptr<backend::Device>> open;  // kept open until every info is read
+  std::vector<DeviceInfo> failed;             // hardware devices that did not open, by ordinal
   if (RankContext* ranks = rank_context()) {
     // Every rank's devices, with the link to each measured at start-up.
     STRATA_ASSIGN_OR_RETURN(open, connect_ranks(o.devices, threads, cpu_bw));
     return ranks->cluster->all_devices();
   }
   if (!o.devices.empty()) {
-    STRATA_ASSIGN_OR_RETURN(open, exec::make_devices(o.devices, threads, cpu_bw));
+    STRATA_ASSIGN_OR_RETURN(open, backend::make_devices(o.devices, threads, cpu_bw));
   } else {
-    const int count = backend::cuda::device_count();
-    for (int n = 0; n < count; ++n) {
-      const std::string id = "cuda" + std::to_string(n);
-      auto device = backend::cuda::open_device(n, id);
-      if (device.ok()) {
-        open.push_back(std::move(*device));
-        continue;
-      }
-      DeviceInfo f;
-      f.id = id;
-      f.kind = DeviceKind::Cuda;
-      f.name = "CUDA device " + std::to_string(n);
-      f.ordinal = n;
-      f.failed = true;
-      f.failure = device.error().message;
-      failed.push_back(std::move(f));
-    }
-    STRATA_ASSIGN_OR_RETURN(auto cpu, exec::make_devices("cpu", threads, cpu_bw));
+    // Every backend that finds hardware lists what it found (a device that does not open is listed
+    // as failed, with the reason), then the CPU.
+    const backend::OpenOptions options{threads, cpu_bw};
+    for (backend::Backend* b : backend::backends())
+      if (b->finds_hardware()) b->probe(open, failed, options);
+    STRATA_ASSIGN_OR_RETURN(auto cpu, backend::make_devices("cpu", threads, cpu_bw));
     for (auto& d : cpu) open.push_back(std::move(d));
   }
   std::vector<DeviceInfo> infos;
   for (const auto& d : open) infos.push_back(d->info());
-  // Failed CUDA devices go back in ordinal order among the CUDA devices (all of which come first).
+  // Failed devices go back in ordinal order among their backend's devices (which come before the CPU).
   for (DeviceInfo& f : failed) {
     auto at = std::find_if(infos.begin(), infos.end(), [&](const DeviceInfo& i) {
-      return i.kind != DeviceKind::Cuda || i.ordinal > f.ordinal;
+      return i.backend != f.backend || i.ordinal > f.ordinal;
     });
     infos.insert(at, std::move(f));
   }
@@ -82,9 +70,9 @@ Expected<std::vector<DeviceInfo>> list_devices(const DevicesOptions& o) {
 }
 
 // Under mpirun: per rank its host and the link to rank 0 measured at start-up (ping-pong).
-nlohmann::json ranks_json(const exec::Cluster& c) {
+nlohmann::json ranks_json(const dist::Cluster& c) {
   nlohmann::json out = nlohmann::json::array();
-  for (const exec::RankSummary& r : c.ranks())
+  for (const dist::RankSummary& r : c.ranks())
     out.push_back({{"rank", r.rank},
                    {"host", r.host},
                    {"link_gbps", r.link.bandwidth_gbps},
@@ -93,9 +81,9 @@ nlohmann::json ranks_json(const exec::Cluster& c) {
   return out;
 }
 
-std::string ranks_text(const exec::Cluster& c) {
+std::string ranks_text(const dist::Cluster& c) {
   std::string out = "\nranks (link to rank 0 measured by ping-pong at start-up):\n| rank | host | link | latency |\n|---:|---|---:|---:|\n";
-  for (const exec::RankSummary& r : c.ranks()) {
+  for (const dist::RankSummary& r : c.ranks()) {
     char line[256];
     if (r.rank == 0) std::snprintf(line, sizeof line, "| 0 | %s | - | - |\n", r.host.c_str());
     else std::snprintf(line, sizeof line, "| %d | %s | %.2f GB/s | %.1f us |\n", r.rank, r.host.c_str(),
@@ -108,14 +96,17 @@ std::string ranks_text(const exec::Cluster& c) {
 int devices_command(const DevicesOptions& o) {
   auto infos = list_devices(o);
   if (!infos.ok()) return report(infos.error());
-  const exec::Cluster* cluster = rank_context() ? rank_context()->cluster.get() : nullptr;
+  const dist::Cluster* cluster = rank_context() ? rank_context()->cluster.get() : nullptr;
   if (o.json) {
     nlohmann::json j = serve::devices_json(*infos);
     if (cluster) j["ranks"] = ranks_json(*cluster);
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::string text = format_devices_text(*infos, backend::cuda::runtime_description(), backend::cuda::device_count());
+  std::vector<HardwareBackendLine> lines;
+  for (const backend::Backend* b : backend::backends())
+    if (b->finds_hardware()) lines.push_back({b->name(), b->describe(), b->device_count()});
+  std::string text = format_devices_text(*infos, lines);
   if (cluster) text += ranks_text(*cluster);
   std::fputs(text.c_str(), stdout);
   return 0;

@@ -20,16 +20,9 @@ struct MakeModelOptions {
 };
 
 int make_model(MakeModelOptions& o) {
-  bool known = false;
-  for (model::Arch a : {model::Arch::Llama, model::Arch::Qwen2, model::Arch::Qwen3, model::Arch::Gemma3,
-                        model::Arch::Phi3, model::Arch::Qwen2Moe, model::Arch::Qwen3Moe}) {
-    if (o.arch == model::arch_name(a)) {
-      o.spec.arch = a;
-      known = true;
-    }
-  }
-  if (!known)
-    return report(Error{Code::InvalidArgument, "--arch '" + o.arch + "' is not one of llama, qwen2, qwen3, gemma3, phi3, qwen2moe, qwen3moe"});
+  const model::ArchInfo* arch = model::find_arch(o.arch);
+  if (!arch) return report(Error{Code::InvalidArgument, "--arch '" + o.arch + "' is not one of " + model::arch_names()});
+  o.spec.arch = arch->arch;
   o.spec.n_threads = resolve_threads(o.threads);
   if (o.spec.n_kv_heads == 0) o.spec.n_kv_heads = o.spec.n_heads;
   if (Status s = model::validate(o.spec); !s.ok()) return report(s.error());
@@ -43,7 +36,7 @@ int make_model(MakeModelOptions& o) {
 Command add_make_model_command(CLI::App& app) {
   auto o = std::make_shared<MakeModelOptions>();
   CLI::App* cmd = app.add_subcommand("make-model", "write a random-weight GGUF model (for tests and benchmarks)");
-  cmd->add_option("--arch", o->arch, "llama, qwen2, qwen3, gemma3, phi3, qwen2moe or qwen3moe");
+  cmd->add_option("--arch", o->arch, model::arch_names());
   cmd->add_option("--name", o->spec.name, "general.name");
   cmd->add_option("--dim", o->spec.n_embd, "hidden size")->check(CLI::Range(int64_t{1}, int64_t{65536}));
   cmd->add_option("--layers", o->spec.n_layers, "blocks")->check(CLI::Range(int64_t{1}, int64_t{1024}));

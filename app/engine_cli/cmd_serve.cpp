@@ -6,6 +6,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +24,7 @@
 #ifdef STRATA_HAVE_SERVER
 #include "engine/serve/engine_host.h"
 #include "engine/serve/server.h"
+#include "engine/core/units.h"
 #endif
 
 namespace strata::cli {
@@ -46,6 +48,8 @@ struct ServeOptions {
   double device_timeout_s = 60;
   std::vector<std::string> model_dirs;
   bool allow_any_path = false;
+  std::vector<std::string> cors_origins;
+  bool parse_special = false;
   int http_threads = 0;
   int parent_pid = 0;  // 0: not tied to a parent
 };
@@ -76,7 +80,7 @@ int serve(const ServeOptions& o) {
   if (!serve::is_loopback_host(o.host) && key.empty())
     return report(Error{Code::InvalidArgument, "refusing to listen on " + o.host +
                                                    " without --api-key: only loopback addresses may go without a key"});
-  auto max_body = exec::parse_bytes(o.max_body);
+  auto max_body = parse_bytes(o.max_body);
   if (!max_body.ok()) return report(max_body.error());
 
   auto model = load_model(o.model, /*remember=*/false);
@@ -94,6 +98,12 @@ int serve(const ServeOptions& o) {
   ho.device_timeout_s = o.device_timeout_s;
   for (const std::string& d : o.model_dirs) ho.model_dirs.emplace_back(d);
   ho.allow_any_path = o.allow_any_path;
+  // Without a key any local web page could ask for loads: they stay in the started model's
+  // folder unless --model-dir names the folders (or --allow-any-path lifts the restriction).
+  if (key.empty() && ho.model_dirs.empty()) {
+    std::error_code ec;
+    ho.model_dirs.push_back(std::filesystem::absolute((*model)->path(), ec).parent_path());
+  }
   if (RankContext* ranks = rank_context()) {
     ranks->cluster->set_tracing(true);  // the server always records: the workers send their spans
     ho.ranks = ranks->cluster.get();
@@ -133,6 +143,9 @@ int serve(const ServeOptions& o) {
   so.header_timeout_s = o.header_timeout_s;
   so.body_timeout_s = o.body_timeout_s;
   so.threads = o.http_threads;
+  so.cors_origins = o.cors_origins;
+  so.parse_special = o.parse_special;
+  so.log = [](const std::string& line) { std::fprintf(stderr, "strata-engine serve: %s\n", line.c_str()); };
   auto server = serve::Server::create(host, so);
   if (!server.ok()) return report(server.error());
   auto port = (*server)->bind();
@@ -201,8 +214,15 @@ Command add_serve_command(CLI::App& app) {
                   "seconds a GPU or simulated device may take for one piece of work before it is treated as "
                   "lost and the model re-planned without it (0: no limit; the CPU has none)")
       ->check(CLI::Range(0.0, 86400.0));
-  cmd->add_option("--model-dir", o->model_dirs, "restrict model loads over HTTP to files under this folder (repeatable)");
+  cmd->add_option("--model-dir", o->model_dirs,
+                  "model loads over HTTP read files under this folder (repeatable); without --api-key and "
+                  "without this, only the started model's folder");
   cmd->add_flag("--allow-any-path", o->allow_any_path, "lift the --model-dir restriction");
+  cmd->add_option("--cors", o->cors_origins,
+                  "let browser pages of this origin (e.g. https://app.example) call the API (repeatable; off by default)");
+  cmd->add_flag("--parse-special", o->parse_special,
+                "chat: read special-token texts (<|im_end|>...) in user and tool messages as control tokens "
+                "(default: as text, like OpenAI)");
   cmd->add_option("--http-threads", o->http_threads, "most HTTP worker threads, started as needed (default 512)")
       ->check(CLI::Range(0, 4096));
   cmd->add_option("--parent-pid", o->parent_pid,

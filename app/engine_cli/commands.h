@@ -20,5 +20,6 @@ Command add_plan_command(CLI::App& app);
 Command add_devices_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);
 Command add_perplexity_command(CLI::App& app);
+Command add_architectures_command(CLI::App& app);
 
 }  // namespace strata::cli

@@ -1,9 +1,10 @@
 // app/engine_cli/devices_table.h — the text of `strata-engine devices`: a markdown table of the
-// devices, a line per failed device, the CUDA peer-access matrix and the CUDA runtime's line.
+// devices, a line per failed device, the peer-access matrix and a line per hardware backend (CUDA).
 // Header-only and pure (no device is opened) so that tests/app checks it with made-up GPUs.
 #pragma once
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -35,7 +36,7 @@ inline std::string format_devices_table(const std::vector<DeviceInfo>& infos) {
       "| id | kind | name | cc | memory | free | bandwidth | compute | link |\n"
       "|---|---|---|---|---:|---:|---:|---:|---:|\n";
   for (const DeviceInfo& i : infos) {
-    out += "| " + i.id + " | " + device_kind_name(i.kind) + " | " + i.name + (i.failed ? " (failed)" : "") +
+    out += "| " + i.id + " | " + i.backend + " | " + i.name + (i.failed ? " (failed)" : "") +
            " | " + cell(i.compute_capability) + " | " + plan::format_bytes(i.bytes_total) + " | " +
            plan::format_bytes(i.bytes_free) + " | " + format_rate("%.1f GB/s", i.bandwidth_gbps) + " | " +
            format_rate("%.2f TFLOPS", i.tflops) + " | " + format_rate("%.1f GB/s", i.link_gbps) + " |\n";
@@ -45,13 +46,13 @@ inline std::string format_devices_table(const std::vector<DeviceInfo>& infos) {
   return out;
 }
 
-// Which CUDA devices read and write each other's memory directly: a matrix, row -> column, "yes"
-// (peer access), "no" (copies go through the host) or "-" (itself). Empty with fewer than two CUDA
-// devices.
+// Which devices with peer access (GPUs) read and write each other's memory directly: a matrix,
+// row -> column, "yes" (peer access), "no" (copies go through the host) or "-" (itself). Empty with
+// fewer than two such devices.
 inline std::string format_peer_matrix(const std::vector<DeviceInfo>& infos) {
   std::vector<const DeviceInfo*> cuda;
   for (const DeviceInfo& i : infos)
-    if (i.kind == DeviceKind::Cuda) cuda.push_back(&i);
+    if (i.caps.peer_access) cuda.push_back(&i);
   if (cuda.size() < 2) return {};
   std::string out = "peer access (row reads and writes column's memory directly):\n|  |";
   for (const DeviceInfo* c : cuda) out += " " + c->id + " |";
@@ -69,15 +70,28 @@ inline std::string format_peer_matrix(const std::vector<DeviceInfo>& infos) {
   return out;
 }
 
-// All of `devices`' text: the table, the peer matrix (after a blank line) and
-// "CUDA: <runtime description>; <n> device(s)".
-inline std::string format_devices_text(const std::vector<DeviceInfo>& infos, const std::string& cuda_description,
-                                       int cuda_device_count) {
+// A backend that finds hardware of its own (backend::Backend::finds_hardware), as `devices` reports
+// it: its name ("cuda"), what it found or why nothing ("CUDA runtime 13.0, ...", "CUDA module not
+// installed (...)") and how many devices.
+struct HardwareBackendLine {
+  std::string name;
+  std::string description;
+  int device_count = 0;
+};
+
+// All of `devices`' text: the table, the peer matrix (after a blank line) and per hardware backend
+// "<NAME>: <description>; <n> device(s)" ("CUDA: CUDA runtime 13.0, driver 13.0; 2 devices").
+inline std::string format_devices_text(const std::vector<DeviceInfo>& infos,
+                                       const std::vector<HardwareBackendLine>& backends) {
   std::string out = format_devices_table(infos);
   const std::string peers = format_peer_matrix(infos);
   if (!peers.empty()) out += "\n" + peers;
-  out += "CUDA: " + cuda_description + "; " + std::to_string(cuda_device_count) + " device" +
-         (cuda_device_count == 1 ? "" : "s") + "\n";
+  for (const HardwareBackendLine& b : backends) {
+    std::string name = b.name;
+    for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    out += name + ": " + b.description + "; " + std::to_string(b.device_count) + " device" +
+           (b.device_count == 1 ? "" : "s") + "\n";
+  }
   return out;
 }
 

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   commands["devices"] = strata::cli::add_devices_command(app);
   commands["serve"] = strata::cli::add_serve_command(app);
   commands["perplexity"] = strata::cli::add_perplexity_command(app);
+  commands["architectures"] = strata::cli::add_architectures_command(app);
 
   try {
     app.parse(argc, argv);

@@ -8,6 +8,7 @@
 #include "engine/trace/chrome_trace.h"
 #include "engine/trace/trace_summary.h"
 #include "kernels/cpu/bandwidth.h"
+#include "engine/backend/registry/registry.h"
 
 namespace strata::cli {
 
@@ -44,7 +45,7 @@ void add_device_options(CLI::App& cmd, DeviceOptions& o, bool with_trace) {
 }
 
 std::string resolved_devices(const DeviceOptions& o) {
-  return o.devices.empty() ? exec::default_devices_spec() : o.devices;
+  return o.devices.empty() ? backend::default_devices_spec() : o.devices;
 }
 
 bool only_cpu(const DeviceOptions& o) {
@@ -69,7 +70,7 @@ Expected<Runtime> make_runtime_devices(const ModelOptions& mo, const DeviceOptio
     }
     STRATA_ASSIGN_OR_RETURN(rt.devices, connect_ranks(o.devices, threads, cpu_bw));
   } else {
-    STRATA_ASSIGN_OR_RETURN(rt.devices, exec::make_devices(resolved_devices(o), threads, cpu_bw));
+    STRATA_ASSIGN_OR_RETURN(rt.devices, backend::make_devices(resolved_devices(o), threads, cpu_bw));
   }
   for (const auto& d : rt.devices) rt.infos.push_back(d->info());
   return rt;
@@ -113,9 +114,9 @@ Expected<Runtime> build_runtime(const model::Model& model, const ModelOptions& m
     for (const auto& info : rt.infos) rt.recorder->add_lane(info.id, info.simulated);
     rt.host_lane = rt.recorder->add_lane("host", false);
   }
-  std::vector<exec::Device*> list;
+  std::vector<backend::Device*> list;
   for (const auto& d : rt.devices) list.push_back(d.get());
-  exec::Cluster* cluster = rank_context() ? rank_context()->cluster.get() : nullptr;
+  dist::Cluster* cluster = rank_context() ? rank_context()->cluster.get() : nullptr;
   if (cluster) cluster->set_tracing(rt.recorder != nullptr);
   STRATA_ASSIGN_OR_RETURN(rt.pipeline,
                           exec::Pipeline::create(model, list, rt.plan.placement, rt.recorder.get(), cluster));

@@ -10,16 +10,17 @@
 #include <vector>
 
 #include "app/engine_cli/common.h"
-#include "engine/exec/device.h"
+#include "engine/backend/device.h"
 #include "engine/exec/pipeline.h"
 #include "engine/plan/auto_planner.h"
 #include "engine/plan/placement_options.h"
 #include "engine/trace/recorder.h"
+#include "engine/backend/registry/registry.h"
 
 namespace strata::cli {
 
 struct DeviceOptions {
-  std::string devices;  // empty: every CUDA device found, then the CPU (exec::default_devices_spec)
+  std::string devices;  // empty: every CUDA device found, then the CPU (backend::default_devices_spec)
   std::string split_mode = "layer";
   std::string split_ratio;
   int64_t gpu_layers = -1;
@@ -39,7 +40,7 @@ struct DeviceOptions {
 void add_device_options(CLI::App& cmd, DeviceOptions& o, bool with_trace = true);
 
 struct Runtime {
-  std::vector<std::unique_ptr<exec::Device>> devices;
+  std::vector<std::unique_ptr<backend::Device>> devices;
   std::vector<DeviceInfo> infos;
   plan::PlanResult plan;
   std::unique_ptr<trace::Recorder> recorder;  // only with --trace

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "kernels/cpu/bandwidth.h"
+#include "engine/backend/registry/registry.h"
 
 namespace strata::cli {
 
@@ -23,12 +24,12 @@ std::map<const CLI::App*, Registered>& registry() {
   return r;
 }
 
-Expected<std::vector<std::unique_ptr<exec::Device>>> local_devices(comm::RankLink& link, const std::string& spec,
+Expected<std::vector<std::unique_ptr<backend::Device>>> local_devices(dist::RankLink& link, const std::string& spec,
                                                                    int threads, double cpu_bw) {
-  STRATA_ASSIGN_OR_RETURN(std::string mine, exec::rank_devices_spec(spec, link.rank(), link.size()));
-  std::vector<std::unique_ptr<exec::Device>> devices;
+  STRATA_ASSIGN_OR_RETURN(std::string mine, dist::rank_devices_spec(spec, link.rank(), link.size()));
+  std::vector<std::unique_ptr<backend::Device>> devices;
   if (!mine.empty()) {
-    STRATA_ASSIGN_OR_RETURN(devices, exec::make_devices(mine, threads, cpu_bw));
+    STRATA_ASSIGN_OR_RETURN(devices, backend::make_devices(mine, threads, cpu_bw));
   }
   for (auto& d : devices) d->set_rank(link.rank(), link.host_name());
   return devices;
@@ -38,11 +39,11 @@ Expected<std::vector<std::unique_ptr<exec::Device>>> local_devices(comm::RankLin
 RankContext* rank_context() { return g_context; }
 
 Status start_ranks() {
-  if (!comm::RankLink::launched_with_ranks()) return {};
-  if (!comm::RankLink::compiled())
+  if (!dist::RankLink::launched_with_ranks()) return {};
+  if (!dist::RankLink::compiled())
     return Error{Code::NotCompiled, "started by mpirun with several processes, but built without MPI "
                                     "(install libopenmpi-dev and configure with STRATA_MPI=ON)"};
-  STRATA_ASSIGN_OR_RETURN(auto link, comm::RankLink::start());
+  STRATA_ASSIGN_OR_RETURN(auto link, dist::RankLink::start());
   if (link->size() < 2) {
     link->finish();
     return {};
@@ -55,7 +56,7 @@ Status start_ranks() {
 void finish_ranks() {
   if (!g_context) return;
   if (g_context->cluster) g_context->cluster->stop_workers();
-  else exec::stop_rank_workers(*g_context->link);
+  else dist::stop_rank_workers(*g_context->link);
   g_context->cluster.reset();
   g_context->link->finish();
   delete g_context;
@@ -105,14 +106,14 @@ Expected<std::string> model_for_rank(const std::vector<std::string>& entries, in
   return std::string();
 }
 
-Expected<std::vector<std::unique_ptr<exec::Device>>> connect_ranks(const std::string& spec, int threads, double cpu_bw) {
+Expected<std::vector<std::unique_ptr<backend::Device>>> connect_ranks(const std::string& spec, int threads, double cpu_bw) {
   RankContext* ctx = g_context;
   if (!ctx) return Error{Code::Internal, "connect_ranks without ranks"};
   STRATA_ASSIGN_OR_RETURN(auto devices, local_devices(*ctx->link, spec, threads, cpu_bw));
   std::vector<DeviceInfo> infos;
   for (const auto& d : devices) infos.push_back(d->info());
   if (!ctx->cluster) {
-    STRATA_ASSIGN_OR_RETURN(ctx->cluster, exec::Cluster::connect(*ctx->link, infos));
+    STRATA_ASSIGN_OR_RETURN(ctx->cluster, dist::Cluster::connect(*ctx->link, infos));
   }
   for (auto& r : ctx->cluster->remote_devices()) devices.push_back(std::move(r));
   if (devices.empty()) return Error{Code::InvalidArgument, "no rank has a device"};
@@ -139,11 +140,11 @@ int run_worker(const CLI::App& cmd) {
   if (!devices.ok()) return fail(devices.error());
   std::vector<DeviceInfo> infos;
   for (const auto& d : *devices) infos.push_back(d->info());
-  auto cluster = exec::Cluster::connect(*ctx->link, infos);
+  auto cluster = dist::Cluster::connect(*ctx->link, infos);
   if (!cluster.ok()) return cluster.error().code == Code::Cancelled ? 0 : fail(cluster.error());
-  std::vector<std::unique_ptr<exec::Device>> all = std::move(*devices);
+  std::vector<std::unique_ptr<backend::Device>> all = std::move(*devices);
   for (auto& r : (*cluster)->remote_devices()) all.push_back(std::move(r));
-  std::vector<exec::Device*> list;
+  std::vector<backend::Device*> list;
   for (const auto& d : all) list.push_back(d.get());
   std::unique_ptr<model::Model> model;
   auto load = [&]() -> Expected<const model::Model*> {

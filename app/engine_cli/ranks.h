@@ -10,15 +10,15 @@
 #include <vector>
 
 #include "app/engine_cli/common.h"
-#include "engine/comm/rank_link.h"
-#include "engine/exec/cluster.h"
-#include "engine/exec/device.h"
+#include "engine/dist/rank_link.h"
+#include "engine/dist/cluster.h"
+#include "engine/backend/device.h"
 
 namespace strata::cli {
 
 struct RankContext {
-  std::unique_ptr<comm::RankLink> link;
-  std::unique_ptr<exec::Cluster> cluster;  // rank 0: made by connect_ranks
+  std::unique_ptr<dist::RankLink> link;
+  std::unique_ptr<dist::Cluster> cluster;  // rank 0: made by connect_ranks
 };
 
 // The job's ranks when started by mpirun with more than one process, else null.
@@ -41,7 +41,7 @@ int run_worker(const CLI::App& cmd);
 
 // Rank 0: its devices (named "r0:..."), the others' stand-ins, the table of ranks. Collective with
 // the workers (they are waiting in run_worker).
-Expected<std::vector<std::unique_ptr<exec::Device>>> connect_ranks(const std::string& devices_spec, int threads,
+Expected<std::vector<std::unique_ptr<backend::Device>>> connect_ranks(const std::string& devices_spec, int threads,
                                                                    double cpu_bandwidth_gbps);
 
 // "--rank-fault R:crash_after=N" (fault injection): N for `rank`, -1 when it names another rank or

@@ -1,8 +1,8 @@
 // engine/backend/ops.h — the operations a decoder block needs, as one table per device (a
 // backend's "stream": work submitted through one Ops object runs in submission order on its
-// device). The architecture code (engine/exec/block_forward.*) is written once against this
-// table, so every architecture runs on every backend. Knows device pointers, shapes and types;
-// no model types, no Qt, no CUDA headers.
+// device). The architecture code (engine/arch/: the block steps and one forward file per
+// architecture) is written once against this table, so every architecture runs on every
+// backend. Knows device pointers, shapes and types; no model types, no Qt, no CUDA headers.
 //
 // Pointers: every float* / void* below is a pointer into the device's own memory (a Buffer's
 // data()), except where a parameter says "host". On host devices (cpu, sim) the two coincide.

@@ -3,13 +3,12 @@
 
 #include <cstring>
 
-#include "engine/backend/cuda/cuda_backend.h"
+#include "engine/backend/registry/registry.h"
 #include "engine/comm/group_transport.h"
-#include "engine/exec/device.h"
 
 namespace strata::comm {
 
-HostCommunicator::HostCommunicator(std::vector<exec::Device*> members) : members_(std::move(members)) {
+HostCommunicator::HostCommunicator(std::vector<backend::Device*> members) : members_(std::move(members)) {
   staging_.resize(members_.size());
 }
 
@@ -22,7 +21,7 @@ Status HostCommunicator::all_reduce_sum(std::span<float* const> buffers, size_t 
   // Host views of every buffer: the buffer itself where the host can read it, else staging.
   std::vector<float*> host(buffers.size());
   for (size_t r = 0; r < buffers.size(); ++r) {
-    exec::Device* d = members_.empty() ? nullptr : members_[r];
+    backend::Device* d = members_.empty() ? nullptr : members_[r];
     if (!d || d->host_visible()) {
       host[r] = buffers[r];
       continue;
@@ -40,18 +39,23 @@ Status HostCommunicator::all_reduce_sum(std::span<float* const> buffers, size_t 
     if (host[r] != acc) std::memcpy(host[r], acc, bytes);
   }
   for (size_t r = 0; r < buffers.size(); ++r) {
-    exec::Device* d = members_.empty() ? nullptr : members_[r];
+    backend::Device* d = members_.empty() ? nullptr : members_[r];
     if (d && !d->host_visible()) STRATA_RETURN_IF_ERROR(d->copy_from_host({host[r], bytes, buffers[r], bytes, bytes, 1}));
   }
   return {};
 }
 
-Expected<std::unique_ptr<Communicator>> make_communicator(const std::vector<exec::Device*>& members) {
-  std::vector<GroupMember> kinds;
-  for (const exec::Device* d : members) kinds.push_back({0, d->info().kind});
-  if (choose_group_transport(kinds, backend::cuda::compiled()) == GroupTransport::Nccl)
-    return backend::cuda::make_nccl_communicator(members);
-  return std::unique_ptr<Communicator>(std::make_unique<HostCommunicator>(members));
+Expected<std::unique_ptr<backend::Communicator>> make_communicator(const std::vector<backend::Device*>& members) {
+  std::vector<GroupMember> group;
+  for (const backend::Device* d : members) group.push_back({0, d->caps().collective});
+  const GroupChoice choice = choose_group_transport(group, [&](const std::string&) {
+    return backend::backend_of(*members.front()) != nullptr;
+  });
+  if (choice.transport == GroupTransport::Collective) {
+    backend::Backend* b = backend::backend_of(*members.front());
+    return b->make_communicator(members);
+  }
+  return std::unique_ptr<backend::Communicator>(std::make_unique<HostCommunicator>(members));
 }
 
 }  // namespace strata::comm

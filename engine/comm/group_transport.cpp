@@ -3,25 +3,29 @@
 
 namespace strata::comm {
 
-const char* group_transport_name(GroupTransport t) {
-  switch (t) {
+std::string GroupChoice::name() const {
+  switch (transport) {
     case GroupTransport::Host: return "host";
-    case GroupTransport::Nccl: return "nccl";
+    case GroupTransport::Collective: return collective;
     case GroupTransport::HostAndMpi: return "mpi";
-    case GroupTransport::NcclAcrossRanks: return "nccl-ranks";
+    case GroupTransport::CollectiveAcrossRanks: return collective + "-ranks";
   }
   return "host";
 }
 
-GroupTransport choose_group_transport(std::span<const GroupMember> members, bool nccl_built) {
-  bool all_cuda = !members.empty(), one_rank = true;
+GroupChoice choose_group_transport(std::span<const GroupMember> members,
+                                   const std::function<bool(const std::string&)>& available) {
+  bool shared = !members.empty() && !members.front().collective.empty(), one_rank = true;
   for (const GroupMember& m : members) {
-    all_cuda = all_cuda && m.kind == DeviceKind::Cuda;
+    shared = shared && m.collective == members.front().collective;
     one_rank = one_rank && m.rank == members.front().rank;
   }
-  const bool nccl = all_cuda && members.size() > 1 && nccl_built;
-  if (one_rank) return nccl ? GroupTransport::Nccl : GroupTransport::Host;
-  return nccl ? GroupTransport::NcclAcrossRanks : GroupTransport::HostAndMpi;
+  const bool collective = shared && members.size() > 1 && available(members.front().collective);
+  GroupChoice c;
+  if (collective) c.collective = members.front().collective;
+  if (one_rank) c.transport = collective ? GroupTransport::Collective : GroupTransport::Host;
+  else c.transport = collective ? GroupTransport::CollectiveAcrossRanks : GroupTransport::HostAndMpi;
+  return c;
 }
 
 }  // namespace strata::comm

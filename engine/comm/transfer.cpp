@@ -21,7 +21,7 @@ const char* route_name(Route route) {
 namespace {
 // Through a packed host buffer: the source's copy out, then the destination's copy in (each side
 // pays its own link).
-Expected<Route> staged(exec::Device& src_dev, exec::Device& dst_dev, const exec::Copy2D& c) {
+Expected<Route> staged(backend::Device& src_dev, backend::Device& dst_dev, const backend::Copy2D& c) {
   std::vector<uint8_t> staging(c.width * c.height);
   STRATA_RETURN_IF_ERROR(src_dev.copy_to_host({c.src, c.src_pitch, staging.data(), c.width, c.width, c.height}));
   STRATA_RETURN_IF_ERROR(dst_dev.copy_from_host({staging.data(), c.width, c.dst, c.dst_pitch, c.width, c.height}));
@@ -29,7 +29,7 @@ Expected<Route> staged(exec::Device& src_dev, exec::Device& dst_dev, const exec:
 }
 }  // namespace
 
-Expected<Route> copy(exec::Device* src_dev, exec::Device* dst_dev, const exec::Copy2D& c) {
+Expected<Route> copy(backend::Device* src_dev, backend::Device* dst_dev, const backend::Copy2D& c) {
   if (c.width == 0 || c.height == 0) return Route::Local;
   const bool src_host = !src_dev || src_dev->host_visible();
   const bool dst_host = !dst_dev || dst_dev->host_visible();
@@ -60,7 +60,7 @@ Expected<Route> copy(exec::Device* src_dev, exec::Device* dst_dev, const exec::C
     } else if (src_dev && src_dev->info().simulated) {
       STRATA_RETURN_IF_ERROR(src_dev->copy_to_host(c));
     } else {
-      exec::Device* any = src_dev ? src_dev : dst_dev;
+      backend::Device* any = src_dev ? src_dev : dst_dev;
       if (any) {
         STRATA_RETURN_IF_ERROR(any->copy_within(c));
       } else {

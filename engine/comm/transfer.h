@@ -8,7 +8,7 @@
 #include <cstddef>
 
 #include "engine/core/status.h"
-#include "engine/exec/device.h"
+#include "engine/backend/device.h"
 
 namespace strata::comm {
 
@@ -16,6 +16,6 @@ enum class Route { Local, HostCopy, ToHost, FromHost, Peer, Staged };
 const char* route_name(Route route);
 
 // src_device / dst_device: where copy.src / copy.dst live; null means plain host memory.
-Expected<Route> copy(exec::Device* src_device, exec::Device* dst_device, const exec::Copy2D& copy);
+Expected<Route> copy(backend::Device* src_device, backend::Device* dst_device, const backend::Copy2D& copy);
 
 }  // namespace strata::comm

@@ -1,15 +1,16 @@
-// engine/core/device_info.cpp — names of the device kinds (as in placements, the API and the CLI).
+// engine/core/device_info.cpp — the capability queries of DeviceCaps.
 #include "engine/core/device_info.h"
+
+#include <algorithm>
 
 namespace strata {
 
-const char* device_kind_name(DeviceKind kind) {
-  switch (kind) {
-    case DeviceKind::Cpu: return "cpu";
-    case DeviceKind::Simulated: return "sim";
-    case DeviceKind::Cuda: return "cuda";
-  }
-  return "?";
+bool DeviceCaps::keeps_kv(kernels::DType t) const {
+  return std::find(kv_types.begin(), kv_types.end(), t) != kv_types.end();
+}
+
+bool DeviceCaps::takes_weights(kernels::DType t) const {
+  return weight_types.empty() || std::find(weight_types.begin(), weight_types.end(), t) != weight_types.end();
 }
 
 }  // namespace strata

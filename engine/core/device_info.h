@@ -1,23 +1,48 @@
 // engine/core/device_info.h — what the planner, the executor and the UI know about a device:
-// identity, memory, and the declared or measured speeds the cost model uses. Plain data; no
-// behaviour. It lives in core/ so that plan/ (which reads it) and exec/ (which fills it) both stand
-// on it without plan/ including exec/.
+// identity, memory, capabilities and the declared or measured speeds the cost model uses. Plain
+// data; no behaviour. It lives in core/ so that plan/ (which reads it) and backend/ (which fills it)
+// both stand on it without plan/ including backend/.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/dtype.h"
+
 namespace strata {
 
-enum class DeviceKind { Cpu, Simulated, Cuda };
-const char* device_kind_name(DeviceKind kind);  // "cpu", "sim", "cuda"
+// What a device can do, as data. Every backend states its own (engine/backend/<name>/); the
+// planner, comm/, serve/, the CLI and the UI read these and never ask which backend a device
+// belongs to, so a new backend is its folder and a registration line, not edits across the engine.
+struct DeviceCaps {
+  // The host may read and write the device's buffers directly (cpu, sim). Otherwise buffers are
+  // device memory, reached through the device's copy calls (cuda).
+  bool host_memory = true;
+  // The machine's CPU itself: the planner's fallback, placed last; it runs the engine, so it
+  // cannot be given up as lost.
+  bool host_cpu = false;
+  // Reads weights where they lie in the mapped model file instead of a copy in its own memory.
+  bool reads_weights_in_place = false;
+  // KV cache element types this device keeps (kernels/cpu/attention.h: f32, f16, q8_0 on host devices).
+  std::vector<kernels::DType> kv_types;
+  // Weight types its matrix products take; empty: every type the engine reads.
+  std::vector<kernels::DType> weight_types;
+  // Copies straight to other devices of its backend (peer access; DeviceInfo::peers lists which).
+  bool peer_access = false;
+  // An all-reduce the backend runs between its own devices ("nccl"), or "" (the host reduces).
+  std::string collective;
+
+  bool keeps_kv(kernels::DType t) const;
+  bool takes_weights(kernels::DType t) const;
+};
 
 struct DeviceInfo {
   std::string id;            // unique, as used in placements: "cpu", "gpu0", "cuda0"
-  DeviceKind kind = DeviceKind::Cpu;
+  std::string backend;       // the backend that opened it, as in --devices: "cpu", "sim", "cuda"
   std::string name;          // human: "sim-gpu0 24 GiB (simulated)", "NVIDIA H200"
   bool simulated = false;
+  DeviceCaps caps;
   uint64_t bytes_total = 0;  // capacity the engine may use
   uint64_t bytes_free = 0;   // at the time of the query
   double bandwidth_gbps = 0; // memory read bandwidth, GB/s (1e9 bytes)
@@ -28,7 +53,7 @@ struct DeviceInfo {
   int threads = 1;           // host threads doing this device's work (CPU, simulated)
   // Real GPUs only (empty elsewhere):
   std::string compute_capability;     // "9.0"
-  int ordinal = -1;                   // CUDA device ordinal
+  int ordinal = -1;                   // the device's number in its backend (CUDA ordinal)
   std::vector<std::string> peers;     // ids of devices this one reads and writes directly (peer access)
   bool failed = false;                // met a sticky error; see Device::failure()
   std::string failure;

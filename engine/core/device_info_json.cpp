@@ -1,14 +1,47 @@
 // engine/core/device_info_json.cpp — DeviceInfo to and from JSON (see device_info_json.h).
 #include "engine/core/device_info_json.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace strata {
 
+namespace {
+
+nlohmann::json type_names(const std::vector<kernels::DType>& types) {
+  nlohmann::json out = nlohmann::json::array();
+  for (kernels::DType t : types) out.push_back(kernels::dtype_name(t));
+  return out;
+}
+
+Expected<std::vector<kernels::DType>> types_from_names(const nlohmann::json& names, const char* what) {
+  std::vector<kernels::DType> out;
+  for (const nlohmann::json& n : names) {
+    const std::string name = n.get<std::string>();
+    const std::optional<kernels::DType> t = kernels::dtype_from_name(name);
+    if (!t) return Error{Code::Corrupt, std::string("device description: unknown type '") + name + "' in caps." + what};
+    out.push_back(*t);
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json device_caps_json(const DeviceCaps& c) {
+  return {{"host_memory", c.host_memory},
+          {"host_cpu", c.host_cpu},
+          {"reads_weights_in_place", c.reads_weights_in_place},
+          {"kv_types", type_names(c.kv_types)},
+          {"weight_types", type_names(c.weight_types)},
+          {"peer_access", c.peer_access},
+          {"collective", c.collective}};
+}
+
 nlohmann::json device_info_json(const DeviceInfo& i) {
   return {{"id", i.id},
-          {"kind", device_kind_name(i.kind)},
+          {"kind", i.backend},
+          {"caps", device_caps_json(i.caps)},
           {"name", i.name},
           {"simulated", i.simulated},
           {"bytes_total", i.bytes_total},
@@ -32,12 +65,16 @@ Expected<DeviceInfo> device_info_from_json(const nlohmann::json& j) {
   try {
     DeviceInfo i;
     i.id = j.at("id").get<std::string>();
-    const std::string kind = j.at("kind").get<std::string>();
-    bool known = false;
-    for (DeviceKind k : {DeviceKind::Cpu, DeviceKind::Simulated, DeviceKind::Cuda}) {
-      if (kind == device_kind_name(k)) i.kind = k, known = true;
-    }
-    if (!known) return Error{Code::Corrupt, "device description: unknown kind '" + kind + "'"};
+    i.backend = j.at("kind").get<std::string>();
+    if (i.backend.empty()) return Error{Code::Corrupt, "device description: empty kind"};
+    const nlohmann::json& caps = j.at("caps");
+    i.caps.host_memory = caps.at("host_memory").get<bool>();
+    i.caps.host_cpu = caps.at("host_cpu").get<bool>();
+    i.caps.reads_weights_in_place = caps.at("reads_weights_in_place").get<bool>();
+    STRATA_ASSIGN_OR_RETURN(i.caps.kv_types, types_from_names(caps.at("kv_types"), "kv_types"));
+    STRATA_ASSIGN_OR_RETURN(i.caps.weight_types, types_from_names(caps.at("weight_types"), "weight_types"));
+    i.caps.peer_access = caps.at("peer_access").get<bool>();
+    i.caps.collective = caps.at("collective").get<std::string>();
     i.name = j.at("name").get<std::string>();
     i.simulated = j.at("simulated").get<bool>();
     i.bytes_total = j.at("bytes_total").get<uint64_t>();

@@ -1,6 +1,6 @@
 // engine/core/device_info_json.h — DeviceInfo as JSON, one form for everyone who sends it: the HTTP
 // API's device lists (GET /strata/v1/devices, `strata-engine devices --json`) and the ranks'
-// start-up handshake under mpirun (exec/cluster).
+// start-up handshake under mpirun (dist/cluster).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -10,11 +10,14 @@
 
 namespace strata {
 
-// {"id","kind":"cpu|sim|cuda","name","simulated","bytes_total","bytes_free","bandwidth_gbps","tflops",
+// {"caps": {"host_memory","host_cpu","reads_weights_in_place","kv_types":[names],"weight_types":[names]
+//  ([]: every type),"peer_access","collective":"nccl"|""}}: DeviceCaps.
+nlohmann::json device_caps_json(const DeviceCaps& caps);
+// {"id","kind":"cpu|sim|cuda" (the backend),"caps":device_caps_json,"name","simulated","bytes_total","bytes_free","bandwidth_gbps","tflops",
 //  "link_gbps","link_latency_us","runtime_overhead_bytes","threads","compute_capability","ordinal",
 //  "peers":[ids],"failed","failure","rank","host"}. failure is "" unless failed.
 nlohmann::json device_info_json(const DeviceInfo& info);
-// The inverse; Corrupt names the field that is missing or of the wrong type (or an unknown kind).
+// The inverse; Corrupt names the field that is missing or of the wrong type (or an unknown type name in caps).
 Expected<DeviceInfo> device_info_from_json(const nlohmann::json& j);
 
 }  // namespace strata

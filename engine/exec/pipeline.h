@@ -27,9 +27,9 @@
 
 #include "engine/comm/communicator.h"
 #include "engine/core/status.h"
-#include "engine/exec/device.h"
+#include "engine/backend/device.h"
 #include "engine/exec/device_worker.h"
-#include "engine/exec/block_forward.h"
+#include "engine/arch/block_forward.h"
 #include "engine/exec/placed_weights.h"
 #include "engine/exec/rank_bridge.h"
 #include "engine/model/model.h"
@@ -46,7 +46,7 @@ class Pipeline {
   // (Device::remote_rank() >= 0) are placed and run there: on rank 0 (the driver) a stage on them
   // is a call to that rank; on the other ranks (workers) only their own devices are built and the
   // driver's calls come in through serve_stage.
-  static Expected<std::unique_ptr<Pipeline>> create(const model::Model& model, std::vector<Device*> devices,
+  static Expected<std::unique_ptr<Pipeline>> create(const model::Model& model, std::vector<backend::Device*> devices,
                                                     const plan::Placement& placement,
                                                     trace::Recorder* recorder = nullptr, RankBridge* ranks = nullptr);
   ~Pipeline();
@@ -87,7 +87,7 @@ class Pipeline {
   // with the same memory on every device, and the error says why.
   Expected<int64_t> apply(const plan::Placement& placement, KvOnApply kv = KvOnApply::Copy);
   // Every device the pipeline may place on (the ones given to create()).
-  const std::vector<Device*>& devices() const { return devices_; }
+  const std::vector<backend::Device*>& devices() const { return devices_; }
   // Ids of the devices the current placement uses that have failed (Device::failed()).
   std::vector<std::string> failed_devices() const;
 
@@ -108,7 +108,7 @@ class Pipeline {
   std::chrono::milliseconds device_timeout() const { return std::chrono::milliseconds(device_timeout_ms_.load()); }
 
   // Per device: bytes held, by use (what the planner's estimate is checked against).
-  std::map<std::string, MemoryUse> memory_by_device() const;
+  std::map<std::string, backend::MemoryUse> memory_by_device() const;
   // Per device: weight bytes of the blocks by part (attention, FFN part, routed experts), from the
   // buffers placed for each (what plan::DeviceMemory's attention_bytes, ffn_bytes and
   // experts_bytes predict). Devices holding no block part are absent.
@@ -123,10 +123,10 @@ class Pipeline {
   struct MicroBatch;
   struct RuntimeSet;
 
-  Pipeline(const model::Model& model, std::vector<Device*> devices, trace::Recorder* recorder);
+  Pipeline(const model::Model& model, std::vector<backend::Device*> devices, trace::Recorder* recorder);
 
   // --- building (pipeline_build.cpp) ---
-  Expected<Device*> device(const std::string& id) const;
+  Expected<backend::Device*> device(const std::string& id) const;
   Expected<std::unique_ptr<LayerSlot>> build_layer(int64_t index, const plan::LayerPlacement& where);
   Status place_parts(LayerSlot& slot, int64_t index);
   // Device runtimes (ops, scratch, embedding/head copies) and stages for `layers` under `placement`.
@@ -154,15 +154,15 @@ class Pipeline {
   std::vector<SeqRows> seq_rows(const LayerSlot& slot, size_t member, const MicroBatch& mb) const;
   // The head over the last row of every part of mb that wants logits, copied to their hosts.
   Status run_head(DeviceRuntime& rt, MicroBatch& mb, trace::Recorder* rec);
-  int32_t lane_of(const Device* d) const;
+  int32_t lane_of(const backend::Device* d) const;
   int32_t lane_named(const std::string& id) const;
-  bool local(const Device* d) const { return d->remote_rank() < 0; }
+  bool local(const backend::Device* d) const { return d->remote_rank() < 0; }
   // Waits for `done`, work submitted to rt's worker, under the device timeout (see
   // set_device_timeout): Device error (and rt's device marked failed) when it ran out.
   Status await_work(DeviceRuntime& rt, std::future<void>& done);
 
   const model::Model& model_;
-  std::vector<Device*> devices_;
+  std::vector<backend::Device*> devices_;
   trace::Recorder* recorder_;
   RankBridge* ranks_ = nullptr;  // null: one process
   plan::Placement placement_;

@@ -9,17 +9,17 @@
 
 namespace strata::exec {
 
-Pipeline::Pipeline(const model::Model& model, std::vector<Device*> devices, trace::Recorder* recorder)
+Pipeline::Pipeline(const model::Model& model, std::vector<backend::Device*> devices, trace::Recorder* recorder)
     : model_(model), devices_(std::move(devices)), recorder_(recorder) {}
 
 Pipeline::~Pipeline() { stop_stages(); }
 
-Expected<Device*> Pipeline::device(const std::string& id) const {
-  for (Device* d : devices_) {
+Expected<backend::Device*> Pipeline::device(const std::string& id) const {
+  for (backend::Device* d : devices_) {
     if (d->id() == id) return d;
   }
   std::string known;
-  for (Device* d : devices_) known += (known.empty() ? "" : ", ") + d->id();
+  for (backend::Device* d : devices_) known += (known.empty() ? "" : ", ") + d->id();
   return Error{Code::NotFound, "placement names device '" + id + "', which is not among: " + known};
 }
 
@@ -29,7 +29,7 @@ std::vector<Pipeline::LayerSlot*> Pipeline::layer_list() const {
   return out;
 }
 
-Expected<std::unique_ptr<Pipeline>> Pipeline::create(const model::Model& model, std::vector<Device*> devices,
+Expected<std::unique_ptr<Pipeline>> Pipeline::create(const model::Model& model, std::vector<backend::Device*> devices,
                                                      const plan::Placement& placement, trace::Recorder* recorder,
                                                      RankBridge* ranks) {
   const model::ModelConfig& c = model.config();
@@ -75,15 +75,15 @@ Expected<std::unique_ptr<Pipeline::LayerSlot>> Pipeline::build_layer(int64_t ind
   auto slot = std::make_unique<LayerSlot>();
   slot->where = where;
   for (const std::string& id : where.target.devices) {
-    STRATA_ASSIGN_OR_RETURN(Device * d, device(id));
+    STRATA_ASSIGN_OR_RETURN(backend::Device * d, device(id));
     if (d->failed()) return Error{Code::Device, "layer " + std::to_string(index) + ": device '" + id + "' has failed: " + d->failure()};
     slot->members.push_back(d);
   }
   if (slot->members.empty()) return Error{Code::InvalidArgument, "layer " + std::to_string(index) + " has no device"};
   if (!where.kv_device.empty()) {
     // A KV cache is read by its layer's members directly: it stays on their rank.
-    STRATA_ASSIGN_OR_RETURN(Device * kv_dev, device(where.kv_device));
-    for (Device* m : slot->members) {
+    STRATA_ASSIGN_OR_RETURN(backend::Device * kv_dev, device(where.kv_device));
+    for (backend::Device* m : slot->members) {
       if (m->remote_rank() != kv_dev->remote_rank())
         return Error{Code::Unsupported, "layer " + std::to_string(index) + ": device '" + m->id() +
                                             "' cannot read a KV cache kept on '" + kv_dev->id() + "' (another rank)"};
@@ -95,15 +95,19 @@ Expected<std::unique_ptr<Pipeline::LayerSlot>> Pipeline::build_layer(int64_t ind
     slot->shards = {plan::whole_layer(c)};
   }
   for (size_t i = 0; i < slot->members.size(); ++i) {
-    Device& d = *slot->members[i];
+    backend::Device& d = *slot->members[i];
     if (!local(&d)) {  // placed by its own rank
       slot->weights.emplace_back();
       continue;
     }
-    for (const model::TensorView* t : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down}) {
-      if (!d.supports(t->type))
+    // The dense matrices (the arch table's; place_shard checks the mixture-of-experts ones).
+    for (const model::LayerTensor& row : model::layer_tensors()) {
+      const model::TensorView& t = lw.*row.view;
+      const bool dense = row.need == model::Need::Always || row.need == model::Need::Dense;
+      if (!dense || row.kind != model::TensorKind::Matrix) continue;
+      if (!d.supports(t.type))
         return Error{Code::Unsupported, "layer " + std::to_string(index) + ": device '" + d.id() + "' cannot run " +
-                                            kernels::dtype_name(t->type) + " weights ('" + t->name + "')"};
+                                            kernels::dtype_name(t.type) + " weights ('" + t.name + "')"};
     }
     // A block in parts: the members hold its attention, and its FFN part and experts unless
     // those are placed apart (place_parts).
@@ -120,7 +124,7 @@ Expected<std::unique_ptr<Pipeline::LayerSlot>> Pipeline::build_layer(int64_t ind
   const int64_t n_ctx = placement_.n_ctx, n_seq = placement_.n_seq;
   slot->shared_kv = !where.kv_device.empty();
   slot->kv_type = placement_.kv_type;
-  auto add_kv = [&](Device* d, const plan::LayerShard& shard) -> Status {
+  auto add_kv = [&](backend::Device* d, const plan::LayerShard& shard) -> Status {
     if (!local(d)) {  // kept by its own rank
       slot->kv_devices.push_back(d);
       slot->kv_buffers.push_back(nullptr);
@@ -130,17 +134,17 @@ Expected<std::unique_ptr<Pipeline::LayerSlot>> Pipeline::build_layer(int64_t ind
       return Error{Code::Unsupported, "layer " + std::to_string(index) + ": device '" + d->id() + "' cannot keep a " +
                                           kernels::dtype_name(slot->kv_type) + " KV cache"};
     const uint64_t bytes = plan::shard_kv_bytes(c, shard, n_ctx, n_seq, placement_.kv_type);
-    STRATA_ASSIGN_OR_RETURN(auto buf, d->allocate(bytes, BufferUse::KvCache));
+    STRATA_ASSIGN_OR_RETURN(auto buf, d->allocate(bytes, backend::BufferUse::KvCache));
     STRATA_RETURN_IF_ERROR(d->fill_zero(buf->data(), bytes));
     slot->kv_devices.push_back(d);
     slot->kv_buffers.push_back(std::move(buf));
     return {};
   };
   if (slot->shared_kv) {
-    STRATA_ASSIGN_OR_RETURN(Device * kv_dev, device(where.kv_device));
+    STRATA_ASSIGN_OR_RETURN(backend::Device * kv_dev, device(where.kv_device));
     // Members read the shared cache directly, so it must live where they all can: on a host
     // device when any member computes on the host, or on the member itself.
-    for (Device* m : slot->members) {
+    for (backend::Device* m : slot->members) {
       if (m != kv_dev && (m->host_visible() != kv_dev->host_visible() || !m->host_visible()))
         return Error{Code::Unsupported, "layer " + std::to_string(index) + ": device '" + m->id() +
                                             "' cannot read a KV cache kept on '" + kv_dev->id() + "'"};
@@ -160,12 +164,12 @@ Status Pipeline::place_parts(LayerSlot& slot, int64_t index) {
   if (!where.has_parts()) return {};
   const model::ModelConfig& c = model_.config();
   const model::LayerWeights& lw = model_.weights().layers[static_cast<size_t>(index)];
-  auto part_device = [&](const std::string& id, const char* part) -> Expected<Device*> {
-    STRATA_ASSIGN_OR_RETURN(Device * d, device(id));
+  auto part_device = [&](const std::string& id, const char* part) -> Expected<backend::Device*> {
+    STRATA_ASSIGN_OR_RETURN(backend::Device * d, device(id));
     if (d->failed())
       return Error{Code::Device, "layer " + std::to_string(index) + " " + part + ": device '" + id + "' has failed: " +
                                      d->failure()};
-    if (!local(d) || std::any_of(slot.members.begin(), slot.members.end(), [](Device* m) { return m->remote_rank() >= 0; }))
+    if (!local(d) || std::any_of(slot.members.begin(), slot.members.end(), [](backend::Device* m) { return m->remote_rank() >= 0; }))
       return Error{Code::Unsupported, "layer " + std::to_string(index) + ": parts of a block on another rank's device ('" +
                                           id + "') are not supported; place the whole block there"};
     return d;
@@ -206,9 +210,9 @@ Expected<std::unique_ptr<Pipeline::RuntimeSet>> Pipeline::build_runtimes(const p
     bool layers = false, head = false, embed = false;
     plan::LayerShard widest;
   };
-  std::map<Device*, Needs> needs;
-  STRATA_ASSIGN_OR_RETURN(Device * embed_dev, device(placement.embedding.devices[0]));
-  STRATA_ASSIGN_OR_RETURN(Device * head_dev, device(placement.head.devices[0]));
+  std::map<backend::Device*, Needs> needs;
+  STRATA_ASSIGN_OR_RETURN(backend::Device * embed_dev, device(placement.embedding.devices[0]));
+  STRATA_ASSIGN_OR_RETURN(backend::Device * head_dev, device(placement.head.devices[0]));
   needs[embed_dev].embed = true;
   needs[head_dev].head = true;
   // Scratch by the parts each device runs (plan::estimate_memory widens the same way).
@@ -233,11 +237,11 @@ Expected<std::unique_ptr<Pipeline::RuntimeSet>> Pipeline::build_runtimes(const p
   // Devices that only hold KV caches still carry their runtime overhead.
   for (const LayerSlot* slot : layers) {
     if (!slot->shared_kv) continue;
-    Device* kv_dev = slot->kv_devices[0];
+    backend::Device* kv_dev = slot->kv_devices[0];
     if (needs.count(kv_dev) || set->kv_only_overhead.count(kv_dev)) continue;
     const uint64_t overhead = kv_dev->info().runtime_overhead_bytes;
     if (overhead == 0) continue;
-    STRATA_ASSIGN_OR_RETURN(auto buf, kv_dev->adopt(nullptr, overhead, BufferUse::Overhead));
+    STRATA_ASSIGN_OR_RETURN(auto buf, kv_dev->adopt(nullptr, overhead, backend::BufferUse::Overhead));
     set->kv_only_overhead[kv_dev] = std::move(buf);
   }
   for (auto& [dev, need] : needs) {
@@ -253,7 +257,7 @@ Expected<std::unique_ptr<Pipeline::RuntimeSet>> Pipeline::build_runtimes(const p
       continue;
     }
     if (info.runtime_overhead_bytes > 0) {
-      STRATA_ASSIGN_OR_RETURN(auto buf, dev->adopt(nullptr, info.runtime_overhead_bytes, BufferUse::Overhead));
+      STRATA_ASSIGN_OR_RETURN(auto buf, dev->adopt(nullptr, info.runtime_overhead_bytes, backend::BufferUse::Overhead));
       rt->buffers.push_back(std::move(buf));
     }
     if (need.embed) {
@@ -274,17 +278,17 @@ Expected<std::unique_ptr<Pipeline::RuntimeSet>> Pipeline::build_runtimes(const p
     rt->layout = plan::scratch_layout(c, need.widest, need.layers, need.head, placement.max_batch, placement.n_ctx,
                                       placement.n_seq, info.threads);
     const uint64_t float_bytes = static_cast<uint64_t>(rt->layout.floats()) * sizeof(float);
-    STRATA_ASSIGN_OR_RETURN(auto scratch, dev->allocate(float_bytes, BufferUse::Scratch));
+    STRATA_ASSIGN_OR_RETURN(auto scratch, dev->allocate(float_bytes, backend::BufferUse::Scratch));
     float* base = scratch->floats();
     rt->buffers.push_back(std::move(scratch));
     // The quantized-activation buffer of host backends lives inside their Ops, reserved to this
     // size; other backends allocate (and account) their own workspaces through the device.
     if (dev->host_visible()) {
-      STRATA_ASSIGN_OR_RETURN(auto mm, dev->adopt(nullptr, static_cast<size_t>(rt->layout.matmul_bytes), BufferUse::Scratch));
+      STRATA_ASSIGN_OR_RETURN(auto mm, dev->adopt(nullptr, static_cast<size_t>(rt->layout.matmul_bytes), backend::BufferUse::Scratch));
       rt->buffers.push_back(std::move(mm));
     }
     const ScratchViews views = carve_scratch(base, rt->layout, info.threads);
-    OpsWorkspace ws;
+    backend::OpsWorkspace ws;
     ws.scores = views.scores;
     ws.scores_per_thread = views.scores_per_thread;
     ws.matmul_bytes = static_cast<size_t>(rt->layout.matmul_bytes);
@@ -307,7 +311,7 @@ Expected<std::unique_ptr<Pipeline::RuntimeSet>> Pipeline::build_runtimes(const p
             stage_kv != s.kv_device) {
           auto st = std::make_unique<StageRuntime>();
           for (const std::string& id : u.target.devices) {
-            STRATA_ASSIGN_OR_RETURN(Device * d, device(id));
+            STRATA_ASSIGN_OR_RETURN(backend::Device * d, device(id));
             st->members.push_back(set->runtimes.at(d).get());
           }
           stages.push_back(std::move(st));
@@ -317,7 +321,7 @@ Expected<std::unique_ptr<Pipeline::RuntimeSet>> Pipeline::build_runtimes(const p
       }
     }
   }
-  auto single_on = [](const StageRuntime& st, const Device* d) {
+  auto single_on = [](const StageRuntime& st, const backend::Device* d) {
     return st.members.size() == 1 && st.members[0]->device == d;
   };
   if (!stages.empty() && single_on(*stages.front(), embed_dev)) {
@@ -342,9 +346,9 @@ Expected<std::unique_ptr<Pipeline::RuntimeSet>> Pipeline::build_runtimes(const p
   const int self = ranks_ ? ranks_->rank() : 0;
   for (size_t si = 0; si < stages.size(); ++si) {
     StageRuntime& st = *stages[si];
-    std::vector<Device*> local_devices;
+    std::vector<backend::Device*> local_devices;
     for (size_t i = 0; i < st.members.size(); ++i) {
-      Device* d = st.members[i]->device;
+      backend::Device* d = st.members[i]->device;
       if (local(d)) {
         st.local.push_back(st.members[i]);
         st.local_index.push_back(i);
@@ -366,7 +370,7 @@ Expected<std::unique_ptr<Pipeline::RuntimeSet>> Pipeline::build_runtimes(const p
     // The tag: the same on every member rank (they build the same placement), different per stage.
     const int tag = static_cast<int>(std::hash<std::string>{}(plan::to_json(placement).dump()) % 100) * 256 +
                     static_cast<int>(si % 256);
-    std::vector<Device*> member_devices;
+    std::vector<backend::Device*> member_devices;
     for (DeviceRuntime* m : st.members) member_devices.push_back(m->device);
     STRATA_ASSIGN_OR_RETURN(st.comm, ranks_->group_communicator(member_devices, group, tag));
   }
@@ -395,11 +399,11 @@ Status Pipeline::copy_kv(const LayerSlot& from, const LayerSlot& to) {
     for (size_t f = 0; f < from.members.size(); ++f) {
       const KvView src = kv_view(from, f, seq);
       const plan::LayerShard& fs = from.shards[f];
-      Device* src_dev = from.kv_devices[from.shared_kv ? 0 : f];
+      backend::Device* src_dev = from.kv_devices[from.shared_kv ? 0 : f];
       if (!local(src_dev)) continue;  // another rank's part: that rank copies it
       for (size_t t = 0; t < to.members.size(); ++t) {
         const plan::LayerShard& ts = to.shards[t];
-        Device* dst_dev = to.kv_devices[to.shared_kv ? 0 : t];
+        backend::Device* dst_dev = to.kv_devices[to.shared_kv ? 0 : t];
         if (!local(dst_dev))
           return Error{Code::Unsupported, "moving a live KV cache from '" + src_dev->id() + "' to '" + dst_dev->id() +
                                               "' on another rank"};
@@ -407,7 +411,7 @@ Status Pipeline::copy_kv(const LayerSlot& from, const LayerSlot& to) {
         const int64_t h0 = std::max(fs.kv_head_begin, ts.kv_head_begin), h1 = std::min(fs.kv_head_end, ts.kv_head_end);
         if (h0 >= h1) continue;
         for (int kv = 0; kv < 2; ++kv) {
-          Copy2D c;
+          backend::Copy2D c;
           c.src = static_cast<const uint8_t*>(kv == 0 ? src.k : src.v) + bytes((h0 - fs.kv_head_begin) * hd);
           c.dst = static_cast<uint8_t*>(kv == 0 ? dst.k : dst.v) + bytes((h0 - ts.kv_head_begin) * hd);
           c.src_pitch = bytes(src.stride);
@@ -553,7 +557,7 @@ Expected<int64_t> Pipeline::apply(const plan::Placement& next, KvOnApply kv) {
 
 std::vector<std::string> Pipeline::failed_devices() const {
   std::vector<std::string> out;
-  for (const Device* d : devices_) {
+  for (const backend::Device* d : devices_) {
     if (!d->failed()) continue;
     bool used = false;
     for (const plan::LayerPlacement& lp : placement_.layers) {
@@ -569,9 +573,9 @@ std::vector<std::string> Pipeline::failed_devices() const {
   return out;
 }
 
-std::map<std::string, MemoryUse> Pipeline::memory_by_device() const {
-  std::map<std::string, MemoryUse> out;
-  for (const Device* d : devices_) out[d->id()] = d->memory_use();
+std::map<std::string, backend::MemoryUse> Pipeline::memory_by_device() const {
+  std::map<std::string, backend::MemoryUse> out;
+  for (const backend::Device* d : devices_) out[d->id()] = d->memory_use();
   return out;
 }
 
@@ -595,7 +599,7 @@ void Pipeline::snapshot_memory() const {
   const double used_fraction =
       static_cast<double>(live) / static_cast<double>(placement_.n_ctx * placement_.n_seq);
   for (const auto& [dev, rt] : runtime_->runtimes) {
-    const MemoryUse m = dev->memory_use();
+    const backend::MemoryUse m = dev->memory_use();
     trace::MemorySnapshot s;
     s.lane = rt->lane;
     s.time_ns = recorder_->now_ns();

@@ -13,7 +13,9 @@
 
 #include "engine/backend/ops.h"
 #include "engine/comm/communicator.h"
-#include "engine/exec/block_forward.h"
+#include "engine/arch/block_forward.h"
+#include "engine/exec/scratch_views.h"
+#include "engine/plan/scratch_layout.h"
 #include "engine/exec/device_worker.h"
 #include "engine/exec/pipeline.h"
 
@@ -21,34 +23,34 @@ namespace strata::exec {
 
 struct Pipeline::LayerSlot {
   plan::LayerPlacement where;
-  std::vector<Device*> members;
+  std::vector<backend::Device*> members;
   std::vector<plan::LayerShard> shards;
   std::vector<ShardWeights> weights;
   BufferList weight_buffers;
   // KV: shared_kv -> one buffer on the KV device with the whole layer, [2][n_seq][n_ctx][kv_dim];
   // else one buffer per member with its shard, [2][n_seq][n_ctx][local kv dim]. Elements: kv_type.
   bool shared_kv = false;
-  std::vector<Device*> kv_devices;  // the device of each kv_buffers entry
+  std::vector<backend::Device*> kv_devices;  // the device of each kv_buffers entry
   BufferList kv_buffers;
   kernels::DType kv_type = kernels::DType::F32;
   // Parts placed below the block (plan::LayerPlacement ffn_device / experts; docs/placement.md):
   // the FFN part's device and weights (null: with the members, in weights[]), and each routed
   // expert range's.
-  Device* ffn_device = nullptr;
+  backend::Device* ffn_device = nullptr;
   ShardWeights ffn_weights;
   struct ExpertPart {
-    Device* device = nullptr;
+    backend::Device* device = nullptr;
     int64_t begin = 0, end = 0;  // experts [begin, end)
     ShardWeights weights;
   };
   std::vector<ExpertPart> expert_parts;
   // Weight bytes each placement above charged, by device and part (part_bytes_by_device).
-  std::vector<std::pair<Device*, PartBytes>> charged;
+  std::vector<std::pair<backend::Device*, PartBytes>> charged;
 };
 
 // A device of another rank has a runtime with only its device and lane (its work runs there).
 struct Pipeline::DeviceRuntime {
-  Device* device = nullptr;
+  backend::Device* device = nullptr;
   int32_t lane = -1;
   std::unique_ptr<DeviceWorker> worker;
   BufferList buffers;  // embedding / head / rope copies, scratch, overhead
@@ -73,7 +75,7 @@ struct Pipeline::StageRuntime {
   std::vector<DeviceRuntime*> local;
   std::vector<size_t> local_index;
   std::vector<int> ranks;
-  std::unique_ptr<comm::Communicator> comm;  // tensor-parallel groups only (cross-rank: one over MPI)
+  std::unique_ptr<backend::Communicator> comm;  // tensor-parallel groups only (cross-rank: one over MPI)
   StageRuntime* next = nullptr;
   std::thread thread;
   std::mutex mutex;
@@ -102,7 +104,7 @@ struct Pipeline::MicroBatch {
   // routing of every row.
   std::vector<float> pending_update;
   MoeRouting routing;
-  const Device* holder = nullptr;   // device whose memory produced `hidden`
+  const backend::Device* holder = nullptr;   // device whose memory produced `hidden`
   // Several processes: >= 0 when the hidden state is not in `hidden` but was sent by that worker
   // rank straight to the next stage's rank(s), on hidden_tag (StageCall::forward_to).
   int hidden_rank = -1;
@@ -116,8 +118,8 @@ struct Pipeline::MicroBatch {
 // Everything a placement needs beyond the blocks' weights and KV: one runtime per device used,
 // the overhead of devices holding only KV, and the stages in order.
 struct Pipeline::RuntimeSet {
-  std::map<const Device*, std::unique_ptr<DeviceRuntime>> runtimes;
-  std::map<const Device*, std::unique_ptr<Buffer>> kv_only_overhead;
+  std::map<const backend::Device*, std::unique_ptr<DeviceRuntime>> runtimes;
+  std::map<const backend::Device*, std::unique_ptr<backend::Buffer>> kv_only_overhead;
   std::vector<std::unique_ptr<StageRuntime>> stages;
 };
 

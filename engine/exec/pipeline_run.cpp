@@ -130,7 +130,7 @@ KvView Pipeline::kv_view(const LayerSlot& slot, size_t member, int32_t seq) cons
   return v;
 }
 
-int32_t Pipeline::lane_of(const Device* d) const {
+int32_t Pipeline::lane_of(const backend::Device* d) const {
   if (!d || !runtime_) return -1;
   auto it = runtime_->runtimes.find(d);
   return it == runtime_->runtimes.end() ? -1 : it->second->lane;
@@ -249,7 +249,7 @@ Status Pipeline::run_local(StageRuntime& stage, MicroBatch& mb) {
 
 void Pipeline::mark_lost_rank_devices(int rank, const std::string& why) {
   if (!ranks_) return;
-  for (Device* d : devices_) {
+  for (backend::Device* d : devices_) {
     const int r = d->remote_rank();
     if (r >= 0 && ranks_->rank_lost(r) && !d->failed()) d->mark_failed(r == rank ? why : "rank " + std::to_string(r) + " is lost");
   }
@@ -284,7 +284,7 @@ Status Pipeline::run_remote(StageRuntime& stage, MicroBatch& mb, int rank, bool 
     call.forward_tag = ranks_->next_transfer_tag();
     call.forward_device = next->members.front()->device->id();
   }
-  Device* remote = nullptr;
+  backend::Device* remote = nullptr;
   for (DeviceRuntime* m : stage.members) {
     if (m->device->remote_rank() == rank && !remote) remote = m->device;
   }
@@ -586,7 +586,7 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
                                mb.seq(), mb.pos0(), mb.n);
         e.start_ns = t0;
         e.duration_ns = t1 - t0;
-        e.bytes = comm::Communicator::all_reduce_bytes_per_rank(count, k_all);
+        e.bytes = backend::Communicator::all_reduce_bytes_per_rank(count, k_all);
         recorder_->record(e);
       }
     }
@@ -785,13 +785,13 @@ Status Pipeline::copy_sequence(int32_t src, int32_t dst, int64_t n) {
         to.v = static_cast<uint8_t*>(to.v) - bytes(col);
       }
       for (int kv = 0; kv < 2; ++kv) {
-        Copy2D c;
+        backend::Copy2D c;
         c.src = kv == 0 ? from.k : from.v;
         c.dst = kv == 0 ? to.k : to.v;
         c.src_pitch = c.dst_pitch = bytes(from.stride);
         c.width = bytes(width);
         c.height = static_cast<size_t>(n);
-        Device* dev = slot->kv_devices[b];
+        backend::Device* dev = slot->kv_devices[b];
         auto route = comm::copy(dev, dev, c);
         if (!route.ok())
           return Error{route.error().code, "copying the KV cache of sequence " + std::to_string(src) + " to " +

@@ -9,7 +9,7 @@ namespace {
 
 using model::TensorView;
 
-bool reads_in_place(const Device& device) { return device.info().kind == DeviceKind::Cpu; }
+bool reads_in_place(const backend::Device& device) { return device.caps().reads_weights_in_place; }
 
 // Packs slices into host memory (the device buffer itself where the host can write it, else a
 // staging copy), in the order they are added; the views it returns point at device memory
@@ -89,14 +89,14 @@ class Packer {
 
 }  // namespace
 
-Expected<TensorView> place_tensor(Device& device, const TensorView& t, BufferList& keep) {
+Expected<TensorView> place_tensor(backend::Device& device, const TensorView& t, BufferList& keep) {
   if (!t.present()) return t;
   if (reads_in_place(device)) {
-    STRATA_ASSIGN_OR_RETURN(auto buf, device.adopt(t.data, t.n_bytes, BufferUse::Weights));
+    STRATA_ASSIGN_OR_RETURN(auto buf, device.adopt(t.data, t.n_bytes, backend::BufferUse::Weights));
     keep.push_back(std::move(buf));
     return t;
   }
-  STRATA_ASSIGN_OR_RETURN(auto buf, device.allocate(t.n_bytes, BufferUse::Weights));
+  STRATA_ASSIGN_OR_RETURN(auto buf, device.allocate(t.n_bytes, backend::BufferUse::Weights));
   TensorView out = t;
   STRATA_RETURN_IF_ERROR(device.copy_from_host({t.data, t.n_bytes, buf->data(), t.n_bytes, t.n_bytes, 1}));
   out.data = buf->data();
@@ -104,7 +104,7 @@ Expected<TensorView> place_tensor(Device& device, const TensorView& t, BufferLis
   return out;
 }
 
-Expected<ShardWeights> place_shard(Device& device, const model::ModelConfig& c, const model::LayerWeights& l,
+Expected<ShardWeights> place_shard(backend::Device& device, const model::ModelConfig& c, const model::LayerWeights& l,
                                    const plan::LayerShard& s, BufferList& keep, unsigned parts, PartBytes* charged) {
   ShardWeights w;
   const int64_t group = c.n_heads / c.n_kv_heads;
@@ -116,11 +116,14 @@ Expected<ShardWeights> place_shard(Device& device, const model::ModelConfig& c, 
   w.expert_begin = experts ? s.expert_begin : 0;
   w.expert_end = experts ? s.expert_end : 0;
   const plan::LayerShard whole = plan::whole_layer(c);
-  for (const TensorView* t : {&l.ffn_gate_inp, &l.ffn_gate_exps, &l.ffn_up_exps, &l.ffn_down_exps, &l.ffn_gate_shexp,
-                              &l.ffn_up_shexp, &l.ffn_down_shexp}) {
-    if (t->present() && !device.supports(t->type))
-      return Error{Code::Unsupported, "device '" + device.id() + "' cannot run " + kernels::dtype_name(t->type) +
-                                          " weights ('" + t->name + "')"};
+  // The mixture-of-experts matrices (the dense ones are checked by the pipeline for every member).
+  for (const model::LayerTensor& row : model::layer_tensors()) {
+    const TensorView& t = l.*row.view;
+    const bool moe_matrix = row.need == model::Need::Moe || row.need == model::Need::SharedExpert;
+    const bool matrix = row.kind == model::TensorKind::Matrix || row.kind == model::TensorKind::Experts;
+    if (moe_matrix && matrix && t.present() && !device.supports(t.type))
+      return Error{Code::Unsupported, "device '" + device.id() + "' cannot run " + kernels::dtype_name(t.type) +
+                                          " weights ('" + t.name + "')"};
   }
   if (s.expert_begin < 0 || s.expert_end < s.expert_begin || s.expert_end > c.n_expert)
     return Error{Code::InvalidArgument, "experts [" + std::to_string(s.expert_begin) + ", " +
@@ -137,13 +140,13 @@ Expected<ShardWeights> place_shard(Device& device, const model::ModelConfig& c, 
                         std::vector<TensorView*> views, uint64_t& charged_bytes) -> Status {
     if (bytes == 0) return {};
     if (uncut && reads_in_place(device)) {
-      STRATA_ASSIGN_OR_RETURN(auto buf, device.adopt(first, bytes, BufferUse::Weights));
+      STRATA_ASSIGN_OR_RETURN(auto buf, device.adopt(first, bytes, backend::BufferUse::Weights));
       charged_bytes += buf->size();
       keep.push_back(std::move(buf));
       in_place();
       return {};
     }
-    STRATA_ASSIGN_OR_RETURN(auto buf, device.allocate(bytes, BufferUse::Weights));
+    STRATA_ASSIGN_OR_RETURN(auto buf, device.allocate(bytes, backend::BufferUse::Weights));
     std::vector<uint8_t> staging;
     uint8_t* host = buf->host();
     if (!host) {
@@ -160,80 +163,86 @@ Expected<ShardWeights> place_shard(Device& device, const model::ModelConfig& c, 
     keep.push_back(std::move(buf));
     return {};
   };
+  // Each part from the arch table's rows of that part: in place, the mapping's views; packed, the
+  // part's vectors first, then its matrices (table order), each cut by the row's rule.
+  const auto part_views = [&](model::Part part) {
+    std::vector<TensorView*> views;
+    for (const model::LayerTensor& t : model::layer_tensors())
+      if (t.part == part) views.push_back(&(w.*t.view));
+    return views;
+  };
+  const auto pack_part = [&](Packer& p, model::Part part) {
+    for (const bool vectors : {true, false}) {
+      for (const model::LayerTensor& t : model::layer_tensors()) {
+        const bool vector = t.kind == model::TensorKind::Norm || t.kind == model::TensorKind::Bias;
+        if (t.part != part || vector != vectors) continue;
+        const TensorView& from = l.*t.view;
+        TensorView& to = w.*t.view;
+        if (!from.present()) {
+          to = from;
+          continue;
+        }
+        switch (t.cut) {
+          case model::Cut::Whole: to = p.whole(from); break;
+          case model::Cut::QRows: to = p.rows(from, q0, q1); break;
+          case model::Cut::KvRows: to = p.rows(from, k0, k1); break;
+          case model::Cut::QElems: to = p.elements(from, q0, q1); break;
+          case model::Cut::KvElems: to = p.elements(from, k0, k1); break;
+          case model::Cut::QCols: to = p.cols(from, q0, q1); break;
+          case model::Cut::FfRows: to = p.rows(from, s.ff_begin, s.ff_end); break;
+          case model::Cut::FfCols: to = p.cols(from, s.ff_begin, s.ff_end); break;
+          case model::Cut::ExpertRange: to = p.mats(from, s.expert_begin, s.expert_end); break;
+        }
+      }
+    }
+  };
+  // Where a part's bytes begin in the mapping, for the CPU's accounting: its first matrix.
+  const auto first_matrix = [&](model::Part part) -> const TensorView& {
+    for (const model::LayerTensor& t : model::layer_tensors()) {
+      const TensorView& v = l.*t.view;
+      if (t.part == part && t.kind != model::TensorKind::Norm && t.kind != model::TensorKind::Bias && v.present())
+        return v;
+    }
+    return l.wq;
+  };
+  const auto in_place = [&](model::Part part) {
+    for (const model::LayerTensor& t : model::layer_tensors())
+      if (t.part == part) w.*t.view = l.*t.view;
+  };
   if (attention) {
     const bool uncut = s.kv_head_begin == 0 && s.kv_head_end == whole.kv_head_end;
     STRATA_RETURN_IF_ERROR(place_part(
-        plan::shard_attention_bytes(c, l, s), uncut, l.wq.data,
-        [&] {
-          w.attn_norm = l.attn_norm, w.wq = l.wq, w.wk = l.wk, w.wv = l.wv, w.bq = l.bq, w.bk = l.bk, w.bv = l.bv;
-          w.wo = l.wo, w.q_norm = l.q_norm, w.k_norm = l.k_norm, w.post_attn_norm = l.post_attn_norm;
-        },
-        [&](Packer& p) {
-          w.attn_norm = p.elements(l.attn_norm, 0, c.n_embd);
-          w.q_norm = p.elements(l.q_norm, 0, hd);
-          w.k_norm = p.elements(l.k_norm, 0, hd);
-          w.post_attn_norm = p.elements(l.post_attn_norm, 0, c.n_embd);
-          w.bq = p.elements(l.bq, q0, q1);
-          w.bk = p.elements(l.bk, k0, k1);
-          w.bv = p.elements(l.bv, k0, k1);
-          w.wq = p.rows(l.wq, q0, q1);
-          w.wk = p.rows(l.wk, k0, k1);
-          w.wv = p.rows(l.wv, k0, k1);
-          w.wo = p.cols(l.wo, q0, q1);
-        },
-        {&w.attn_norm, &w.q_norm, &w.k_norm, &w.post_attn_norm, &w.bq, &w.bk, &w.bv, &w.wq, &w.wk, &w.wv, &w.wo},
+        plan::shard_attention_bytes(c, l, s), uncut, first_matrix(model::Part::Attention).data,
+        [&] { in_place(model::Part::Attention); },
+        [&](Packer& p) { pack_part(p, model::Part::Attention); }, part_views(model::Part::Attention),
         placed.attention));
   }
   if (ffn) {
     // An MoE block's FFN part (router, shared expert) is never cut; a dense one by its units.
     const bool uncut = l.is_moe() || (s.ff_begin == 0 && s.ff_end == whole.ff_end);
     STRATA_RETURN_IF_ERROR(place_part(
-        plan::shard_ffn_bytes(c, l, s), uncut, l.is_moe() ? l.ffn_gate_inp.data : l.w_gate.data,
-        [&] {
-          w.ffn_norm = l.ffn_norm, w.post_ffn_norm = l.post_ffn_norm, w.w_gate = l.w_gate, w.w_up = l.w_up;
-          w.w_down = l.w_down, w.ffn_gate_inp = l.ffn_gate_inp, w.ffn_gate_inp_shexp = l.ffn_gate_inp_shexp;
-          w.ffn_gate_shexp = l.ffn_gate_shexp, w.ffn_up_shexp = l.ffn_up_shexp, w.ffn_down_shexp = l.ffn_down_shexp;
-        },
-        [&](Packer& p) {
-          w.ffn_norm = p.elements(l.ffn_norm, 0, c.n_embd);
-          w.post_ffn_norm = p.elements(l.post_ffn_norm, 0, c.n_embd);
-          w.ffn_gate_inp_shexp = p.whole(l.ffn_gate_inp_shexp);  // f32 [n_embd]
-          if (l.is_moe()) {
-            w.ffn_gate_inp = p.whole(l.ffn_gate_inp);  // the router: f32 in llama.cpp's files
-            w.ffn_gate_shexp = p.whole(l.ffn_gate_shexp);
-            w.ffn_up_shexp = p.whole(l.ffn_up_shexp);
-            w.ffn_down_shexp = p.whole(l.ffn_down_shexp);
-          } else {
-            w.w_gate = p.rows(l.w_gate, s.ff_begin, s.ff_end);
-            w.w_up = p.rows(l.w_up, s.ff_begin, s.ff_end);
-            w.w_down = p.cols(l.w_down, s.ff_begin, s.ff_end);
-          }
-        },
-        {&w.ffn_norm, &w.post_ffn_norm, &w.ffn_gate_inp_shexp, &w.ffn_gate_inp, &w.ffn_gate_shexp, &w.ffn_up_shexp,
-         &w.ffn_down_shexp, &w.w_gate, &w.w_up, &w.w_down},
-        placed.ffn));
+        plan::shard_ffn_bytes(c, l, s), uncut, first_matrix(model::Part::Ffn).data,
+        [&] { in_place(model::Part::Ffn); }, [&](Packer& p) { pack_part(p, model::Part::Ffn); },
+        part_views(model::Part::Ffn), placed.ffn));
   }
   if (experts && s.expert_end > s.expert_begin) {
     // A run of experts is contiguous in each merged tensor: in place on the CPU whatever the range
     // (three mapping regions, charged as one).
     const auto at = [&](const TensorView& t) { return t.data + static_cast<uint64_t>(s.expert_begin) * t.mat_stride; };
     STRATA_RETURN_IF_ERROR(place_part(
-        plan::expert_range_bytes(c, l, s.expert_begin, s.expert_end), true, at(l.ffn_gate_exps),
+        plan::expert_range_bytes(c, l, s.expert_begin, s.expert_end), true, at(first_matrix(model::Part::Experts)),
         [&] {
-          for (auto [from, to] : {std::pair{&l.ffn_gate_exps, &w.ffn_gate_exps}, std::pair{&l.ffn_up_exps, &w.ffn_up_exps},
-                                  std::pair{&l.ffn_down_exps, &w.ffn_down_exps}}) {
-            *to = *from;
-            to->data = at(*from);
-            to->n_mats = s.expert_end - s.expert_begin;
-            to->n_bytes = static_cast<uint64_t>(to->n_mats) * from->mat_stride;
+          for (const model::LayerTensor& t : model::layer_tensors()) {
+            if (t.part != model::Part::Experts) continue;
+            const TensorView& from = l.*t.view;
+            TensorView& to = w.*t.view;
+            to = from;
+            to.data = at(from);
+            to.n_mats = s.expert_end - s.expert_begin;
+            to.n_bytes = static_cast<uint64_t>(to.n_mats) * from.mat_stride;
           }
         },
-        [&](Packer& p) {
-          w.ffn_gate_exps = p.mats(l.ffn_gate_exps, s.expert_begin, s.expert_end);
-          w.ffn_up_exps = p.mats(l.ffn_up_exps, s.expert_begin, s.expert_end);
-          w.ffn_down_exps = p.mats(l.ffn_down_exps, s.expert_begin, s.expert_end);
-        },
-        {&w.ffn_gate_exps, &w.ffn_up_exps, &w.ffn_down_exps}, placed.experts));
+        [&](Packer& p) { pack_part(p, model::Part::Experts); }, part_views(model::Part::Experts), placed.experts));
   }
   if (charged) *charged = placed;
   return w;

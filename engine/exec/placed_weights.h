@@ -8,17 +8,25 @@
 #include <vector>
 
 #include "engine/core/status.h"
-#include "engine/exec/device.h"
-#include "engine/exec/block_forward.h"
+#include "engine/arch/block_forward.h"
+#include "engine/backend/device.h"
 #include "engine/model/model_weights.h"
 #include "engine/plan/tensor_split.h"
 
 namespace strata::exec {
 
-using BufferList = std::vector<std::unique_ptr<Buffer>>;
+// The block arithmetic's types, as the pipeline uses them (engine/arch owns them).
+using arch::BlockForward;
+using arch::KvView;
+using arch::MoeRouting;
+using arch::ScratchViews;
+using arch::SeqRows;
+using arch::ShardWeights;
+
+using BufferList = std::vector<std::unique_ptr<backend::Buffer>>;
 
 // A whole tensor on a device; its buffer is appended to keep.
-Expected<model::TensorView> place_tensor(Device& device, const model::TensorView& tensor, BufferList& keep);
+Expected<model::TensorView> place_tensor(backend::Device& device, const model::TensorView& tensor, BufferList& keep);
 
 // The parts of a block's shard a device holds (docs/placement.md, "Parts of a block"): a block
 // placed in parts has its attention on one device, its FFN part (dense FFN, or MoE router and
@@ -35,7 +43,7 @@ struct PartBytes {
 // each in a buffer of its own: exactly plan::shard_attention_bytes, shard_ffn_bytes and
 // expert_range_bytes are charged (all parts: plan::shard_weight_bytes), as `charged` reports
 // from the buffers. Views of the parts not held are absent.
-Expected<ShardWeights> place_shard(Device& device, const model::ModelConfig& config, const model::LayerWeights& layer,
+Expected<ShardWeights> place_shard(backend::Device& device, const model::ModelConfig& config, const model::LayerWeights& layer,
                                    const plan::LayerShard& shard, BufferList& keep, unsigned parts = kAllParts,
                                    PartBytes* charged = nullptr);
 

@@ -1,7 +1,7 @@
 // engine/exec/rank_bridge.h — what a Pipeline needs from the other processes of an mpirun job: the
 // other ranks place their part of a placement, run their part of a stage for one micro-batch, copy
-// sequences in their KV caches, and join cross-rank all-reduce groups. exec::Cluster implements it
-// over comm::RankLink; a one-process Pipeline has none. No MPI here.
+// sequences in their KV caches, and join cross-rank all-reduce groups. dist::Cluster implements it
+// over dist::RankLink; a one-process Pipeline has none. No MPI here.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +16,7 @@
 
 namespace strata::exec {
 
-class Device;
+
 
 // One micro-batch of one stage, as it crosses ranks.
 struct StageCall {
@@ -80,7 +80,7 @@ class RankBridge {
   // others' (Device::remote_rank() >= 0); the communicator's buffers are this rank's members', in
   // that order. NCCL over all members when every one is a CUDA GPU (comm/group_transport.h), the
   // host sum and MPI otherwise. Every rank of the group calls it with the same members and tag.
-  virtual Expected<std::unique_ptr<comm::Communicator>> group_communicator(const std::vector<Device*>& members,
+  virtual Expected<std::unique_ptr<backend::Communicator>> group_communicator(const std::vector<backend::Device*>& members,
                                                                            const std::vector<int>& ranks, int tag) = 0;
   // Whether a rank has stopped answering.
   virtual bool rank_lost(int rank) const = 0;

@@ -13,7 +13,7 @@ std::vector<std::string> devices_out_of_memory(const Pipeline& pipeline, const E
   if (error.code != Code::OutOfMemory) return out;
   for (const std::string& id : pipeline.placement().devices()) {
     if (error.message.find("device '" + id + "'") == std::string::npos) continue;
-    for (Device* d : pipeline.devices()) {
+    for (backend::Device* d : pipeline.devices()) {
       if (d->id() == id && !d->failed() && d->can_be_lost()) out.push_back(id);
     }
   }
@@ -37,7 +37,7 @@ Expected<ReplanReport> replan_without_failed(Pipeline& pipeline, const std::stri
   // Each attempt either succeeds or leaves out one more device (refused, or lost meanwhile), so this ends.
   while (true) {
     std::vector<DeviceInfo> alive;
-    for (Device* d : pipeline.devices()) {
+    for (backend::Device* d : pipeline.devices()) {
       if (d->failed()) continue;
       if (std::find(report.excluded.begin(), report.excluded.end(), d->id()) != report.excluded.end()) continue;
       if (std::find(full.begin(), full.end(), d->id()) != full.end()) continue;
@@ -62,7 +62,7 @@ Expected<ReplanReport> replan_without_failed(Pipeline& pipeline, const std::stri
     // A device lost while re-placing (a rank that died in turn, say) is left out like the first.
     // alive held no failed device, so one of them failed now is a new loss.
     bool lost_more = false;
-    for (Device* d : pipeline.devices()) {
+    for (backend::Device* d : pipeline.devices()) {
       const bool was_alive = std::any_of(alive.begin(), alive.end(), [&](const DeviceInfo& i) { return i.id == d->id(); });
       if (!d->failed() || !was_alive) continue;
       report.lost.push_back(d->id());

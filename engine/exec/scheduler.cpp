@@ -368,13 +368,23 @@ void Scheduler::step() {
   std::vector<Pipeline::Request> requests;
   std::vector<Slot*> in_step;
   int64_t prompt_tokens = 0;
-  // Sequences reading a prompt share one budget of prompt_chunk tokens a step, oldest first;
-  // decoding sequences always take part.
+  // Sequences reading a prompt share one budget of prompt_chunk tokens a step, the one with the
+  // fewest prompt tokens left first (then the oldest): a short request that arrives during a long
+  // prompt reads its prompt in the next step or two instead of waiting for the whole long one
+  // (1,500 tokens: 7.4 s here), and the long one still gets what the short ones leave. Decoding
+  // sequences always take part.
   std::vector<Slot*> order;
   for (auto& s : slots_) {
     if (s->busy) order.push_back(s.get());
   }
-  std::stable_sort(order.begin(), order.end(), [](const Slot* a, const Slot* b) { return a->started < b->started; });
+  auto left = [](const Slot* s) -> size_t {
+    if (s->replay_done < s->replay.size()) return s->replay.size() - s->replay_done;
+    return s->prompt_done < s->req.prompt.size() ? s->req.prompt.size() - s->prompt_done : 0;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](const Slot* a, const Slot* b) {
+    const size_t la = left(a), lb = left(b);
+    return la != lb ? la < lb : a->started < b->started;
+  });
   // While some sequence decodes, prompts get prompt_chunk tokens a step (its next token waits for
   // that step); when every sequence is reading its prompt, a full batch.
   bool decoding = false;

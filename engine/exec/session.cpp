@@ -1,5 +1,6 @@
 // engine/exec/session.cpp — a sequence's bookkeeping over a Pipeline.
 #include "engine/exec/session.h"
+#include "engine/backend/cpu/cpu_device.h"
 
 #include <algorithm>
 
@@ -30,7 +31,7 @@ Expected<std::unique_ptr<Session>> Session::create(const model::Model& model, ke
   if (n_ctx == 0) n_ctx = c.n_ctx_train;
   if (max_batch <= 0 || max_batch > 65536)
     return Error{Code::InvalidArgument, "batch size " + std::to_string(max_batch) + " outside [1, 65536]"};
-  auto device = std::make_unique<CpuDevice>(pool, host_memory_available() + model.weight_bytes(), 0.0);
+  auto device = std::make_unique<backend::CpuDevice>(pool, backend::host_memory_available() + model.weight_bytes(), 0.0);
   plan::Placement placement = single_device_placement(c, "cpu", n_ctx, 1, max_batch);
   placement.kv_type = kv_type;
   STRATA_ASSIGN_OR_RETURN(auto pipeline, Pipeline::create(model, {device.get()}, placement));

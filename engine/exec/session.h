@@ -10,10 +10,11 @@
 #include <vector>
 
 #include "engine/core/status.h"
-#include "engine/exec/device.h"
+#include "engine/backend/device.h"
 #include "engine/exec/pipeline.h"
 #include "engine/model/model.h"
 #include "kernels/cpu/thread_pool.h"
+#include "engine/backend/cpu/cpu_device.h"
 
 namespace strata::exec {
 
@@ -49,7 +50,7 @@ class Session {
   float* logits() { return logits_.data(); }
 
  private:
-  std::unique_ptr<CpuDevice> own_device_;
+  std::unique_ptr<backend::CpuDevice> own_device_;
   std::unique_ptr<Pipeline> own_pipeline_;
   Pipeline* pipeline_ = nullptr;
   int32_t seq_ = 0;

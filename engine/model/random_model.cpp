@@ -1,9 +1,11 @@
-// engine/model/random_model.cpp — tensor list, type mix and deterministic random fill.
+// engine/model/random_model.cpp — make-model: the arch table's keys and block tensors written with
+// a type mix and a deterministic random fill.
 #include "engine/model/random_model.h"
 
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -108,19 +110,23 @@ Status validate(const RandomModelSpec& s) {
   if (s.n_ctx <= 0 || s.n_ctx > (1 << 24)) return bad("--ctx " + std::to_string(s.n_ctx) + " outside [1, 16777216]");
   if (s.n_threads <= 0 || s.n_threads > 1024) return bad("--threads " + std::to_string(s.n_threads));
   if (!(s.stddev >= 0.0f && s.stddev < 10.0f)) return bad("--std " + std::to_string(s.stddev));
-  const bool moe_arch = s.arch == Arch::Qwen2Moe || s.arch == Arch::Qwen3Moe;
+  const ArchInfo& a = arch_info(s.arch);
+  const bool moe_arch = a.experts == Experts::Required;
   if (s.n_expert < 0 || s.n_expert > 4096) return bad("--experts " + std::to_string(s.n_expert) + " outside [0, 4096]");
-  if (moe_arch && s.n_expert == 0) return bad(std::string("--arch ") + arch_name(s.arch) + " needs --experts");
-  if (s.n_expert > 0 && !moe_arch && s.arch != Arch::Llama)
-    return bad(std::string("--experts: ") + arch_name(s.arch) + " has no mixture-of-experts form (llama, qwen2moe, qwen3moe do)");
+  if (moe_arch && s.n_expert == 0) return bad(std::string("--arch ") + a.name + " needs --experts");
+  if (s.n_expert > 0 && a.experts == Experts::None)
+    return bad(std::string("--experts: ") + a.name + " has no mixture-of-experts form (" +
+               arch_names([](const ArchInfo& x) { return x.experts != Experts::None; }) + " do)");
   if (s.n_expert > 0 && (s.n_expert_used < 1 || s.n_expert_used > s.n_expert))
     return bad("--experts-used " + std::to_string(s.n_expert_used) + " outside [1, --experts " +
                std::to_string(s.n_expert) + "]");
   if (s.n_ff_exp < 0 || s.n_ff_exp > (1 << 20)) return bad("--expert-ff " + std::to_string(s.n_ff_exp));
-  if (s.arch == Arch::Llama && s.n_ff_exp != 0 && s.n_ff_exp != s.n_ff)
+  if (!a.expert_ff_key && s.n_ff_exp != 0 && s.n_ff_exp != s.n_ff)
     return bad("--expert-ff: a Mixtral-style llama model's experts have --ffn units");
   if (s.n_ff_shexp < 0 || s.n_ff_shexp > (1 << 20)) return bad("--shared-expert-ff " + std::to_string(s.n_ff_shexp));
-  if (s.n_ff_shexp > 0 && s.arch != Arch::Qwen2Moe) return bad("--shared-expert-ff: only qwen2moe has a shared expert");
+  if (s.n_ff_shexp > 0 && !a.shared_expert)
+    return bad("--shared-expert-ff: only " + arch_names([](const ArchInfo& x) { return x.shared_expert; }) +
+               " has a shared expert");
   auto mix = type_mix(s.type);
   if (!mix.ok()) return mix.error();
   return {};
@@ -135,49 +141,54 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
   if (n_vocab == 0) return Error{Code::Corrupt, "key 'tokenizer.ggml.tokens' of the vocabulary source is empty"};
 
   gguf::GgufWriter w;
-  const std::string a = arch_name(s.arch);
+  const ArchInfo& info = arch_info(s.arch);
+  const std::string a = info.name;
+  const auto key = [&a](HParam h) { return hparam_key(a, h); };
   const int64_t head_dim = s.head_dim > 0 ? s.head_dim : s.n_embd / s.n_heads;
+  // The shape as the reader will see it: the layer table's shape rules take it.
+  ModelConfig c;
+  c.arch = s.arch;
+  static_cast<ArchTraits&>(c) = info.traits;
+  c.n_embd = s.n_embd, c.n_layers = s.n_layers, c.n_heads = s.n_heads, c.n_kv_heads = s.n_kv_heads;
+  c.head_dim = head_dim, c.n_ff = s.n_ff, c.n_expert = s.n_expert, c.n_expert_used = s.n_expert_used;
+  c.n_ff_exp = !info.expert_ff_key || s.n_ff_exp == 0 ? s.n_ff : s.n_ff_exp;
+  c.n_ff_shexp = !info.shared_expert ? 0 : s.n_ff_shexp > 0 ? s.n_ff_shexp : s.n_ff;
   w.set_string("general.architecture", a);
   w.set_string("general.name", s.name);
   w.set_u32("general.file_type", mix.file_type);
-  w.set_u32(a + ".context_length", static_cast<uint32_t>(s.n_ctx));
-  w.set_u32(a + ".embedding_length", static_cast<uint32_t>(s.n_embd));
-  w.set_u32(a + ".block_count", static_cast<uint32_t>(s.n_layers));
-  w.set_u32(a + ".feed_forward_length", static_cast<uint32_t>(s.n_ff));
-  w.set_u32(a + ".attention.head_count", static_cast<uint32_t>(s.n_heads));
-  w.set_u32(a + ".attention.head_count_kv", static_cast<uint32_t>(s.n_kv_heads));
-  const bool qwen_or_gemma = s.arch == Arch::Qwen2 || s.arch == Arch::Qwen3 || s.arch == Arch::Gemma3 ||
-                             s.arch == Arch::Qwen2Moe || s.arch == Arch::Qwen3Moe;
-  w.set_f32(a + ".attention.layer_norm_rms_epsilon", qwen_or_gemma ? 1e-6f : 1e-5f);
-  w.set_f32(a + ".rope.freq_base", qwen_or_gemma ? 1000000.0f : 10000.0f);
-  w.set_u32(a + ".rope.dimension_count", static_cast<uint32_t>(head_dim));
+  w.set_u32(key(HParam::ContextLength), static_cast<uint32_t>(s.n_ctx));
+  w.set_u32(key(HParam::EmbeddingLength), static_cast<uint32_t>(s.n_embd));
+  w.set_u32(key(HParam::BlockCount), static_cast<uint32_t>(s.n_layers));
+  w.set_u32(key(HParam::FeedForwardLength), static_cast<uint32_t>(s.n_ff));
+  w.set_u32(key(HParam::HeadCount), static_cast<uint32_t>(s.n_heads));
+  w.set_u32(key(HParam::HeadCountKv), static_cast<uint32_t>(s.n_kv_heads));
+  w.set_f32(key(HParam::RmsEpsilon), info.default_rms_eps);
+  w.set_f32(key(HParam::RopeFreqBase), info.default_rope_base);
+  w.set_u32(key(HParam::RopeDimensionCount), static_cast<uint32_t>(head_dim));
   if (head_dim * s.n_heads != s.n_embd) {
-    w.set_u32(a + ".attention.key_length", static_cast<uint32_t>(head_dim));
-    w.set_u32(a + ".attention.value_length", static_cast<uint32_t>(head_dim));
+    w.set_u32(key(HParam::KeyLength), static_cast<uint32_t>(head_dim));
+    w.set_u32(key(HParam::ValueLength), static_cast<uint32_t>(head_dim));
   }
-  if (s.sliding_window > 0) w.set_u32(a + ".attention.sliding_window", static_cast<uint32_t>(s.sliding_window));
-  if (s.swa_pattern > 0) w.set_u32(a + ".attention.sliding_window_pattern", static_cast<uint32_t>(s.swa_pattern));
-  const bool longrope = s.arch == Arch::Phi3 && s.longrope;
+  if (s.sliding_window > 0) w.set_u32(key(HParam::SlidingWindow), static_cast<uint32_t>(s.sliding_window));
+  if (s.swa_pattern > 0) w.set_u32(key(HParam::SlidingWindowPattern), static_cast<uint32_t>(s.swa_pattern));
+  const bool longrope = info.longrope && s.longrope;
   const int64_t ctx_orig = std::max<int64_t>(1, s.n_ctx / 4);
   if (longrope) {
-    w.set_string(a + ".rope.scaling.type", "longrope");
-    w.set_u32(a + ".rope.scaling.original_context_length", static_cast<uint32_t>(ctx_orig));
+    w.set_string(key(HParam::RopeScalingType), "longrope");
+    w.set_u32(key(HParam::RopeScalingOrigCtx), static_cast<uint32_t>(ctx_orig));
     const double factor = static_cast<double>(s.n_ctx) / static_cast<double>(ctx_orig);
-    w.set_f32(a + ".rope.scaling.attn_factor",
+    w.set_f32(key(HParam::RopeScalingAttnFactor),
               static_cast<float>(std::sqrt(1.0 + std::log(factor) / std::log(static_cast<double>(ctx_orig)))));
   }
-  const bool moe = s.n_expert > 0;
-  const int64_t ff_exp = s.arch == Arch::Llama || s.n_ff_exp == 0 ? s.n_ff : s.n_ff_exp;
-  const int64_t ff_shexp = s.arch != Arch::Qwen2Moe ? 0 : s.n_ff_shexp > 0 ? s.n_ff_shexp : s.n_ff;
-  if (moe) {
-    w.set_u32(a + ".expert_count", static_cast<uint32_t>(s.n_expert));
-    w.set_u32(a + ".expert_used_count", static_cast<uint32_t>(s.n_expert_used));
-    if (s.arch != Arch::Llama) w.set_u32(a + ".expert_feed_forward_length", static_cast<uint32_t>(ff_exp));
-    if (ff_shexp > 0) w.set_u32(a + ".expert_shared_feed_forward_length", static_cast<uint32_t>(ff_shexp));
+  if (c.is_moe()) {
+    w.set_u32(key(HParam::ExpertCount), static_cast<uint32_t>(s.n_expert));
+    w.set_u32(key(HParam::ExpertUsedCount), static_cast<uint32_t>(s.n_expert_used));
+    if (info.expert_ff_key) w.set_u32(key(HParam::ExpertFeedForwardLength), static_cast<uint32_t>(c.n_ff_exp));
+    if (c.n_ff_shexp > 0) w.set_u32(key(HParam::ExpertSharedFeedForwardLength), static_cast<uint32_t>(c.n_ff_shexp));
   }
-  w.set_u32(a + ".vocab_size", static_cast<uint32_t>(n_vocab));
-  for (const auto& [key, value] : vocab_source.metadata()) {
-    if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
+  w.set_u32(key(HParam::VocabSize), static_cast<uint32_t>(n_vocab));
+  for (const auto& [k, value] : vocab_source.metadata()) {
+    if (k.rfind("tokenizer.", 0) == 0) w.set(k, value);
   }
 
   auto matrix = [&](const std::string& name, int64_t cols, int64_t rows, DType want) -> Status {
@@ -197,66 +208,49 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
                                   random_fill(DType::F32, n, 1, stddev, value, name_hash(name, s.seed), 1));
   };
 
-  const int64_t q_dim = s.n_heads * head_dim, kv_dim = s.n_kv_heads * head_dim;
-  const bool qk_norm = s.arch == Arch::Qwen3 || s.arch == Arch::Gemma3 || s.arch == Arch::Qwen3Moe;
-  const bool post_norms = s.arch == Arch::Gemma3;
-  const bool fused = s.arch == Arch::Phi3;
   STRATA_RETURN_IF_ERROR(matrix("token_embd.weight", s.n_embd, n_vocab, mix.base));
   if (longrope) {
     // Per-pair divisors >= 1, as the long-context factors of real files are.
     STRATA_RETURN_IF_ERROR(vector("rope_factors_short.weight", head_dim / 2, 0.05f, 1.1f));
     STRATA_RETURN_IF_ERROR(vector("rope_factors_long.weight", head_dim / 2, 0.5f, 3.0f));
   }
+  const std::span<const LayerTensor> table = layer_tensors();
   for (int64_t l = 0; l < s.n_layers; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     const DType more = use_more_bits(l, s.n_layers) ? mix.more_bits : mix.base;
-    STRATA_RETURN_IF_ERROR(vector(b + "attn_norm.weight", s.n_embd, 0.0f, 1.0f));
-    if (fused) {
-      STRATA_RETURN_IF_ERROR(matrix(b + "attn_qkv.weight", s.n_embd, q_dim + 2 * kv_dim, mix.base));
-    } else {
-      STRATA_RETURN_IF_ERROR(matrix(b + "attn_q.weight", s.n_embd, q_dim, mix.base));
-      STRATA_RETURN_IF_ERROR(matrix(b + "attn_k.weight", s.n_embd, kv_dim, mix.base));
-      STRATA_RETURN_IF_ERROR(matrix(b + "attn_v.weight", s.n_embd, kv_dim, more));
-    }
-    if (qk_norm) {
-      STRATA_RETURN_IF_ERROR(vector(b + "attn_q_norm.weight", head_dim, 0.1f, 1.0f));
-      STRATA_RETURN_IF_ERROR(vector(b + "attn_k_norm.weight", head_dim, 0.1f, 1.0f));
-    }
-    if (post_norms) {
-      STRATA_RETURN_IF_ERROR(vector(b + "post_attention_norm.weight", s.n_embd, 0.1f, 1.0f));
-      STRATA_RETURN_IF_ERROR(vector(b + "post_ffw_norm.weight", s.n_embd, 0.1f, 1.0f));
-    }
-    if (s.arch == Arch::Qwen2 || s.arch == Arch::Qwen2Moe) {
-      STRATA_RETURN_IF_ERROR(vector(b + "attn_q.bias", q_dim, s.stddev, 0.0f));
-      STRATA_RETURN_IF_ERROR(vector(b + "attn_k.bias", kv_dim, s.stddev, 0.0f));
-      STRATA_RETURN_IF_ERROR(vector(b + "attn_v.bias", kv_dim, s.stddev, 0.0f));
-    }
-    STRATA_RETURN_IF_ERROR(matrix(b + "attn_output.weight", q_dim, s.n_embd, mix.base));
-    STRATA_RETURN_IF_ERROR(vector(b + "ffn_norm.weight", s.n_embd, 0.0f, 1.0f));
-    if (moe) {
-      STRATA_RETURN_IF_ERROR(matrix(b + "ffn_gate_inp.weight", s.n_embd, s.n_expert, DType::F32));
-      STRATA_RETURN_IF_ERROR(matrices(b + "ffn_gate_exps.weight", s.n_embd, ff_exp, s.n_expert, mix.base));
-      STRATA_RETURN_IF_ERROR(matrices(b + "ffn_up_exps.weight", s.n_embd, ff_exp, s.n_expert, mix.base));
-      STRATA_RETURN_IF_ERROR(matrices(b + "ffn_down_exps.weight", ff_exp, s.n_embd, s.n_expert, more));
-      if (ff_shexp > 0) {
-        STRATA_RETURN_IF_ERROR(vector(b + "ffn_gate_inp_shexp.weight", s.n_embd, s.stddev, 0.0f));
-        STRATA_RETURN_IF_ERROR(matrix(b + "ffn_gate_shexp.weight", s.n_embd, ff_shexp, mix.base));
-        STRATA_RETURN_IF_ERROR(matrix(b + "ffn_up_shexp.weight", s.n_embd, ff_shexp, mix.base));
-        STRATA_RETURN_IF_ERROR(matrix(b + "ffn_down_shexp.weight", ff_shexp, s.n_embd, more));
+    for (size_t i = 0; i < table.size(); ++i) {
+      const LayerTensor& t = table[i];
+      if (!tensor_needed(t, c) || !tensor_required(t, c)) continue;
+      const DType want = t.quant == Quant::F32 ? DType::F32 : t.quant == Quant::MoreBits ? more : mix.base;
+      const int64_t cols = dim_size(t.cols, c), rows = dim_size(t.rows, c);
+      if (tensor_fused(t, c)) {
+        // One file tensor for the run of members, in the first member's type.
+        if (i > 0 && table[i - 1].fuse == t.fuse) continue;
+        int64_t fused_rows = 0;
+        for (size_t j = i; j < table.size() && table[j].fuse == t.fuse; ++j) fused_rows += dim_size(table[j].rows, c);
+        STRATA_RETURN_IF_ERROR(matrix(b + fused_tensor(t.fuse).name, cols, fused_rows, want));
+        continue;
       }
-      continue;
+      const std::string name = b + t.name;
+      switch (t.kind) {
+        case TensorKind::Norm:
+        case TensorKind::Bias:
+          STRATA_RETURN_IF_ERROR(t.fill == Fill::Ones      ? vector(name, cols, 0.0f, 1.0f)
+                                 : t.fill == Fill::NearOne ? vector(name, cols, 0.1f, 1.0f)
+                                                           : vector(name, cols, s.stddev, 0.0f));
+          break;
+        case TensorKind::Matrix:
+          STRATA_RETURN_IF_ERROR(matrix(name, cols, rows, want));
+          break;
+        case TensorKind::Experts:
+          STRATA_RETURN_IF_ERROR(matrices(name, cols, rows, dim_size(t.mats, c), want));
+          break;
+      }
     }
-    if (fused) {
-      STRATA_RETURN_IF_ERROR(matrix(b + "ffn_up.weight", s.n_embd, 2 * s.n_ff, mix.base));
-    } else {
-      STRATA_RETURN_IF_ERROR(matrix(b + "ffn_gate.weight", s.n_embd, s.n_ff, mix.base));
-      STRATA_RETURN_IF_ERROR(matrix(b + "ffn_up.weight", s.n_embd, s.n_ff, mix.base));
-    }
-    STRATA_RETURN_IF_ERROR(matrix(b + "ffn_down.weight", s.n_ff, s.n_embd, more));
   }
   STRATA_RETURN_IF_ERROR(vector("output_norm.weight", s.n_embd, 0.0f, 1.0f));
-  // gemma3 ties its head to the embedding.
-  if (s.arch != Arch::Gemma3) STRATA_RETURN_IF_ERROR(matrix("output.weight", s.n_embd, n_vocab, mix.more_bits));
+  // An architecture that ties its head to the embedding (gemma3) gets no output.weight.
+  if (!info.ties_output) STRATA_RETURN_IF_ERROR(matrix("output.weight", s.n_embd, n_vocab, mix.more_bits));
   return w.write(out);
 }
 

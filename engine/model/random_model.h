@@ -1,7 +1,6 @@
-// engine/model/random_model.h — writes a GGUF model of any supported architecture (llama, qwen2,
-// qwen3, gemma3, phi3; mixture-of-experts qwen2moe, qwen3moe and Mixtral-style llama), shape and
-// tensor type
-// with random weights (normal, std 0.02) and a real vocabulary copied from another GGUF file.
+// engine/model/random_model.h — writes a GGUF model of any architecture of the arch table (its keys,
+// its block tensors; mixture-of-experts where its row allows), shape and tensor type, with random
+// weights (normal, std 0.02) and a real vocabulary copied from another GGUF file.
 // For tests and benchmarks: the shapes and bytes are real, the text it writes is not.
 #pragma once
 

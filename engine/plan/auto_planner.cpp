@@ -35,9 +35,9 @@ int64_t default_n_ctx(const model::ModelConfig& config) {
 std::vector<DeviceInfo> preference_order(const std::vector<DeviceInfo>& devices) {
   std::vector<DeviceInfo> out;
   for (const auto& d : devices)
-    if (d.kind != DeviceKind::Cpu) out.push_back(d);
+    if (!d.caps.host_cpu) out.push_back(d);
   for (const auto& d : devices)
-    if (d.kind == DeviceKind::Cpu) out.push_back(d);
+    if (d.caps.host_cpu) out.push_back(d);
   return out;
 }
 
@@ -86,7 +86,7 @@ Problem make_problem(const model::ModelConfig& c, const model::ModelWeights& w,
   p.emb_bytes = w.token_embd.n_bytes;
   p.rope_bytes = w.rope_freqs.n_bytes;
   for (size_t k = 0; k < p.order.size(); ++k)
-    if (p.order[k].kind == DeviceKind::Cpu && p.cpu < 0) p.cpu = static_cast<int>(k);
+    if (p.order[k].caps.host_cpu && p.cpu < 0) p.cpu = static_cast<int>(k);
   for (size_t k = 0; k < p.order.size(); ++k) {
     const DeviceInfo& d = p.order[k];
     const bool experts_away = experts_on_cpu > 0 && static_cast<int>(k) != p.cpu && p.cpu >= 0;
@@ -505,7 +505,7 @@ Expected<PlanResult> auto_plan(const model::ModelConfig& c, const model::ModelWe
     for (const LayerPlacement& l : pl.layers) n += p.cpu >= 0 && l.target.devices[0] == p.order[p.cpu].id ? 1 : 0;
     return n;
   };
-  const bool accelerators = std::any_of(p.order.begin(), p.order.end(), [](const DeviceInfo& d) { return d.kind != DeviceKind::Cpu; });
+  const bool accelerators = std::any_of(p.order.begin(), p.order.end(), [](const DeviceInfo& d) { return !d.caps.host_cpu; });
   const int64_t plain_on_cpu = plain ? blocks_on_cpu(plain->placement) : -1;
   if (c.is_moe() && p.cpu >= 0 && accelerators && (!plain || plain_on_cpu > 0)) {
     for (int64_t n_experts = 1; n_experts <= c.n_layers; ++n_experts) {

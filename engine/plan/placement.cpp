@@ -28,15 +28,6 @@ std::vector<std::string> Placement::devices() const {
   return out;
 }
 
-const char* part_name(PartKind kind) {
-  switch (kind) {
-    case PartKind::Attention: return "attention";
-    case PartKind::Ffn: return "ffn";
-    case PartKind::Experts: return "experts";
-  }
-  return "?";
-}
-
 std::vector<Stage> stages_of(const Placement& p) {
   std::vector<Stage> stages;
   for (size_t i = 0; i < p.layers.size(); ++i) {

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/status.h"
+#include "engine/model/arch_table.h"
 #include "kernels/cpu/dtype.h"
 
 namespace strata::plan {
@@ -37,13 +38,12 @@ struct ExpertRange {
   bool operator==(const ExpertRange&) const = default;
 };
 
-// The parts of a block, in the order they run (docs/placement.md, "Parts of a block").
-enum class PartKind {
-  Attention,  // attention with its KV cache (the block's target)
-  Ffn,        // the dense FFN, or an MoE block's router and shared expert
-  Experts,    // an MoE block's routed experts (all, or an index range)
-};
-const char* part_name(PartKind kind);  // "attention", "ffn", "experts"
+// The parts of a block, in the order they run (docs/placement.md, "Parts of a block"): the arch
+// table's part column (model::Part: Attention with its KV cache, the block's target; Ffn, the
+// dense FFN or an MoE block's router and shared expert; Experts, the routed experts, all or an
+// index range). part_name is model::part_name.
+using PartKind = model::Part;
+using model::part_name;
 
 struct LayerPlacement {
   // The block's attention (with its KV cache), and every part not placed below.

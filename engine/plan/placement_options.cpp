@@ -60,7 +60,7 @@ std::string ids_of(const std::vector<DeviceInfo>& ds) {
 
 const DeviceInfo* first_cpu(const std::vector<DeviceInfo>& devices) {
   for (const auto& d : devices)
-    if (d.kind == DeviceKind::Cpu) return &d;
+    if (d.caps.host_cpu) return &d;
   return nullptr;
 }
 
@@ -70,7 +70,7 @@ Expected<Placement> from_split_options(const model::ModelConfig& c, const std::v
   if (r.gpu_layers < -1) return bad("gpu_layers " + std::to_string(r.gpu_layers) + " must be >= 0 (or -1 for all)");
   std::vector<DeviceInfo> accel;
   for (const auto& d : devices)
-    if (d.kind != DeviceKind::Cpu) accel.push_back(d);
+    if (!d.caps.host_cpu) accel.push_back(d);
   const DeviceInfo* cpu = first_cpu(devices);
   if (accel.empty()) {
     if (!cpu) return bad("no devices to place the model on");
@@ -285,16 +285,8 @@ Status apply_part_options(Placement& p, const model::ModelConfig& c, const model
     if (!c.tied_output) STRATA_RETURN_IF_ERROR(consider(w.output, -2, 0));
     for (int64_t i = 0; i < c.n_layers; ++i) {
       const model::LayerWeights& l = w.layers[static_cast<size_t>(i)];
-      const int attention = static_cast<int>(PartKind::Attention), ffn = static_cast<int>(PartKind::Ffn),
-                experts = static_cast<int>(PartKind::Experts);
-      for (const model::TensorView* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm,
-                                         &l.wo, &l.post_attn_norm})
-        STRATA_RETURN_IF_ERROR(consider(*t, i, attention));
-      for (const model::TensorView* t : {&l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down, &l.post_ffn_norm, &l.ffn_gate_inp,
-                                         &l.ffn_gate_inp_shexp, &l.ffn_gate_shexp, &l.ffn_up_shexp, &l.ffn_down_shexp})
-        STRATA_RETURN_IF_ERROR(consider(*t, i, ffn));
-      for (const model::TensorView* t : {&l.ffn_gate_exps, &l.ffn_up_exps, &l.ffn_down_exps})
-        STRATA_RETURN_IF_ERROR(consider(*t, i, experts));
+      for (const model::LayerTensor& t : model::layer_tensors())
+        STRATA_RETURN_IF_ERROR(consider(l.*t.view, i, static_cast<int>(t.part)));
     }
     for (const auto& [key, choice] : chosen) {
       const auto [layer, part] = key;

@@ -145,6 +145,16 @@ Status validate_placement(const Placement& p, const model::ModelConfig& config, 
   return check_kv_type(p, config, devices);
 }
 
+namespace {
+// "f32 or f16", "f32, f16 or q8_0".
+std::string kv_type_list(const DeviceCaps& caps) {
+  std::string out;
+  for (size_t i = 0; i < caps.kv_types.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == caps.kv_types.size() ? " or " : ", ") + std::string(kernels::dtype_name(caps.kv_types[i]));
+  return out.empty() ? "no" : out;
+}
+}  // namespace
+
 Status check_kv_type(const Placement& p, const model::ModelConfig& config, const std::vector<DeviceInfo>& devices) {
   const kernels::DType t = p.kv_type;
   if (t != kernels::DType::F32 && t != kernels::DType::F16 && t != kernels::DType::Q8_0)
@@ -156,8 +166,9 @@ Status check_kv_type(const Placement& p, const model::ModelConfig& config, const
   // Tensor-parallel shards cut KV heads, so every shard row stays a whole number of blocks.
   auto check = [&](const std::string& id, const std::string& where) -> Status {
     for (const DeviceInfo& d : devices)
-      if (d.id == id && d.kind == DeviceKind::Cuda)
-        return bad(Code::Unsupported, where + ": device '" + id + "' (cuda) keeps f32 or f16 KV caches, not q8_0");
+      if (d.id == id && !d.caps.keeps_kv(t))
+        return bad(Code::Unsupported, where + ": device '" + id + "' (" + d.backend + ") keeps " + kv_type_list(d.caps) +
+                                          " KV caches, not " + kernels::dtype_name(t));
     return {};
   };
   for (size_t i = 0; i < p.layers.size(); ++i) {

@@ -77,40 +77,57 @@ Expected<std::vector<LayerShard>> split_layer(const model::ModelConfig& c, const
   return shards;
 }
 
-namespace {
-uint64_t row_run_bytes(const model::TensorView& t, int64_t n) {
-  return static_cast<uint64_t>(n) * static_cast<uint64_t>(kernels::row_bytes(t.type, t.cols));
-}
-}  // namespace
-
-uint64_t shard_attention_bytes(const model::ModelConfig& c, const model::LayerWeights& l, const LayerShard& s) {
+uint64_t shard_tensor_bytes(const model::ModelConfig& c, const model::LayerTensor& t, const model::TensorView& v,
+                            const LayerShard& s) {
+  // A tensor counts when the file has it; a view with bytes but no data (the planner's synthetic
+  // models, sizes only) counts as well.
+  if (!v.present() && v.n_bytes == 0) return 0;
   const int64_t group = c.n_heads / c.n_kv_heads;
   const int64_t q_rows = s.n_kv_heads() * group * c.head_dim;
   const int64_t kv_rows = s.n_kv_heads() * c.head_dim;
-  // Norm vectors go whole to every shard.
-  uint64_t b = l.attn_norm.n_bytes + l.q_norm.n_bytes + l.k_norm.n_bytes + l.post_attn_norm.n_bytes;
-  b += row_run_bytes(l.wq, q_rows) + row_run_bytes(l.wk, kv_rows) + row_run_bytes(l.wv, kv_rows);
-  if (l.bq.present()) b += static_cast<uint64_t>(q_rows + 2 * kv_rows) * sizeof(float);
-  b += static_cast<uint64_t>(c.n_embd) * static_cast<uint64_t>(kernels::row_bytes(l.wo.type, q_rows));
-  return b;
-}
-
-uint64_t shard_ffn_bytes(const model::ModelConfig& c, const model::LayerWeights& l, const LayerShard& s) {
-  uint64_t b = l.ffn_norm.n_bytes + l.post_ffn_norm.n_bytes;
-  if (l.is_moe()) {
-    // Never cut (split_layer refuses MoE groups): the router and the shared expert whole.
-    return b + l.ffn_gate_inp.n_bytes + l.ffn_gate_inp_shexp.n_bytes + l.ffn_gate_shexp.n_bytes +
-           l.ffn_up_shexp.n_bytes + l.ffn_down_shexp.n_bytes;
+  const auto rows_of = [&v](int64_t n) {
+    return static_cast<uint64_t>(n) * static_cast<uint64_t>(kernels::row_bytes(v.type, v.cols));
+  };
+  const auto cols_of = [&v](int64_t n) {
+    return static_cast<uint64_t>(v.rows) * static_cast<uint64_t>(kernels::row_bytes(v.type, n));
+  };
+  switch (t.cut) {
+    case model::Cut::Whole: return v.n_bytes;  // norms go whole to every shard
+    case model::Cut::QRows: return rows_of(q_rows);
+    case model::Cut::KvRows: return rows_of(kv_rows);
+    case model::Cut::QElems: return static_cast<uint64_t>(q_rows) * sizeof(float);
+    case model::Cut::KvElems: return static_cast<uint64_t>(kv_rows) * sizeof(float);
+    case model::Cut::QCols: return cols_of(q_rows);
+    case model::Cut::FfRows: return rows_of(s.n_ff());
+    case model::Cut::FfCols: return cols_of(s.n_ff());
+    case model::Cut::ExpertRange:
+      return s.n_experts() > 0 ? static_cast<uint64_t>(s.n_experts()) * v.mat_stride : 0;
   }
-  b += row_run_bytes(l.w_gate, s.n_ff()) + row_run_bytes(l.w_up, s.n_ff());
-  b += static_cast<uint64_t>(c.n_embd) * static_cast<uint64_t>(kernels::row_bytes(l.w_down.type, s.n_ff()));
+  return 0;
+}
+
+uint64_t shard_part_bytes(const model::ModelConfig& c, const model::LayerWeights& l, const LayerShard& s,
+                          model::Part part) {
+  uint64_t b = 0;
+  for (const model::LayerTensor& t : model::layer_tensors())
+    if (t.part == part) b += shard_tensor_bytes(c, t, l.*t.view, s);
   return b;
 }
 
-uint64_t expert_range_bytes(const model::ModelConfig&, const model::LayerWeights& l, int64_t begin, int64_t end) {
-  if (!l.is_moe() || end <= begin) return 0;
-  return static_cast<uint64_t>(end - begin) *
-         (l.ffn_gate_exps.mat_stride + l.ffn_up_exps.mat_stride + l.ffn_down_exps.mat_stride);
+uint64_t shard_attention_bytes(const model::ModelConfig& c, const model::LayerWeights& l, const LayerShard& s) {
+  return shard_part_bytes(c, l, s, model::Part::Attention);
+}
+
+// An MoE block's FFN part (router, shared expert) is never cut (split_layer refuses MoE groups):
+// its tensors are Cut::Whole, and its dense FFN tensors are absent.
+uint64_t shard_ffn_bytes(const model::ModelConfig& c, const model::LayerWeights& l, const LayerShard& s) {
+  return shard_part_bytes(c, l, s, model::Part::Ffn);
+}
+
+uint64_t expert_range_bytes(const model::ModelConfig& c, const model::LayerWeights& l, int64_t begin, int64_t end) {
+  LayerShard s;
+  s.expert_begin = begin, s.expert_end = end;
+  return shard_part_bytes(c, l, s, model::Part::Experts);
 }
 
 uint64_t shard_weight_bytes(const model::ModelConfig& c, const model::LayerWeights& l, const LayerShard& s) {

@@ -37,6 +37,14 @@ LayerShard whole_layer(const model::ModelConfig& config);
 Expected<std::vector<LayerShard>> split_layer(const model::ModelConfig& config, const model::LayerWeights& layer,
                                               const std::vector<double>& ratio, int64_t layer_index);
 
+// The bytes of one block tensor (a row of model::layer_tensors()) a shard holds, by the row's cut
+// rule: its heads' rows or columns, its FFN units' rows or columns, its experts, or whole.
+uint64_t shard_tensor_bytes(const model::ModelConfig& config, const model::LayerTensor& tensor,
+                            const model::TensorView& view, const LayerShard& shard);
+// The bytes of one part's tensors a shard holds (the table's part column).
+uint64_t shard_part_bytes(const model::ModelConfig& config, const model::LayerWeights& layer, const LayerShard& shard,
+                          model::Part part);
+
 // Bytes of the weights one shard holds (norms are replicated on every member), by the parts of a
 // block that can be placed apart (docs/placement.md, "Parts of a block"):
 // - attention: the norm, Q/K/V with biases and Q/K norms, O, the post-attention norm;

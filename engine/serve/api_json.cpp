@@ -145,13 +145,31 @@ std::optional<ApiError> read_int(const Json& obj, const char* key, int64_t lo, i
   if (it == obj.end() || it->is_null()) return std::nullopt;
   if (!it->is_number() || std::floor(it->get<double>()) != it->get<double>())
     return bad_request(std::string("'") + key + "' must be an integer", key);
-  const double d = it->get<double>();  // 16.0 counts as 16, as other languages' JSON writers send it
-  if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
-    return bad_request(std::string("'") + key + "' is " + it->dump() + ", outside " +
-                           range_text(static_cast<double>(lo), static_cast<double>(hi)),
-                       key);
-  out = it->is_number_integer() ? it->get<int64_t>() : static_cast<int64_t>(d);
-  return std::nullopt;
+  // Compared as integers where the JSON holds one (a double cannot tell 2^63 - 1 from 2^63); the
+  // bounds are printed as integers. Codes as OpenAI's (integer_below_min_value, ...above_max...).
+  int below = 0;  // -1 below lo, +1 above hi
+  if (it->is_number_unsigned()) {
+    const uint64_t u = it->get<uint64_t>();
+    if (hi < 0 || u > static_cast<uint64_t>(hi)) below = 1;
+    else if (lo >= 0 && u < static_cast<uint64_t>(lo)) below = -1;
+    else out = static_cast<int64_t>(u);
+  } else if (it->is_number_integer()) {
+    const int64_t v = it->get<int64_t>();
+    if (v < lo) below = -1;
+    else if (v > hi) below = 1;
+    else out = v;
+  } else {
+    const double d = it->get<double>();  // 16.0 counts as 16, as other languages' JSON writers send it
+    // 2^63 as a double is past every int64_t; lo and hi as doubles may round outward.
+    if (d < static_cast<double>(lo) || d >= 9223372036854775808.0) below = d < 0 ? -1 : 1;
+    else if (static_cast<int64_t>(d) < lo) below = -1;
+    else if (static_cast<int64_t>(d) > hi) below = 1;
+    else out = static_cast<int64_t>(d);
+  }
+  if (below == 0) return std::nullopt;
+  return bad_request(std::string("'") + key + "' is " + it->dump() + ", outside [" + std::to_string(lo) + ", " +
+                         std::to_string(hi) + "]",
+                     key, below < 0 ? "integer_below_min_value" : "integer_above_max_value");
 }
 
 std::optional<ApiError> read_bool(const Json& obj, const char* key, bool& out) {

@@ -12,6 +12,7 @@
 #include "engine/plan/memory_estimate.h"
 #include "engine/plan/placement_validate.h"
 #include "engine/serve/server_context.h"
+#include "engine/backend/sim/sim_device.h"
 
 namespace strata::serve {
 
@@ -68,13 +69,7 @@ void handle_load(ServerContext& ctx, const httplib::Request& req, httplib::Respo
   Status s = ctx.host.load(path, placement, n_ctx, n_seq, &failed);
   if (!s.ok()) {
     if (s.error().code == Code::Unsupported && s.error().message == "another model load is running") return busy();
-    if (failed == "path") {
-      ApiError e = from_engine_error(s.error(), "path");
-      e.status = 400;
-      e.type = "invalid_request_error";
-      e.code = "invalid_model_file";
-      return send_error(res, e);
-    }
+    if (failed == "path") return send_error(res, model_file_error(ctx, path, s.error()));
     if (failed == "placement") return send_error(res, placement_error(s.error()));
     ApiError e = from_engine_error(s.error());
     if (s.error().code == Code::Cancelled) e.code = "server_stopping";
@@ -238,9 +233,13 @@ void handle_inspect(ServerContext& ctx, const httplib::Request& req, httplib::Re
   int64_t n_ctx = 0;
   if (auto e = read_int(body, "n_ctx", 0, plan::kMaxCtx, n_ctx)) return send_error(res, *e);
   if (Status ok = check_model_file(path, ctx.host.options()); !ok.ok())
-    return send_error(res, bad_request(ok.error().message, "path", "invalid_model_file"));
+    return send_error(res, model_file_error(ctx, path, ok.error()));
   auto file = gguf::GgufFile::open(path);
-  if (!file.ok()) return send_error(res, bad_request("not a GGUF file: '" + path + "'", "path", "invalid_model_file"));
+  if (!file.ok()) {
+    Error e = file.error();
+    if (e.code == Code::InvalidArgument) e.code = Code::Corrupt;
+    return send_error(res, model_file_error(ctx, path, e));
+  }
   Json out;
   out["path"] = path;
   out["file_bytes"] = file->file_size();
@@ -309,7 +308,7 @@ void handle_fault(ServerContext& ctx, const httplib::Request& req, httplib::Resp
   if (auto e = parse_object(req.body, body)) return send_error(res, *e);
   std::string kind;
   if (auto e = read_string(body, "kind", kind)) return send_error(res, *e);
-  exec::SimFaults f;
+  backend::SimFaults f;
   bool lost_now = false;
   if (kind == "lost") {
     int64_t after_ops = 0;

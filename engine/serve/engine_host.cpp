@@ -17,11 +17,15 @@
 #include "engine/plan/tensor_split.h"
 #include "engine/serve/device_json.h"
 #include "engine/serve/replan_json.h"
+#include "engine/backend/sim/sim_device.h"
 
 namespace strata::serve {
 
 Status check_model_file(const std::string& path, const HostOptions& options) {
+  // InvalidArgument: the request's path itself is refused (nothing on disk looked at). Other
+  // codes: what the file turned out to be; the routes tell clients no more than "cannot open".
   auto bad = [](std::string message) { return Error{Code::InvalidArgument, std::move(message)}; };
+  auto file = [](Code code, std::string message) { return Error{code, std::move(message)}; };
   if (path.find('\0') != std::string::npos) return bad("'path' contains a NUL character");
   if (path.empty()) return bad("'path' is empty");
   namespace fs = std::filesystem;
@@ -40,18 +44,18 @@ Status check_model_file(const std::string& path, const HostOptions& options) {
     if (!inside) return bad("'path' is outside the model folders this server loads from (--model-dir; --allow-any-path lifts this)");
   }
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return bad("no such file: '" + path + "'");
-  if (!S_ISREG(st.st_mode)) return bad("not a GGUF file: '" + path + "' is not a regular file");
-  if (st.st_size < 32) return bad("not a GGUF file: '" + path + "'");
+  if (::stat(path.c_str(), &st) != 0) return file(Code::NotFound, "no such file: '" + path + "'");
+  if (!S_ISREG(st.st_mode)) return file(Code::Corrupt, "not a GGUF file: '" + path + "' is not a regular file");
+  if (st.st_size < 32) return file(Code::Corrupt, "not a GGUF file: '" + path + "' is shorter than a GGUF header");
   // O_NONBLOCK: should the path have been swapped for a FIFO since stat, open does not block.
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return bad("cannot open '" + path + "': " + std::strerror(errno));
+  if (fd < 0) return file(Code::Io, "cannot open '" + path + "': " + std::strerror(errno));
   char magic[4] = {};
   struct stat st2 {};
   const bool regular = ::fstat(fd, &st2) == 0 && S_ISREG(st2.st_mode);
   const bool read_ok = regular && ::read(fd, magic, 4) == 4;
   ::close(fd);
-  if (!read_ok || std::memcmp(magic, "GGUF", 4) != 0) return bad("not a GGUF file: '" + path + "'");
+  if (!read_ok || std::memcmp(magic, "GGUF", 4) != 0) return file(Code::Corrupt, "not a GGUF file: '" + path + "' (no GGUF magic)");
   return {};
 }
 
@@ -78,7 +82,7 @@ LoadedModel::~LoadedModel() {
   if (scheduler) scheduler->shutdown();
 }
 
-EngineHost::EngineHost(std::vector<std::unique_ptr<exec::Device>> devices, HostOptions options)
+EngineHost::EngineHost(std::vector<std::unique_ptr<backend::Device>> devices, HostOptions options)
     : devices_(std::move(devices)), options_(std::move(options)), started_(std::chrono::steady_clock::now()) {
   for (const auto& d : devices_) {
     infos_.push_back(d->info());
@@ -171,7 +175,7 @@ Status EngineHost::install(std::unique_ptr<model::Model> model, const plan::Plac
   } else {
     loaded->template_error = tmpl.error().message;
   }
-  std::vector<exec::Device*> list;
+  std::vector<backend::Device*> list;
   for (const auto& d : devices_) list.push_back(d.get());
   STRATA_ASSIGN_OR_RETURN(loaded->pipeline, exec::Pipeline::create(*model, list, placement, &recorder_, options_.ranks));
   loaded->pipeline->set_device_timeout(std::chrono::milliseconds(static_cast<int64_t>(options_.device_timeout_s * 1000.0)));
@@ -245,15 +249,16 @@ void EngineHost::do_load(LoadJob& job) {
   if (options_.ranks) {
     std::error_code a, b;
     if (!std::filesystem::equivalent(job.path, options_.ranks_model, a) || a || b)
-      return fail("path", Error{Code::Unsupported, "this engine spans several ranks (mpirun), each mapping " +
+      return fail("path", Error{Code::InvalidArgument, "this engine spans several ranks (mpirun), each mapping " +
                                                        options_.ranks_model.filename().string() +
                                                        ": restart the job to serve another model"});
   }
   auto loaded = model::Model::load(job.path);
   if (!loaded.ok()) {
-    // Say no more about the file than that it is not a (loadable) GGUF model.
+    // The details stay in the error for the server's log; the routes tell clients "cannot open".
     Error e = loaded.error();
-    if (e.code != Code::Unsupported) e = Error{Code::InvalidArgument, "not a GGUF file: '" + job.path.string() + "'"};
+    if (e.code == Code::InvalidArgument) e.code = Code::Corrupt;
+    e.message = "'" + job.path.string() + "': " + e.message;
     return fail("path", e);
   }
   std::unique_ptr<model::Model> model = std::move(*loaded);
@@ -297,10 +302,10 @@ Expected<plan::Placement> EngineHost::parse_placement(const LoadedModel& loaded,
 
 nlohmann::json EngineHost::devices_json() const { return serve::devices_json(device_infos()); }
 
-Status EngineHost::inject_fault(const std::string& device_id, const exec::SimFaults& faults, bool lost_now) {
+Status EngineHost::inject_fault(const std::string& device_id, const backend::SimFaults& faults, bool lost_now) {
   for (const auto& d : devices_) {
     if (d->id() != device_id) continue;
-    auto* sim = dynamic_cast<exec::SimulatedDevice*>(d.get());
+    auto* sim = dynamic_cast<backend::SimulatedDevice*>(d.get());
     if (!sim)
       return Error{Code::InvalidArgument, "device '" + device_id + "' is not simulated: faults are injected into "
                                           "simulated devices only"};
@@ -348,7 +353,7 @@ std::vector<nlohmann::json> EngineHost::replans_since(size_t index) const {
 }
 
 nlohmann::json EngineHost::memory_json(const LoadedModel& loaded) const {
-  std::map<std::string, exec::MemoryUse> use;
+  std::map<std::string, backend::MemoryUse> use;
   // The pipeline's layers change only on the scheduler thread: ask there.
   Status s = loaded.scheduler->run_exclusive([&](exec::Pipeline& p) {
     use = p.memory_by_device();
@@ -359,7 +364,7 @@ nlohmann::json EngineHost::memory_json(const LoadedModel& loaded) const {
   for (const DeviceInfo& info : infos_) {
     auto it = use.find(info.id);
     if (it == use.end()) continue;
-    const exec::MemoryUse& m = it->second;
+    const backend::MemoryUse& m = it->second;
     out.push_back({{"device", info.id},
                    {"weights", m.weights},
                    {"kv", m.kv},

@@ -17,13 +17,14 @@
 
 #include "engine/chat/chat_template.h"
 #include "engine/core/status.h"
-#include "engine/exec/device.h"
+#include "engine/backend/device.h"
 #include "engine/exec/pipeline.h"
 #include "engine/exec/scheduler.h"
 #include "engine/model/model.h"
 #include "engine/plan/placement_options.h"
 #include "engine/plan/straggler.h"
 #include "engine/trace/recorder.h"
+#include "engine/backend/sim/sim_device.h"
 
 namespace strata::serve {
 
@@ -59,8 +60,10 @@ struct HostOptions {
 
 // Checks a model path before anything opens it: no NUL, inside the model folders (when they are
 // restricted), a regular file (never a FIFO or device, which could block an open), big enough,
-// starting with the GGUF magic. InvalidArgument with a message that says no more about the file
-// than "not a GGUF file".
+// starting with the GGUF magic. InvalidArgument: the path itself is refused (NUL, empty, outside
+// the folders) before the disk is looked at. NotFound / Corrupt / Io: what the file is, with
+// details for the server's log only (clients get a uniform "cannot open model", so the answers
+// are no oracle for files on the server).
 Status check_model_file(const std::string& path, const HostOptions& options);
 
 // Resident set size of this process, in bytes (0 when /proc cannot be read).
@@ -73,7 +76,7 @@ uint64_t process_rss_bytes();
 // drop their references before the pipeline's device memory is released.
 class EngineHost {
  public:
-  EngineHost(std::vector<std::unique_ptr<exec::Device>> devices, HostOptions options);
+  EngineHost(std::vector<std::unique_ptr<backend::Device>> devices, HostOptions options);
   ~EngineHost();
 
   // Loads a model (replacing the current one). placement: a placement JSON object, the string
@@ -107,7 +110,7 @@ class EngineHost {
   // Arms a fault on a simulated device (docs/api.md, POST /strata/v1/devices/ID/fault). lost_now:
   // the device is lost at once (its next op fails). NotFound for an unknown device,
   // InvalidArgument for a device that is not simulated.
-  Status inject_fault(const std::string& device_id, const exec::SimFaults& faults, bool lost_now);
+  Status inject_fault(const std::string& device_id, const backend::SimFaults& faults, bool lost_now);
   // Each device's measured compute time against its planned time over the last `seconds` of the
   // trace (plan::compare_with_plan); stragglers are flagged.
   std::vector<plan::DeviceSpeed> device_speeds(const LoadedModel& loaded, double seconds = 5) const;
@@ -135,7 +138,7 @@ class EngineHost {
   void do_load(LoadJob& job);
   void loader_loop();
 
-  std::vector<std::unique_ptr<exec::Device>> devices_;
+  std::vector<std::unique_ptr<backend::Device>> devices_;
   std::vector<DeviceInfo> infos_;
   HostOptions options_;
   trace::Recorder recorder_;

@@ -3,6 +3,8 @@
 #include "engine/serve/json_constraint.h"
 
 #include <algorithm>
+#include <bitset>
+#include <map>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -23,13 +25,107 @@ bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' 
 
 std::string compact(const nlohmann::ordered_json& v) { return v.dump(-1, ' ', false, Json::error_handler_t::strict); }
 
+// The whole schema ($ref targets are looked up in it) and the refs compiled so far.
+struct CompileContext {
+  const nlohmann::ordered_json* root = nullptr;
+  std::map<std::string, int> refs;  // "#/$defs/X" -> its node
+};
+thread_local CompileContext* t_compile = nullptr;  // set by compile_schema for its call
+
 Status compile_node(const nlohmann::ordered_json& s, CompiledSchema& out, int index, int depth);
 
+// The subschema a local $ref names ("#/$defs/X", "#/definitions/X", any JSON pointer into the
+// schema), or null.
+const nlohmann::ordered_json* resolve_ref(const std::string& ref) {
+  if (!t_compile || ref.rfind("#", 0) != 0) return nullptr;
+  try {
+    const nlohmann::ordered_json::json_pointer ptr(ref.substr(1));
+    if (!t_compile->root->contains(ptr)) return nullptr;
+    return &t_compile->root->at(ptr);
+  } catch (const nlohmann::ordered_json::exception&) {
+    return nullptr;
+  }
+}
+
 Expected<int> add_node(const nlohmann::ordered_json& s, CompiledSchema& out, int depth) {
+  if (s.is_object() && s.contains("$ref")) {
+    if (!s["$ref"].is_string()) return Error{Code::InvalidArgument, "'$ref' must be a string"};
+    const std::string ref = s["$ref"].get<std::string>();
+    if (t_compile) {
+      auto it = t_compile->refs.find(ref);
+      if (it != t_compile->refs.end()) return it->second;  // compiled (or being compiled: recursion)
+    }
+    const nlohmann::ordered_json* target = resolve_ref(ref);
+    if (!target) return Error{Code::InvalidArgument, "'$ref' '" + ref + "' does not name a part of this schema"};
+    if (out.nodes.size() >= kMaxSchemaNodes)
+      return Error{Code::OutOfRange, "the schema has more than " + std::to_string(kMaxSchemaNodes) + " subschemas (the limit)"};
+    const int index = static_cast<int>(out.nodes.size());
+    out.nodes.emplace_back();
+    t_compile->refs[ref] = index;
+    STRATA_RETURN_IF_ERROR(compile_node(*target, out, index, depth + 1));
+    return index;
+  }
+  if (out.nodes.size() >= kMaxSchemaNodes)
+    return Error{Code::OutOfRange, "the schema has more than " + std::to_string(kMaxSchemaNodes) + " subschemas (the limit)"};
   const int index = static_cast<int>(out.nodes.size());
   out.nodes.emplace_back();
   STRATA_RETURN_IF_ERROR(compile_node(s, out, index, depth));
   return index;
+}
+
+// The bytes a value of `node` can start with (for telling anyOf alternatives apart).
+std::bitset<256> first_bytes(const CompiledSchema& schema, int node, int depth) {
+  std::bitset<256> b;
+  if (node < 0 || depth > 64) return b.set();
+  const SchemaNode& n = schema.nodes[static_cast<size_t>(node)];
+  using K = SchemaNode::Kind;
+  switch (n.kind) {
+    case K::Any: return b.set();
+    case K::AnyObject:
+    case K::Object: b.set('{'); break;
+    case K::Array: b.set('['); break;
+    case K::String: b.set('"'); break;
+    case K::Number:
+    case K::Integer:
+      b.set('-');
+      for (char c = '0'; c <= '9'; ++c) b.set(static_cast<unsigned char>(c));
+      break;
+    case K::Literal:
+      for (const std::string& l : n.literals)
+        if (!l.empty()) b.set(static_cast<unsigned char>(l[0]));
+      break;
+    case K::AnyOf:
+      for (int alt : n.alternatives) b |= first_bytes(schema, alt, depth + 1);
+      break;
+  }
+  return b;
+}
+
+// anyOf / oneOf / a list of types: the alternatives as nodes.
+Status compile_alternatives(const std::vector<nlohmann::ordered_json>& alts, CompiledSchema& out, int index, int depth) {
+  SchemaNode node;
+  node.kind = SchemaNode::Kind::AnyOf;
+  std::vector<std::string> literals;  // const / enum alternatives join into one Literal node
+  for (const auto& a : alts) {
+    STRATA_ASSIGN_OR_RETURN(int child, add_node(a, out, depth + 1));
+    const SchemaNode& c = out.nodes[static_cast<size_t>(child)];
+    if (c.kind == SchemaNode::Kind::Literal) {
+      literals.insert(literals.end(), c.literals.begin(), c.literals.end());
+    } else {
+      node.alternatives.push_back(child);
+    }
+  }
+  if (!literals.empty()) {
+    if (out.nodes.size() >= kMaxSchemaNodes)
+      return Error{Code::OutOfRange, "the schema has more than " + std::to_string(kMaxSchemaNodes) + " subschemas (the limit)"};
+    SchemaNode lit;
+    lit.kind = SchemaNode::Kind::Literal;
+    lit.literals = std::move(literals);
+    out.nodes.push_back(std::move(lit));
+    node.alternatives.push_back(static_cast<int>(out.nodes.size()) - 1);
+  }
+  out.nodes[static_cast<size_t>(index)] = std::move(node);
+  return {};
 }
 
 Status compile_node(const nlohmann::ordered_json& s, CompiledSchema& out, int index, int depth) {
@@ -41,12 +137,42 @@ Status compile_node(const nlohmann::ordered_json& s, CompiledSchema& out, int in
   }
   if (!s.is_object()) return bad("a schema must be an object");
   static const std::set<std::string> annotations = {"title", "description", "default", "examples", "$schema", "$id",
-                                                    "$comment", "required", "additionalProperties", "strict"};
+                                                    "$comment", "required", "additionalProperties", "strict",
+                                                    "$defs", "definitions"};
   static const std::set<std::string> known = {"type", "properties", "items", "minItems", "maxItems", "maxLength",
-                                              "enum", "const"};
+                                              "enum", "const", "anyOf", "oneOf"};
   for (auto it = s.begin(); it != s.end(); ++it) {
     if (!annotations.count(it.key()) && !known.count(it.key()))
       return bad("schema keyword '" + it.key() + "' is not supported");
+  }
+  for (const char* key : {"anyOf", "oneOf"}) {
+    if (!s.contains(key)) continue;
+    // Alternatives whose first bytes differ are mutually exclusive: oneOf reads as anyOf.
+    if (!s[key].is_array() || s[key].empty()) return bad(std::string("'") + key + "' must be a non-empty array");
+    if (s.contains("type") || s.contains("enum") || s.contains("const") || s.contains("properties") ||
+        s.contains(key[0] == 'a' ? "oneOf" : "anyOf"))
+      return bad(std::string("'") + key + "' together with other type keywords is not supported");
+    return compile_alternatives(std::vector<nlohmann::ordered_json>(s[key].begin(), s[key].end()), out, index, depth);
+  }
+  if (s.contains("type") && s["type"].is_array()) {
+    // A list of types: one alternative per type, each with this schema's other keywords.
+    if (s["type"].empty()) return bad("'type' must not be an empty list");
+    std::vector<nlohmann::ordered_json> alts;
+    for (const auto& t : s["type"]) {
+      if (!t.is_string()) return bad("'type' lists must hold type names");
+      nlohmann::ordered_json one = nlohmann::ordered_json::object();
+      one["type"] = t;
+      const std::string name = t.get<std::string>();
+      for (auto it = s.begin(); it != s.end(); ++it) {
+        const std::string& k = it.key();
+        if (k == "type" || annotations.count(k)) continue;
+        const bool fits = (name == "array" && (k == "items" || k == "minItems" || k == "maxItems")) ||
+                          (name == "string" && k == "maxLength") || (name == "object" && k == "properties");
+        if (fits) one[k] = it.value();
+      }
+      alts.push_back(std::move(one));
+    }
+    return compile_alternatives(alts, out, index, depth);
   }
   SchemaNode node;
   if (s.contains("enum") || s.contains("const")) {
@@ -54,8 +180,19 @@ Status compile_node(const nlohmann::ordered_json& s, CompiledSchema& out, int in
     if (s.contains("const")) node.literals.push_back(compact(s["const"]));
     if (s.contains("enum")) {
       if (!s["enum"].is_array() || s["enum"].empty()) return bad("'enum' must be a non-empty array");
+      if (out.literals + s["enum"].size() > kMaxSchemaLiterals)
+        return Error{Code::OutOfRange, "the schema has more than " + std::to_string(kMaxSchemaLiterals) +
+                                           " enum / const values (the limit)"};
       for (const auto& v : s["enum"]) node.literals.push_back(compact(v));
     }
+    out.literals += node.literals.size();
+    for (const std::string& l : node.literals) out.literal_bytes += l.size();
+    if (out.literals > kMaxSchemaLiterals)
+      return Error{Code::OutOfRange, "the schema has more than " + std::to_string(kMaxSchemaLiterals) +
+                                         " enum / const values (the limit)"};
+    if (out.literal_bytes > kMaxSchemaLiteralBytes)
+      return Error{Code::OutOfRange, "the schema's enum / const values are longer than " +
+                                         std::to_string(kMaxSchemaLiteralBytes) + " bytes together (the limit)"};
     out.nodes[static_cast<size_t>(index)] = std::move(node);
     return {};
   }
@@ -136,11 +273,38 @@ CompiledSchema any_object_schema() {
 
 Expected<CompiledSchema> compile_schema(const nlohmann::ordered_json& schema) {
   CompiledSchema out;
+  CompileContext context;
+  context.root = &schema;
+  t_compile = &context;
+  struct Reset {
+    ~Reset() { t_compile = nullptr; }
+  } reset;
   try {
+    const size_t bytes = schema.dump(-1, ' ', false, Json::error_handler_t::replace).size();
+    if (bytes > kMaxSchemaBytes)
+      return Error{Code::OutOfRange, "the schema is " + std::to_string(bytes) + " bytes of JSON, over the limit of " +
+                                         std::to_string(kMaxSchemaBytes)};
     STRATA_ASSIGN_OR_RETURN(int root, add_node(schema, out, 0));
-    (void)root;
+    if (root != 0) {
+      // The root was a $ref: nodes[0] must be the root, so it becomes an anyOf of that one node.
+      out.nodes[0].kind = SchemaNode::Kind::AnyOf;
+      out.nodes[0].alternatives = {root};
+    }
   } catch (const nlohmann::ordered_json::exception& e) {
     return Error{Code::InvalidArgument, std::string("the schema cannot be used: ") + e.what()};
+  }
+  // anyOf alternatives must be told apart by their first byte (the recognizer is deterministic).
+  for (const SchemaNode& n : out.nodes) {
+    if (n.kind != SchemaNode::Kind::AnyOf) continue;
+    std::bitset<256> seen;
+    for (int alt : n.alternatives) {
+      const std::bitset<256> b = first_bytes(out, alt, 0);
+      if ((seen & b).any())
+        return Error{Code::InvalidArgument, "anyOf / oneOf / type-list alternatives that can start with the same "
+                                            "character (two objects, two strings, number and integer, an empty schema) "
+                                            "are not supported"};
+      seen |= b;
+    }
   }
   return out;
 }
@@ -169,6 +333,20 @@ bool JsonRecognizer::feed(char c) {
 
 bool JsonRecognizer::start_value(Frame& f, char c) {
   using K = SchemaNode::Kind;
+  // anyOf: the alternative this first byte can start (compile_schema made them disjoint).
+  for (int hops = 0; f.node != kAny && schema_->nodes[static_cast<size_t>(f.node)].kind == K::AnyOf; ++hops) {
+    if (hops > 64) return false;
+    const SchemaNode& n = schema_->nodes[static_cast<size_t>(f.node)];
+    int pick = -2;
+    for (int alt : n.alternatives) {
+      if (first_bytes(*schema_, alt, 0).test(static_cast<unsigned char>(c))) {
+        pick = alt;
+        break;
+      }
+    }
+    if (pick == -2) return false;
+    f.node = pick;
+  }
   const K kind = f.node == kAny ? K::Any : schema_->nodes[static_cast<size_t>(f.node)].kind;
   f.phase = 0;
   f.count = 0;
@@ -201,6 +379,7 @@ bool JsonRecognizer::start_value(Frame& f, char c) {
       f.type = Frame::Type::Literal;
       literal_.clear();
       break;
+    case K::AnyOf: return false;  // resolved above
   }
   return feed_frame(c);
 }

@@ -18,9 +18,13 @@ namespace strata::serve {
 
 // A JSON Schema, compiled to the subset this recognizer knows: object (its properties, written
 // in schema order, all of them), array (items, minItems, maxItems), string (maxLength), number,
-// integer, boolean, null, enum / const, and "any JSON value" for an empty schema.
+// integer, boolean, null, enum / const, "any JSON value" for an empty schema, anyOf / oneOf / a
+// list of types whose alternatives start with different characters (the first byte picks one:
+// Optional[X] is anyOf [X, null]), and $ref to "#/$defs/..." or "#/definitions/..." (recursion
+// allowed: a node refers to others by index).
 struct SchemaNode {
-  enum class Kind { Any, AnyObject, Object, Array, String, Number, Integer, Literal };  // boolean, null: Literal
+  enum class Kind { Any, AnyObject, Object, Array, String, Number, Integer, Literal, AnyOf };  // boolean, null: Literal
+  std::vector<int> alternatives;                        // AnyOf: the nodes, disjoint in their first byte
   Kind kind = Kind::Any;
   std::vector<std::pair<std::string, int>> properties;  // Object: (name as a JSON string, node) in order
   int items = -1;                                       // Array: the item node
@@ -31,12 +35,27 @@ struct SchemaNode {
 
 struct CompiledSchema {
   std::vector<SchemaNode> nodes;  // nodes[0] is the root
+  size_t literals = 0;            // enum / const values in all nodes
+  size_t literal_bytes = 0;       // their compact JSON texts together
 };
+
+// The compile budget. A token's mask walks the vocabulary trie through the recognizer, and a
+// Literal step compares against every value of its enum, so the masking cost (on the scheduler
+// thread, where it holds up every other stream) grows with these; over one, the schema is refused
+// (OutOfRange naming the limit) before anything runs. A 90,000-string enum took 18.8 s.
+constexpr size_t kMaxSchemaBytes = size_t{256} << 10;  // the schema's JSON text
+constexpr size_t kMaxSchemaNodes = 2048;
+constexpr size_t kMaxSchemaLiterals = 1024;            // enum / const values, all nodes together
+constexpr size_t kMaxSchemaLiteralBytes = size_t{64} << 10;
+// And time: the first token's mask is tried on the request's own thread; slower than this, the
+// schema is refused too (the limits above keep real schemas far below it).
+constexpr int kMaxMaskMs = 1000;
 
 // {"type":"json_object"}: any JSON object.
 CompiledSchema any_object_schema();
 // A JSON Schema object (ordered: properties are written in the order the client gave them);
-// InvalidArgument naming the first keyword or shape not supported.
+// InvalidArgument naming the first keyword or shape not supported; OutOfRange naming the limit
+// of the compile budget it passes.
 Expected<CompiledSchema> compile_schema(const nlohmann::ordered_json& schema);
 
 // The recognizer: feed bytes, ask whether they were accepted and whether the value is complete.

@@ -1,6 +1,7 @@
 // engine/serve/openai_routes.cpp — GET /v1/models, POST /v1/chat/completions, POST /v1/completions:
 // request parsing and validation, prompt building, OpenAI response and stream-chunk shapes.
 // Generation runs on the scheduler thread; handlers (HTTP worker threads) wait on a channel.
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <random>
@@ -9,6 +10,7 @@
 
 #include "engine/serve/replan_json.h"
 #include "engine/serve/response_format.h"
+#include "engine/serve/http_guard.h"
 #include "engine/serve/server_context.h"
 #include "engine/serve/tool_calls.h"
 
@@ -59,7 +61,8 @@ struct Channel {
 struct Request {
   std::mutex mutex;
   std::condition_variable cv;
-  std::vector<std::shared_ptr<Channel>> choices;
+  std::vector<std::shared_ptr<Channel>> choices;  // prompt k's choice j at k * n + j (OpenAI's order)
+  size_t n = 1;                                   // choices per prompt
 };
 
 struct Parsed {
@@ -106,8 +109,9 @@ std::optional<ApiError> parse_fields(const Json& body, Parsed& p) {
   STRATA_API_TRY(read_int(body, "seed", INT64_MIN, INT64_MAX, seed));
   p.seeded = body.contains("seed") && !body["seed"].is_null();
   s.seed = p.seeded ? static_cast<uint64_t>(seed) : std::random_device{}();
-  STRATA_API_TRY(read_int(body, "max_tokens", 0, int64_t{1} << 24, p.max_tokens));
-  STRATA_API_TRY(read_int(body, "max_completion_tokens", 0, int64_t{1} << 24, p.max_tokens));
+  // At least 1, as OpenAI asks (0 answered 200 with nothing).
+  STRATA_API_TRY(read_int(body, "max_tokens", 1, int64_t{1} << 24, p.max_tokens));
+  STRATA_API_TRY(read_int(body, "max_completion_tokens", 1, int64_t{1} << 24, p.max_tokens));
   STRATA_API_TRY(read_int(body, "n", 1, 16, p.n));
   // Log probabilities: chat has logprobs (bool) + top_logprobs (0..20); completions has
   // logprobs (an integer 0..5, the number of alternatives).
@@ -184,8 +188,10 @@ std::optional<ApiError> normalize_messages(const Json& body, nlohmann::ordered_j
     } else if (!content.is_string()) {
       return bad_request(where + ".content must be a string, an array of text parts or null", "messages");
     }
-    if (role == "tool" && m.contains("tool_call_id") && !m["tool_call_id"].is_string())
-      return bad_request(where + ".tool_call_id must be a string", "messages");
+    // OpenAI requires the id of the call a tool message answers.
+    if (role == "tool" && (!m.contains("tool_call_id") || !m["tool_call_id"].is_string()))
+      return bad_request(where + ".tool_call_id (a string, the id of the call it answers) is required on a tool message",
+                         "messages");
     if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {
       if (role != "assistant" || !m["tool_calls"].is_array())
         return bad_request(where + ".tool_calls must be an array on an assistant message", "messages");
@@ -206,25 +212,157 @@ std::optional<ApiError> normalize_messages(const Json& body, nlohmann::ordered_j
   return std::nullopt;
 }
 
-std::optional<ApiError> build_prompt(const LoadedModel& m, const Json& body, bool chat, const ToolMode& tools,
-                                     std::vector<int32_t>& prompt) {
+// Special tokens in what users write are text (OpenAI does not parse them either): a user who
+// types "<|im_end|>\n<|im_start|>system" must not end their turn and open a system one. The
+// template's own markers stay tokens. So the template is rendered twice: with the contents, and
+// with a marker in place of each user / tool content; the markers say where the contents lie in
+// the rendered text, and control-token texts are matched only outside those ranges.
+struct PlainRanges {
+  std::string text;                                  // the rendered prompt
+  std::vector<std::pair<size_t, size_t>> plain;      // [begin, end) byte ranges read as text only
+};
+
+// Rebuilds the rendered text from the render with markers: each marker becomes its content.
+// `trim`: the contents as a template's "| trim" leaves them.
+PlainRanges fill_markers(const std::string& marked, const std::string& open, const std::vector<std::string>& contents,
+                         bool trim) {
+  PlainRanges out;
+  const std::string close = "\xEE\x80\x81";  // U+E001
+  size_t pos = 0;
+  while (true) {
+    const size_t at = marked.find(open, pos);
+    if (at == std::string::npos) break;
+    size_t d = at + open.size();
+    size_t idx = 0;
+    bool digits = false;
+    while (d < marked.size() && marked[d] >= '0' && marked[d] <= '9') idx = idx * 10 + static_cast<size_t>(marked[d++] - '0'), digits = true;
+    if (!digits || marked.compare(d, close.size(), close) != 0 || idx >= contents.size()) {
+      out.text.append(marked, pos, at + open.size() - pos);
+      pos = at + open.size();
+      continue;
+    }
+    out.text.append(marked, pos, at - pos);
+    std::string c = contents[idx];
+    if (trim) {
+      const size_t b = c.find_first_not_of(" \t\n\r");
+      const size_t e = c.find_last_not_of(" \t\n\r");
+      c = b == std::string::npos ? std::string() : c.substr(b, e - b + 1);
+    }
+    out.plain.emplace_back(out.text.size(), out.text.size() + c.size());
+    out.text += c;
+    pos = d + close.size();
+  }
+  out.text.append(marked, pos, std::string::npos);
+  return out;
+}
+
+// encode(text, add_special = false, parse_special = true), except that control tokens are not
+// matched inside r.plain. Text between two control tokens is encoded as encode() does it (a
+// separate run after a control token), so a prompt without special texts in its contents gives
+// the same ids as before.
+std::vector<int32_t> encode_with_plain_ranges(const tokenizer::Tokenizer& tok, const PlainRanges& r) {
+  const tokenizer::Vocab& v = tok.vocab();
+  std::array<std::vector<std::pair<std::string_view, int32_t>>, 256> by_first;
+  for (int32_t id = 0; id < tok.n_tokens(); ++id) {
+    const tokenizer::TokenAttr a = tok.attr(id);
+    if (a != tokenizer::TokenAttr::Control && a != tokenizer::TokenAttr::Unknown) continue;
+    const std::string& t = v.tokens[static_cast<size_t>(id)];
+    if (!t.empty()) by_first[static_cast<uint8_t>(t[0])].emplace_back(t, id);
+  }
+  for (auto& list : by_first)
+    std::stable_sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  std::vector<int32_t> out;
+  const std::string& text = r.text;
+  size_t run = 0, i = 0, next_plain = 0;
+  while (i < text.size()) {
+    while (next_plain < r.plain.size() && r.plain[next_plain].second <= i) ++next_plain;
+    if (next_plain < r.plain.size() && r.plain[next_plain].first <= i) {
+      i = r.plain[next_plain].second;  // inside a content: no control tokens
+      continue;
+    }
+    const size_t limit = next_plain < r.plain.size() ? r.plain[next_plain].first : text.size();
+    int32_t match = -1;
+    size_t len = 0;
+    for (const auto& [t, id] : by_first[static_cast<uint8_t>(text[i])]) {
+      if (i + t.size() <= limit && text.compare(i, t.size(), t) == 0) {
+        match = id;
+        len = t.size();
+        break;
+      }
+    }
+    if (match < 0) {
+      ++i;
+      continue;
+    }
+    if (run < i) {
+      const auto ids = tok.encode(std::string_view(text).substr(run, i - run), false, false);
+      out.insert(out.end(), ids.begin(), ids.end());
+    }
+    out.push_back(match);
+    i += len;
+    run = i;
+  }
+  if (run < text.size()) {
+    const auto ids = tok.encode(std::string_view(text).substr(run), false, false);
+    out.insert(out.end(), ids.begin(), ids.end());
+  }
+  return out;
+}
+
+// A list of prompts in /v1/completions (OpenAI: strings, or arrays of token ids): each gets its
+// own choices. More than this many is a 400.
+constexpr size_t kMaxPrompts = 32;
+
+std::optional<ApiError> build_prompt(const LoadedModel& m, const Json& body, bool chat, ToolMode& tools,
+                                     bool parse_special, std::vector<int32_t>& prompt,
+                                     std::vector<std::vector<int32_t>>* more_prompts = nullptr) {
   const tokenizer::Tokenizer& tok = m.model->tokenizer();
   if (!chat) {
     auto it = body.find("prompt");
     if (it == body.end() || it->is_null()) return bad_request("'prompt' is required", "prompt");
-    if (it->is_array() && it->size() == 1 && (*it)[0].is_string()) {
-      prompt = tok.encode((*it)[0].get<std::string>(), true, true);
-    } else if (it->is_string()) {
-      prompt = tok.encode(it->get<std::string>(), /*add_special=*/true, /*parse_special=*/true);
-    } else if (it->is_array() && !it->empty() && std::all_of(it->begin(), it->end(), [](const Json& v) { return v.is_number_integer(); })) {
-      for (const Json& v : *it) {
+    auto token_ids = [&](const Json& list, std::vector<int32_t>& out) -> std::optional<ApiError> {
+      for (const Json& v : list) {
         const int64_t id = v.get<int64_t>();
         if (id < 0 || id >= tok.n_tokens())
           return bad_request("'prompt' token id " + std::to_string(id) + " outside [0, " + std::to_string(tok.n_tokens()) + ")", "prompt");
-        prompt.push_back(static_cast<int32_t>(id));
+        out.push_back(static_cast<int32_t>(id));
       }
+      return std::nullopt;
+    };
+    auto is_ids = [](const Json& v) {
+      return v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const Json& x) { return x.is_number_integer(); });
+    };
+    const bool list_of_strings = it->is_array() && !it->empty() && std::all_of(it->begin(), it->end(), [](const Json& v) { return v.is_string(); });
+    const bool list_of_id_lists = it->is_array() && !it->empty() && std::all_of(it->begin(), it->end(), is_ids);
+    if ((list_of_strings || list_of_id_lists) && it->size() > 1) {
+      if (!more_prompts) return bad_request("'prompt' must be one prompt here", "prompt");
+      if (it->size() > kMaxPrompts)
+        return bad_request("'prompt' lists " + std::to_string(it->size()) + " prompts, more than " + std::to_string(kMaxPrompts),
+                           "prompt");
+      for (size_t k = 0; k < it->size(); ++k) {
+        std::vector<int32_t> one;
+        if (list_of_strings) {
+          one = tok.encode((*it)[k].get<std::string>(), /*add_special=*/true, /*parse_special=*/true);
+        } else {
+          STRATA_API_TRY(token_ids((*it)[k], one));
+        }
+        if (one.empty()) return bad_request("'prompt' " + std::to_string(k) + " gives no tokens", "prompt");
+        if (k == 0) prompt = std::move(one);
+        else more_prompts->push_back(std::move(one));
+      }
+      return std::nullopt;
+    }
+    if (it->is_array() && it->size() == 1 && (*it)[0].is_string()) {
+      prompt = tok.encode((*it)[0].get<std::string>(), true, true);
+    } else if (list_of_id_lists) {  // [[ids]]: one prompt
+      STRATA_API_TRY(token_ids((*it)[0], prompt));
+    } else if (it->is_string()) {
+      prompt = tok.encode(it->get<std::string>(), /*add_special=*/true, /*parse_special=*/true);
+    } else if (is_ids(*it)) {
+      STRATA_API_TRY(token_ids(*it, prompt));
     } else {
-      return bad_request("'prompt' must be a string, an array of one string, or an array of token ids", "prompt");
+      return bad_request("'prompt' must be a string, an array of strings, an array of token ids, or an array of "
+                         "arrays of token ids", "prompt");
     }
     if (prompt.empty()) return bad_request("'prompt' gives no tokens", "prompt");
     return std::nullopt;
@@ -240,11 +378,15 @@ std::optional<ApiError> build_prompt(const LoadedModel& m, const Json& body, boo
   }
   chat::ChatTemplateOptions opts;
   if (tools.enabled) {
-    // The template writes the tool definitions the way its model was trained on; a template that
-    // never mentions tools would drop them silently.
-    if (!m.own_template || m.tmpl->source().find("tools") == std::string::npos)
-      return bad_request("the model's chat template does not support tools", "tools", "tools_unsupported");
-    opts.extra_context["tools"] = tools.tools;
+    // The template writes the tool definitions the way its model was trained on. A template that
+    // never mentions tools would drop them silently: the tools then go into a generic system
+    // message instead, and calls are asked for as <tool_call> blocks.
+    if (!m.own_template || m.tmpl->source().find("tools") == std::string::npos) {
+      tools.generic_prompt = true;
+      messages = with_generic_tool_prompt(messages, tools);
+    } else {
+      opts.extra_context["tools"] = tools.tools;
+    }
   }
   const tokenizer::Vocab& v = tok.vocab();
   if (v.bos_id >= 0) opts.bos_token = v.tokens[static_cast<size_t>(v.bos_id)];
@@ -259,12 +401,56 @@ std::optional<ApiError> build_prompt(const LoadedModel& m, const Json& body, boo
       return bad_request("the model's chat template cannot render these messages", "messages", "template_error");
     return bad_request("the model's chat template refused these messages: " + msg, "messages", "template_error");
   }
+  // Where the user and tool contents lie in the rendered text (unless --parse-special).
+  PlainRanges ranges{*text, {}};
+  if (!parse_special) {
+    // U+E000, then a nonce no content guesses (digits: they survive a template's case filters).
+    std::string nonce = random_id("");
+    for (char& ch : nonce) ch = static_cast<char>('0' + (static_cast<unsigned char>(ch) % 10));
+    const std::string open = "\xEE\x80\x80" + nonce + ":";
+    nlohmann::ordered_json marked = messages;
+    std::vector<std::string> contents;
+    for (size_t i = 0; i < marked.size(); ++i) {
+      auto& msg = marked[i];
+      const std::string role = msg.value("role", "");
+      if ((role != "user" && role != "tool") || !msg["content"].is_string() || msg["content"].get<std::string>().empty())
+        continue;
+      contents.push_back(msg["content"].get<std::string>());
+      msg["content"] = open + std::to_string(contents.size() - 1) + "\xEE\x80\x81";
+    }
+    if (!contents.empty()) {
+      auto with_markers = m.tmpl->render_json(marked, opts);
+      if (!with_markers.ok()) return bad_request("the model's chat template cannot render these messages", "messages", "template_error");
+      ranges = fill_markers(*with_markers, open, contents, false);
+      if (ranges.text != *text) {
+        PlainRanges trimmed = fill_markers(*with_markers, open, contents, true);
+        if (trimmed.text == *text) {
+          ranges = std::move(trimmed);
+        } else {
+          // A template that transforms contents in other ways (case, escaping): the text it
+          // rendered is kept, and each content is protected where it appears in it as sent
+          // (in order); a transformed content no longer holds the special texts it was sent with.
+          PlainRanges found{*text, {}};
+          size_t at = 0;
+          for (const std::string& c : contents) {
+            const size_t p = text->find(c, at);
+            if (p == std::string::npos) continue;
+            found.plain.emplace_back(p, p + c.size());
+            at = p + c.size();
+          }
+          ranges = std::move(found);
+        }
+      }
+    }
+  }
   if (!m.own_template) {
     // The "completion" template: the text is a plain prompt, tokenized as `run` does.
-    prompt = tok.encode(*text, /*add_special=*/true, /*parse_special=*/true);
+    prompt = encode_with_plain_ranges(tok, ranges);
+    if (v.add_bos && v.bos_id >= 0) prompt.insert(prompt.begin(), v.bos_id);
+    if (v.add_eos && v.eos_id >= 0) prompt.push_back(v.eos_id);
   } else {
     // The model's template writes BOS itself when it wants one; add it only when it did not.
-    prompt = tok.encode(*text, /*add_special=*/false, /*parse_special=*/true);
+    prompt = encode_with_plain_ranges(tok, ranges);
     if (v.add_bos && v.bos_id >= 0 && (prompt.empty() || prompt.front() != v.bos_id)) prompt.insert(prompt.begin(), v.bos_id);
   }
   if (prompt.empty()) return bad_request("the messages give an empty prompt", "messages");
@@ -356,17 +542,21 @@ Json chunk(const Envelope& env, const Json& choice) {
           {"choices", Json::array({choice})}};
 }
 
-Json usage_json(const std::vector<std::shared_ptr<Channel>>& choices) {
-  const int64_t prompt = choices.empty() ? 0 : choices[0]->result.n_prompt;
+Json usage_json(const std::vector<std::shared_ptr<Channel>>& choices, size_t n) {
+  // Each prompt counts once (its first choice), as OpenAI counts a list of prompts.
+  int64_t prompt = 0, cached = 0;
+  for (size_t k = 0; k < choices.size(); k += std::max<size_t>(1, n)) {
+    prompt += choices[k]->result.n_prompt;
+    cached += choices[k]->result.n_prompt_cached;
+  }
   int64_t completion = 0;
   int64_t evaluated = 0;
   for (const auto& c : choices) {
     completion += c->result.n_generated;
     evaluated += c->result.n_prompt - c->result.n_prompt_cached;
   }
-  // cached_tokens: OpenAI's prefix-cache hit of the request (its first choice). Strata adds the
-  // prompt tokens the model actually read for all choices together: n choices share one reading.
-  const int64_t cached = choices.empty() ? 0 : choices[0]->result.n_prompt_cached;
+  // cached_tokens: OpenAI's prefix-cache hit of the request (each prompt's first choice). Strata adds
+  // the prompt tokens the model actually read for all choices together: n choices share one reading.
   return {{"prompt_tokens", prompt},
           {"completion_tokens", completion},
           {"total_tokens", prompt + completion},
@@ -374,12 +564,33 @@ Json usage_json(const std::vector<std::shared_ptr<Channel>>& choices) {
           {"prompt_tokens_evaluated", evaluated}};
 }
 
-void answer_blocking(httplib::Response& res, const std::shared_ptr<Request>& rq, const Envelope& env) {
+void answer_blocking(httplib::Response& res, const std::shared_ptr<Request>& rq, const Envelope& env,
+                     const std::shared_ptr<exec::Scheduler>& scheduler) {
   {
-    std::unique_lock<std::mutex> lock(rq->mutex);
-    rq->cv.wait(lock, [&] {
+    // A client that hangs up no longer wants the answer: its choices are cancelled, queued or
+    // running, so abandoned requests do not hold slots and the queue. Looked at every 100 ms.
+    auto all_done = [&] {
       return std::all_of(rq->choices.begin(), rq->choices.end(), [](const auto& c) { return c->done; });
-    });
+    };
+    std::unique_lock<std::mutex> lock(rq->mutex);
+    bool cancelled = false;
+    while (!rq->cv.wait_for(lock, std::chrono::milliseconds(100), all_done)) {
+      if (cancelled || !client_gone()) continue;
+      cancelled = true;
+      std::vector<uint64_t> ids;
+      for (const auto& ch : rq->choices) ids.push_back(ch->id);
+      lock.unlock();  // the scheduler's callbacks take rq->mutex
+      for (const uint64_t id : ids) scheduler->cancel(id);
+      lock.lock();
+    }
+    if (cancelled) {
+      ApiError e;
+      e.status = 499;
+      e.type = "invalid_request_error";
+      e.code = "client_disconnected";
+      e.message = "the client closed the connection before the answer was ready";
+      return send_error(res, e);
+    }
   }
   for (const auto& ch : rq->choices) {
     if (auto e = result_error(ch->result)) return send_error(res, *e);
@@ -412,7 +623,7 @@ void answer_blocking(httplib::Response& res, const std::shared_ptr<Request>& rq,
                {"created", env.created},
                {"model", env.model},
                {"choices", choices},
-               {"usage", usage_json(rq->choices)}};
+               {"usage", usage_json(rq->choices, rq->n)}};
   send_json(res, body);
 }
 
@@ -573,7 +784,7 @@ void answer_stream(ServerContext& ctx, httplib::Response& res, const std::shared
     if (include_usage && !failed) {
       Json u = chunk(env, Json::object());
       u["choices"] = Json::array();
-      u["usage"] = usage_json(rq->choices);
+      u["usage"] = usage_json(rq->choices, rq->n);
       if (!write(sse(u))) return false;
     }
     if (!write("data: [DONE]\n\n")) return false;
@@ -652,27 +863,41 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
     }
   }
   std::vector<int32_t> prompt;
-  if (auto e = build_prompt(*loaded, body, chat, tools, prompt)) return send_error(res, *e);
-  if (tools.enabled) tools.format = tool_format_of_template(loaded->tmpl->source());
+  std::vector<std::vector<int32_t>> more_prompts;  // /v1/completions with a list of prompts: the 2nd on
+  if (auto e = build_prompt(*loaded, body, chat, tools, ctx.options.parse_special, prompt, chat ? nullptr : &more_prompts))
+    return send_error(res, *e);
+  if (tools.enabled) tools.format = tools.generic_prompt ? ToolFormat::Hermes : tool_format_of_template(loaded->tmpl->source());
   const int64_t n_ctx = loaded->pipeline->n_ctx();
-  const int64_t n_prompt = static_cast<int64_t>(prompt.size());
-  if (n_prompt > n_ctx)
-    return send_error(res, bad_request("prompt of " + std::to_string(n_prompt) + " tokens exceeds the context length " +
-                                           std::to_string(n_ctx),
-                                       chat ? "messages" : "prompt", "context_length_exceeded"));
-  p.gen.prompt = std::move(prompt);
-  p.gen.max_tokens = p.max_tokens >= 0 ? p.max_tokens : std::max<int64_t>(1, n_ctx - n_prompt);
+  std::vector<std::vector<int32_t>> prompts;
+  prompts.push_back(std::move(prompt));
+  for (auto& extra : more_prompts) prompts.push_back(std::move(extra));
+  if (static_cast<int64_t>(prompts.size()) * p.n > 64)
+    return send_error(res, bad_request(std::to_string(prompts.size()) + " prompts x n " + std::to_string(p.n) +
+                                           " choices is more than 64", "prompt"));
+  for (const auto& one : prompts) {
+    const int64_t n_prompt = static_cast<int64_t>(one.size());
+    if (n_prompt > n_ctx)
+      return send_error(res, bad_request("prompt of " + std::to_string(n_prompt) + " tokens exceeds the context length " +
+                                             std::to_string(n_ctx),
+                                         chat ? "messages" : "prompt", "context_length_exceeded"));
+  }
 
   if (p.stream && !acquire_stream(ctx, res)) return;
   std::shared_ptr<Metrics> metrics = ctx.metrics;
   const bool stream = p.stream;
   const bool want_lp = p.logprobs;
   auto rq = std::make_shared<Request>();
+  rq->n = static_cast<size_t>(p.n);
   std::vector<exec::GenerationRequest> gens;
-  for (int64_t i = 0; i < p.n; ++i) {
+  for (int64_t all = 0; all < static_cast<int64_t>(prompts.size()) * p.n; ++all) {
+    const int64_t i = all % p.n;  // the choice of its prompt
+    const std::vector<int32_t>& its_prompt = prompts[static_cast<size_t>(all / p.n)];
     auto ch = std::make_shared<Channel>();
     rq->choices.push_back(ch);
-    exec::GenerationRequest g = p.gen;  // the prompt is copied per choice
+    exec::GenerationRequest g = p.gen;
+    g.prompt = its_prompt;  // copied per choice
+    g.max_tokens = p.max_tokens >= 0 ? p.max_tokens
+                                     : std::max<int64_t>(1, n_ctx - static_cast<int64_t>(its_prompt.size()));
     if (p.make_constraint) g.constraint = p.make_constraint();
     g.sampling.seed = p.gen.sampling.seed + static_cast<uint64_t>(i);
     Channel* chp = ch.get();
@@ -725,7 +950,7 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
       }
       rqp->cv.notify_all();
     };
-    if (i == 0 && stream && p.return_progress) {
+    if (all == 0 && stream && p.return_progress) {
       g.on_prompt_progress = [rq, chp, rqp](int64_t done, int64_t total) {
         {
           std::lock_guard<std::mutex> lock(rqp->mutex);
@@ -777,7 +1002,7 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
     rq->choices[i]->id = *id;
   }
   if (stream) return answer_stream(ctx, res, rq, env, scheduler, p.include_usage);
-  answer_blocking(res, rq, env);
+  answer_blocking(res, rq, env, scheduler);
 }
 
 }  // namespace

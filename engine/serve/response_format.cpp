@@ -2,7 +2,9 @@
 // (see response_format.h).
 #include "engine/serve/response_format.h"
 
+#include <chrono>
 #include <mutex>
+#include <vector>
 
 #include "engine/serve/json_constraint.h"
 
@@ -59,7 +61,7 @@ std::optional<ApiError> parse_response_format(const Json& body, const std::strin
     auto compiled = compile_schema(ordered["response_format"]["json_schema"]["schema"]);
     if (!compiled.ok())
       return bad_request("'response_format.json_schema.schema': " + compiled.error().message, "response_format",
-                         "unsupported_schema");
+                         compiled.error().code == Code::OutOfRange ? "schema_too_large" : "unsupported_schema");
     schema = std::move(*compiled);
   } else {
     return bad_request("'response_format' type '" + type + "' is not one of text, json_object, json_schema",
@@ -71,6 +73,17 @@ std::optional<ApiError> parse_response_format(const Json& body, const std::strin
   make = [shared, index, eos]() -> std::shared_ptr<exec::TokenConstraint> {
     return std::make_shared<JsonConstraint>(shared, index.trie, index.pieces, eos);
   };
+  // The time budget: one mask here, on the request's thread, not on the scheduler's.
+  std::vector<float> logits(static_cast<size_t>(model.model->tokenizer().n_tokens()), 0.0f);
+  const auto t0 = std::chrono::steady_clock::now();
+  make()->mask(logits.data());
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  if (ms > kMaxMaskMs) {
+    make = nullptr;
+    return bad_request("'response_format.json_schema.schema': one token's constraint took " + std::to_string(ms) +
+                           " ms, over the limit of " + std::to_string(kMaxMaskMs) + " ms",
+                       "response_format", "schema_too_large");
+  }
   return std::nullopt;
 }
 

@@ -14,6 +14,7 @@
 #include <exception>
 #include <random>
 #include <algorithm>
+#include <cstring>
 #include <cctype>
 #include <map>
 
@@ -136,7 +137,9 @@ void with_body(ServerContext& ctx, const httplib::Request& req, httplib::Respons
     const bool late = conn && conn->body_timed_out;
     return send_error(res, bad_request(late ? "the request body did not arrive within " +
                                                   std::to_string(ctx.options.body_timeout_s) + " s"
-                                            : "the request body could not be read (broken chunked encoding?)",
+                                            : conn && conn->bad_framing
+                                                  ? "malformed chunked encoding (a chunk's data must end in CRLF)"
+                                                  : "the request body could not be read (broken chunked encoding?)",
                                        "", "invalid_body"));
   }
   httplib::Request copy = req;
@@ -165,6 +168,14 @@ std::string random_id(const std::string& prefix) {
   std::string s = prefix;
   for (int i = 0; i < 24; ++i) s += hex[rng() & 15];
   return s;
+}
+
+ApiError model_file_error(const ServerContext& ctx, const std::string& path, const Error& e) {
+  ApiError out = bad_request(e.message, "path", "invalid_model_file");
+  if (e.code == Code::InvalidArgument) return out;
+  if (ctx.options.log) ctx.options.log("cannot open model '" + path + "': " + e.message);
+  out.message = "cannot open model '" + path + "' (the server's log says why)";
+  return out;
 }
 
 bool is_loopback_host(const std::string& host) {
@@ -228,6 +239,45 @@ std::string bearer_token(const std::string& header) {
   while (e > b && (header[e - 1] == ' ' || header[e - 1] == '\t')) --e;
   return header.substr(b, e - b);
 }
+
+// The host name of a Host header value ("[::1]:8080" -> "::1", "localhost:80" -> "localhost").
+std::string host_name_of(const std::string& value) {
+  if (!value.empty() && value[0] == '[') {
+    const size_t end = value.find(']');
+    return end == std::string::npos ? value : value.substr(1, end - 1);
+  }
+  const size_t colon = value.find(':');
+  return colon == std::string::npos ? value : value.substr(0, colon);
+}
+
+// Without an API key, a browser page of any site could reach the server: by a DNS name that
+// resolves to 127.0.0.1 (rebinding), so the Host must name the bound address or localhost.
+bool host_allowed(const std::string& value, const std::string& bound) {
+  const std::string name = lower(host_name_of(value));
+  return name == "localhost" || is_loopback_host(name) || name == lower(bound);
+}
+
+// Same-origin pages of the server itself (http://localhost:PORT, http://127.0.0.1:PORT).
+bool loopback_origin(const std::string& origin) {
+  const std::string o = lower(origin);
+  for (const char* scheme : {"http://", "https://"}) {
+    if (o.rfind(scheme, 0) == 0) {
+      const std::string rest = o.substr(std::strlen(scheme));
+      if (rest.find('/') != std::string::npos) return false;
+      const std::string name = host_name_of(rest);
+      return name == "localhost" || is_loopback_host(name);
+    }
+  }
+  return false;
+}
+
+bool is_json_media_type(const std::string& content_type) {
+  std::string t = lower(content_type.substr(0, content_type.find(';')));
+  while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.pop_back();
+  size_t b = 0;
+  while (b < t.size() && t[b] == ' ') ++b;
+  return t.substr(b) == "application/json";
+}
 }  // namespace
 
 namespace {
@@ -286,7 +336,9 @@ Expected<std::unique_ptr<Server>> Server::create(EngineHost& host, ServerOptions
   // without reading), then the API key.
   const std::string key = ctx.options.api_key;
   const size_t max_body = ctx.options.max_body_bytes;
-  http.set_pre_routing_handler([key, max_body](const httplib::Request& req, httplib::Response& res) {
+  const std::string bound_host = ctx.options.host;
+  const std::vector<std::string> cors = ctx.options.cors_origins;
+  http.set_pre_routing_handler([key, max_body, bound_host, cors](const httplib::Request& req, httplib::Response& res) {
     const bool chunked = lower(req.get_header_value("Transfer-Encoding")).find("chunked") != std::string::npos;
     const bool has_length = req.has_header("Content-Length");
     begin_body(has_length || chunked);
@@ -303,6 +355,33 @@ Expected<std::unique_ptr<Server>> Server::create(EngineHost& host, ServerOptions
       send_error(res, e);
       return httplib::Server::HandlerResponse::Handled;
     };
+    auto forbidden = [](std::string message, std::string code) {
+      ApiError e = bad_request(std::move(message), "", std::move(code));
+      e.status = 403;
+      return e;
+    };
+    // CORS (off unless --cors names origins): an allowed Origin gets the headers that let its
+    // page read the answer; a preflight (OPTIONS) is answered here, before the key check, since
+    // browsers send it without credentials.
+    const std::string origin = req.get_header_value("Origin");
+    const bool cors_allowed = !origin.empty() && std::find(cors.begin(), cors.end(), origin) != cors.end();
+    if (cors_allowed) {
+      res.set_header("Access-Control-Allow-Origin", origin);
+      res.set_header("Vary", "Origin");
+    }
+    if (req.method == "OPTIONS") {
+      const std::string route = route_of(req.path);
+      if (!cors_allowed || route == "other" || !req.has_header("Access-Control-Request-Method")) {
+        return refuse(forbidden(origin.empty() || cors_allowed ? "not a CORS preflight of a known route"
+                                                               : "origin '" + origin + "' is not allowed (--cors)",
+                                "cors_not_allowed"));
+      }
+      res.status = 204;
+      res.set_header("Access-Control-Allow-Methods", route_methods().at(route));
+      res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+      res.set_header("Access-Control-Max-Age", "600");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (has_length) {
       const std::string v = req.get_header_value("Content-Length");
       const bool digits = !v.empty() && v.size() <= 19 &&
@@ -314,6 +393,27 @@ Expected<std::unique_ptr<Server>> Server::create(EngineHost& host, ServerOptions
       ApiError e = bad_request("multipart bodies are not accepted: send JSON", "", "unsupported_media_type");
       e.status = 415;
       return refuse(e);
+    }
+    if (key.empty()) {
+      // No key: any web page the user visits could send requests here. Refuse what a browser
+      // sends without asking the server first: other hosts (DNS rebinding), other origins, and
+      // bodies that are not JSON (forms and text/plain need no CORS preflight; JSON does).
+      if (req.has_header("Host") && !host_allowed(req.get_header_value("Host"), bound_host))
+        return refuse(forbidden("Host '" + req.get_header_value("Host") + "' is not this server: without --api-key only "
+                                "localhost and the bound address are answered",
+                                "invalid_host"));
+      if (!origin.empty() && !cors_allowed && !loopback_origin(origin))
+        return refuse(forbidden("origin '" + origin + "' is not allowed: without --api-key only pages of this server "
+                                "or --cors origins may call it",
+                                "cors_not_allowed"));
+      if ((req.method == "POST" || req.method == "PUT" || req.method == "PATCH" || req.method == "DELETE") &&
+          !is_json_media_type(req.get_header_value("Content-Type"))) {
+        ApiError e = bad_request("send the body as Content-Type: application/json (got '" +
+                                     req.get_header_value("Content-Type") + "')",
+                                 "", "unsupported_media_type");
+        e.status = 415;
+        return refuse(e);
+      }
     }
     if (key.empty()) return httplib::Server::HandlerResponse::Unhandled;
     const std::string given = req.get_header_value("Authorization");

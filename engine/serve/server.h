@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/core/status.h"
 #include "engine/serve/engine_host.h"
@@ -24,6 +25,15 @@ struct ServerOptions {
   int64_t max_connections_per_client = 128;  // open connections per client address; more get 429
   int header_timeout_s = 10;             // a request's line and headers must arrive within this
   int body_timeout_s = 60;               // ... and its body within this after the headers
+  // Origins ("https://app.example") whose pages may call the API from a browser (CORS); empty:
+  // none. Without an API key, requests with another Origin are refused.
+  std::vector<std::string> cors_origins;
+  // Chat: special-token texts in user and tool contents become control tokens (as in a raw
+  // prompt). Off: they are text, as OpenAI reads them; the template's own markers are tokens.
+  bool parse_special = false;
+  // The server's log (details clients are not told, such as why a model file cannot be opened).
+  // Called on HTTP worker threads, one line without a newline; empty: not logged.
+  std::function<void(const std::string&)> log;
 };
 
 // True for 127.0.0.0/8, ::1 and "localhost".

@@ -81,6 +81,11 @@ void put_route(httplib::Server& http, const std::string& pattern, ServerContext&
 // "chatcmpl-" + 24 random hex digits.
 std::string random_id(const std::string& prefix);
 
+// A model path the server could not open, as clients see it: 400 invalid_model_file, param path,
+// "cannot open model 'PATH'", whatever the reason (the reason goes to the server's log). Errors
+// about the path itself (InvalidArgument: NUL, outside the model folders) keep their message.
+ApiError model_file_error(const ServerContext& ctx, const std::string& path, const Error& e);
+
 void register_openai_routes(httplib::Server& server, ServerContext& ctx);
 void register_control_routes(httplib::Server& server, ServerContext& ctx);
 void register_trace_routes(httplib::Server& server, ServerContext& ctx);

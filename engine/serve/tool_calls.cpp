@@ -199,6 +199,44 @@ nlohmann::ordered_json forced_call_schema(const ToolMode& mode, bool parameters_
   return OJ{{"type", "object"}, {"properties", props}};
 }
 
+nlohmann::ordered_json with_generic_tool_prompt(const nlohmann::ordered_json& messages, const ToolMode& mode) {
+  using OJson = nlohmann::ordered_json;
+  std::string text =
+      "You may call functions to answer. The functions you can call, as JSON:\n" +
+      mode.tools.dump(-1, ' ', false, OJson::error_handler_t::replace) +
+      "\nTo call one, reply with nothing but one block per call:\n<tool_call>\n"
+      "{\"name\": \"<function name>\", \"arguments\": {<the arguments as JSON>}}\n</tool_call>\n"
+      "The results come back in <tool_response> blocks. If no function helps, answer normally.";
+  OJson out = OJson::array();
+  bool placed = false;
+  for (const auto& m : messages) {
+    OJson msg = m;
+    const std::string role = msg.value("role", "");
+    if (role == "system" && !placed) {
+      const std::string content = msg["content"].is_string() ? msg["content"].get<std::string>() : "";
+      msg["content"] = content.empty() ? text : content + "\n\n" + text;
+      placed = true;
+    } else if (role == "assistant" && msg.contains("tool_calls") && msg["tool_calls"].is_array()) {
+      std::string content = msg["content"].is_string() ? msg["content"].get<std::string>() : "";
+      for (const auto& call : msg["tool_calls"]) {
+        if (!call.contains("function")) continue;
+        const auto& fn = call["function"];
+        OJson c = {{"name", fn.value("name", "")}, {"arguments", fn.contains("arguments") ? fn["arguments"] : OJson::object()}};
+        content += (content.empty() ? "" : "\n") + std::string("<tool_call>\n") +
+                   c.dump(-1, ' ', false, OJson::error_handler_t::replace) + "\n</tool_call>";
+      }
+      msg.erase("tool_calls");
+      msg["content"] = content;
+    } else if (role == "tool") {
+      const std::string content = msg["content"].is_string() ? msg["content"].get<std::string>() : "";
+      msg = OJson{{"role", "user"}, {"content", "<tool_response>\n" + content + "\n</tool_response>"}};
+    }
+    out.push_back(std::move(msg));
+  }
+  if (!placed) out.insert(out.begin(), OJson{{"role", "system"}, {"content", text}});
+  return out;
+}
+
 ToolFormat tool_format_of_template(std::string_view src) {
   if (src.find("<tool_call>") != std::string_view::npos) return ToolFormat::Hermes;
   if (src.find("<|python_tag|>") != std::string_view::npos || src.find("ipython") != std::string_view::npos)

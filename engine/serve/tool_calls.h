@@ -21,7 +21,16 @@ struct ToolMode {
   // tool_choice "required" or {"type":"function","function":{"name":N}}: the reply must be a call.
   bool forced = false;
   std::string forced_name;             // the named function; "" for "required" (any offered tool)
+  // The model's template never mentions tools: the prompt describes them in a generic system
+  // message and asks for <tool_call> blocks (what llama-server does for such templates).
+  bool generic_prompt = false;
 };
+
+// For a template without tools: the messages with a system message describing the tools (added to
+// the first system message, or put before the others), assistant tool_calls written as
+// <tool_call>{"name","arguments"}</tool_call> text and tool results as user messages in
+// <tool_response> blocks (their contents stay text).
+nlohmann::ordered_json with_generic_tool_prompt(const nlohmann::ordered_json& messages, const ToolMode& mode);
 
 // For a forced tool choice: the JSON Schema of the reply, a bare call object
 // {"name": <offered name, or the forced one>, "arguments": <its parameters schema, or any object>},

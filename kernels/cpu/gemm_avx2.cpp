@@ -121,8 +121,8 @@ inline void block_level_sums(const uint8_t* wq, const uint8_t* aq, __m256i (&isu
 // group (half h at ah + 32 h), kRows x kHalves = 4 accumulators of each kind: 4 rows x one half,
 // or 2 rows x both halves, where each weight broadcast feeds two vpmaddubsw (rows_driver says
 // which runs where). tile_w6 is not inlined into its driver: inlined (beside the unpack) it
-// spilled its int16 sums to the stack (W 2816 x 1024, 1 thread, 64 tokens, best ms: Q6_K 2.37 ->
-// 2.28, Q2_K 2.89 -> 2.66 out of line); tile_w45 ran faster inlined (Q5_K 2.72 -> 2.51).
+// spilled its int16 sums to the stack; tile_w45 runs faster inlined (docs/benchmarks.md,
+// "Measurements behind the kernel thresholds").
 template <int kRows, int kHalves>
 using KAcc = __m256i[kRows][kHalves];
 template <int kRows, int kHalves>
@@ -473,7 +473,7 @@ constexpr int64_t kInPlaceAhead = 2048;  // bytes of a row prefetched ahead of i
 // bits. Q4_1 / Q5_1 (Q8_1 activations, whose s sits where corr does): levels x a from zero, then
 // the AVX-512 tile_w8's two fmadds (the integer sum times d_a d_w, then s_a m_w). Every lane as
 // there, so the bits are the AVX-512 kernels' and the emulation's. (block_scales, which the
-// AVX-512 tile takes its d from, measured no faster here.)
+// AVX-512 tile takes its d from, was no faster here.)
 template <DType T, class L>
 inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb, const uint8_t* act,
                           __m256 (&facc)[kInPlaceRows][2]) {

@@ -52,31 +52,25 @@ constexpr int kG = 16;  // tokens per wide group (kGemmTokenGroup)
 constexpr int kR = 4;   // weight rows per micro-tile
 constexpr int kPairTokens = 8;  // tokens of a pairs group (kGemmPairTokens)
 
-// min_tokens of each table: where the AVX-512 kernels (pairs layout up to 8 tokens) beat VecDot4
-// + vec_dot, from kernel_bench (1024 x 2816, one thread, best of its runs) on a Xeon (family 6
-// model 207) with both paths forced from 2 to 7 tokens. The 4-token dots keep n = 4 for the
-// types whose tile is heavier (Q6_K, Q3_K, Q2_K); Q3_K's unpack is the slowest. The emulated
-// tables carry the same values; matmul never uses those.
+// min_tokens of each table: the fewest tokens from which the AVX-512 kernels (pairs layout up to 8
+// tokens) beat VecDot4 + vec_dot. The 4-token dots keep n = 4 for the types whose tile is heavier
+// (Q6_K, Q3_K, Q2_K); Q3_K's unpack is the slowest. The emulated tables carry the same values;
+// matmul never uses those. The measurements behind each threshold: docs/benchmarks.md, "Measurements
+// behind the kernel thresholds".
 constexpr int64_t kMinTokensW80 = 2;  // Q4_0, Q5_0, Q8_0
 constexpr int64_t kMinTokensW45 = 3;  // Q4_K, Q5_K
 constexpr int64_t kMinTokensW6 = 5;   // Q6_K
 constexpr int64_t kMinTokensW3 = 6;   // Q3_K (Q6_K's tile)
 constexpr int64_t kMinTokensW2 = 5;   // Q2_K (Q6_K's tile)
 constexpr int64_t kMinTokensW81 = 2;  // Q4_1, Q5_1
-// The AVX2 kernels (gemm_avx2.cpp) against the AVX2 VecDot4 / vec_dot, measured the same way on
-// the same Xeon with the AVX2 paths forced (best ms at 2 / 3 / 4 tokens, tile vs dots): Q4_0
-// 0.313 / 0.282 / 0.320 vs 0.408 / 0.611 / 0.592, Q8_0 0.487 / 0.492 / 0.492 vs 0.300 / 0.463 /
-// 0.596 (its tile takes two more instructions a step: the sign trick), Q4_K 0.248 / 0.249 vs
-// 0.213 / 0.309, Q6_K 0.292 / 0.289 vs 0.236 / 0.385. Q8_0 takes the tiles from 2 tokens since
-// they have in-place layouts (gemm.h): W 4096 x 14336, 1 thread, mean ms at 2 / 3 tokens, in
-// place 5.2-7.2 / 9.1 vs the one-token dots 11.6 / 13.4.
+// The AVX2 kernels (gemm_avx2.cpp) against the AVX2 VecDot4 / vec_dot: Q8_0 takes the tiles from
+// 2 tokens since it has in-place layouts (gemm.h), although its tile takes two more instructions a
+// step (the sign trick).
 constexpr int64_t kMinTokensAvx2W40 = 2;  // Q4_0, Q5_0
 constexpr int64_t kMinTokensAvx2Q8 = 2;   // Q8_0
 constexpr int64_t kMinTokensAvx2K = 3;    // Q4_K-Q6_K
-// Q3_K from 4: at 3 tokens its one-token dots beat its tile on Zen 3 (W 4096 x 14336, 1 thread).
+// Q3_K and Q2_K from 4: at 3 tokens their one-token dots beat their tiles.
 constexpr int64_t kMinTokensAvx2Q3 = 4;
-// Q2_K from 4: at 3 tokens its one-token dots beat its tile (W 4096 x 14336, 1 thread, mean ms,
-// three alternations: dots 6.48 / 7.94 / 7.62, tile 7.69 / 8.30 / 8.26).
 constexpr int64_t kMinTokensAvx2Q2 = 4;
 constexpr int64_t kMinTokensAvx2W81 = 2;  // Q4_1, Q5_1
 

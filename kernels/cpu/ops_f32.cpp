@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "kernels/common/scalar_math.h"
+
 namespace strata::kernels {
 
 void rms_norm_f32(const float* x, const float* weight, float* out, int64_t n, float eps) {
@@ -18,8 +20,7 @@ void rope_f32(float* x, int64_t n_heads, int64_t head_dim, int64_t rope_dims, in
   const int64_t half = rope_dims / 2;
   const float pos = static_cast<float>(position) * freq_scale;
   for (int64_t i = 0; i < half; ++i) {
-    float theta = pos * std::pow(freq_base, -2.0f * static_cast<float>(i) / static_cast<float>(rope_dims));
-    if (freq_divisors) theta /= freq_divisors[i];
+    const float theta = rope_theta(pos, i, rope_dims, freq_base, freq_divisors);
     const float c = std::cos(theta) * attn_factor;
     const float s = std::sin(theta) * attn_factor;
     for (int64_t h = 0; h < n_heads; ++h) {
@@ -36,17 +37,12 @@ void rope_f32(float* x, int64_t n_heads, int64_t head_dim, int64_t rope_dims, in
 
 void swiglu_f32(float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+    gate[i] = silu(gate[i]) * up[i];
   }
 }
 
 void geglu_f32(float* gate, const float* up, int64_t n) {
-  constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    gate[i] = 0.5f * g * (1.0f + std::tanh(kSqrt2OverPi * (g + 0.044715f * g * g * g))) * up[i];
-  }
+  for (int64_t i = 0; i < n; ++i) gate[i] = gelu_tanh(gate[i]) * up[i];
 }
 
 void scale_f32(float* x, float s, int64_t n) {

@@ -1,6 +1,7 @@
 // kernels/cuda/elementwise.cu — the f32 element-wise ops of a layer: y += x, y[r] += bias,
 // y *= x, gate = silu(gate) * up, gate = gelu_tanh(gate) * up, x *= s. One kernel template over the op: 4 elements per thread
 // (16-byte accesses) when the pointers allow it, else one; a grid-stride loop.
+#include "kernels/common/scalar_math.h"
 #include "kernels/cuda/common.cuh"
 
 namespace strata::kernels::cuda {
@@ -12,15 +13,12 @@ struct OpAdd {
 struct OpMul {
   __device__ static float apply(float y, float x) { return y * x; }
 };
-struct OpSwiglu {  // y = gate, x = up
-  __device__ static float apply(float g, float u) { return g / (1.0f + __expf(-g)) * u; }
+struct OpSwiglu {  // y = gate, x = up; the activation as the CPU's (kernels/common/scalar_math.h)
+  __device__ static float apply(float g, float u) { return silu(g) * u; }
 };
 
-struct OpGeglu {  // y = gate, x = up; GELU with the tanh approximation, as kernels/cpu/ops_f32.cpp
-  __device__ static float apply(float g, float u) {
-    constexpr float kSqrt2OverPi = 0.7978845608028654f;
-    return 0.5f * g * (1.0f + tanhf(kSqrt2OverPi * (g + 0.044715f * g * g * g))) * u;
-  }
+struct OpGeglu {  // y = gate, x = up; GELU with the tanh approximation (kernels/common/scalar_math.h)
+  __device__ static float apply(float g, float u) { return gelu_tanh(g) * u; }
 };
 
 // Launch: grid-stride over n elements, 256 threads per block.

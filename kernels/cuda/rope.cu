@@ -1,9 +1,10 @@
 // kernels/cuda/rope.cu — rotary position embedding of the first rope_dims dims of every head,
 // both pair layouts (interleaved (2i, 2i+1) and NeoX (i, i + rope_dims/2)), optional per-pair
-// frequency divisors. One variant. The angle follows kernels/cpu/ops_f32.cpp operation for
-// operation in f32 (the exponent, pos * freq_scale, pos * base^e, / divisor, each IEEE-rounded);
-// base^e and sin / cos are evaluated in double and rounded (the fast-math f32 versions are far
-// too coarse at large positions), and the rotation uses unfused products as the CPU does.
+// frequency divisors. One variant. The angle is kernels/common/scalar_math.h's rope_theta, the
+// CPU's own (base^e in double on the device); sin / cos are evaluated in double and rounded (the
+// fast-math f32 versions are far too coarse at large positions), and the rotation uses unfused
+// products as the CPU does.
+#include "kernels/common/scalar_math.h"
 #include "kernels/cuda/common.cuh"
 
 namespace strata::kernels::cuda {
@@ -33,10 +34,7 @@ __global__ void __launch_bounds__(256) rope_kernel(const RopeParams p) {
     const int64_t group = rest % p.head_groups;
     const int64_t t = rest / p.head_groups;
     const float pos = __fmul_rn(static_cast<float>(p.pos0 + t), p.freq_scale);
-    const float expo = __fdiv_rn(-2.0f * static_cast<float>(i), static_cast<float>(p.rope_dims));
-    const float inv_freq = static_cast<float>(pow(static_cast<double>(p.freq_base), static_cast<double>(expo)));
-    float theta = __fmul_rn(pos, inv_freq);
-    if (p.divisors) theta = __fdiv_rn(theta, p.divisors[i]);
+    const float theta = rope_theta(pos, i, p.rope_dims, p.freq_base, p.divisors);
     double sd, cd;
     sincos(static_cast<double>(theta), &sd, &cd);
     const float s = __fmul_rn(static_cast<float>(sd), p.attn_factor), c = __fmul_rn(static_cast<float>(cd), p.attn_factor);

@@ -99,7 +99,7 @@ TEST(EngineCliSplit, DevicesListsSimulatedDevicesAsSimulated) {
   }
   // What the build and the runtime say about CUDA.
   const auto& cuda = out["cuda"];
-#ifdef STRATA_WITH_CUDA
+#ifdef STRATA_BUILDS_CUDA_MODULE
   EXPECT_TRUE(cuda["compiled"].get<bool>());
 #else
   EXPECT_FALSE(cuda["compiled"].get<bool>());
@@ -163,7 +163,9 @@ TEST(EngineCliSplit, DevicesTextShowsComputeCapabilityPeersAndFailures) {
   auto cuda = [](int n, std::vector<std::string> peers) {
     DeviceInfo i;
     i.id = "cuda" + std::to_string(n);
-    i.kind = DeviceKind::Cuda;
+    i.backend = "cuda";
+    i.caps.host_memory = false;
+    i.caps.peer_access = true;
     i.name = "NVIDIA H200";
     i.bytes_total = 140ull << 30;
     i.bytes_free = 139ull << 30;
@@ -178,15 +180,17 @@ TEST(EngineCliSplit, DevicesTextShowsComputeCapabilityPeersAndFailures) {
   failed.failure = "cudaStreamSynchronize failed: an illegal memory access was encountered";
   DeviceInfo sim;
   sim.id = "gpu0";
-  sim.kind = DeviceKind::Simulated;
+  sim.backend = "sim";
   sim.name = "sim-gpu0 24 GiB (simulated)";
   sim.simulated = true;
   sim.bytes_total = sim.bytes_free = 24ull << 30;
   DeviceInfo cpu;
   cpu.name = "CPU (2 threads)";
   cpu.id = "cpu";
+  cpu.backend = "cpu";
+  cpu.caps.host_cpu = true;
   const std::vector<DeviceInfo> infos{cuda(0, {"cuda1"}), cuda(1, {"cuda0"}), failed, sim, cpu};
-  const std::string text = cli::format_devices_text(infos, "CUDA runtime 13.0, driver 13.0", 3);
+  const std::string text = cli::format_devices_text(infos, {{"cuda", "CUDA runtime 13.0, driver 13.0", 3}});
   EXPECT_NE(text.find("| cuda0 | cuda | NVIDIA H200 | 9.0 | 140.0 GiB | 139.0 GiB | 4800.0 GB/s |"), std::string::npos)
       << text;
   EXPECT_NE(text.find("| cuda2 | cuda | NVIDIA H200 (failed) | 9.0 |"), std::string::npos) << text;

@@ -6,12 +6,17 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <mutex>
@@ -75,6 +80,18 @@ class ServerProcess {
   ~ServerProcess() { stop(); }
 
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  // The server's resident memory in bytes (VmRSS of /proc/PID/status); 0 when unreadable.
+  size_t rss_bytes() const {
+    FILE* f = std::fopen(("/proc/" + std::to_string(pid_) + "/status").c_str(), "r");
+    if (!f) return 0;
+    char line[256];
+    size_t kb = 0;
+    while (std::fgets(line, sizeof line, f))
+      if (std::strncmp(line, "VmRSS:", 6) == 0) kb = std::strtoull(line + 6, nullptr, 10);
+    std::fclose(f);
+    return kb * 1024;
+  }
   std::string stderr_text() {
     std::lock_guard<std::mutex> lock(mutex_);
     return err_;
@@ -242,6 +259,92 @@ inline Streamed stream_completion(int port, const std::string& path, Json body, 
     return true;
   }, key);
   return s;
+}
+
+// A raw TCP connection to the server: for what httplib::Client will not send.
+class Raw {
+ public:
+  explicit Raw(int port) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) close_fd();
+  }
+  ~Raw() { close_fd(); }
+  Raw(const Raw&) = delete;
+  Raw& operator=(const Raw&) = delete;
+  bool ok() const { return fd_ >= 0; }
+  bool send(const std::string& s) {
+    size_t done = 0;
+    while (done < s.size()) {
+      const ssize_t n = ::send(fd_, s.data() + done, s.size() - done, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      done += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  // Reads until the peer closes or `limit` passes; the bytes read.
+  std::string read_all(std::chrono::milliseconds limit) {
+    return read_until(limit, [](const std::string&) { return false; });
+  }
+  // Reads one response (its headers, then Content-Length bytes of body) within `limit`; what was
+  // read when the limit passed or the peer closed.
+  std::string read_response(std::chrono::milliseconds limit) {
+    return read_until(limit, [](const std::string& out) {
+      const size_t end = out.find("\r\n\r\n");
+      if (end == std::string::npos) return false;
+      const size_t at = out.find("Content-Length: ");
+      const size_t length = at != std::string::npos && at < end ? std::strtoul(out.c_str() + at + 16, nullptr, 10) : 0;
+      return out.size() >= end + 4 + length;
+    });
+  }
+  // True when the peer closed the connection within `limit`.
+  bool closed_within(std::chrono::milliseconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    char buf[4096];
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0) continue;
+      const ssize_t n = recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return true;
+    }
+    return false;
+  }
+
+ private:
+  // Reads until complete(bytes so far) holds, the peer closes, or `limit` passes.
+  template <typename Complete>
+  std::string read_until(std::chrono::milliseconds limit, Complete complete) {
+    std::string out;
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    char buf[4096];
+    while (!complete(out) && std::chrono::steady_clock::now() < deadline) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0) continue;
+      const ssize_t n = recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      out.append(buf, static_cast<size_t>(n));
+    }
+    return out;
+  }
+  void close_fd() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  int fd_ = -1;
+};
+
+inline int status_of(const std::string& response) {
+  if (response.rfind("HTTP/1.1 ", 0) != 0) return 0;
+  return std::atoi(response.c_str() + 9);
+}
+
+inline Json body_of(const std::string& response) {
+  const size_t at = response.find("\r\n\r\n");
+  if (at == std::string::npos) return Json();
+  return Json::parse(response.substr(at + 4), nullptr, false);
 }
 
 inline Json chat_body(const std::string& user, int max_tokens) {

@@ -98,6 +98,18 @@ def main():
                                                max_tokens=n)
         assert completion.choices[0].text == expected, completion
 
+        # A list of prompts (issue 48): each gets its choices, in OpenAI's order (prompt k's choice j
+        # at index k * n + j); usage counts every prompt once.
+        alone = client.completions.create(model="stories260K", prompt="The dog", temperature=0, max_tokens=n)
+        both = client.completions.create(model="stories260K", prompt=["Once upon a time", "The dog"], temperature=0,
+                                         max_tokens=n, n=2)
+        assert [c.index for c in both.choices] == [0, 1, 2, 3], both
+        assert [c.text for c in both.choices] == [expected, expected, alone.choices[0].text, alone.choices[0].text], both
+        assert both.usage.prompt_tokens == completion.usage.prompt_tokens + alone.usage.prompt_tokens, both.usage
+        assert both.usage.completion_tokens == 4 * n, both.usage
+        ids = client.completions.create(model="stories260K", prompt=[[1, 300, 301], [1, 302]], temperature=0, max_tokens=2)
+        assert len(ids.choices) == 2 and ids.usage.prompt_tokens == 5, ids
+
         # response_format json_schema (constrained decoding): the output parses and validates, at
         # any temperature. maxLength / maxItems keep a story model's strings and lists finite.
         schema = {"type": "object",
@@ -115,6 +127,20 @@ def main():
             assert r.choices[0].finish_reason == "stop", (r.choices[0].finish_reason, content)
             value = json.loads(content)
             validate(value, schema)
+        # anyOf (Optional fields) and $ref to $defs, as Pydantic writes them (issue 48).
+        pydantic_like = {"$defs": {"Pet": {"type": "object", "properties": {"kind": {"enum": ["cat", "dog"]}},
+                                           "required": ["kind"]}},
+                         "type": "object",
+                         "properties": {"name": {"anyOf": [{"type": "string", "maxLength": 10}, {"type": "null"}]},
+                                        "pet": {"$ref": "#/$defs/Pet"}},
+                         "required": ["name", "pet"]}
+        for seed in range(3):
+            r = client.chat.completions.create(
+                model="stories260K", messages=messages, temperature=1.0, seed=seed, max_tokens=100,
+                response_format={"type": "json_schema", "json_schema": {"name": "owner", "schema": pydantic_like}})
+            value = json.loads(r.choices[0].message.content)
+            assert value["name"] is None or (isinstance(value["name"], str) and len(value["name"]) <= 10), value
+            assert value["pet"]["kind"] in ("cat", "dog"), value
         obj = client.chat.completions.create(model="stories260K", messages=messages, temperature=0.7, seed=1,
                                              max_tokens=200, response_format={"type": "json_object"})
         if obj.choices[0].finish_reason == "stop":
@@ -123,6 +149,28 @@ def main():
                                             logprobs=True, top_logprobs=2)
         assert len(lp.choices[0].logprobs.content) == 4, lp
         assert len(lp.choices[0].logprobs.content[0].top_logprobs) == 2, lp
+
+        # Tools with a template that has none (issue 48: a generic tool prompt, as llama-server
+        # does): a forced call comes back as tool_calls; a tool turn and its result render.
+        tools = [{"type": "function", "function": {"name": "get_time", "description": "The time in a city",
+                                                    "parameters": {"type": "object",
+                                                                   "properties": {"city": {"type": "string", "maxLength": 8}},
+                                                                   "required": ["city"]}}}]
+        forced = client.chat.completions.create(model="stories260K", messages=messages, tools=tools,
+                                                tool_choice="required", temperature=0, max_tokens=60)
+        call = forced.choices[0].message.tool_calls
+        assert call and call[0].function.name == "get_time", forced
+        assert forced.choices[0].finish_reason == "tool_calls", forced
+        assert isinstance(json.loads(call[0].function.arguments), dict), call
+        auto = client.chat.completions.create(model="stories260K", messages=messages, tools=tools, tool_choice="auto",
+                                              temperature=0, max_tokens=4)
+        assert auto.choices[0].message is not None, auto
+        turn = messages + [{"role": "assistant", "content": None,
+                            "tool_calls": [{"id": call[0].id, "type": "function",
+                                            "function": {"name": "get_time", "arguments": call[0].function.arguments}}]},
+                           {"role": "tool", "tool_call_id": call[0].id, "content": "noon"}]
+        after = client.chat.completions.create(model="stories260K", messages=turn, tools=tools, temperature=0, max_tokens=4)
+        assert after.usage.prompt_tokens > auto.usage.prompt_tokens, (after.usage, auto.usage)
 
         # Errors come back as the package's typed exceptions.
         try:

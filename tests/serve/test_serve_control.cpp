@@ -197,7 +197,7 @@ TEST(ServeControl, EstimateSaysWhetherAPlacementFitsWithoutApplyingIt) {
     EXPECT_EQ(d["failure"], "");
   }
   const Json& cuda = device_list["cuda"];
-#ifdef STRATA_WITH_CUDA
+#ifdef STRATA_BUILDS_CUDA_MODULE
   EXPECT_EQ(cuda["compiled"], true);
 #else
   EXPECT_EQ(cuda["compiled"], false);

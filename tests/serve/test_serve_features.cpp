@@ -172,14 +172,18 @@ TEST(ServeFeatures, EchoSuffixAreRefusedAndModelsById) {
   Reply missing = get(port, "/v1/models/gpt-4o");
   EXPECT_EQ(missing.status, 404);
   EXPECT_EQ(missing.json()["error"]["code"], "model_not_found");
-  // Tools need a template that knows them: stories260K has none.
+  // A template that never mentions tools (stories260K has none at all) gets them in a generic
+  // system message (issue 48; it was a 400 tools_unsupported): the prompt grows by their text.
   Json tools = chat_body("Once upon a time", 2);
   tools["tools"] = Json::array({Json{{"type", "function"}, {"function", {{"name", "get_time"}, {"parameters", Json::object()}}}}});
   Reply t = post(port, "/v1/chat/completions", tools);
-  EXPECT_EQ(t.status, 400);
-  EXPECT_EQ(t.json()["error"]["code"], "tools_unsupported");
+  ASSERT_EQ(t.status, 200) << t.body;
+  Reply plain = post(port, "/v1/chat/completions", chat_body("Once upon a time", 2));
+  EXPECT_GT(t.json()["usage"]["prompt_tokens"].get<int>(), plain.json()["usage"]["prompt_tokens"].get<int>() + 20);
   tools["tool_choice"] = "none";
-  EXPECT_EQ(post(port, "/v1/chat/completions", tools).status, 200);
+  Reply none = post(port, "/v1/chat/completions", tools);
+  EXPECT_EQ(none.status, 200);
+  EXPECT_EQ(none.json()["usage"]["prompt_tokens"], plain.json()["usage"]["prompt_tokens"]);
 }
 
 // The tool-call parser: Qwen / Hermes and Llama 3.x output.
@@ -411,9 +415,34 @@ TEST(JsonConstraint, RecognizerAcceptsItsSchemaOnly) {
   EXPECT_FALSE(recognizes(*schema, R"({"name":"a","n":1,"e":1,"l":[]})"));          // minItems
   EXPECT_FALSE(recognizes(*schema, R"({"name":"a","n":1,"e":1,"l":[true,true,true]})"));
   EXPECT_FALSE(recognizes(*schema, R"({"n":1,"name":"a","e":1,"l":[true]})"));      // schema order
-  for (const char* bad : {R"({"anyOf":[]})", R"({"type":["string","null"]})", R"({"type":"string","pattern":"x"})",
-                          R"({"$ref":"#/x"})"})
+  for (const char* bad : {R"({"anyOf":[]})", R"({"type":"string","pattern":"x"})", R"({"$ref":"#/x"})",
+                          R"({"anyOf":[{"type":"string"},{"type":"string","maxLength":2}]})",
+                          R"({"anyOf":[{"type":"integer"},{"type":"number"}]})", R"({"anyOf":[{},{"type":"null"}]})"})
     EXPECT_FALSE(serve::compile_schema(nlohmann::ordered_json::parse(bad)).ok()) << bad;
+}
+
+// Issue 48: anyOf / oneOf / type lists whose alternatives start differently, and local $refs
+// (recursive ones too) -- what Pydantic writes for Optional fields and nested models.
+TEST(JsonConstraint, AnyOfTypeListsAndRefs) {
+  auto optional = serve::compile_schema(nlohmann::ordered_json::parse(R"({"type":"object","properties":{
+      "a":{"anyOf":[{"type":"string","maxLength":2},{"type":"null"}]},
+      "b":{"type":["integer","null"]},
+      "c":{"oneOf":[{"const":"x"},{"const":"y"},{"type":"array","items":{"type":"integer"}}]}}})"));
+  ASSERT_TRUE(optional.ok()) << optional.error().message;
+  EXPECT_TRUE(recognizes(*optional, R"({"a":"hi","b":3,"c":"y"})"));
+  EXPECT_TRUE(recognizes(*optional, R"({"a":null,"b":null,"c":[1,2]})"));
+  EXPECT_FALSE(recognizes(*optional, R"({"a":"abc","b":3,"c":"x"})"));  // maxLength of the string branch
+  EXPECT_FALSE(recognizes(*optional, R"({"a":1,"b":3,"c":"x"})"));
+  EXPECT_FALSE(recognizes(*optional, R"({"a":null,"b":"3","c":"x"})"));
+  EXPECT_FALSE(recognizes(*optional, R"({"a":null,"b":3,"c":"z"})"));
+  auto refs = serve::compile_schema(nlohmann::ordered_json::parse(R"({"$defs":{
+      "Pet":{"type":"object","properties":{"kind":{"enum":["cat","dog"]}}},
+      "Node":{"type":"object","properties":{"v":{"type":"integer"},"next":{"anyOf":[{"$ref":"#/$defs/Node"},{"type":"null"}]}}}},
+      "type":"object","properties":{"pet":{"$ref":"#/$defs/Pet"},"list":{"$ref":"#/$defs/Node"}}})"));
+  ASSERT_TRUE(refs.ok()) << refs.error().message;
+  EXPECT_TRUE(recognizes(*refs, R"({"pet":{"kind":"cat"},"list":{"v":1,"next":{"v":2,"next":null}}})"));
+  EXPECT_FALSE(recognizes(*refs, R"({"pet":{"kind":"cow"},"list":{"v":1,"next":null}})"));
+  EXPECT_FALSE(recognizes(*refs, R"({"pet":{"kind":"cat"},"list":{"v":1,"next":{"v":"2","next":null}}})"));
 }
 
 TEST(JsonConstraint, MaskAllowsOnlyTokensThatKeepAValidPrefix) {

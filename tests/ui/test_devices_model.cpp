@@ -34,7 +34,8 @@ QJsonArray cudaDevices() {
     return QJsonObject{{"id", QStringLiteral("cuda%1").arg(ordinal)}, {"kind", "cuda"}, {"name", "NVIDIA H200"},
                        {"simulated", false}, {"bytes_total", double(140 * GiB)}, {"bytes_free", double(139 * GiB)},
                        {"bandwidth_gbps", 4800}, {"compute_capability", "9.0"}, {"ordinal", ordinal},
-                       {"peers", peers}, {"failed", failed}, {"failure", failure}};
+                       {"peers", peers}, {"failed", failed}, {"failure", failure},
+                       {"caps", QJsonObject{{"host_memory", false}, {"peer_access", true}, {"collective", "nccl"}}}};
   };
   const QString sticky = "cudaStreamSynchronize failed: an illegal memory access was encountered";
   return QJsonArray{cuda(0, QJsonArray{"cuda1"}, false, ""), cuda(1, QJsonArray{"cuda0"}, false, ""),

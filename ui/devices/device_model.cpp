@@ -14,7 +14,8 @@ quint64 bytesOf(const QJsonValue& v) {
 }
 
 // What a row's hover says: why it failed (first), the memory breakdown, and what kind of device it is:
-// compute capability and peer access for a CUDA device, "simulated" for a simulated one.
+// number, compute capability and peer access for a device with peer access (a GPU; caps.peer_access),
+// "simulated" for a simulated one.
 QString deviceToolTip(const DeviceRow& d) {
   const MemoryBreakdown& m = d.memory;
   QStringList lines;
@@ -24,8 +25,9 @@ QString deviceToolTip(const DeviceRow& d) {
                .arg(d.id, formatBytes(m.usedBytes()), formatBytes(m.capacity), formatBytes(m.weights),
                     formatBytes(m.kvUsed), formatBytes(m.kvReserved), formatBytes(m.scratch), formatBytes(m.other),
                     formatBytes(m.freeBytes()));
-  if (d.kind == QLatin1String("cuda")) {
-    QString cuda = d.ordinal >= 0 ? QStringLiteral("CUDA device %1").arg(d.ordinal) : QStringLiteral("CUDA device");
+  if (d.peerAccess) {
+    const QString kind = d.kind.toUpper();
+    QString cuda = d.ordinal >= 0 ? QStringLiteral("%1 device %2").arg(kind).arg(d.ordinal) : QStringLiteral("%1 device").arg(kind);
     if (!d.computeCapability.isEmpty()) cuda += QStringLiteral(", compute capability %1").arg(d.computeCapability);
     lines << cuda;
     lines << (d.peers.isEmpty() ? QStringLiteral("peer access: none")
@@ -113,6 +115,7 @@ void DeviceModel::setDevices(const QJsonArray& devices) {
     d.bandwidthGbps = o.value(QLatin1String("bandwidth_gbps")).toDouble();
     d.computeCapability = o.value(QLatin1String("compute_capability")).toString();
     d.ordinal = o.value(QLatin1String("ordinal")).toInt(-1);
+    d.peerAccess = o.value(QLatin1String("caps")).toObject().value(QLatin1String("peer_access")).toBool(false);
     for (const QJsonValue& peer : o.value(QLatin1String("peers")).toArray())
       if (!peer.toString().isEmpty() && peer.toString() != d.id) d.peers.append(peer.toString());
     d.failed = o.value(QLatin1String("failed")).toBool(false);

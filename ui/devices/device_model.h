@@ -21,7 +21,8 @@ struct DeviceRow {
   MemoryBreakdown memory;  // capacity and use, bytes
   // Real GPUs only (empty / -1 elsewhere):
   QString computeCapability;  // "9.0"
-  int ordinal = -1;           // CUDA device number
+  int ordinal = -1;           // the device's number in its backend (CUDA ordinal)
+  bool peerAccess = false;    // caps.peer_access: copies straight to its backend's other devices (GPUs)
   QStringList peers;          // ids of the devices whose memory this one reaches directly
   bool failed = false;        // met a sticky error; the engine no longer uses it
   QString failure;            // why

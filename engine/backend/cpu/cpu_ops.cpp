@@ -61,7 +61,7 @@ void split_across(kernels::ThreadPool& pool, int64_t n, int64_t unit_elements, i
 
 Expected<std::unique_ptr<Event>> host_event() { return std::unique_ptr<Event>(std::make_unique<HostEvent>()); }
 
-CpuOps::CpuOps(kernels::ThreadPool& pool, const exec::OpsWorkspace& workspace) : pool_(pool) {
+CpuOps::CpuOps(kernels::ThreadPool& pool, const backend::OpsWorkspace& workspace) : pool_(pool) {
   matmul_scratch_.reserve(workspace.matmul_bytes);
 }
 
@@ -264,11 +264,3 @@ Status CpuOps::copy(const void* src, void* dst, size_t bytes) {
 Expected<std::unique_ptr<Event>> CpuOps::record_event() { return host_event(); }
 
 }  // namespace strata::backend
-
-namespace strata::exec {
-
-Expected<std::unique_ptr<backend::Ops>> CpuDevice::create_ops(const OpsWorkspace& workspace) {
-  return std::unique_ptr<backend::Ops>(std::make_unique<backend::CpuOps>(pool(), workspace));
-}
-
-}  // namespace strata::exec

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/backend/ops.h"
-#include "engine/exec/device.h"
+#include "engine/backend/device.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/thread_pool.h"
 
@@ -19,7 +19,7 @@ class CpuOps final : public Ops {
  public:
   // pool: the device's threads (outlives this). Attention keeps its own scratch (attention_ws_),
   // sized by the first calls; workspace.scores is not used.
-  CpuOps(kernels::ThreadPool& pool, const exec::OpsWorkspace& workspace);
+  CpuOps(kernels::ThreadPool& pool, const backend::OpsWorkspace& workspace);
 
   Status embed(const MatrixView& table, const int32_t* tokens, int64_t n, float* out) override;
   Status rms_norm(const float* x, const float* weight, float* out, int64_t n_rows, int64_t n, float eps) override;

@@ -1,5 +1,5 @@
-// engine/backend/cuda/cuda_backend.cpp — the CUDA backend's entry points (cuda_backend.h) in a build
-// with CUDA: what the runtime reports, how many devices there are, opening one, peer access.
+// engine/backend/cuda/cuda_backend.cpp — the CUDA backend's runtime queries (cuda_backend.h): what
+// the runtime reports, how many devices there are, opening one, peer access.
 // Threads: any thread. No driver or no GPU is a normal state (zero devices), never an error.
 #include "engine/backend/cuda/cuda_backend.h"
 
@@ -38,8 +38,6 @@ int count_devices(cudaError_t* error) {
 
 }  // namespace
 
-bool compiled() { return true; }
-
 std::string runtime_description() {
   int runtime = 0, driver = 0;
   if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) (void)cudaGetLastError();
@@ -60,13 +58,13 @@ std::string runtime_description() {
 
 int device_count() { return count_devices(nullptr); }
 
-Expected<std::unique_ptr<exec::Device>> open_device(int ordinal, const std::string& id) {
+Expected<std::unique_ptr<backend::Device>> open_device(int ordinal, const std::string& id) {
   const int count = device_count();
   if (ordinal < 0 || ordinal >= count)
     return Error{Code::NotFound, "no CUDA device " + std::to_string(ordinal) + " (" + std::to_string(count) +
                                      (count == 1 ? " device" : " devices") + " found)"};
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<CudaDevice> device, CudaDevice::open(ordinal, id));
-  return std::unique_ptr<exec::Device>(std::move(device));
+  return std::unique_ptr<backend::Device>(std::move(device));
 }
 
 bool can_access_peer(int ordinal_a, int ordinal_b) {
@@ -81,7 +79,7 @@ bool can_access_peer(int ordinal_a, int ordinal_b) {
   return can != 0;
 }
 
-int ordinal_of(const exec::Device& device) {
+int ordinal_of(const backend::Device& device) {
   const auto* cuda = dynamic_cast<const CudaDevice*>(&device);
   return cuda != nullptr ? cuda->ordinal() : -1;
 }

@@ -15,13 +15,13 @@
 #include <nccl.h>
 
 #include "engine/core/status.h"
-#include "engine/exec/device.h"
+#include "engine/backend/device.h"
 
 namespace strata::backend::cuda {
 
 // Whether `e` leaves the CUDA context unusable: CUDA documents these as "the process is left in an
 // inconsistent state and any further CUDA work will return the same error". A device that meets one
-// is marked failed (exec::Device::mark_failed) so every later op and allocation fails at once.
+// is marked failed (backend::Device::mark_failed) so every later op and allocation fails at once.
 inline bool is_sticky(cudaError_t e) {
   switch (e) {
     case cudaErrorIllegalAddress:        // 700: a kernel read or wrote outside its memory
@@ -72,7 +72,7 @@ inline Error cuda_error(cudaError_t e, const char* call, const char* file, int l
 }
 
 // As cuda_error, and marks `device` failed when the error is sticky (device may be null).
-inline Error device_error(exec::Device* device, cudaError_t e, const char* call, const char* file, int line) {
+inline Error device_error(backend::Device* device, cudaError_t e, const char* call, const char* file, int line) {
   const bool sticky = is_sticky(e);
   Error error = cuda_error(e, call, file, line);
   if (device != nullptr) {
@@ -88,7 +88,7 @@ inline Error device_error(exec::Device* device, cudaError_t e, const char* call,
 
 // A failed cuBLAS call. cuBLAS reports a kernel fault as EXECUTION_FAILED; the context's own error
 // (peeked, not cleared) tells whether it is sticky, and then `device` is marked failed.
-inline Error cublas_error(exec::Device* device, cublasStatus_t s, const char* call, const char* file, int line) {
+inline Error cublas_error(backend::Device* device, cublasStatus_t s, const char* call, const char* file, int line) {
   std::string message = std::string(call) + " failed: " + cublasGetStatusString(s) + where(file, line);
   const cudaError_t context = cudaPeekAtLastError();
   if (device != nullptr) {
@@ -109,7 +109,7 @@ inline Error nccl_error(ncclResult_t r, const char* call, const char* file, int 
 }
 
 // The message of a device that failed earlier, for ops that refuse to run on it.
-inline Error failed_device_error(const exec::Device& device) {
+inline Error failed_device_error(const backend::Device& device) {
   return Error{Code::Device, "device '" + device.id() + "' failed earlier: " + device.failure()};
 }
 
@@ -117,7 +117,7 @@ inline Error failed_device_error(const exec::Device& device) {
 // `device` is marked failed (the pipeline's device timeout marks a device that does not answer):
 // a hung kernel then cannot hold the calling worker forever. Polls cudaStreamQuery: yielding for
 // the first ~100 us (decode steps wait microseconds), then sleeping 50 us between polls.
-inline Status wait_stream(exec::Device& device, cudaStream_t stream, const char* call, const char* file, int line) {
+inline Status wait_stream(backend::Device& device, cudaStream_t stream, const char* call, const char* file, int line) {
   const auto start = std::chrono::steady_clock::now();
   while (true) {
     const cudaError_t e = cudaStreamQuery(stream);
@@ -147,7 +147,7 @@ inline Status wait_stream(exec::Device& device, cudaStream_t stream, const char*
       return ::strata::backend::cuda::cuda_error(strata_cuda_e_, #expr, __FILE__, __LINE__); \
   } while (0)
 
-// As STRATA_CUDA_TRY, and a sticky error marks `device` (an exec::Device*) failed.
+// As STRATA_CUDA_TRY, and a sticky error marks `device` (an backend::Device*) failed.
 #define STRATA_CUDA_TRY_ON(device, expr)                                                                \
   do {                                                                                                  \
     const cudaError_t strata_cuda_e_ = (expr);                                                          \
@@ -155,7 +155,7 @@ inline Status wait_stream(exec::Device& device, cudaStream_t stream, const char*
       return ::strata::backend::cuda::device_error((device), strata_cuda_e_, #expr, __FILE__, __LINE__); \
   } while (0)
 
-// Waits for a stream of `device` (an exec::Device&) through wait_stream; returns its error.
+// Waits for a stream of `device` (an backend::Device&) through wait_stream; returns its error.
 #define STRATA_CUDA_WAIT_ON(device, stream)                                                              \
   do {                                                                                                  \
     ::strata::Status strata_wait_s_ = ::strata::backend::cuda::wait_stream((device), (stream),          \

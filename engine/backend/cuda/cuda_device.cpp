@@ -26,16 +26,16 @@ struct Piece {
   size_t rows;
 };
 
-bool empty(const exec::Copy2D& c) { return c.width == 0 || c.height == 0; }
+bool empty(const backend::Copy2D& c) { return c.width == 0 || c.height == 0; }
 
-bool contiguous(const exec::Copy2D& c) {
+bool contiguous(const backend::Copy2D& c) {
   return c.height == 1 || (c.src_pitch == c.width && c.dst_pitch == c.width);
 }
 
 // Checks a copy's pointers and pitches; a one-row copy gets pitches equal to its width (CUDA's 2-D
 // copies refuse a pitch below the width, and Copy2D leaves them 0 for plain copies).
-Expected<exec::Copy2D> normalized(const exec::Copy2D& c, const char* what, const std::string& device) {
-  exec::Copy2D n = c;
+Expected<backend::Copy2D> normalized(const backend::Copy2D& c, const char* what, const std::string& device) {
+  backend::Copy2D n = c;
   if (empty(n)) return n;
   if (n.src == nullptr || n.dst == nullptr)
     return Error{Code::InvalidArgument, std::string(what) + " on device '" + device + "': null " +
@@ -55,7 +55,7 @@ Expected<exec::Copy2D> normalized(const exec::Copy2D& c, const char* what, const
 
 // Cuts a (normalized, non-empty) copy into pieces of at most `chunk` bytes: a contiguous copy into
 // byte ranges, a strided one into groups of whole rows, rows wider than a chunk into row pieces.
-std::vector<Piece> split(const exec::Copy2D& c, size_t chunk) {
+std::vector<Piece> split(const backend::Copy2D& c, size_t chunk) {
   std::vector<Piece> pieces;
   const auto* src = static_cast<const uint8_t*>(c.src);
   auto* dst = static_cast<uint8_t*>(c.dst);
@@ -102,7 +102,7 @@ void scatter_rows(const uint8_t* packed, const Piece& p) {
 // Waits for a stream after a failed copy, so that no DMA still reads or writes staging memory when
 // the next copy reuses it; the error being returned already says what went wrong. Not on a failed
 // device: a hung one would hold the caller forever (its memory is given up with it).
-void drain(const exec::Device& device, cudaStream_t stream) {
+void drain(const backend::Device& device, cudaStream_t stream) {
   if (stream != nullptr && !device.failed() && cudaStreamSynchronize(stream) != cudaSuccess) (void)cudaGetLastError();
 }
 
@@ -154,8 +154,25 @@ int attribute(cudaDeviceAttr attr, int ordinal) {
 
 }  // namespace
 
+namespace {
+// CUDA keeps f32 and f16 KV caches (the attention kernels read those), takes the weight types its
+// matvec and dequantize kernels decode, and all-reduces between its GPUs over NCCL.
+DeviceCaps cuda_caps() {
+  DeviceCaps c;
+  c.host_memory = false;
+  c.kv_types = {kernels::DType::F32, kernels::DType::F16};
+  for (uint32_t raw = 0; raw < 64; ++raw) {
+    const kernels::DTypeTraits* t = kernels::dtype_traits(raw);
+    if (t && t->weight_type && kernels::cuda::supports_weight_type(t->type)) c.weight_types.push_back(t->type);
+  }
+  c.peer_access = true;
+  c.collective = "nccl";
+  return c;
+}
+}  // namespace
+
 CudaDevice::CudaDevice(int ordinal, std::string id, uint64_t capacity_bytes)
-    : exec::Device(std::move(id), capacity_bytes), ordinal_(ordinal) {}
+    : backend::Device(std::move(id), capacity_bytes, cuda_caps()), ordinal_(ordinal) {}
 
 Expected<std::unique_ptr<CudaDevice>> CudaDevice::open(int ordinal, std::string id) {
   const std::string context = "opening CUDA device " + std::to_string(ordinal) + " as '" + id + "': ";
@@ -272,7 +289,8 @@ Status CudaDevice::make_current() {
 DeviceInfo CudaDevice::info() const {
   DeviceInfo i;
   i.id = id();
-  i.kind = DeviceKind::Cuda;
+  i.backend = "cuda";
+  i.caps = caps();
   i.name = name_;
   i.simulated = false;
   i.bytes_total = capacity_bytes_;
@@ -301,13 +319,7 @@ DeviceInfo CudaDevice::info() const {
   return i;
 }
 
-bool CudaDevice::supports(kernels::DType weights) const { return kernels::cuda::supports_weight_type(weights); }
-
-bool CudaDevice::supports_kv(kernels::DType kv) const {
-  return kv == kernels::DType::F32 || kv == kernels::DType::F16;
-}
-
-Expected<std::unique_ptr<backend::Ops>> CudaDevice::create_ops(const exec::OpsWorkspace& workspace) {
+Expected<std::unique_ptr<backend::Ops>> CudaDevice::create_ops(const backend::OpsWorkspace& workspace) {
   STRATA_RETURN_IF_ERROR(make_current());
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<CudaOps> ops, CudaOps::create(*this, workspace));
   return std::unique_ptr<backend::Ops>(std::move(ops));
@@ -338,8 +350,8 @@ void CudaDevice::free_memory(void* memory, size_t) {
   (void)cudaGetLastError();
 }
 
-Status CudaDevice::copy_from_host(const exec::Copy2D& copy) {
-  STRATA_ASSIGN_OR_RETURN(const exec::Copy2D c, normalized(copy, "copy_from_host", id()));
+Status CudaDevice::copy_from_host(const backend::Copy2D& copy) {
+  STRATA_ASSIGN_OR_RETURN(const backend::Copy2D c, normalized(copy, "copy_from_host", id()));
   if (empty(c)) return Status();
   STRATA_RETURN_IF_ERROR(make_current());
   const std::vector<Piece> pieces = split(c, kStagingBytes);
@@ -364,8 +376,8 @@ Status CudaDevice::copy_from_host(const exec::Copy2D& copy) {
   return status;
 }
 
-Status CudaDevice::copy_to_host(const exec::Copy2D& copy) {
-  STRATA_ASSIGN_OR_RETURN(const exec::Copy2D c, normalized(copy, "copy_to_host", id()));
+Status CudaDevice::copy_to_host(const backend::Copy2D& copy) {
+  STRATA_ASSIGN_OR_RETURN(const backend::Copy2D c, normalized(copy, "copy_to_host", id()));
   if (empty(c)) return Status();
   STRATA_RETURN_IF_ERROR(make_current());
   const std::vector<Piece> pieces = split(c, kStagingBytes);
@@ -394,8 +406,8 @@ Status CudaDevice::copy_to_host(const exec::Copy2D& copy) {
   return status;
 }
 
-Status CudaDevice::copy_within(const exec::Copy2D& copy) {
-  STRATA_ASSIGN_OR_RETURN(const exec::Copy2D c, normalized(copy, "copy_within", id()));
+Status CudaDevice::copy_within(const backend::Copy2D& copy) {
+  STRATA_ASSIGN_OR_RETURN(const backend::Copy2D c, normalized(copy, "copy_within", id()));
   if (empty(c)) return Status();
   STRATA_RETURN_IF_ERROR(make_current());
   STRATA_CUDA_TRY_ON(this, cudaMemcpy2DAsync(c.dst, c.dst_pitch, c.src, c.src_pitch, c.width, c.height,
@@ -431,10 +443,10 @@ Status CudaDevice::enable_peer_access(int peer_ordinal) {
   return Status();
 }
 
-Status CudaDevice::copy_to_peer(const exec::Copy2D& copy, exec::Device& peer) {
+Status CudaDevice::copy_to_peer(const backend::Copy2D& copy, backend::Device& peer) {
   auto* cuda_peer = dynamic_cast<CudaDevice*>(&peer);
-  if (cuda_peer == nullptr) return exec::Device::copy_to_peer(copy, peer);
-  STRATA_ASSIGN_OR_RETURN(const exec::Copy2D c, normalized(copy, "copy_to_peer", id()));
+  if (cuda_peer == nullptr) return backend::Device::copy_to_peer(copy, peer);
+  STRATA_ASSIGN_OR_RETURN(const backend::Copy2D c, normalized(copy, "copy_to_peer", id()));
   if (empty(c)) return Status();
   if (cuda_peer->failed()) return failed_device_error(*cuda_peer);
   if (cuda_peer->ordinal_ == ordinal_) return copy_within(c);
@@ -461,7 +473,7 @@ Status CudaDevice::copy_to_peer(const exec::Copy2D& copy, exec::Device& peer) {
   return Status();
 }
 
-Status CudaDevice::staged_copy_to_peer(const exec::Copy2D& c, CudaDevice& peer) {
+Status CudaDevice::staged_copy_to_peer(const backend::Copy2D& c, CudaDevice& peer) {
   const std::vector<Piece> pieces = split(c, kStagingBytes);
   std::lock_guard<std::mutex> lock(staging_mutex_);
   std::lock_guard<std::mutex> peer_lock(peer.peer_mutex_);  // leaf: see the header

@@ -1,8 +1,8 @@
-// engine/backend/cuda/cuda_device.h — one CUDA GPU as an exec::Device: its context, its memory
+// engine/backend/cuda/cuda_device.h — one CUDA GPU as a backend::Device: its context, its memory
 // (plain cudaMalloc, never managed memory, charged to the device's accounting), the blocking copies
 // in and out through reusable pinned staging, peer copies, and the factory of its Ops (cuda_ops.h).
-// Included only by engine/backend/cuda/cuda_*.cpp (it includes CUDA headers); the rest of the
-// engine sees cuda_backend.h.
+// Included only by engine/backend/cuda/cuda_*.cpp (it includes CUDA headers); the engine sees
+// only the module's Backend (cuda_module.cpp).
 // Threads: every entry point may be called from any thread, and each begins with cudaSetDevice, so
 // the calling thread's current device is this one afterwards. Queries and copies are thread-safe
 // (copies through staging are serialised by a mutex).
@@ -19,7 +19,7 @@
 #include <cuda_runtime.h>
 
 #include "engine/core/status.h"
-#include "engine/exec/device.h"
+#include "engine/backend/device.h"
 
 namespace strata::backend::cuda {
 
@@ -38,7 +38,7 @@ inline constexpr double kSafetyMarginFraction = 0.01;
 // peak, and small enough that the un-overlapped first and last chunks cost ~0.5 ms each.
 inline constexpr size_t kStagingBytes = 16ull << 20;
 
-class CudaDevice final : public exec::Device {
+class CudaDevice final : public backend::Device {
  public:
   // Creates the context of device `ordinal` (cudaFree(0)), the device's streams, its cuBLAS handle
   // and pinned staging, measures what those took (cudaMemGetInfo before and after) and reports the
@@ -47,22 +47,19 @@ class CudaDevice final : public exec::Device {
   ~CudaDevice() override;  // waits for its copies; Ops and Buffers of the device must be gone
 
   DeviceInfo info() const override;
-  bool supports(kernels::DType weights) const override;
-  bool supports_kv(kernels::DType kv) const override;
-  bool host_visible() const override { return false; }
 
-  Expected<std::unique_ptr<backend::Ops>> create_ops(const exec::OpsWorkspace& workspace) override;
+  Expected<std::unique_ptr<backend::Ops>> create_ops(const backend::OpsWorkspace& workspace) override;
 
-  // Blocking copies, see exec::Device. They are not ordered against the work of this device's Ops
+  // Blocking copies, see backend::Device. They are not ordered against the work of this device's Ops
   // streams: synchronize the Ops that write (or read) the same memory first.
-  Status copy_from_host(const exec::Copy2D& copy) override;
-  Status copy_to_host(const exec::Copy2D& copy) override;
-  Status copy_within(const exec::Copy2D& copy) override;
+  Status copy_from_host(const backend::Copy2D& copy) override;
+  Status copy_to_host(const backend::Copy2D& copy) override;
+  Status copy_within(const backend::Copy2D& copy) override;
   // copy.src in this device, copy.dst in `peer`. A CUDA peer that this device can access directly:
   // cudaMemcpyPeerAsync (cudaMemcpy3DPeerAsync when strided), with peer access enabled once. Another
   // CUDA device: staged through this device's pinned buffers. Any other device: Unsupported (the
   // caller stages through host memory).
-  Status copy_to_peer(const exec::Copy2D& copy, exec::Device& peer) override;
+  Status copy_to_peer(const backend::Copy2D& copy, backend::Device& peer) override;
   Status fill_zero(void* dst, size_t bytes) override;
 
   int ordinal() const { return ordinal_; }
@@ -85,7 +82,7 @@ class CudaDevice final : public exec::Device {
   // chunk i+1 overlapping the upload of chunk i. Takes this device's staging_mutex_, then the peer's
   // peer_mutex_ (a leaf lock: nothing is taken while holding it), so two devices copying to each
   // other at once cannot deadlock.
-  Status staged_copy_to_peer(const exec::Copy2D& copy, CudaDevice& peer);
+  Status staged_copy_to_peer(const backend::Copy2D& copy, CudaDevice& peer);
 
   int ordinal_;
   // Fixed at open:

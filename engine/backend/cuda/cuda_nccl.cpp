@@ -14,7 +14,7 @@ namespace strata::backend::cuda {
 
 namespace {
 
-class NcclCommunicator final : public comm::Communicator {
+class NcclCommunicator final : public backend::Communicator {
  public:
   explicit NcclCommunicator(std::vector<CudaDevice*> members) : members_(std::move(members)) {}
 
@@ -109,11 +109,11 @@ class NcclCommunicator final : public comm::Communicator {
 
 }  // namespace
 
-Expected<std::unique_ptr<comm::Communicator>> make_nccl_communicator(const std::vector<exec::Device*>& members) {
+Expected<std::unique_ptr<backend::Communicator>> make_nccl_communicator(const std::vector<backend::Device*>& members) {
   if (members.empty()) return Error{Code::InvalidArgument, "nccl communicator: a group with no members"};
   std::vector<CudaDevice*> cuda_members;
   std::vector<bool> seen;
-  for (exec::Device* d : members) {
+  for (backend::Device* d : members) {
     auto* cuda = dynamic_cast<CudaDevice*>(d);
     if (cuda == nullptr)
       return Error{Code::InvalidArgument, "nccl communicator: member '" + (d ? d->id() : std::string("(null)")) +
@@ -133,7 +133,7 @@ Expected<std::unique_ptr<comm::Communicator>> make_nccl_communicator(const std::
     e.message = "nccl communicator of " + std::to_string(members.size()) + " devices: " + e.message;
     return e;
   }
-  return std::unique_ptr<comm::Communicator>(std::move(communicator));
+  return std::unique_ptr<backend::Communicator>(std::move(communicator));
 }
 
 }  // namespace strata::backend::cuda

@@ -1,9 +1,9 @@
 // engine/backend/cuda/cuda_nccl_ranks.cpp — the NCCL all-reduce of a tensor group whose members are
 // CUDA GPUs of several processes (ranks of an mpirun job): one NCCL communicator over all of them,
 // this process holding the NCCL ranks of its own GPUs. The unique id comes from the group's lowest
-// rank (nccl_unique_id there, sent over MPI by exec::Cluster); no MPI here.
+// rank (nccl_unique_id there, sent over MPI by dist::Cluster); no MPI here.
 // Communicators are non-blocking (ncclConfig_t::blocking = 0) and every wait polls, asking
-// NcclRankPart::lost_peer between polls: a blocking NCCL call whose peer process died would never
+// RankCollectivePart::lost_peer between polls: a blocking NCCL call whose peer process died would never
 // return. Threads: all_reduce_sum from any thread, one call at a time (a mutex serialises them).
 #include <chrono>
 #include <cstring>
@@ -30,9 +30,9 @@ void pause_since(std::chrono::steady_clock::time_point start) {
   }
 }
 
-class NcclRankCommunicator final : public comm::Communicator {
+class NcclRankCommunicator final : public backend::Communicator {
  public:
-  NcclRankCommunicator(std::vector<CudaDevice*> local, NcclRankPart part)
+  NcclRankCommunicator(std::vector<CudaDevice*> local, RankCollectivePart part)
       : local_(std::move(local)), part_(std::move(part)) {}
 
   Status init() {
@@ -192,7 +192,7 @@ class NcclRankCommunicator final : public comm::Communicator {
   }
 
   std::vector<CudaDevice*> local_;
-  NcclRankPart part_;
+  RankCollectivePart part_;
   std::vector<ncclComm_t> comms_;      // [local]: NCCL rank part_.member_index[i] on local_[i]
   std::vector<cudaStream_t> streams_;  // [local]: on local_[i]
   bool aborted_ = false;
@@ -210,12 +210,12 @@ Expected<std::vector<uint8_t>> nccl_unique_id() {
   return bytes;
 }
 
-Expected<std::unique_ptr<comm::Communicator>> make_nccl_rank_communicator(const std::vector<exec::Device*>& local,
-                                                                          NcclRankPart part) {
+Expected<std::unique_ptr<backend::Communicator>> make_nccl_rank_communicator(const std::vector<backend::Device*>& local,
+                                                                          RankCollectivePart part) {
   if (local.empty()) return Error{Code::InvalidArgument, "nccl communicator across ranks: no local member"};
   if (!part.lost_peer) part.lost_peer = [] { return std::string(); };
   std::vector<CudaDevice*> cuda_members;
-  for (exec::Device* d : local) {
+  for (backend::Device* d : local) {
     auto* cuda = dynamic_cast<CudaDevice*>(d);
     if (cuda == nullptr)
       return Error{Code::InvalidArgument, "nccl communicator across ranks: member '" +
@@ -236,7 +236,7 @@ Expected<std::unique_ptr<comm::Communicator>> make_nccl_rank_communicator(const 
                 std::to_string(n_members) + " GPUs here): " + e.message;
     return e;
   }
-  return std::unique_ptr<comm::Communicator>(std::move(communicator));
+  return std::unique_ptr<backend::Communicator>(std::move(communicator));
 }
 
 }  // namespace strata::backend::cuda

@@ -114,9 +114,9 @@ class CudaEvent final : public Event {
 
 }  // namespace
 
-CudaOps::CudaOps(CudaDevice& device, const exec::OpsWorkspace& workspace) : device_(device), workspace_(workspace) {}
+CudaOps::CudaOps(CudaDevice& device, const backend::OpsWorkspace& workspace) : device_(device), workspace_(workspace) {}
 
-Expected<std::unique_ptr<CudaOps>> CudaOps::create(CudaDevice& device, const exec::OpsWorkspace& workspace) {
+Expected<std::unique_ptr<CudaOps>> CudaOps::create(CudaDevice& device, const backend::OpsWorkspace& workspace) {
   std::unique_ptr<CudaOps> ops(new CudaOps(device, workspace));
   if (Status s = ops->init(); !s.ok()) {
     Error e = s.error();
@@ -163,7 +163,7 @@ CudaOps::~CudaOps() {
 
 Status CudaOps::begin() { return device_.make_current(); }
 
-Status CudaOps::ensure(std::unique_ptr<exec::Buffer>& buffer, size_t bytes, const char* what) {
+Status CudaOps::ensure(std::unique_ptr<backend::Buffer>& buffer, size_t bytes, const char* what) {
   if (buffer && buffer->size() >= bytes) return Status();
   // Small buffers in 64 KiB steps; large ones in cudaMalloc's own 2 MiB granule.
   const size_t rounded = round_up(std::max<size_t>(bytes, 1), bytes < (2u << 20) ? (64u << 10) : (2u << 20));
@@ -171,7 +171,7 @@ Status CudaOps::ensure(std::unique_ptr<exec::Buffer>& buffer, size_t bytes, cons
     STRATA_CUDA_WAIT_ON(device_, stream_);
     buffer.reset();
   }
-  Expected<std::unique_ptr<exec::Buffer>> allocated = device_.allocate(rounded, exec::BufferUse::Scratch);
+  Expected<std::unique_ptr<backend::Buffer>> allocated = device_.allocate(rounded, backend::BufferUse::Scratch);
   if (!allocated.ok()) {
     Error e = std::move(allocated).error();
     e.message = std::string("scratch for ") + what + ": " + e.message;

@@ -16,7 +16,7 @@
 
 #include "engine/backend/ops.h"
 #include "engine/core/status.h"
-#include "engine/exec/device.h"
+#include "engine/backend/device.h"
 
 namespace strata::backend::cuda {
 
@@ -39,7 +39,7 @@ class CudaOps final : public backend::Ops {
   // Creates the stream, the cuBLAS handle (cublasSetStream, and a workspace charged to the device:
   // 32 MiB on Hopper and newer, 4 MiB before, as cuBLAS recommends) and the pinned slots' events.
   // Other scratch is allocated at first use and grows to the largest shape seen (see the fields).
-  static Expected<std::unique_ptr<CudaOps>> create(CudaDevice& device, const exec::OpsWorkspace& workspace);
+  static Expected<std::unique_ptr<CudaOps>> create(CudaDevice& device, const backend::OpsWorkspace& workspace);
   ~CudaOps() override;  // waits for the stream, then frees its scratch
   CudaOps(const CudaOps&) = delete;
   CudaOps& operator=(const CudaOps&) = delete;
@@ -83,13 +83,13 @@ class CudaOps final : public backend::Ops {
   cudaStream_t stream() const { return stream_; }
 
  private:
-  CudaOps(CudaDevice& device, const exec::OpsWorkspace& workspace);
+  CudaOps(CudaDevice& device, const backend::OpsWorkspace& workspace);
   Status init();
   // The device is usable and current on the calling thread.
   Status begin();
   // `buffer` holds at least `bytes` (rounded up); a smaller one is freed after the stream has
   // drained (queued work may still use it) and replaced. Charged to the device as Scratch.
-  Status ensure(std::unique_ptr<exec::Buffer>& buffer, size_t bytes, const char* what);
+  Status ensure(std::unique_ptr<backend::Buffer>& buffer, size_t bytes, const char* what);
   // Host bytes -> pinned slot -> queued copy to device memory `dst`.
   Status upload(const void* host_src, void* dst, size_t bytes);
   Status matmul_mmv_groups(const MatrixView& w, const float* x, int64_t n_tokens, float* y);
@@ -97,19 +97,19 @@ class CudaOps final : public backend::Ops {
   Status matmul_gemm_f16(const MatrixView& w, const float* x, int64_t n_tokens, float* y);
 
   CudaDevice& device_;
-  exec::OpsWorkspace workspace_;  // max_tokens / max_ctx size the scratch below
+  backend::OpsWorkspace workspace_;  // max_tokens / max_ctx size the scratch below
   cudaStream_t stream_ = nullptr;     // non-blocking: no implicit sync with the legacy stream
   cublasHandle_t cublas_ = nullptr;   // bound to stream_
 
   // Device scratch, each charged to the device (BufferUse::Scratch) and grown to the largest need:
-  std::unique_ptr<exec::Buffer> cublas_workspace_;  // cuBLAS' workspace (cublasSetWorkspace)
-  std::unique_ptr<exec::Buffer> w_f16_;     // [tile rows][cols] f16: dequantized weights, <= kMaxDequantBytes
-  std::unique_ptr<exec::Buffer> x_f16_;     // [max(n_tokens, max_tokens)][cols] f16: activations
-  std::unique_ptr<exec::Buffer> y_tile_;    // [max(n_tokens, max_tokens)][tile rows] f32: one row tile's output
-  std::unique_ptr<exec::Buffer> attention_workspace_;  // attention_workspace_bytes(max_tokens, max_ctx, ...)
-  std::unique_ptr<exec::Buffer> tokens_;    // [n] int32: embed's token ids
-  std::unique_ptr<exec::Buffer> rows_;      // [n_rows] int32: gather_rows / scale_add_rows indices
-  std::unique_ptr<exec::Buffer> row_scales_;  // [n_rows] f32: scale_add_rows' scales
+  std::unique_ptr<backend::Buffer> cublas_workspace_;  // cuBLAS' workspace (cublasSetWorkspace)
+  std::unique_ptr<backend::Buffer> w_f16_;     // [tile rows][cols] f16: dequantized weights, <= kMaxDequantBytes
+  std::unique_ptr<backend::Buffer> x_f16_;     // [max(n_tokens, max_tokens)][cols] f16: activations
+  std::unique_ptr<backend::Buffer> y_tile_;    // [max(n_tokens, max_tokens)][tile rows] f32: one row tile's output
+  std::unique_ptr<backend::Buffer> attention_workspace_;  // attention_workspace_bytes(max_tokens, max_ctx, ...)
+  std::unique_ptr<backend::Buffer> tokens_;    // [n] int32: embed's token ids
+  std::unique_ptr<backend::Buffer> rows_;      // [n_rows] int32: gather_rows / scale_add_rows indices
+  std::unique_ptr<backend::Buffer> row_scales_;  // [n_rows] f32: scale_add_rows' scales
 
   // Pinned host slots for upload(), used alternately; done: the copy that last read the slot ran.
   struct PinnedSlot {

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "kernels/cpu/dtype.h"
+#include "engine/backend/sim/sim_device.h"
 
 namespace strata::backend {
 
@@ -13,13 +14,13 @@ using Clock = std::chrono::steady_clock;
 constexpr double kF = sizeof(float);
 }  // namespace
 
-double SimCost::seconds(const exec::SimulatedSpec& spec) const {
+double SimCost::seconds(const backend::SimulatedSpec& spec) const {
   const double by_bytes = spec.bandwidth_gbps > 0 ? bytes / (spec.bandwidth_gbps * 1e9) : 0.0;
   const double by_flops = spec.tflops > 0 ? flops / (spec.tflops * 1e12) : 0.0;
   return std::max(by_bytes, by_flops);
 }
 
-double SimCost::link_seconds(const exec::SimulatedSpec& spec, double bytes) {
+double SimCost::link_seconds(const backend::SimulatedSpec& spec, double bytes) {
   return spec.link_latency_us * 1e-6 + (spec.link_gbps > 0 ? bytes / (spec.link_gbps * 1e9) : 0.0);
 }
 
@@ -30,7 +31,7 @@ void wait_out(Clock::time_point start, double seconds) {
   if (Clock::now() < deadline) std::this_thread::sleep_until(deadline);
 }
 
-SimOps::SimOps(exec::SimulatedDevice& device, kernels::ThreadPool& pool, const exec::OpsWorkspace& workspace)
+SimOps::SimOps(backend::SimulatedDevice& device, kernels::ThreadPool& pool, const backend::OpsWorkspace& workspace)
     : device_(device), spec_(device.spec()), cpu_(pool, workspace) {}
 
 template <typename Op>
@@ -155,11 +156,7 @@ Status SimOps::copy(const void* src, void* dst, size_t bytes) {
   return paced({2.0 * static_cast<double>(bytes), 0}, [&] { return cpu_.copy(src, dst, bytes); });
 }
 
-}  // namespace strata::backend
-
-namespace strata::exec {
-
-Expected<std::unique_ptr<backend::Ops>> SimulatedDevice::create_ops(const OpsWorkspace& workspace) {
+Expected<std::unique_ptr<Ops>> SimulatedDevice::create_ops(const OpsWorkspace& workspace) {
   return std::unique_ptr<backend::Ops>(std::make_unique<backend::SimOps>(*this, pool(), workspace));
 }
 
@@ -181,4 +178,4 @@ Status SimulatedDevice::copy_to_host(const Copy2D& copy) {
   return {};
 }
 
-}  // namespace strata::exec
+}  // namespace strata::backend

@@ -12,7 +12,8 @@
 #include <memory>
 
 #include "engine/backend/cpu/cpu_ops.h"
-#include "engine/exec/device.h"
+#include "engine/backend/device.h"
+#include "engine/backend/sim/sim_device.h"
 
 namespace strata::backend {
 
@@ -20,8 +21,8 @@ namespace strata::backend {
 struct SimCost {
   double bytes = 0;  // memory traffic (weights, activations, KV)
   double flops = 0;
-  double seconds(const exec::SimulatedSpec& spec) const;
-  static double link_seconds(const exec::SimulatedSpec& spec, double bytes);
+  double seconds(const backend::SimulatedSpec& spec) const;
+  static double link_seconds(const backend::SimulatedSpec& spec, double bytes);
 };
 
 // The declared work of one attention call: K and V bytes of the positions each tile of 16 query
@@ -35,7 +36,7 @@ void wait_out(std::chrono::steady_clock::time_point start, double seconds);
 class SimOps final : public Ops {
  public:
   // device: the simulated device these ops run on (its faults; must outlive the ops).
-  SimOps(exec::SimulatedDevice& device, kernels::ThreadPool& pool, const exec::OpsWorkspace& workspace);
+  SimOps(backend::SimulatedDevice& device, kernels::ThreadPool& pool, const backend::OpsWorkspace& workspace);
 
   Status embed(const MatrixView& table, const int32_t* tokens, int64_t n, float* out) override;
   Status rms_norm(const float* x, const float* weight, float* out, int64_t n_rows, int64_t n, float eps) override;
@@ -68,8 +69,8 @@ class SimOps final : public Ops {
   Status paced(const SimCost& cost, Op&& op);
   Status paced_link(double bytes, Status s, std::chrono::steady_clock::time_point start);
 
-  exec::SimulatedDevice& device_;
-  exec::SimulatedSpec spec_;
+  backend::SimulatedDevice& device_;
+  backend::SimulatedSpec spec_;
   CpuOps cpu_;
 };
 

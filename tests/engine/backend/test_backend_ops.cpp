@@ -19,17 +19,19 @@
 #include <string>
 #include <vector>
 
-#include "engine/backend/cuda/cuda_backend.h"
+#include "engine/backend/registry/registry.h"
 #include "engine/backend/ops.h"
-#include "engine/exec/device.h"
+#include "engine/backend/device.h"
 #include "kernels/cpu/dtype.h"
 #include "kernels/cpu/fp16.h"
 #include "kernels/cpu/quant.h"
+#include "engine/backend/sim/sim_device.h"
+#include "engine/backend/cpu/cpu_device.h"
 
 namespace strata {
 namespace {
 
-using exec::BufferUse;
+using backend::BufferUse;
 using kernels::DType;
 
 // The workspace every backend gets: attention up to kMaxCtx positions, kMaxTokens tokens per op.
@@ -166,10 +168,10 @@ std::vector<double> to_double(const std::vector<float>& v) { return std::vector<
 
 class Env {
  public:
-  Env(exec::Device& device, std::string backend) : device_(device), backend_(std::move(backend)) {
+  Env(backend::Device& device, std::string backend) : device_(device), backend_(std::move(backend)) {
     const int threads = std::max(1, device.info().threads);
     scores_ = alloc(static_cast<size_t>(threads * kMaxCtx) * sizeof(float));
-    exec::OpsWorkspace ws;
+    backend::OpsWorkspace ws;
     ws.scores = reinterpret_cast<float*>(scores_->data());
     ws.scores_per_thread = kMaxCtx;
     ws.matmul_bytes = static_cast<size_t>(kMaxTokens * kMaxCols * 4);
@@ -178,18 +180,18 @@ class Env {
     ops_ = must(device.create_ops(ws), device.id() + ": create_ops");
   }
 
-  exec::Device& device() { return device_; }
+  backend::Device& device() { return device_; }
   backend::Ops& ops() { return *ops_; }
   const std::string& backend() const { return backend_; }
 
-  std::unique_ptr<exec::Buffer> alloc(size_t bytes, BufferUse use = BufferUse::Scratch) {
+  std::unique_ptr<backend::Buffer> alloc(size_t bytes, BufferUse use = BufferUse::Scratch) {
     return must(device_.allocate(std::max<size_t>(bytes, 1), use),
                 device_.id() + ": allocate " + std::to_string(bytes) + " bytes");
   }
   // A device buffer holding `bytes` bytes copied from the host (Device::copy_from_host).
-  std::unique_ptr<exec::Buffer> upload(const void* data, size_t bytes, BufferUse use = BufferUse::Scratch) {
+  std::unique_ptr<backend::Buffer> upload(const void* data, size_t bytes, BufferUse use = BufferUse::Scratch) {
     auto buf = alloc(bytes, use);
-    exec::Copy2D c;
+    backend::Copy2D c;
     c.src = data;
     c.src_pitch = bytes;
     c.dst = buf->data();
@@ -199,7 +201,7 @@ class Env {
     must(device_.copy_from_host(c), device_.id() + ": copy_from_host " + std::to_string(bytes) + " bytes");
     return buf;
   }
-  std::unique_ptr<exec::Buffer> upload(const std::vector<float>& v, BufferUse use = BufferUse::Scratch) {
+  std::unique_ptr<backend::Buffer> upload(const std::vector<float>& v, BufferUse use = BufferUse::Scratch) {
     return upload(v.data(), v.size() * sizeof(float), use);
   }
   // n floats from device memory (Ops::to_host, which waits for the work before it).
@@ -215,20 +217,20 @@ class Env {
   }
 
  private:
-  exec::Device& device_;
+  backend::Device& device_;
   std::string backend_;
-  std::unique_ptr<exec::Buffer> scores_;
+  std::unique_ptr<backend::Buffer> scores_;
   std::unique_ptr<backend::Ops> ops_;
 };
 
-std::vector<std::unique_ptr<exec::Device>> open_devices(const std::string& backend) {
-  std::vector<std::unique_ptr<exec::Device>> devices;
+std::vector<std::unique_ptr<backend::Device>> open_devices(const std::string& backend) {
+  std::vector<std::unique_ptr<backend::Device>> devices;
   if (backend == "cpu") {
-    devices.push_back(std::make_unique<exec::CpuDevice>(2, 8ull << 30, 10.0));
+    devices.push_back(std::make_unique<backend::CpuDevice>(2, 8ull << 30, 10.0));
   } else if (backend == "sim") {
     // Declared speeds so high that pacing never waits: this suite checks results, not time
     // (test_sim_pacing.cpp checks the pacing).
-    exec::SimulatedSpec spec;
+    backend::SimulatedSpec spec;
     spec.id = "sim0";
     spec.capacity_bytes = 8ull << 30;
     spec.bandwidth_gbps = 1e9;
@@ -236,10 +238,11 @@ std::vector<std::unique_ptr<exec::Device>> open_devices(const std::string& backe
     spec.link_gbps = 1e9;
     spec.link_latency_us = 0;
     spec.threads = 2;
-    devices.push_back(std::make_unique<exec::SimulatedDevice>(spec));
+    devices.push_back(std::make_unique<backend::SimulatedDevice>(spec));
   } else if (backend == "cuda") {
-    for (int i = 0; i < backend::cuda::device_count(); ++i)
-      devices.push_back(must(backend::cuda::open_device(i, "cuda" + std::to_string(i)), "open cuda:" + std::to_string(i)));
+    // Every CUDA device, opened through the registry as --devices cuda opens them.
+    if (backend::find_backend("cuda")->device_count() > 0)
+      for (auto& d : must(backend::make_devices("cuda", 1, 0), "open cuda")) devices.push_back(std::move(d));
   }
   return devices;
 }
@@ -394,7 +397,7 @@ void matmul_many_case(Env& env, int64_t n_tokens) {
   const std::vector<float> x = rng.sym_vec(static_cast<size_t>(n_tokens * cols));
   auto dx = env.upload(x);
   const int64_t guard = 64;
-  std::vector<std::unique_ptr<exec::Buffer>> dws, dys_many, dys_alone;
+  std::vector<std::unique_ptr<backend::Buffer>> dws, dys_many, dys_alone;
   std::vector<backend::Ops::MatmulOut> outs;
   std::vector<int64_t> rows_of;
   for (const auto& [type, rows] : specs) {
@@ -698,7 +701,7 @@ void rope_case(Env& env, const RopeCase& rc) {
   Rng rng(static_cast<uint64_t>(27 + rc.rope_dims + rc.pos0 + (rc.interleaved ? 1 : 0)));
   const std::vector<float> x = rng.sym_vec(n_tokens * n_heads * head_dim, 2.0);
   std::vector<float> divisors;
-  std::unique_ptr<exec::Buffer> ddiv;
+  std::unique_ptr<backend::Buffer> ddiv;
   backend::RopeParams p;
   p.rope_dims = rc.rope_dims;
   p.interleaved = rc.interleaved;
@@ -1220,8 +1223,8 @@ class BackendOps : public ::testing::TestWithParam<Param> {};
 
 TEST_P(BackendOps, MatchesReference) {
   const Param& p = GetParam();
-  if (p.backend == "cuda" && backend::cuda::device_count() == 0)
-    GTEST_SKIP() << "no CUDA device: " << backend::cuda::runtime_description();
+  if (p.backend == "cuda" && backend::find_backend("cuda")->device_count() == 0)
+    GTEST_SKIP() << "no CUDA device: " << backend::find_backend("cuda")->describe();
   try {
     auto devices = open_devices(p.backend);
     ASSERT_FALSE(devices.empty()) << "no " << p.backend << " device";

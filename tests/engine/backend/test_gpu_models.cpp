@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli_runner.h"
-#include "engine/backend/cuda/cuda_backend.h"
+#include "engine/backend/registry/registry.h"
 #include "test_support.h"
 
 namespace strata {
@@ -25,9 +25,9 @@ using test::CliRun;
 using test::engine;
 namespace fs = std::filesystem;
 
-#define REQUIRE_CUDA()                      \
-  if (backend::cuda::device_count() == 0) \
-  GTEST_SKIP() << "no CUDA device: " << backend::cuda::runtime_description()
+#define REQUIRE_CUDA()                                    \
+  if (backend::find_backend("cuda")->device_count() == 0) \
+  GTEST_SKIP() << "no CUDA device: " << backend::find_backend("cuda")->describe()
 
 // Setup guarantees the shared models (tools/third_party.sh carries them to the GPU machine): a
 // missing one is a failure, not a skip.

@@ -13,14 +13,15 @@
 
 #include "engine/backend/ops.h"
 #include "engine/backend/sim/sim_ops.h"
-#include "engine/exec/device.h"
+#include "engine/backend/device.h"
 #include "kernels/cpu/dtype.h"
+#include "engine/backend/sim/sim_device.h"
 
 namespace strata {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using exec::BufferUse;
+using backend::BufferUse;
 using kernels::DType;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -32,8 +33,8 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
   } while (0)
 
 // A simulated device whose speeds are all "infinite" except the ones a test sets.
-exec::SimulatedSpec fast_spec() {
-  exec::SimulatedSpec s;
+backend::SimulatedSpec fast_spec() {
+  backend::SimulatedSpec s;
   s.id = "gpu0";
   s.capacity_bytes = 1ull << 30;
   s.bandwidth_gbps = 1e9;
@@ -45,19 +46,19 @@ exec::SimulatedSpec fast_spec() {
 }
 
 struct Fixture {
-  std::unique_ptr<exec::SimulatedDevice> device;
-  std::unique_ptr<exec::Buffer> scores;
+  std::unique_ptr<backend::SimulatedDevice> device;
+  std::unique_ptr<backend::Buffer> scores;
   std::unique_ptr<backend::Ops> ops;
 };
 
 // Device and op table (workspace as the runtime gives it: [threads][n_ctx] scores).
-Fixture make(const exec::SimulatedSpec& spec) {
+Fixture make(const backend::SimulatedSpec& spec) {
   Fixture f;
-  f.device = std::make_unique<exec::SimulatedDevice>(spec);
+  f.device = std::make_unique<backend::SimulatedDevice>(spec);
   auto scores = f.device->allocate(64 * sizeof(float), BufferUse::Scratch);
   if (!scores.ok()) return f;
   f.scores = std::move(*scores);
-  exec::OpsWorkspace ws;
+  backend::OpsWorkspace ws;
   ws.scores = f.scores->floats();
   ws.scores_per_thread = 64;
   ws.matmul_bytes = 64 * 4096 * 4;
@@ -68,7 +69,7 @@ Fixture make(const exec::SimulatedSpec& spec) {
   return f;
 }
 
-std::unique_ptr<exec::Buffer> filled(exec::Device& d, size_t n_floats, float value, BufferUse use) {
+std::unique_ptr<backend::Buffer> filled(backend::Device& d, size_t n_floats, float value, BufferUse use) {
   auto b = d.allocate(n_floats * sizeof(float), use);
   if (!b.ok()) return nullptr;
   std::vector<float> host(n_floats, value);
@@ -108,7 +109,7 @@ TEST(SimPacing, AttentionCostGrowsWithContext) {
 
 // Matmul on a 1 GB/s device: at least the weight's bytes / 1e9 seconds.
 TEST(SimPacing, MatmulTakesAtLeastWeightBytesOverBandwidth) {
-  exec::SimulatedSpec spec = fast_spec();
+  backend::SimulatedSpec spec = fast_spec();
   spec.bandwidth_gbps = 1;
   Fixture f = make(spec);
   ASSERT_TRUE(f.ops);
@@ -137,7 +138,7 @@ TEST(SimPacing, MatmulTakesAtLeastWeightBytesOverBandwidth) {
 
 // The device's timeline (events) shows the paced time too, so traces describe the declared hardware.
 TEST(SimPacing, EventsSeeThePacedTime) {
-  exec::SimulatedSpec spec = fast_spec();
+  backend::SimulatedSpec spec = fast_spec();
   spec.bandwidth_gbps = 1;
   Fixture f = make(spec);
   ASSERT_TRUE(f.ops);
@@ -161,7 +162,7 @@ TEST(SimPacing, EventsSeeThePacedTime) {
 // Compute-bound: a device of 1 GFLOP/s (tflops 1e-3) with unbounded bandwidth takes at least
 // 2 * rows * cols * n_tokens / 1e9 seconds for a matmul.
 TEST(SimPacing, ComputeBoundMatmulTakesAtLeastFlopsOverRate) {
-  exec::SimulatedSpec spec = fast_spec();
+  backend::SimulatedSpec spec = fast_spec();
   spec.tflops = 1e-3;
   Fixture f = make(spec);
   ASSERT_TRUE(f.ops);
@@ -182,7 +183,7 @@ TEST(SimPacing, ComputeBoundMatmulTakesAtLeastFlopsOverRate) {
 
 // An element-wise op is bandwidth work too: add reads y and x (8 bytes per element at the least).
 TEST(SimPacing, AddTakesAtLeastItsReadsOverBandwidth) {
-  exec::SimulatedSpec spec = fast_spec();
+  backend::SimulatedSpec spec = fast_spec();
   spec.bandwidth_gbps = 1;
   Fixture f = make(spec);
   ASSERT_TRUE(f.ops);
@@ -202,7 +203,7 @@ TEST(SimPacing, AddTakesAtLeastItsReadsOverBandwidth) {
 // Transfers across the host boundary: at least latency + bytes / link speed, both through the op
 // table (from_host / to_host) and through the device's blocking copies.
 TEST(SimPacing, TransfersTakeAtLeastLatencyPlusBytesOverLink) {
-  exec::SimulatedSpec spec = fast_spec();
+  backend::SimulatedSpec spec = fast_spec();
   spec.link_gbps = 1;
   spec.link_latency_us = 2000;
   Fixture f = make(spec);
@@ -225,7 +226,7 @@ TEST(SimPacing, TransfersTakeAtLeastLatencyPlusBytesOverLink) {
   EXPECT_GE(elapsed, declared) << "Ops::to_host of " << bytes << " bytes";
   EXPECT_EQ(back, host);
 
-  exec::Copy2D c;
+  backend::Copy2D c;
   c.src = host.data();
   c.src_pitch = bytes;
   c.dst = (*buf)->data();

@@ -23,7 +23,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/exec/device.h"
+#include "engine/backend/device.h"
 #include "engine/exec/pipeline.h"
 #include "engine/exec/session.h"
 #include "engine/model/model.h"

@@ -3,9 +3,11 @@
 // asked and the bytes free, and freed buffers return their bytes.
 #include <gtest/gtest.h>
 
-#include "engine/backend/cuda/cuda_backend.h"
 #include "engine/core/device_info_json.h"
-#include "engine/exec/device.h"
+#include "engine/backend/device.h"
+#include "engine/core/units.h"
+#include "engine/backend/registry/registry.h"
+#include "engine/backend/sim/sim_device.h"
 
 namespace strata::exec {
 namespace {
@@ -31,11 +33,14 @@ TEST(ParseBytesErrors, RejectsZeroNegativeAndUnknownUnits) {
 }
 
 TEST(MakeDevices, ParsesCpuAndSimulatedWithOptions) {
-  auto d = make_devices("cpu,sim:gpu0:24GiB:bw=900GB/s:tflops=80:link=25GB/s:threads=1,sim:gpu1:12GiB", 2, 40.0);
+  auto d = backend::make_devices("cpu,sim:gpu0:24GiB:bw=900GB/s:tflops=80:link=25GB/s:threads=1,sim:gpu1:12GiB", 2, 40.0);
   ASSERT_TRUE(d.ok()) << d.error().to_string();
   ASSERT_EQ(d->size(), 3u);
   const DeviceInfo cpu = (*d)[0]->info();
-  EXPECT_EQ(cpu.kind, DeviceKind::Cpu);
+  EXPECT_EQ(cpu.backend, "cpu");
+  EXPECT_TRUE(cpu.caps.host_cpu);
+  EXPECT_TRUE(cpu.caps.reads_weights_in_place);
+  EXPECT_TRUE(cpu.caps.host_memory);
   EXPECT_FALSE(cpu.simulated);
   EXPECT_EQ(cpu.threads, 2);
   EXPECT_EQ(cpu.bandwidth_gbps, 40.0);
@@ -61,10 +66,10 @@ TEST(MakeDevices, ErrorsNameTheEntry) {
                         Case{"sim:gpu0", "gpu0", Code::InvalidArgument},
                         Case{"sim:gpu0:1GiB:warp=9", "warp", Code::InvalidArgument},
                         Case{"tpu:0", "tpu", Code::InvalidArgument},
-                        Case{"cuda:x", "not a CUDA device number", Code::InvalidArgument},
-                        Case{"cuda:0:1", "cuda or cuda:N", Code::InvalidArgument},
-                        Case{"cpu,,sim:g:1GiB", "empty", Code::InvalidArgument}}) {
-    auto d = make_devices(c.spec, 1, 10.0);
+                        Case{"cpu,,sim:g:1GiB", "empty", Code::InvalidArgument},
+                        Case{"cpu,cpu", "listed twice", Code::InvalidArgument},
+                        Case{"sim:cpu:1GiB", "CPU's", Code::InvalidArgument}}) {
+    auto d = backend::make_devices(c.spec, 1, 10.0);
     ASSERT_FALSE(d.ok()) << c.spec;
     EXPECT_EQ(d.error().code, c.code) << c.spec;
     EXPECT_NE(d.error().message.find(c.word), std::string::npos) << c.spec << ": " << d.error().message;
@@ -76,7 +81,12 @@ TEST(MakeDevices, ErrorsNameTheEntry) {
 TEST(DeviceInfoJson, RoundTripsEveryFieldAndNamesWhatIsWrong) {
   DeviceInfo i;
   i.id = "r1:cuda:0";
-  i.kind = DeviceKind::Cuda;
+  i.backend = "cuda";
+  i.caps.host_memory = false;
+  i.caps.kv_types = {kernels::DType::F32, kernels::DType::F16};
+  i.caps.weight_types = {kernels::DType::Q4_K, kernels::DType::Q8_0};
+  i.caps.peer_access = true;
+  i.caps.collective = "nccl";
   i.name = "NVIDIA H200";
   i.bytes_total = 150'000'000'000;
   i.bytes_free = 149'000'000'000;
@@ -98,7 +108,12 @@ TEST(DeviceInfoJson, RoundTripsEveryFieldAndNamesWhatIsWrong) {
   auto back = device_info_from_json(j);
   ASSERT_TRUE(back.ok()) << back.error().to_string();
   EXPECT_EQ(back->id, i.id);
-  EXPECT_EQ(back->kind, i.kind);
+  EXPECT_EQ(back->backend, i.backend);
+  EXPECT_EQ(back->caps.host_memory, false);
+  EXPECT_EQ(back->caps.kv_types, i.caps.kv_types);
+  EXPECT_EQ(back->caps.weight_types, i.caps.weight_types);
+  EXPECT_TRUE(back->caps.peer_access);
+  EXPECT_EQ(back->caps.collective, "nccl");
   EXPECT_EQ(back->bytes_total, i.bytes_total);
   EXPECT_EQ(back->runtime_overhead_bytes, i.runtime_overhead_bytes);
   EXPECT_EQ(back->link_latency_us, i.link_latency_us);
@@ -110,41 +125,60 @@ TEST(DeviceInfoJson, RoundTripsEveryFieldAndNamesWhatIsWrong) {
   i.failed = false;
   EXPECT_EQ(device_info_json(i)["failure"], "");
   nlohmann::json bad = j;
-  bad["kind"] = "tpu";
+  bad["caps"]["kv_types"] = {"f16", "q9_z"};
   ASSERT_FALSE(device_info_from_json(bad).ok());
-  EXPECT_NE(device_info_from_json(bad).error().message.find("'tpu'"), std::string::npos);
+  EXPECT_NE(device_info_from_json(bad).error().message.find("'q9_z'"), std::string::npos);
+  bad = j;
+  bad["caps"].erase("collective");
+  ASSERT_FALSE(device_info_from_json(bad).ok());
+  EXPECT_EQ(device_info_from_json(bad).error().code, Code::Corrupt);
   bad = j;
   bad.erase("bytes_free");
   ASSERT_FALSE(device_info_from_json(bad).ok());
   EXPECT_EQ(device_info_from_json(bad).error().code, Code::Corrupt);
 }
 
+// The CUDA backend is always listed: loaded from its module (a build with CUDA: the tests' module
+// folder holds it), or missing and saying why. Either way a CUDA device that is not there is an
+// error that says what the runtime reports, or that the module is not installed.
 TEST(MakeDevices, MissingCudaDeviceSaysWhy) {
-  if (backend::cuda::device_count() > 0) GTEST_SKIP() << "this machine has a CUDA device";
+  const backend::Backend* cuda = backend::find_backend("cuda");
+  ASSERT_NE(cuda, nullptr);
+  EXPECT_TRUE(cuda->finds_hardware());
+#ifdef STRATA_BUILDS_CUDA_MODULE
+  EXPECT_TRUE(cuda->present()) << cuda->describe();
+#else
+  EXPECT_FALSE(cuda->present());
+  EXPECT_NE(cuda->describe().find("CUDA module not installed"), std::string::npos) << cuda->describe();
+#endif
+  if (cuda->device_count() > 0) GTEST_SKIP() << "this machine has a CUDA device";
   for (const char* spec : {"cuda:0", "cuda", "cpu,cuda:3"}) {
-    auto d = make_devices(spec, 1, 10.0);
+    auto d = backend::make_devices(spec, 1, 10.0);
     ASSERT_FALSE(d.ok()) << spec;
-    if (backend::cuda::compiled()) {
-      EXPECT_EQ(d.error().code, Code::NotFound) << spec;
-      EXPECT_NE(d.error().message.find(backend::cuda::runtime_description()), std::string::npos) << d.error().message;
-    } else {
-      EXPECT_EQ(d.error().code, Code::NotCompiled) << spec;
-      EXPECT_NE(d.error().message.find("built without CUDA"), std::string::npos) << d.error().message;
-    }
+    EXPECT_EQ(d.error().code, cuda->present() ? Code::NotFound : Code::NotCompiled) << spec;
+    EXPECT_NE(d.error().message.find(cuda->describe()), std::string::npos) << d.error().message;
   }
-  EXPECT_EQ(default_devices_spec(), "cpu");
+  EXPECT_EQ(backend::default_devices_spec(), "cpu");
+  // Entries the CUDA backend cannot read are named by it when it is here, or refused with the
+  // module's absence when it is not.
+  for (const char* spec : {"cuda:x", "cuda:0:1"}) {
+    auto d = backend::make_devices(spec, 1, 10.0);
+    ASSERT_FALSE(d.ok()) << spec;
+    EXPECT_EQ(d.error().code, cuda->present() ? Code::InvalidArgument : Code::NotCompiled) << spec;
+    EXPECT_NE(d.error().message.find(spec), std::string::npos) << d.error().message;
+  }
 }
 
 TEST(DeviceMemory, AllocationPastCapacityNamesDeviceAndBytes) {
-  SimulatedSpec spec;
+  backend::SimulatedSpec spec;
   spec.id = "gpu7";
   spec.capacity_bytes = 1000;
-  SimulatedDevice dev(spec);
-  auto a = dev.allocate(600, BufferUse::Weights);
+  backend::SimulatedDevice dev(spec);
+  auto a = dev.allocate(600, backend::BufferUse::Weights);
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(dev.memory_use().weights, 600u);
   EXPECT_EQ(dev.bytes_free(), 400u);
-  auto b = dev.allocate(500, BufferUse::KvCache);
+  auto b = dev.allocate(500, backend::BufferUse::KvCache);
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.error().code, Code::OutOfMemory);
   EXPECT_NE(b.error().message.find("gpu7"), std::string::npos);
@@ -152,7 +186,7 @@ TEST(DeviceMemory, AllocationPastCapacityNamesDeviceAndBytes) {
   EXPECT_NE(b.error().message.find("400 bytes"), std::string::npos) << b.error().message;
   a->reset();
   EXPECT_EQ(dev.memory_use().total(), 0u);
-  auto c = dev.allocate(1000, BufferUse::Scratch);
+  auto c = dev.allocate(1000, backend::BufferUse::Scratch);
   EXPECT_TRUE(c.ok());
   EXPECT_EQ(dev.memory_use().scratch, 1000u);
 }

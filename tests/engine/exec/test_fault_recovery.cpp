@@ -9,7 +9,7 @@
 #include <future>
 #include <mutex>
 
-#include "engine/exec/device.h"
+#include "engine/backend/device.h"
 #include "engine/exec/generate.h"
 #include "engine/exec/pipeline.h"
 #include "engine/exec/scheduler.h"
@@ -18,6 +18,9 @@
 #include "engine/model/random_model.h"
 #include "device_set.h"
 #include "test_support.h"
+#include "engine/backend/registry/registry.h"
+#include "engine/backend/sim/sim_device.h"
+#include "engine/backend/cpu/cpu_device.h"
 
 namespace strata::test {
 namespace {
@@ -268,9 +271,9 @@ TEST(FaultRecovery, WhenNothingFitsEveryStreamEndsWithTheError) {
   ASSERT_TRUE(m);
   // A CPU with 64 KiB: after gpu1 is lost and gpu0 refuses more, no placement fits.
   DeviceSet devices;
-  devices.owned.push_back(std::make_unique<exec::CpuDevice>(1, uint64_t{64} << 10, 20.0));
+  devices.owned.push_back(std::make_unique<backend::CpuDevice>(1, uint64_t{64} << 10, 20.0));
   for (const char* spec : {"sim:gpu0:4GiB", "sim:gpu1:4GiB:fail_after=400"}) {
-    auto d = exec::make_devices(spec, 1, 20.0);
+    auto d = backend::make_devices(spec, 1, 20.0);
     ASSERT_TRUE(d.ok());
     devices.owned.push_back(std::move((*d)[0]));
   }
@@ -290,18 +293,18 @@ TEST(FaultRecovery, WhenNothingFitsEveryStreamEndsWithTheError) {
 }
 
 TEST(FaultRecovery, SimulatedFaultOptionsParseAndAct) {
-  auto bad = exec::make_devices("sim:gpu0:1GiB:slow=0.5", 1, 20.0);
+  auto bad = backend::make_devices("sim:gpu0:1GiB:slow=0.5", 1, 20.0);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("slow=0.5"), std::string::npos);
-  EXPECT_FALSE(exec::make_devices("sim:gpu0:1GiB:fail_after=2.5", 1, 20.0).ok());
-  auto d = exec::make_devices("sim:gpu0:1GiB:oom_after=1MiB:fail_after=2", 1, 20.0);
+  EXPECT_FALSE(backend::make_devices("sim:gpu0:1GiB:fail_after=2.5", 1, 20.0).ok());
+  auto d = backend::make_devices("sim:gpu0:1GiB:oom_after=1MiB:fail_after=2", 1, 20.0);
   ASSERT_TRUE(d.ok()) << d.error().to_string();
-  auto* sim = dynamic_cast<exec::SimulatedDevice*>((*d)[0].get());
+  auto* sim = dynamic_cast<backend::SimulatedDevice*>((*d)[0].get());
   ASSERT_NE(sim, nullptr);
   // oom_after: 1 MiB more may be held, not one byte beyond.
-  auto a = sim->allocate(uint64_t{1} << 20, exec::BufferUse::Scratch);
+  auto a = sim->allocate(uint64_t{1} << 20, backend::BufferUse::Scratch);
   ASSERT_TRUE(a.ok());
-  auto b = sim->allocate(1, exec::BufferUse::Scratch);
+  auto b = sim->allocate(1, backend::BufferUse::Scratch);
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.error().code, Code::OutOfMemory);
   // fail_after=2: two ops run, the third finds the device lost, and so does everything after.
@@ -312,14 +315,14 @@ TEST(FaultRecovery, SimulatedFaultOptionsParseAndAct) {
   ASSERT_FALSE(third.ok());
   EXPECT_EQ(third.error().code, Code::Device);
   EXPECT_TRUE(sim->failed());
-  EXPECT_EQ(sim->allocate(16, exec::BufferUse::Scratch).error().code, Code::Device);
+  EXPECT_EQ(sim->allocate(16, backend::BufferUse::Scratch).error().code, Code::Device);
 
   // hang_after=1: one op runs; the next blocks until someone gives the device up, then fails.
-  EXPECT_FALSE(exec::make_devices("sim:gpu1:1GiB:hang_after=x", 1, 20.0).ok());
+  EXPECT_FALSE(backend::make_devices("sim:gpu1:1GiB:hang_after=x", 1, 20.0).ok());
   // oom_after_ops=1: one op runs; every later one fails with OutOfMemory, and the device is not lost.
-  auto full = exec::make_devices("sim:gpu2:1GiB:oom_after_ops=1", 1, 20.0);
+  auto full = backend::make_devices("sim:gpu2:1GiB:oom_after_ops=1", 1, 20.0);
   ASSERT_TRUE(full.ok()) << full.error().to_string();
-  auto* gpu2 = dynamic_cast<exec::SimulatedDevice*>((*full)[0].get());
+  auto* gpu2 = dynamic_cast<backend::SimulatedDevice*>((*full)[0].get());
   EXPECT_TRUE(gpu2->check_alive().ok());
   for (int i = 0; i < 2; ++i) {
     const Status s = gpu2->check_alive();
@@ -328,9 +331,9 @@ TEST(FaultRecovery, SimulatedFaultOptionsParseAndAct) {
     EXPECT_NE(s.error().message.find("device 'gpu2'"), std::string::npos);
   }
   EXPECT_FALSE(gpu2->failed());
-  auto h = exec::make_devices("sim:gpu1:1GiB:hang_after=1", 1, 20.0);
+  auto h = backend::make_devices("sim:gpu1:1GiB:hang_after=1", 1, 20.0);
   ASSERT_TRUE(h.ok()) << h.error().to_string();
-  auto* hung = dynamic_cast<exec::SimulatedDevice*>((*h)[0].get());
+  auto* hung = dynamic_cast<backend::SimulatedDevice*>((*h)[0].get());
   ASSERT_NE(hung, nullptr);
   EXPECT_TRUE(hung->check_alive().ok());
   auto blocked = std::async(std::launch::async, [hung] { return hung->check_alive(); });
@@ -341,7 +344,7 @@ TEST(FaultRecovery, SimulatedFaultOptionsParseAndAct) {
   EXPECT_EQ(after.error().code, Code::Device);
   EXPECT_NE(after.error().message.find("given up by the test"), std::string::npos);
   // The CPU is never given up by the device timeout; simulated devices are.
-  exec::CpuDevice cpu(1, uint64_t{1} << 30, 20.0);
+  backend::CpuDevice cpu(1, uint64_t{1} << 30, 20.0);
   EXPECT_FALSE(cpu.can_be_lost());
   EXPECT_TRUE(hung->can_be_lost());
 }

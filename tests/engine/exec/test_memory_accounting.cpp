@@ -4,13 +4,14 @@
 // a model that fits on no single device: built, no device over capacity, same tokens.
 #include <gtest/gtest.h>
 
-#include "engine/exec/device.h"
+#include "engine/backend/device.h"
 #include "engine/exec/pipeline.h"
 #include "engine/exec/session.h"
 #include "engine/model/model.h"
 #include "engine/plan/auto_planner.h"
 #include "engine/plan/memory_estimate.h"
 #include "test_support.h"
+#include "engine/backend/registry/registry.h"
 
 namespace strata {
 namespace {
@@ -19,8 +20,8 @@ using plan::Placement;
 
 struct Fixture {
   std::unique_ptr<model::Model> model;
-  std::vector<std::unique_ptr<exec::Device>> devices;
-  std::vector<exec::Device*> list;
+  std::vector<std::unique_ptr<backend::Device>> devices;
+  std::vector<backend::Device*> list;
   std::vector<DeviceInfo> infos;
 };
 
@@ -29,7 +30,7 @@ Fixture load(const std::string& devices) {
   auto m = model::Model::load(test::shared_model("stories260K.gguf"));
   EXPECT_TRUE(m.ok());
   f.model = std::move(*m);
-  auto d = exec::make_devices(devices, 1, 20.0);
+  auto d = backend::make_devices(devices, 1, 20.0);
   EXPECT_TRUE(d.ok()) << d.error().to_string();
   f.devices = std::move(d).value();
   for (auto& dev : f.devices) {
@@ -74,7 +75,7 @@ TEST_P(MemoryAccounting, EstimateEqualsAllocatedBytesPerDevice) {
   const auto actual = (*pipeline)->memory_by_device();
   for (const plan::DeviceMemory& want : estimate->devices) {
     SCOPED_TRACE(want.device);
-    const exec::MemoryUse& got = actual.at(want.device);
+    const backend::MemoryUse& got = actual.at(want.device);
     EXPECT_EQ(got.weights, want.weight_bytes);
     EXPECT_EQ(got.kv, want.kv_bytes);
     EXPECT_EQ(got.scratch, want.scratch_bytes);

@@ -20,10 +20,11 @@
 #include <tuple>
 
 #include "device_set.h"
-#include "engine/exec/block_forward.h"
-#include "engine/exec/device.h"
+#include "engine/arch/block_forward.h"
+#include "engine/backend/device.h"
 #include "engine/exec/pipeline.h"
 #include "engine/exec/placed_weights.h"
+#include "engine/exec/scratch_views.h"
 #include "engine/exec/session.h"
 #include "engine/gguf/gguf_writer.h"
 #include "engine/model/model.h"
@@ -31,6 +32,7 @@
 #include "engine/plan/memory_estimate.h"
 #include "engine/plan/scratch_layout.h"
 #include "test_support.h"
+#include "engine/backend/registry/registry.h"
 
 namespace strata {
 namespace {
@@ -335,9 +337,9 @@ TEST(MoePlacement, EstimateEqualsAllocatedBytesWithExperts) {
     auto m = load(make(shape, "q8_0"));
     ASSERT_TRUE(m);
     const model::ModelConfig& c = m->config();
-    auto d = exec::make_devices("cpu,sim:gpu0:256MiB:overhead=1MiB,sim:gpu1:256MiB", 1, 20.0);
+    auto d = backend::make_devices("cpu,sim:gpu0:256MiB:overhead=1MiB,sim:gpu1:256MiB", 1, 20.0);
     ASSERT_TRUE(d.ok());
-    std::vector<exec::Device*> list;
+    std::vector<backend::Device*> list;
     std::vector<DeviceInfo> infos;
     for (auto& dev : *d) {
       list.push_back(dev.get());
@@ -358,7 +360,7 @@ TEST(MoePlacement, EstimateEqualsAllocatedBytesWithExperts) {
     const auto actual = (*pipeline)->memory_by_device();
     for (const plan::DeviceMemory& want : est->devices) {
       SCOPED_TRACE(want.device);
-      const exec::MemoryUse& got = actual.at(want.device);
+      const backend::MemoryUse& got = actual.at(want.device);
       EXPECT_EQ(got.weights, want.weight_bytes);
       EXPECT_EQ(got.kv, want.kv_bytes);
       EXPECT_EQ(got.scratch, want.scratch_bytes);
@@ -378,7 +380,7 @@ TEST(MoePlacement, TensorGroupOnAnMoeLayerIsRefusedNamingTheLayer) {
   auto m = load(make(kQwen3Moe));
   ASSERT_TRUE(m);
   const model::ModelConfig& c = m->config();
-  auto d = exec::make_devices("cpu,sim:gpu0:256MiB,sim:gpu1:256MiB", 1, 20.0);
+  auto d = backend::make_devices("cpu,sim:gpu0:256MiB,sim:gpu1:256MiB", 1, 20.0);
   ASSERT_TRUE(d.ok());
   std::vector<DeviceInfo> infos;
   for (auto& dev : *d) infos.push_back(dev->info());
@@ -395,14 +397,14 @@ TEST(MoePlacement, TensorGroupOnAnMoeLayerIsRefusedNamingTheLayer) {
 struct DeviceBlock {
   std::unique_ptr<backend::Ops> ops;
   std::vector<float> scratch;
-  std::unique_ptr<exec::BlockForward> block;
+  std::unique_ptr<arch::BlockForward> block;
 };
 
-DeviceBlock block_on(exec::Device& d, const model::ModelConfig& c, int64_t max_batch) {
+DeviceBlock block_on(backend::Device& d, const model::ModelConfig& c, int64_t max_batch) {
   DeviceBlock b;
   const plan::ScratchLayout layout = plan::scratch_layout(c, plan::whole_layer(c), true, false, max_batch, 16, 1, 1);
   b.scratch.assign(static_cast<size_t>(layout.floats()), 0.0f);
-  exec::OpsWorkspace ws;
+  backend::OpsWorkspace ws;
   ws.matmul_bytes = static_cast<size_t>(layout.matmul_bytes);
   ws.max_ctx = 16;
   ws.max_tokens = max_batch;
@@ -410,7 +412,7 @@ DeviceBlock block_on(exec::Device& d, const model::ModelConfig& c, int64_t max_b
   EXPECT_TRUE(ops.ok()) << ops.error().to_string();
   if (!ops.ok()) return b;
   b.ops = std::move(*ops);
-  b.block = std::make_unique<exec::BlockForward>(c, *b.ops, exec::carve_scratch(b.scratch.data(), layout, 1), nullptr);
+  b.block = std::make_unique<arch::BlockForward>(c, *b.ops, exec::carve_scratch(b.scratch.data(), layout, 1), nullptr);
   return b;
 }
 
@@ -420,11 +422,11 @@ TEST(MoeSplit, RouteOnOneDeviceAndExpertRangesOnTwoOthersAddUpToTheWholeFfn) {
   ASSERT_TRUE(m);
   const model::ModelConfig& c = m->config();
   const model::LayerWeights& layer = m->weights().layers[1];
-  auto d = exec::make_devices("cpu,sim:gpu0:1GiB,sim:gpu1:1GiB", 1, 20.0);
+  auto d = backend::make_devices("cpu,sim:gpu0:1GiB,sim:gpu1:1GiB", 1, 20.0);
   ASSERT_TRUE(d.ok());
-  exec::Device& cpu = *(*d)[0];
-  exec::Device& gpu0 = *(*d)[1];
-  exec::Device& gpu1 = *(*d)[2];
+  backend::Device& cpu = *(*d)[0];
+  backend::Device& gpu0 = *(*d)[1];
+  backend::Device& gpu1 = *(*d)[2];
   exec::BufferList keep;
   const int64_t n = 7, dim = c.n_embd;
   std::vector<float> hidden(static_cast<size_t>(n * dim));
@@ -456,7 +458,7 @@ TEST(MoeSplit, RouteOnOneDeviceAndExpertRangesOnTwoOthersAddUpToTheWholeFfn) {
     }
     EXPECT_LT(sum, 1.0f) << "token " << t;
   }
-  for (auto [dev, e0, e1] : {std::tuple<exec::Device*, int64_t, int64_t>{&gpu0, 0, 3}, {&gpu1, 3, 8}}) {
+  for (auto [dev, e0, e1] : {std::tuple<backend::Device*, int64_t, int64_t>{&gpu0, 0, 3}, {&gpu1, 3, 8}}) {
     SCOPED_TRACE(dev->id());
     plan::LayerShard shard = plan::whole_layer(c);
     shard.kv_head_end = 0;  // no attention here

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <set>
 
-#include "engine/exec/device.h"
+#include "engine/backend/device.h"
 #include "engine/exec/pipeline.h"
 #include "engine/exec/session.h"
 #include "engine/gguf/gguf_file.h"
@@ -20,6 +20,7 @@
 #include "engine/plan/memory_estimate.h"
 #include "engine/plan/placement_parts.h"
 #include "test_support.h"
+#include "engine/backend/registry/registry.h"
 
 namespace strata {
 namespace {
@@ -28,8 +29,8 @@ using plan::Placement;
 
 struct Fixture {
   std::unique_ptr<model::Model> model;
-  std::vector<std::unique_ptr<exec::Device>> devices;
-  std::vector<exec::Device*> list;
+  std::vector<std::unique_ptr<backend::Device>> devices;
+  std::vector<backend::Device*> list;
   std::vector<DeviceInfo> infos;
 };
 
@@ -39,7 +40,7 @@ Fixture load(const std::filesystem::path& path, const std::string& devices) {
   EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().to_string());
   if (!m.ok()) return f;
   f.model = std::move(*m);
-  auto d = exec::make_devices(devices, 1, 20.0);
+  auto d = backend::make_devices(devices, 1, 20.0);
   EXPECT_TRUE(d.ok()) << d.error().to_string();
   f.devices = std::move(d).value();
   for (auto& dev : f.devices) {
@@ -55,7 +56,7 @@ struct GreedyRun {
   std::vector<std::vector<float>> logits;
 };
 
-GreedyRun greedy(const model::Model& m, const Placement& p, const std::vector<exec::Device*>& devices,
+GreedyRun greedy(const model::Model& m, const Placement& p, const std::vector<backend::Device*>& devices,
            const std::vector<int32_t>& prompt, int steps, trace::Recorder* rec = nullptr) {
   GreedyRun r;
   auto pipeline = exec::Pipeline::create(m, devices, p, rec);
@@ -81,7 +82,7 @@ void expect_estimate_allocated(const plan::MemoryEstimate& estimate, const exec:
   const auto parts = pipeline.part_bytes_by_device();
   for (const plan::DeviceMemory& want : estimate.devices) {
     SCOPED_TRACE(want.device);
-    const exec::MemoryUse& got = actual.at(want.device);
+    const backend::MemoryUse& got = actual.at(want.device);
     EXPECT_EQ(got.weights, want.weight_bytes);
     EXPECT_EQ(got.kv, want.kv_bytes);
     EXPECT_EQ(got.scratch, want.scratch_bytes);

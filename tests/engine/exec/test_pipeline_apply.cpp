@@ -7,7 +7,7 @@
 #include <functional>
 #include <map>
 
-#include "engine/exec/device.h"
+#include "engine/backend/device.h"
 #include "engine/exec/pipeline.h"
 #include "engine/exec/session.h"
 #include "engine/model/model.h"
@@ -80,7 +80,7 @@ class PipelineApply : public ::testing::Test {
     auto pipeline = exec::Pipeline::create(*model_, devices.list(), on_cpu(c));
     ASSERT_TRUE(pipeline.ok()) << pipeline.error().to_string();
     exec::Pipeline& p = **pipeline;
-    std::map<std::string, exec::MemoryUse> before;
+    std::map<std::string, backend::MemoryUse> before;
     const Placement old = p.placement();
     bool attempted = false;
     auto attempt = [&] {

@@ -9,6 +9,7 @@
 #include "engine/exec/scheduler.h"
 #include "engine/exec/session.h"
 #include "test_support.h"
+#include "engine/backend/cpu/cpu_device.h"
 
 namespace strata::test {
 namespace {
@@ -54,7 +55,7 @@ TEST(PromptProgress, GenerateReportsEachChunkAndKeepsTheText) {
 TEST(PromptProgress, SchedulerReportsEachChunk) {
   auto m = model::Model::load(shared_model("stories260K.gguf"));
   ASSERT_TRUE(m.ok()) << m.error().message;
-  exec::CpuDevice cpu(1, uint64_t{1} << 32, 10.0);
+  backend::CpuDevice cpu(1, uint64_t{1} << 32, 10.0);
   auto pipeline = exec::Pipeline::create(**m, {&cpu}, exec::single_device_placement((*m)->config(), "cpu", 512, 1, 64));
   ASSERT_TRUE(pipeline.ok()) << pipeline.error().message;
   exec::Scheduler sched(**pipeline, {});

@@ -10,13 +10,14 @@
 #include "engine/exec/scheduler.h"
 #include "engine/exec/session.h"
 #include "test_support.h"
+#include "engine/backend/cpu/cpu_device.h"
 
 namespace strata::test {
 namespace {
 
 struct Fixture {
   std::unique_ptr<model::Model> model;
-  std::unique_ptr<exec::CpuDevice> cpu;
+  std::unique_ptr<backend::CpuDevice> cpu;
   std::unique_ptr<exec::Pipeline> pipeline;
 };
 
@@ -25,7 +26,7 @@ Fixture make(int64_t n_seq) {
   auto m = model::Model::load(shared_model("stories260K.gguf"));
   EXPECT_TRUE(m.ok());
   f.model = std::move(*m);
-  f.cpu = std::make_unique<exec::CpuDevice>(1, uint64_t{1} << 32, 10.0);
+  f.cpu = std::make_unique<backend::CpuDevice>(1, uint64_t{1} << 32, 10.0);
   auto p = exec::Pipeline::create(*f.model, {f.cpu.get()},
                                   exec::single_device_placement(f.model->config(), "cpu", 256, n_seq, 64));
   EXPECT_TRUE(p.ok()) << p.error().message;

@@ -15,7 +15,7 @@
 
 #include <cmath>
 
-#include "engine/exec/device.h"
+#include "engine/backend/device.h"
 #include "engine/exec/generate.h"
 #include "engine/exec/pipeline.h"
 #include "engine/exec/session.h"

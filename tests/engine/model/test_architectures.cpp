@@ -6,15 +6,20 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <sstream>
 
 #include "engine/exec/session.h"
 #include "engine/gguf/gguf_writer.h"
+#include "engine/model/arch_doc.h"
+#include "engine/model/arch_table.h"
 #include "engine/model/model.h"
 #include "engine/model/random_model.h"
 #include "engine/plan/memory_estimate.h"
 #include "engine/plan/placement.h"
 #include "engine/plan/placement_validate.h"
 #include "test_support.h"
+#include "engine/backend/registry/registry.h"
 
 namespace strata {
 namespace {
@@ -191,7 +196,7 @@ TEST(KvTypes, MemoryFollowsTheType) {
   auto m = load(make(model::Arch::Llama, "llama-plain", 3));
   ASSERT_TRUE(m);
   const model::ModelConfig& c = m->config();  // kv_dim 64 (2 KV heads of 32)
-  auto infos = exec::make_devices("cpu", 1, 20.0);
+  auto infos = backend::make_devices("cpu", 1, 20.0);
   ASSERT_TRUE(infos.ok());
   std::vector<DeviceInfo> devices{(*infos)[0]->info()};
   uint64_t kv[3] = {};
@@ -240,7 +245,9 @@ TEST(KvTypes, PlacementJsonAndValidation) {
   c.head_dim = 48;
   DeviceInfo cpu;
   cpu.id = "cpu";
-  cpu.kind = DeviceKind::Cpu;
+  cpu.backend = "cpu";
+  cpu.caps.host_cpu = true;
+  cpu.caps.kv_types = {kernels::DType::F32, kernels::DType::F16, kernels::DType::Q8_0};
   auto odd = plan::check_kv_type(p, c, {cpu});
   ASSERT_FALSE(odd.ok());
   EXPECT_NE(odd.error().message.find("48"), std::string::npos) << odd.error().message;
@@ -248,13 +255,74 @@ TEST(KvTypes, PlacementJsonAndValidation) {
   EXPECT_TRUE(plan::check_kv_type(p, c, {cpu}).ok());
   DeviceInfo gpu = cpu;
   gpu.id = "cuda0";
-  gpu.kind = DeviceKind::Cuda;
+  gpu.backend = "cuda";
+  gpu.caps.host_cpu = false;
+  gpu.caps.host_memory = false;
+  gpu.caps.kv_types = {kernels::DType::F32, kernels::DType::F16};
   p.layers[1].target.devices = {"cuda0"};
   auto on_gpu = plan::check_kv_type(p, c, {cpu, gpu});
   ASSERT_FALSE(on_gpu.ok());
   EXPECT_NE(on_gpu.error().message.find("cuda0"), std::string::npos) << on_gpu.error().message;
+  EXPECT_NE(on_gpu.error().message.find("keeps f32 or f16 KV caches, not q8_0"), std::string::npos)
+      << on_gpu.error().message;
   p.layers[1].kv_device = "cpu";  // the KV cache on the CPU is fine
   EXPECT_TRUE(plan::check_kv_type(p, c, {cpu, gpu}).ok());
+}
+
+// docs/models.md shows the arch table as generated: a row added without the page (or the page
+// edited by hand) fails here, with the text to paste.
+TEST(ArchTable, DocsMatchTheTable) {
+  std::ifstream in(fs::path(STRATA_SOURCE_DIR) / "docs" / "models.md");
+  ASSERT_TRUE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string page = text.str();
+  const size_t begin = page.find(model::kArchDocBegin), end = page.find(model::kArchDocEnd);
+  ASSERT_NE(begin, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  const size_t from = begin + std::string(model::kArchDocBegin).size() + 1;  // after the marker's newline
+  ASSERT_LE(from, end);
+  EXPECT_EQ(page.substr(from, end - from), model::architectures_markdown())
+      << "docs/models.md is out of date: replace its generated section with `strata-engine architectures --markdown`";
+}
+
+// Every row of the table: make-model writes it, the reader gives back the row's traits, and the
+// binder finds every tensor the row needs (whole-layer bytes = the parts' bytes).
+TEST(ArchTable, EveryRowWritesAndLoads) {
+  ASSERT_TRUE(test::have(test::shared_model("stories260K.gguf")));
+  auto vocab = gguf::GgufFile::open(test::shared_model("stories260K.gguf"));
+  ASSERT_TRUE(vocab.ok());
+  for (const model::ArchInfo& a : model::arch_table()) {
+    SCOPED_TRACE(a.name);
+    EXPECT_EQ(&model::arch_info(a.arch), &a);  // rows in Arch order: arch_info indexes the table
+    EXPECT_EQ(model::find_arch(a.name), &a);
+    model::RandomModelSpec spec;
+    spec.arch = a.arch;
+    spec.n_embd = 64, spec.n_layers = 2, spec.n_heads = 4, spec.n_kv_heads = 2, spec.n_ff = 128, spec.n_ctx = 128;
+    if (a.experts == model::Experts::Required) spec.n_expert = 4, spec.n_expert_used = 2;
+    const fs::path out = test::temp_dir("arch-rows") / (std::string(a.name) + ".gguf");
+    const Status s = model::write_random_model(spec, *vocab, out);
+    ASSERT_TRUE(s.ok()) << s.error().to_string();
+    auto m = load(out);
+    ASSERT_TRUE(m);
+    const model::ModelConfig& c = m->config();
+    EXPECT_EQ(c.arch, a.arch);
+    EXPECT_EQ(c.rope_style, a.traits.rope_style);
+    EXPECT_EQ(c.ffn_activation, a.traits.ffn_activation);
+    EXPECT_EQ(c.has_qkv_bias, a.traits.has_qkv_bias);
+    EXPECT_EQ(c.has_qk_norm, a.traits.has_qk_norm);
+    EXPECT_EQ(c.has_post_norms, a.traits.has_post_norms);
+    EXPECT_EQ(c.fused_qkv, a.traits.fused_qkv);
+    EXPECT_EQ(c.tied_output, a.ties_output);
+    for (const model::LayerWeights& l : m->weights().layers) {
+      for (const model::LayerTensor& t : model::layer_tensors()) {
+        const bool want = model::tensor_needed(t, c) && model::tensor_required(t, c);
+        EXPECT_EQ((l.*t.view).present(), want) << t.name;
+      }
+      EXPECT_EQ(l.n_bytes(), l.part_bytes(model::Part::Attention) + l.part_bytes(model::Part::Ffn) +
+                                 l.part_bytes(model::Part::Experts));
+    }
+  }
 }
 
 }  // namespace

@@ -72,9 +72,13 @@ inline DeviceInfo device(const std::string& id, uint64_t bytes, double bandwidth
                                uint64_t overhead = 0, int threads = 1) {
   DeviceInfo d;
   d.id = id;
-  d.kind = id.rfind("cpu", 0) == 0 ? DeviceKind::Cpu : DeviceKind::Simulated;
+  const bool cpu = id.rfind("cpu", 0) == 0;
+  d.backend = cpu ? "cpu" : "sim";
+  d.caps.host_cpu = cpu;
+  d.caps.reads_weights_in_place = cpu;
+  d.caps.kv_types = {kernels::DType::F32, kernels::DType::F16, kernels::DType::Q8_0};
   d.name = id;
-  d.simulated = d.kind == DeviceKind::Simulated;
+  d.simulated = !cpu;
   d.bytes_total = bytes;
   d.bytes_free = bytes;
   d.bandwidth_gbps = bandwidth_gbps;

@@ -1,24 +1,24 @@
-// engine/exec/cluster.cpp — the driver's calls to the other ranks and the workers' answers (see
-// cluster.h). Messages: engine/comm/wire.h. Requests go to a worker on one tag, in order; each
+// engine/dist/cluster.cpp — the driver's calls to the other ranks and the workers' answers (see
+// cluster.h). Messages: engine/dist/wire.h. Requests go to a worker on one tag, in order; each
 // carries the tag its answer comes back on, so several stage threads of the driver can wait on
 // the same worker at once.
-#include "engine/exec/cluster.h"
+#include "engine/dist/cluster.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "engine/backend/cuda/cuda_backend.h"
+#include "engine/backend/registry/registry.h"
 #include "engine/comm/group_transport.h"
-#include "engine/comm/rank_communicator.h"
-#include "engine/comm/wire.h"
+#include "engine/dist/rank_communicator.h"
+#include "engine/dist/wire.h"
 #include "engine/core/device_info_json.h"
 #include "engine/exec/pipeline.h"
-#include "engine/exec/remote_device.h"
+#include "engine/dist/remote_device.h"
 #include "engine/trace/recorder.h"
 
-namespace strata::exec {
+namespace strata::dist {
 
 namespace {
 
@@ -48,12 +48,12 @@ Expected<DeviceInfo> info_from_rank(const nlohmann::json& j) {
   return i;
 }
 
-void put_status(comm::WireWriter& w, const Status& s) {
+void put_status(WireWriter& w, const Status& s) {
   w.put<int32_t>(s.ok() ? 0 : static_cast<int32_t>(s.error().code));
   w.put_string(s.ok() ? std::string() : s.error().message);
 }
 
-Status get_status(comm::WireReader& r, int rank) {
+Status get_status(WireReader& r, int rank) {
   STRATA_ASSIGN_OR_RETURN(int32_t code, r.get<int32_t>());
   STRATA_ASSIGN_OR_RETURN(std::string message, r.get_string());
   if (code == 0) return {};
@@ -72,8 +72,8 @@ int32_t lane_id(const trace::Recorder& recorder, const std::string& id) {
 
 // Stop, with the ranks the driver knows are lost: a worker that has not noticed yet (its heartbeat
 // check takes seconds) must not wait for them when it ends MPI.
-std::vector<uint8_t> stop_message(const comm::RankLink& link) {
-  comm::WireWriter w;
+std::vector<uint8_t> stop_message(const RankLink& link) {
+  WireWriter w;
   w.put(Kind::Stop);
   std::vector<int32_t> lost;
   for (int r = 1; r < link.size(); ++r) {
@@ -86,7 +86,7 @@ std::vector<uint8_t> stop_message(const comm::RankLink& link) {
 std::string status_text(const Status& s) { return s.ok() ? std::string("no error") : s.error().message; }
 
 // A worker taking a stop message: marks the ranks the driver lists as lost.
-void take_stop(comm::RankLink& link, comm::WireReader& r) {
+void take_stop(RankLink& link, WireReader& r) {
   auto lost = r.get_vector<int32_t>();
   if (!lost.ok()) return;
   for (int32_t rank : *lost) link.mark_lost(rank, "rank 0 found it lost");
@@ -95,7 +95,7 @@ void take_stop(comm::RankLink& link, comm::WireReader& r) {
 }  // namespace
 
 Expected<std::string> rank_devices_spec(const std::string& spec, int rank, int size) {
-  if (spec.empty()) return default_devices_spec();
+  if (spec.empty()) return backend::default_devices_spec();
   std::string out;
   size_t start = 0;
   while (start <= spec.size()) {
@@ -120,7 +120,7 @@ Expected<std::string> rank_devices_spec(const std::string& spec, int rank, int s
 
 Cluster::~Cluster() = default;
 
-Expected<std::unique_ptr<Cluster>> Cluster::connect(comm::RankLink& link, std::vector<DeviceInfo> local) {
+Expected<std::unique_ptr<Cluster>> Cluster::connect(RankLink& link, std::vector<DeviceInfo> local) {
   std::unique_ptr<Cluster> c(new Cluster(link));
   const int self = link.rank(), size = link.size();
   for (DeviceInfo& i : local) {
@@ -134,15 +134,15 @@ Expected<std::unique_ptr<Cluster>> Cluster::connect(comm::RankLink& link, std::v
     STRATA_RETURN_IF_ERROR(link.send(0, kHelloTag, {reinterpret_cast<const uint8_t*>(text.data()), text.size()}));
     // The driver measures the link, then sends the table of every rank (or stops us at once).
     while (true) {
-      STRATA_ASSIGN_OR_RETURN(comm::RankMessage m, link.receive(0, kRequestTag));
-      comm::WireReader r(m.bytes);
+      STRATA_ASSIGN_OR_RETURN(RankMessage m, link.receive(0, kRequestTag));
+      WireReader r(m.bytes);
       STRATA_ASSIGN_OR_RETURN(Kind kind, r.get<Kind>());
       if (kind == Kind::Stop) {
         take_stop(link, r);
         return Error{Code::Cancelled, "the driver (rank 0) finished before placing anything"};
       }
       if (kind == Kind::Measure) {
-        STRATA_ASSIGN_OR_RETURN(comm::LinkMeasure lm, comm::measure_link(link, 0, kMeasureTag));
+        STRATA_ASSIGN_OR_RETURN(LinkMeasure lm, measure_link(link, 0, kMeasureTag));
         (void)lm;
         continue;
       }
@@ -170,7 +170,7 @@ Expected<std::unique_ptr<Cluster>> Cluster::connect(comm::RankLink& link, std::v
   c->ranks_.resize(static_cast<size_t>(size));
   c->ranks_[0] = {0, link.host_name(), {}, std::move(local)};
   for (int r = 1; r < size; ++r) {
-    STRATA_ASSIGN_OR_RETURN(comm::RankMessage m, link.receive(r, kHelloTag, 60000));
+    STRATA_ASSIGN_OR_RETURN(RankMessage m, link.receive(r, kHelloTag, 60000));
     nlohmann::json hello = nlohmann::json::parse(m.bytes.begin(), m.bytes.end(), nullptr, false);
     if (!hello.is_object()) return Error{Code::Corrupt, "rank " + std::to_string(r) + " sent a greeting that is not JSON"};
     RankSummary& s = c->ranks_[static_cast<size_t>(r)];
@@ -182,10 +182,10 @@ Expected<std::unique_ptr<Cluster>> Cluster::connect(comm::RankLink& link, std::v
     }
   }
   for (int r = 1; r < size; ++r) {
-    comm::WireWriter w;
+    WireWriter w;
     w.put(Kind::Measure);
     STRATA_RETURN_IF_ERROR(link.send(r, kRequestTag, w.bytes()));
-    STRATA_ASSIGN_OR_RETURN(c->ranks_[static_cast<size_t>(r)].link, comm::measure_link(link, r, kMeasureTag));
+    STRATA_ASSIGN_OR_RETURN(c->ranks_[static_cast<size_t>(r)].link, measure_link(link, r, kMeasureTag));
   }
   nlohmann::json table = nlohmann::json::array();
   for (const RankSummary& s : c->ranks_) {
@@ -201,7 +201,7 @@ Expected<std::unique_ptr<Cluster>> Cluster::connect(comm::RankLink& link, std::v
   }
   const std::string text = table.dump();
   for (int r = 1; r < size; ++r) {
-    comm::WireWriter w;
+    WireWriter w;
     w.put(Kind::Table);
     w.put_string(text);
     STRATA_RETURN_IF_ERROR(link.send(r, kRequestTag, w.bytes()));
@@ -214,7 +214,7 @@ std::vector<DeviceInfo> Cluster::all_devices() const {
   const int self = link_.rank();
   for (const RankSummary& s : ranks_) {
     // The link between this rank and that one: measured between rank 0 and each worker.
-    const comm::LinkMeasure& lm = ranks_[static_cast<size_t>(s.rank == self ? 0 : (s.rank == 0 ? self : s.rank))].link;
+    const LinkMeasure& lm = ranks_[static_cast<size_t>(s.rank == self ? 0 : (s.rank == 0 ? self : s.rank))].link;
     for (DeviceInfo i : s.devices) {
       if (s.rank != self && lm.bandwidth_gbps > 0) {
         if (i.link_gbps <= 0 || i.link_gbps > lm.bandwidth_gbps) i.link_gbps = lm.bandwidth_gbps;
@@ -230,8 +230,8 @@ std::vector<DeviceInfo> Cluster::all_devices() const {
   return out;
 }
 
-std::vector<std::unique_ptr<Device>> Cluster::remote_devices() const {
-  std::vector<std::unique_ptr<Device>> out;
+std::vector<std::unique_ptr<backend::Device>> Cluster::remote_devices() const {
+  std::vector<std::unique_ptr<backend::Device>> out;
   for (const DeviceInfo& i : all_devices()) {
     if (i.rank != link_.rank()) out.push_back(std::make_unique<RemoteDevice>(i, memory_));
   }
@@ -242,7 +242,7 @@ int Cluster::next_reply_tag() { return kFirstReplyTag + (reply_counter_.fetch_ad
 
 Status Cluster::request(int rank, const std::vector<uint8_t>& message) { return link_.send(rank, kRequestTag, message); }
 
-Expected<comm::RankMessage> Cluster::reply(int rank, int tag) { return link_.receive(rank, tag); }
+Expected<RankMessage> Cluster::reply(int rank, int tag) { return link_.receive(rank, tag); }
 
 void Cluster::stop_workers() {
   if (stopped_ || link_.rank() != 0) return;
@@ -252,7 +252,7 @@ void Cluster::stop_workers() {
   }
 }
 
-void stop_rank_workers(comm::RankLink& link) {
+void stop_rank_workers(RankLink& link) {
   if (link.rank() != 0) return;
   for (int r = 1; r < link.size(); ++r) {
     if (!link.lost(r)) (void)link.send(r, kRequestTag, stop_message(link));
@@ -261,7 +261,7 @@ void stop_rank_workers(comm::RankLink& link) {
 
 Status Cluster::begin_place(const plan::Placement& placement, bool fresh, bool discard_kv) {
   pending_place_.clear();
-  comm::WireWriter body;
+  WireWriter body;
   body.put<int32_t>(fresh ? 1 : 0);
   body.put<int32_t>(discard_kv ? 1 : 0);
   body.put<int32_t>(tracing_ ? 1 : 0);
@@ -270,7 +270,7 @@ Status Cluster::begin_place(const plan::Placement& placement, bool fresh, bool d
   for (int r = 1; r < link_.size(); ++r) {
     if (link_.lost(r)) continue;
     const int tag = next_reply_tag();
-    comm::WireWriter w;
+    WireWriter w;
     w.put(Kind::Place);
     w.put<int32_t>(tag);
     w.put_raw(pending_place_message_);
@@ -287,7 +287,7 @@ Status Cluster::end_place(const plan::Placement* revert_to, bool local_failed) {
     auto m = reply(r, tag);
     Status s = m.ok() ? Status() : Status(m.error());
     if (m.ok()) {
-      comm::WireReader rd(m->bytes);
+      WireReader rd(m->bytes);
       s = get_status(rd, r);
       if (Status mem = take_memory_report(rd, r); s.ok() && !mem.ok()) s = std::move(mem);
     }
@@ -297,32 +297,32 @@ Status Cluster::end_place(const plan::Placement* revert_to, bool local_failed) {
   pending_place_.clear();
   if ((first.ok() && !local_failed) || !revert_to) return first;
   // Put the ranks that did place back on the old placement (their cache carried where it stays).
-  comm::WireWriter body;
+  WireWriter body;
   body.put<int32_t>(0);
   body.put<int32_t>(0);
   body.put<int32_t>(tracing_ ? 1 : 0);
   body.put_string(plan::to_json(*revert_to).dump());
   for (int r : placed) {
     const int tag = next_reply_tag();
-    comm::WireWriter w;
+    WireWriter w;
     w.put(Kind::Place);
     w.put<int32_t>(tag);
     w.put_raw(body.bytes());
     if (!request(r, w.bytes()).ok()) continue;
     auto m = reply(r, tag);
     if (!m.ok()) continue;
-    comm::WireReader rd(m->bytes);
+    WireReader rd(m->bytes);
     if (get_status(rd, r).ok()) (void)take_memory_report(rd, r);
   }
   return first;
 }
 
-Status Cluster::take_memory_report(comm::WireReader& r, int rank) {
+Status Cluster::take_memory_report(WireReader& r, int rank) {
   STRATA_ASSIGN_OR_RETURN(uint64_t n, r.get<uint64_t>());
   for (uint64_t i = 0; i < n; ++i) {
     STRATA_ASSIGN_OR_RETURN(std::string id, r.get_string());
     RemoteMemory::Figures f;
-    STRATA_ASSIGN_OR_RETURN(f.use, r.get<MemoryUse>());
+    STRATA_ASSIGN_OR_RETURN(f.use, r.get<backend::MemoryUse>());
     STRATA_ASSIGN_OR_RETURN(f.bytes_free, r.get<uint64_t>());
     STRATA_ASSIGN_OR_RETURN(f.bytes_total, r.get<uint64_t>());
     // Only that rank's own devices (ids "rN:...").
@@ -331,16 +331,16 @@ Status Cluster::take_memory_report(comm::WireReader& r, int rank) {
   return {};
 }
 
-Status Cluster::run_stage(int rank, StageCall& call) {
+Status Cluster::run_stage(int rank, exec::StageCall& call) {
   const int tag = next_reply_tag();
-  comm::WireWriter w;
+  WireWriter w;
   w.put(Kind::Stage);
   w.put<int32_t>(tag);
   w.put<int32_t>(call.stage);
   w.put<int64_t>(call.n);
   w.put_string(call.holder);
   std::vector<WirePart> parts;
-  for (const StageCall::Part& p : call.parts) parts.push_back({p.seq, p.want_logits ? 1 : 0, p.row0, p.n, p.pos0});
+  for (const exec::StageCall::Part& p : call.parts) parts.push_back({p.seq, p.want_logits ? 1 : 0, p.row0, p.n, p.pos0});
   w.put_vector(parts);
   w.put_vector(call.tokens);
   w.put_vector(call.hidden);
@@ -350,8 +350,8 @@ Status Cluster::run_stage(int rank, StageCall& call) {
   w.put<int32_t>(call.forward_tag);
   w.put_string(call.forward_device);
   STRATA_RETURN_IF_ERROR(request(rank, w.bytes()));
-  STRATA_ASSIGN_OR_RETURN(comm::RankMessage m, reply(rank, tag));
-  comm::WireReader r(m.bytes);
+  STRATA_ASSIGN_OR_RETURN(RankMessage m, reply(rank, tag));
+  WireReader r(m.bytes);
   Status status = get_status(r, rank);
   STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> lost, r.get_vector<int32_t>());
   for (int32_t other : lost) {
@@ -369,7 +369,7 @@ Status Cluster::run_stage(int rank, StageCall& call) {
   STRATA_ASSIGN_OR_RETURN(uint64_t n_events, r.get<uint64_t>());
   call.events.clear();
   for (uint64_t i = 0; i < n_events; ++i) {
-    StageCall::LaneEvent e;
+    exec::StageCall::LaneEvent e;
     STRATA_ASSIGN_OR_RETURN(e.lane, r.get_string());
     STRATA_ASSIGN_OR_RETURN(e.peer, r.get_string());
     STRATA_ASSIGN_OR_RETURN(e.event, r.get<trace::Event>());
@@ -385,87 +385,94 @@ Status Cluster::copy_sequence(int32_t src, int32_t dst, int64_t n) {
   for (int r = 1; r < link_.size(); ++r) {
     if (link_.lost(r)) continue;
     const int tag = next_reply_tag();
-    comm::WireWriter w;
+    WireWriter w;
     w.put(Kind::CopySequence);
     w.put<int32_t>(tag);
     w.put<int32_t>(src);
     w.put<int32_t>(dst);
     w.put<int64_t>(n);
     STRATA_RETURN_IF_ERROR(request(r, w.bytes()));
-    STRATA_ASSIGN_OR_RETURN(comm::RankMessage m, reply(r, tag));
-    comm::WireReader rd(m.bytes);
+    STRATA_ASSIGN_OR_RETURN(RankMessage m, reply(r, tag));
+    WireReader rd(m.bytes);
     STRATA_RETURN_IF_ERROR(get_status(rd, r));
   }
   return {};
 }
 
-Expected<std::unique_ptr<comm::Communicator>> Cluster::group_communicator(const std::vector<Device*>& members,
+Expected<std::unique_ptr<backend::Communicator>> Cluster::group_communicator(const std::vector<backend::Device*>& members,
                                                                           const std::vector<int>& ranks, int tag) {
   const int self = link_.rank();
-  std::vector<Device*> local;
+  std::vector<backend::Device*> local;
   std::vector<int> local_index;  // per local member: its index among all members
-  std::vector<comm::GroupMember> kinds;
+  std::vector<comm::GroupMember> group;
   for (size_t i = 0; i < members.size(); ++i) {
     const int r = members[i]->remote_rank() < 0 ? self : members[i]->remote_rank();
-    kinds.push_back({r, members[i]->info().kind});
+    group.push_back({r, members[i]->caps().collective});
     if (r == self) {
       local.push_back(members[i]);
       local_index.push_back(static_cast<int>(i));
     }
   }
   if (local.empty() || ranks.empty()) return Error{Code::Internal, "a rank group with no member on this rank"};
-  if (comm::choose_group_transport(kinds, backend::cuda::compiled()) != comm::GroupTransport::NcclAcrossRanks) {
+  // The backend that runs the members' collective here: the backend of a local member (every rank
+  // decides the same from the same placement, so a rank without it makes every rank take MPI).
+  backend::Backend* collective = backend::backend_of(*local.front());
+  const comm::GroupChoice choice = comm::choose_group_transport(group, [&](const std::string& name) {
+    return collective != nullptr && collective->present() && local.front()->caps().collective == name;
+  });
+  if (choice.transport != comm::GroupTransport::CollectiveAcrossRanks) {
     STRATA_ASSIGN_OR_RETURN(int group, link_.make_group(ranks, tag));
-    return std::unique_ptr<comm::Communicator>(std::make_unique<comm::RankCommunicator>(link_, group, local));
+    return std::unique_ptr<backend::Communicator>(std::make_unique<RankCommunicator>(link_, group, local));
   }
-  // Every member a CUDA GPU: one NCCL communicator over all of them. Its unique id is made on the
-  // group's lowest rank and sent to the others (messages between two ranks keep their order, so
-  // the groups of one placement, made in stage order everywhere, match up on one tag).
-  backend::cuda::NcclRankPart part;
+  // Every member with the same collective (CUDA GPUs: NCCL): one communicator over all of them. Its
+  // unique id is made on the group's lowest rank and sent to the others (messages between two ranks
+  // keep their order, so the groups of one placement, made in stage order everywhere, match up on
+  // one tag).
+  backend::RankCollectivePart part;
   part.n_members = static_cast<int>(members.size());
   part.member_index = std::move(local_index);
   const int lowest = ranks.front();
   if (self == lowest) {
-    STRATA_ASSIGN_OR_RETURN(part.unique_id, backend::cuda::nccl_unique_id());
+    STRATA_ASSIGN_OR_RETURN(part.unique_id, collective->collective_unique_id());
     for (int r : ranks) {
       if (r != self) STRATA_RETURN_IF_ERROR(link_.send(r, kNcclIdTag, part.unique_id));
     }
   } else {
-    STRATA_ASSIGN_OR_RETURN(comm::RankMessage m, link_.receive(lowest, kNcclIdTag, 60000));
+    STRATA_ASSIGN_OR_RETURN(RankMessage m, link_.receive(lowest, kNcclIdTag, 60000));
     part.unique_id = std::move(m.bytes);
   }
-  comm::RankLink* link = &link_;
+  RankLink* link = &link_;
   part.lost_peer = [link, ranks]() -> std::string {
     for (int r : ranks) {
       if (link->lost(r)) return "rank " + std::to_string(r) + " is lost: " + link->loss_reason(r);
     }
     return std::string();
   };
-  return backend::cuda::make_nccl_rank_communicator(local, std::move(part));
+  return collective->make_rank_communicator(local, std::move(part));
 }
 
 Status Cluster::serve(const std::function<Expected<const model::Model*>()>& load_model,
-                      const std::vector<Device*>& devices, int64_t crash_after_calls) {
+                      const std::vector<backend::Device*>& devices, int64_t crash_after_calls) {
   int64_t stage_calls = 0;
   std::unique_ptr<trace::Recorder> recorder;
-  std::unique_ptr<Pipeline> pipeline;
+  std::unique_ptr<exec::Pipeline> pipeline;
   uint64_t cursor = 0;
   const int64_t to_rank0_ns = ranks_.empty() ? 0 : ranks_[static_cast<size_t>(link_.rank())].link.clock_offset_ns;
   while (true) {
-    STRATA_ASSIGN_OR_RETURN(comm::RankMessage m, link_.receive(0, kRequestTag));
-    comm::WireReader r(m.bytes);
+    STRATA_ASSIGN_OR_RETURN(RankMessage m, link_.receive(0, kRequestTag));
+    WireReader r(m.bytes);
     STRATA_ASSIGN_OR_RETURN(Kind kind, r.get<Kind>());
     if (kind == Kind::Stop) {
       take_stop(link_, r);
       return {};
     }
     if (kind == Kind::Measure) {
-      STRATA_RETURN_IF_ERROR(comm::measure_link(link_, 0, kMeasureTag));
+      STRATA_RETURN_IF_ERROR(measure_link(link_, 0, kMeasureTag));
       continue;
     }
     if (kind == Kind::Table) continue;
     STRATA_ASSIGN_OR_RETURN(int32_t tag, r.get<int32_t>());
-    comm::WireWriter out;
+    WireWriter out;
     if (kind == Kind::Place) {
       Status s = [&]() -> Status {
         STRATA_ASSIGN_OR_RETURN(int32_t fresh, r.get<int32_t>());
@@ -480,23 +487,23 @@ Status Cluster::serve(const std::function<Expected<const model::Model*>()>& load
         if (!pipeline) {
           if (tracing && !recorder) {
             recorder = std::make_unique<trace::Recorder>();
-            for (Device* d : devices) recorder->add_lane(d->id(), d->info().simulated);
+            for (backend::Device* d : devices) recorder->add_lane(d->id(), d->info().simulated);
           }
-          STRATA_ASSIGN_OR_RETURN(pipeline, Pipeline::create(*model, devices, placement, recorder.get(), this));
+          STRATA_ASSIGN_OR_RETURN(pipeline, exec::Pipeline::create(*model, devices, placement, recorder.get(), this));
           return {};
         }
-        STRATA_RETURN_IF_ERROR(pipeline->apply(placement, discard ? Pipeline::KvOnApply::Discard : Pipeline::KvOnApply::Copy));
+        STRATA_RETURN_IF_ERROR(pipeline->apply(placement, discard ? exec::Pipeline::KvOnApply::Discard : exec::Pipeline::KvOnApply::Copy));
         return {};
       }();
       put_status(out, s);
       // This rank's devices' memory as it is now (placed, or back on the old placement after a
       // failure): the driver's /devices and /status show it.
-      std::vector<const Device*> own;
-      for (const Device* d : devices) {
+      std::vector<const backend::Device*> own;
+      for (const backend::Device* d : devices) {
         if (d->remote_rank() < 0) own.push_back(d);
       }
       out.put<uint64_t>(own.size());
-      for (const Device* d : own) {
+      for (const backend::Device* d : own) {
         const DeviceInfo i = d->info();
         out.put_string(d->id());
         out.put(d->memory_use());
@@ -517,7 +524,7 @@ Status Cluster::serve(const std::function<Expected<const model::Model*>()>& load
       if (crash_after_calls >= 0 && stage_calls++ >= crash_after_calls)
         return Error{Code::Cancelled, "fault injection: rank " + std::to_string(link_.rank()) + " stops after " +
                                           std::to_string(crash_after_calls) + " stage calls"};
-      StageCall call;
+      exec::StageCall call;
       Status s = [&]() -> Status {
         STRATA_ASSIGN_OR_RETURN(call.stage, r.get<int32_t>());
         STRATA_ASSIGN_OR_RETURN(call.n, r.get<int64_t>());
@@ -537,7 +544,7 @@ Status Cluster::serve(const std::function<Expected<const model::Model*>()>& load
           // answered rank 0, so it is on its way); a lost sender fails the wait.
           if (call.hidden_from == link_.rank() || call.hidden_from >= link_.size())
             return Error{Code::InvalidArgument, "hidden state from rank " + std::to_string(call.hidden_from)};
-          STRATA_ASSIGN_OR_RETURN(comm::RankMessage in, link_.receive(call.hidden_from, call.hidden_tag));
+          STRATA_ASSIGN_OR_RETURN(RankMessage in, link_.receive(call.hidden_from, call.hidden_tag));
           if (in.bytes.size() % sizeof(float) != 0)
             return Error{Code::Corrupt, "rank " + std::to_string(call.hidden_from) + " sent a hidden state of " +
                                             std::to_string(in.bytes.size()) + " bytes"};
@@ -616,4 +623,4 @@ Status Cluster::serve(const std::function<Expected<const model::Model*>()>& load
   }
 }
 
-}  // namespace strata::exec
+}  // namespace strata::dist

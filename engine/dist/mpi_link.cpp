@@ -1,4 +1,4 @@
-// engine/comm/mpi_link.cpp — RankLink over MPI (compiled only with STRATA_MPI). Three duplicated
+// engine/dist/mpi_link.cpp — RankLink over MPI (compiled only with STRATA_MPI). Three duplicated
 // communicators keep traffic apart: data (messages of the engine), heartbeat (liveness), and the
 // groups split for all-reduce. Every wait polls (MPI_Test / MPI_Improbe) so that it can give up on a
 // rank whose heartbeats stopped: a dead peer never completes a request, and OpenMPI (started with
@@ -14,9 +14,9 @@
 #include <mutex>
 #include <thread>
 
-#include "engine/comm/rank_link.h"
+#include "engine/dist/rank_link.h"
 
-namespace strata::comm {
+namespace strata::dist {
 
 namespace {
 
@@ -389,4 +389,4 @@ Expected<std::unique_ptr<RankLink>> RankLink::start(int64_t heartbeat_ms, int64_
   return std::unique_ptr<RankLink>(std::move(link));
 }
 
-}  // namespace strata::comm
+}  // namespace strata::dist

@@ -1,8 +1,9 @@
-// engine/exec/device.h — a place where tensors live and work runs: the device of the backend seam
-// (registry -> device -> ops/stream -> buffer; see engine/backend/). Host devices (the CPU and
-// simulated accelerators) run the CPU kernels on this machine's cores with their own memory
-// accounting; the CUDA backend (engine/backend/cuda/) implements the same interface over
-// cudaMalloc'd memory. Nothing here includes CUDA headers.
+// engine/backend/device.h — a place where tensors live and work runs: the device of the backend seam
+// (registry -> device -> ops/stream -> buffer; registry.h). Host devices (the CPU, backend/cpu, and
+// simulated accelerators, backend/sim) run the CPU kernels on this machine's cores with their own
+// memory accounting; the CUDA backend (backend/cuda, a loadable module) implements the same
+// interface over cudaMalloc'd memory. What a device can do is data (DeviceCaps, on info().caps and
+// caps()): nothing outside a backend's folder asks which backend a device belongs to. No CUDA here.
 // Threads: queries, allocate and the copy calls are thread-safe; an Ops object made by
 // create_ops() is used by one thread at a time (the device's worker, see DeviceWorker).
 #pragma once
@@ -22,7 +23,7 @@
 #include "kernels/cpu/dtype.h"
 #include "kernels/cpu/thread_pool.h"
 
-namespace strata::exec {
+namespace strata::backend {
 
 enum class BufferUse { Weights, KvCache, Scratch, Overhead };
 const char* buffer_use_name(BufferUse use);
@@ -87,15 +88,16 @@ class Device {
  public:
   virtual ~Device() = default;
 
+  // Identity, memory, speeds and capabilities now; info().caps == caps().
   virtual DeviceInfo info() const = 0;
+  // What this device can do (fixed when it opens). Thread-safe.
+  const DeviceCaps& caps() const { return caps_; }
   // Whether matrices of this weight type can run here (the planner asks).
-  virtual bool supports(kernels::DType weights) const = 0;
-  // Whether the KV cache may be stored in this type here. Host devices (cpu, sim) keep f32, f16 and q8_0 caches (kernels/cpu/attention.h).
-  virtual bool supports_kv(kernels::DType kv) const {
-    return kv == kernels::DType::F32 || kv == kernels::DType::F16 || kv == kernels::DType::Q8_0;
-  }
+  bool supports(kernels::DType weights) const { return caps_.takes_weights(weights); }
+  // Whether the KV cache may be stored in this type here.
+  bool supports_kv(kernels::DType kv) const { return caps_.keeps_kv(kv); }
   // Whether the host may dereference this device's buffers (cpu, sim: yes; cuda: no).
-  virtual bool host_visible() const { return true; }
+  bool host_visible() const { return caps_.host_memory; }
 
   // Memory charged to this device and allocated in it. OutOfMemory names the device, the use,
   // the bytes asked and the bytes free. Thread-safe.
@@ -105,7 +107,7 @@ class Device {
   Expected<std::unique_ptr<Buffer>> adopt(const void* data, size_t bytes, BufferUse use);
 
   // The op table (a stream of ordered work) of this device, using `workspace` for its scratch.
-  virtual Expected<std::unique_ptr<backend::Ops>> create_ops(const OpsWorkspace& workspace) = 0;
+  virtual Expected<std::unique_ptr<Ops>> create_ops(const OpsWorkspace& workspace) = 0;
 
   // Copies, blocking until done. Host devices: memcpy. Others: their runtime's copies (CUDA:
   // through pinned staging, overlapping the host read with the device write).
@@ -124,9 +126,9 @@ class Device {
   std::string failure() const;
   void mark_failed(const std::string& reason);
   // Whether the engine may give this device up (mark it failed) when its work does not finish
-  // within the device timeout. False for the CPU: it runs the engine itself, there is nothing to
-  // re-plan onto without it, and a long prompt chunk on a slow CPU is slow, not hung.
-  virtual bool can_be_lost() const { return true; }
+  // within the device timeout. False for the host CPU: it runs the engine itself, there is nothing
+  // to re-plan onto without it, and a long prompt chunk on a slow CPU is slow, not hung.
+  bool can_be_lost() const { return !caps_.host_cpu; }
   // Out-of-memory fault: allocations fail (OutOfMemory, naming the fault) once `bytes` more than
   // are in use now would be held. Any thread. Used by simulated devices' oom_after option and
   // by fault injection.
@@ -151,7 +153,7 @@ class Device {
   const std::string& host() const { return host_; }
 
  protected:
-  Device(std::string id, uint64_t capacity_bytes);
+  Device(std::string id, uint64_t capacity_bytes, DeviceCaps caps);
   // Raw memory of the device; null on failure (the caller reports OutOfMemory). Host: new[].
   virtual void* allocate_memory(size_t bytes);
   virtual void free_memory(void* memory, size_t bytes);
@@ -165,6 +167,7 @@ class Device {
   void release(BufferUse use, size_t bytes);
 
   std::string id_;
+  const DeviceCaps caps_;
   int rank_ = 0;      // under mpirun: this process's rank (set_rank)
   std::string host_;  // and its host name
   uint64_t capacity_;
@@ -182,107 +185,16 @@ class HostDevice : public Device {
   kernels::ThreadPool& pool() { return *pool_; }
 
  protected:
-  HostDevice(std::string id, uint64_t capacity_bytes, int threads);
+  HostDevice(std::string id, uint64_t capacity_bytes, DeviceCaps caps, int threads);
   // Uses a pool owned by the caller (which must outlive the device).
-  HostDevice(std::string id, uint64_t capacity_bytes, kernels::ThreadPool& external_pool);
+  HostDevice(std::string id, uint64_t capacity_bytes, DeviceCaps caps, kernels::ThreadPool& external_pool);
+  // What every host device keeps and takes: f32, f16 and q8_0 KV caches (kernels/cpu/attention.h),
+  // every weight type, memory the host reads.
+  static DeviceCaps host_caps();
 
  private:
   std::unique_ptr<kernels::ThreadPool> owned_pool_;
   kernels::ThreadPool* pool_;
 };
 
-// The CPU: capacity is the machine's RAM (MemAvailable at start), bandwidth measured.
-class CpuDevice final : public HostDevice {
- public:
-  CpuDevice(int threads, uint64_t capacity_bytes, double bandwidth_gbps);
-  CpuDevice(kernels::ThreadPool& pool, uint64_t capacity_bytes, double bandwidth_gbps);
-  DeviceInfo info() const override;
-  bool supports(kernels::DType) const override { return true; }
-  Expected<std::unique_ptr<backend::Ops>> create_ops(const OpsWorkspace& workspace) override;
-  bool can_be_lost() const override { return false; }
-
- private:
-  int threads_;
-  uint64_t capacity_;
-  double bandwidth_gbps_;
-};
-
-// A simulated accelerator: runs the CPU ops on host cores with a declared capacity and speed,
-// never finishes an op or a transfer faster than those allow (it waits out the difference, see
-// engine/backend/sim/), and says everywhere that it is simulated.
-struct SimulatedSpec {
-  std::string id;                 // "gpu0"
-  uint64_t capacity_bytes = 0;
-  double bandwidth_gbps = 900;
-  double tflops = 80;
-  double link_gbps = 25;
-  double link_latency_us = 10;
-  uint64_t runtime_overhead_bytes = 0;
-  int threads = 1;
-};
-
-// Faults a simulated device acts out on purpose (spec options and POST .../devices/ID/fault), so
-// that losing a device, running out of its memory and straggling can be tested without hardware.
-struct SimFaults {
-  int64_t fail_after_ops = -1;   // lost when this many more ops have started (-1: never)
-  double fail_at_s = -1;         // lost this many seconds after the fault is set (-1: never)
-  int64_t oom_after_bytes = -1;  // allocations fail once this many more bytes would be held (-1: never)
-  double slow = 1;               // every op and transfer takes this factor of its declared time (>= 1)
-  // Hung: when this many more ops have started, the next one never finishes: it blocks until
-  // the engine gives the device up (its device timeout), then fails as lost (-1: never).
-  int64_t hang_after_ops = -1;
-  // Full: when this many more ops have started, every later op fails with OutOfMemory, as a GPU
-  // whose lazily grown scratch (the CUDA backend's staging and workspaces) no longer fits because
-  // something else took its memory. The device is full, not lost (-1: never).
-  int64_t oom_after_ops = -1;
-};
-
-class SimulatedDevice final : public HostDevice {
- public:
-  explicit SimulatedDevice(SimulatedSpec spec);
-  DeviceInfo info() const override;
-  bool supports(kernels::DType) const override { return true; }
-  Expected<std::unique_ptr<backend::Ops>> create_ops(const OpsWorkspace& workspace) override;
-  // Transfers in and out wait out the declared link time (latency + bytes / link bandwidth).
-  Status copy_from_host(const Copy2D& copy) override;
-  Status copy_to_host(const Copy2D& copy) override;
-  const SimulatedSpec& spec() const { return spec_; }
-
-  // Arms faults (replacing armed ones; slow applies at once). Any thread.
-  void inject(const SimFaults& faults);
-  // Called before each op and transfer: Device error once the device is lost (marking it failed
-  // when an armed fault fires now). Calling thread: the device's worker or a copy's caller.
-  Status check_alive();
-  // Factor on declared op and transfer times (1 unless a slow fault is armed).
-  double slow_factor() const { return slow_.load(std::memory_order_relaxed); }
-
- protected:
-  void on_failed() override;
-
- private:
-  SimulatedSpec spec_;
-  std::atomic<int64_t> hang_left_{-1};      // -1: no hang fault
-  std::atomic<int64_t> oom_ops_left_{-1};   // -1: no oom_after_ops fault
-  std::atomic<bool> full_{false};           // the oom_after_ops fault fired
-  std::mutex hang_mutex_;                   // with hang_cv_: a hung op waits for failed()
-  std::condition_variable hang_cv_;
-  std::atomic<int64_t> ops_left_{-1};       // -1: no fail_after fault
-  std::atomic<int64_t> fail_at_ns_{-1};     // steady-clock ns; -1: no fail_at fault
-  std::atomic<double> slow_{1.0};
-};
-
-// Parses "cpu,cuda,cuda:1,sim:gpu0:24GiB,sim:gpu1:12GiB:bw=900GB/s:tflops=80:link=25GB/s:threads=1"
-// into devices. Simulated devices also take fault options (SimFaults): fail_after=OPS,
-// fail_at=SECONDS, hang_after=OPS, oom_after=BYTES, oom_after_ops=OPS, slow=FACTOR. "cuda" opens every CUDA device found, "cuda:N" device N (NotCompiled in a build
-// without CUDA, NotFound when there is no such device). cpu_threads / cpu_bandwidth_gbps describe
-// the CPU entry. Errors name the entry.
-Expected<std::vector<std::unique_ptr<Device>>> make_devices(const std::string& spec, int cpu_threads,
-                                                            double cpu_bandwidth_gbps);
-// The default device list: every CUDA device found, then the CPU ("cuda,cpu" or "cpu").
-std::string default_devices_spec();
-// "24GiB", "512MiB", "1.5GB", "1000000" -> bytes.
-Expected<uint64_t> parse_bytes(const std::string& text);
-// Bytes of RAM available to the process (MemAvailable), or 8 GiB when unknown.
-uint64_t host_memory_available();
-
-}  // namespace strata::exec
+}  // namespace strata::backend

@@ -1,7 +1,10 @@
-// engine/exec/block_forward.h — the arithmetic of a pre-norm decoder block of every supported
-// architecture (llama/Mistral, qwen2, qwen3, gemma3, phi3), written once against the backend Ops
-// table so it runs on every backend (cpu, sim, cuda). The architectures differ only in what
-// ModelConfig says (Q/K norms, post-norms, activation, windows, RoPE); there is one code path.
+// engine/arch/block_forward.h — the steps a pre-norm decoder block is composed of (norms, Q/K/V,
+// RoPE and attention, gated FFN, mixture of experts), written once against the backend Ops table
+// so they run on every backend (cpu, sim, cuda), and the BlockForward the pipeline drives. Each
+// architecture's forward (engine/arch/<name>.cpp, an ArchForward) composes its attention and FFN
+// from these steps; data that differs between architectures (RoPE style, windows, activation,
+// scales) is read from ModelConfig, i.e. from the arch table. Depends on model/ and backend/ops.h
+// only, never on exec's pipeline.
 // Works on a whole block or one tensor-parallel shard of it: attention and FFN each produce a
 // partial sum of the residual update ([n_tokens][n_embd]) that the caller sums (all-reduce) and
 // hands to residual_add. A mixture-of-experts FFN (qwen2moe, qwen3moe, Mixtral-style llama) is
@@ -18,26 +21,22 @@
 #include "engine/core/status.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
-#include "engine/plan/scratch_layout.h"
 
-namespace strata::exec {
+namespace strata::arch {
 
-// One block's weights as one device holds them (whole, or a shard's rows/columns); data pointers
-// are in that device's memory.
-struct ShardWeights {
-  model::TensorView attn_norm, wq, wk, wv, bq, bk, bv, q_norm, k_norm, wo, post_attn_norm, ffn_norm, w_gate, w_up,
-      w_down, post_ffn_norm;
-  // Mixture of experts (absent on dense layers): the router [n_expert][n_embd], the shared expert
-  // (gate/up [n_ff_shexp][n_embd], down [n_embd][n_ff_shexp], its sigmoid gate [n_embd] f32), and
-  // the routed experts [expert_begin, expert_end) as 3-D tensors of expert_end - expert_begin
-  // matrices: global expert e is matrix e - expert_begin.
-  model::TensorView ffn_gate_inp, ffn_gate_inp_shexp, ffn_gate_shexp, ffn_up_shexp, ffn_down_shexp;
-  model::TensorView ffn_gate_exps, ffn_up_exps, ffn_down_exps;
+// One block's weights as one device holds them (whole, or a shard's rows/columns): the views of
+// model::LayerWeights (one per row of the arch table's layer tensors), data pointers in that
+// device's memory, views of the parts the device does not hold absent. The routed experts
+// [expert_begin, expert_end) are 3-D tensors of expert_end - expert_begin matrices: global
+// expert e is matrix e - expert_begin.
+struct ShardWeights : model::LayerWeights {
   int64_t n_heads = 0;     // local query heads
   int64_t n_kv_heads = 0;  // local KV heads
   int64_t n_ff = 0;        // local FFN units
   int64_t expert_begin = 0, expert_end = 0;  // routed experts held
 
+  // Holds a part of an MoE block (the router, or experts); hides LayerWeights::is_moe, which
+  // looks at the router only.
   bool is_moe() const { return ffn_gate_inp.present() || ffn_gate_exps.present(); }
 };
 
@@ -81,21 +80,32 @@ struct SeqRows {
   KvView kv;
 };
 
-// Scratch floats, carved from one device buffer according to a plan::ScratchLayout.
+// Scratch floats, carved from one device buffer according to a plan::ScratchLayout (by exec).
 struct ScratchViews {
   float *hidden = nullptr, *norm = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *attn_out = nullptr,
         *proj = nullptr, *gate = nullptr, *up = nullptr, *scores = nullptr, *logits = nullptr;
   float *router = nullptr, *moe_x = nullptr, *moe_y = nullptr;  // MoE models only (plan::ScratchLayout)
   int64_t scores_per_thread = 0;  // n_ctx
 };
-ScratchViews carve_scratch(float* base, const plan::ScratchLayout& layout, int threads);
-
 // A weight tensor as the Ops table takes it.
 backend::MatrixView matrix(const model::TensorView& t);
 
+class BlockForward;
+
+// An architecture's forward: how its attention and its FFN are composed from BlockForward's
+// steps. One per architecture, in engine/arch/<name>.cpp; forward_for finds it. Each function
+// runs on the device's worker; `out` receives the shard's partial residual update [n][n_embd].
+struct ArchForward {
+  Status (*attention)(BlockForward& b, const ShardWeights& w, int64_t layer, const float* hidden, int64_t n,
+                      std::span<const SeqRows> seqs, float* out);
+  Status (*ffn)(BlockForward& b, const ShardWeights& w, const float* hidden, int64_t n, float* out);
+};
+const ArchForward& forward_for(model::Arch arch);
+
 class BlockForward {
  public:
-  // rope_freqs: optional per-pair divisors ([rope_dims/2] floats, device memory) or null.
+  // rope_freqs: optional per-pair divisors ([rope_dims/2] floats, device memory) or null. The
+  // architecture's forward is forward_for(config.arch).
   BlockForward(const model::ModelConfig& config, backend::Ops& ops, ScratchViews scratch, const float* rope_freqs);
 
   // hidden: [n][n_embd] <- rows of the embedding table (times config.embd_scale); tokens in host memory.
@@ -112,9 +122,25 @@ class BlockForward {
   // sequence on its own rows, positions and KV.
   Status attention_partial(const ShardWeights& w, int64_t layer, const float* hidden, int64_t n,
                            std::span<const SeqRows> seqs, float* out);
-  // out: [n][n_embd] <- this shard's share of W_down · (act(W_gate·x) * W_up·x), x = rms_norm(hidden).
-  // On an MoE layer: moe_route, then moe_experts over the experts w holds, on this device.
+  // out: [n][n_embd] <- this shard's share of the FFN (the architecture's: a gated FFN, or on an
+  // MoE layer moe_route then moe_experts over the experts w holds, on this device).
   Status ffn_partial(const ShardWeights& w, const float* hidden, int64_t n, float* out);
+
+  // ---- The steps architectures compose (rows: n tokens; scratch() holds the intermediates) ----
+  // norm <- rms_norm(hidden) ([n][n_embd]) with `weight` ([n_embd] f32).
+  Status input_norm(const model::TensorView& weight, const float* hidden, int64_t n);
+  // q, k, v <- norm · Wq, Wk, Wv ([n][local q_dim], [n][local kv_dim] x 2), plus the biases the
+  // shard holds (one matrix product call, so a batch reads each matrix once).
+  Status qkv(const ShardWeights& w, int64_t n);
+  // Each head row of q and k RMS-normalised with the shard's [head_dim] q_norm / k_norm weights.
+  Status qk_norm(const ShardWeights& w, int64_t n);
+  // Per sequence: RoPE of its q and k rows from its own position (the layer's RoPE base and
+  // window), its keys and values into its KV, attention over its positions; then out <- attn · Wo.
+  Status rope_attend(const ShardWeights& w, int64_t layer, int64_t n, std::span<const SeqRows> seqs, float* out);
+  // out <- W_down · (act(W_gate·norm) * W_up·norm), act from config.ffn_activation; the shard's units.
+  Status gated_ffn(const ShardWeights& w, int64_t n, float* out);
+  // The MoE FFN on one device: moe_route, then moe_experts over the experts w holds.
+  Status moe_ffn(const ShardWeights& w, const float* hidden, int64_t n, float* out);
 
   // The first step of an MoE FFN, on the device holding the router (and shared expert):
   // x = rms_norm(hidden) into scratch().norm ([n][n_embd]); the router's logits come to the host
@@ -147,9 +173,11 @@ class BlockForward {
 
   const ScratchViews& scratch() const { return scratch_; }
   backend::Ops& ops() { return ops_; }
+  const model::ModelConfig& config() const { return config_; }
 
  private:
   const model::ModelConfig& config_;
+  const ArchForward& forward_;
   backend::Ops& ops_;
   ScratchViews scratch_;
   const float* rope_freqs_;
@@ -159,4 +187,4 @@ class BlockForward {
   std::vector<backend::AttentionArgs> attention_args_;  // attention_partial's, one per sequence (reused)
 };
 
-}  // namespace strata::exec
+}  // namespace strata::arch

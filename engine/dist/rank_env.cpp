@@ -1,11 +1,11 @@
-// engine/comm/rank_env.cpp — whether mpirun started this process among several, from the
+// engine/dist/rank_env.cpp — whether mpirun started this process among several, from the
 // environment the launchers set (OpenMPI, PMI, PMIx, MPICH's Hydra). No MPI here: a build without
 // MPI uses it to refuse to run one engine per process by mistake.
 #include <cstdlib>
 
-#include "engine/comm/rank_link.h"
+#include "engine/dist/rank_link.h"
 
-namespace strata::comm {
+namespace strata::dist {
 
 namespace {
 int env_int(const char* name) {
@@ -19,4 +19,4 @@ bool RankLink::launched_with_ranks() {
          env_int("MPI_LOCALNRANKS") > 1;
 }
 
-}  // namespace strata::comm
+}  // namespace strata::dist

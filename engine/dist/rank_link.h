@@ -1,6 +1,6 @@
-// engine/comm/rank_link.h — the processes of one `mpirun` job, as seen from one of them: rank, size,
+// engine/dist/rank_link.h — the processes of one `mpirun` job, as seen from one of them: rank, size,
 // host names, byte messages between ranks and a float all-reduce over a group of ranks. MPI stays
-// behind this header (engine/comm/mpi_link.cpp, compiled only with STRATA_MPI; mpi_link_stub.cpp
+// behind this header (engine/dist/mpi_link.cpp, compiled only with STRATA_MPI; mpi_link_stub.cpp
 // otherwise, where start() says NotCompiled). Every wait has a deadline and a liveness check, so a
 // rank that died is an error value (Code::Device) and never a hang.
 // Threads: every call may be made from any thread (MPI_THREAD_MULTIPLE); the message order between
@@ -15,7 +15,7 @@
 
 #include "engine/core/status.h"
 
-namespace strata::comm {
+namespace strata::dist {
 
 struct RankMessage {
   int source = -1;
@@ -84,4 +84,4 @@ struct LinkMeasure {
 // Ping-pong between this rank and `peer`, both calling it (the lower rank leads). tag: a free tag.
 Expected<LinkMeasure> measure_link(RankLink& link, int peer, int tag);
 
-}  // namespace strata::comm
+}  // namespace strata::dist

@@ -1,13 +1,13 @@
-// engine/comm/rank_measure.cpp — ping-pong between two ranks: latency, bandwidth and clock offset,
+// engine/dist/rank_measure.cpp — ping-pong between two ranks: latency, bandwidth and clock offset,
 // over RankLink only (no MPI here), for the cost model and the trace merge.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <limits>
 
-#include "engine/comm/rank_link.h"
+#include "engine/dist/rank_link.h"
 
-namespace strata::comm {
+namespace strata::dist {
 
 namespace {
 int64_t steady_ns() {
@@ -81,4 +81,4 @@ Expected<LinkMeasure> measure_link(RankLink& link, int peer, int tag) {
   return m;
 }
 
-}  // namespace strata::comm
+}  // namespace strata::dist

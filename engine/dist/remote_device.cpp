@@ -1,7 +1,7 @@
-// engine/exec/remote_device.cpp — the stand-in for another rank's device (see remote_device.h).
-#include "engine/exec/remote_device.h"
+// engine/dist/remote_device.cpp — the stand-in for another rank's device (see remote_device.h).
+#include "engine/dist/remote_device.h"
 
-namespace strata::exec {
+namespace strata::dist {
 
 void RemoteMemory::set(const std::string& id, const Figures& figures) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -15,8 +15,19 @@ std::optional<RemoteMemory::Figures> RemoteMemory::get(const std::string& id) co
   return it->second;
 }
 
+namespace {
+// The owning device's caps, but for weight types (the owning rank checks them when it places) and
+// host memory (its buffers live in another process).
+DeviceCaps stand_in_caps(DeviceCaps caps) {
+  caps.host_memory = false;
+  caps.weight_types.clear();
+  return caps;
+}
+}  // namespace
+
 RemoteDevice::RemoteDevice(DeviceInfo info, std::shared_ptr<const RemoteMemory> memory)
-    : Device(info.id, info.bytes_total), info_(std::move(info)), memory_(std::move(memory)) {}
+    : backend::Device(info.id, info.bytes_total, stand_in_caps(info.caps)), info_(std::move(info)),
+      memory_(std::move(memory)) {}
 
 DeviceInfo RemoteDevice::info() const {
   DeviceInfo i = info_;
@@ -31,7 +42,7 @@ DeviceInfo RemoteDevice::info() const {
   return i;
 }
 
-MemoryUse RemoteDevice::memory_use() const {
+backend::MemoryUse RemoteDevice::memory_use() const {
   if (memory_) {
     if (auto f = memory_->get(info_.id)) return f->use;
   }
@@ -45,15 +56,9 @@ uint64_t RemoteDevice::bytes_free() const {
   return info_.bytes_free;
 }
 
-bool RemoteDevice::supports_kv(kernels::DType kv) const {
-  // CUDA devices keep f32 and f16 caches; host devices also q8_0 (Device::supports_kv).
-  if (info_.kind == DeviceKind::Cuda) return kv == kernels::DType::F32 || kv == kernels::DType::F16;
-  return Device::supports_kv(kv);
-}
-
-Expected<std::unique_ptr<backend::Ops>> RemoteDevice::create_ops(const OpsWorkspace&) {
+Expected<std::unique_ptr<backend::Ops>> RemoteDevice::create_ops(const backend::OpsWorkspace&) {
   return Error{Code::Unsupported, "device '" + id() + "' belongs to rank " + std::to_string(info_.rank) +
                                       ": its work runs there"};
 }
 
-}  // namespace strata::exec
+}  // namespace strata::dist

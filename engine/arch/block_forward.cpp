@@ -1,44 +1,18 @@
-// engine/exec/block_forward.cpp — pre-norm decoder block arithmetic over the Ops table, and the
-// mixture-of-experts FFN (routing on the host, experts batched by expert).
-#include "engine/exec/block_forward.h"
+// engine/arch/block_forward.cpp — the steps of a pre-norm decoder block over the Ops table, and
+// the mixture-of-experts FFN (routing on the host, experts batched by expert).
+#include "engine/arch/block_forward.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
-namespace strata::exec {
-
-ScratchViews carve_scratch(float* base, const plan::ScratchLayout& l, int threads) {
-  ScratchViews s;
-  float* p = base;
-  auto take = [&p](int64_t n) {
-    float* out = n > 0 ? p : nullptr;
-    p += n;
-    return out;
-  };
-  s.hidden = take(l.hidden);
-  s.norm = take(l.norm);
-  s.q = take(l.q);
-  s.k = take(l.k);
-  s.v = take(l.v);
-  s.attn_out = take(l.attn_out);
-  s.proj = take(l.proj);
-  s.gate = take(l.gate);
-  s.up = take(l.up);
-  s.scores = take(l.scores);
-  s.logits = take(l.logits);
-  s.router = take(l.router);
-  s.moe_x = take(l.moe_x);
-  s.moe_y = take(l.moe_y);
-  s.scores_per_thread = threads > 0 ? l.scores / threads : 0;
-  return s;
-}
+namespace strata::arch {
 
 backend::MatrixView matrix(const model::TensorView& t) { return {t.data, t.type, t.rows, t.cols}; }
 
 BlockForward::BlockForward(const model::ModelConfig& config, backend::Ops& ops, ScratchViews scratch,
                            const float* rope_freqs)
-    : config_(config), ops_(ops), scratch_(scratch), rope_freqs_(rope_freqs) {}
+    : config_(config), forward_(forward_for(config.arch)), ops_(ops), scratch_(scratch), rope_freqs_(rope_freqs) {}
 
 Status BlockForward::embed(const model::TensorView& e, const int32_t* tokens, int64_t n, float* hidden) {
   STRATA_RETURN_IF_ERROR(ops_.embed(matrix(e), tokens, n, hidden));
@@ -58,22 +32,42 @@ Status BlockForward::attention_partial(const ShardWeights& w, int64_t layer, con
 
 Status BlockForward::attention_partial(const ShardWeights& w, int64_t layer, const float* hidden, int64_t n,
                                        std::span<const SeqRows> seqs, float* out) {
-  const model::ModelConfig& c = config_;
-  const int64_t hd = c.head_dim;
-  const int64_t q_dim = w.n_heads * hd;
-  const int64_t kv_dim = w.n_kv_heads * hd;
+  if (w.n_kv_heads == 0) return ops_.zero(out, n * config_.n_embd);  // a shard with no heads adds nothing
+  return forward_.attention(*this, w, layer, hidden, n, seqs, out);
+}
+
+Status BlockForward::input_norm(const model::TensorView& weight, const float* hidden, int64_t n) {
+  return ops_.rms_norm(hidden, f32(weight), scratch_.norm, n, config_.n_embd, config_.rms_eps);
+}
+
+Status BlockForward::qkv(const ShardWeights& w, int64_t n) {
   const ScratchViews& s = scratch_;
-  if (w.n_kv_heads == 0) return ops_.zero(out, n * c.n_embd);  // a shard with no heads adds nothing
-  STRATA_RETURN_IF_ERROR(ops_.rms_norm(hidden, f32(w.attn_norm), s.norm, n, c.n_embd, c.rms_eps));
+  const int64_t q_dim = w.n_heads * config_.head_dim, kv_dim = w.n_kv_heads * config_.head_dim;
   const backend::Ops::MatmulOut qkv[3] = {{matrix(w.wq), s.q}, {matrix(w.wk), s.k}, {matrix(w.wv), s.v}};
   STRATA_RETURN_IF_ERROR(ops_.matmul_many(qkv, s.norm, n));
   if (w.bq.present()) STRATA_RETURN_IF_ERROR(ops_.add_rows(s.q, f32(w.bq), n, q_dim));
   if (w.bk.present()) STRATA_RETURN_IF_ERROR(ops_.add_rows(s.k, f32(w.bk), n, kv_dim));
   if (w.bv.present()) STRATA_RETURN_IF_ERROR(ops_.add_rows(s.v, f32(w.bv), n, kv_dim));
-  // Q/K norms: every head row normalised with the same [head_dim] weights, before RoPE.
-  if (w.q_norm.present()) STRATA_RETURN_IF_ERROR(ops_.rms_norm(s.q, f32(w.q_norm), s.q, n * w.n_heads, hd, c.rms_eps));
+  return {};
+}
+
+Status BlockForward::qk_norm(const ShardWeights& w, int64_t n) {
+  // Every head row normalised with the same [head_dim] weights, before RoPE.
+  const ScratchViews& s = scratch_;
+  const int64_t hd = config_.head_dim;
+  if (w.q_norm.present()) STRATA_RETURN_IF_ERROR(ops_.rms_norm(s.q, f32(w.q_norm), s.q, n * w.n_heads, hd, config_.rms_eps));
   if (w.k_norm.present())
-    STRATA_RETURN_IF_ERROR(ops_.rms_norm(s.k, f32(w.k_norm), s.k, n * w.n_kv_heads, hd, c.rms_eps));
+    STRATA_RETURN_IF_ERROR(ops_.rms_norm(s.k, f32(w.k_norm), s.k, n * w.n_kv_heads, hd, config_.rms_eps));
+  return {};
+}
+
+Status BlockForward::rope_attend(const ShardWeights& w, int64_t layer, int64_t n, std::span<const SeqRows> seqs,
+                                 float* out) {
+  const model::ModelConfig& c = config_;
+  const int64_t hd = c.head_dim;
+  const int64_t q_dim = w.n_heads * hd;
+  const int64_t kv_dim = w.n_kv_heads * hd;
+  const ScratchViews& s = scratch_;
   const model::LayerAttention la = c.layer_attention(layer);
   backend::RopeParams rope;
   rope.rope_dims = c.rope_dims;
@@ -118,23 +112,27 @@ Status BlockForward::attention_partial(const ShardWeights& w, int64_t layer, con
 }
 
 Status BlockForward::ffn_partial(const ShardWeights& w, const float* hidden, int64_t n, float* out) {
-  const model::ModelConfig& c = config_;
+  // A dense shard with no FFN units adds nothing (an MoE layer's FFN is never cut by units).
+  if (!w.is_moe() && w.n_ff == 0) return ops_.zero(out, n * config_.n_embd);
+  return forward_.ffn(*this, w, hidden, n, out);
+}
+
+Status BlockForward::gated_ffn(const ShardWeights& w, int64_t n, float* out) {
   const ScratchViews& s = scratch_;
-  if (w.is_moe()) {
-    routing_.want_x_norm = false;
-    STRATA_RETURN_IF_ERROR(moe_route(w, hidden, n, routing_, out));
-    return moe_experts(w, s.norm, routing_, n, out);
-  }
-  if (w.n_ff == 0) return ops_.zero(out, n * c.n_embd);
-  STRATA_RETURN_IF_ERROR(ops_.rms_norm(hidden, f32(w.ffn_norm), s.norm, n, c.n_embd, c.rms_eps));
   const backend::Ops::MatmulOut gate_up[2] = {{matrix(w.w_gate), s.gate}, {matrix(w.w_up), s.up}};
   STRATA_RETURN_IF_ERROR(ops_.matmul_many(gate_up, s.norm, n));
-  if (c.ffn_activation == model::FfnActivation::GeluTanh) {
+  if (config_.ffn_activation == model::FfnActivation::GeluTanh) {
     STRATA_RETURN_IF_ERROR(ops_.geglu(s.gate, s.up, n * w.n_ff));
   } else {
     STRATA_RETURN_IF_ERROR(ops_.swiglu(s.gate, s.up, n * w.n_ff));
   }
   return ops_.matmul(matrix(w.w_down), s.gate, n, out);
+}
+
+Status BlockForward::moe_ffn(const ShardWeights& w, const float* hidden, int64_t n, float* out) {
+  routing_.want_x_norm = false;
+  STRATA_RETURN_IF_ERROR(moe_route(w, hidden, n, routing_, out));
+  return moe_experts(w, scratch_.norm, routing_, n, out);
 }
 
 namespace {
@@ -307,4 +305,4 @@ Status BlockForward::head_rows(const model::TensorView& output_norm, const model
   return ops_.matmul(matrix(output), scratch_.norm, m, logits);
 }
 
-}  // namespace strata::exec
+}  // namespace strata::arch

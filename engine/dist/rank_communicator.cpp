@@ -1,14 +1,14 @@
-// engine/comm/rank_communicator.cpp — cross-rank all-reduce (see rank_communicator.h).
-#include "engine/comm/rank_communicator.h"
+// engine/dist/rank_communicator.cpp — cross-rank all-reduce (see rank_communicator.h).
+#include "engine/dist/rank_communicator.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "engine/exec/device.h"
+#include "engine/backend/device.h"
 
-namespace strata::comm {
+namespace strata::dist {
 
-RankCommunicator::RankCommunicator(RankLink& link, int group, std::vector<exec::Device*> local)
+RankCommunicator::RankCommunicator(RankLink& link, int group, std::vector<backend::Device*> local)
     : link_(link), group_(group), local_(std::move(local)) {}
 
 Status RankCommunicator::all_reduce_sum(std::span<float* const> buffers, size_t n) {
@@ -38,4 +38,4 @@ Status RankCommunicator::all_reduce_sum(std::span<float* const> buffers, size_t 
   return {};
 }
 
-}  // namespace strata::comm
+}  // namespace strata::dist

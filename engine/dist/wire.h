@@ -1,4 +1,4 @@
-// engine/comm/wire.h — the byte layout of messages between ranks: little-endian plain values,
+// engine/dist/wire.h — the byte layout of messages between ranks: little-endian plain values,
 // strings and vectors as a u64 count then the elements. The reader checks every length against
 // the bytes left (Corrupt otherwise), so a garbled message is an error, never a wild read.
 // Both ends are the same build on the same kind of machine (x86-64), so values are copied as is.
@@ -12,7 +12,7 @@
 
 #include "engine/core/status.h"
 
-namespace strata::comm {
+namespace strata::dist {
 
 class WireWriter {
  public:
@@ -84,4 +84,4 @@ class WireReader {
   size_t at_ = 0;
 };
 
-}  // namespace strata::comm
+}  // namespace strata::dist

@@ -1,0 +1,24 @@
+// engine/arch/forward.cpp — which forward file runs which architecture: one line per row of the
+// arch table. (A self-registering object in each forward file would be dropped by the linker from
+// the static engine library, and the table in model/ cannot point up into arch/.)
+#include "engine/arch/block_forward.h"
+
+namespace strata::arch {
+
+extern const ArchForward kLlamaForward, kQwen2Forward, kQwen3Forward, kGemma3Forward, kPhi3Forward,
+    kQwen2MoeForward, kQwen3MoeForward;
+
+const ArchForward& forward_for(model::Arch arch) {
+  switch (arch) {  // -Wswitch names a row without a forward
+    case model::Arch::Llama: return kLlamaForward;
+    case model::Arch::Qwen2: return kQwen2Forward;
+    case model::Arch::Qwen3: return kQwen3Forward;
+    case model::Arch::Gemma3: return kGemma3Forward;
+    case model::Arch::Phi3: return kPhi3Forward;
+    case model::Arch::Qwen2Moe: return kQwen2MoeForward;
+    case model::Arch::Qwen3Moe: return kQwen3MoeForward;
+  }
+  return kLlamaForward;  // unreachable: every Arch has a case above
+}
+
+}  // namespace strata::arch

@@ -1,0 +1,120 @@
+// engine/model/arch_doc.cpp — Markdown tables from arch_table.h and the kernels' type traits.
+#include "engine/model/arch_doc.h"
+
+#include "engine/model/arch_table.h"
+#include "kernels/cpu/dtype.h"
+
+namespace strata::model {
+namespace {
+
+const char* yes(bool b) { return b ? "yes" : ""; }
+
+std::string experts_text(const ArchInfo& a) {
+  switch (a.experts) {
+    case Experts::None: return "";
+    case Experts::Optional: return "when expert_count > 0";
+    case Experts::Required: return a.shared_expert ? "always, + shared expert" : "always";
+  }
+  return "";
+}
+
+std::string window_text(const ArchInfo& a) {
+  if (!a.reads_sliding_window) return "ignored";
+  if (a.swa_pattern > 0) return "every " + std::to_string(a.swa_pattern) + "th layer global" +
+                                (a.local_rope_base ? ", local RoPE base" : "");
+  return "every layer";
+}
+
+std::string shape_text(const LayerTensor& t) {
+  std::string s = std::string("[") + dim_name(t.cols);
+  if (t.rows != Dim::None) s += std::string(", ") + dim_name(t.rows);
+  if (t.mats != Dim::None) s += std::string(", ") + dim_name(t.mats);
+  return s + "]";
+}
+
+const char* kind_text(TensorKind k) {
+  switch (k) {
+    case TensorKind::Norm: return "norm (f32)";
+    case TensorKind::Bias: return "vector (f32)";
+    case TensorKind::Matrix: return "matrix";
+    case TensorKind::Experts: return "experts (3-D)";
+  }
+  return "?";
+}
+
+const char* need_text(Need n) {
+  switch (n) {
+    case Need::Always: return "every block";
+    case Need::Dense: return "dense blocks";
+    case Need::Moe: return "MoE blocks";
+    case Need::SharedExpert: return "with a shared expert";
+  }
+  return "?";
+}
+
+const char* trait_text(Trait t) {
+  switch (t) {
+    case Trait::None: return "always";
+    case Trait::QkvBias: return "has_qkv_bias";
+    case Trait::QkNorm: return "has_qk_norm";
+    case Trait::PostNorms: return "has_post_norms";
+    case Trait::ShexpGate: return "has_shexp_gate";
+  }
+  return "?";
+}
+
+const char* cut_text(Cut c) {
+  switch (c) {
+    case Cut::Whole: return "whole";
+    case Cut::QRows: return "query rows";
+    case Cut::KvRows: return "KV rows";
+    case Cut::QElems: return "query elements";
+    case Cut::KvElems: return "KV elements";
+    case Cut::QCols: return "query columns";
+    case Cut::FfRows: return "FFN rows";
+    case Cut::FfCols: return "FFN columns";
+    case Cut::ExpertRange: return "expert range";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string architectures_markdown() {
+  std::string s;
+  s += "| `general.architecture` | runs | RoPE | FFN | Q/K/V bias | Q/K norm | post-norms | fused tensors | "
+       "sliding window | experts |\n";
+  s += "|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const ArchInfo& a : arch_table()) {
+    const ArchTraits& t = a.traits;
+    std::string fused;
+    if (t.fused_qkv) fused += std::string(fused_tensor(Fuse::Qkv).name);
+    if (t.fused_gate_up) fused += (fused.empty() ? "" : ", ") + std::string(fused_tensor(Fuse::GateUp).name);
+    std::string rope = t.rope_style == RopeStyle::Neox ? "NeoX" : "interleaved";
+    if (a.longrope) rope += ", longrope";
+    s += std::string("| `") + a.name + "` | " + a.covers + " | " + rope + " | " +
+         (t.ffn_activation == FfnActivation::GeluTanh ? "GeGLU" : "SwiGLU") + " | " + yes(t.has_qkv_bias) + " | " +
+         yes(t.has_qk_norm) + " | " + yes(t.has_post_norms) + " | " + fused + " | " + window_text(a) + " | " +
+         experts_text(a) + " |\n";
+  }
+  s += "\nThe tensors of block N (`blk.N.<name>`; shapes in GGUF order, innermost first):\n\n";
+  s += "| name | shape | kind | part | present in | required when | tensor-parallel cut | role |\n";
+  s += "|---|---|---|---|---|---|---|---|\n";
+  for (const LayerTensor& t : layer_tensors()) {
+    std::string name = std::string("`") + t.name + "`";
+    if (t.fuse != Fuse::None) name += std::string(" (rows of `") + fused_tensor(t.fuse).name + "` where fused)";
+    s += "| " + name + " | " + shape_text(t) + " | " + kind_text(t.kind) + " | " + part_name(t.part) + " | " +
+         need_text(t.need) + " | " + trait_text(t.required_by) + " | " + cut_text(t.cut) + " | " + t.role + " |\n";
+  }
+  s += "\nHyper-parameter keys (`<arch>.<key>`):\n\n| key | meaning |\n|---|---|\n";
+  for (const HParamInfo& h : hparam_table()) s += std::string("| `") + h.suffix + "` | " + h.meaning + " |\n";
+  s += "\nWeight types a matrix may have:";
+  for (uint32_t id = 0; id < 64; ++id) {
+    const kernels::DTypeTraits* tr = kernels::dtype_traits(id);
+    if (tr && tr->weight_type) s += std::string(" ") + tr->name;
+  }
+  s += " (norms and biases: f32).\n";
+  return s;
+}
+
+}  // namespace strata::model

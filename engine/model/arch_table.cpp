@@ -1,0 +1,265 @@
+// engine/model/arch_table.cpp — the rows: architectures, hyper-parameter keys, block tensors.
+#include "engine/model/arch_table.h"
+
+#include "engine/model/model_config.h"
+#include "engine/model/model_weights.h"
+
+namespace strata::model {
+namespace {
+
+constexpr ArchInfo llama() {
+  ArchInfo a{Arch::Llama, "llama", "Llama 2/3, Mistral, Mixtral, TinyLlama, SmolLM2, the TinyStories models", {}};
+  a.traits.rope_style = RopeStyle::Interleaved;
+  a.traits.expert_weights_norm = true;  // Mixtral renormalises its top-k weights
+  a.experts = Experts::Optional;
+  return a;
+}
+
+constexpr ArchInfo qwen2() {
+  ArchInfo a{Arch::Qwen2, "qwen2", "Qwen2, Qwen2.5", {}};
+  a.traits.rope_style = RopeStyle::Neox;
+  a.traits.has_qkv_bias = true;
+  a.default_rms_eps = 1e-6f, a.default_rope_base = 1000000.0f;
+  return a;
+}
+
+constexpr ArchInfo qwen3() {
+  ArchInfo a{Arch::Qwen3, "qwen3", "Qwen3 (dense)", {}};
+  a.traits.rope_style = RopeStyle::Neox;
+  a.traits.has_qk_norm = true;
+  a.default_rms_eps = 1e-6f, a.default_rope_base = 1000000.0f;
+  return a;
+}
+
+constexpr ArchInfo gemma3() {
+  ArchInfo a{Arch::Gemma3, "gemma3", "Gemma 3 (text)", {}};
+  a.traits.rope_style = RopeStyle::Neox;
+  a.traits.ffn_activation = FfnActivation::GeluTanh;
+  a.traits.has_qk_norm = true;
+  a.traits.has_post_norms = true;
+  a.embd_scale_sqrt = true;
+  a.local_rope_base = true;
+  a.swa_pattern = 6;  // 5 local layers, then 1 global (llama.cpp's fixed pattern)
+  a.ties_output = true;
+  a.default_rms_eps = 1e-6f, a.default_rope_base = 1000000.0f;
+  // Some conversions leave the template out (the Gemma 3 GGUFs on PyPI do); the format its
+  // instruction-tuned models were trained on.
+  a.builtin_chat_template = "gemma";
+  return a;
+}
+
+constexpr ArchInfo phi3() {
+  ArchInfo a{Arch::Phi3, "phi3", "Phi-3, Phi-3.5, Phi-4-mini", {}};
+  a.traits.rope_style = RopeStyle::Neox;
+  a.traits.fused_qkv = true;
+  a.traits.fused_gate_up = true;
+  // phi3 files carry a window, but llama.cpp ignores it (its converters wrote wrong values), and
+  // so does Strata, so that both give the same logits for the same file.
+  a.reads_sliding_window = false;
+  a.longrope = true;
+  return a;
+}
+
+constexpr ArchInfo qwen2moe() {
+  ArchInfo a{Arch::Qwen2Moe, "qwen2moe", "Qwen1.5-MoE, Qwen2-MoE", {}};
+  a.traits.rope_style = RopeStyle::Neox;
+  a.traits.has_qkv_bias = true;
+  a.traits.has_shexp_gate = true;
+  a.traits.expert_weights_norm = false;  // llama.cpp keeps the softmax weights of the top k
+  a.experts = Experts::Required;
+  a.expert_ff_key = true;
+  a.shared_expert = true;
+  a.default_rms_eps = 1e-6f, a.default_rope_base = 1000000.0f;
+  return a;
+}
+
+constexpr ArchInfo qwen3moe() {
+  ArchInfo a{Arch::Qwen3Moe, "qwen3moe", "Qwen3-MoE (30B-A3B, 235B-A22B)", {}};
+  a.traits.rope_style = RopeStyle::Neox;
+  a.traits.has_qk_norm = true;
+  a.traits.expert_weights_norm = true;
+  a.experts = Experts::Required;
+  a.expert_ff_key = true;
+  a.default_rms_eps = 1e-6f, a.default_rope_base = 1000000.0f;
+  return a;
+}
+
+// In Arch order, so that arch_info(Arch) indexes it.
+constexpr ArchInfo kArchs[] = {llama(), qwen2(), qwen3(), gemma3(), phi3(), qwen2moe(), qwen3moe()};
+
+const HParamInfo kHParams[] = {
+    {HParam::ContextLength, "context_length", "context the model was trained with (default 2048)"},
+    {HParam::EmbeddingLength, "embedding_length", "hidden size n_embd"},
+    {HParam::BlockCount, "block_count", "blocks n_layers"},
+    {HParam::FeedForwardLength, "feed_forward_length", "gated FFN units n_ff"},
+    {HParam::HeadCount, "attention.head_count", "query heads"},
+    {HParam::HeadCountKv, "attention.head_count_kv", "key/value heads (default: head_count)"},
+    {HParam::KeyLength, "attention.key_length", "head size (default n_embd / head_count)"},
+    {HParam::ValueLength, "attention.value_length", "value head size (must equal key_length)"},
+    {HParam::RopeDimensionCount, "rope.dimension_count", "rotated dimensions of a head (default: all)"},
+    {HParam::RmsEpsilon, "attention.layer_norm_rms_epsilon", "RMS norm epsilon (default 1e-5)"},
+    {HParam::RopeFreqBase, "rope.freq_base", "RoPE base (default 10000)"},
+    {HParam::RopeScalingType, "rope.scaling.type", "none, linear (longrope/su where the row says)"},
+    {HParam::RopeScalingFactor, "rope.scaling.factor", "linear scaling: positions divided by it"},
+    {HParam::RopeScalingOrigCtx, "rope.scaling.original_context_length", "longrope: where the long factors start"},
+    {HParam::RopeScalingAttnFactor, "rope.scaling.attn_factor", "longrope: cos/sin multiplier"},
+    {HParam::AttentionScale, "attention.scale", "query scale (default 1/sqrt(head size))"},
+    {HParam::SlidingWindow, "attention.sliding_window", "window of the local layers, in positions"},
+    {HParam::SlidingWindowPattern, "attention.sliding_window_pattern",
+     "P: layer i global when (i + 1) % P == 0; or one flag per layer"},
+    {HParam::RopeFreqBaseSwa, "rope.freq_base_swa", "RoPE base of the local layers (default 10000)"},
+    {HParam::ExpertCount, "expert_count", "routed experts per block (0: dense)"},
+    {HParam::ExpertUsedCount, "expert_used_count", "experts per token (top-k)"},
+    {HParam::ExpertFeedForwardLength, "expert_feed_forward_length", "one expert's units"},
+    {HParam::ExpertSharedFeedForwardLength, "expert_shared_feed_forward_length", "the shared expert's units"},
+    {HParam::VocabSize, "vocab_size", "written by make-model; the reader counts token_embd rows"},
+};
+
+using L = LayerWeights;
+using D = Dim;
+using K = TensorKind;
+// clang-format off
+const LayerTensor kLayerTensors[] = {
+  // name                         view                   part           kind         cols        rows       mats       cut              need               required_by        fuse          fill           quant            role
+  {"attn_norm.weight",           &L::attn_norm,          Part::Attention, K::Norm,    D::Embd,    D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::None,       Fuse::None,   Fill::Ones,    Quant::F32,      "attention input norm"},
+  {"attn_q.weight",              &L::wq,                 Part::Attention, K::Matrix,  D::Embd,    D::QDim,   D::None,   Cut::QRows,      Need::Always,       Trait::None,       Fuse::Qkv,    Fill::Random,  Quant::Base,     "query projection"},
+  {"attn_k.weight",              &L::wk,                 Part::Attention, K::Matrix,  D::Embd,    D::KvDim,  D::None,   Cut::KvRows,     Need::Always,       Trait::None,       Fuse::Qkv,    Fill::Random,  Quant::Base,     "key projection"},
+  {"attn_v.weight",              &L::wv,                 Part::Attention, K::Matrix,  D::Embd,    D::KvDim,  D::None,   Cut::KvRows,     Need::Always,       Trait::None,       Fuse::Qkv,    Fill::Random,  Quant::MoreBits, "value projection"},
+  {"attn_q_norm.weight",         &L::q_norm,             Part::Attention, K::Norm,    D::HeadDim, D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::QkNorm,     Fuse::None,   Fill::NearOne, Quant::F32,      "per-head query norm"},
+  {"attn_k_norm.weight",         &L::k_norm,             Part::Attention, K::Norm,    D::HeadDim, D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::QkNorm,     Fuse::None,   Fill::NearOne, Quant::F32,      "per-head key norm"},
+  {"post_attention_norm.weight", &L::post_attn_norm,     Part::Attention, K::Norm,    D::Embd,    D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::PostNorms,  Fuse::None,   Fill::NearOne, Quant::F32,      "attention output norm"},
+  {"post_ffw_norm.weight",       &L::post_ffn_norm,      Part::Ffn,       K::Norm,    D::Embd,    D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::PostNorms,  Fuse::None,   Fill::NearOne, Quant::F32,      "FFN output norm"},
+  {"attn_q.bias",                &L::bq,                 Part::Attention, K::Bias,    D::QDim,    D::None,   D::None,   Cut::QElems,     Need::Always,       Trait::QkvBias,    Fuse::None,   Fill::Random,  Quant::F32,      "query bias"},
+  {"attn_k.bias",                &L::bk,                 Part::Attention, K::Bias,    D::KvDim,   D::None,   D::None,   Cut::KvElems,    Need::Always,       Trait::QkvBias,    Fuse::None,   Fill::Random,  Quant::F32,      "key bias"},
+  {"attn_v.bias",                &L::bv,                 Part::Attention, K::Bias,    D::KvDim,   D::None,   D::None,   Cut::KvElems,    Need::Always,       Trait::QkvBias,    Fuse::None,   Fill::Random,  Quant::F32,      "value bias"},
+  {"attn_output.weight",         &L::wo,                 Part::Attention, K::Matrix,  D::QDim,    D::Embd,   D::None,   Cut::QCols,      Need::Always,       Trait::None,       Fuse::None,   Fill::Random,  Quant::Base,     "attention output projection"},
+  {"ffn_norm.weight",            &L::ffn_norm,           Part::Ffn,       K::Norm,    D::Embd,    D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::None,       Fuse::None,   Fill::Ones,    Quant::F32,      "FFN input norm"},
+  {"ffn_gate_inp.weight",        &L::ffn_gate_inp,       Part::Ffn,       K::Matrix,  D::Embd,    D::Expert, D::None,   Cut::Whole,      Need::Moe,          Trait::None,       Fuse::None,   Fill::Random,  Quant::F32,      "router"},
+  {"ffn_gate_exps.weight",       &L::ffn_gate_exps,      Part::Experts,   K::Experts, D::Embd,    D::FfExp,  D::Expert, Cut::ExpertRange, Need::Moe,         Trait::None,       Fuse::None,   Fill::Random,  Quant::Base,     "routed experts' gates"},
+  {"ffn_up_exps.weight",         &L::ffn_up_exps,        Part::Experts,   K::Experts, D::Embd,    D::FfExp,  D::Expert, Cut::ExpertRange, Need::Moe,         Trait::None,       Fuse::None,   Fill::Random,  Quant::Base,     "routed experts' ups"},
+  {"ffn_down_exps.weight",       &L::ffn_down_exps,      Part::Experts,   K::Experts, D::FfExp,   D::Embd,   D::Expert, Cut::ExpertRange, Need::Moe,         Trait::None,       Fuse::None,   Fill::Random,  Quant::MoreBits, "routed experts' downs"},
+  {"ffn_gate_inp_shexp.weight",  &L::ffn_gate_inp_shexp, Part::Ffn,       K::Bias,    D::Embd,    D::None,   D::None,   Cut::Whole,      Need::SharedExpert, Trait::ShexpGate,  Fuse::None,   Fill::Random,  Quant::F32,      "shared expert's sigmoid gate"},
+  {"ffn_gate_shexp.weight",      &L::ffn_gate_shexp,     Part::Ffn,       K::Matrix,  D::Embd,    D::FfShexp, D::None,  Cut::Whole,      Need::SharedExpert, Trait::None,       Fuse::None,   Fill::Random,  Quant::Base,     "shared expert's gate"},
+  {"ffn_up_shexp.weight",        &L::ffn_up_shexp,       Part::Ffn,       K::Matrix,  D::Embd,    D::FfShexp, D::None,  Cut::Whole,      Need::SharedExpert, Trait::None,       Fuse::None,   Fill::Random,  Quant::Base,     "shared expert's up"},
+  {"ffn_down_shexp.weight",      &L::ffn_down_shexp,     Part::Ffn,       K::Matrix,  D::FfShexp, D::Embd,   D::None,   Cut::Whole,      Need::SharedExpert, Trait::None,       Fuse::None,   Fill::Random,  Quant::MoreBits, "shared expert's down"},
+  {"ffn_gate.weight",            &L::w_gate,             Part::Ffn,       K::Matrix,  D::Embd,    D::Ff,     D::None,   Cut::FfRows,     Need::Dense,        Trait::None,       Fuse::GateUp, Fill::Random,  Quant::Base,     "FFN gate"},
+  {"ffn_up.weight",              &L::w_up,               Part::Ffn,       K::Matrix,  D::Embd,    D::Ff,     D::None,   Cut::FfRows,     Need::Dense,        Trait::None,       Fuse::GateUp, Fill::Random,  Quant::Base,     "FFN up"},
+  {"ffn_down.weight",            &L::w_down,             Part::Ffn,       K::Matrix,  D::Ff,      D::Embd,   D::None,   Cut::FfCols,     Need::Dense,        Trait::None,       Fuse::None,   Fill::Random,  Quant::MoreBits, "FFN down"},
+};
+// clang-format on
+
+const FusedTensor kFused[] = {
+    {Fuse::Qkv, "attn_qkv.weight"},  // Q, K, V rows (phi3)
+    {Fuse::GateUp, "ffn_up.weight"},  // gate rows, then up rows (phi3)
+};
+
+}  // namespace
+
+std::span<const ArchInfo> arch_table() { return kArchs; }
+
+const ArchInfo* find_arch(const std::string& name) {
+  for (const ArchInfo& a : kArchs)
+    if (name == a.name) return &a;
+  return nullptr;
+}
+
+const ArchInfo& arch_info(Arch arch) { return kArchs[static_cast<size_t>(arch)]; }
+
+const char* arch_name(Arch arch) {
+  const auto i = static_cast<size_t>(arch);
+  return i < std::size(kArchs) ? kArchs[i].name : "?";
+}
+
+std::string arch_names() {
+  return arch_names([](const ArchInfo&) { return true; });
+}
+
+std::string arch_names(bool (*keep)(const ArchInfo&)) {
+  std::string out;
+  for (const ArchInfo& a : kArchs)
+    if (keep(a)) out += (out.empty() ? "" : ", ") + std::string(a.name);
+  return out;
+}
+
+std::span<const HParamInfo> hparam_table() { return kHParams; }
+
+std::string hparam_key(const std::string& arch, HParam param) {
+  return arch + "." + kHParams[static_cast<size_t>(param)].suffix;
+}
+
+int64_t dim_size(Dim dim, const ModelConfig& c) {
+  switch (dim) {
+    case Dim::None: return 0;
+    case Dim::Embd: return c.n_embd;
+    case Dim::QDim: return c.q_dim();
+    case Dim::KvDim: return c.kv_dim();
+    case Dim::HeadDim: return c.head_dim;
+    case Dim::Ff: return c.n_ff;
+    case Dim::FfExp: return c.n_ff_exp;
+    case Dim::FfShexp: return c.n_ff_shexp;
+    case Dim::Expert: return c.n_expert;
+    case Dim::One: return 1;
+  }
+  return 0;
+}
+
+const char* dim_name(Dim dim) {
+  switch (dim) {
+    case Dim::None: return "";
+    case Dim::Embd: return "n_embd";
+    case Dim::QDim: return "q_dim";
+    case Dim::KvDim: return "kv_dim";
+    case Dim::HeadDim: return "head_dim";
+    case Dim::Ff: return "n_ff";
+    case Dim::FfExp: return "n_ff_exp";
+    case Dim::FfShexp: return "n_ff_shexp";
+    case Dim::Expert: return "n_expert";
+    case Dim::One: return "1";
+  }
+  return "?";
+}
+
+const char* part_name(Part part) {
+  switch (part) {
+    case Part::Attention: return "attention";
+    case Part::Ffn: return "ffn";
+    case Part::Experts: return "experts";
+  }
+  return "?";
+}
+
+std::span<const LayerTensor> layer_tensors() { return kLayerTensors; }
+std::span<const FusedTensor> fused_tensors() { return kFused; }
+
+const FusedTensor& fused_tensor(Fuse fuse) {
+  for (const FusedTensor& f : kFused)
+    if (f.fuse == fuse) return f;
+  return kFused[0];  // unreachable for the Fuse values the layer table uses
+}
+
+bool tensor_needed(const LayerTensor& t, const ModelConfig& c) {
+  switch (t.need) {
+    case Need::Always: return true;
+    case Need::Dense: return !c.is_moe();
+    case Need::Moe: return c.is_moe();
+    case Need::SharedExpert: return c.n_ff_shexp > 0;
+  }
+  return false;
+}
+
+bool tensor_required(const LayerTensor& t, const ArchTraits& a) {
+  switch (t.required_by) {
+    case Trait::None: return true;
+    case Trait::QkvBias: return a.has_qkv_bias;
+    case Trait::QkNorm: return a.has_qk_norm;
+    case Trait::PostNorms: return a.has_post_norms;
+    case Trait::ShexpGate: return a.has_shexp_gate;
+  }
+  return true;
+}
+
+bool tensor_fused(const LayerTensor& t, const ArchTraits& a) {
+  return (t.fuse == Fuse::Qkv && a.fused_qkv) || (t.fuse == Fuse::GateUp && a.fused_gate_up);
+}
+
+}  // namespace strata::model

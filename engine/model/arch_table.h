@@ -1,0 +1,186 @@
+// engine/model/arch_table.h — the one statement of what each supported architecture is: its name,
+// its traits, the GGUF hyper-parameter keys, and the tensors of a block (GGUF name, shape rule,
+// when present, which placement part, how a tensor-parallel shard cuts it, how make-model fills
+// it). The config reader, the weights binder, make-model's writer, tensor splitting, placement
+// and the planner's parts read these tables and state none of it again (llama.cpp's llama-arch
+// tables are the model). Data only: no GGUF reading and no arithmetic here.
+//
+// Adding an architecture that uses existing ops: one Arch value and one row of kArchs
+// (arch_table.cpp), one forward file in engine/arch/ and its line in engine/arch/forward.cpp
+// (docs/models.md, "Adding an architecture: one row and one file").
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace strata::model {
+
+struct ModelConfig;
+struct LayerWeights;
+struct TensorView;
+
+// llama also covers Mistral (and SmolLM2, TinyLlama, Llama 2/3): a sliding window when the
+// metadata sets one; and Mixtral-style mixture-of-experts when llama.expert_count > 0.
+// Qwen2Moe / Qwen3Moe: qwen2 / qwen3 attention with a mixture-of-experts FFN in every layer.
+enum class Arch { Llama, Qwen2, Qwen3, Gemma3, Phi3, Qwen2Moe, Qwen3Moe };
+
+// How rotary embeddings pair up the dimensions of a head.
+enum class RopeStyle {
+  Interleaved,  // (x[2i], x[2i+1]): Meta's layout, llama.cpp's LLAMA_ROPE_TYPE_NORM (llama arch)
+  Neox,         // (x[i], x[i + rope_dims/2]): HF rotate_half layout (qwen2, qwen3, gemma3, phi3)
+};
+
+// The gated FFN's activation: down(act(gate(x)) * up(x)).
+enum class FfnActivation {
+  Silu,      // SwiGLU (llama, qwen, phi3)
+  GeluTanh,  // GeGLU with the tanh approximation of GELU (gemma3)
+};
+
+// What a block computes differently from one architecture to the next, as ModelConfig carries it
+// (ModelConfig derives from this: the reader sets it from the row in one assignment).
+struct ArchTraits {
+  RopeStyle rope_style = RopeStyle::Interleaved;
+  FfnActivation ffn_activation = FfnActivation::Silu;
+  bool has_qkv_bias = false;     // Q, K, V biases ([q_dim], [kv_dim], [kv_dim] f32; qwen2)
+  bool has_qk_norm = false;      // RMS norm of each head of Q and K before RoPE ([head_dim] weights; qwen3, gemma3)
+  bool has_post_norms = false;   // RMS norm of the attention and FFN outputs before the residual add (gemma3)
+  bool fused_qkv = false;        // one attn_qkv tensor holding Q, K, V rows (phi3)
+  bool fused_gate_up = false;    // one ffn_up tensor holding gate then up rows (phi3)
+  bool expert_weights_norm = false;  // top-k expert weights renormalised to sum 1 (Mixtral-style llama, qwen3moe)
+  bool has_shexp_gate = false;   // the shared expert is scaled by sigmoid(ffn_gate_inp_shexp · x) (qwen2moe)
+};
+
+// Whether a model of the architecture has routed experts.
+enum class Experts {
+  None,      // expert_count must be absent or 0
+  Optional,  // llama: Mixtral-style when expert_count > 0 (experts of feed_forward_length units)
+  Required,  // qwen2moe, qwen3moe
+};
+
+// One architecture: its row of kArchs.
+struct ArchInfo {
+  Arch arch;
+  const char* name;    // general.architecture and the key prefix ("llama" -> "llama.block_count")
+  const char* covers;  // the model families it runs, for the docs
+  ArchTraits traits;
+  Experts experts = Experts::None;
+  bool expert_ff_key = false;    // an expert's units from expert_feed_forward_length (else feed_forward_length)
+  bool shared_expert = false;    // a shared expert of expert_shared_feed_forward_length units (default feed_forward_length)
+  bool embd_scale_sqrt = false;  // the token embedding times sqrt(n_embd) (gemma3)
+  bool local_rope_base = false;  // local layers use rope.freq_base_swa, unscaled (gemma3); else the model's RoPE
+  int64_t swa_pattern = 0;       // sliding_window_pattern when the file has none (gemma3 6); 0: every layer local
+  bool reads_sliding_window = true;  // false: the window key is ignored (phi3: llama.cpp ignores it too)
+  bool longrope = false;         // rope.scaling.type longrope/su with rope_factors_short/_long tensors (phi3)
+  bool ties_output = false;      // make-model writes no output.weight: the embedding is the head (gemma3)
+  float default_rms_eps = 1e-5f;       // what make-model writes
+  float default_rope_base = 10000.0f;  // what make-model writes
+  const char* builtin_chat_template = nullptr;  // chat::builtin_template_source name when the file has none
+};
+
+// Every supported architecture, in the order the docs list them.
+std::span<const ArchInfo> arch_table();
+// The row of an architecture; nullptr for a name Strata does not implement.
+const ArchInfo* find_arch(const std::string& name);
+const ArchInfo& arch_info(Arch arch);
+const char* arch_name(Arch arch);
+// "llama, qwen2, ..." (the names, for error texts and --help); of the rows `keep` accepts.
+std::string arch_names();
+std::string arch_names(bool (*keep)(const ArchInfo&));
+
+// The hyper-parameter keys, after the "<arch>." prefix (llama.cpp's names). The reader and
+// make-model's writer spell keys only through this table.
+enum class HParam {
+  ContextLength, EmbeddingLength, BlockCount, FeedForwardLength, HeadCount, HeadCountKv, KeyLength,
+  ValueLength, RopeDimensionCount, RmsEpsilon, RopeFreqBase, RopeScalingType, RopeScalingFactor,
+  RopeScalingOrigCtx, RopeScalingAttnFactor, AttentionScale, SlidingWindow, SlidingWindowPattern,
+  RopeFreqBaseSwa, ExpertCount, ExpertUsedCount, ExpertFeedForwardLength, ExpertSharedFeedForwardLength,
+  VocabSize,
+};
+struct HParamInfo {
+  HParam param;
+  const char* suffix;  // "attention.head_count_kv"
+  const char* meaning;
+};
+std::span<const HParamInfo> hparam_table();
+// "<arch>.<suffix>".
+std::string hparam_key(const std::string& arch, HParam param);
+
+// ---- The tensors of a block ----
+
+// A shape rule: a dimension as a function of the hyper-parameters (dim_size).
+enum class Dim { None, Embd, QDim, KvDim, HeadDim, Ff, FfExp, FfShexp, Expert, One };
+int64_t dim_size(Dim dim, const ModelConfig& config);
+const char* dim_name(Dim dim);  // "n_embd", "q_dim", ...
+
+// The parts of a block that can be placed apart (docs/placement.md, "Parts of a block").
+enum class Part { Attention, Ffn, Experts };
+const char* part_name(Part part);  // "attention", "ffn", "experts"
+
+enum class TensorKind {
+  Norm,     // [cols] f32 norm weights: replicated to every shard
+  Bias,     // [cols] f32
+  Matrix,   // [rows][cols], any weight type; y = W x with x of length cols
+  Experts,  // [mats][rows][cols]: the routed experts' matrices back to back
+};
+
+// How one shard of a tensor-parallel group takes the tensor (plan::LayerShard): its KV heads
+// (with their query heads) and its FFN units.
+enum class Cut {
+  Whole,     // the whole tensor (norms; an MoE block's router and shared expert, never cut)
+  QRows,     // the query rows of the shard's heads
+  KvRows,    // the key/value rows of the shard's KV heads
+  QElems,    // the elements of the shard's query rows (a bias)
+  KvElems,   // the elements of the shard's key/value rows
+  QCols,     // the columns of the shard's query heads (attn_output)
+  FfRows,    // the rows of the shard's FFN units (gate, up)
+  FfCols,    // the columns of the shard's FFN units (down)
+  ExpertRange,  // the matrices of the shard's experts
+};
+
+// When a block holds the tensor at all.
+enum class Need { Always, Dense, Moe, SharedExpert };
+// Which trait makes an otherwise optional tensor required (Trait::None: required whenever needed).
+enum class Trait { None, QkvBias, QkNorm, PostNorms, ShexpGate };
+// Fused into one file tensor in architectures with the matching trait (fused_qkv, fused_gate_up):
+// the view is a row range of it, members in table order.
+enum class Fuse { None, Qkv, GateUp };
+
+// How make-model fills a tensor (random weights, but norms near 1 so the activations stay sane).
+enum class Fill { Ones, NearOne, Random };
+// Which type of make-model's mix the tensor gets.
+enum class Quant { Base, MoreBits, F32 };
+
+struct LayerTensor {
+  const char* name;  // GGUF name after "blk.N."
+  TensorView LayerWeights::*view;
+  Part part;
+  TensorKind kind;
+  Dim cols, rows, mats;  // rows/mats None for a vector / a matrix
+  Cut cut;
+  Need need;
+  Trait required_by;
+  Fuse fuse;
+  Fill fill;
+  Quant quant;
+  const char* role;  // what it is, for the docs
+};
+// The tensors of a block, in the order make-model writes them (llama.cpp's converters' order).
+// Placement packs a part's vectors first, then its matrices, each in this order.
+std::span<const LayerTensor> layer_tensors();
+
+// One file tensor holding several views' rows (phi3's attn_qkv, and ffn_up holding gate and up).
+struct FusedTensor {
+  Fuse fuse;
+  const char* name;  // after "blk.N."
+};
+std::span<const FusedTensor> fused_tensors();
+const FusedTensor& fused_tensor(Fuse fuse);
+
+// Whether a block of this model holds the tensor, and whether it must.
+bool tensor_needed(const LayerTensor& t, const ModelConfig& config);
+bool tensor_required(const LayerTensor& t, const ArchTraits& traits);
+// Whether the model's architecture stores it as part of a fused tensor.
+bool tensor_fused(const LayerTensor& t, const ArchTraits& traits);
+
+}  // namespace strata::model

@@ -5,19 +5,42 @@
 // and Enter before ready is queued; the crash message names the cause, what was kept and the log.
 #include <QAbstractItemModelTester>
 #include <QAbstractButton>
+#include <QComboBox>
 #include <QDockWidget>
+#include <QHeaderView>
+#include <QDragEnterEvent>
+#include <QDragMoveEvent>
+#include <QDropEvent>
+#include <QMimeData>
+#include <QPushButton>
+#include <QLocale>
 #include <QJsonArray>
 #include <QLabel>
 #include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QProcess>
+#include <QRegularExpression>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSettings>
+#include <QSlider>
+#include <QUndoStack>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTabWidget>
 #include <QTextBrowser>
+#include <QTextBlock>
+#include <QClipboard>
+#include <QApplication>
+#include <QTreeView>
+#include <QStyle>
+
+#include <cmath>
+
+#include <qcustomplot.h>
 
 #include "fake_engine.h"
 #include "ui/app/app_settings.h"
@@ -25,14 +48,23 @@
 #include "ui/app/workstation.h"
 #include "ui/chat/chat_controller.h"
 #include "ui/chat/chat_view.h"
+#include "ui/chat/family_sampling.h"
 #include "ui/chat/message_widget.h"
 #include "ui/chat/sampling_bar.h"
+#include "ui/models/model_files_model.h"
+#include "ui/models/models_panel.h"
 #include <QDoubleSpinBox>
 #include "ui/client/engine_client.h"
 #include "ui/client/engine_process.h"
 #include "ui/placement/placement_editor.h"
 #include "ui/placement/placement_estimate.h"
+#include "ui/devices/memory_bar.h"
+#include "ui/placement/placement_edit.h"
+#include "ui/placement/placement_model.h"
+#include "ui/placement/placement_view.h"
+#include "ui/profiler/profiler_charts.h"
 #include "ui/profiler/profiler_panel.h"
+#include "ui/profiler/profiler_series.h"
 #include "ui/profiler/timeline_model.h"
 #include "ui/profiler/timeline_plot.h"
 #include "ui/storage/conversation_store.h"
@@ -389,6 +421,540 @@ class TestRoundThree : public QObject {
     QTRY_COMPARE(window.profilerDock()->height(), wanted);
     QSettings().remove(QStringLiteral("ui/windowState"));
     QSettings().remove(QStringLiteral("ui/windowGeometry"));
+  }
+
+  // Item 4: the predicted speed's figures agree. The issue's case: a server decoding 4 sequences
+  // at once, 0.79 ms per token for one reply, 2662.5 tok/s over all four; the tab said "2662.5
+  // tok/s (0.79 ms/token)". Now the tok/s beside the ms/token is its inverse, and the total is
+  // named; with simulated devices, this machine's figures follow, labelled.
+  void predictedSpeedFiguresAgree_data() {
+    QTest::addColumn<int>("nSeq");
+    QTest::addColumn<double>("msPerToken");
+    QTest::addColumn<double>("tokensPerS");
+    QTest::addColumn<bool>("simulated");
+    QTest::addColumn<QString>("total");  // expected in the label ("" for one sequence)
+    QTest::newRow("one sequence, cpu") << 1 << 6.6264 << 1000.0 / 6.6264 << false << QString();
+    QTest::newRow("four sequences") << 4 << 0.79 << 2662.5 << true << QStringLiteral("2662.5 tok/s over 4 sequences");
+  }
+  void predictedSpeedFiguresAgree() {
+    QFETCH(int, nSeq);
+    QFETCH(double, msPerToken);
+    QFETCH(double, tokensPerS);
+    QFETCH(bool, simulated);
+    QFETCH(QString, total);
+    PlacementEditor editor;
+    editor.resize(1000, 600);
+    editor.setDevices(QJsonArray{QJsonObject{{"id", "cpu"}, {"name", "CPU"}, {"kind", "cpu"}, {"simulated", false}, {"bytes_total", 8e9}},
+                                 QJsonObject{{"id", "gpu0"}, {"name", "sim-gpu0"}, {"kind", "sim"}, {"simulated", true}, {"bytes_total", 1e9}}});
+    QJsonArray layerBytes;
+    for (int l = 0; l < 4; ++l) layerBytes << 2e6;
+    editor.setModelInfo(QJsonObject{{"id", "m"}, {"n_layers", 4}, {"layer_bytes", layerBytes}, {"embedding_bytes", 1e6}, {"head_bytes", 1e6}});
+    const QString dev = simulated ? QStringLiteral("gpu0") : QStringLiteral("cpu");
+    editor.resetPlacement(QJsonObject{{"version", 1}, {"n_ctx", 512}, {"n_seq", nSeq}, {"max_batch", 256},
+                                      {"embedding", QJsonObject{{"device", dev}}}, {"head", QJsonObject{{"device", dev}}},
+                                      {"layers", QJsonArray{QJsonObject{{"layers", "0-3"}, {"device", dev}}}}});
+    editor.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&editor));
+    const QJsonObject cost{{"n_seq", nSeq}, {"decode_ms_per_token", msPerToken}, {"decode_tokens_per_s", tokensPerS},
+                           {"prefill_tokens_per_s", 1900.0}, {"boundaries", 0}, {"transfer_bytes_per_token", 0}};
+    QJsonObject answer{{"fits", true}, {"cost", cost}, {"error", QJsonValue()}, {"memory", QJsonObject{{"devices", QJsonArray{}}}}};
+    // This machine: the simulated GPU bounded by a CPU that decodes at 16.61 ms per token.
+    if (simulated)
+      answer["cost_on_this_machine"] = QJsonObject{{"n_seq", nSeq}, {"decode_ms_per_token", 16.61},
+                                                   {"decode_tokens_per_s", 4000.0 / (4 * 16.61)}, {"prefill_tokens_per_s", 300.0}};
+    editor.model()->setEngineEstimate(editor.model()->placementJson(), answer);
+    auto* label = editor.findChild<QLabel*>(QStringLiteral("prediction"));
+    QVERIFY(label);
+    const QString text = label->text();
+    // Every "X tok/s decode (Y ms/token)" pair: X = 1000 / Y to the printed digits.
+    static const QRegularExpression pair(QStringLiteral("([0-9.]+) tok/s decode \\(([0-9.]+) ms/token\\)"));
+    int pairs = 0;
+    for (auto it = pair.globalMatch(text); it.hasNext(); ++pairs) {
+      const auto m = it.next();
+      const double tps = m.captured(1).toDouble(), ms = m.captured(2).toDouble();
+      QVERIFY2(qAbs(tps * ms / 1000.0 - 1.0) < 0.01, qPrintable(QStringLiteral("%1 tok/s vs %2 ms/token in '%3'").arg(tps).arg(ms).arg(text)));
+    }
+    QCOMPARE(pairs, simulated ? 2 : 1);
+    if (!total.isEmpty()) QVERIFY2(text.contains(total), qPrintable(text));
+    QCOMPARE(text.contains(QStringLiteral("declared hardware")), simulated);
+    QCOMPARE(text.contains(QStringLiteral("on this machine")), simulated);
+  }
+
+  // Item 9: the context length is on the toolbar: the engine's n_ctx shown, choices up to the
+  // model's trained context; choosing one reloads the model with it and keeps it in the settings.
+  void contextLengthOnTheToolbar() {
+    FakeEngine engine;
+    AppSettings s;
+    Workstation ws(s, /*persist=*/false);
+    QVERIFY(ws.openStore(newDb()));
+    MainWindow window(&ws);
+    window.resize(1280, 800);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    auto* ctx = window.findChild<QComboBox*>(QStringLiteral("contextLength"));
+    QVERIFY(ctx);
+    ws.attachRemote(engine.url(), QString());
+    QTRY_COMPARE_WITH_TIMEOUT(ctx->currentData().toInt(), 512, 10000);
+    QVERIFY(ctx->isEnabled());
+    QStringList items;
+    for (int i = 0; i < ctx->count(); ++i) items << ctx->itemText(i);
+    QCOMPARE(items, (QStringList{QLocale().toString(512), QLocale().toString(1024), QLocale().toString(2048) + " (the model's maximum)"}));
+    // Readable on the toolbar: its text is not cut.
+    QVERIFY2(ctx->width() >= ctx->sizeHint().width(), qPrintable(QStringLiteral("%1 < %2").arg(ctx->width()).arg(ctx->sizeHint().width())));
+    ws.settings().lastModel = QStringLiteral("/models/fake.gguf");
+    const int loads = engine.loadRequests;
+    // While it loads, a busy bar in the status bar (minor item: "loading…" had no progress bar).
+    auto* bar = window.findChild<QProgressBar*>(QStringLiteral("loadProgress"));
+    QVERIFY(bar);
+    QVERIFY(!bar->isVisible());
+    bool barWhileLoading = false;
+    connect(&ws, &Workstation::stateChanged, this, [&](Workstation::EngineState st) {
+      if (st == Workstation::EngineState::Loading) barWhileLoading = bar->isVisible();
+    });
+    ctx->setCurrentIndex(2);
+    emit ctx->activated(2);
+    QVERIFY(barWhileLoading);
+    QTRY_COMPARE_WITH_TIMEOUT(engine.loadRequests, loads + 1, 5000);
+    QCOMPARE(engine.loadBodies.last().value("n_ctx").toInt(), 2048);
+    QCOMPARE(ws.settings().ctx, 2048);
+    QTRY_COMPARE_WITH_TIMEOUT(ctx->currentData().toInt(), 2048, 10000);  // the engine's answer shown
+  }
+
+  // Item 9: GPU offload as a slider that writes the placement (llama.cpp's -ngl: the last N blocks
+  // on the GPUs, split by capacity), undoable, following the placement shown.
+  void gpuOffloadSliderWritesThePlacement_data() {
+    QTest::addColumn<int>("n");
+    QTest::addColumn<QStringList>("blocks");  // device of each block after the slider moved
+    QTest::addColumn<QString>("embedding");
+    QTest::addColumn<QString>("head");
+    QTest::newRow("none") << 0 << QStringList{"cpu", "cpu", "cpu", "cpu", "cpu", "cpu"} << "cpu" << "cpu";
+    QTest::newRow("half") << 3 << QStringList{"cpu", "cpu", "cpu", "gpu0", "gpu0", "gpu1"} << "cpu" << "cpu";
+    QTest::newRow("all") << 6 << QStringList{"gpu0", "gpu0", "gpu0", "gpu0", "gpu1", "gpu1"} << "gpu0" << "gpu1";
+  }
+  void gpuOffloadSliderWritesThePlacement() {
+    QFETCH(int, n);
+    QFETCH(QStringList, blocks);
+    QFETCH(QString, embedding);
+    QFETCH(QString, head);
+    PlacementEditor editor;
+    QAbstractItemModelTester tester(editor.model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    editor.resize(1000, 700);
+    // gpu0 twice gpu1's memory: 2 of 3 offloaded blocks' share.
+    editor.setDevices(QJsonArray{QJsonObject{{"id", "cpu"}, {"name", "CPU"}, {"kind", "cpu"}, {"bytes_total", 8e9}},
+                                 QJsonObject{{"id", "gpu0"}, {"name", "sim-gpu0"}, {"kind", "sim"}, {"simulated", true}, {"bytes_total", 2e9}},
+                                 QJsonObject{{"id", "gpu1"}, {"name", "sim-gpu1"}, {"kind", "sim"}, {"simulated", true}, {"bytes_total", 1e9}}});
+    QJsonArray layerBytes;
+    for (int l = 0; l < 6; ++l) layerBytes << 2e6;
+    editor.setModelInfo(QJsonObject{{"id", "m"}, {"n_layers", 6}, {"layer_bytes", layerBytes}, {"embedding_bytes", 1e6}, {"head_bytes", 1e6}});
+    // Start from a plan that put block 0 on gpu0 and the rest on the CPU (the issue's fallback).
+    editor.resetPlacement(QJsonObject{{"version", 1}, {"n_ctx", 512}, {"n_seq", 1}, {"max_batch", 256},
+                                      {"embedding", QJsonObject{{"device", "cpu"}}}, {"head", QJsonObject{{"device", "cpu"}}},
+                                      {"layers", QJsonArray{QJsonObject{{"layers", "0"}, {"device", "gpu0"}},
+                                                            QJsonObject{{"layers", "1-5"}, {"device", "cpu"}}}}});
+    editor.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&editor));
+    auto* slider = editor.findChild<QSlider*>(QStringLiteral("gpuOffload"));
+    auto* label = editor.findChild<QLabel*>(QStringLiteral("gpuOffloadLabel"));
+    QVERIFY(slider && label);
+    QVERIFY(slider->isEnabled());
+    QCOMPARE(slider->maximum(), 6);
+    QCOMPARE(slider->value(), 1);  // block 0 on gpu0
+    QCOMPARE(label->text(), QStringLiteral("GPU offload: 1 / 6 blocks"));
+    QVERIFY2(label->width() >= label->sizeHint().width(), qPrintable(QStringLiteral("label %1 < %2").arg(label->width()).arg(label->sizeHint().width())));
+    const PlacementData before = editor.model()->placement();
+    slider->setValue(n);
+    const PlacementData& p = editor.model()->placement();
+    QStringList got;
+    for (const LayerTarget& t : p.layers) got << t.devices.join('+');
+    QCOMPARE(got, blocks);
+    QCOMPARE(p.embeddingDevice, embedding);
+    QCOMPARE(p.headDevice, head);
+    QCOMPARE(p.nCtx, 512);
+    QCOMPARE(label->text(), QStringLiteral("GPU offload: %1 / 6 blocks").arg(n));
+    editor.model()->undoStack()->undo();
+    QVERIFY(editor.model()->placement() == before);
+    QCOMPARE(slider->value(), 1);  // follows the placement shown
+  }
+
+  // Item 9: a plan that leaves blocks on the CPU although GPUs are present says so in the status bar.
+  void cpuFallbackIsNoticed() {
+    FakeEngine engine;
+    engine.devices = QJsonArray{QJsonObject{{"id", "cpu"}, {"name", "CPU"}, {"kind", "cpu"}, {"bytes_total", 8e9}},
+                                QJsonObject{{"id", "gpu0"}, {"name", "sim-gpu0 32 MiB"}, {"kind", "sim"}, {"simulated", true}, {"bytes_total", 33554432.0}},
+                                QJsonObject{{"id", "gpu1"}, {"name", "sim-gpu1 32 MiB"}, {"kind", "sim"}, {"simulated", true}, {"bytes_total", 33554432.0}}};
+    engine.statusPlacement = QJsonObject{{"version", 1}, {"n_ctx", 512}, {"n_seq", 1}, {"max_batch", 256},
+                                         {"embedding", QJsonObject{{"device", "gpu0"}}}, {"head", QJsonObject{{"device", "cpu"}}},
+                                         {"layers", QJsonArray{QJsonObject{{"layers", "0"}, {"device", "gpu0"}},
+                                                               QJsonObject{{"layers", "1"}, {"device", "cpu"}}}}};
+    AppSettings s;
+    Workstation ws(s, /*persist=*/false);
+    QVERIFY(ws.openStore(newDb()));
+    MainWindow window(&ws);
+    window.resize(1280, 800);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    auto* notice = window.findChild<QLabel*>(QStringLiteral("cpuFallbackNotice"));
+    QVERIFY(notice);
+    QVERIFY(!notice->isVisible());
+    ws.attachRemote(engine.url(), QString());
+    QTRY_VERIFY_WITH_TIMEOUT(notice->isVisible(), 10000);
+    QCOMPARE(notice->text(), QStringLiteral("1 of 2 blocks run on the CPU and 1 on gpu0, gpu1. A smaller context or "
+                                            "quantization may fit more on the GPUs (Placement tab, GPU offload)."));
+    // Every block on the GPUs: the notice goes.
+    engine.statusPlacement = QJsonObject{{"version", 1}, {"n_ctx", 512}, {"n_seq", 1}, {"max_batch", 256},
+                                         {"embedding", QJsonObject{{"device", "gpu0"}}}, {"head", QJsonObject{{"device", "gpu1"}}},
+                                         {"layers", QJsonArray{QJsonObject{{"layers", "0"}, {"device", "gpu0"}},
+                                                               QJsonObject{{"layers", "1"}, {"device", "gpu1"}}}}};
+    QTRY_VERIFY_WITH_TIMEOUT(!notice->isVisible(), 10000);
+  }
+
+  // Item 5: after a drop the selection goes with the tiles, so the vacated cell is drawn empty
+  // (before, it stayed a solid highlight box), and Apply's notice says what moved with its size,
+  // a part as a part (before: "1 layer(s) moved").
+  void dropLeavesNoBoxAndSaysWhatMoved() {
+    PlacementEditor editor;
+    QAbstractItemModelTester tester(editor.model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    editor.resize(1000, 700);
+    editor.setDevices(QJsonArray{QJsonObject{{"id", "cpu"}, {"name", "CPU"}, {"kind", "cpu"}, {"bytes_total", 8e9}},
+                                 QJsonObject{{"id", "gpu0"}, {"name", "sim-gpu0"}, {"kind", "sim"}, {"simulated", true}, {"bytes_total", 2e9}}});
+    QJsonArray layerBytes, parts;
+    for (int l = 0; l < 4; ++l) {
+      layerBytes << 2'200'000.0;
+      parts << QJsonObject{{"attention_bytes", 600'000.0}, {"ffn_bytes", 1'600'000.0}, {"experts_bytes", 0.0}};
+    }
+    editor.setModelInfo(QJsonObject{{"id", "m"}, {"n_layers", 4}, {"layer_bytes", layerBytes}, {"layer_parts", parts},
+                                    {"embedding_bytes", 1e6}, {"head_bytes", 1e6}});
+    editor.resetPlacement(QJsonObject{{"version", 1}, {"n_ctx", 512}, {"n_seq", 1}, {"max_batch", 256},
+                                      {"embedding", QJsonObject{{"device", "cpu"}}}, {"head", QJsonObject{{"device", "cpu"}}},
+                                      {"layers", QJsonArray{QJsonObject{{"layers", "0-3"}, {"device", "cpu"}}}}});
+    editor.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&editor));
+    PlacementView* view = editor.view();
+    PlacementModel* model = editor.model();
+    view->setFocus();
+    const int cpu = model->laneOfDevice("cpu"), gpu0 = model->laneOfDevice("gpu0");
+    const int row = 2;  // tile 2: blk 1
+    const QModelIndex source = model->index(row, cpu);
+    QVERIFY(model->data(source, PlacementModel::PlacedRole).toBool());
+    view->selectionModel()->select(source, QItemSelectionModel::ClearAndSelect);
+    view->selectionModel()->setCurrentIndex(source, QItemSelectionModel::NoUpdate);
+    std::unique_ptr<QMimeData> mime(model->mimeData(view->selectionModel()->selectedIndexes()));
+    QVERIFY(mime);
+    const QPoint pos(view->columnViewportPosition(gpu0) + view->columnWidth(gpu0) / 2, view->rowViewportPosition(row) + 3);
+    QDragEnterEvent enter(pos, Qt::MoveAction | Qt::CopyAction, mime.get(), Qt::LeftButton, Qt::NoModifier);
+    QCoreApplication::sendEvent(view->viewport(), &enter);
+    QDragMoveEvent move(pos, Qt::MoveAction | Qt::CopyAction, mime.get(), Qt::LeftButton, Qt::NoModifier);
+    QCoreApplication::sendEvent(view->viewport(), &move);
+    QDropEvent drop(QPointF(pos), Qt::MoveAction | Qt::CopyAction, mime.get(), Qt::LeftButton, Qt::NoModifier);
+    QCoreApplication::sendEvent(view->viewport(), &drop);
+    QVERIFY(drop.isAccepted());
+    QVERIFY(!model->data(source, PlacementModel::PlacedRole).toBool());
+    QVERIFY(model->data(model->index(row, gpu0), PlacementModel::PlacedRole).toBool());
+    // Pixels: the vacated cell looks like an empty cell of the same lane's column (blk 1's cpu cell
+    // against the empty gpu0 cell of blk 0, both away from text), not like a highlight.
+    const QImage shot = view->viewport()->grab().toImage();
+    auto cellPixel = [&](int r, int c) {
+      return shot.pixelColor(view->columnViewportPosition(c) + 3, view->rowViewportPosition(r) + view->rowHeight(r) / 2);
+    };
+    const QColor vacated = cellPixel(row, cpu), empty = cellPixel(1, gpu0);
+    const QColor highlight = view->palette().color(QPalette::Active, QPalette::Highlight);
+    QVERIFY2(vacated != highlight && vacated == empty,
+             qPrintable(QStringLiteral("vacated cell %1, an empty cell %2, highlight %3").arg(vacated.name(), empty.name(), highlight.name())));
+    QVERIFY(view->selectionModel()->isSelected(model->index(row, gpu0)));
+    QCOMPARE(model->changeSummary(), QStringLiteral("blk 1 (%1) to gpu0").arg(formatBytes(2'200'000)));
+    // A part: blk 2's FFN to gpu0 (undo the block move first).
+    model->undoStack()->undo();
+    PlacementEdit ffn;
+    ffn.firstTile = ffn.lastTile = 3;
+    ffn.lane.kind = Lane::Kind::Device;
+    ffn.lane.target.devices = {QStringLiteral("gpu0")};
+    ffn.part = BlockPart::Ffn;
+    QString error;
+    QVERIFY2(model->applyEdit(ffn, &error), qPrintable(error));
+    QCOMPARE(model->changeSummary(), QStringLiteral("blk 2 FFN part (%1) to gpu0").arg(formatBytes(1'600'000)));
+    // The engine's answer for it (it fits), so that Apply is allowed.
+    model->setEngineEstimate(model->placementJson(), QJsonObject{{"fits", true}, {"error", QJsonValue()},
+                                                                      {"memory", QJsonObject{{"devices", QJsonArray{}}}}});
+    QVERIFY2(model->applyBlocker().isEmpty(), qPrintable(model->applyBlocker()));
+    QSignalSpy apply(&editor, &PlacementEditor::applyRequested);
+    editor.applyButton()->click();
+    QCOMPARE(apply.count(), 1);
+    QCOMPARE(apply.first().at(1).toString(), QStringLiteral("blk 2 FFN part (%1) to gpu0").arg(formatBytes(1'600'000)));
+  }
+
+  // Item 3: at 1280x800 (and, registered again, at scale 1.5) every lane header's text fits its
+  // section ("pu1 1.0 GiB (simulated" before), and the Devices dock leaves the chat most of the width.
+  void laneHeadersAndDevicesDockFit() {
+    AppSettings s;
+    Workstation ws(s, /*persist=*/false);
+    QVERIFY(ws.openStore(newDb()));
+    MainWindow window(&ws);
+    window.resize(1280, 800);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    QJsonArray devices{QJsonObject{{"id", "cpu"}, {"name", "CPU"}, {"kind", "cpu"}, {"bytes_total", 68719476736.0}}};
+    for (int g = 0; g < 2; ++g)
+      devices << QJsonObject{{"id", QStringLiteral("gpu%1").arg(g)}, {"name", QStringLiteral("sim-gpu%1 1 GiB (simulated)").arg(g)},
+                             {"kind", "sim"}, {"simulated", true}, {"bytes_total", 1073741824.0}};
+    emit ws.devicesChanged(devices);
+    window.showTab(MainWindow::Tab::Placement);
+    PlacementEditor* editor = window.placementEditor();
+    QJsonArray layerBytes;
+    for (int l = 0; l < 30; ++l) layerBytes << 2e6;
+    editor->setModelInfo(QJsonObject{{"id", "m"}, {"n_layers", 30}, {"layer_bytes", layerBytes}, {"embedding_bytes", 1e6}, {"head_bytes", 1e6}});
+    QTRY_VERIFY(editor->isVisible());
+    QTest::qWait(0);
+    QHeaderView* header = editor->view()->horizontalHeader();
+    QCOMPARE(header->count(), 4);  // model, cpu, gpu0, gpu1
+    const QFontMetrics fm(header->font());
+    QStringList cut;
+    for (int c = 1; c < header->count(); ++c) {
+      const QString text = editor->model()->headerData(c, Qt::Horizontal, Qt::DisplayRole).toString();
+      const QStringList lines = text.split('\n');
+      for (const QString& line : lines)
+        if (fm.horizontalAdvance(line) + 8 > header->sectionSize(c))
+          cut << QStringLiteral("'%1' needs %2 px in %3").arg(line).arg(fm.horizontalAdvance(line) + 8).arg(header->sectionSize(c));
+      if (header->height() < int(lines.size()) * fm.lineSpacing())
+        cut << QStringLiteral("header %1 px high for %2 lines").arg(header->height()).arg(lines.size());
+    }
+    QVERIFY2(cut.isEmpty(), qPrintable(cut.join("; ")));
+    QVERIFY(editor->model()->headerData(3, Qt::Horizontal, Qt::DisplayRole).toString().contains("simulated"));
+    QVERIFY2(window.devicesDock()->width() <= window.width() / 4,
+             qPrintable(QStringLiteral("devices dock %1 px of %2").arg(window.devicesDock()->width()).arg(window.width())));
+  }
+
+  // Item 6: new chats sample as the model's family suggests; min-p, repeat and top-k are in the
+  // bar under the message box, readable.
+  void familySamplingDefaults_data() {
+    QTest::addColumn<QString>("architecture");
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<QString>("family");
+    QTest::addColumn<double>("temperature");
+    QTest::addColumn<int>("topK");
+    QTest::addColumn<double>("repeat");  // 1.0: off (absent from the request)
+    QTest::newRow("SmolLM2") << "llama" << "SmolLM2-360M-Instruct-Q8_0.gguf" << "smollm2" << 0.2 << 0 << 1.1;
+    QTest::newRow("Llama 3.2") << "llama" << "Llama-3.2-3B-Instruct" << "llama" << 0.6 << 0 << 1.1;
+    QTest::newRow("Gemma 3 270M") << "gemma3" << "gemma-3-270m-it" << "gemma3" << 1.0 << 64 << 1.0;
+    QTest::newRow("Qwen3") << "qwen3" << "Qwen3-0.6B" << "qwen3" << 0.6 << 20 << 1.0;
+    QTest::newRow("Qwen2.5") << "qwen2" << "Qwen2.5-0.5B-Instruct" << "qwen2" << 0.7 << 20 << 1.05;
+    QTest::newRow("unknown") << "mamba" << "x" << "" << 0.7 << 0 << 1.1;
+  }
+  void familySamplingDefaults() {
+    QFETCH(QString, architecture);
+    QFETCH(QString, name);
+    QFETCH(QString, family);
+    QFETCH(double, temperature);
+    QFETCH(int, topK);
+    QFETCH(double, repeat);
+    const FamilySampling f = familySampling(architecture, name);
+    QCOMPARE(f.family, family);
+    QCOMPARE(f.sampling.value("temperature").toDouble(), temperature);
+    QCOMPARE(f.sampling.value("top_k").toInt(0), topK);
+    QCOMPARE(f.sampling.value("repeat_penalty").toDouble(1.0), repeat);
+    QCOMPARE(f.sampling.value("max_tokens").toInt(), 1024);
+  }
+  void newChatTakesTheFamilysSampling() {
+    FakeEngine engine;  // a "llama" model
+    AppSettings s;
+    Workstation ws(s, /*persist=*/false);
+    QVERIFY(ws.openStore(newDb()));
+    MainWindow window(&ws);
+    window.resize(1280, 800);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    auto* bar = window.chatView()->samplingBar();
+    auto* temperature = bar->findChild<QDoubleSpinBox*>(QStringLiteral("temperature"));
+    QVERIFY(temperature);
+    QCOMPARE(temperature->value(), 0.7);  // no model yet
+    ws.attachRemote(engine.url(), QString());
+    QTRY_COMPARE_WITH_TIMEOUT(temperature->value(), 0.6, 10000);  // the draft chat, untouched, follows
+    QCOMPARE(ws.chat()->sampling().value("top_p").toDouble(), 0.9);
+    // min-p, repeat and top-k: shown with their labels, not cut.
+    for (const char* n : {"minP", "repeatPenalty", "topK"}) {
+      QWidget* w = bar->findChild<QWidget*>(QLatin1String(n));
+      QVERIFY2(w && w->isVisible(), n);
+      QVERIFY2(w->width() >= w->minimumSizeHint().width(), n);
+    }
+  }
+
+  // Item 10: two windows on one database: what one stores appears in the other (the store's
+  // data_version, polled), the open chat's new messages too; a chat deleted in one goes in the other.
+  void twoWindowsShareChats() {
+    const QString db = newDb();
+    FakeEngine engine;
+    EngineClient client;
+    client.setEndpoint(QUrl(engine.url()), QString());
+    ConversationStore storeA, storeB;
+    QVERIFY(storeA.open(db));
+    QVERIFY(storeB.open(db));
+    ChatController a(&storeA, &client), b(&storeB, &client);
+    QAbstractItemModelTester tester(b.conversationModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    a.loadConversations();
+    b.loadConversations();
+    b.setSyncIntervalMs(20);
+    QCOMPARE(b.conversationModel()->rowCount(), 1);  // its own draft
+    QVERIFY(!b.syncFromStore());                    // nothing new
+    QSignalSpy finished(&a, &ChatController::replyFinished);
+    QVERIFY(a.send(QStringLiteral("Explain KV caches in two lines.")));
+    QVERIFY(finished.wait(5000));
+    const qint64 id = a.currentConversation();
+    QVERIFY(id > 0);
+    // B's timer picks it up: the new chat is listed under B's draft... (the list is most recent first)
+    auto listed = [&] {
+      for (int r = 0; r < b.conversationModel()->rowCount(); ++r)
+        if (b.conversationModel()->conversation(r).id == id) return true;
+      return false;
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(listed(), 5000);
+    QCOMPARE(b.currentConversation(), qint64(0));  // B stays on its draft
+    b.openConversation(id);
+    QCOMPARE(b.chatModel()->rowCount(), 2);  // the question and the reply
+    // A sends again into the same chat: B, showing it, gets the new messages.
+    QVERIFY(a.send(QStringLiteral("And in one?")));
+    QVERIFY(finished.wait(5000));
+    QTRY_COMPARE_WITH_TIMEOUT(b.chatModel()->rowCount(), 4, 5000);
+    // Deleted in A: gone from B, which opens another chat.
+    a.deleteConversation(id);
+    QTRY_VERIFY_WITH_TIMEOUT(!listed(), 5000);
+    QVERIFY(b.currentConversation() != id);
+  }
+
+  // Minor items of the profiler: the Links chart switches units (0.00025 GB/s read as such), the
+  // First-token chart's axis counts whole replies, layer colours keep away from the lost-device
+  // magenta, and a lost device has no bubble figure.
+  void profilerMinorItems() {
+    QTabWidget tabs;
+    ProfilerSeries series;
+    ProfilerCharts charts(&series, &tabs);
+    tabs.resize(800, 300);
+    tabs.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&tabs));
+    // 250 bytes over 1 ms between gpu0 and gpu1: 0.00025 GB/s.
+    const QJsonArray lanes{QJsonObject{{"id", 0}, {"name", "gpu0"}, {"simulated", true}},
+                           QJsonObject{{"id", 1}, {"name", "gpu1"}, {"simulated", true}}};
+    series.appendBatch(QJsonObject{{"lanes", lanes}, {"events", QJsonArray{}}, {"now_ns", double(1000 * kMs)}});
+    series.appendBatch(QJsonObject{{"lanes", lanes}, {"events", QJsonArray{traceEvent(0, "transfer", -1, 1000, 0, 250, 1)}},
+                                   {"now_ns", double(1001 * kMs)}});
+    for (int r = 0; r < 3; ++r) series.addReplyStats(150 + r, 20, 40);
+    charts.refresh();
+    QCOMPARE(charts.linkPlot()->yAxis->label(), QStringLiteral("KB/s"));
+    QVERIFY(charts.linkPlot()->graphCount() >= 1);
+    const auto& link = *charts.linkPlot()->graph(0)->data();
+    QVERIFY(link.size() >= 1);
+    QCOMPARE(qRound(link.at(link.size() - 1)->value), 250);
+    QCOMPARE(ProfilerCharts::linkUnit(12.5).first, QStringLiteral("GB/s"));
+    QCOMPARE(ProfilerCharts::linkUnit(0.02).first, QStringLiteral("MB/s"));
+    tabs.setCurrentWidget(charts.ttftPlot());
+    charts.ttftPlot()->replot();
+    const QVector<double> ticks = charts.ttftPlot()->xAxis->tickVector();
+    QVERIFY(!ticks.isEmpty());
+    for (double t : ticks) QVERIFY2(t == std::floor(t), qPrintable(QStringLiteral("tick at %1").arg(t)));
+    // Colours: every layer's hue at least 25 degrees from the re-planning magenta.
+    TraceSpan replan;
+    replan.kind = QStringLiteral("replan");
+    const int magenta = TimelinePlot::spanColor(replan).hsvHue();
+    for (int layer = 0; layer < 256; ++layer) {
+      TraceSpan c;
+      c.kind = QStringLiteral("compute");
+      c.layer = layer;
+      const int hue = TimelinePlot::spanColor(c).hsvHue();
+      const int d = qMin(qAbs(hue - magenta), 360 - qAbs(hue - magenta));
+      QVERIFY2(d >= 25, qPrintable(QStringLiteral("layer %1 hue %2, magenta %3").arg(layer).arg(hue).arg(magenta)));
+    }
+    // Bubbles: gpu1 lost (a re-plan record names it) has none; gpu0 keeps its figure.
+    TimelineModel model;
+    model.appendBatch(replyBatch());
+    QVERIFY(model.bubblePercent().contains(2));
+    model.appendReplan(QJsonObject{{"time_ns", double(1100 * kMs)}, {"ms", 5.0}, {"ok", true}, {"lost", QJsonArray{"gpu1"}},
+                                   {"devices", QJsonArray{"cpu", "gpu0"}}});
+    QVERIFY(!model.bubblePercent().contains(2));
+    QVERIFY(model.bubblePercent().contains(1));
+  }
+
+  // Minor: TTFT is shown as soon as the reply's first token arrives, not "–" until it ends.
+  void ttftWhileStreaming() {
+    FakeEngine engine;
+    AppSettings s;
+    Workstation ws(s, /*persist=*/false);
+    QVERIFY(ws.openStore(newDb()));
+    MainWindow window(&ws);
+    ws.attachRemote(engine.url(), QString());
+    QString during;
+    connect(ws.chat(), &ChatController::firstToken, this, [&] { during = window.profilerPanel()->summaryText(); });
+    QSignalSpy finished(ws.chat(), &ChatController::replyFinished);
+    QString storage;
+    connect(ws.chat(), &ChatController::storageError, this, [&](const QString& m) { storage = m; });
+    QVERIFY2(ws.chat()->send(QStringLiteral("hi")), qPrintable(storage));
+    QVERIFY(finished.wait(5000));
+    QVERIFY2(during.contains(QRegularExpression(QStringLiteral("TTFT [0-9]+ ms"))), qPrintable(during));
+  }
+
+  // Minor: `strata --help` prints the options on a machine without a display (it failed: the GUI
+  // application wanted one before the parser ran).
+  void helpWithoutDisplay() {
+    QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    for (const char* v : {"QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY", "QT_SCALE_FACTOR"}) env.remove(QLatin1String(v));
+    p.setProcessEnvironment(env);
+    p.start(QStringLiteral(STRATA_GUI_BINARY), {QStringLiteral("--help")});
+    QVERIFY(p.waitForFinished(30000));
+    const QString out = QString::fromUtf8(p.readAllStandardOutput());
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QVERIFY2(p.exitCode() == 0, qPrintable(QString::fromUtf8(p.readAllStandardError())));
+    QVERIFY2(out.contains("--devices") && out.contains("--remote") && out.contains("--ctx"), qPrintable(out));
+  }
+
+  // Minor: the Models tab shows a model file's whole name at 1280x800 (it read "SmolL….gguf").
+  void modelNamesAreNotElided() {
+    AppSettings s;
+    Workstation ws(s, /*persist=*/false);
+    QVERIFY(ws.openStore(newDb()));
+    MainWindow window(&ws);
+    window.resize(1280, 800);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    const QString name = QStringLiteral("SmolLM2-360M-Instruct-Q8_0.gguf");
+    ws.modelFiles()->addFile(dir_.filePath(name), QStringLiteral("opened"));
+    window.showTab(MainWindow::Tab::Models);
+    auto* view = window.modelsPanel()->findChild<QTreeView*>(QStringLiteral("modelFiles"));
+    QVERIFY(view);
+    QTRY_VERIFY(view->isVisible());
+    const int row = ws.modelFiles()->rowOfPath(dir_.filePath(name));
+    QVERIFY(row >= 0);
+    const QModelIndex at = ws.modelFiles()->index(row, 0);
+    QCOMPARE(at.data().toString(), name);
+    // What the delegate needs to draw the whole name (its size hint), and at least the text's advance.
+    const int needed = qMax(view->sizeHintForIndex(at).width(), view->fontMetrics().horizontalAdvance(name));
+    QVERIFY2(view->visualRect(at).width() >= needed,
+             qPrintable(QStringLiteral("name column %1 px, the name needs %2").arg(view->visualRect(at).width()).arg(needed)));
+  }
+
+  // Minor: the copy-code link is words the font has (⧉ was a missing-glyph box) and says "copied"
+  // under the block that was copied.
+  void copyCodeLinkReadsAndConfirms() {
+    MessageWidget w;
+    w.resize(600, 400);
+    StoredMessage m;
+    m.role = QStringLiteral("assistant");
+    m.content = QStringLiteral("Two:\n\n```\nls -l\n```\n\n```\npwd\n```\n");
+    w.setMessage(m, false, true);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QTextBrowser* browser = w.browser();
+    const QFontMetrics fm(browser->font());
+    auto linkTexts = [&] {
+      QStringList out;
+      for (QTextBlock b = browser->document()->begin(); b.isValid(); b = b.next())
+        for (auto it = b.begin(); !it.atEnd(); ++it)
+          if (it.fragment().charFormat().isAnchor()) out << it.fragment().text();
+      return out;
+    };
+    QCOMPARE(linkTexts(), (QStringList{"copy code", "copy code"}));
+    for (const QString& t : linkTexts())
+      for (const QChar c : t) QVERIFY2(fm.inFont(c), qPrintable(QStringLiteral("'%1' is not in the font").arg(c)));
+    emit browser->anchorClicked(QUrl(QStringLiteral("strata-copy:1")));
+    QCOMPARE(QApplication::clipboard()->text(), QStringLiteral("pwd"));
+    QCOMPARE(linkTexts(), (QStringList{"copy code", "copied"}));
   }
 
   // Item 2: Live mode after a reply: idle batches (now_ns moving on, no events) for longer than the

@@ -13,6 +13,7 @@
 #include <QStyle>
 #include <QTextBlock>
 #include <QTextBrowser>
+#include <QTimer>
 #include <QTextCursor>
 #include <QToolButton>
 #include <QVBoxLayout>
@@ -41,6 +42,14 @@ MessageWidget::MessageWidget(QWidget* parent) : QFrame(parent) {
       const QStringList blocks = fencedCodeBlocks(message_.content);
       if (n >= 0 && n < blocks.size()) {
         QApplication::clipboard()->setText(blocks[n]);
+        // Feedback where the click was: the link reads "copied" for two seconds.
+        copiedBlock_ = n;
+        render();
+        QTimer::singleShot(2000, this, [this, n] {
+          if (copiedBlock_ != n) return;
+          copiedBlock_ = -1;
+          render();
+        });
         emit codeCopied(n);
       }
       return;
@@ -192,7 +201,7 @@ void MessageWidget::renderMarkdown(QTextBrowser* browser, const QString& markdow
 void MessageWidget::render() {
   QString text = message_.content;
   if (streaming_) text += QStringLiteral(" ▍");
-  if (!streaming_) text = withCopyLinks(text);  // a "copy code" link under each finished code block
+  if (!streaming_) text = withCopyLinks(text, copiedBlock_);  // a "copy code" link under each finished code block
   if (text != renderedMarkdown_) {
     renderedMarkdown_ = text;
     highlighter_->setBackground(browser_->palette().color(QPalette::AlternateBase));

@@ -60,6 +60,7 @@ class MessageWidget : public QFrame {
   QString renderedMarkdown_;
   QString statsPlain_;  // the stats line as set (the label's text has break points added)
   int promptDone_ = -1, promptTotal_ = 0;
+  int copiedBlock_ = -1;  // the code block whose copy link was just clicked (reads "copied")
   bool isLast_ = false;
   CodeHighlighter* highlighter_ = nullptr;
 };

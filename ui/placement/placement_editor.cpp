@@ -13,11 +13,13 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QRadioButton>
+#include <QSlider>
 #include <QRegularExpression>
 #include <QToolButton>
 #include <QUndoStack>
 #include <QVBoxLayout>
 
+#include "ui/placement/gpu_offload.h"
 #include "ui/devices/memory_bar.h"
 #include "ui/placement/placement_model.h"
 #include "ui/placement/placement_view.h"
@@ -127,6 +129,23 @@ PlacementEditor::PlacementEditor(QWidget* parent)
   kvRow->addWidget(kvWithLayer_);
   kvRow->addWidget(kvOnCpu_);
   kvRow->addStretch(1);
+  // GPU offload, as LM Studio has it: blocks on the accelerators (the last N, llama.cpp's -ngl),
+  // written into the placement (undoable; Apply sends it).
+  offloadLabel_ = new QLabel(this);
+  offloadLabel_->setObjectName(QStringLiteral("gpuOffloadLabel"));
+  offload_ = new QSlider(Qt::Horizontal, this);
+  offload_->setObjectName(QStringLiteral("gpuOffload"));
+  offload_->setToolTip(tr("GPU offload: how many blocks run on the GPUs; the rest run on the CPU"));
+  offload_->setMinimumWidth(120);
+  offload_->setPageStep(1);
+  auto* offloadRow = new QHBoxLayout;  // a row of its own too: the KV choice keeps its width
+  offloadRow->addWidget(offloadLabel_);
+  offloadRow->addWidget(offload_, 1);
+  connect(offload_, &QSlider::valueChanged, this, [this](int n) {
+    offloadLabel_->setText(tr("GPU offload: %1 / %2 blocks").arg(n).arg(offload_->maximum()));
+    if (!offload_->isSliderDown()) model_->setOffloadedBlocks(n);
+  });
+  connect(offload_, &QSlider::sliderReleased, this, [this] { model_->setOffloadedBlocks(offload_->value()); });
   kvWithLayer_->setChecked(true);
   connect(kvOnCpu_, &QRadioButton::toggled, this, [this](bool on) {
     if (!model_->setKvDeviceForAll(on ? QStringLiteral("cpu") : QString())) refresh();
@@ -138,7 +157,7 @@ PlacementEditor::PlacementEditor(QWidget* parent)
   bottom->addWidget(blocked_, 1);
   bottom->addWidget(apply_);
   connect(apply_, &QPushButton::clicked, this, [this] {
-    if (model_->applyBlocker().isEmpty()) emit applyRequested(model_->placementJson());
+    if (model_->applyBlocker().isEmpty()) emit applyRequested(model_->placementJson(), model_->changeSummary());
   });
 
   auto* layout = new QVBoxLayout(this);
@@ -150,6 +169,7 @@ PlacementEditor::PlacementEditor(QWidget* parent)
   layout->addWidget(footer_);
   layout->addLayout(groupRow);
   layout->addLayout(kvRow);
+  layout->addLayout(offloadRow);
   layout->addWidget(message_);
   layout->addLayout(bottom);
 
@@ -272,10 +292,9 @@ void PlacementEditor::refresh() {
     predicted = tr("No prediction: %1").arg(model_->estimateError());
   } else {
     const CostPrediction c = model_->prediction();
-    predicted = tr("Predicted: %1 tok/s decode (%2 ms/token), %3 tok/s prefill · %4 boundar%5 · %6 moved per token")
-                    .arg(c.decodeTokensPerS, 0, 'f', 1)
-                    .arg(c.decodeMsPerToken, 0, 'f', 2)
-                    .arg(c.prefillTokensPerS, 0, 'f', 0)
+    const CostPrediction here = model_->predictionOnThisMachine();
+    predicted = predictionText(c, model_->hasPredictionOnThisMachine() ? &here : nullptr) +
+                tr(" · %1 boundar%2 · %3 moved per token")
                     .arg(c.boundaries)
                     .arg(c.boundaries == 1 ? "y" : "ies")
                     .arg(formatBytes(c.transferBytesPerToken));
@@ -289,6 +308,15 @@ void PlacementEditor::refresh() {
   apply_->setEnabled(reason.isEmpty());
   apply_->setToolTip(reason);
   blocked_->setText(reason.isEmpty() || moved == 0 ? QString() : reason);
+  {
+    const bool accel = !accelerators(model_->devices()).isEmpty() && p.layerCount() > 0;
+    const QSignalBlocker block(offload_);
+    offload_->setRange(0, p.layerCount());
+    offload_->setEnabled(accel);
+    if (!offload_->isSliderDown()) offload_->setValue(model_->offloadedBlockCount());
+    offloadLabel_->setText(accel ? tr("GPU offload: %1 / %2 blocks").arg(offload_->value()).arg(p.layerCount())
+                                 : tr("GPU offload: no GPU"));
+  }
   const bool kvCpu = !p.layers.isEmpty() && p.layers.first().kvDevice == QLatin1String("cpu");
   QSignalBlocker b1(kvWithLayer_), b2(kvOnCpu_);
   kvOnCpu_->setChecked(kvCpu);

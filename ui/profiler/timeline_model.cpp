@@ -278,7 +278,8 @@ QMap<int, double> TimelineModel::bubblePercent() const {
   const QList<Interval> inFlight = merged(anywhere);
   const qint64 window = total(inFlight);
   for (const TraceLane& lane : lanes_) {
-    if (lane.name == QLatin1String("host") || !seen.contains(lane.id)) continue;
+    // A lost device does no more work: its idle time is not a pipeline bubble.
+    if (lane.name == QLatin1String("host") || lane.lost || !seen.contains(lane.id)) continue;
     const qint64 busy = overlap(merged(device.value(lane.id)), inFlight);
     out.insert(lane.id, window > 0 ? 100.0 * static_cast<double>(window - busy) / static_cast<double>(window) : 0.0);
   }

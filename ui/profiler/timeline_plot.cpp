@@ -181,7 +181,13 @@ void TimelinePlot::setVisibleMs(double ms) {
 }
 
 QColor TimelinePlot::spanColor(const TraceSpan& s) {
-  if (s.kind == QLatin1String("compute")) return QColor::fromHsv(((s.layer < 0 ? 0 : s.layer) * 37) % 360, 150, 215);
+  if (s.kind == QLatin1String("compute")) {
+    // Layer hues step around the wheel but skip 270-330 degrees: magenta is the lost device's
+    // re-planning colour, and transfers' teal and all-reduces' red stay apart by saturation.
+    int hue = ((s.layer < 0 ? 0 : s.layer) * 37) % 300;
+    if (hue >= 270) hue += 60;
+    return QColor::fromHsv(hue, 150, 215);
+  }
   if (s.kind == QLatin1String("transfer")) return QColor(0x10, 0x90, 0x90);
   if (s.kind == QLatin1String("all-reduce")) return QColor(0xd0, 0x30, 0x30);
   if (s.kind == QLatin1String("idle")) return QColor(0xb0, 0xb0, 0xb0);

@@ -88,7 +88,7 @@ class TestPlacementEditor : public QObject {
     QVERIFY(label);
     // gpu0 and gpu1 are simulated: the declared hardware's figures and this machine's, both labelled.
     QVERIFY(e.hasOnThisMachine);
-    QVERIFY2(label->text().startsWith(QStringLiteral("Predicted for the declared hardware: %1 tok/s decode (%2 ms/token), %3 tok/s prefill · on this machine (simulation bounded by the CPU): %4 tok/s decode (%5 ms/token) · 1 boundary · %6 moved per token")
+    QVERIFY2(label->text().startsWith(QStringLiteral("Predicted, declared hardware: %1 tok/s decode (%2 ms/token), %3 tok/s prefill · this machine: %4 tok/s decode (%5 ms/token) · 1 boundary · %6 moved per token")
                                           .arg(e.cost.decodeTokensPerS, 0, 'f', 1)
                                           .arg(e.cost.decodeMsPerToken, 0, 'f', 2)
                                           .arg(e.cost.prefillTokensPerS, 0, 'f', 0)

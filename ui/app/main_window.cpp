@@ -19,6 +19,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScreen>
+#include <QScrollArea>
 #include <QSet>
 #include <QSettings>
 #include <QSignalBlocker>
@@ -164,8 +165,15 @@ void MainWindow::buildCentral() {
   middleLayout->addWidget(tabs_, 1);
   chatView_ = new ChatView(ws_->chat(), tabs_);
   tabs_->addTab(chatView_, tr("Chat"));
-  placementEditor_ = new PlacementEditor(tabs_);
-  tabs_->addTab(placementEditor_, tr("Placement"));
+  // The editor scrolls as a whole when the tab is lower than its controls need (a small screen, a
+  // large QT_SCALE_FACTOR): its block rows keep their minimum instead of being squeezed to none.
+  auto* placementScroll = new QScrollArea(tabs_);
+  placementScroll->setObjectName(QStringLiteral("placementScroll"));
+  placementScroll->setWidgetResizable(true);
+  placementScroll->setFrameShape(QFrame::NoFrame);
+  placementEditor_ = new PlacementEditor(placementScroll);
+  placementScroll->setWidget(placementEditor_);
+  tabs_->addTab(placementScroll, tr("Placement"));
   modelsPanel_ = new ModelsPanel(ws_->modelFiles(), tabs_);
   tabs_->addTab(modelsPanel_, tr("Models"));
 

@@ -13,6 +13,7 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QRadioButton>
+#include <QScrollBar>
 #include <QSlider>
 #include <QRegularExpression>
 #include <QToolButton>
@@ -37,6 +38,10 @@ PlacementEditor::PlacementEditor(QWidget* parent)
   setObjectName(QStringLiteral("placementEditor"));
   prediction_->setObjectName(QStringLiteral("prediction"));
   view_->setPlacementModel(model_);
+  // At least eight block rows under the lane headers (three lines: id, size, "simulated"), whatever
+  // the window's height: the tab scrolls instead (MainWindow puts the editor in a scroll area).
+  view_->setMinimumHeight(8 * view_->verticalHeader()->defaultSectionSize() + 3 * view_->fontMetrics().lineSpacing() + 16 +
+                          view_->horizontalScrollBar()->sizeHint().height());
   // Long text wraps instead of widening the panel (and squeezing the chat list beside it).
   message_->setWordWrap(true);
   prediction_->setWordWrap(true);
@@ -152,8 +157,10 @@ PlacementEditor::PlacementEditor(QWidget* parent)
   });
 
   // Bottom: prediction, reason, Apply.
+  // The message, the reason Apply is refused and Apply on one row; the prediction under them across
+  // the whole width (beside them it wrapped into six lines and took the block rows' height).
   auto* bottom = new QHBoxLayout;
-  bottom->addWidget(prediction_, 1);
+  bottom->addWidget(message_, 1);
   bottom->addWidget(blocked_, 1);
   bottom->addWidget(apply_);
   connect(apply_, &QPushButton::clicked, this, [this] {
@@ -170,8 +177,8 @@ PlacementEditor::PlacementEditor(QWidget* parent)
   layout->addLayout(groupRow);
   layout->addLayout(kvRow);
   layout->addLayout(offloadRow);
-  layout->addWidget(message_);
   layout->addLayout(bottom);
+  layout->addWidget(prediction_);
 
   restyleWarnings();
   connect(model_, &PlacementModel::estimateChanged, this, &PlacementEditor::refresh);
@@ -302,6 +309,10 @@ void PlacementEditor::refresh() {
     else if (model_->isPreviewing()) predicted += tr(" — if dropped here");
   }
   prediction_->setText(predicted);
+  prediction_->setToolTip(model_->hasPredictionOnThisMachine()
+                              ? tr("This machine: the simulated devices run the CPU's kernels on its threads, so they "
+                                   "are bounded by the CPU's measured speed as well as by their declared one.")
+                              : QString());
   const QString reason = model_->applyBlocker();
   const int moved = model_->changedTileCount();
   apply_->setText(moved > 0 ? tr("Apply: move %1 layer(s)").arg(moved) : tr("Apply"));

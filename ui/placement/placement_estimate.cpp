@@ -107,7 +107,7 @@ QString decodeFigures(const CostPrediction& c) {
                   .arg(perReply, 0, 'f', 1)
                   .arg(c.decodeMsPerToken, 0, 'f', 2);
   if (c.nSeq > 1)
-    s += QCoreApplication::translate("PlacementEditor", " per reply, %1 tok/s over %2 sequences")
+    s += QCoreApplication::translate("PlacementEditor", ", %1 tok/s over %2 sequences")
              .arg(c.decodeTokensPerS, 0, 'f', 1)
              .arg(c.nSeq);
   return s;
@@ -115,12 +115,12 @@ QString decodeFigures(const CostPrediction& c) {
 }  // namespace
 
 QString predictionText(const CostPrediction& c, const CostPrediction* onThisMachine) {
-  QString s = onThisMachine ? QCoreApplication::translate("PlacementEditor", "Predicted for the declared hardware: ")
+  QString s = onThisMachine ? QCoreApplication::translate("PlacementEditor", "Predicted, declared hardware: ")
                             : QCoreApplication::translate("PlacementEditor", "Predicted: ");
   s += decodeFigures(c);
   s += QCoreApplication::translate("PlacementEditor", ", %1 tok/s prefill").arg(c.prefillTokensPerS, 0, 'f', 0);
   if (onThisMachine)
-    s += QCoreApplication::translate("PlacementEditor", " · on this machine (simulation bounded by the CPU): %1")
+    s += QCoreApplication::translate("PlacementEditor", " · this machine: %1")
              .arg(decodeFigures(*onThisMachine));
   return s;
 }

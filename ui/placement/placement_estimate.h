@@ -84,7 +84,8 @@ struct CostPrediction {
 // The label's figures, consistent with each other: one reply's speed and its inverse (ms/token) from
 // the same number; with several sequences the total over all of them beside it, named; with
 // simulated devices (`onThisMachine` non-null) the declared hardware's figures and this machine's,
-// both labelled. "Predicted: 1266.0 tok/s decode (0.79 ms/token), 1900 tok/s prefill".
+// both labelled ("this machine": the simulated devices bounded by the host CPU, whose kernels they
+// run). "Predicted: 1266.0 tok/s decode (0.79 ms/token), 1900 tok/s prefill".
 QString predictionText(const CostPrediction& c, const CostPrediction* onThisMachine);
 
 // The engine's answer for one placement, parsed.

@@ -58,6 +58,7 @@
 #include "ui/client/engine_process.h"
 #include "ui/placement/placement_editor.h"
 #include "ui/placement/placement_estimate.h"
+#include "ui/devices/device_delegate.h"
 #include "ui/devices/memory_bar.h"
 #include "ui/placement/placement_edit.h"
 #include "ui/placement/placement_model.h"
@@ -987,6 +988,49 @@ class TestRoundThree : public QObject {
     QVERIFY(scroll);
     QCOMPARE(scroll->widget(), static_cast<QWidget*>(editor));
     QVERIFY(editor->height() >= editor->minimumSizeHint().height());
+  }
+
+  // Minor (seen in the screenshots): a simulated device's row read "gpu0  sim-gpu0 32 Mi…" in the
+  // Devices dock; its name only repeated the id, the size and "simulated" (the tag says it).
+  void deviceRowTitleFitsTheDock_data() {
+    QTest::addColumn<QString>("id");
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<bool>("simulated");
+    QTest::addColumn<QString>("title");
+    QTest::newRow("sim") << "gpu0" << "sim-gpu0 32 MiB (simulated)" << true << QStringLiteral("gpu0  %1").arg(formatBytes(32ull << 20));
+    QTest::newRow("sim, labelled") << "gpu1" << "RTX 3060 — sim-gpu1 12 GiB (simulated)" << true
+                                   << QStringLiteral("gpu1  RTX 3060 — sim-gpu1 12 GiB  %1").arg(formatBytes(32ull << 20));
+    QTest::newRow("cpu") << "cpu" << "CPU (2 threads)" << false << QStringLiteral("cpu  CPU (2 threads)  %1").arg(formatBytes(32ull << 20));
+  }
+  void deviceRowTitleFitsTheDock() {
+    QFETCH(QString, id);
+    QFETCH(QString, name);
+    QFETCH(bool, simulated);
+    QFETCH(QString, title);
+    QCOMPARE(DeviceDelegate::title(id, name, 32ull << 20, simulated), title);
+  }
+
+  // Item 2 at scale 1.5 (seen in the screenshots): a dock too short for the lanes and the legend drew
+  // the legend over the last lane. The legend now goes instead, and comes back when there is room.
+  void timelineLegendNeverCoversALane() {
+    TimelineModel model;
+    TimelinePlot plot;
+    plot.setModel(&model);
+    model.appendBatch(replyBatch());
+    plot.resize(700, 400);
+    plot.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&plot));
+    auto overlap = [&] {
+      return plot.legend()->isVisible() && plot.legend()->geometry().intersects(plot.plot()->geometry());
+    };
+    QVERIFY(plot.legend()->isVisible());
+    QVERIFY(!overlap());
+    plot.resize(700, plot.plot()->minimumHeight() + 4);  // room for the lanes, not for the legend too
+    QTRY_VERIFY(!plot.legend()->isVisible());
+    QVERIFY(plot.plot()->height() >= plot.plot()->minimumHeight());
+    plot.resize(700, 400);
+    QTRY_VERIFY(plot.legend()->isVisible());
+    QVERIFY(!overlap());
   }
 
   // Item 2: Live mode after a reply: idle batches (now_ns moving on, no events) for longer than the

@@ -464,11 +464,14 @@ void MainWindow::onStatus(const QJsonObject& status) {
     modelKey_ = key;
     editorSynced_ = {};
     placementEditor_->setModelInfo(modelInfoFromStatus(status));
-    // New chats sample as the model's makers suggest (family_sampling.h).
+    // New chats sample as the model's makers suggest (family_sampling.h), unless the user set
+    // defaults of their own in Settings: those win.
+    const QJsonObject& own = ws_->settings().defaultSampling;
+    const bool userDefaults = !own.isEmpty() && own != ChatController::defaultSampling();
     const FamilySampling family = familySampling(model.value(QStringLiteral("architecture")).toString(),
                                                  model.value(QStringLiteral("id")).toString() + QLatin1Char(' ') +
                                                      QFileInfo(model.value(QStringLiteral("path")).toString()).fileName());
-    ws_->chat()->setDefaultSampling(family.sampling);
+    if (!userDefaults) ws_->chat()->setDefaultSampling(family.sampling);
   }
   const QJsonObject placement = status.value(QStringLiteral("placement")).toObject();
   if (!placement.isEmpty()) enginePlacement_ = placement;

@@ -3,6 +3,7 @@
 #include "ui/profiler/timeline_plot.h"
 
 #include <QLabel>
+#include <QResizeEvent>
 #include <QMouseEvent>
 #include <QToolTip>
 #include <QVBoxLayout>
@@ -158,6 +159,13 @@ TimelinePlot::TimelinePlot(QWidget* parent) : QWidget(parent), plot_(new QCustom
 }
 
 TimelinePlot::~TimelinePlot() = default;
+
+void TimelinePlot::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  const int legendHeight = legend_->heightForWidth(width()) + 2;  // + the layout's spacing
+  const bool room = height() >= plot_->minimumHeight() + legendHeight;
+  if (legend_->isVisibleTo(this) != room) legend_->setVisible(room);
+}
 
 void TimelinePlot::setModel(TimelineModel* model) {
   if (model_) disconnect(model_, nullptr, this, nullptr);

@@ -59,6 +59,9 @@ class TimelinePlot : public QWidget {
 
  protected:
   bool eventFilter(QObject* watched, QEvent* event) override;
+  // The legend goes when the lanes would not keep their minimum height with it (a short dock at
+  // QT_SCALE_FACTOR 1.5 drew it over the last lane); the colours stay in each span's tooltip.
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   void showTooltip(QMouseEvent* event);

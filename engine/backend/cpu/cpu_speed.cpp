@@ -7,6 +7,8 @@
 #include <sstream>
 #include <system_error>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "engine/core/device_info_json.h"
@@ -103,7 +105,8 @@ Status save_cpu_speed(const fs::path& file, const std::string& key, const CpuSpe
   std::error_code ec;
   if (file.has_parent_path()) fs::create_directories(file.parent_path(), ec);
   if (ec) return Error{Code::Io, "cannot create " + file.parent_path().string() + ": " + ec.message()};
-  const fs::path tmp = file.string() + ".tmp";
+  // A name of this process's own: engines measuring at once (parallel tests) do not write one file.
+  const fs::path tmp = file.string() + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::trunc);
     if (!out) return Error{Code::Io, "cannot write " + tmp.string()};

@@ -17,7 +17,7 @@
 #include "engine/backend/device.h"
 #include "engine/backend/registry/registry.h"
 #include "engine/serve/device_json.h"
-#include "kernels/cpu/bandwidth.h"
+#include "engine/backend/cpu/cpu_speed.h"
 
 namespace strata::cli {
 
@@ -27,6 +27,7 @@ struct DevicesOptions {
   ModelOptions model;
   std::string devices;  // "" -> every hardware device found (CUDA), then the CPU
   bool json = false;
+  bool measure_cpu = false;  // --measure-cpu: measure the CPU again and replace the cached figures
 };
 
 // The devices of an explicit --devices list (any entry that cannot be made is an error, as for run),
@@ -34,11 +35,9 @@ struct DevicesOptions {
 // open is still listed, as failed and with the reason, so that `devices` shows what is wrong with it.
 Expected<std::vector<DeviceInfo>> list_devices(const DevicesOptions& o) {
   const int threads = resolve_threads(o.model.threads);
-  double cpu_bw = 0;
-  {
-    kernels::ThreadPool probe(threads);
-    cpu_bw = kernels::measure_read_bandwidth_gbps(probe, int64_t{64} << 20);
-  }
+  const backend::CpuSpeedResult measured = backend::cpu_speed(threads, o.measure_cpu);
+  const CpuSpeed& cpu_bw = measured.speed;
+  if (o.measure_cpu && !o.json) std::printf("cpu speed: %s\n", measured.note.c_str());
   std::vector<std::unique_ptr<backend::Device>> open;  // kept open until every info is read
   std::vector<DeviceInfo> failed;             // hardware devices that did not open, by ordinal
   if (RankContext* ranks = rank_context()) {
@@ -122,6 +121,8 @@ Command add_devices_command(CLI::App& app) {
   cmd->add_option("-t,--threads", o->model.threads, "CPU threads")->check(CLI::Range(0, 1024));
   register_model_options(*cmd, &o->model);
   register_devices_option(*cmd, &o->devices, nullptr);
+  cmd->add_flag("--measure-cpu", o->measure_cpu,
+                "measure the CPU's read bandwidth and product rates again and replace the cached figures the planner uses");
   cmd->add_flag("--json", o->json, "print JSON: {\"devices\": [...], \"cuda\": {compiled, description, device_count}}");
   return [o] { return devices_command(*o); };
 }

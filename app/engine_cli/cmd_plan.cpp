@@ -2,6 +2,7 @@
 // predicted speed and the planner's reasons, without loading any weights.
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -47,6 +48,13 @@ int plan_command(const PlanOptions& o) {
   auto result = plan::plan_from_options(*config, *weights, rt->infos, *req);
   if (!result.ok()) return report(result.error());
   const Status fits = plan::check_fits(result->memory);
+  // Simulated devices: the declared hardware's figures above, and what this machine can run (the
+  // simulation is bounded by the host CPU).
+  std::optional<plan::CostEstimate> on_host;
+  if (plan::uses_simulated(result->placement, rt->infos)) {
+    auto here = plan::estimate_cost(result->placement, *config, *weights, plan::host_bounded(rt->infos));
+    if (here.ok()) on_host = std::move(*here);
+  }
   if (!o.save.empty()) {
     if (Status s = plan::save_placement_file(result->placement, o.save); !s.ok()) return report(s.error());
   }
@@ -58,6 +66,8 @@ int plan_command(const PlanOptions& o) {
     j["parts"] = plan::parts_json(result->placement, *config, *weights);
     j["cost"] = plan::to_json(result->cost);
     j["cost_full_context"] = plan::to_json(result->cost_full_context);
+    j["cost_on_this_machine"] = nullptr;
+    if (on_host) j["cost_on_this_machine"] = plan::to_json(*on_host);
     j["explanation"] = result->explanation;
     j["fits"] = fits.ok();
     if (!fits.ok()) j["error"] = fits.error().message;
@@ -74,11 +84,16 @@ int plan_command(const PlanOptions& o) {
   std::printf("\nplacement\n%s\n", plan::to_json(result->placement).dump(2).c_str());
   std::printf("\nparts\n%s", plan::format_parts_table(result->placement, *config, *weights).c_str());
   std::printf("\nmemory\n%s", plan::format_memory_table(result->memory).c_str());
-  std::printf("\npredicted: %.1f tokens/s decode, %.1f tokens/s prefill (empty cache); %.1f and %.1f with %lld "
-              "tokens in the cache\n",
-              result->cost.decode_tokens_per_s, result->cost.prefill_tokens_per_s,
+  std::printf("\npredicted%s: %.1f tokens/s decode (%.2f ms/token), %.1f tokens/s prefill (empty cache); %.1f and "
+              "%.1f with %lld tokens in the cache\n",
+              on_host ? " for the declared hardware" : "", result->cost.decode_tokens_per_s,
+              result->cost.decode_ms_per_token, result->cost.prefill_tokens_per_s,
               result->cost_full_context.decode_tokens_per_s, result->cost_full_context.prefill_tokens_per_s,
               (long long)result->placement.n_ctx);
+  if (on_host)
+    std::printf("predicted on this machine (the simulation is bounded by the host CPU): %.1f tokens/s decode "
+                "(%.2f ms/token), %.1f tokens/s prefill\n",
+                on_host->decode_tokens_per_s, on_host->decode_ms_per_token, on_host->prefill_tokens_per_s);
   std::printf("\nwhy\n");
   for (const std::string& line : result->explanation) std::printf("  %s\n", line.c_str());
   if (!fits.ok()) return report(fits.error());

@@ -7,7 +7,7 @@
 #include "engine/plan/memory_estimate.h"
 #include "engine/trace/chrome_trace.h"
 #include "engine/trace/trace_summary.h"
-#include "kernels/cpu/bandwidth.h"
+#include "engine/backend/cpu/cpu_speed.h"
 #include "engine/backend/registry/registry.h"
 
 namespace strata::cli {
@@ -21,6 +21,9 @@ void add_device_options(CLI::App& cmd, DeviceOptions& o, bool with_trace) {
   cmd.add_option("--gpu-layers,--n-gpu-layers", o.gpu_layers, "blocks on the accelerators, the rest on the CPU (default: all)")
       ->check(CLI::Range(int64_t{-1}, int64_t{1} << 20));
   cmd.add_flag("--kv-on-cpu", o.kv_on_cpu, "keep every block's KV cache on the CPU");
+  cmd.add_flag("--measure-cpu", o.measure_cpu,
+               "measure the CPU's read bandwidth and product rates again instead of using the cached figures "
+               "(~/.cache/strata/cpu-speed.json; $STRATA_CPU_SPEED_CACHE)");
   cmd.add_option("--kv-type,--cache-type", o.kv_type,
                  "KV cache elements: f16 (default), f32, or q8_0 (about half of f16's memory; CPU and simulated devices)")
       ->check(CLI::IsMember({"f32", "f16", "q8_0"}));
@@ -56,18 +59,12 @@ bool only_cpu(const DeviceOptions& o) {
 Expected<Runtime> make_runtime_devices(const ModelOptions& mo, const DeviceOptions& o, bool measure_cpu) {
   Runtime rt;
   const int threads = resolve_threads(mo.threads);
-  double cpu_bw = 0.0;
-  if (measure_cpu) {
-    kernels::ThreadPool probe(threads);
-    cpu_bw = kernels::measure_read_bandwidth_gbps(probe, int64_t{64} << 20);
-  }
+  // The CPU's measured speed, from the cache after the first time (cpu_speed.h): the cost model's
+  // CPU figures come from this machine, not from defaults, also for a CPU-only plan.
+  (void)measure_cpu;
+  const CpuSpeed cpu_bw = backend::cpu_speed(threads, o.measure_cpu).speed;
   if (rank_context()) {
-    // Several ranks: this rank's devices ("r0:...") and the others' stand-ins. The cost model
-    // needs every device's speed, so the CPU is always measured.
-    if (cpu_bw == 0.0) {
-      kernels::ThreadPool probe(threads);
-      cpu_bw = kernels::measure_read_bandwidth_gbps(probe, int64_t{64} << 20);
-    }
+    // Several ranks: this rank's devices ("r0:...") and the others' stand-ins.
     STRATA_ASSIGN_OR_RETURN(rt.devices, connect_ranks(o.devices, threads, cpu_bw));
   } else {
     STRATA_ASSIGN_OR_RETURN(rt.devices, backend::make_devices(resolved_devices(o), threads, cpu_bw));

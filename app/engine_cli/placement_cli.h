@@ -35,6 +35,7 @@ struct DeviceOptions {
   int64_t max_batch = 256;
   std::vector<std::string> model_on_rank;  // --model-on-rank R=PATH (mpirun: another rank's copy of the model)
   std::string rank_fault;                  // --rank-fault R:crash_after=N (fault injection, mpirun)
+  bool measure_cpu = false;                // --measure-cpu: measure the CPU again instead of the cached figures
 };
 
 void add_device_options(CLI::App& cmd, DeviceOptions& o, bool with_trace = true);

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <map>
 
-#include "kernels/cpu/bandwidth.h"
+#include "engine/backend/cpu/cpu_speed.h"
 #include "engine/backend/registry/registry.h"
 
 namespace strata::cli {
@@ -25,7 +25,7 @@ std::map<const CLI::App*, Registered>& registry() {
 }
 
 Expected<std::vector<std::unique_ptr<backend::Device>>> local_devices(dist::RankLink& link, const std::string& spec,
-                                                                   int threads, double cpu_bw) {
+                                                                   int threads, const CpuSpeed& cpu_bw) {
   STRATA_ASSIGN_OR_RETURN(std::string mine, dist::rank_devices_spec(spec, link.rank(), link.size()));
   std::vector<std::unique_ptr<backend::Device>> devices;
   if (!mine.empty()) {
@@ -106,7 +106,7 @@ Expected<std::string> model_for_rank(const std::vector<std::string>& entries, in
   return std::string();
 }
 
-Expected<std::vector<std::unique_ptr<backend::Device>>> connect_ranks(const std::string& spec, int threads, double cpu_bw) {
+Expected<std::vector<std::unique_ptr<backend::Device>>> connect_ranks(const std::string& spec, int threads, const CpuSpeed& cpu_bw) {
   RankContext* ctx = g_context;
   if (!ctx) return Error{Code::Internal, "connect_ranks without ranks"};
   STRATA_ASSIGN_OR_RETURN(auto devices, local_devices(*ctx->link, spec, threads, cpu_bw));
@@ -131,11 +131,7 @@ int run_worker(const CLI::App& cmd) {
     std::fprintf(stderr, "rank %d: ", ctx->link->rank());
     return report(e);
   };
-  double cpu_bw = 0;
-  {
-    kernels::ThreadPool probe(threads);
-    cpu_bw = kernels::measure_read_bandwidth_gbps(probe, int64_t{64} << 20);
-  }
+  const CpuSpeed cpu_bw = backend::cpu_speed(threads, /*refresh=*/false).speed;
   auto devices = local_devices(*ctx->link, spec, threads, cpu_bw);
   if (!devices.ok()) return fail(devices.error());
   std::vector<DeviceInfo> infos;

@@ -42,7 +42,7 @@ int run_worker(const CLI::App& cmd);
 // Rank 0: its devices (named "r0:..."), the others' stand-ins, the table of ranks. Collective with
 // the workers (they are waiting in run_worker).
 Expected<std::vector<std::unique_ptr<backend::Device>>> connect_ranks(const std::string& devices_spec, int threads,
-                                                                   double cpu_bandwidth_gbps);
+                                                                   const CpuSpeed& cpu_speed);
 
 // "--rank-fault R:crash_after=N" (fault injection): N for `rank`, -1 when it names another rank or
 // is empty.

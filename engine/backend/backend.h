@@ -19,11 +19,11 @@
 
 namespace strata::backend {
 
-// What opening an entry needs besides its fields: the CPU's threads and read bandwidth, for
-// the "cpu" entry.
+// What opening an entry needs besides its fields: the CPU's threads and measured speed, for the
+// "cpu" entry.
 struct OpenOptions {
   int cpu_threads = 1;
-  double cpu_bandwidth_gbps = 0;
+  CpuSpeed cpu_speed;
 };
 
 // One process's part of a collective over the devices of several processes (the ranks of an

@@ -37,6 +37,23 @@ struct DeviceCaps {
   bool takes_weights(kernels::DType t) const;
 };
 
+// The measured rate of one-token matrix products (decode) of one weight type on a device, in GB/s
+// of weight bytes: below the memory's read bandwidth where dequantizing and the dot products, not
+// the memory, are the limit (the CPU's kernels; kernels/cpu/matmul_probe.h).
+struct MatvecRate {
+  kernels::DType type = kernels::DType::F32;
+  double gbps = 0;
+};
+
+// What the CPU was measured to do (engine/backend/cpu/cpu_speed.h), handed to the "cpu" backend
+// when it opens the device. A bare bandwidth converts (tests, callers that measure only that).
+struct CpuSpeed {
+  CpuSpeed(double read_gbps = 0) : bandwidth_gbps(read_gbps) {}  // NOLINT: implicit on purpose
+  double bandwidth_gbps = 0;              // streaming read, GB/s; 0: the cost model's default
+  double tflops = 0;                      // prompt-shaped products, 1e12 FLOP/s; 0: a rough guess by threads
+  std::vector<MatvecRate> matvec_gbps;    // one-token products per weight type
+};
+
 struct DeviceInfo {
   std::string id;            // unique, as used in placements: "cpu", "gpu0", "cuda0"
   std::string backend;       // the backend that opened it, as in --devices: "cpu", "sim", "cuda"
@@ -47,6 +64,9 @@ struct DeviceInfo {
   uint64_t bytes_free = 0;   // at the time of the query
   double bandwidth_gbps = 0; // memory read bandwidth, GB/s (1e9 bytes)
   double tflops = 0;         // dense compute rate for matrix products, 1e12 FLOP/s
+  // Measured one-token product rates per weight type (the CPU); a type not listed reads weights at
+  // bandwidth_gbps. The cost model's decode time of a weight is bytes / min(bandwidth, this rate).
+  std::vector<MatvecRate> matvec_gbps;
   double link_gbps = 0;      // host link bandwidth (to other devices), GB/s
   double link_latency_us = 0;// per-transfer latency, microseconds
   uint64_t runtime_overhead_bytes = 0;  // reserved by the runtime itself (context, workspaces)

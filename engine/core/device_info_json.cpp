@@ -38,6 +38,26 @@ nlohmann::json device_caps_json(const DeviceCaps& c) {
           {"collective", c.collective}};
 }
 
+nlohmann::json matvec_json(const std::vector<MatvecRate>& rates) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const MatvecRate& r : rates) j[kernels::dtype_name(r.type)] = r.gbps;
+  return j;
+}
+
+Expected<std::vector<MatvecRate>> matvec_from_json(const nlohmann::json& j) {
+  std::vector<MatvecRate> out;
+  if (j.is_null()) return out;
+  if (!j.is_object()) return Error{Code::Corrupt, "matvec_gbps: not an object of type names and GB/s"};
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const auto t = kernels::dtype_from_name(it.key());
+    if (!t) return Error{Code::Corrupt, "matvec_gbps: unknown weight type '" + it.key() + "'"};
+    if (!it.value().is_number() || it.value().get<double>() < 0)
+      return Error{Code::Corrupt, "matvec_gbps: '" + it.key() + "' is not a rate in GB/s"};
+    out.push_back(MatvecRate{*t, it.value().get<double>()});
+  }
+  return out;
+}
+
 nlohmann::json device_info_json(const DeviceInfo& i) {
   return {{"id", i.id},
           {"kind", i.backend},
@@ -48,6 +68,7 @@ nlohmann::json device_info_json(const DeviceInfo& i) {
           {"bytes_free", i.bytes_free},
           {"bandwidth_gbps", i.bandwidth_gbps},
           {"tflops", i.tflops},
+          {"matvec_gbps", matvec_json(i.matvec_gbps)},
           {"link_gbps", i.link_gbps},
           {"link_latency_us", i.link_latency_us},
           {"runtime_overhead_bytes", i.runtime_overhead_bytes},
@@ -81,6 +102,9 @@ Expected<DeviceInfo> device_info_from_json(const nlohmann::json& j) {
     i.bytes_free = j.at("bytes_free").get<uint64_t>();
     i.bandwidth_gbps = j.at("bandwidth_gbps").get<double>();
     i.tflops = j.at("tflops").get<double>();
+    if (j.contains("matvec_gbps")) {  // absent in descriptions from before it existed
+      STRATA_ASSIGN_OR_RETURN(i.matvec_gbps, matvec_from_json(j.at("matvec_gbps")));
+    }
     i.link_gbps = j.at("link_gbps").get<double>();
     i.link_latency_us = j.at("link_latency_us").get<double>();
     i.runtime_overhead_bytes = j.at("runtime_overhead_bytes").get<uint64_t>();

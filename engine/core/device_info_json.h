@@ -13,7 +13,10 @@ namespace strata {
 // {"caps": {"host_memory","host_cpu","reads_weights_in_place","kv_types":[names],"weight_types":[names]
 //  ([]: every type),"peer_access","collective":"nccl"|""}}: DeviceCaps.
 nlohmann::json device_caps_json(const DeviceCaps& caps);
-// {"id","kind":"cpu|sim|cuda" (the backend),"caps":device_caps_json,"name","simulated","bytes_total","bytes_free","bandwidth_gbps","tflops",
+// {"q4_k": GB/s, ...}: measured one-token product rates by weight type name, and the inverse.
+nlohmann::json matvec_json(const std::vector<MatvecRate>& rates);
+Expected<std::vector<MatvecRate>> matvec_from_json(const nlohmann::json& j);
+// {"id","kind":"cpu|sim|cuda" (the backend),"caps":device_caps_json,"name","simulated","bytes_total","bytes_free","bandwidth_gbps","tflops","matvec_gbps",
 //  "link_gbps","link_latency_us","runtime_overhead_bytes","threads","compute_capability","ordinal",
 //  "peers":[ids],"failed","failure","rank","host"}. failure is "" unless failed.
 nlohmann::json device_info_json(const DeviceInfo& info);

@@ -1,6 +1,8 @@
 // engine/core/units.cpp — size parsing (units.h).
 #include "engine/core/units.h"
 
+#include <cstdio>
+
 #include <cctype>
 #include <cmath>
 
@@ -31,6 +33,19 @@ Expected<uint64_t> parse_bytes(const std::string& text) {
   if (!(bytes > 0) || !std::isfinite(bytes) || bytes > 1e18)
     return Error{Code::InvalidArgument, "size '" + text + "' must be positive and below 1 EB"};
   return static_cast<uint64_t>(bytes);
+}
+
+std::string format_capacity(uint64_t bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(bytes);
+  size_t u = 0;
+  while (v >= 1024.0 && u + 1 < sizeof kUnits / sizeof kUnits[0]) {
+    v /= 1024.0;
+    ++u;
+  }
+  char out[32];
+  std::snprintf(out, sizeof out, "%.3g %s", v, kUnits[u]);
+  return out;
 }
 
 }  // namespace strata

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 
 #include "engine/plan/placement_validate.h"
@@ -16,6 +17,36 @@ double bandwidth_bytes_per_ms(const DeviceInfo& d) {
   return (d.bandwidth_gbps > 0 ? d.bandwidth_gbps : kDefaultBandwidthGbps) * 1e6;  // GB/s -> bytes/ms
 }
 double flops_per_ms(const DeviceInfo& d) { return (d.tflops > 0 ? d.tflops : kDefaultTflops) * 1e9; }
+
+// The time of one token's read of a layer's (or the head's) matrices per weight byte: decode reads
+// each matrix at min(bandwidth, the device's measured one-token rate of its type); the rate of the
+// whole is its bytes over the sum of each matrix's time, so a Q4_K_M block's Q6_K tensors weigh
+// in by their share. Prompt batches read at the bandwidth (their limit is the FLOP rate).
+double read_bytes_per_ms(const DeviceInfo& d, std::initializer_list<const model::TensorView*> tensors, int64_t batch) {
+  const double bw = bandwidth_bytes_per_ms(d);
+  if (batch > 1 || d.matvec_gbps.empty()) return bw;
+  double bytes = 0, ms = 0;
+  for (const model::TensorView* t : tensors) {
+    if (t->n_bytes == 0) continue;  // absent (sizes-only views, as the planner's tests make, have no data)
+    double rate = bw;
+    for (const MatvecRate& r : d.matvec_gbps)
+      if (r.type == t->type && r.gbps > 0) rate = std::min(rate, r.gbps * 1e6);
+    bytes += static_cast<double>(t->n_bytes);
+    ms += static_cast<double>(t->n_bytes) / rate;
+  }
+  return ms > 0 ? bytes / ms : bw;
+}
+
+double layer_read_bytes_per_ms(const model::LayerWeights& l, const DeviceInfo& d, int64_t batch) {
+  return read_bytes_per_ms(d,
+                           {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.ffn_gate_inp,
+                            &l.ffn_gate_shexp, &l.ffn_up_shexp, &l.ffn_down_shexp},
+                           batch);
+}
+
+double read_ms(double bytes, double bytes_per_ms, int64_t batch) {
+  return bytes / bytes_per_ms / static_cast<double>(std::max<int64_t>(batch, 1));
+}
 
 // bytes over the slowest declared link among these devices, plus the largest latency once per
 // `batch` tokens. Links of 0 GB/s do not limit (in-process copies).
@@ -106,7 +137,7 @@ double experts_ms(const model::ModelConfig& c, const model::LayerWeights& l, int
   const double share = static_cast<double>(end - begin) / static_cast<double>(c.n_expert);
   const double flops = 2.0 * share * static_cast<double>(c.n_expert_used) * 3.0 * static_cast<double>(c.n_embd) *
                        static_cast<double>(c.n_ff_exp);
-  const double read = bytes_per_batch / bandwidth_bytes_per_ms(d) / static_cast<double>(std::max<int64_t>(batch, 1));
+  const double read = read_ms(bytes_per_batch, read_bytes_per_ms(d, {&l.ffn_gate_exps, &l.ffn_up_exps, &l.ffn_down_exps}, batch), batch);
   return std::max(read, flops / flops_per_ms(d));
 }
 
@@ -129,14 +160,15 @@ double block_ms(const model::ModelConfig& c, const model::LayerWeights& l, const
     // Attention, router and shared expert as any block; the routed experts as far as the batch's
     // tokens reach them.
     const LayerShard shard = whole ? whole_layer(c) : s;
-    const double dense = compute_ms(shard_attention_bytes(c, l, shard) + shard_ffn_bytes(c, l, shard),
-                                    2.0 * static_cast<double>(attention_parameters(c, l, shard) +
-                                                              ffn_parameters(c, l, shard)),
-                                    d, batch);
+    const double bytes = static_cast<double>(shard_attention_bytes(c, l, shard) + shard_ffn_bytes(c, l, shard));
+    const double flops = 2.0 * static_cast<double>(attention_parameters(c, l, shard) + ffn_parameters(c, l, shard));
+    const double dense = std::max(read_ms(bytes, layer_read_bytes_per_ms(l, d, batch), batch), flops / flops_per_ms(d));
     return dense + experts_ms(c, l, shard.expert_begin, shard.expert_end, d, batch);
   }
   const uint64_t bytes = whole ? l.n_bytes() : shard_weight_bytes(c, l, s);
-  return compute_ms(bytes, 2.0 * static_cast<double>(shard_parameters(c, l, s)), d, batch);
+  const double flops = 2.0 * static_cast<double>(shard_parameters(c, l, s));
+  return std::max(read_ms(static_cast<double>(bytes), layer_read_bytes_per_ms(l, d, batch), batch),
+                  flops / flops_per_ms(d));
 }
 
 double embedding_ms(const model::ModelConfig& c, const model::ModelWeights& w, const DeviceInfo& d) {
@@ -146,7 +178,9 @@ double embedding_ms(const model::ModelConfig& c, const model::ModelWeights& w, c
 
 double head_ms(const model::ModelConfig& c, const model::ModelWeights& w, const DeviceInfo& d, int64_t batch) {
   const uint64_t bytes = w.output_norm.n_bytes + w.output.n_bytes;
-  return compute_ms(bytes, 2.0 * static_cast<double>(c.n_vocab) * static_cast<double>(c.n_embd), d, batch);
+  const double flops = 2.0 * static_cast<double>(c.n_vocab) * static_cast<double>(c.n_embd);
+  return std::max(read_ms(static_cast<double>(bytes), read_bytes_per_ms(d, {&w.output}, batch), batch),
+                  flops / flops_per_ms(d));
 }
 
 double attention_ms(const model::ModelConfig& c, int64_t n_kv_heads, kernels::DType kv_type, double positions,
@@ -214,11 +248,16 @@ Status cost_parts(const model::ModelConfig& c, const model::LayerWeights& lw, co
           tp += attention_ms(c, kvh, kv_type, prompt_positions, *members[m], prompt_tile);
         }
         const double flops = 2.0 * static_cast<double>(attention_parameters(c, lw, shard));
-        t += compute_ms(shard_attention_bytes(c, lw, shard), flops, *members[m], rows) + (kv_away ? 0.0 : ta);
+        const double bytes = static_cast<double>(shard_attention_bytes(c, lw, shard));
+        const double rate = read_bytes_per_ms(*members[m], {&lw.wq, &lw.wk, &lw.wv, &lw.wo}, rows);
+        t += std::max(read_ms(bytes, rate, rows), flops / flops_per_ms(*members[m])) + (kv_away ? 0.0 : ta);
         tp += compute_ms(shard_attention_bytes(c, lw, shard), flops, *members[m], batch);
       } else if (u.kind == PartKind::Ffn) {
         const double flops = 2.0 * static_cast<double>(ffn_parameters(c, lw, shard));
-        t += compute_ms(shard_ffn_bytes(c, lw, shard), flops, *members[m], rows);
+        const double bytes = static_cast<double>(shard_ffn_bytes(c, lw, shard));
+        const double rate = read_bytes_per_ms(*members[m], {&lw.w_gate, &lw.w_up, &lw.w_down, &lw.ffn_gate_inp,
+                                                            &lw.ffn_gate_shexp, &lw.ffn_up_shexp, &lw.ffn_down_shexp}, rows);
+        t += std::max(read_ms(bytes, rate, rows), flops / flops_per_ms(*members[m]));
         tp += compute_ms(shard_ffn_bytes(c, lw, shard), flops, *members[m], batch);
         if (lp.experts.empty()) {  // the routed experts run with their FFN part
           t += experts_ms(c, lw, 0, c.n_expert, *members[m], rows);
@@ -457,6 +496,38 @@ Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfi
   est.decode_round_ms = std::max(trip, static_cast<double>(groups) * slowest);
   est.decode_tokens_per_s = est.decode_round_ms > 0 ? 1000.0 * static_cast<double>(p.n_seq) / est.decode_round_ms : 0.0;
   return est;
+}
+
+std::vector<DeviceInfo> host_bounded(const std::vector<DeviceInfo>& devices) {
+  const DeviceInfo* host = nullptr;
+  for (const DeviceInfo& d : devices)
+    if (d.caps.host_cpu) host = &d;
+  std::vector<DeviceInfo> out = devices;
+  if (!host) return out;
+  const double host_bw = host->bandwidth_gbps > 0 ? host->bandwidth_gbps : kDefaultBandwidthGbps;
+  const double host_tflops = host->tflops > 0 ? host->tflops : kDefaultTflops;
+  for (DeviceInfo& d : out) {
+    if (!d.simulated) continue;
+    const double share = std::min(1.0, static_cast<double>(std::max(d.threads, 1)) /
+                                           static_cast<double>(std::max(host->threads, 1)));
+    const double bw = d.bandwidth_gbps > 0 ? d.bandwidth_gbps : kDefaultBandwidthGbps;
+    const double tf = d.tflops > 0 ? d.tflops : kDefaultTflops;
+    d.bandwidth_gbps = std::min(bw, host_bw * share);
+    d.tflops = std::min(tf, host_tflops * share);
+    d.matvec_gbps.clear();
+    for (const MatvecRate& r : host->matvec_gbps) d.matvec_gbps.push_back(MatvecRate{r.type, r.gbps * share});
+  }
+  return out;
+}
+
+bool uses_simulated(const Placement& p, const std::vector<DeviceInfo>& devices) {
+  for (const std::string& id : p.devices())
+    for (const DeviceInfo& d : devices)
+      if (d.id == id && d.simulated) return true;
+  for (const LayerPlacement& l : p.layers)
+    for (const DeviceInfo& d : devices)
+      if (d.id == l.kv_device && d.simulated) return true;
+  return false;
 }
 
 nlohmann::json to_json(const CostEstimate& cost) {

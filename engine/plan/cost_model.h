@@ -88,6 +88,15 @@ Expected<CostEstimate> estimate_cost(const Placement& placement, const model::Mo
 
 nlohmann::json to_json(const CostEstimate& cost);
 
+// The devices as this machine can run them. A simulated device executes the CPU's kernels on its
+// own host threads and then waits out its declared time, so it is never faster than either: its
+// bandwidth, one-token product rates and FLOP rate become at most the host CPU's (the device with
+// caps.host_cpu), scaled by its threads' share of the CPU's threads. Other devices are unchanged;
+// so is everything when no device is simulated or there is no host CPU among them.
+std::vector<DeviceInfo> host_bounded(const std::vector<DeviceInfo>& devices);
+// The placement computes on a simulated device (blocks, parts, embedding, head or a KV cache).
+bool uses_simulated(const Placement& placement, const std::vector<DeviceInfo>& devices);
+
 // Building blocks, shared with the auto-planner.
 uint64_t hidden_state_bytes(const model::ModelConfig& config);  // n_embd x 4: one token's activations
 // Elements of the matrices and vectors of one shard (FLOPs per token = 2 x this).

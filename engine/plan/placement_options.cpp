@@ -154,7 +154,11 @@ Expected<Placement> from_split_options(const model::ModelConfig& c, const std::v
   const DeviceInfo* cpu = first_cpu(devices);
   if (accel.empty()) {
     if (!cpu) return bad("no devices to place the model on");
-    accel.push_back(*cpu);  // no accelerator: the CPU takes the offloaded part too
+    // No accelerator: the CPUs take the offloaded part. Several of them (one per rank under
+    // mpirun, "--devices r0:cpu,r1:cpu"): the blocks spread over all, as --split-mode layer
+    // spreads them over GPUs; a user who names two ranks' devices means both to work.
+    for (const auto& d : devices)
+      if (d.caps.host_cpu) accel.push_back(d);
   }
 
   // Ratio over the accelerators.
@@ -440,7 +444,12 @@ Expected<PlanResult> plan_from_options(const model::ModelConfig& c, const model:
     p.max_batch = r.max_batch > 0 ? r.max_batch : 256;
     p.kv_type = r.kv_type.value_or(kernels::DType::F16);
     const bool by_time = balance_default_layer_split(p, c, w, devices, r);
+    int cpus = 0;
+    for (const auto& d : devices) cpus += d.caps.host_cpu ? 1 : 0;
+    const bool only_cpus = cpus == static_cast<int>(devices.size());
     how = std::string("split mode ") + split_mode_name(r.split_mode) + (by_time ? " (stages balanced by time)" : "") +
+          (only_cpus && cpus > 1 ? ", blocks spread over the " + std::to_string(cpus) + " CPUs named (" + ids_of(devices) + ")"
+                                 : std::string()) +
           (r.gpu_layers >= 0 ? ", gpu layers " + std::to_string(r.gpu_layers) : "") +
           (r.kv_on_cpu ? ", KV on the CPU" : "");
     if (r.experts_on_cpu != 0)

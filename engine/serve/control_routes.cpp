@@ -184,6 +184,13 @@ void handle_estimate(ServerContext& ctx, const httplib::Request& req, httplib::R
   // The same placement at the end of a chat that fills the context: attention reads n_ctx positions.
   auto full = plan::estimate_cost(*placement, m.config(), m.weights(), infos, placement->n_ctx);
   out["cost_full_context"] = full.ok() ? plan::to_json(*full) : Json(nullptr);
+  // With simulated devices: what this machine can run, the simulation bounded by the host CPU
+  // (plan::host_bounded); null when the placement uses none.
+  out["cost_on_this_machine"] = Json(nullptr);
+  if (plan::uses_simulated(*placement, infos)) {
+    auto here = plan::estimate_cost(*placement, m.config(), m.weights(), plan::host_bounded(infos));
+    if (here.ok()) out["cost_on_this_machine"] = plan::to_json(*here);
+  }
   out["error"] = fits.ok() ? Json(nullptr) : Json(fits.error().message);
   Json shortfall = Json::object();
   for (const plan::DeviceMemory& d : estimate->devices) {

@@ -27,6 +27,10 @@ class FakeEngine : public QObject {
   int statusRequests = 0;
   int loadRequests = 0;
   QList<QJsonObject> inspectBodies;  // every models/inspect request body received
+  QList<QJsonObject> loadBodies;     // every model/load request body received
+  int statusCtx = 512;
+  QJsonValue statusPlacement = QJsonValue::Null;  // the status's "placement"
+  QJsonArray devices;                // GET /strata/v1/devices answers {"devices": this} when not empty               // the status's model n_ctx (a load with n_ctx sets it)
 
   FakeEngine() {
     server_.listen(QHostAddress::LocalHost, 0);
@@ -72,12 +76,16 @@ class FakeEngine : public QObject {
       reply(s, 200, QJsonDocument(QJsonObject{{"state", "ready"},
                                               {"model", QJsonObject{{"id", "fake"}, {"path", "/models/fake.gguf"},
                                                                     {"architecture", "llama"}, {"n_layers", 2},
-                                                                    {"n_ctx", 512}, {"parameters", 260000},
+                                                                    {"n_ctx", statusCtx}, {"n_ctx_train", 2048}, {"parameters", 260000},
                                                                     {"weight_bytes", 1000000}}},
-                                              {"placement", QJsonValue::Null}})
+                                              {"placement", statusPlacement}})
                             .toJson(QJsonDocument::Compact));
+    } else if (path.startsWith("/strata/v1/devices") && method == "GET" && !devices.isEmpty()) {
+      reply(s, 200, QJsonDocument(QJsonObject{{"devices", devices}}).toJson(QJsonDocument::Compact));
     } else if (path.startsWith("/strata/v1/model/load") && method == "POST") {
       ++loadRequests;
+      loadBodies.append(QJsonDocument::fromJson(body).object());
+      if (loadBodies.last().value("n_ctx").toInt() > 0) statusCtx = loadBodies.last().value("n_ctx").toInt();
       reply(s, 200, QJsonDocument(QJsonObject{{"state", "ready"}, {"model", QJsonObject{{"id", "fake"}, {"path", "/models/fake.gguf"}, {"n_layers", 2}}}})
                         .toJson(QJsonDocument::Compact));
     } else if (path.startsWith("/strata/v1/models/inspect") && method == "POST") {

@@ -86,12 +86,17 @@ class TestPlacementEditor : public QObject {
     QVERIFY(e.hasCost);
     auto* label = editor_->findChild<QLabel*>("prediction");
     QVERIFY(label);
-    QVERIFY2(label->text().startsWith(QStringLiteral("Predicted: %1 tok/s decode (%2 ms/token), %3 tok/s prefill · 1 boundary · %4 moved per token")
+    // gpu0 and gpu1 are simulated: the declared hardware's figures and this machine's, both labelled.
+    QVERIFY(e.hasOnThisMachine);
+    QVERIFY2(label->text().startsWith(QStringLiteral("Predicted, declared hardware: %1 tok/s decode (%2 ms/token), %3 tok/s prefill · this machine: %4 tok/s decode (%5 ms/token) · 1 boundary · %6 moved per token")
                                           .arg(e.cost.decodeTokensPerS, 0, 'f', 1)
                                           .arg(e.cost.decodeMsPerToken, 0, 'f', 2)
                                           .arg(e.cost.prefillTokensPerS, 0, 'f', 0)
+                                          .arg(1000.0 / e.onThisMachine.decodeMsPerToken, 0, 'f', 1)
+                                          .arg(e.onThisMachine.decodeMsPerToken, 0, 'f', 2)
                                           .arg(formatBytes(e.cost.transferBytesPerToken))),
              qPrintable(label->text()));
+    QVERIFY(e.onThisMachine.decodeTokensPerS < e.cost.decodeTokensPerS);
     QCOMPARE(e.cost.transferBytesPerToken, 256ull);  // one boundary: 64 floats
     // The engine unreachable: the label says so instead of showing figures.
     client_->setEndpoint(QUrl(QStringLiteral("http://127.0.0.1:%1").arg(EngineProcess::freeLoopbackPort())), QString());
@@ -218,7 +223,7 @@ class TestPlacementEditor : public QObject {
   }
 
   void showPartsButton() {
-    auto* button = editor_->findChild<QPushButton*>("showParts");
+    auto* button = editor_->findChild<QAbstractButton*>("showParts");
     QVERIFY(button);
     QCOMPARE(editor_->model()->rowCount(), 7);  // embedding, blk 0-4, head
     button->click();

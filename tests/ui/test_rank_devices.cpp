@@ -175,7 +175,7 @@ class TestRankDevices : public QObject {
                               QStringLiteral("r1:cuda0")}) {
       const int column = model.laneOfDevice(id);
       QVERIFY2(column > 0, qPrintable(id));
-      QVERIFY(model.headerData(column, Qt::Horizontal, Qt::DisplayRole).toString().startsWith(id + ' '));
+      QVERIFY(model.headerData(column, Qt::Horizontal, Qt::DisplayRole).toString().startsWith(id + '\n'));  // id, size, ... a line each
     }
     int column = -1;
     if (lane.startsWith(QLatin1String("group:"))) {

@@ -1,6 +1,8 @@
 // ui/app/main_window.cpp — layout of the window and the wiring of panels to the engine client.
 #include "ui/app/main_window.h"
 
+#include <algorithm>
+
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDockWidget>
@@ -12,11 +14,15 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QListView>
+#include <QLocale>
 #include <QMessageBox>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QScreen>
+#include <QScrollArea>
 #include <QSet>
 #include <QSettings>
+#include <QSignalBlocker>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -28,6 +34,7 @@
 #include "ui/app/workstation.h"
 #include "ui/chat/chat_controller.h"
 #include "ui/chat/chat_view.h"
+#include "ui/chat/family_sampling.h"
 #include "ui/chat/conversation_list_model.h"
 #include "ui/client/engine_client.h"
 #include "ui/client/engine_process.h"
@@ -35,6 +42,7 @@
 #include "ui/models/model_files_model.h"
 #include "ui/models/model_inspector.h"
 #include "ui/models/models_panel.h"
+#include "ui/placement/gpu_offload.h"
 #include "ui/placement/placement_editor.h"
 #include "ui/placement/placement_estimator.h"
 #include "ui/placement/placement_model.h"
@@ -71,6 +79,13 @@ void MainWindow::restoreWindowGeometry() {
   if (!ws_->persists() || !restoreGeometry(QSettings().value(QStringLiteral("ui/windowGeometry")).toByteArray()))
     resize(1400, 900);
   fitOnScreen();
+  // The docks' sizes as the user left them; the first time, a profiler tall enough for its lanes
+  // (each at least 22 px: the plot's minimum height says so) and a Devices dock that leaves the
+  // chat most of the width.
+  if (!ws_->persists() || !restoreState(QSettings().value(QStringLiteral("ui/windowState")).toByteArray())) {
+    resizeDocks({profilerDock_}, {qMax(profilerDock_->minimumSizeHint().height(), height() * 3 / 10)}, Qt::Vertical);
+    resizeDocks({devicesDock_}, {qMax(devicesDock_->minimumSizeHint().width(), width() / 5)}, Qt::Horizontal);
+  }
 }
 
 void MainWindow::fitOnScreen() {
@@ -150,8 +165,15 @@ void MainWindow::buildCentral() {
   middleLayout->addWidget(tabs_, 1);
   chatView_ = new ChatView(ws_->chat(), tabs_);
   tabs_->addTab(chatView_, tr("Chat"));
-  placementEditor_ = new PlacementEditor(tabs_);
-  tabs_->addTab(placementEditor_, tr("Placement"));
+  // The editor scrolls as a whole when the tab is lower than its controls need (a small screen, a
+  // large QT_SCALE_FACTOR): its block rows keep their minimum instead of being squeezed to none.
+  auto* placementScroll = new QScrollArea(tabs_);
+  placementScroll->setObjectName(QStringLiteral("placementScroll"));
+  placementScroll->setWidgetResizable(true);
+  placementScroll->setFrameShape(QFrame::NoFrame);
+  placementEditor_ = new PlacementEditor(placementScroll);
+  placementScroll->setWidget(placementEditor_);
+  tabs_->addTab(placementScroll, tr("Placement"));
   modelsPanel_ = new ModelsPanel(ws_->modelFiles(), tabs_);
   tabs_->addTab(modelsPanel_, tr("Models"));
 
@@ -164,6 +186,19 @@ void MainWindow::buildCentral() {
   splitter->setSizes({220, 900});
   setCentralWidget(splitter);
   statusBar()->showMessage(tr("Welcome to Strata"), 3000);
+  fallbackNotice_ = new QLabel(this);
+  fallbackNotice_->setObjectName(QStringLiteral("cpuFallbackNotice"));
+  fallbackNotice_->setStyleSheet(QStringLiteral("color: #b05a00;"));
+  fallbackNotice_->setWordWrap(true);
+  fallbackNotice_->setVisible(false);
+  statusBar()->addPermanentWidget(fallbackNotice_, 1);
+  loadProgress_ = new QProgressBar(this);
+  loadProgress_->setObjectName(QStringLiteral("loadProgress"));
+  loadProgress_->setRange(0, 0);  // busy
+  loadProgress_->setMaximumWidth(160);
+  loadProgress_->setTextVisible(false);
+  loadProgress_->setVisible(false);
+  statusBar()->addPermanentWidget(loadProgress_);
 }
 
 void MainWindow::buildDocks() {
@@ -203,9 +238,22 @@ void MainWindow::buildToolbar() {
     const QString path = ws_->modelFiles()->file(row).path;
     if (!path.isEmpty() && path != ws_->modelFiles()->loadedPath()) loadModelFile(path);
   });
-  ctxLabel_ = new QLabel(tb);
-  ctxLabel_->setContentsMargins(12, 0, 12, 0);
-  tb->addWidget(ctxLabel_);
+  // The context length, as LM Studio has it on the model bar: the engine's n_ctx, and choices up
+  // to the model's trained context; a choice reloads the model with it and is kept.
+  auto* ctxTitle = new QLabel(tr("ctx"), tb);
+  ctxTitle->setContentsMargins(12, 0, 4, 0);
+  tb->addWidget(ctxTitle);
+  ctxCombo_ = new QComboBox(tb);
+  ctxCombo_->setObjectName(QStringLiteral("contextLength"));
+  ctxCombo_->setToolTip(tr("Context length: tokens of a chat the model keeps (KV cache). Choosing one reloads the model."));
+  ctxCombo_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  ctxTitle->setBuddy(ctxCombo_);
+  tb->addWidget(ctxCombo_);
+  connect(ctxCombo_, &QComboBox::activated, this, [this](int index) {
+    const int n = ctxCombo_->itemData(index).toInt();
+    if (n > 0) ws_->setContextLength(n, engineCtx_);
+  });
+  updateContextChoices();
   auto* placement = new QPushButton(tr("Placement…"), tb);
   connect(placement, &QPushButton::clicked, this, [this] { showTab(Tab::Placement); });
   tb->addWidget(placement);
@@ -216,6 +264,31 @@ void MainWindow::buildToolbar() {
   stateLabel_->setObjectName(QStringLiteral("engineState"));
   stateLabel_->setContentsMargins(8, 0, 8, 0);
   tb->addWidget(stateLabel_);
+}
+
+void MainWindow::updateContextChoices() {
+  QSignalBlocker block(ctxCombo_);
+  ctxCombo_->clear();
+  ctxCombo_->setEnabled(engineCtx_ > 0);
+  if (engineCtx_ <= 0) {
+    ctxCombo_->addItem(tr("no model"), 0);
+    ctxCombo_->setMinimumWidth(ctxCombo_->sizeHint().width());
+    return;
+  }
+  QList<int> choices;
+  const int top = qMax(engineCtxTrain_, engineCtx_);
+  for (int n = 1024; n < top; n *= 2) choices << n;
+  if (!choices.contains(engineCtx_)) choices << engineCtx_;
+  if (engineCtxTrain_ > 0 && !choices.contains(engineCtxTrain_)) choices << engineCtxTrain_;
+  std::sort(choices.begin(), choices.end());
+  for (int n : choices) {
+    QString text = QLocale().toString(n);
+    if (n == engineCtxTrain_) text += tr(" (the model's maximum)");
+    ctxCombo_->addItem(text, n);
+  }
+  ctxCombo_->setCurrentIndex(ctxCombo_->findData(engineCtx_));
+  ctxCombo_->setMinimumWidth(ctxCombo_->sizeHint().width());  // the toolbar never squeezes it into "2,04…"
+
 }
 
 void MainWindow::showTab(Tab tab) { tabs_->setCurrentIndex(int(tab)); }
@@ -230,7 +303,9 @@ QJsonObject MainWindow::modelInfoFromStatus(const QJsonObject& status) {
   if (n <= 0) return {};
   QJsonObject info{{QStringLiteral("name"), m.value(QStringLiteral("id")).toString()}, {QStringLiteral("n_layers"), n}};
   if (m.contains(QStringLiteral("layer_bytes"))) {
-    for (const char* k : {"layer_bytes", "embedding_bytes", "head_bytes"})
+    // layer_parts: each block's attention / FFN / experts bytes, so that parts rows have sizes
+    // (without it they read "0 B"); n_expert*: the experts rows.
+    for (const char* k : {"layer_bytes", "embedding_bytes", "head_bytes", "layer_parts", "n_expert", "n_expert_used"})
       if (m.contains(QLatin1String(k))) info.insert(QLatin1String(k), m.value(QLatin1String(k)));
     return info;
   }
@@ -247,6 +322,8 @@ void MainWindow::wirePanels() {
   EngineClient* client = ws_->client();
   connect(ws_, &Workstation::stateChanged, this, &MainWindow::updateStateLabel);
   connect(ws_, &Workstation::stateChanged, this, [this](Workstation::EngineState s) {
+    // A busy bar while a model loads (the engine reports no fraction: it maps the file).
+    loadProgress_->setVisible(s == Workstation::EngineState::Loading);
     // "loading …" does not outlive the load.
     if (s != Workstation::EngineState::Loading && statusBar()->currentMessage().startsWith(tr("loading")))
       statusBar()->showMessage(s == Workstation::EngineState::Ready ? tr("model ready") : ws_->stateText(), 4000);
@@ -307,7 +384,7 @@ void MainWindow::wirePanels() {
     client->plan(goal, ws_->settings().ctx, 0);
   });
   connect(client, &EngineClient::planReceived, placementEditor_, &PlacementEditor::setPlacement);
-  connect(placementEditor_, &PlacementEditor::applyRequested, ws_, &Workstation::applyPlacement);
+  connect(placementEditor_, &PlacementEditor::applyRequested, ws_, qOverload<const QJsonObject&, const QString&>(&Workstation::applyPlacement));
   connect(client, &EngineClient::placementApplied, placementEditor_, [this](const QJsonObject&) {
     placementEditor_->applySucceeded();
   });
@@ -344,6 +421,9 @@ void MainWindow::wirePanels() {
   connect(client, &EngineClient::faultInjected, this, [this](const QString& device, const QString& kind) {
     statusBar()->showMessage(tr("fault injected: %1 on %2").arg(kind, device), 8000);
   });
+  connect(ws_->chat(), &ChatController::firstToken, this, [this](int, qint64 ms) {
+    profilerPanel_->setStreamingTtft(double(ms));
+  });
   connect(ws_->chat(), &ChatController::replyFinished, this, [this](int row) {
     const StoredMessage m = ws_->chat()->chatModel()->message(row);
     profilerPanel_->addReplyStats(double(m.ttftMs), m.tokens, m.tokensPerSecond);
@@ -371,7 +451,12 @@ void MainWindow::onStatus(const QJsonObject& status) {
   const int row = ws_->modelFiles()->rowOfPath(model.value(QStringLiteral("path")).toString());
   if (row >= 0 && modelCombo_->currentIndex() != row) modelCombo_->setCurrentIndex(row);
   const int nCtx = model.value(QStringLiteral("n_ctx")).toInt();
-  ctxLabel_->setText(nCtx > 0 ? tr("ctx %1").arg(nCtx) : QString());
+  const int nCtxTrain = model.value(QStringLiteral("n_ctx_train")).toInt();
+  if (nCtx != engineCtx_ || nCtxTrain != engineCtxTrain_) {
+    engineCtx_ = nCtx;
+    engineCtxTrain_ = nCtxTrain;
+    updateContextChoices();
+  }
 
   const QString key = model.value(QStringLiteral("path")).toString() + QLatin1Char('#') +
                       QString::number(model.value(QStringLiteral("n_layers")).toInt());
@@ -379,6 +464,14 @@ void MainWindow::onStatus(const QJsonObject& status) {
     modelKey_ = key;
     editorSynced_ = {};
     placementEditor_->setModelInfo(modelInfoFromStatus(status));
+    // New chats sample as the model's makers suggest (family_sampling.h), unless the user set
+    // defaults of their own in Settings: those win.
+    const QJsonObject& own = ws_->settings().defaultSampling;
+    const bool userDefaults = !own.isEmpty() && own != ChatController::defaultSampling();
+    const FamilySampling family = familySampling(model.value(QStringLiteral("architecture")).toString(),
+                                                 model.value(QStringLiteral("id")).toString() + QLatin1Char(' ') +
+                                                     QFileInfo(model.value(QStringLiteral("path")).toString()).fileName());
+    if (!userDefaults) ws_->chat()->setDefaultSampling(family.sampling);
   }
   const QJsonObject placement = status.value(QStringLiteral("placement")).toObject();
   if (!placement.isEmpty()) enginePlacement_ = placement;
@@ -400,10 +493,22 @@ void MainWindow::followEnginePlacement() {
   PlacementModel* m = placementEditor_->model();
   if (enginePlacement_.isEmpty() || enginePlacement_ == editorSynced_ || m->modelInfo().nLayers <= 0) return;
   if (m->devices().isEmpty()) return;  // not known yet: devicesChanged comes back here
+  updateFallbackNotice();
   if (m->hasPendingEdits()) return;    // the user's edits stay; Apply replaces the engine's
   QString error;
   if (m->resetPlacement(enginePlacement_, &error)) editorSynced_ = enginePlacement_;
   else placementEditor_->showError(error);
+}
+
+void MainWindow::updateFallbackNotice() {
+  QString error;
+  const PlacementModel* m = placementEditor_->model();
+  const PlacementData engine = PlacementData::fromJson(enginePlacement_, m->modelInfo().nLayers, &error);
+  const QString notice = error.isEmpty() ? cpuFallbackNotice(engine, m->devices()) : QString();
+  if (notice == fallbackNotice_->text()) return;
+  fallbackNotice_->setText(notice);
+  fallbackNotice_->setVisible(!notice.isEmpty());
+  if (!notice.isEmpty()) statusBar()->showMessage(notice, 10000);
 }
 
 void MainWindow::updateStateLabel() {
@@ -425,6 +530,9 @@ void MainWindow::loadModelFile(const QString& path) {
 void MainWindow::closeEvent(QCloseEvent* event) {
   ws_->chat()->stop();
   ws_->saveSettings();
-  if (ws_->persists()) QSettings().setValue(QStringLiteral("ui/windowGeometry"), saveGeometry());
+  if (ws_->persists()) {
+    QSettings().setValue(QStringLiteral("ui/windowGeometry"), saveGeometry());
+    QSettings().setValue(QStringLiteral("ui/windowState"), saveState());  // the docks' sizes
+  }
   QMainWindow::closeEvent(event);
 }

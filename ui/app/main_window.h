@@ -9,6 +9,7 @@
 class ChatView;
 class EngineProblemPanel;
 class ModelsPanel;
+class QProgressBar;
 class QComboBox;
 class QDockWidget;
 class QLabel;
@@ -42,6 +43,7 @@ class MainWindow : public QMainWindow {
   strata::ui::TimelinePlot* timelinePlot() const;
   strata::ui::TimelineModel* timelineModel() const;
   QDockWidget* profilerDock() const { return profilerDock_; }
+  QDockWidget* devicesDock() const { return devicesDock_; }
   QListView* conversationList() const { return conversations_; }
   QLineEdit* chatSearch() const { return search_; }
   EngineProblemPanel* problemPanel() const { return problemPanel_; }
@@ -90,8 +92,13 @@ class MainWindow : public QMainWindow {
   QListView* conversations_ = nullptr;
   QLineEdit* search_ = nullptr;
   QComboBox* modelCombo_ = nullptr;
-  QLabel* ctxLabel_ = nullptr;
+  QComboBox* ctxCombo_ = nullptr;  // context length: the engine's n_ctx, choices up to the model's
+  int engineCtx_ = 0, engineCtxTrain_ = 0;
+  void updateContextChoices();
   QLabel* stateLabel_ = nullptr;
+  QLabel* fallbackNotice_ = nullptr;
+  QProgressBar* loadProgress_ = nullptr;  // status bar: busy while a model loads  // status bar: blocks on the CPU although GPUs are present
+  void updateFallbackNotice();
   QDockWidget* devicesDock_ = nullptr;
   QDockWidget* profilerDock_ = nullptr;
   strata::ui::DevicesPanel* devicesPanel_ = nullptr;

@@ -25,7 +25,19 @@ ScreenshotScript::ScreenshotScript(MainWindow* window, const QString& outDir, co
 
 void ScreenshotScript::start() {
   QDir().mkpath(outDir_);
+  // The pictures at 1280x800 (as the checks); at QT_SCALE_FACTOR 1.5 the same logical size
+  // squeezed into the screen, named "-scale1.5".
+  const double scale = qEnvironmentVariable("QT_SCALE_FACTOR", QStringLiteral("1")).toDouble();
+  if (scale > 1.0) suffix_ = QStringLiteral("-scale%1").arg(scale);
+  window_->resize(1280, 800);
+  window_->fitOnScreen();
   Workstation* ws = window_->workstation();
+  // The profiler at its default size while the reply streams: a few tokens after the first.
+  connect(ws->chat(), &ChatController::firstToken, this, [this] {
+    if (duringReplySaved_) return;
+    duringReplySaved_ = true;
+    QTimer::singleShot(400, this, [this] { save(window_->profilerDock(), QStringLiteral("profiler-reply.png")); });
+  });
   connect(ws->chat(), &ChatController::replyFinished, this, [this] { replyDone_ = true; });
   connect(ws->chat(), &ChatController::replyFailed, this, [this](int, const QString& m) { fail(m); });
   connect(ws->client(), &EngineClient::placementApplied, this, [this] { applied_ = true; });
@@ -141,6 +153,11 @@ void ScreenshotScript::step(int n) {
       while (!pm->estimateCurrent() && asked.elapsed() < 10000) QApplication::processEvents(QEventLoop::AllEvents, 50);
       QApplication::processEvents();
       ok = save(window_, QStringLiteral("placement.png")) && ok;
+      // With every block's parts as rows (attention, FFN part), each with its size.
+      pm->setAllExpanded(true);
+      QApplication::processEvents();
+      ok = save(window_, QStringLiteral("placement-parts.png")) && ok;
+      pm->setAllExpanded(false);
       window_->showTab(MainWindow::Tab::Chat);
       window_->resizeDocks({window_->profilerDock()}, {420}, Qt::Vertical);
       QApplication::processEvents();
@@ -154,7 +171,9 @@ void ScreenshotScript::step(int n) {
 }
 
 bool ScreenshotScript::save(QWidget* w, const QString& name) {
-  const QString path = QDir(outDir_).filePath(name);
+  QString file = name;
+  file.insert(file.lastIndexOf(QLatin1Char('.')), suffix_);
+  const QString path = QDir(outDir_).filePath(file);
   const bool ok = w->grab().save(path);
   std::fprintf(stderr, "screenshots: %s %s\n", ok ? "wrote" : "could not write", qPrintable(path));
   return ok;

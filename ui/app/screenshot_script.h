@@ -28,4 +28,6 @@ class ScreenshotScript : public QObject {
   bool devicesSeen_ = false;
   bool applied_ = false;
   int traceBatches_ = 0;
+  bool duringReplySaved_ = false;
+  QString suffix_;  // "-scale1.5" under QT_SCALE_FACTOR 1.5
 };

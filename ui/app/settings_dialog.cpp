@@ -32,7 +32,7 @@ SettingsDialog::SettingsDialog(const AppSettings& s, QWidget* parent) : QDialog(
   ef->addRow(tr("Devices:"), devices_);
   ctx_ = new QSpinBox(engine);
   ctx_->setRange(0, 1 << 24);
-  ctx_->setSpecialValueText(tr("the model's"));
+  ctx_->setSpecialValueText(tr("automatic (the model's, at most 4096)"));
   ctx_->setValue(s.ctx);
   ef->addRow(tr("Context:"), ctx_);
   threads_ = new QSpinBox(engine);

@@ -45,7 +45,11 @@ Workstation::Workstation(const AppSettings& settings, bool persist, QObject* par
     if (process_) process_->setPlacement(placement);
     settings_.lastPlacement = placement;
     saveSettings();
-    emit notice(tr("placement applied: %n layer(s) moved", nullptr, result.value(QStringLiteral("moved_layers")).toInt()));
+    // What moved in words (a part of a block is not "1 layer"), else the engine's count.
+    const int moved = result.value(QStringLiteral("moved_layers")).toInt();
+    emit notice(!applySummary_.isEmpty() ? tr("placement applied: %1").arg(applySummary_)
+                                         : tr("placement applied: %n block(s) moved", nullptr, moved));
+    applySummary_.clear();
     client_->fetchStatus();
   });
   connect(chat_, &ChatController::storageError, this, [this](const QString& m) { emit notice(tr("storage: %1").arg(m)); });
@@ -260,7 +264,29 @@ void Workstation::loadModel(const QString& path) {
   client_->loadModel(abs, QJsonValue::Undefined, settings_.ctx);
 }
 
-void Workstation::applyPlacement(const QJsonObject& placement) { client_->applyPlacement(placement); }
+void Workstation::setContextLength(int nCtx, int current) {
+  if (nCtx < 0) return;
+  settings_.ctx = nCtx;
+  saveSettings();
+  modelFiles_->setContextLength(nCtx);
+  if (process_) {  // restarts keep it
+    EngineProcess::Options o = process_->options();
+    o.ctx = nCtx;
+    process_->setOptions(o);
+  }
+  if (nCtx > 0 && nCtx != current && !settings_.lastModel.isEmpty()) {
+    setState(EngineState::Loading);
+    emit notice(tr("loading %1 with a context of %2 tokens…").arg(QFileInfo(settings_.lastModel).fileName()).arg(nCtx));
+    client_->loadModel(settings_.lastModel, QJsonValue::Undefined, nCtx);
+  }
+}
+
+void Workstation::applyPlacement(const QJsonObject& placement) { applyPlacement(placement, QString()); }
+
+void Workstation::applyPlacement(const QJsonObject& placement, const QString& summary) {
+  applySummary_ = summary;
+  client_->applyPlacement(placement);
+}
 
 void Workstation::setState(EngineState s) {
   if (state_ == s) return;

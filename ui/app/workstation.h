@@ -42,6 +42,11 @@ class Workstation : public QObject {
   void addModelFolder(const QString& folder);
 
   void loadModel(const QString& path);               // remembered for restarts
+  // summary: what moves, for the notice when the engine has applied it ("" : the engine's count).
+  void applyPlacement(const QJsonObject& placement, const QString& summary);
+  // The context length models are loaded with (0: the engine's default, min(the model's, 4096)),
+  // saved; the loaded model is loaded again with it when it differs from `current` (the engine's n_ctx).
+  void setContextLength(int nCtx, int current);
   void applyPlacement(const QJsonObject& placement);  // PUT, remembered for restarts on success
 
   // Command-line options of this run (before start()): in effect in settings(), never saved.
@@ -103,5 +108,6 @@ class Workstation : public QObject {
   int statusFailures_ = 0;
   bool share_ = false;
   SharedEngine shared_;  // valid while attached to another workstation's engine
+  QString applySummary_;  // what the placement being applied moves, in words (for the notice)
   int attachId_ = 0;     // drops the answer of an attach check that was superseded
 };

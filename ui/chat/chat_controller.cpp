@@ -11,6 +11,8 @@ ChatController::ChatController(ConversationStore* store, EngineClient* client, Q
     : QObject(parent), store_(store), client_(client), defaultSampling_(defaultSampling()) {
   persistTimer_.setInterval(1000);
   connect(&persistTimer_, &QTimer::timeout, this, &ChatController::persistStreaming);
+  syncTimer_.setInterval(1000);
+  connect(&syncTimer_, &QTimer::timeout, this, &ChatController::syncFromStore);
   connect(&conversations_, &ConversationListModel::titleEdited, this, [this](qint64 id, const QString& title) {
     StoredConversation c = id == current_.id ? current_ : store_->conversation(id);
     if (c.id == 0) return;
@@ -45,11 +47,60 @@ QString ChatController::replanNote(const QJsonObject& replan) {
 }
 
 QJsonObject ChatController::defaultSampling() {
+  // Repeat penalty 1.1 as LM Studio has it: without it small models (SmolLM2) repeat a sentence.
   return QJsonObject{{QStringLiteral("temperature"), 0.7}, {QStringLiteral("top_p"), 0.9},
-                     {QStringLiteral("max_tokens"), 1024}};
+                     {QStringLiteral("max_tokens"), 1024}, {QStringLiteral("repeat_penalty"), 1.1}};
+}
+
+void ChatController::setDefaultSampling(const QJsonObject& s) {
+  const bool untouchedDraft = current_.id == 0 && chat_.rowCount() == 0 && current_.sampling == defaultSampling_;
+  defaultSampling_ = s;
+  if (untouchedDraft && current_.sampling != s) {
+    current_.sampling = s;
+    emit settingsChanged();
+  }
+}
+
+void ChatController::setSyncIntervalMs(int ms) {
+  if (ms <= 0) return syncTimer_.stop();
+  syncTimer_.start(ms);
+}
+
+bool ChatController::syncFromStore() {
+  const qint64 version = store_->dataVersion();
+  if (version < 0 || version == storeVersion_) return false;
+  storeVersion_ = version;
+  switching_ = true;  // a view's current row moving meanwhile is not a request to open another chat
+  conversations_.setConversations(store_->conversations());
+  if (current_.id == 0) conversations_.upsert(current_);  // the draft stays on top
+  switching_ = false;
+  if (current_.id != 0) {
+    const StoredConversation c = store_->conversation(current_.id);
+    if (c.id == 0) {  // deleted elsewhere
+      if (stream_) stop();
+      if (conversations_.rowCount() > 0) openConversation(conversations_.conversation(0).id);
+      else newConversation();
+      return true;
+    }
+    if (!stream_) {
+      const QList<StoredMessage> stored = store_->messages(current_.id);
+      // Messages added or removed elsewhere (a reply another window sent here): read again.
+      if (stored.size() != chat_.rowCount()) chat_.setMessages(stored);
+      if (c.title != current_.title || c.systemPrompt != current_.systemPrompt || c.sampling != current_.sampling) {
+        current_.title = c.title;
+        current_.systemPrompt = c.systemPrompt;
+        if (!c.sampling.isEmpty()) current_.sampling = c.sampling;
+        emit settingsChanged();
+      }
+    }
+  }
+  emit currentConversationChanged(current_.id);  // views select the open chat's row again
+  return true;
 }
 
 void ChatController::loadConversations() {
+  storeVersion_ = store_->dataVersion();
+  if (!syncTimer_.isActive()) syncTimer_.start();
   const QList<StoredConversation> all = store_->conversations();
   conversations_.setConversations(all);
   if (!all.isEmpty()) openConversation(all.first().id);
@@ -195,8 +246,10 @@ void ChatController::startReply() {
 
   stream_ = client_->streamChat(messages, current_.sampling, this);
   connect(stream_, &ChatStream::contentDelta, this, [this](const QString& piece) {
+    const bool first = chat_.message(streamRow_).content.isEmpty();
     chat_.appendContent(streamRow_, piece);
     dirty_ = true;
+    if (first && stream_) emit firstToken(streamRow_, stream_->timeToFirstTokenMs());
   });
   connect(stream_, &ChatStream::promptProgress, this, [this](int processed, int total) {
     emit promptProgress(streamRow_, processed, total);

@@ -24,11 +24,12 @@ class ChatController : public QObject {
   ChatModel* chatModel() { return &chat_; }
   ConversationListModel* conversationModel() { return &conversations_; }
 
-  static QJsonObject defaultSampling();   // temperature 0.7, top_p 0.9, max_tokens 1024
+  static QJsonObject defaultSampling();   // temperature 0.7, top_p 0.9, max_tokens 1024, repeat_penalty 1.1
   // The line under a reply that lived through a re-plan, from the stream's "replan" object:
   // "gpu1 lost at token 37; re-planned onto gpu0 + cpu in 0.4 s".
   static QString replanNote(const QJsonObject& replan);
-  void setDefaultSampling(const QJsonObject& s) { defaultSampling_ = s; }
+  // New chats start with it; so does the open draft (no message yet) when it still has the old default.
+  void setDefaultSampling(const QJsonObject& s);
   void setDefaultSystemPrompt(const QString& s) { defaultSystemPrompt_ = s; }
 
   // Reads the stored conversations and opens the most recent one (none: an empty new chat).
@@ -41,6 +42,12 @@ class ChatController : public QObject {
   ChatStream* activeStream() const { return stream_; }
   // How often a streaming reply's text is written to the store (it is also written at the end).
   void setPersistIntervalMs(int ms) { persistTimer_.setInterval(ms); }
+  // Other windows (or processes) writing the same database: every `ms` the store is asked whether
+  // another connection committed (syncFromStore); 0 stops. Started at 1 s by loadConversations.
+  void setSyncIntervalMs(int ms);
+  // Takes what another connection committed: conversations added, renamed or deleted appear in the
+  // list; the open conversation's messages are re-read when not streaming here. True when it did.
+  bool syncFromStore();
 
  public slots:
   void newConversation();
@@ -58,6 +65,7 @@ class ChatController : public QObject {
   void replyStarted(int row);
   void promptProgress(int row, int processed, int total);  // the engine is still reading the prompt
   void replyFinished(int row);
+  void firstToken(int row, qint64 ttftMs);  // the reply's first text arrived, ttftMs after sending
   void replyFailed(int row, const QString& message);
   void currentConversationChanged(qint64 id);
   void settingsChanged();       // system prompt or sampling of the current conversation
@@ -82,4 +90,6 @@ class ChatController : public QObject {
   bool switching_ = false;  // removing the draft row in openConversation
   bool dirty_ = false;
   QTimer persistTimer_;
+  QTimer syncTimer_;
+  qint64 storeVersion_ = -1;  // the store's data_version last seen
 };

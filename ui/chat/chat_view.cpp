@@ -13,6 +13,8 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include <utility>
+
 #include "ui/chat/chat_controller.h"
 #include "ui/chat/message_widget.h"
 #include "ui/chat/sampling_bar.h"
@@ -169,12 +171,35 @@ void ChatView::setSendBlockedReason(const QString& reason) {
   if (sendBlocked_ == reason) return;
   sendBlocked_ = reason;
   input_->setPlaceholderText(reason.isEmpty() ? tr("Message…") : tr("Message… (cannot send yet: %1)").arg(reason));
+  // QPlainTextEdit repaints only when the placeholder appears or goes, not when its text changes:
+  // without this the old hint stays on screen until the box is clicked.
+  input_->viewport()->update();
   updateButtons();
+  if (!queued_.isEmpty()) {
+    if (reason.isEmpty() && !controller_->isStreaming()) {
+      const QString text = std::exchange(queued_, {});
+      editBanner_->hide();
+      controller_->setSystemPrompt(systemPrompt_->text());
+      if (controller_->send(text)) followTail_ = true;
+      else input_->setPlainText(text);  // not sent after all: back in the box
+    } else {
+      editBanner_->setText(tr("Queued: your message is sent as soon as the engine is ready (%1). Esc takes it back.").arg(reason));
+    }
+  }
 }
 
 void ChatView::sendInput() {
   const QString text = input_->toPlainText();
-  if (text.trimmed().isEmpty() || controller_->isStreaming() || !sendBlocked_.isEmpty()) return;
+  if (text.trimmed().isEmpty() || controller_->isStreaming()) return;
+  if (!sendBlocked_.isEmpty()) {
+    // Not ready yet (the engine is starting): kept, said so, and sent when it is.
+    if (editingRow_ >= 0) return;
+    queued_ = text;
+    input_->clear();
+    editBanner_->setText(tr("Queued: your message is sent as soon as the engine is ready (%1). Esc takes it back.").arg(sendBlocked_));
+    editBanner_->show();
+    return;
+  }
   controller_->setSystemPrompt(systemPrompt_->text());
   const bool ok = editingRow_ >= 0 ? controller_->editAndResend(editingRow_, text) : controller_->send(text);
   if (!ok) return;
@@ -214,7 +239,10 @@ bool ChatView::eventFilter(QObject* watched, QEvent* event) {
     }
     if (key->key() == Qt::Key_Escape) {
       if (controller_->isStreaming()) controller_->stop();
-      else if (editingRow_ >= 0) {
+      else if (!queued_.isEmpty()) {
+        input_->setPlainText(std::exchange(queued_, {}));
+        editBanner_->hide();
+      } else if (editingRow_ >= 0) {
         cancelEdit();
         input_->clear();
       }

@@ -30,6 +30,8 @@ class ChatView : public QWidget {
   QPushButton* sendButton() const { return send_; }
   QPushButton* stopButton() const { return stop_; }
   QString sendBlockedReason() const { return sendBlocked_; }
+  QLabel* banner() const { return editBanner_; }      // editing, or a message queued until ready
+  QString queuedText() const { return queued_; }     // sent as soon as sending is allowed
 
  public slots:
   void sendInput();       // Enter: send, or resend when editing
@@ -64,6 +66,7 @@ class ChatView : public QWidget {
   QPushButton* stop_;
   SamplingBar* sampling_;
   QString sendBlocked_;
+  QString queued_;  // Enter pressed while sending was blocked: sent when it no longer is
   bool wasStreaming_ = false;
   int editingRow_ = -1;
   bool followTail_ = true;

@@ -100,7 +100,7 @@ QStringList fencedCodeBlocks(const QString& markdown) {
   return out;
 }
 
-QString withCopyLinks(const QString& markdown) {
+QString withCopyLinks(const QString& markdown, int copied) {
   QStringList lines = markdown.split(QLatin1Char('\n'));
   QStringList out;
   QString fence;
@@ -114,7 +114,10 @@ QString withCopyLinks(const QString& markdown) {
       fence = t.left(3);
     } else if (inside && t.startsWith(fence) && t.mid(3).trimmed().isEmpty()) {
       inside = false;
-      out << QString() << QStringLiteral("[⧉ copy code](strata-copy:%1)").arg(n++) << QString();
+      // Plain words: a symbol such as ⧉ is a missing-glyph box in most fonts.
+      const QString label = n == copied ? QStringLiteral("copied") : QStringLiteral("copy code");
+      out << QString() << QStringLiteral("[%1](strata-copy:%2)").arg(label).arg(n) << QString();
+      ++n;
     }
   }
   return out.join(QLatin1Char('\n'));

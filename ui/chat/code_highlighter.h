@@ -27,4 +27,4 @@ class CodeHighlighter : public QSyntaxHighlighter {
 // The contents of every closed fenced code block (``` or ~~~) of `markdown`, in order.
 QStringList fencedCodeBlocks(const QString& markdown);
 // `markdown` with a "⧉ copy code" link (strata-copy:N) after the N-th closed fenced block.
-QString withCopyLinks(const QString& markdown);
+QString withCopyLinks(const QString& markdown, int copied = -1);  // block `copied` reads "copied"

@@ -13,6 +13,7 @@
 #include <QStyle>
 #include <QTextBlock>
 #include <QTextBrowser>
+#include <QTimer>
 #include <QTextCursor>
 #include <QToolButton>
 #include <QVBoxLayout>
@@ -41,6 +42,14 @@ MessageWidget::MessageWidget(QWidget* parent) : QFrame(parent) {
       const QStringList blocks = fencedCodeBlocks(message_.content);
       if (n >= 0 && n < blocks.size()) {
         QApplication::clipboard()->setText(blocks[n]);
+        // Feedback where the click was: the link reads "copied" for two seconds.
+        copiedBlock_ = n;
+        render();
+        QTimer::singleShot(2000, this, [this, n] {
+          if (copiedBlock_ != n) return;
+          copiedBlock_ = -1;
+          render();
+        });
         emit codeCopied(n);
       }
       return;
@@ -49,7 +58,11 @@ MessageWidget::MessageWidget(QWidget* parent) : QFrame(parent) {
   });
   browser_->setFrameShape(QFrame::NoFrame);
   browser_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  browser_->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
+  // Text and code wrap at the column's width, inside words if need be: never a scrollbar that
+  // would cover the last line (the browser is sized to its document).
+  browser_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  browser_->setLineWrapMode(QTextEdit::WidgetWidth);
+  browser_->setWordWrapMode(QTextOption::WrapAtWordBoundaryOrAnywhere);
   browser_->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
   browser_->viewport()->setAutoFillBackground(false);
   syncBrowserPalette();  // no style sheet: it would keep the colours of the palette it was made with
@@ -71,9 +84,12 @@ MessageWidget::MessageWidget(QWidget* parent) : QFrame(parent) {
   regenerate_ = makeButton(QStringLiteral("⟳ ") + tr("regenerate"), tr("Generate this reply again (Ctrl+R)"));
   edit_ = makeButton(QStringLiteral("✎ ") + tr("edit"), tr("Edit this message and send it again"));
   copy_ = makeButton(tr("copy"), tr("Copy the Markdown text"));
-  footer->addWidget(stats_);
   footer->addStretch(1);
   layout->addLayout(footer);
+  // The figures on a line of their own, wrapped: an error's long text never widens the message column.
+  stats_->setWordWrap(true);
+  stats_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  layout->addWidget(stats_);
   note_ = new QLabel(this);
   note_->setObjectName(QStringLiteral("messageNote"));
   note_->setWordWrap(true);
@@ -103,9 +119,10 @@ void MessageWidget::setMessage(const StoredMessage& m, bool streaming, bool isLa
                 .arg(promptDone_)
                 .arg(promptTotal_)
                 .arg(100 * qint64(promptDone_) / qMax(1, promptTotal_));
-  stats_->setText(stats);
+  statsPlain_ = stats;
+  stats_->setText(breakableText(stats));
   stats_->setVisible(assistant);
-  note_->setText(m.note.isEmpty() ? QString() : QStringLiteral("⚠ ") + m.note);
+  note_->setText(m.note.isEmpty() ? QString() : QStringLiteral("⚠ ") + breakableText(m.note));
   note_->setVisible(!m.note.isEmpty());
   regenerate_->setVisible(assistant && isLast && !streaming);
   edit_->setVisible(!assistant && !streaming);
@@ -125,7 +142,36 @@ void MessageWidget::setPromptProgress(int processed, int total) {
   setMessage(message_, streaming_, isLast_);
 }
 
-QString MessageWidget::statsText() const { return stats_->text(); }
+QString MessageWidget::statsText() const { return statsPlain_; }
+
+QString MessageWidget::breakableText(const QString& text) {
+  // A word-wrapped QLabel breaks only between words, so a run longer than kRun characters (a
+  // path, a hash, JSON) gets a zero-width space after every character of it: the label may then
+  // break it anywhere, and it looks the same.
+  constexpr int kRun = 24;
+  QString out;
+  out.reserve(text.size());
+  int runStart = 0;
+  auto flush = [&](int end) {
+    if (end - runStart <= kRun) {
+      out += QStringView(text).mid(runStart, end - runStart);
+      return;
+    }
+    for (int i = runStart; i < end; ++i) {
+      out += text[i];
+      if (i + 1 < end && !text[i].isHighSurrogate()) out += QChar(0x200B);
+    }
+  };
+  for (int i = 0; i < text.size(); ++i) {
+    if (text[i].isSpace()) {
+      flush(i);
+      out += text[i];
+      runStart = i + 1;
+    }
+  }
+  flush(int(text.size()));
+  return out;
+}
 
 QString MessageWidget::noteText() const { return note_->isVisibleTo(this) ? message_.note : QString(); }
 
@@ -142,6 +188,7 @@ void MessageWidget::renderMarkdown(QTextBrowser* browser, const QString& markdow
     if (!bf.hasProperty(QTextFormat::BlockCodeFence) && !bf.hasProperty(QTextFormat::BlockCodeLanguage)) continue;
     QTextBlockFormat shaded = bf;
     shaded.setBackground(shade);
+    shaded.setNonBreakableLines(false);  // a long code line wraps rather than widening the text
     cursor.setPosition(b.position());
     cursor.setBlockFormat(shaded);
     cursor.setPosition(b.position() + b.length() - 1, QTextCursor::KeepAnchor);
@@ -154,7 +201,7 @@ void MessageWidget::renderMarkdown(QTextBrowser* browser, const QString& markdow
 void MessageWidget::render() {
   QString text = message_.content;
   if (streaming_) text += QStringLiteral(" ▍");
-  if (!streaming_) text = withCopyLinks(text);  // a "copy code" link under each finished code block
+  if (!streaming_) text = withCopyLinks(text, copiedBlock_);  // a "copy code" link under each finished code block
   if (text != renderedMarkdown_) {
     renderedMarkdown_ = text;
     highlighter_->setBackground(browser_->palette().color(QPalette::AlternateBase));

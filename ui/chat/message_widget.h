@@ -29,6 +29,9 @@ class MessageWidget : public QFrame {
   QTextBrowser* browser() const { return browser_; }
 
   static void renderMarkdown(QTextBrowser* browser, const QString& markdown);
+  // `text` with a zero-width space between the characters of each run of more than 24 non-space
+  // characters, so that a word-wrapped label can break it (it never widens its column).
+  static QString breakableText(const QString& text);
 
  signals:
   void regenerateRequested();
@@ -55,7 +58,9 @@ class MessageWidget : public QFrame {
   QToolButton* copy_;
   QTimer renderTimer_;
   QString renderedMarkdown_;
+  QString statsPlain_;  // the stats line as set (the label's text has break points added)
   int promptDone_ = -1, promptTotal_ = 0;
+  int copiedBlock_ = -1;  // the code block whose copy link was just clicked (reads "copied")
   bool isLast_ = false;
   CodeHighlighter* highlighter_ = nullptr;
 };

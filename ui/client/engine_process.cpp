@@ -3,6 +3,8 @@
 #include "ui/client/engine_process.h"
 
 #include <QCoreApplication>
+#include <QDateTime>
+#include <QFile>
 #include <QDir>
 #include <QFileInfo>
 #include <QJsonArray>
@@ -238,6 +240,30 @@ void EngineProcess::onStatus(const QJsonObject& status) {
   emit ready(status);
 }
 
+QString EngineProcess::signalName(int signal) {
+  switch (signal) {
+    case 6: return QStringLiteral(" (SIGABRT)");
+    case 9: return QStringLiteral(" (SIGKILL)");
+    case 11: return QStringLiteral(" (SIGSEGV)");
+    case 15: return QStringLiteral(" (SIGTERM)");
+    case 4: return QStringLiteral(" (SIGILL)");
+    case 7: return QStringLiteral(" (SIGBUS)");
+    case 8: return QStringLiteral(" (SIGFPE)");
+    default: return {};
+  }
+}
+
+QString EngineProcess::writeCrashLog(const QString& what) const {
+  QString dir = QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation);
+  if (dir.isEmpty()) dir = QDir::tempPath();
+  dir += QStringLiteral("/logs");
+  if (!QDir().mkpath(dir)) return {};
+  QFile f(dir + QStringLiteral("/engine-%1.log").arg(QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss-zzz"))));
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Text)) return {};
+  f.write((what + QLatin1Char('\n') + output_.join(QLatin1Char('\n')) + QLatin1Char('\n')).toUtf8());
+  return f.fileName();
+}
+
 void EngineProcess::onFinished(int exitCode, QProcess::ExitStatus status) {
   if (!proc_) return;
   pollTimer_.stop();
@@ -249,18 +275,25 @@ void EngineProcess::onFinished(int exitCode, QProcess::ExitStatus status) {
     setState(State::Stopped);
     return;
   }
-  QString reason = status == QProcess::CrashExit ? tr("the engine crashed") : tr("the engine exited with code %1").arg(exitCode);
-  if (!output_.isEmpty()) reason += QStringLiteral(": ") + output_.last();
+  // What happened (the signal or the exit code: on Unix a crash's exit code is the signal), what
+  // is kept, and where its output went — not its last line, which is rarely the reason.
+  const QString what = status == QProcess::CrashExit ? tr("the engine was killed by signal %1%2").arg(exitCode).arg(signalName(exitCode))
+                                                     : tr("the engine exited with code %1").arg(exitCode);
+  const QString log = writeCrashLog(what);
+  QString reason = what + tr("; your chats and the partial reply are kept, the model and placement come back on restart");
+  if (!log.isEmpty()) reason += tr("; its output: %1").arg(log);
+  // Two failures are "the same" when the cause and the last line agree (the log path differs).
+  const QString failureKey = what + QLatin1Char('|') + (output_.isEmpty() ? QString() : output_.last());
   if (lastError_.isEmpty() || status == QProcess::CrashExit) lastError_ = reason;
   if (upClock_.isValid() && upClock_.elapsed() > 30000) backoffMs_ = 250;
   upClock_.invalidate();
-  if (!lastFailure_.isEmpty() && lastFailure_ == reason) {
+  if (!lastFailure_.isEmpty() && lastFailure_ == failureKey) {
     lastError_ = reason;
     setState(State::Stopped);
     emit gaveUp(reason);
     return;
   }
-  lastFailure_ = reason;
+  lastFailure_ = failureKey;
   ++restarts_;
   setState(State::Crashed);
   emit crashed(reason);

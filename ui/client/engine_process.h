@@ -58,6 +58,8 @@ class EngineProcess : public QObject {
   QString lastError() const { return lastError_; }
   QString recentOutput() const { return output_.join('\n'); }
   QStringList arguments() const;     // of the next start, for display and tests
+  // " (SIGSEGV)" for 11, ... ; "" for a number without a common name.
+  static QString signalName(int signal);
 
   // strata-engine next to this executable, in the build tree, then on PATH.
   static QString findEngineBinary();
@@ -77,6 +79,8 @@ class EngineProcess : public QObject {
   void poll();
   void onStatus(const QJsonObject& status);
   void onFinished(int exitCode, QProcess::ExitStatus status);
+  // The engine's recent output, after `what`, in <app data>/logs/engine-<time>.log; its path ("" on failure).
+  QString writeCrashLog(const QString& what) const;
   void readOutput();
 
   EngineClient* client_;

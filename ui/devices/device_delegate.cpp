@@ -21,6 +21,15 @@ QRect DeviceDelegate::barRect(const QRect& row, const QFontMetrics& fm) {
   return QRect(row.left() + kMargin, row.top() + kMargin + fm.height() + 2, row.width() - 2 * kMargin, kBarHeight);
 }
 
+QString DeviceDelegate::title(const QString& id, QString name, quint64 capacity, bool simulated) {
+  if (simulated) {
+    name.remove(QStringLiteral(" (simulated)"));
+    if (name.startsWith(QStringLiteral("sim-") + id)) name.clear();  // "sim-gpu0 32 MiB": nothing new
+  }
+  return name.isEmpty() ? QStringLiteral("%1  %2").arg(id, formatBytes(capacity))
+                        : QStringLiteral("%1  %2  %3").arg(id, name, formatBytes(capacity));
+}
+
 QSize DeviceDelegate::sizeHint(const QStyleOptionViewItem& option, const QModelIndex&) const {
   const QFontMetrics fm(option.font);
   return {220, 2 * kMargin + 2 * fm.height() + kBarHeight + 6};
@@ -48,9 +57,8 @@ void DeviceDelegate::paint(QPainter* p, const QStyleOptionViewItem& option, cons
   // capability ("cc 9.0"; its peers are in the tooltip).
   const QRect line1(option.rect.left() + kMargin, option.rect.top() + kMargin, option.rect.width() - 2 * kMargin,
                     fm.height());
-  QString title = QStringLiteral("%1  %2  %3")
-                      .arg(index.data(DeviceModel::IdRole).toString(), index.data(DeviceModel::NameRole).toString(),
-                           formatBytes(m.capacity));
+  const QString title = DeviceDelegate::title(index.data(DeviceModel::IdRole).toString(),
+                                              index.data(DeviceModel::NameRole).toString(), m.capacity, simulated);
   QString tag;
   QColor tagColor(0x9a, 0x5b, 0x00);
   if (failed) {

@@ -18,6 +18,9 @@ class DeviceDelegate : public QStyledItemDelegate {
 
   // Where paint() puts the bar inside a row's rectangle (tests sample its pixels).
   static QRect barRect(const QRect& rowRect, const QFontMetrics& fm);
+  // A row's first line: "id  name  capacity". A simulated device's name repeats the id, the size and
+  // "(simulated)" (the tag at the right says it): then "gpu0  32.0 MiB", which a narrow dock shows whole.
+  static QString title(const QString& id, QString name, quint64 capacity, bool simulated);
 };
 
 }  // namespace strata::ui

@@ -35,8 +35,11 @@ ModelsPanel::ModelsPanel(ModelFilesModel* model, QWidget* parent)
   view_->setSortingEnabled(false);
   view_->setAlternatingRowColors(true);
   view_->setTextElideMode(Qt::ElideMiddle);  // long names keep their quantization suffix; tooltip: the whole path
-  view_->header()->setSectionResizeMode(0, QHeaderView::Stretch);
-  view_->header()->setStretchLastSection(false);
+  // Every column as wide as its contents, the name first and whole ("SmolLM2-360M-Instruct-Q8_0.gguf"
+  // was cut to "SmolL….gguf" at 1280 px); the last column takes what is left, and a window too
+  // narrow for all of them scrolls sideways instead of cutting the names.
+  view_->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  view_->header()->setStretchLastSection(true);
   layout->addWidget(view_, 1);
 
   auto* buttons = new QHBoxLayout;

@@ -13,11 +13,14 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QRadioButton>
+#include <QScrollBar>
+#include <QSlider>
 #include <QRegularExpression>
 #include <QToolButton>
 #include <QUndoStack>
 #include <QVBoxLayout>
 
+#include "ui/placement/gpu_offload.h"
 #include "ui/devices/memory_bar.h"
 #include "ui/placement/placement_model.h"
 #include "ui/placement/placement_view.h"
@@ -35,6 +38,10 @@ PlacementEditor::PlacementEditor(QWidget* parent)
   setObjectName(QStringLiteral("placementEditor"));
   prediction_->setObjectName(QStringLiteral("prediction"));
   view_->setPlacementModel(model_);
+  // At least eight block rows under the lane headers (three lines: id, size, "simulated"), whatever
+  // the window's height: the tab scrolls instead (MainWindow puts the editor in a scroll area).
+  view_->setMinimumHeight(8 * view_->verticalHeader()->defaultSectionSize() + 3 * view_->fontMetrics().lineSpacing() + 16 +
+                          view_->horizontalScrollBar()->sizeHint().height());
   // Long text wraps instead of widening the panel (and squeezing the chat list beside it).
   message_->setWordWrap(true);
   prediction_->setWordWrap(true);
@@ -56,19 +63,23 @@ PlacementEditor::PlacementEditor(QWidget* parent)
     connect(b, &QPushButton::clicked, this, [this, g = goal] { emit requestAutoPlan(g); });
     top->addWidget(b);
   }
-  top->addSpacing(12);
+  top->addStretch(1);
+  // Row 2 (its own row, so that a narrow tab never cuts a label): undo/redo, parts, files.
+  auto* top2 = new QHBoxLayout;
   for (QAction* a : {model_->undoStack()->createUndoAction(this, tr("Undo")), model_->undoStack()->createRedoAction(this, tr("Redo"))}) {
     auto* b = new QToolButton(this);
     b->setDefaultAction(a);
     addAction(a);
-    top->addWidget(b);
+    top2->addWidget(b);
   }
   // Every block's parts as rows (one block's: double-click it); each part then drags on its own.
-  auto* parts = new QPushButton(tr("Show parts"), this);
+  // Tool buttons (no 80 px minimum of a push button): the row fits a narrow tab at scale 1.5.
+  auto* parts = new QToolButton(this);
+  parts->setText(tr("Show parts"));
   parts->setObjectName(QStringLiteral("showParts"));
   parts->setCheckable(true);
   parts->setToolTip(tr("Show each block's attention, FFN part and experts as rows that drag on their own"));
-  connect(parts, &QPushButton::toggled, this, [this](bool on) { model_->setAllExpanded(on); });
+  connect(parts, &QToolButton::toggled, this, [this](bool on) { model_->setAllExpanded(on); });
   const auto followRows = [this, parts] {  // pressed while every block's parts are shown
     const QSignalBlocker block(parts);
     parts->setChecked(model_->allExpanded());
@@ -76,23 +87,27 @@ PlacementEditor::PlacementEditor(QWidget* parent)
   connect(model_, &QAbstractItemModel::rowsInserted, this, followRows);
   connect(model_, &QAbstractItemModel::rowsRemoved, this, followRows);
   connect(model_, &QAbstractItemModel::modelReset, this, followRows);
-  top->addSpacing(12);
-  top->addWidget(parts);
-  auto* save = new QPushButton(tr("Save…"), this);
-  auto* load = new QPushButton(tr("Load…"), this);
-  connect(save, &QPushButton::clicked, this, [this] {
+  top2->addSpacing(12);
+  top2->addWidget(parts);
+  auto* save = new QToolButton(this);
+  save->setText(tr("Save…"));
+  save->setToolTip(tr("Save this placement as JSON"));
+  auto* load = new QToolButton(this);
+  load->setText(tr("Load…"));
+  load->setToolTip(tr("Load a placement from JSON"));
+  connect(save, &QToolButton::clicked, this, [this] {
     const QString path = QFileDialog::getSaveFileName(this, tr("Save placement"), QString(), tr("Placement JSON (*.json)"));
     QString error;
     if (!path.isEmpty() && !savePlacement(path, &error)) showError(error);
   });
-  connect(load, &QPushButton::clicked, this, [this] {
+  connect(load, &QToolButton::clicked, this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Load placement"), QString(), tr("Placement JSON (*.json)"));
     QString error;
     if (!path.isEmpty() && !loadPlacement(path, &error)) showError(error);
   });
-  top->addStretch(1);
-  top->addWidget(save);
-  top->addWidget(load);
+  top2->addStretch(1);
+  top2->addWidget(save);
+  top2->addWidget(load);
 
   // Planning mode (hidden until asked for).
   auto* planning = new QGroupBox(tr("Planning mode: declare devices you do not have"), this);
@@ -114,34 +129,56 @@ PlacementEditor::PlacementEditor(QWidget* parent)
   groupRow->addWidget(new QLabel(tr("Tensor group:"), this));
   groupRow->addWidget(groupSpec_);
   groupRow->addWidget(addGroup);
-  groupRow->addSpacing(16);
-  groupRow->addWidget(new QLabel(tr("KV cache:"), this));
-  groupRow->addWidget(kvWithLayer_);
-  groupRow->addWidget(kvOnCpu_);
-  groupRow->addStretch(1);
+  auto* kvRow = new QHBoxLayout;  // a row of its own: the tab stays narrow without cutting labels
+  kvRow->addWidget(new QLabel(tr("KV cache:"), this));
+  kvRow->addWidget(kvWithLayer_);
+  kvRow->addWidget(kvOnCpu_);
+  kvRow->addStretch(1);
+  // GPU offload, as LM Studio has it: blocks on the accelerators (the last N, llama.cpp's -ngl),
+  // written into the placement (undoable; Apply sends it).
+  offloadLabel_ = new QLabel(this);
+  offloadLabel_->setObjectName(QStringLiteral("gpuOffloadLabel"));
+  offload_ = new QSlider(Qt::Horizontal, this);
+  offload_->setObjectName(QStringLiteral("gpuOffload"));
+  offload_->setToolTip(tr("GPU offload: how many blocks run on the GPUs; the rest run on the CPU"));
+  offload_->setMinimumWidth(120);
+  offload_->setPageStep(1);
+  auto* offloadRow = new QHBoxLayout;  // a row of its own too: the KV choice keeps its width
+  offloadRow->addWidget(offloadLabel_);
+  offloadRow->addWidget(offload_, 1);
+  connect(offload_, &QSlider::valueChanged, this, [this](int n) {
+    offloadLabel_->setText(tr("GPU offload: %1 / %2 blocks").arg(n).arg(offload_->maximum()));
+    if (!offload_->isSliderDown()) model_->setOffloadedBlocks(n);
+  });
+  connect(offload_, &QSlider::sliderReleased, this, [this] { model_->setOffloadedBlocks(offload_->value()); });
   kvWithLayer_->setChecked(true);
   connect(kvOnCpu_, &QRadioButton::toggled, this, [this](bool on) {
     if (!model_->setKvDeviceForAll(on ? QStringLiteral("cpu") : QString())) refresh();
   });
 
   // Bottom: prediction, reason, Apply.
+  // The message, the reason Apply is refused and Apply on one row; the prediction under them across
+  // the whole width (beside them it wrapped into six lines and took the block rows' height).
   auto* bottom = new QHBoxLayout;
-  bottom->addWidget(prediction_, 1);
+  bottom->addWidget(message_, 1);
   bottom->addWidget(blocked_, 1);
   bottom->addWidget(apply_);
   connect(apply_, &QPushButton::clicked, this, [this] {
-    if (model_->applyBlocker().isEmpty()) emit applyRequested(model_->placementJson());
+    if (model_->applyBlocker().isEmpty()) emit applyRequested(model_->placementJson(), model_->changeSummary());
   });
 
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(title_);
   layout->addLayout(top);
+  layout->addLayout(top2);
   layout->addWidget(planning);
   layout->addWidget(view_, 1);
   layout->addWidget(footer_);
   layout->addLayout(groupRow);
-  layout->addWidget(message_);
+  layout->addLayout(kvRow);
+  layout->addLayout(offloadRow);
   layout->addLayout(bottom);
+  layout->addWidget(prediction_);
 
   restyleWarnings();
   connect(model_, &PlacementModel::estimateChanged, this, &PlacementEditor::refresh);
@@ -262,10 +299,9 @@ void PlacementEditor::refresh() {
     predicted = tr("No prediction: %1").arg(model_->estimateError());
   } else {
     const CostPrediction c = model_->prediction();
-    predicted = tr("Predicted: %1 tok/s decode (%2 ms/token), %3 tok/s prefill · %4 boundar%5 · %6 moved per token")
-                    .arg(c.decodeTokensPerS, 0, 'f', 1)
-                    .arg(c.decodeMsPerToken, 0, 'f', 2)
-                    .arg(c.prefillTokensPerS, 0, 'f', 0)
+    const CostPrediction here = model_->predictionOnThisMachine();
+    predicted = predictionText(c, model_->hasPredictionOnThisMachine() ? &here : nullptr) +
+                tr(" · %1 boundar%2 · %3 moved per token")
                     .arg(c.boundaries)
                     .arg(c.boundaries == 1 ? "y" : "ies")
                     .arg(formatBytes(c.transferBytesPerToken));
@@ -273,12 +309,25 @@ void PlacementEditor::refresh() {
     else if (model_->isPreviewing()) predicted += tr(" — if dropped here");
   }
   prediction_->setText(predicted);
+  prediction_->setToolTip(model_->hasPredictionOnThisMachine()
+                              ? tr("This machine: the simulated devices run the CPU's kernels on its threads, so they "
+                                   "are bounded by the CPU's measured speed as well as by their declared one.")
+                              : QString());
   const QString reason = model_->applyBlocker();
   const int moved = model_->changedTileCount();
   apply_->setText(moved > 0 ? tr("Apply: move %1 layer(s)").arg(moved) : tr("Apply"));
   apply_->setEnabled(reason.isEmpty());
   apply_->setToolTip(reason);
   blocked_->setText(reason.isEmpty() || moved == 0 ? QString() : reason);
+  {
+    const bool accel = !accelerators(model_->devices()).isEmpty() && p.layerCount() > 0;
+    const QSignalBlocker block(offload_);
+    offload_->setRange(0, p.layerCount());
+    offload_->setEnabled(accel);
+    if (!offload_->isSliderDown()) offload_->setValue(model_->offloadedBlockCount());
+    offloadLabel_->setText(accel ? tr("GPU offload: %1 / %2 blocks").arg(offload_->value()).arg(p.layerCount())
+                                 : tr("GPU offload: no GPU"));
+  }
   const bool kvCpu = !p.layers.isEmpty() && p.layers.first().kvDevice == QLatin1String("cpu");
   QSignalBlocker b1(kvWithLayer_), b2(kvOnCpu_);
   kvOnCpu_->setChecked(kvCpu);

@@ -12,6 +12,7 @@
 class QLabel;
 class QLineEdit;
 class QPushButton;
+class QSlider;
 class QRadioButton;
 
 namespace strata::ui {
@@ -49,7 +50,8 @@ class PlacementEditor : public QWidget {
 
  signals:
   void requestAutoPlan(const QString& goal);         // "fit" | "balance" | "fewest-transfers"
-  void applyRequested(const QJsonObject& placement); // PUT /strata/v1/placement
+  // PUT /strata/v1/placement; summary: what moves, in words (PlacementModel::changeSummary).
+  void applyRequested(const QJsonObject& placement, const QString& summary);
   void devicesDeclared(const QString& devicesSpec);  // planning mode: --devices for the engine
 
  protected:
@@ -66,6 +68,8 @@ class PlacementEditor : public QWidget {
   SimulatedDevicesWidget* simulated_;
   QLabel* title_;
   QLabel* prediction_;
+  QSlider* offload_ = nullptr;       // GPU offload: blocks on accelerators
+  QLabel* offloadLabel_ = nullptr;
   QLabel* message_;
   QLabel* blocked_;
   QLineEdit* groupSpec_;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include <QCoreApplication>
+
 namespace strata::ui {
 
 namespace {
@@ -85,6 +87,44 @@ QList<DeviceSpec> DeviceSpec::listFromJson(const QJsonArray& devices) {
   return out;
 }
 
+CostPrediction parseCost(const QJsonObject& c) {
+  CostPrediction p;
+  p.decodeMsPerToken = c.value(QLatin1String("decode_ms_per_token")).toDouble();
+  p.decodeTokensPerS = c.value(QLatin1String("decode_tokens_per_s")).toDouble();
+  p.prefillTokensPerS = c.value(QLatin1String("prefill_tokens_per_s")).toDouble();
+  p.stages = static_cast<int>(c.value(QLatin1String("stages")).toArray().size());
+  p.boundaries = c.value(QLatin1String("boundaries")).toInt();
+  p.transferBytesPerToken = bytesOf(c.value(QLatin1String("transfer_bytes_per_token")));
+  p.nSeq = qMax(1, c.value(QLatin1String("n_seq")).toInt(1));
+  return p;
+}
+
+namespace {
+// "1266.0 tok/s decode (0.79 ms/token)" and, with several sequences, ", 2662.5 tok/s over 4 sequences".
+QString decodeFigures(const CostPrediction& c) {
+  const double perReply = c.decodeMsPerToken > 0 ? 1000.0 / c.decodeMsPerToken : 0.0;
+  QString s = QCoreApplication::translate("PlacementEditor", "%1 tok/s decode (%2 ms/token)")
+                  .arg(perReply, 0, 'f', 1)
+                  .arg(c.decodeMsPerToken, 0, 'f', 2);
+  if (c.nSeq > 1)
+    s += QCoreApplication::translate("PlacementEditor", ", %1 tok/s over %2 sequences")
+             .arg(c.decodeTokensPerS, 0, 'f', 1)
+             .arg(c.nSeq);
+  return s;
+}
+}  // namespace
+
+QString predictionText(const CostPrediction& c, const CostPrediction* onThisMachine) {
+  QString s = onThisMachine ? QCoreApplication::translate("PlacementEditor", "Predicted, declared hardware: ")
+                            : QCoreApplication::translate("PlacementEditor", "Predicted: ");
+  s += decodeFigures(c);
+  s += QCoreApplication::translate("PlacementEditor", ", %1 tok/s prefill").arg(c.prefillTokensPerS, 0, 'f', 0);
+  if (onThisMachine)
+    s += QCoreApplication::translate("PlacementEditor", " · this machine: %1")
+             .arg(decodeFigures(*onThisMachine));
+  return s;
+}
+
 EngineEstimate parseEstimate(const QJsonObject& answer, const QList<DeviceSpec>& devices) {
   EngineEstimate e;
   for (const DeviceSpec& d : devices) {
@@ -121,15 +161,10 @@ EngineEstimate parseEstimate(const QJsonObject& answer, const QList<DeviceSpec>&
   }
   const QJsonValue cost = answer.value(QLatin1String("cost"));
   e.hasCost = cost.isObject();
-  if (e.hasCost) {
-    const QJsonObject c = cost.toObject();
-    e.cost.decodeMsPerToken = c.value(QLatin1String("decode_ms_per_token")).toDouble();
-    e.cost.decodeTokensPerS = c.value(QLatin1String("decode_tokens_per_s")).toDouble();
-    e.cost.prefillTokensPerS = c.value(QLatin1String("prefill_tokens_per_s")).toDouble();
-    e.cost.stages = static_cast<int>(c.value(QLatin1String("stages")).toArray().size());
-    e.cost.boundaries = c.value(QLatin1String("boundaries")).toInt();
-    e.cost.transferBytesPerToken = bytesOf(c.value(QLatin1String("transfer_bytes_per_token")));
-  }
+  if (e.hasCost) e.cost = parseCost(cost.toObject());
+  const QJsonValue here = answer.value(QLatin1String("cost_on_this_machine"));
+  e.hasOnThisMachine = here.isObject();
+  if (e.hasOnThisMachine) e.onThisMachine = parseCost(here.toObject());
   e.fits = answer.value(QLatin1String("fits")).toBool();
   e.error = answer.value(QLatin1String("error")).toString();
   return e;

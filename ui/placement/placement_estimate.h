@@ -78,13 +78,23 @@ struct CostPrediction {
   int stages = 0;                     // stages.length
   int boundaries = 0;                 // boundaries: stages the hidden state crosses devices into
   quint64 transferBytesPerToken = 0;  // transfer_bytes_per_token
+  int nSeq = 1;                       // n_seq: sequences decoded at once (the server's parallel slots)
 };
+
+// The label's figures, consistent with each other: one reply's speed and its inverse (ms/token) from
+// the same number; with several sequences the total over all of them beside it, named; with
+// simulated devices (`onThisMachine` non-null) the declared hardware's figures and this machine's,
+// both labelled ("this machine": the simulated devices bounded by the host CPU, whose kernels they
+// run). "Predicted: 1266.0 tok/s decode (0.79 ms/token), 1900 tok/s prefill".
+QString predictionText(const CostPrediction& c, const CostPrediction* onThisMachine);
 
 // The engine's answer for one placement, parsed.
 struct EngineEstimate {
   QList<DeviceMemoryEstimate> memory;  // one entry per device of the editor, in device order
   CostPrediction cost;
   bool hasCost = false;  // "cost" was not null
+  CostPrediction onThisMachine;  // cost_on_this_machine: simulated devices bounded by the host CPU
+  bool hasOnThisMachine = false;  // the placement uses a simulated device and the engine said
   bool fits = false;
   QString error;         // the engine's text: why it does not fit (or why the placement is invalid)
 };
@@ -94,5 +104,7 @@ struct EngineEstimate {
 // Devices of `devices` the engine did not list get zeros and their capacity; devices the engine
 // listed that `devices` lacks are appended (the editor's list may lag behind the engine's).
 EngineEstimate parseEstimate(const QJsonObject& answer, const QList<DeviceSpec>& devices);
+// One cost object of the engine's ("cost", "cost_on_this_machine").
+CostPrediction parseCost(const QJsonObject& cost);
 
 }  // namespace strata::ui

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include "ui/placement/gpu_offload.h"
 #include "ui/devices/memory_bar.h"
 #include "ui/theme/contrast.h"
 
@@ -167,8 +168,9 @@ QVariant PlacementModel::headerData(int section, Qt::Orientation orientation, in
   switch (role) {
     case Qt::DisplayRole:
       if (!isDevice) return l.label();
-      return QStringLiteral("%1 %2%3").arg(dev->id, formatBytes(dev->capacity),
-                                            dev->simulated ? QStringLiteral(" (simulated)") : QString());
+      // One fact a line, so that a narrow lane shows each whole ("gpu1 1.0 GiB (simulated" was cut).
+      return QStringLiteral("%1\n%2%3").arg(dev->id, formatBytes(dev->capacity),
+                                             dev->simulated ? QStringLiteral("\nsimulated") : QString());
     case Qt::ToolTipRole:
       if (!isDevice) return l.kind == Lane::Kind::Group ? QStringLiteral("drop blocks here to split their tensors")
                                                         : QStringLiteral("the model's tiles: drag them onto a lane");
@@ -463,6 +465,16 @@ bool PlacementModel::setKvDeviceForAll(const QString& device) {
   return true;
 }
 
+bool PlacementModel::setOffloadedBlocks(int n) {
+  if (placement_.layerCount() == 0) return false;
+  const PlacementData next = offloadPlacement(placement_, devices_, n);
+  if (next == placement_) return false;
+  pushPlacement(next, QStringLiteral("GPU offload: %1 of %2 blocks").arg(n).arg(placement_.layerCount()));
+  return true;
+}
+
+int PlacementModel::offloadedBlockCount() const { return offloadedBlocks(placement_, devices_); }
+
 bool PlacementModel::setContext(int nCtx, int nSeq) {
   if (nCtx < 1 || nCtx > (1 << 24) || nSeq < 1 || nSeq > 256) return false;
   PlacementData next = placement_;
@@ -567,6 +579,56 @@ QString PlacementModel::applyBlocker() const {
     return committed_.error.isEmpty() ? QStringLiteral("the engine says it does not fit") : committed_.error;
   if (changedTileCount() == 0) return QStringLiteral("nothing moved");
   return {};
+}
+
+QString PlacementModel::changeSummary() const {
+  if (applied_.layerCount() != placement_.layerCount()) return {};
+  // One entry per change: (what, bytes, to); runs of consecutive whole blocks to the same target merge.
+  struct Change {
+    QString what;
+    int first = -1, last = -1;  // blocks of a whole-block run
+    quint64 bytes = 0;
+    QString to;
+  };
+  QList<Change> changes;
+  auto add = [&](const QString& what, int layer, quint64 bytes, const QString& to) {
+    if (layer >= 0 && !changes.isEmpty() && changes.last().last == layer - 1 && changes.last().to == to &&
+        changes.last().what.isEmpty() && what.isEmpty()) {
+      changes.last().last = layer;
+      changes.last().bytes += bytes;
+      return;
+    }
+    changes.append(Change{what, layer, layer, bytes, to});
+  };
+  if (applied_.embeddingDevice != placement_.embeddingDevice)
+    add(tr("the embedding"), -1, model_.embeddingBytes, placement_.embeddingDevice);
+  for (int l = 0; l < placement_.layerCount(); ++l) {
+    const LayerTarget& a = applied_.layers[l];
+    const LayerTarget& b = placement_.layers[l];
+    if (a == b) continue;
+    if (!a.sameTarget(b)) {
+      add(QString(), l, model_.layerBytes.value(l), b.label());
+      continue;
+    }
+    if (a.ffnDevice != b.ffnDevice)
+      add(tr("blk %1 FFN part").arg(l), -1, model_.ffnBytes(l), b.ffnDevice.isEmpty() ? b.label() : b.ffnDevice);
+    if (a.experts != b.experts) {
+      QStringList to;
+      for (const ExpertRange& r : b.experts) to << r.device;
+      add(tr("blk %1 experts").arg(l), -1, 0, to.isEmpty() ? b.label() : to.join(QLatin1Char('+')));
+    }
+    if (a.kvDevice != b.kvDevice) add(tr("blk %1 KV cache").arg(l), -1, 0, b.kvDevice.isEmpty() ? b.label() : b.kvDevice);
+  }
+  if (applied_.headDevice != placement_.headDevice) add(tr("the head"), -1, model_.headBytes, placement_.headDevice);
+  QStringList out;
+  for (const Change& c : changes) {
+    QString what = c.what;
+    if (what.isEmpty()) what = c.first == c.last ? tr("blk %1").arg(c.first) : tr("blk %1–%2").arg(c.first).arg(c.last);
+    out << (c.bytes > 0 ? tr("%1 (%2) to %3").arg(what, formatBytes(c.bytes), c.to) : tr("%1 to %2").arg(what, c.to));
+  }
+  if (applied_.nCtx != placement_.nCtx || applied_.nSeq != placement_.nSeq)
+    out << tr("context %1 × %2").arg(placement_.nCtx).arg(placement_.nSeq);
+  return out.join(QStringLiteral("; "));
 }
 
 int PlacementModel::changedTileCount() const {

@@ -128,6 +128,9 @@ class PlacementModel : public QAbstractTableModel {
   DeviceMemoryEstimate memoryOf(const QString& device) const;
   CostPrediction prediction() const { return estimate_.cost; }
   bool hasPrediction() const { return hasEstimate_ && estimate_.hasCost; }
+  // With simulated devices: what this machine can run (the engine's cost_on_this_machine).
+  CostPrediction predictionOnThisMachine() const { return estimate_.onThisMachine; }
+  bool hasPredictionOnThisMachine() const { return hasPrediction() && estimate_.hasOnThisMachine; }
   bool fits() const { return hasEstimate_ && estimate_.fits; }
   bool hasEstimate() const { return hasEstimate_; }
   bool estimateCurrent() const;
@@ -139,6 +142,9 @@ class PlacementModel : public QAbstractTableModel {
   QString applyBlocker() const;
   int changedTileCount() const;  // tiles whose target differs from the applied baseline
   void markApplied();            // the current placement is now the engine's
+  // What Apply would move, in words with sizes: "blk 4 FFN part (1.6 MiB) to gpu1", "blk 3–5 (6.3 MiB)
+  // to gpu1; the head (262 MiB) to cpu"; "" when nothing changed.
+  QString changeSummary() const;
   // The user has changed the placement since the engine's was last set (resetPlacement/markApplied).
   bool hasPendingEdits() const { return applied_.layerCount() > 0 && changedTileCount() > 0; }
 
@@ -147,6 +153,9 @@ class PlacementModel : public QAbstractTableModel {
   bool applyEdit(const PlacementEdit& edit, QString* error = nullptr);  // validate, then push
   bool setKvDeviceForAll(const QString& device);  // "" = KV with its block; undoable
   bool setContext(int nCtx, int nSeq);            // undoable
+  // GPU offload (gpu_offload.h): the last n blocks on the accelerators, the rest on the CPU; undoable.
+  bool setOffloadedBlocks(int n);
+  int offloadedBlockCount() const;
   void previewEdit(const PlacementEdit& edit);    // figures as if applied (invalid edits: none)
   void clearPreview();
   bool isPreviewing() const { return preview_.has_value(); }

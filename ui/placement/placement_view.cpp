@@ -6,6 +6,7 @@
 #include <QContextMenuEvent>
 #include <QHeaderView>
 #include <QInputDialog>
+#include <QItemSelection>
 #include <QMenu>
 #include <QMimeData>
 #include <QPainter>
@@ -155,9 +156,22 @@ void PlacementView::dropEvent(QDropEvent* event) {
   setHover(-1);
   if (!model_) return event->ignore();
   const int column = columnAt(event->position().toPoint().x());
+  QList<int> rows;  // the dragged tiles, when they came from this view's selection
+  for (const QModelIndex& i : selectionModel()->selectedIndexes())
+    if (!rows.contains(i.row())) rows << i.row();
   if (model_->dropMimeData(event->mimeData(), Qt::MoveAction, -1, column, {})) {
     event->setDropAction(Qt::CopyAction);  // nothing to remove at the source
     event->accept();
+    // The selection follows the tiles to their lane: left behind, it painted the vacated cells as
+    // solid highlight boxes, as if something were still there.
+    QItemSelection moved;
+    for (int r : rows) {
+      const QModelIndex at = model_->index(r, column);
+      if (at.isValid() && (model_->flags(at) & Qt::ItemIsSelectable)) moved.select(at, at);
+    }
+    selectionModel()->select(moved, QItemSelectionModel::ClearAndSelect);
+    if (!moved.isEmpty()) selectionModel()->setCurrentIndex(moved.indexes().first(), QItemSelectionModel::NoUpdate);
+    viewport()->update();
   } else {
     event->ignore();
   }

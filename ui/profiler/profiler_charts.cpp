@@ -3,6 +3,8 @@
 
 #include <QTabWidget>
 
+#include <algorithm>
+
 #include <qcustomplot.h>
 
 #include "ui/profiler/plot_palette.h"
@@ -48,6 +50,12 @@ void fillGraphs(QCustomPlot* plot, const QMap<QString, QList<QPointF>>& series, 
 
 }  // namespace
 
+std::pair<QString, double> ProfilerCharts::linkUnit(double maxGbps) {
+  if (maxGbps >= 1.0) return {QStringLiteral("GB/s"), 1.0};
+  if (maxGbps >= 1e-3) return {QStringLiteral("MB/s"), 1e3};
+  return {QStringLiteral("KB/s"), 1e6};
+}
+
 ProfilerCharts::ProfilerCharts(ProfilerSeries* series, QTabWidget* tabs, QObject* parent)
     : QObject(parent), series_(series), tabs_(tabs),
       tokens_(makePlot(tabs, tr("Tokens/s"), tr("s"), tr("tokens/s"))),
@@ -59,6 +67,11 @@ ProfilerCharts::ProfilerCharts(ProfilerSeries* series, QTabWidget* tabs, QObject
   bars->setBrush(QColor(0xe8, 0x7a, 0x1e));
   bars->setPen(Qt::NoPen);
   bars->setWidth(0.7);
+  // Replies are counted: whole-number ticks only (the default ticker stepped by 0.5).
+  QSharedPointer<QCPAxisTickerFixed> whole(new QCPAxisTickerFixed);
+  whole->setTickStep(1.0);
+  whole->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+  ttft_->xAxis->setTicker(whole);
   connect(series_, &ProfilerSeries::changed, this, &ProfilerCharts::refresh);
   connect(tabs_, &QTabWidget::currentChanged, this, &ProfilerCharts::refresh);
 }
@@ -93,7 +106,13 @@ void ProfilerCharts::refresh() {
   memory_->yAxis->rescale();
   memory_->yAxis->setRangeLower(0);
 
-  fillGraphs(links_, series_->linkGbps(), 1.0);
+  // The unit follows the largest rate shown: 0.00025 GB/s reads 250 KB/s.
+  double top = 0;
+  for (const QList<QPointF>& points : series_->linkGbps())
+    for (const QPointF& p : points) top = std::max(top, p.y());
+  const auto [unit, scale] = linkUnit(top);
+  links_->yAxis->setLabel(unit);
+  fillGraphs(links_, series_->linkGbps(), scale);
   links_->xAxis->setRange(from, std::max(now, 1.0));
   links_->yAxis->rescale();
   links_->yAxis->setRangeLower(0);

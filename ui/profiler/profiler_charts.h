@@ -4,6 +4,9 @@
 #pragma once
 
 #include <QObject>
+#include <QString>
+
+#include <utility>
 
 class QCustomPlot;
 class QTabWidget;
@@ -22,6 +25,9 @@ class ProfilerCharts : public QObject {
   QCustomPlot* ttftPlot() const { return ttft_; }
   QCustomPlot* memoryPlot() const { return memory_; }
   QCustomPlot* linkPlot() const { return links_; }
+  // The Links chart's unit for a largest rate of maxGbps: GB/s from 1, MB/s from 0.001, else KB/s,
+  // and the factor from GB/s to it.
+  static std::pair<QString, double> linkUnit(double maxGbps);
 
  public slots:
   void refresh();  // re-reads the series into the plots; replots (queued) the visible one

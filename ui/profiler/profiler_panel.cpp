@@ -85,7 +85,13 @@ void ProfilerPanel::apply(const QJsonObject& batch) {
   updateSummary();
 }
 
+void ProfilerPanel::setStreamingTtft(double ms) {
+  streamingTtftMs_ = ms;
+  updateSummary();
+}
+
 void ProfilerPanel::addReplyStats(double ttftMs, int tokens, double tokensPerS) {
+  streamingTtftMs_ = -1;
   series_->addReplyStats(ttftMs, tokens, tokensPerS);
   updateSummary();
 }
@@ -129,8 +135,9 @@ void ProfilerPanel::clear() {
 QString ProfilerPanel::summaryText() const {
   QStringList parts;
   parts << QStringLiteral("tok/s %1").arg(timeline_->latestTokensPerS(), 0, 'f', 1);
-  parts << (series_->replies().isEmpty() ? QStringLiteral("TTFT –")
-                                         : QStringLiteral("TTFT %1 ms").arg(series_->lastTtftMs(), 0, 'f', 0));
+  // The reply in progress's first token as soon as it came, else the last finished reply's.
+  const double ttft = streamingTtftMs_ >= 0 ? streamingTtftMs_ : series_->replies().isEmpty() ? -1 : series_->lastTtftMs();
+  parts << (ttft < 0 ? QStringLiteral("TTFT –") : QStringLiteral("TTFT %1 ms").arg(ttft, 0, 'f', 0));
   QStringList bubbles;
   const QMap<int, double> b = timeline_->bubblePercent();
   for (auto it = b.begin(); it != b.end(); ++it)

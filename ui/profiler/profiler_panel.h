@@ -38,6 +38,7 @@ class ProfilerPanel : public QWidget {
  public slots:
   void appendBatch(const QJsonObject& batch);  // a trace-stream batch (held while paused)
   void addReplyStats(double ttftMs, int tokens, double tokensPerS);
+  void setStreamingTtft(double ms);            // the reply in progress got its first token (until addReplyStats)
   void setPaused(bool paused);                 // resume applies the held batches
   void setCollapsed(bool collapsed);
   void setWindowSeconds(double seconds);       // how much history the timeline keeps (default 30 s)
@@ -65,6 +66,7 @@ class ProfilerPanel : public QWidget {
   QList<QJsonObject> held_;
   bool paused_ = false;
   bool collapsed_ = false;
+  double streamingTtftMs_ = -1;  // the reply in progress's time to first token; -1: none
 };
 
 }  // namespace strata::ui

@@ -154,7 +154,8 @@ void TimelineModel::appendBatch(const QJsonObject& batch) {
       endInsertRows();
     }
   }
-  for (const TraceSpan& s : incoming) latestNs_ = std::max(latestNs_, s.endNs());
+  for (const TraceSpan& s : incoming) latestEventNs_ = std::max(latestEventNs_, s.endNs());
+  latestNs_ = std::max(latestNs_, latestEventNs_);
   latestNs_ = std::max(latestNs_, int64Of(batch.value(QLatin1String("now_ns"))));
   if (batch.contains(QLatin1String("tokens_per_s"))) tokensPerS_ = batch.value(QLatin1String("tokens_per_s")).toDouble();
   trim();
@@ -189,7 +190,7 @@ void TimelineModel::appendReplan(const QJsonObject& record) {
     f.text = tr("%1 · no placement fits what is left: %2").arg(lost, record.value(QLatin1String("error")).toString());
   }
   // Older than the window (a /status record of long ago): the lanes are marked, nothing drawn.
-  if (endNs >= latestNs_ - windowNs_)
+  if (endNs >= latestEventNs_ - windowNs_)
     faults_.insert(std::upper_bound(faults_.begin(), faults_.end(), f.startNs,
                                     [](qint64 v, const TraceFault& x) { return v < x.startNs; }),
                    f);
@@ -201,13 +202,16 @@ void TimelineModel::appendReplan(const QJsonObject& record) {
     }
   }
   latestNs_ = std::max(latestNs_, endNs);
+  latestEventNs_ = std::max(latestEventNs_, endNs);
   if (originNs_ < 0) originNs_ = f.startNs;
   if (lanesMarked) emit lanesChanged();
   emit batchAppended();
 }
 
 void TimelineModel::trim() {
-  const qint64 cutoff = latestNs_ - windowNs_;
+  // The window ends at the newest event, not at "now": a quiet engine's idle batches do not
+  // push the last reply out.
+  const qint64 cutoff = latestEventNs_ - windowNs_;
   while (!faults_.isEmpty() && faults_.first().endNs() < cutoff) faults_.removeFirst();
   int n = 0;
   while (n < spans_.size() && spans_[n].startNs < cutoff) ++n;
@@ -224,6 +228,7 @@ void TimelineModel::clear() {
   seenReplanNs_.clear();
   originNs_ = -1;
   latestNs_ = 0;
+  latestEventNs_ = 0;
   tokensPerS_ = 0;
   endResetModel();
 }
@@ -273,7 +278,8 @@ QMap<int, double> TimelineModel::bubblePercent() const {
   const QList<Interval> inFlight = merged(anywhere);
   const qint64 window = total(inFlight);
   for (const TraceLane& lane : lanes_) {
-    if (lane.name == QLatin1String("host") || !seen.contains(lane.id)) continue;
+    // A lost device does no more work: its idle time is not a pipeline bubble.
+    if (lane.name == QLatin1String("host") || lane.lost || !seen.contains(lane.id)) continue;
     const qint64 busy = overlap(merged(device.value(lane.id)), inFlight);
     out.insert(lane.id, window > 0 ? 100.0 * static_cast<double>(window - busy) / static_cast<double>(window) : 0.0);
   }

@@ -83,6 +83,9 @@ class TimelineModel : public QAbstractListModel {
   QString laneLabel(int laneId) const;
   qint64 originNs() const { return originNs_; }  // the first start (or now_ns) ever seen: x = 0 ms
   qint64 latestNs() const { return latestNs_; }
+  // The end of the newest span or fault (0: none yet). Idle batches move latestNs() on, not this:
+  // the last reply's events stay in the window (and in view) after it ends.
+  qint64 latestEventNs() const { return latestEventNs_; }
   double latestTokensPerS() const { return tokensPerS_; }
 
   // Bubble of each device lane (every lane but "host" that has events), in percent: the time the
@@ -127,6 +130,7 @@ class TimelineModel : public QAbstractListModel {
   qint64 windowNs_ = 30'000'000'000;
   qint64 originNs_ = -1;
   qint64 latestNs_ = 0;
+  qint64 latestEventNs_ = 0;
   double tokensPerS_ = 0;
 };
 

@@ -3,6 +3,7 @@
 #include "ui/profiler/timeline_plot.h"
 
 #include <QLabel>
+#include <QResizeEvent>
 #include <QMouseEvent>
 #include <QToolTip>
 #include <QVBoxLayout>
@@ -18,6 +19,7 @@ namespace strata::ui {
 namespace {
 constexpr double kRowHeight = 0.7;     // of a lane's unit height
 constexpr double kMinLinkPx = 6.0;     // transfers and all-reduces are never drawn thinner
+constexpr int kMinRowPx = 22;          // a lane's least height: its label (18 px) and some air
 
 bool isLink(const TraceSpan& s) { return s.kind == QLatin1String("transfer") || s.kind == QLatin1String("all-reduce"); }
 }  // namespace
@@ -158,6 +160,13 @@ TimelinePlot::TimelinePlot(QWidget* parent) : QWidget(parent), plot_(new QCustom
 
 TimelinePlot::~TimelinePlot() = default;
 
+void TimelinePlot::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  const int legendHeight = legend_->heightForWidth(width()) + 2;  // + the layout's spacing
+  const bool room = height() >= plot_->minimumHeight() + legendHeight;
+  if (legend_->isVisibleTo(this) != room) legend_->setVisible(room);
+}
+
 void TimelinePlot::setModel(TimelineModel* model) {
   if (model_) disconnect(model_, nullptr, this, nullptr);
   model_ = model;
@@ -180,7 +189,13 @@ void TimelinePlot::setVisibleMs(double ms) {
 }
 
 QColor TimelinePlot::spanColor(const TraceSpan& s) {
-  if (s.kind == QLatin1String("compute")) return QColor::fromHsv(((s.layer < 0 ? 0 : s.layer) * 37) % 360, 150, 215);
+  if (s.kind == QLatin1String("compute")) {
+    // Layer hues step around the wheel but skip 270-330 degrees: magenta is the lost device's
+    // re-planning colour, and transfers' teal and all-reduces' red stay apart by saturation.
+    int hue = ((s.layer < 0 ? 0 : s.layer) * 37) % 300;
+    if (hue >= 270) hue += 60;
+    return QColor::fromHsv(hue, 150, 215);
+  }
   if (s.kind == QLatin1String("transfer")) return QColor(0x10, 0x90, 0x90);
   if (s.kind == QLatin1String("all-reduce")) return QColor(0xd0, 0x30, 0x30);
   if (s.kind == QLatin1String("idle")) return QColor(0xb0, 0xb0, 0xb0);
@@ -257,8 +272,13 @@ void TimelinePlot::rebuild() {
       spans_->faults.append({static_cast<double>(f.startNs - origin) / 1e6, static_cast<double>(f.endNs() - origin) / 1e6,
                              f.text, f.ok});
     plot_->yAxis->setRange(-0.5, std::max<double>(spans_->simulatedRows.size(), 1) - 0.5);
+    // Each row at least kMinRowPx tall: the plot asks for that much height (the dock follows).
+    const int rows = std::max<int>(int(spans_->simulatedRows.size()), 1);
+    const int axisPx = 2 * plot_->fontMetrics().height() + 24;  // the time axis: ticks, their labels, "ms"
+    if (plot_->minimumHeight() != rows * kMinRowPx + axisPx) plot_->setMinimumHeight(rows * kMinRowPx + axisPx);
     if (follow_ && model_->rowCount() > 0) {
-      const double latest = static_cast<double>(model_->latestNs() - origin) / 1e6;
+      // Live: the newest events, not "now" — after a reply ends its spans stay in view.
+      const double latest = static_cast<double>(model_->latestEventNs() - origin) / 1e6;
       plot_->xAxis->setRange(std::max(0.0, latest - visibleMs_), std::max(latest, visibleMs_));
     }
   }
@@ -279,6 +299,12 @@ QList<QPair<double, double>> TimelinePlot::laneSpans(int laneRow) const {
     if (i.row == laneRow) out.append({i.x0, i.x1});
   return out;
 }
+
+int TimelinePlot::rowCount() const { return std::max<int>(int(spans_->simulatedRows.size()), 1); }
+
+double TimelinePlot::rowHeightPx() const { return std::abs(plot_->yAxis->coordToPixel(1) - plot_->yAxis->coordToPixel(0)); }
+
+QPair<double, double> TimelinePlot::visibleRangeMs() const { return {plot_->xAxis->range().lower, plot_->xAxis->range().upper}; }
 
 int TimelinePlot::spanCount() const { return static_cast<int>(spans_->items.size()); }
 

@@ -44,6 +44,9 @@ class TimelinePlot : public QWidget {
   QLabel* legend() const { return legend_; }
   static QList<QPair<QString, QColor>> legendEntries();  // one per event kind, in legend order
   int spanCount() const;
+  int rowCount() const;          // lanes and link rows drawn
+  double rowHeightPx() const;    // the height of one row as last laid out
+  QPair<double, double> visibleRangeMs() const;  // the time axis' range, ms since the origin
   QString tooltipAt(double xMs, double laneRow) const;  // empty when no span or fault is there
   // Fault bands drawn (TimelineModel::faults()): [start, end) in ms since the origin, and the text.
   QList<QPair<QPair<double, double>, QString>> faultBands() const;
@@ -56,6 +59,9 @@ class TimelinePlot : public QWidget {
 
  protected:
   bool eventFilter(QObject* watched, QEvent* event) override;
+  // The legend goes when the lanes would not keep their minimum height with it (a short dock at
+  // QT_SCALE_FACTOR 1.5 drew it over the last lane); the colours stay in each span's tooltip.
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   void showTooltip(QMouseEvent* event);

@@ -70,6 +70,16 @@ bool ConversationStore::addNoteColumn() {
   return exec(QStringLiteral("ALTER TABLE messages ADD COLUMN note TEXT NOT NULL DEFAULT ''"));
 }
 
+qint64 ConversationStore::dataVersion() const {
+  if (!isOpen()) return -1;
+  QSqlQuery q(QSqlDatabase::database(connection_));
+  if (!q.exec(QStringLiteral("PRAGMA data_version")) || !q.next()) {
+    lastError_ = q.lastError().text();
+    return -1;
+  }
+  return q.value(0).toLongLong();
+}
+
 bool ConversationStore::exec(const QString& sql) {
   QSqlQuery q(QSqlDatabase::database(connection_));
   if (q.exec(sql)) return true;

@@ -58,6 +58,9 @@ class ConversationStore {
   bool updateMessage(const StoredMessage& m);                  // content, complete, stats
   bool deleteMessagesFrom(qint64 conversationId, int position);  // position and after
   int messageCount() const;                                     // all conversations
+  // SQLite's PRAGMA data_version: changes when another connection (another window, another
+  // process) has committed to the database since the last call; -1 when closed. Cheap: for polling.
+  qint64 dataVersion() const;
 
  private:
   bool exec(const QString& sql);

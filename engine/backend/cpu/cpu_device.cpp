@@ -17,13 +17,13 @@ DeviceCaps CpuDevice::cpu_caps() {
   return c;
 }
 
-CpuDevice::CpuDevice(int threads, uint64_t capacity_bytes, double bandwidth_gbps)
+CpuDevice::CpuDevice(int threads, uint64_t capacity_bytes, const CpuSpeed& speed)
     : HostDevice("cpu", capacity_bytes, cpu_caps(), threads), threads_(threads), capacity_(capacity_bytes),
-      bandwidth_gbps_(bandwidth_gbps) {}
+      speed_(speed) {}
 
-CpuDevice::CpuDevice(kernels::ThreadPool& pool, uint64_t capacity_bytes, double bandwidth_gbps)
+CpuDevice::CpuDevice(kernels::ThreadPool& pool, uint64_t capacity_bytes, const CpuSpeed& speed)
     : HostDevice("cpu", capacity_bytes, cpu_caps(), pool), threads_(pool.n_threads()), capacity_(capacity_bytes),
-      bandwidth_gbps_(bandwidth_gbps) {}
+      speed_(speed) {}
 
 DeviceInfo CpuDevice::info() const {
   DeviceInfo i;
@@ -33,10 +33,11 @@ DeviceInfo CpuDevice::info() const {
   i.name = "CPU (" + std::to_string(threads_) + " threads)";
   i.bytes_total = capacity_;
   i.bytes_free = bytes_free();
-  i.bandwidth_gbps = bandwidth_gbps_;
-  // A rough dense rate: ~32 FLOP/cycle/core (AVX-512 FMA) at ~2.5 GHz.
-  i.tflops = 0.08 * threads_;
-  i.link_gbps = bandwidth_gbps_;  // "transfers" from the CPU are host copies
+  i.bandwidth_gbps = speed_.bandwidth_gbps;
+  // Measured (cpu_speed.h), else a rough dense rate: ~32 FLOP/cycle/core (AVX-512 FMA) at ~2.5 GHz.
+  i.tflops = speed_.tflops > 0 ? speed_.tflops : 0.08 * threads_;
+  i.matvec_gbps = speed_.matvec_gbps;
+  i.link_gbps = speed_.bandwidth_gbps;  // "transfers" from the CPU are host copies
   i.link_latency_us = 2;
   i.threads = threads_;
   i.rank = rank();
@@ -77,7 +78,7 @@ class CpuBackend final : public Backend {
       STRATA_ASSIGN_OR_RETURN(capacity, parse_bytes(fields[1]));
     }
     std::vector<std::unique_ptr<Device>> out;
-    out.push_back(std::make_unique<CpuDevice>(options.cpu_threads, capacity, options.cpu_bandwidth_gbps));
+    out.push_back(std::make_unique<CpuDevice>(options.cpu_threads, capacity, options.cpu_speed));
     return out;
   }
 };

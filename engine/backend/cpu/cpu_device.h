@@ -1,5 +1,5 @@
 // engine/backend/cpu/cpu_device.h — the machine's CPU as a device: capacity is the machine's RAM
-// (MemAvailable at start), bandwidth measured by the caller; its ops are CpuOps on its thread pool.
+// (MemAvailable at start), speeds measured by the caller (cpu_speed.h); its ops are CpuOps on its thread pool.
 // It reads weights in place from the mapped model file, is the planner's fallback, and cannot be lost.
 #pragma once
 
@@ -14,8 +14,8 @@ class Backend;
 
 class CpuDevice final : public HostDevice {
  public:
-  CpuDevice(int threads, uint64_t capacity_bytes, double bandwidth_gbps);
-  CpuDevice(kernels::ThreadPool& pool, uint64_t capacity_bytes, double bandwidth_gbps);
+  CpuDevice(int threads, uint64_t capacity_bytes, const CpuSpeed& speed);
+  CpuDevice(kernels::ThreadPool& pool, uint64_t capacity_bytes, const CpuSpeed& speed);
   DeviceInfo info() const override;
   Expected<std::unique_ptr<Ops>> create_ops(const OpsWorkspace& workspace) override;
 
@@ -24,7 +24,7 @@ class CpuDevice final : public HostDevice {
 
   int threads_;
   uint64_t capacity_;
-  double bandwidth_gbps_;
+  CpuSpeed speed_;  // measured by the caller (cpu_speed.h); zeros: the cost model's defaults
 };
 
 // Bytes of RAM available to the process (MemAvailable), or 8 GiB when unknown.

@@ -85,8 +85,8 @@ std::string default_devices_spec() {
 }
 
 Expected<std::vector<std::unique_ptr<Device>>> make_devices(const std::string& spec, int cpu_threads,
-                                                            double cpu_bandwidth_gbps) {
-  const OpenOptions options{cpu_threads, cpu_bandwidth_gbps};
+                                                            const CpuSpeed& cpu_speed) {
+  const OpenOptions options{cpu_threads, cpu_speed};
   std::vector<std::unique_ptr<Device>> devices;
   for (const std::string& entry : split(spec.empty() ? "cpu" : spec, ',')) {
     if (entry.empty()) return Error{Code::InvalidArgument, "--devices '" + spec + "' has an empty entry"};

@@ -26,7 +26,7 @@ Backend* backend_of(const Device& device);
 // Parses "cpu,cuda,cuda:1,sim:gpu0:24GiB,sim:gpu1:12GiB:bw=900GB/s" into devices, each entry opened
 // by the backend its prefix names. Errors name the entry; device ids must be unique.
 Expected<std::vector<std::unique_ptr<Device>>> make_devices(const std::string& spec, int cpu_threads,
-                                                            double cpu_bandwidth_gbps);
+                                                            const CpuSpeed& cpu_speed);
 // The default device list: every device of the backends that find hardware, then the CPU
 // ("cuda,cpu" or "cpu").
 std::string default_devices_spec();

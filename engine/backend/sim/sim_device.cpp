@@ -74,9 +74,7 @@ DeviceInfo SimulatedDevice::info() const {
   i.backend = "sim";
   i.caps = caps();
   i.simulated = true;
-  char cap[32];
-  std::snprintf(cap, sizeof cap, "%.3g GiB", static_cast<double>(spec_.capacity_bytes) / (1024.0 * 1024.0 * 1024.0));
-  i.name = "sim-" + spec_.id + " " + cap + " (simulated)";
+  i.name = "sim-" + spec_.id + " " + format_capacity(spec_.capacity_bytes) + " (simulated)";
   i.bytes_total = spec_.capacity_bytes;
   i.bytes_free = bytes_free();
   i.bandwidth_gbps = spec_.bandwidth_gbps;

@@ -32,6 +32,18 @@ TEST(ParseBytesErrors, RejectsZeroNegativeAndUnknownUnits) {
   }
 }
 
+// Issue 49 (minor): a 32 MiB simulated device was named "sim-gpu0 0.0312 GiB (simulated)".
+TEST(FormatCapacity, LargestUnitAtLeastOne) {
+  EXPECT_EQ(format_capacity(32ull << 20), "32 MiB");
+  EXPECT_EQ(format_capacity(1ull << 30), "1 GiB");
+  EXPECT_EQ(format_capacity(3ull << 29), "1.5 GiB");
+  EXPECT_EQ(format_capacity(24ull << 30), "24 GiB");
+  EXPECT_EQ(format_capacity(512), "512 B");
+  auto d = backend::make_devices("sim:gpu0:32MiB", 1, 0.0);
+  ASSERT_TRUE(d.ok()) << d.error().to_string();
+  EXPECT_EQ((*d)[0]->info().name, "sim-gpu0 32 MiB (simulated)");
+}
+
 TEST(MakeDevices, ParsesCpuAndSimulatedWithOptions) {
   auto d = backend::make_devices("cpu,sim:gpu0:24GiB:bw=900GB/s:tflops=80:link=25GB/s:threads=1,sim:gpu1:12GiB", 2, 40.0);
   ASSERT_TRUE(d.ok()) << d.error().to_string();

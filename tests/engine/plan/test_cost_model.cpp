@@ -170,3 +170,61 @@ TEST(CostModel, TensorGroupAllReducesAndKvElsewhere) {
 
 }  // namespace
 }  // namespace strata::plan
+
+namespace strata::plan {
+namespace {
+
+// Issue 49 item 4: the CPU's decode is limited by its kernels, not only by its memory. A measured
+// one-token product rate below the bandwidth sets the decode time of the weights of that type;
+// prompt batches still read at the bandwidth and are bound by the FLOP rate.
+TEST(CostModel, MeasuredProductRateSetsDecodeTime) {
+  auto m = test::synthetic_model(4);
+  auto d = test::device("cpu", 1 << 30, /*bw*/ 100, /*tflops*/ 10);
+  d.matvec_gbps = {MatvecRate{kernels::DType::F32, 8.0}, MatvecRate{kernels::DType::Q4_K, 50.0}};
+  const auto& l = m.weights.layers[0];
+  // The synthetic model's matrices are F32: 2623488 B at 8 GB/s (the norms, 2 x 256 x 4 B, read with them).
+  EXPECT_NEAR(block_ms(m.config, l, whole_layer(m.config), true, d, 1), kBlockBytes / 8e6, 1e-9);
+  EXPECT_NEAR(block_ms(m.config, l, whole_layer(m.config), true, d, 1000), kBlockFlops / 1e10, 1e-12);
+  // A rate above the bandwidth does not speed anything up.
+  d.matvec_gbps = {MatvecRate{kernels::DType::F32, 400.0}};
+  EXPECT_NEAR(block_ms(m.config, l, whole_layer(m.config), true, d, 1), kBlockBytes / 1e8, 1e-12);
+  // A whole placement: decode time is the sum and tok/s its inverse (one sequence).
+  d.matvec_gbps = {MatvecRate{kernels::DType::F32, 8.0}};
+  auto cost = estimate_cost(one_device("cpu", 4), m.config, m.weights, {d});
+  ASSERT_TRUE(cost.ok()) << cost.error().message;
+  EXPECT_GT(cost->decode_ms_per_token, 4 * kBlockBytes / 8e6);
+  EXPECT_NEAR(cost->decode_tokens_per_s, 1000.0 / cost->decode_ms_per_token, 1e-9);
+}
+
+// Simulated devices run the CPU's kernels on their own threads: what this machine can run is
+// bounded by the host CPU, scaled by the simulated device's share of its threads.
+TEST(CostModel, HostBoundedCapsSimulatedDevices) {
+  auto m = test::synthetic_model(4);
+  auto cpu = test::device("cpu", 1 << 30, /*bw*/ 20, /*tflops*/ 0.2, 10, 2, 0, /*threads*/ 2);
+  cpu.matvec_gbps = {MatvecRate{kernels::DType::F32, 8.0}};
+  const auto gpu = test::device("gpu0", 1 << 30, /*bw*/ 900, /*tflops*/ 80, 25, 10, 0, /*threads*/ 1);
+  const std::vector<DeviceInfo> devices{cpu, gpu};
+  const auto bounded = host_bounded(devices);
+  ASSERT_EQ(bounded.size(), 2u);
+  EXPECT_EQ(bounded[0].bandwidth_gbps, 20);  // the CPU itself is unchanged
+  EXPECT_EQ(bounded[1].bandwidth_gbps, 10);  // 900 declared, the host's 20 x 1/2 threads
+  EXPECT_NEAR(bounded[1].tflops, 0.1, 1e-12);
+  ASSERT_EQ(bounded[1].matvec_gbps.size(), 1u);
+  EXPECT_EQ(bounded[1].matvec_gbps[0].gbps, 4.0);
+  const Placement p = one_device("gpu0", 4);
+  EXPECT_TRUE(uses_simulated(p, devices));
+  EXPECT_FALSE(uses_simulated(one_device("cpu", 4), devices));
+  auto declared = estimate_cost(p, m.config, m.weights, devices);
+  auto here = estimate_cost(p, m.config, m.weights, bounded);
+  ASSERT_TRUE(declared.ok() && here.ok());
+  // Declared: 900 GB/s; here: 4 GB/s per F32 weight byte: over 100x slower, as the chat runs.
+  EXPECT_GT(declared->decode_tokens_per_s, 100 * here->decode_tokens_per_s);
+  EXPECT_NEAR(here->decode_ms_per_token, 4 * kBlockBytes / 4e6 + head_ms(m.config, m.weights, bounded[1], 1) +
+                                             embedding_ms(m.config, m.weights, bounded[1]),
+              1e-6);
+  // No host CPU among the devices: nothing to bound by.
+  EXPECT_EQ(host_bounded({gpu})[0].bandwidth_gbps, 900);
+}
+
+}  // namespace
+}  // namespace strata::plan

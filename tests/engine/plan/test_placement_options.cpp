@@ -251,3 +251,41 @@ TEST(ParseOptions, SplitModeAndRatio) {
 
 }  // namespace
 }  // namespace strata::plan
+
+namespace strata::plan {
+namespace {
+
+// Issue 49: under mpirun `--devices r0:cpu,r1:cpu` with no placement put every block on rank 0.
+// The default placement spreads the blocks over the named CPUs (by their memory, as the layer
+// split does over GPUs), and the explanation says so.
+TEST(RankCpus, DefaultPlacementSpreadsOverNamedCpus) {
+  auto model = test::load_stories();
+  ASSERT_TRUE(model) << "stories260K.gguf missing";
+  std::vector<DeviceInfo> devices;
+  for (int rank = 0; rank < 2; ++rank) {
+    DeviceInfo d = test::device("cpu", 1 << 30, 20, 1);
+    d.id = "r" + std::to_string(rank) + ":cpu";
+    d.rank = rank;
+    ASSERT_TRUE(d.caps.host_cpu);
+    devices.push_back(d);
+  }
+  PlacementRequest r;
+  auto res = plan_that_fits(model->config(), model->weights(), devices, r);
+  ASSERT_TRUE(res.ok()) << res.error().message;
+  std::vector<std::string> ids;
+  for (const auto& l : res->placement.layers) ids.push_back(l.target.devices[0]);
+  // 5 blocks, equal memory: blocks 0-2 on rank 0 (b / 5 < 1/2), 3-4 on rank 1.
+  EXPECT_EQ(ids, (std::vector<std::string>{"r0:cpu", "r0:cpu", "r0:cpu", "r1:cpu", "r1:cpu"}));
+  EXPECT_EQ(res->placement.embedding.devices[0], "r0:cpu");
+  EXPECT_EQ(res->placement.head.devices[0], "r1:cpu");
+  bool said = false;
+  for (const std::string& line : res->explanation) said |= line.find("spread over the 2 CPUs named") != std::string::npos;
+  EXPECT_TRUE(said);
+  // One CPU: everything on it, as before.
+  auto one = plan_that_fits(model->config(), model->weights(), {devices[0]}, r);
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  for (const auto& l : one->placement.layers) EXPECT_EQ(l.target.devices[0], "r0:cpu");
+}
+
+}  // namespace
+}  // namespace strata::plan

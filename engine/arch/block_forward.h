@@ -102,6 +102,20 @@ struct ArchForward {
 };
 const ArchForward& forward_for(model::Arch arch);
 
+// The compositions several architectures share (engine/arch/block_steps.cpp):
+//   pre_norm_attention:          rms_norm(x) -> Q/K/V (+ biases where present) -> RoPE -> attention.
+//   pre_norm_qk_norm_attention:  the same with per-head RMS norms of Q and K before RoPE.
+//   pre_norm_gated_ffn:          rms_norm(x) -> gate/up -> activation (SwiGLU or GeGLU, the row's) -> down.
+//   gated_ffn_or_experts:        routed experts where the layer has them, else pre_norm_gated_ffn.
+//   routed_experts_ffn:          routed experts on every layer (moe_ffn norms its own input).
+Status pre_norm_attention(BlockForward& b, const ShardWeights& w, int64_t layer, const float* hidden, int64_t n,
+                          std::span<const SeqRows> seqs, float* out);
+Status pre_norm_qk_norm_attention(BlockForward& b, const ShardWeights& w, int64_t layer, const float* hidden,
+                                  int64_t n, std::span<const SeqRows> seqs, float* out);
+Status pre_norm_gated_ffn(BlockForward& b, const ShardWeights& w, const float* hidden, int64_t n, float* out);
+Status gated_ffn_or_experts(BlockForward& b, const ShardWeights& w, const float* hidden, int64_t n, float* out);
+Status routed_experts_ffn(BlockForward& b, const ShardWeights& w, const float* hidden, int64_t n, float* out);
+
 class BlockForward {
  public:
   // rope_freqs: optional per-pair divisors ([rope_dims/2] floats, device memory) or null. The

@@ -84,6 +84,37 @@ class RealEngine {
     return e;
   }
 
+  // A capacity for device `id` that holds placement `fits` and not `overflows`: the midpoint of the
+  // engine's two totals for that device. The scratch the engine reserves follows the CPU kernels'
+  // paths (kernels::matmul_scratch_bound), so a fixed capacity can hold on one machine and not on
+  // another; a test that needs "fits here, overflows there" asks for its capacity this way, with the
+  // engine started on a device large enough for both. 0 (and *error) when the engine cannot say, or
+  // when `overflows` does not need more than `fits`.
+  quint64 capacityBetween(const QString& id, const QJsonObject& fits, const QJsonObject& overflows, QString* error) {
+    const auto totalOn = [&](const QJsonObject& placement, quint64* total) {
+      QString failed;
+      const strata::ui::EngineEstimate e = estimate(placement, &failed);
+      if (!failed.isEmpty()) {
+        *error = failed;
+        return false;
+      }
+      for (const strata::ui::DeviceMemoryEstimate& m : e.memory)
+        if (m.device == id) {
+          *total = m.total;
+          return true;
+        }
+      *error = QStringLiteral("the engine's estimate has no device '%1'").arg(id);
+      return false;
+    };
+    quint64 small = 0, large = 0;
+    if (!totalOn(fits, &small) || !totalOn(overflows, &large)) return 0;
+    if (large <= small) {
+      *error = QStringLiteral("device '%1' needs %2 B for the larger placement, not more than %3 B").arg(id).arg(large).arg(small);
+      return 0;
+    }
+    return small + (large - small) / 2;
+  }
+
  private:
   std::unique_ptr<EngineClient> client_;
   std::unique_ptr<EngineProcess> process_;

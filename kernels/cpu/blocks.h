@@ -73,8 +73,10 @@ struct BlockTQ2_0 { uint8_t qs[64]; uint16_t d; };
 // 32 elements: e8m0 exponent e, x = 2^(e - 128) * kMxfp4Values[nibble] (the values doubled), nibbles as Q4_0.
 struct BlockMXFP4 { uint8_t e; uint8_t qs[16]; };
 
-inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
-inline constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+// Internal linkage (not `inline`): an inline variable is a weak symbol in every ISA-specific object
+// that reads it, which tools/isa_check.sh refuses.
+constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 static_assert(sizeof(BlockIQ2_XXS) == 66 && sizeof(BlockIQ2_XS) == 74 && sizeof(BlockIQ2_S) == 82 &&
               sizeof(BlockIQ3_XXS) == 98 && sizeof(BlockIQ3_S) == 110 && sizeof(BlockIQ1_S) == 50 &&

@@ -134,12 +134,12 @@ int bench(const BenchOptions& o) {
     for (const auto& r : reqs) STRATA_RETURN_IF_ERROR(pipe.eval(std::span<const exec::Pipeline::Request>(&r, 1)));
     return {};
   };
-  // With several stages the sequences decode in one group per stage, each group one micro-batch
-  // in flight: when a group leaves the last stage its next step enters the first while the
+  // With several stages that can overlap (Pipeline::concurrent_stages) the sequences decode in
+  // one group per such stage, each group one micro-batch in flight: when a group leaves the last stage its next step enters the first while the
   // other groups are still in the stages between (Pipeline::submit / wait), so no stage idles
   // at a step boundary and each stage reads its weights once per group and step. Sequence s
   // is in group s % groups. Every sequence makes n_gen steps.
-  const int64_t groups = std::min<int64_t>(k, pipe.stage_count());
+  const int64_t groups = std::min<int64_t>(k, pipe.concurrent_stages());
   auto rolling_generation = [&](int n_gen) -> Status {
     std::vector<std::vector<int32_t>> next(static_cast<size_t>(k), std::vector<int32_t>(1));
     std::vector<std::vector<exec::Pipeline::Request>> group_reqs(static_cast<size_t>(groups));

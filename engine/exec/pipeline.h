@@ -72,7 +72,7 @@ class Pipeline {
   // blocks until it has left the last stage and returns its status. Evals enter the first stage
   // in submit order and keep that order through every stage.
   //   max_micro_batches: how many micro-batches the eval is cut into. 0: up to one per stage
-  //   (a lone eval then overlaps itself across the stages); 1: one block of rows, every stage's
+  //   that can overlap (concurrent_stages; a lone eval then overlaps itself across them); 1: one block of rows, every stage's
   //   weights read once for all of them (what a caller keeping one eval per stage in flight
   //   wants: each extra micro-batch reads every stage's weights again).
   // The requests' sequences must not be in an eval in flight (InvalidArgument: a sequence's
@@ -83,9 +83,13 @@ class Pipeline {
   Status wait(uint64_t eval_id);
   // Evals submitted and not yet waited for.
   int64_t evals_in_flight() const;
-  // Stages of the current placement (1 for one device or one tensor-parallel group): how many
-  // evals a driver keeps in flight to keep every stage busy.
+  // Stages of the current placement (the embedding and the head may be stages of their own).
   int64_t stage_count() const;
+  // How many stages can work at the same moment (plan::concurrent_stage_count: stages sharing a
+  // device take turns): 1 for one device or one tensor-parallel group, 2 for a layer split over
+  // two devices. How many evals a driver keeps in flight, and how many micro-batches submit cuts
+  // a step into by default, to keep every device busy without re-reading weights for nothing.
+  int64_t concurrent_stages() const;
 
   int64_t position(int32_t seq) const { return positions_[static_cast<size_t>(seq)]; }
   // Forgets positions >= n of a sequence (their keys and values become free to overwrite).

@@ -689,6 +689,16 @@ int64_t Pipeline::evals_in_flight() const {
 
 int64_t Pipeline::stage_count() const { return runtime_ ? static_cast<int64_t>(runtime_->stages.size()) : 0; }
 
+int64_t Pipeline::concurrent_stages() const {
+  if (!runtime_) return 0;
+  std::vector<std::vector<std::string>> devices;
+  for (const auto& st : runtime_->stages) {
+    devices.emplace_back();
+    for (const DeviceRuntime* m : st->members) devices.back().push_back(m->device->id());
+  }
+  return plan::concurrent_stage_count(devices);
+}
+
 Expected<uint64_t> Pipeline::submit(std::span<const Request> requests, int64_t max_micro_batches) {
   if (max_micro_batches < 0)
     return Error{Code::InvalidArgument, "max_micro_batches " + std::to_string(max_micro_batches) + " is negative"};
@@ -721,7 +731,7 @@ Expected<uint64_t> Pipeline::submit(std::span<const Request> requests, int64_t m
   // (a sequence's chunks keep their order: rounds enter the first stage one after the other).
   // The chunks of a round are stacked into as few micro-batches as the scratch allows (<=
   // max_batch rows), so each stage reads its weights once for all of them; with several stages,
-  // a round is spread over up to one micro-batch per stage so the stages still overlap.
+  // a round is spread over up to one micro-batch per stage that can overlap, so they still do.
   struct Chunk {
     size_t request;
     int64_t start, n;
@@ -735,8 +745,7 @@ Expected<uint64_t> Pipeline::submit(std::span<const Request> requests, int64_t m
       rounds[j].push_back({i, start, std::min(placement_.max_batch, total - start)});
     }
   }
-  const int64_t n_stages = static_cast<int64_t>(runtime_->stages.size());
-  const int64_t spread = max_micro_batches > 0 ? max_micro_batches : n_stages;
+  const int64_t spread = max_micro_batches > 0 ? max_micro_batches : concurrent_stages();
   const uint64_t id = next_eval_id_++;
   auto flight = std::make_unique<InFlight>();
   std::vector<std::unique_ptr<MicroBatch>>& batches = flight->batches;

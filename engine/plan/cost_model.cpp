@@ -477,13 +477,21 @@ Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfi
                                      const std::vector<DeviceInfo>& devices, int64_t context) {
   STRATA_ASSIGN_OR_RETURN(CostEstimate est, estimate_cost_rows(p, c, w, devices, context, 1));
   if (p.n_seq <= 1) return est;
-  // n_seq sequences decoding together, as the executor runs them (Pipeline::submit, the
-  // scheduler and bench): one group of sequences per stage that computes, each group one
-  // micro-batch in flight, so every stage reads its weights once per group and step and a group
-  // enters the first stage as soon as it left the last one. A round (every sequence one token)
-  // takes the longer of one group's trip through all stages and the bottleneck stage's work on
-  // every group.
-  const int64_t groups = std::clamp<int64_t>(static_cast<int64_t>(est.stages.size()), 1, p.n_seq);
+  // n_seq sequences decoding together, as the executor runs them (Pipeline::submit, bench): one
+  // group of sequences per stage that can overlap the others (concurrent_stage_count: stages
+  // sharing a device take turns on it), each group one micro-batch in flight, so every stage
+  // reads its weights once per group and step and a group enters the first stage as soon as it
+  // left the last one. A round (every sequence one token) takes the longer of one group's trip
+  // through all stages and the busiest stage's or device's work on every group.
+  std::vector<std::vector<std::string>> stage_devices;
+  for (const StageCost& s : est.stages) {
+    std::vector<std::string> d = s.target.devices;
+    if (!s.kv_device.empty()) d.push_back(s.kv_device);
+    if (s.has_embedding) d.insert(d.end(), p.embedding.devices.begin(), p.embedding.devices.end());
+    if (s.has_head) d.insert(d.end(), p.head.devices.begin(), p.head.devices.end());
+    stage_devices.push_back(std::move(d));
+  }
+  const int64_t groups = std::clamp<int64_t>(concurrent_stage_count(stage_devices), 1, p.n_seq);
   const int64_t rows = (p.n_seq + groups - 1) / groups;
   STRATA_ASSIGN_OR_RETURN(CostEstimate batched, estimate_cost_rows(p, c, w, devices, context, rows));
   double trip = 0, slowest = 0;
@@ -491,6 +499,7 @@ Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfi
     trip += static_cast<double>(rows) * s.decode_ms;
     slowest = std::max(slowest, static_cast<double>(rows) * s.decode_ms);
   }
+  for (const DeviceCost& d : batched.devices) slowest = std::max(slowest, static_cast<double>(rows) * d.decode_ms);
   est.decode_micro_batches = groups;
   est.decode_rows_per_micro_batch = rows;
   est.decode_round_ms = std::max(trip, static_cast<double>(groups) * slowest);

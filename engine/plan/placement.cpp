@@ -43,6 +43,20 @@ std::vector<Stage> stages_of(const Placement& p) {
   return stages;
 }
 
+int64_t concurrent_stage_count(const std::vector<std::vector<std::string>>& stage_devices) {
+  std::vector<std::string> taken;
+  int64_t count = 0;
+  for (const std::vector<std::string>& devices : stage_devices) {
+    const bool shares = std::any_of(devices.begin(), devices.end(), [&](const std::string& d) {
+      return std::find(taken.begin(), taken.end(), d) != taken.end();
+    });
+    if (shares || devices.empty()) continue;
+    taken.insert(taken.end(), devices.begin(), devices.end());
+    ++count;
+  }
+  return std::max<int64_t>(count, 1);
+}
+
 std::vector<BlockUnit> units_of(const LayerPlacement& l, int64_t index, int64_t n_expert) {
   std::vector<BlockUnit> units;
   BlockUnit attention;

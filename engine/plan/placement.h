@@ -101,6 +101,13 @@ struct BlockUnit {
 };
 std::vector<BlockUnit> units_of(const LayerPlacement& layer, int64_t index, int64_t n_expert);
 std::vector<Stage> stages_of(const Placement& placement);
+// How many of a pipeline's stages can work at the same moment: stages that share a device take
+// turns on it (a device does one thing at a time), so only stages with disjoint device sets
+// overlap. Counted greedily in pipeline order over `stage_devices` (each stage's device ids):
+// a layer split over two devices gives 2; a tensor-parallel group with the embedding and head
+// on one of its members gives 1. This is how many micro-batches a decode step is cut into —
+// each extra micro-batch re-reads every stage's weights, so no more than can overlap (issue 51).
+int64_t concurrent_stage_count(const std::vector<std::vector<std::string>>& stage_devices);
 
 Expected<kernels::DType> kv_type_from_name(const std::string& name);
 

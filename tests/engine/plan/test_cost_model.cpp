@@ -132,6 +132,17 @@ TEST(CostModel, PipelineTransfersAndSequences) {
   EXPECT_EQ(j["stages"][1]["transfer_bytes"], 1024);
 }
 
+TEST(CostModel, ConcurrentStagesAreThoseWithDisjointDevices) {
+  using Sets = std::vector<std::vector<std::string>>;
+  EXPECT_EQ(concurrent_stage_count(Sets{{"a"}, {"b"}}), 2);                      // layer split
+  EXPECT_EQ(concurrent_stage_count(Sets{{"a"}, {"a", "b"}, {"a"}}), 1);          // tensor group, ends on a
+  EXPECT_EQ(concurrent_stage_count(Sets{{"a"}, {"b"}, {"c"}}), 3);               // three devices
+  EXPECT_EQ(concurrent_stage_count(Sets{{"a"}, {"b"}, {"a"}}), 2);               // a returns: takes turns
+  EXPECT_EQ(concurrent_stage_count(Sets{{"a", "b"}, {"c", "d"}}), 2);            // two groups
+  EXPECT_EQ(concurrent_stage_count(Sets{{"cpu"}, {"cpu", "gpu0"}, {"gpu1"}}), 2);  // the middle one shares cpu
+  EXPECT_EQ(concurrent_stage_count(Sets{}), 1);
+}
+
 TEST(CostModel, TensorGroupAllReducesAndKvElsewhere) {
   auto m = test::synthetic_model(2);
   const std::vector<DeviceInfo> devices = {test::device("a", 1 << 30, 100, 10, 10, 10),
@@ -153,6 +164,14 @@ TEST(CostModel, TensorGroupAllReducesAndKvElsewhere) {
   EXPECT_EQ(c->stages[1].transfer_bytes, 1024u + 2 * 2 * 1024u);
   EXPECT_EQ(c->stages[2].transfer_bytes, 0u);
   EXPECT_EQ(c->transfer_bytes_per_token, 5u * 1024u);
+  // 8 sequences: the three stages all use a, so none overlaps another and one micro-batch of 8
+  // rows reads every weight once per step (three would read them three times). The round is
+  // the trip of that one micro-batch.
+  p.n_seq = 8;
+  auto c8 = estimate_cost(p, m.config, m.weights, devices);
+  ASSERT_TRUE(c8.ok()) << c8.error().to_string();
+  EXPECT_EQ(c8->decode_micro_batches, 1);
+  EXPECT_EQ(c8->decode_rows_per_micro_batch, 8);
 
   Placement k = one_device("a", 2);
   k.layers[1].kv_device = "cpu";

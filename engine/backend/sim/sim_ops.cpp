@@ -31,22 +31,76 @@ void wait_out(Clock::time_point start, double seconds) {
   if (Clock::now() < deadline) std::this_thread::sleep_until(deadline);
 }
 
+namespace {
+
+// The host may run ahead of the simulated device's timeline by this much before it waits, as a
+// program runs ahead of a real GPU's queue: the waits then come as a few sleeps per stage instead
+// of one per op, whose wake-up overshoot (tens of microseconds each, hundreds of ops per decode
+// step) would otherwise add up to a slower device than the one declared.
+constexpr auto kMaxAhead = std::chrono::milliseconds(2);
+
+Clock::duration to_duration(double seconds) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+// An event on a simulated device: the moment its timeline reaches the point of recording.
+class SimEvent final : public Event {
+ public:
+  explicit SimEvent(Clock::time_point at) : at_(at) {}
+  Status synchronize() override {
+    if (Clock::now() < at_) std::this_thread::sleep_until(at_);
+    return {};
+  }
+  Expected<int64_t> elapsed_ns_since(const Event& earlier) override {
+    const auto* e = dynamic_cast<const SimEvent*>(&earlier);
+    if (!e) return Error{Code::InvalidArgument, "events from different backends"};
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(at_ - e->at_).count();
+  }
+
+ private:
+  Clock::time_point at_;
+};
+
+}  // namespace
+
 SimOps::SimOps(backend::SimulatedDevice& device, kernels::ThreadPool& pool, const backend::OpsWorkspace& workspace)
-    : device_(device), spec_(device.spec()), cpu_(pool, workspace) {}
+    : device_(device), spec_(device.spec()), cpu_(pool, workspace), ready_(Clock::now()) {}
+
+void SimOps::advance(Clock::time_point issued, double seconds) {
+  const auto now = Clock::now();
+  // The op starts on the device once it was issued and the device finished what came before; it
+  // ends its declared time later, or when the host finished computing it, if that is later.
+  const auto begin = std::max(issued, ready_);
+  ready_ = std::max(begin + to_duration(seconds), now);
+  if (ready_ - now > kMaxAhead) std::this_thread::sleep_until(ready_ - kMaxAhead);
+}
+
+void SimOps::wait_ready() const {
+  if (Clock::now() < ready_) std::this_thread::sleep_until(ready_);
+}
 
 template <typename Op>
 Status SimOps::paced(const SimCost& cost, Op&& op) {
   STRATA_RETURN_IF_ERROR(device_.check_alive());
   const auto start = Clock::now();
   Status s = op();
-  if (s.ok()) wait_out(start, cost.seconds(spec_) * device_.slow_factor());
+  if (s.ok()) advance(start, cost.seconds(spec_) * device_.slow_factor());
   return s;
 }
 
 Status SimOps::paced_link(double bytes, Status s, Clock::time_point start) {
   if (s.ok()) s = device_.check_alive();
-  if (s.ok()) wait_out(start, SimCost::link_seconds(spec_, bytes) * device_.slow_factor());
+  if (s.ok()) advance(start, SimCost::link_seconds(spec_, bytes) * device_.slow_factor());
   return s;
+}
+
+Status SimOps::synchronize() {
+  wait_ready();
+  return {};
+}
+
+Expected<std::unique_ptr<Event>> SimOps::record_event() {
+  return std::unique_ptr<Event>(std::make_unique<SimEvent>(std::max(ready_, Clock::now())));
 }
 
 Status SimOps::embed(const MatrixView& t, const int32_t* tokens, int64_t n, float* out) {
@@ -147,8 +201,12 @@ Status SimOps::scale_add_rows(float* dst, int64_t dst_rows, int64_t n, const flo
 }
 
 Status SimOps::to_host(const void* src, void* dst, size_t bytes) {
+  // Blocking, as Ops::to_host is: the host has the bytes once the device's timeline has done
+  // everything before the copy and the copy itself.
   const auto start = Clock::now();
-  return paced_link(static_cast<double>(bytes), cpu_.to_host(src, dst, bytes), start);
+  STRATA_RETURN_IF_ERROR(paced_link(static_cast<double>(bytes), cpu_.to_host(src, dst, bytes), start));
+  wait_ready();
+  return {};
 }
 
 Status SimOps::from_host(const void* src, void* dst, size_t bytes) {

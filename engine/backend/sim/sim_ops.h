@@ -1,10 +1,13 @@
-// engine/backend/sim/sim_ops.h — the op table of a simulated accelerator: the CPU ops, each
-// followed by a wait until the op's declared time has passed. Declared time is what the device's
-// spec allows: max(bytes moved / bandwidth, FLOPs / rate), and latency + bytes / link speed for
-// copies across the host boundary. So a simulated device never finishes faster than the hardware
-// it stands for, its timeline and the planner's prediction describe that hardware, and a pipeline
-// speed-up measured on simulated devices measures pipelining, not a spare core. (It can finish
-// slower, when the host is slower than the declared device: the wait is then zero.)
+// engine/backend/sim/sim_ops.h — the op table of a simulated accelerator: the CPU ops on a
+// declared timeline. Each op takes what the device's spec allows: max(bytes moved / bandwidth,
+// FLOPs / rate), and latency + bytes / link speed for copies across the host boundary; ops run
+// back to back on that timeline, as on a GPU's queue, and the host computing them may run a
+// little ahead of it (2 ms) before it waits. Synchronize, events and the blocking to_host wait
+// for the timeline. So a simulated device never finishes faster than the hardware it stands for,
+// its timeline and the planner's prediction describe that hardware, and a pipeline speed-up
+// measured on simulated devices measures pipelining, not a spare core. (It can finish slower,
+// when the host computes an op later than the declared timeline would end it: the timeline then
+// follows the host.)
 #pragma once
 
 #include <chrono>
@@ -60,8 +63,9 @@ class SimOps final : public Ops {
   Status to_host(const void* src, void* host_dst, size_t bytes) override;
   Status from_host(const void* host_src, void* dst, size_t bytes) override;
   Status copy(const void* src, void* dst, size_t bytes) override;
-  Status synchronize() override { return {}; }
-  Expected<std::unique_ptr<Event>> record_event() override { return host_event(); }
+  // Wait until the device's declared timeline has caught up with everything issued.
+  Status synchronize() override;
+  Expected<std::unique_ptr<Event>> record_event() override;
 
  private:
   // Runs op, then waits out the declared cost (times the slow-fault factor). A lost device
@@ -69,10 +73,18 @@ class SimOps final : public Ops {
   template <typename Op>
   Status paced(const SimCost& cost, Op&& op);
   Status paced_link(double bytes, Status s, std::chrono::steady_clock::time_point start);
+  // Moves the device's timeline past an op issued at `issued` that declares `seconds`; sleeps
+  // while the host is more than a little ahead of it.
+  void advance(std::chrono::steady_clock::time_point issued, double seconds);
+  void wait_ready() const;
 
   backend::SimulatedDevice& device_;
   backend::SimulatedSpec spec_;
   CpuOps cpu_;
+  // When the device finishes the work issued so far, on its declared timeline (>= the host's
+  // own finish of each op). Read and written on the thread using these ops (the device's worker,
+  // or the stage thread while the worker is idle).
+  std::chrono::steady_clock::time_point ready_;
 };
 
 }  // namespace strata::backend

@@ -615,6 +615,16 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
     return transfer_in(recorder_, from_lane, rt.lane, *rt.ops, mb.seq(), mb.pos0(), mb.n, mb.hidden.data(),
                        rt.block->scratch().hidden, count);
   }));
+  // The summed FFN update of the previous block, not yet added to the residual stream: it is
+  // added at the start of the next unit's work on each member (or before the hidden state leaves
+  // the stage), which saves one round trip to the workers per block. Null when none is pending.
+  const LayerSlot* pending_slot = nullptr;
+  auto add_pending = [&](size_t i) -> Status {
+    if (!pending_slot) return Status();
+    const ScratchViews& s = stage.local[i]->block->scratch();
+    return stage.local[i]->block->residual_add(pending_slot->weights[stage.local_index[i]].post_ffn_norm, s.hidden,
+                                               s.proj, mb.n);
+  };
   for (const plan::BlockUnit& u : stage.units) {
     // A group runs whole blocks, or the attention or FFN part of blocks placed in parts.
     const int64_t l = u.layer;
@@ -629,6 +639,7 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
         const size_t m = stage.local_index[i];
         SpanClock clock(recorder_, *rt.ops, !rt.device->host_visible());
         clock.begin(proto(rt.lane, trace::EventKind::Compute, static_cast<int32_t>(l), mb.seq(), mb.pos0(), mb.n));
+        STRATA_RETURN_IF_ERROR(add_pending(i));
         STRATA_RETURN_IF_ERROR(rt.block->attention_partial(slot.weights[m], l, rt.block->scratch().hidden, mb.n,
                                                            seq_rows(slot, m, mb), rt.block->scratch().proj));
         clock.end();
@@ -636,6 +647,7 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
         clock.flush();  // with a trace: waits for the span's events
         return {};
       }));
+      pending_slot = nullptr;  // added by the attention's work above
       STRATA_RETURN_IF_ERROR(all_reduce(l));
       if (!ffn) {
         STRATA_RETURN_IF_ERROR(on_each([&](size_t i) {
@@ -652,7 +664,9 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
       const ScratchViews& s = rt.block->scratch();
       SpanClock clock(recorder_, *rt.ops, !rt.device->host_visible());
       clock.begin(proto(rt.lane, trace::EventKind::Compute, static_cast<int32_t>(l), mb.seq(), mb.pos0(), mb.n));
-      // The attention's summed update lands with the FFN's work (one round trip to the workers).
+      // The attention's summed update lands with the FFN's work (one round trip to the workers);
+      // so does a previous block's FFN update when this unit is an FFN part alone.
+      if (!attention) STRATA_RETURN_IF_ERROR(add_pending(i));
       if (attention) STRATA_RETURN_IF_ERROR(rt.block->residual_add(slot.weights[m].post_attn_norm, s.hidden, s.proj, mb.n));
       STRATA_RETURN_IF_ERROR(rt.block->ffn_partial(slot.weights[m], s.hidden, mb.n, s.proj));
       clock.end();
@@ -660,16 +674,15 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
       clock.flush();  // with a trace: waits for the span's events
       return {};
     }));
+    pending_slot = nullptr;  // added by the FFN's work above when it was pending
     STRATA_RETURN_IF_ERROR(all_reduce(l));
-    STRATA_RETURN_IF_ERROR(on_each([&](size_t i) {
-      const ScratchViews& s = stage.local[i]->block->scratch();
-      return stage.local[i]->block->residual_add(slot.weights[stage.local_index[i]].post_ffn_norm, s.hidden, s.proj,
-                                                 mb.n);
-    }));
+    pending_slot = &slot;
   }
-  // Member 0's hidden state to the host (blocking); every other member waits for its device too.
+  // The last FFN update, then member 0's hidden state to the host (blocking); every other member
+  // waits for its device too.
   DeviceRuntime& first = *stage.local[0];
   STRATA_RETURN_IF_ERROR(on_each_then(true, [&](size_t i) -> Status {
+    STRATA_RETURN_IF_ERROR(add_pending(i));
     if (i != 0) return Status();
     return first.ops->to_host(first.block->scratch().hidden, mb.hidden.data(), count * sizeof(float));
   }));

@@ -13,7 +13,8 @@ time, so where the host computes slower than the declared device, the host sets 
 Busy: the union of a device lane's compute, embedding and head spans (not all-reduces or
 transfers) over the window from the first to the last span of the timed (pipelined) series,
 found as the spans whose n_tokens is the run's micro-batch rows (plan's
-decode_rows_per_micro_batch; the "one in flight" series bench also runs has 1-row spans).
+decode_rows_per_micro_batch), cut at gaps of more than 50 ms (between repetitions) and the longest
+piece kept.
 
 Usage: split_efficiency.py STRATA_ENGINE MODEL.gguf [--bw 1GB/s] [--threads 2] [--n-gen 8]
                            [--reps 2] [--json OUT.json]
@@ -59,10 +60,21 @@ def busy_fractions(trace_path, rows):
     trace = json.load(open(trace_path))
     events = trace["traceEvents"]
     names = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
-    spans = [e for e in events if e.get("ph") == "X" and e.get("args", {}).get("n_tokens") == rows]
+    spans = sorted((e for e in events if e.get("ph") == "X" and e.get("args", {}).get("n_tokens") == rows),
+                   key=lambda e: e["ts"])
     if not spans:
         return {}, 0.0
-    lo = min(e["ts"] for e in spans)
+    # Steady windows: runs of spans without a gap over 50 ms (the trace's times are microseconds).
+    pieces, current, end = [], [], None
+    for e in spans:
+        if current and e["ts"] - end > 50e3:
+            pieces.append(current)
+            current = []
+        current.append(e)
+        end = max(end or 0, e["ts"] + e["dur"]) if current[:-1] else e["ts"] + e["dur"]
+    pieces.append(current)
+    spans = max(pieces, key=lambda p: max(e["ts"] + e["dur"] for e in p) - p[0]["ts"])
+    lo = spans[0]["ts"]
     hi = max(e["ts"] + e["dur"] for e in spans)
     out = {}
     for tid, name in names.items():
@@ -97,7 +109,7 @@ def main():
             for k in counts:
                 trace = os.path.join(tmp, "trace.json")
                 cmd = [a.engine, "bench", "-m", a.model, "-p", "0", "-n", str(a.n_gen), "-r", str(a.reps), "--parallel",
-                       str(k), "--no-bandwidth", "-t", str(a.threads), "--devices", devices, "--json", "--trace", trace]
+                       str(k), "--no-bandwidth", "--no-one-in-flight", "-t", str(a.threads), "--devices", devices, "--json", "--trace", trace]
                 if mode != "none":
                     cmd += ["--split-mode", mode]
                 j = json.loads(run(cmd))

@@ -37,6 +37,7 @@ struct BenchOptions {
   int reps = 3;
   bool json = false;
   bool no_bandwidth = false;
+  bool no_one_in_flight = false;  // --parallel: skip the one-sequence-at-a-time comparison
   std::string isa;  // "": the best the CPU has; else scalar / avx2 / avx512 (at most the CPU's)
 };
 
@@ -222,7 +223,7 @@ int bench(const BenchOptions& o) {
       Series tg{"tg" + std::to_string(n_gen) + suffix + at_depth(d), n_gen, d, {}};
       if (Status st = generation(tg, n_gen, true); !st.ok()) return report(st.error());
       results.push_back(std::move(tg));
-      if (k > 1) {
+      if (k > 1 && !o.no_one_in_flight) {
         Series serial{"tg" + std::to_string(n_gen) + suffix + " one in flight" + at_depth(d), n_gen, d, {}};
         if (Status st = generation(serial, n_gen, false); !st.ok()) return report(st.error());
         results.push_back(std::move(serial));
@@ -334,6 +335,8 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("-r,--repetitions", o->reps, "repetitions of each test")->check(CLI::Range(1, 1000));
   cmd->add_flag("--json", o->json, "print JSON");
   cmd->add_flag("--no-bandwidth", o->no_bandwidth, "skip the memory bandwidth measurement");
+  cmd->add_flag("--no-one-in-flight", o->no_one_in_flight,
+               "with --parallel: skip the comparison run that generates for one sequence at a time");
   cmd->add_option("--isa", o->isa,
                   "CPU kernels of this instruction set instead of the best the CPU has (what an AVX2-only CPU runs, "
                   "measured on an AVX-512 one)")

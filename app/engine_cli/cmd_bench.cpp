@@ -136,10 +136,11 @@ int bench(const BenchOptions& o) {
     return {};
   };
   // With several stages that can overlap (Pipeline::concurrent_stages) the sequences decode in
-  // one group per such stage, each group one micro-batch in flight: when a group leaves the last stage its next step enters the first while the
-  // other groups are still in the stages between (Pipeline::submit / wait), so no stage idles
-  // at a step boundary and each stage reads its weights once per group and step. Sequence s
-  // is in group s % groups. Every sequence makes n_gen steps.
+  // one group per such stage, each group one micro-batch in flight: when a group leaves the last
+  // stage its next step enters the first while the other groups are still in the stages between
+  // (Pipeline::submit / wait), so no stage idles at a step boundary and each stage reads its
+  // weights once per group and step. Sequence s is in group s % groups. Every sequence makes
+  // n_gen steps.
   const int64_t groups = std::min<int64_t>(k, pipe.concurrent_stages());
   auto rolling_generation = [&](int n_gen) -> Status {
     std::vector<std::vector<int32_t>> next(static_cast<size_t>(k), std::vector<int32_t>(1));

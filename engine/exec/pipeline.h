@@ -72,9 +72,9 @@ class Pipeline {
   // blocks until it has left the last stage and returns its status. Evals enter the first stage
   // in submit order and keep that order through every stage.
   //   max_micro_batches: how many micro-batches the eval is cut into. 0: up to one per stage
-  //   that can overlap (concurrent_stages; a lone eval then overlaps itself across them); 1: one block of rows, every stage's
-  //   weights read once for all of them (what a caller keeping one eval per stage in flight
-  //   wants: each extra micro-batch reads every stage's weights again).
+  //   that can overlap (concurrent_stages; a lone eval then overlaps itself across them); 1: one
+  //   block of rows, every stage's weights read once for all of them (what a caller keeping one
+  //   eval per stage in flight wants: each extra micro-batch reads every stage's weights again).
   // The requests' sequences must not be in an eval in flight (InvalidArgument: a sequence's
   // next tokens need its previous ones in the cache), and their logits buffers must live until
   // wait returns. Positions move when wait returns ok; a failed eval moves none. truncate,

@@ -115,6 +115,26 @@ class RealEngine {
     return small + (large - small) / 2;
   }
 
+  // Starts the engine twice: first with `probeDevices` (device `id` large enough for both
+  // placements) to ask for the capacity between `fits` and `overflows` (capacityBetween), then with
+  // `devices`, whose %1 is that capacity in bytes. Empty on success, else what went wrong.
+  QString startWithCapacityBetween(const QString& probeDevices, const QString& devices, int ctx, const QString& id,
+                                   const QJsonObject& fits, const QJsonObject& overflows, quint64* capacity) {
+    QString failed = start(probeDevices, ctx);
+    if (!failed.isEmpty()) return failed;
+    *capacity = capacityBetween(id, fits, overflows, &failed);
+    if (*capacity == 0) return failed;
+    return start(devices.arg(*capacity), ctx);
+  }
+
+  // `placement` with the head and every block (0..n_layers-1) on `device`.
+  static QJsonObject everythingOn(QJsonObject placement, const QString& device, int n_layers) {
+    placement["head"] = QJsonObject{{"device", device}};
+    placement["layers"] =
+        QJsonArray{QJsonObject{{"layers", QStringLiteral("0-%1").arg(n_layers - 1)}, {"device", device}}};
+    return placement;
+  }
+
  private:
   std::unique_ptr<EngineClient> client_;
   std::unique_ptr<EngineProcess> process_;

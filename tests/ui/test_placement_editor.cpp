@@ -60,14 +60,10 @@ class TestPlacementEditor : public QObject {
     // gpu0 holds the embedding and two blocks (about 1.3 MB with scratch), not the whole model (about
     // 2 MB): its capacity is the midpoint of the engine's totals for the two (the scratch follows this
     // CPU's kernel paths, RealEngine::capacityBetween).
-    QString failed = engine_.start(QStringLiteral("cpu,sim:gpu0:64MiB,sim:gpu1:4MiB"), 64);
-    if (!failed.isEmpty()) QFAIL(qPrintable(failed));
-    QJsonObject everythingOnGpu0 = placement();
-    everythingOnGpu0["head"] = QJsonObject{{"device", "gpu0"}};
-    everythingOnGpu0["layers"] = QJsonArray{QJsonObject{{"layers", "0-4"}, {"device", "gpu0"}}};
-    const quint64 gpu0Capacity = engine_.capacityBetween("gpu0", placement(), everythingOnGpu0, &failed);
-    if (gpu0Capacity == 0) QFAIL(qPrintable(failed));
-    failed = engine_.start(QStringLiteral("cpu,sim:gpu0:%1,sim:gpu1:4MiB").arg(gpu0Capacity), 64);
+    quint64 gpu0Capacity = 0;
+    const QString failed = engine_.startWithCapacityBetween(
+        QStringLiteral("cpu,sim:gpu0:64MiB,sim:gpu1:4MiB"), QStringLiteral("cpu,sim:gpu0:%1,sim:gpu1:4MiB"), 64, "gpu0",
+        placement(), RealEngine::everythingOn(placement(), "gpu0", 5), &gpu0Capacity);
     if (!failed.isEmpty()) QFAIL(qPrintable(failed));
   }
 

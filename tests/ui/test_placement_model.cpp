@@ -106,14 +106,9 @@ class TestPlacementModel : public QObject {
 
  private slots:
   void initTestCase() {
-    QString failed = engine_.start(kDevices.arg(QStringLiteral("64MiB"), QStringLiteral("4MiB")), kCtx);
-    if (!failed.isEmpty()) QFAIL(qPrintable(failed));
-    QJsonObject everythingOnGpu0 = initialPlacement();
-    everythingOnGpu0["head"] = QJsonObject{{"device", "gpu0"}};
-    everythingOnGpu0["layers"] = QJsonArray{QJsonObject{{"layers", "0-4"}, {"device", "gpu0"}}};
-    gpu0Capacity_ = engine_.capacityBetween("gpu0", initialPlacement(), everythingOnGpu0, &failed);
-    if (gpu0Capacity_ == 0) QFAIL(qPrintable(failed));
-    failed = engine_.start(kDevices.arg(QString::number(gpu0Capacity_), QStringLiteral("4MiB")), kCtx);
+    const QString failed = engine_.startWithCapacityBetween(
+        kDevices.arg(QStringLiteral("64MiB"), QStringLiteral("4MiB")), kDevices.arg(QStringLiteral("%1"), QStringLiteral("4MiB")),
+        kCtx, "gpu0", initialPlacement(), RealEngine::everythingOn(initialPlacement(), "gpu0", 5), &gpu0Capacity_);
     if (!failed.isEmpty()) QFAIL(qPrintable(failed));
     QCOMPARE(engine_.modelJson().value("n_layers").toInt(), 5);
   }

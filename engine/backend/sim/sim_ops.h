@@ -68,8 +68,8 @@ class SimOps final : public Ops {
   Expected<std::unique_ptr<Event>> record_event() override;
 
  private:
-  // Runs op, then waits out the declared cost (times the slow-fault factor). A lost device
-  // (an armed fault that fired) runs nothing and returns a Device error.
+  // Runs op, then moves the device's timeline by the declared cost (times the slow-fault factor).
+  // A lost device (an armed fault that fired) runs nothing and returns a Device error.
   template <typename Op>
   Status paced(const SimCost& cost, Op&& op);
   Status paced_link(double bytes, Status s, std::chrono::steady_clock::time_point start);

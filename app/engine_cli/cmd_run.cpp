@@ -9,6 +9,7 @@
 
 #include "app/engine_cli/commands.h"
 #include "app/engine_cli/common.h"
+#include "app/engine_cli/draft_cli.h"
 #include "app/engine_cli/placement_cli.h"
 #include "engine/exec/generate.h"
 #include "engine/exec/session.h"
@@ -19,6 +20,7 @@ namespace {
 struct RunOptions {
   ModelOptions model;
   DeviceOptions devices;
+  DraftOptions draft;
   sample::SamplerParams sampling;
   std::string prompt;
   int64_t max_tokens = 256;
@@ -36,6 +38,8 @@ int run(const RunOptions& o) {
   if (!runtime.ok()) return report(runtime.error());
   Runtime& rt = *runtime;
   exec::Session session(*rt.pipeline, 0);
+  auto draft = load_draft(o.draft, m, rt);
+  if (!draft.ok()) return report(draft.error());
 
   std::vector<int32_t> prompt;
   {
@@ -62,6 +66,8 @@ int run(const RunOptions& o) {
   g.host_lane = rt.host_lane;
   g.on_prompt_progress = prompt_progress_printer();  // long prompts: "prompt 512/4096 tokens" on a terminal
   g.prompt_chunk = o.devices.max_batch;
+  g.speculative = draft->params;
+  g.draft = draft->drafter.get();
   auto result = exec::generate(session, prompt, g, [](std::string_view piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
@@ -76,6 +82,11 @@ int run(const RunOptions& o) {
                  static_cast<long long>(r.n_prompt), r.prompt_ms, r.n_prompt * 1000.0 / std::max(r.prompt_ms, 1e-9),
                  r.tokens.size(), r.generate_ms, r.tokens.size() * 1000.0 / std::max(r.generate_ms, 1e-9),
                  exec::finish_reason_name(r.finish));
+    if (r.n_drafted > 0 || g.speculative.mode != exec::DraftMode::Off)
+      std::fprintf(stderr, "speculative (%s): %lld passes for %zu tokens; %lld drafted, %lld accepted (%.0f%%)\n",
+                   exec::draft_mode_name(g.speculative.mode), static_cast<long long>(r.target_passes), r.tokens.size(),
+                   static_cast<long long>(r.n_drafted), static_cast<long long>(r.n_draft_accepted),
+                   r.n_drafted > 0 ? 100.0 * r.n_draft_accepted / r.n_drafted : 0.0);
   }
   return 0;
 }
@@ -87,6 +98,7 @@ Command add_run_command(CLI::App& app) {
   add_model_options(*cmd, o->model);
   add_sampling_options(*cmd, o->sampling);
   add_device_options(*cmd, o->devices);
+  add_draft_options(*cmd, o->draft);
   cmd->add_option("-p,--prompt", o->prompt, "prompt text (special tokens such as <|im_start|> are parsed)");
   cmd->add_option("-n,--max-tokens", o->max_tokens, "tokens to generate at most")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));

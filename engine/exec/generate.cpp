@@ -26,6 +26,9 @@ const char* finish_reason_name(FinishReason reason) {
 Status validate(const GenerateOptions& o) {
   if (o.max_tokens < 0 || o.max_tokens > (1 << 24))
     return Error{Code::InvalidArgument, "max tokens " + std::to_string(o.max_tokens) + " outside [0, 16777216]"};
+  STRATA_RETURN_IF_ERROR(validate(o.speculative));
+  if (o.speculative.mode == DraftMode::Model && !o.draft)
+    return Error{Code::InvalidArgument, "speculative decoding with a draft model was asked for, but no draft model is loaded"};
   return sample::validate(o.sampling);
 }
 
@@ -89,31 +92,74 @@ Expected<GenerateResult> generate(Session& session, std::span<const int32_t> pro
   LogprobScratch scratch;  // unused: generate() asks for no logprobs
   const TokenState state{sampler, stops, decoder};
   result.finish = FinishReason::Length;
-  for (int64_t i = 0; i < options.max_tokens; ++i) {
+  // One token sampled from `row`, the logits after `position` cached tokens: its outcome applied to
+  // the result. False when generation ends with it.
+  int32_t next = -1;
+  auto take = [&](const float* row, int64_t position) -> bool {
+    work.assign(row, row + n_vocab);
     const TokenOutcome out = token_step(work.data(), n_vocab, tok, rules, state, scratch,
-                                        {options.recorder, options.host_lane, session.seq(), session.position()});
+                                        {options.recorder, options.host_lane, session.seq(), position});
     if (out.end) {
       result.finish = FinishReason::EndOfGeneration;
-      break;
+      return false;
     }
     result.tokens.push_back(out.info.token);
     emit(out.text, true);
     if (out.stopped) {
       result.finish = FinishReason::Stop;
-      break;
+      return false;
     }
     if (cancelled) {
       result.finish = FinishReason::Cancelled;
-      break;
+      return false;
     }
-    if (i + 1 == options.max_tokens) break;
-    if (session.position() >= session.n_ctx()) {
+    if (static_cast<int64_t>(result.tokens.size()) >= options.max_tokens) return false;
+    if (position >= session.n_ctx()) {
       result.finish = FinishReason::ContextFull;
-      break;
+      return false;
     }
-    const int32_t next = out.info.token;
-    STRATA_ASSIGN_OR_RETURN(logits, session.eval(std::span<const int32_t>(&next, 1)));
-    work.assign(logits, logits + n_vocab);
+    next = out.info.token;
+    return true;
+  };
+  std::vector<int32_t> draft, step, context;
+  DraftPacer pacer;
+  bool going = options.max_tokens > 0 && take(logits, session.position());
+  while (going) {
+    // Rows past the last token or the context would be evaluated for nothing.
+    const int64_t room = std::min<int64_t>(options.max_tokens - static_cast<int64_t>(result.tokens.size()) - 1,
+                                           session.n_ctx() - session.position() - 1);
+    const int32_t k = static_cast<int32_t>(std::min<int64_t>(pacer.length(options.speculative.max_draft), room));
+    draft.clear();
+    if (options.speculative.mode != DraftMode::Off && k > 0 && pacer.should_draft()) {
+      context = session.history();
+      context.push_back(next);
+      if (options.speculative.mode == DraftMode::Lookup) {
+        draft = lookup_draft(context, k);
+      } else {
+        const DraftModel::Ask ask{0, context, k, &draft};
+        if (!options.draft->propose(std::span<const DraftModel::Ask>(&ask, 1)).ok()) draft.clear();
+      }
+    }
+    ++result.target_passes;
+    if (draft.empty()) {
+      STRATA_ASSIGN_OR_RETURN(logits, session.eval(std::span<const int32_t>(&next, 1)));
+      going = take(logits, session.position());
+      continue;
+    }
+    step.assign(1, next);
+    step.insert(step.end(), draft.begin(), draft.end());
+    const int64_t base = session.position();
+    STRATA_ASSIGN_OR_RETURN(const float* rows, session.eval_all(step));
+    // Row i follows base + 1 + i cached tokens, as a one-token step there would.
+    const VerifyResult v = verify_draft(draft, [&](size_t i) -> int32_t {
+      return take(rows + i * static_cast<size_t>(n_vocab), base + 1 + static_cast<int64_t>(i)) ? next : -1;
+    });
+    // Keys and values past the accepted guesses belong to tokens the model did not take.
+    session.truncate(base + 1 + v.accepted);
+    going = !v.ended;
+    pacer.record(static_cast<int64_t>(draft.size()), v.accepted);
+    result.n_drafted += static_cast<int64_t>(draft.size());
+    result.n_draft_accepted += v.accepted;
   }
   if (result.finish != FinishReason::Stop && result.finish != FinishReason::Cancelled) {
     bool stopped = false;

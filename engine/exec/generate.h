@@ -11,6 +11,7 @@
 
 #include "engine/core/status.h"
 #include "engine/exec/session.h"
+#include "engine/exec/speculative.h"
 #include "engine/sample/sampler.h"
 #include "engine/trace/recorder.h"
 
@@ -31,6 +32,10 @@ struct GenerateOptions {
   // called with the prompt tokens in the cache (reused ones included) and the prompt's length.
   std::function<void(int64_t done, int64_t total)> on_prompt_progress;
   int64_t prompt_chunk = 256;
+  // Speculative decoding (speculative.h): same text, fewer target passes. DraftMode::Model needs
+  // `draft` (its sequence 0 follows this session).
+  SpeculativeParams speculative;
+  DraftModel* draft = nullptr;
 };
 
 struct GenerateResult {
@@ -41,6 +46,9 @@ struct GenerateResult {
   int64_t n_prompt_evaluated = 0;  // prompt tokens not already in the cache
   double prompt_ms = 0;         // evaluating the prompt (time to first token, minus sampling)
   double generate_ms = 0;       // from the first sampled token to the end
+  int64_t target_passes = 0;    // forward passes of the model after the prompt
+  int64_t n_drafted = 0;        // tokens guessed for speculative steps
+  int64_t n_draft_accepted = 0; // of those, tokens the model sampled too
 };
 
 // on_text: called on the calling thread with each piece of valid UTF-8, in order; return false

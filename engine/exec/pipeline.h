@@ -57,6 +57,10 @@ class Pipeline {
     int32_t seq = 0;                    // sequence slot [0, n_seq)
     std::span<const int32_t> tokens;    // appended at the sequence's position
     float* logits = nullptr;            // [n_vocab] <- logits after the last token; may be null
+    // true: logits is [tokens.size()][n_vocab] <- the logits after every token (what a speculative
+    // step verifies its drafted tokens against). Each row has the bits a one-token eval at that
+    // position gives (batch-invariant kernels). Unsupported when the head runs on another rank.
+    bool all_logits = false;
     // [tokens.size()][n_embd] <- the final residual stream of every token (after the last block,
     // before the output norm); may be null. Unsupported when the last stage runs on another rank.
     float* hidden = nullptr;

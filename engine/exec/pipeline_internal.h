@@ -93,7 +93,10 @@ struct Pipeline::MicroBatch {
     int64_t row0 = 0;              // first row of this sequence in the block
     int64_t n = 0;                 // its tokens
     int64_t pos0 = 0;              // position of its first token
-    float* logits = nullptr;       // host [n_vocab] <- after its last token (last chunk of a request); may be null
+    // host [logit_rows][n_vocab] <- the logits after its last logit_rows tokens (1: the last chunk
+    // of a request; every token of the chunk when the request asked for all rows); may be null
+    float* logits = nullptr;
+    int64_t logit_rows = 1;        // 1..n
   };
   std::vector<Part> parts;
   std::vector<int32_t> tokens;      // [n] the parts' tokens, in row order

@@ -266,7 +266,12 @@ Status Pipeline::run_remote(StageRuntime& stage, MicroBatch& mb, int rank, bool 
   for (size_t i = 0; i < runtime_->stages.size(); ++i) {
     if (runtime_->stages[i].get() == &stage) call.stage = static_cast<int32_t>(i);
   }
-  for (const MicroBatch::Part& p : mb.parts) call.parts.push_back({p.seq, p.row0, p.n, p.pos0, p.logits != nullptr});
+  for (const MicroBatch::Part& p : mb.parts) {
+    if (p.logits && p.logit_rows > 1 && stage.has_head)
+      return Error{Code::Unsupported, "the logits of every token (a speculative step) from a head on rank " +
+                                            std::to_string(rank)};
+    call.parts.push_back({p.seq, p.row0, p.n, p.pos0, p.logits != nullptr});
+  }
   call.n = mb.n;
   if (stage.has_embed) {
     call.tokens = mb.tokens;
@@ -439,21 +444,29 @@ Status Pipeline::run_head(DeviceRuntime& rt, MicroBatch& mb, trace::Recorder* re
   std::vector<float*> dst;
   for (const MicroBatch::Part& p : mb.parts) {
     if (!p.logits) continue;
-    rows.push_back(p.row0 + p.n - 1);
-    dst.push_back(p.logits);
+    for (int64_t j = 0; j < p.logit_rows; ++j) {
+      rows.push_back(p.row0 + p.n - p.logit_rows + j);
+      dst.push_back(p.logits + j * c.n_vocab);
+    }
   }
   if (rows.empty()) return {};
   backend::Ops& ops = *rt.ops;
   const ScratchViews& s = rt.block->scratch();
   SpanClock clock(rec, ops, !rt.device->host_visible());
-  clock.begin(proto(rt.lane, trace::EventKind::Head, -1, mb.seq(), mb.pos0() + mb.n - 1,
-                    static_cast<int64_t>(rows.size())));
-  // [rows][n_vocab] in the logits scratch ([n_seq][n_vocab]; a batch has distinct sequences).
-  STRATA_RETURN_IF_ERROR(rt.block->head_rows(rt.output_norm, rt.output, s.hidden, rows, s.logits));
-  clock.end();
-  for (size_t i = 0; i < rows.size(); ++i)
-    STRATA_RETURN_IF_ERROR(ops.to_host(s.logits + static_cast<int64_t>(i) * c.n_vocab, dst[i],
-                                       static_cast<size_t>(c.n_vocab) * sizeof(float)));
+  // The logits scratch holds plan::head_rows rows; a speculative step may ask for more (every
+  // drafted token of every sequence), so the head runs over pieces of at most that many rows. Each
+  // row's logits do not depend on the rows beside it (batch-invariant matmul).
+  const size_t piece = static_cast<size_t>(std::max<int64_t>(1, plan::head_rows(placement_.n_seq, placement_.max_batch)));
+  for (size_t at = 0; at < rows.size(); at += piece) {
+    const size_t n = std::min(piece, rows.size() - at);
+    clock.begin(proto(rt.lane, trace::EventKind::Head, -1, mb.seq(), mb.pos0() + mb.n - 1, static_cast<int64_t>(n)));
+    STRATA_RETURN_IF_ERROR(rt.block->head_rows(rt.output_norm, rt.output, s.hidden,
+                                               std::span<const int64_t>(rows.data() + at, n), s.logits));
+    clock.end();
+    for (size_t i = 0; i < n; ++i)
+      STRATA_RETURN_IF_ERROR(ops.to_host(s.logits + static_cast<int64_t>(i) * c.n_vocab, dst[at + i],
+                                         static_cast<size_t>(c.n_vocab) * sizeof(float)));
+  }
   clock.flush();
   return {};
 }
@@ -779,7 +792,12 @@ Expected<uint64_t> Pipeline::submit(std::span<const Request> requests, int64_t m
       part.row0 = mb->n;
       part.n = ch.n;
       part.pos0 = positions_[static_cast<size_t>(r.seq)] + ch.start;
-      part.logits = ch.start + ch.n == static_cast<int64_t>(r.tokens.size()) ? r.logits : nullptr;
+      if (r.all_logits && r.logits) {
+        part.logits = r.logits + ch.start * c.n_vocab;
+        part.logit_rows = ch.n;
+      } else {
+        part.logits = ch.start + ch.n == static_cast<int64_t>(r.tokens.size()) ? r.logits : nullptr;
+      }
       mb->parts.push_back(part);
       mb->tokens.insert(mb->tokens.end(), r.tokens.begin() + ch.start, r.tokens.begin() + ch.start + ch.n);
       mb->n += ch.n;

@@ -42,6 +42,12 @@ struct Scheduler::Slot {
   int32_t pending = -1;          // sampled token evaluated by the next step
   bool callback_stopped = false; // on_text returned false
   std::vector<float> logits;     // [n_vocab]
+  // Speculative step: the guesses for the tokens after `pending` (empty: a plain step), the
+  // tokens evaluated ([pending, draft...]) and their logits ([1 + draft.size()][n_vocab]).
+  std::vector<int32_t> draft;
+  DraftPacer pacer;
+  std::vector<int32_t> step_tokens;
+  std::vector<float> step_logits;
   GenerationResult result;
   Clock::time_point submitted, started;
 };
@@ -75,6 +81,9 @@ Expected<uint64_t> Scheduler::submit(GenerationRequest request) {
   if (request.max_tokens < 0 || request.max_tokens > (int64_t{1} << 24))
     return Error{Code::InvalidArgument, "max tokens " + std::to_string(request.max_tokens) + " outside [0, 16777216]"};
   STRATA_RETURN_IF_ERROR(sample::validate(request.sampling));
+  STRATA_RETURN_IF_ERROR(validate(request.speculative));
+  if (request.speculative.mode == DraftMode::Model && !options_.draft)
+    return Error{Code::InvalidArgument, "speculative decoding with a draft model was asked for, but no draft model is loaded"};
   if (request.top_logprobs > 20)
     return Error{Code::InvalidArgument, "top logprobs " + std::to_string(request.top_logprobs) + " outside [0, 20]"};
   for (const auto& [t, bias] : request.logit_bias) {
@@ -254,6 +263,8 @@ SchedulerStats Scheduler::stats() const {
   s.requests_done = requests_done_;
   s.replans = replans_;
   s.replayed_tokens = replayed_tokens_;
+  s.draft_tokens = draft_tokens_;
+  s.draft_accepted = draft_accepted_;
   const auto now = Clock::now();
   int64_t n = 0;
   Clock::time_point first = now;
@@ -344,6 +355,8 @@ void Scheduler::start(Slot& slot, Waiting w) {
   slot.result.queue_ms = ms_between(slot.submitted, slot.started);
   slot.callback_stopped = false;
   slot.pending = -1;
+  slot.pacer.reset();
+  slot.draft.clear();
   slot.replay.clear();
   slot.replay_done = 0;
   const std::vector<int32_t>& prompt = slot.req.prompt;
@@ -409,7 +422,7 @@ void Scheduler::finish(Slot& slot, FinishReason reason, Status status) {
   }
 }
 
-void Scheduler::after_logits(Slot& slot) {
+void Scheduler::after_logits(Slot& slot, float* logits) {
   const int64_t position = static_cast<int64_t>(slot.history.size());
   if (slot.result.n_generated == 0) slot.result.first_token_ms = ms_between(slot.started, Clock::now());
   TokenRules rules;
@@ -417,7 +430,7 @@ void Scheduler::after_logits(Slot& slot) {
   rules.constraint = slot.req.constraint.get();
   rules.top_logprobs = slot.req.top_logprobs;
   rules.ignore_eog = slot.req.ignore_eog;
-  TokenOutcome out = token_step(slot.logits.data(), n_vocab_, pipeline_.model().tokenizer(), rules,
+  TokenOutcome out = token_step(logits, n_vocab_, pipeline_.model().tokenizer(), rules,
                                 {*slot.sampler, *slot.stops, *slot.decoder}, logprobs_,
                                 {options_.recorder, options_.host_lane, slot.seq, position});
   if (out.end) return finish(slot, FinishReason::EndOfGeneration);
@@ -526,6 +539,11 @@ void Scheduler::step() {
   const bool short_beside_long = reading > 1 && left(order.front()) > 0 && left(order.front()) <= budget;
   if (!decoding && !short_beside_long)
     budget = std::max(budget, static_cast<size_t>(std::max<int64_t>(1, pipeline_.placement().max_batch)));
+  std::vector<Slot*> decoders;
+  for (Slot* sp : order) {
+    if (sp->replay_done >= sp->replay.size() && sp->prompt_done >= sp->req.prompt.size()) decoders.push_back(sp);
+  }
+  draft_for(decoders);
   for (Slot* sp : order) {
     Slot& slot = *sp;
     Pipeline::Request r;
@@ -548,6 +566,14 @@ void Scheduler::step() {
       r.tokens = std::span<const int32_t>(prompt.data() + slot.prompt_done, n);
       r.logits = slot.prompt_done + n == prompt.size() ? slot.logits.data() : nullptr;
       prompt_tokens += static_cast<int64_t>(n);
+    } else if (!slot.draft.empty()) {
+      // A speculative step: the sampled token and the guesses after it, every row's logits.
+      slot.step_tokens.assign(1, slot.pending);
+      slot.step_tokens.insert(slot.step_tokens.end(), slot.draft.begin(), slot.draft.end());
+      slot.step_logits.resize(slot.step_tokens.size() * static_cast<size_t>(n_vocab_));
+      r.tokens = slot.step_tokens;
+      r.logits = slot.step_logits.data();
+      r.all_logits = true;
     } else {
       r.tokens = std::span<const int32_t>(&slot.pending, 1);
       r.logits = slot.logits.data();
@@ -562,6 +588,7 @@ void Scheduler::step() {
   if (!status.ok()) {
     if (recover(status)) return;
     for (Slot* slot : in_step) {
+      slot->draft.clear();
       if (!slot->busy) continue;
       slot->history.clear();
       pipeline_.truncate(slot->seq, 0);
@@ -577,6 +604,10 @@ void Scheduler::step() {
   for (size_t i = 0; i < in_step.size(); ++i) {
     Slot& slot = *in_step[i];
     const Pipeline::Request& r = requests[i];
+    if (r.all_logits) {
+      sampled += verify(slot);
+      continue;
+    }
     slot.history.insert(slot.history.end(), r.tokens.begin(), r.tokens.end());
     if (slot.replay_done < slot.replay.size()) {
       slot.replay_done += r.tokens.size();
@@ -597,12 +628,104 @@ void Scheduler::step() {
     }
     if (r.logits) {
       const int64_t before = slot.result.n_generated;
-      after_logits(slot);
+      after_logits(slot, slot.logits.data());
       sampled += slot.result.n_generated - before;
     }
   }
   note_rate(t0, Clock::now(), sampled);
   (void)t1;
+}
+
+void Scheduler::draft_for(const std::vector<Slot*>& decoding) {
+  for (auto& s : slots_) s->draft.clear();
+  std::vector<Slot*> by_model;
+  std::vector<std::vector<int32_t>> contexts;
+  for (Slot* slot : decoding) {
+    const SpeculativeParams& sp = slot->req.speculative;
+    if (sp.mode == DraftMode::Off || slot->pending < 0) continue;
+    // Rows past the request's last token or the context would be evaluated for nothing.
+    const int64_t room = std::min<int64_t>(slot->req.max_tokens - slot->result.n_generated - 1,
+                                           n_ctx_ - static_cast<int64_t>(slot->history.size()) - 1);
+    const int32_t k = static_cast<int32_t>(std::min<int64_t>(slot->pacer.length(sp.max_draft), room));
+    if (k <= 0 || !slot->pacer.should_draft()) continue;
+    if (sp.mode == DraftMode::Lookup) {
+      trace::Span span;
+      if (options_.recorder && options_.draft_lane >= 0)
+        span = options_.recorder->span(options_.draft_lane, trace::EventKind::Draft, -1, slot->seq,
+                                       static_cast<int64_t>(slot->history.size()) + 1);
+      std::vector<int32_t> context = slot->history;
+      context.push_back(slot->pending);
+      slot->draft = lookup_draft(context, k);
+      span.set_n_tokens(static_cast<int32_t>(slot->draft.size()));
+    } else if (options_.draft) {
+      by_model.push_back(slot);
+      contexts.push_back(slot->history);
+      contexts.back().push_back(slot->pending);
+    }
+  }
+  if (by_model.empty()) return;
+  std::vector<DraftModel::Ask> asks;
+  for (size_t i = 0; i < by_model.size(); ++i) {
+    Slot* slot = by_model[i];
+    const int64_t room = std::min<int64_t>(slot->req.max_tokens - slot->result.n_generated - 1,
+                                           n_ctx_ - static_cast<int64_t>(slot->history.size()) - 1);
+    asks.push_back({slot->seq, contexts[i],
+                    static_cast<int32_t>(std::min<int64_t>(slot->pacer.length(slot->req.speculative.max_draft), room)),
+                    &slot->draft});
+  }
+  trace::Span span;
+  if (options_.recorder && options_.draft_lane >= 0)
+    span = options_.recorder->span(options_.draft_lane, trace::EventKind::Draft, -1, by_model.front()->seq,
+                                   static_cast<int64_t>(by_model.front()->history.size()) + 1);
+  // A draft model that fails (its device lost, its memory full) costs speed, not text: these
+  // sequences take a plain step.
+  if (!options_.draft->propose(asks).ok()) {
+    for (Slot* slot : by_model) slot->draft.clear();
+  }
+  int32_t guesses = 0;
+  for (Slot* slot : by_model) guesses += static_cast<int32_t>(slot->draft.size());
+  span.set_n_tokens(guesses);
+}
+
+int64_t Scheduler::verify(Slot& slot) {
+  const std::vector<int32_t> draft = std::move(slot.draft);
+  slot.draft.clear();
+  const std::vector<int32_t>& tokens = slot.step_tokens;
+  const int64_t before = slot.result.n_generated;
+  // Counted as the rows are read, so that a request that ends inside the step (its on_done runs
+  // there) reports them, and so do the stats by then.
+  slot.result.n_drafted += static_cast<int64_t>(draft.size());
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    draft_tokens_ += draft.size();
+  }
+  const VerifyResult v = verify_draft(draft, [&](size_t i) -> int32_t {
+    if (i > 0) {  // row i - 1 sampled draft[i - 1]
+      ++slot.result.n_draft_accepted;
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++draft_accepted_;
+    }
+    // Row i follows tokens[0..i] in the cache: the same logits a one-token step there gives.
+    slot.history.push_back(tokens[i]);
+    after_logits(slot, slot.step_logits.data() + i * static_cast<size_t>(n_vocab_));
+    return slot.busy ? slot.pending : -1;
+  });
+  // Keys and values past the accepted tokens belong to guesses the target did not take.
+  pipeline_.truncate(slot.seq, static_cast<int64_t>(slot.history.size()));
+  slot.pacer.record(static_cast<int64_t>(draft.size()), v.accepted);
+  if (options_.recorder && options_.draft_lane >= 0 && !draft.empty()) {
+    const int64_t at = static_cast<int64_t>(slot.history.size());
+    if (v.accepted > 0) {
+      trace::Span a = options_.recorder->span(options_.draft_lane, trace::EventKind::DraftAccepted, -1, slot.seq, at);
+      a.set_n_tokens(static_cast<int32_t>(v.accepted));
+    }
+    const int64_t rejected = static_cast<int64_t>(draft.size()) - v.accepted;
+    if (rejected > 0 && !v.ended) {
+      trace::Span r = options_.recorder->span(options_.draft_lane, trace::EventKind::DraftRejected, -1, slot.seq, at);
+      r.set_n_tokens(static_cast<int32_t>(rejected));
+    }
+  }
+  return slot.result.n_generated - before;
 }
 
 bool Scheduler::recover(const Status& cause) {

@@ -19,6 +19,7 @@
 #include "engine/exec/generate.h"
 #include "engine/exec/pipeline.h"
 #include "engine/exec/recovery.h"
+#include "engine/exec/speculative.h"
 #include "engine/exec/token_step.h"
 #include "engine/sample/sampler.h"
 #include "engine/trace/recorder.h"
@@ -35,6 +36,8 @@ struct GenerationResult {
   double queue_ms = 0;           // submit -> slot taken
   double first_token_ms = 0;     // slot taken -> first token sampled
   double total_ms = 0;           // submit -> done
+  int64_t n_drafted = 0;         // tokens drafted for speculative steps (speculative.h)
+  int64_t n_draft_accepted = 0;  // of those, tokens the target sampled too (each one a step saved)
 };
 
 // TokenInfo, TokenLogprob and TokenConstraint: engine/exec/token_step.h.
@@ -51,6 +54,10 @@ struct GenerationRequest {
   int32_t top_logprobs = -1;
   std::vector<std::pair<int32_t, float>> logit_bias;  // (token, added to its logit); ids checked by submit
   std::shared_ptr<TokenConstraint> constraint;        // may be null
+  // Speculative decoding (speculative.h): the text is the same with it on or off (greedy and
+  // seeded); only the number of target passes changes. Model needs the scheduler's draft model
+  // (InvalidArgument from submit without one).
+  SpeculativeParams speculative;
   // Called on the scheduler thread for each generated token, just before its text (if any) goes
   // to on_text. May be empty.
   std::function<void(const TokenInfo&)> on_token;
@@ -99,6 +106,11 @@ struct SchedulerOptions {
   // Called on the scheduler thread after each recovery (a re-plan that succeeded, or the error of
   // one that did not). May be empty.
   std::function<void(const Expected<ReplanReport>&)> on_replan;
+  // The draft model for requests that ask for DraftMode::Model; may be null (they are refused).
+  // Driven by the scheduler thread only; must outlive the scheduler.
+  DraftModel* draft = nullptr;
+  // The recorder lane of speculative work (draft spans, accepted and rejected guesses); -1: none.
+  int32_t draft_lane = -1;
 };
 
 struct SchedulerStats {
@@ -111,6 +123,8 @@ struct SchedulerStats {
   uint64_t requests_done = 0;
   uint64_t replans = 0;          // recoveries from a lost device
   uint64_t replayed_tokens = 0;  // tokens evaluated again to rebuild caches after them
+  uint64_t draft_tokens = 0;     // drafted for speculative steps since start
+  uint64_t draft_accepted = 0;   // of those, sampled by the target too
 };
 
 // Each step the scheduler thread evaluates every active sequence in ONE Pipeline::eval — prompt
@@ -191,7 +205,14 @@ class Scheduler {
   // and sets every sequence to rebuild its cache. False when the step failed for another reason
   // (or recovery is off). Scheduler thread.
   bool recover(const Status& cause);
-  void after_logits(Slot& slot);
+  // Samples the slot's next token from logits ([n_vocab], changed in place), streams it and ends
+  // the request when it should; else the token becomes slot.pending.
+  void after_logits(Slot& slot, float* logits);
+  // Before a step: the draft of every decoding slot whose request speculates (slot.draft).
+  void draft_for(const std::vector<Slot*>& decoding);
+  // After a step that evaluated slot.pending and slot.draft: keeps the drafted tokens the target
+  // sampled too and cuts the cache back to them. Returns tokens sampled.
+  int64_t verify(Slot& slot);
   void finish(Slot& slot, FinishReason reason, Status status = {});
   void emit(Slot& slot, const std::string& text);
   void note_rate(std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point t1, int64_t n);
@@ -217,6 +238,7 @@ class Scheduler {
   uint64_t next_id_ = 1;
   int64_t active_ = 0;
   uint64_t tokens_generated_ = 0, prompt_tokens_ = 0, requests_done_ = 0, replans_ = 0, replayed_tokens_ = 0;
+  uint64_t draft_tokens_ = 0, draft_accepted_ = 0;
   struct RateSample {
     std::chrono::steady_clock::time_point t0, t1;
     int64_t n;

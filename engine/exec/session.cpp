@@ -64,4 +64,22 @@ Expected<const float*> Session::eval(std::span<const int32_t> tokens) {
   return static_cast<const float*>(logits_.data());
 }
 
+Expected<const float*> Session::eval_all(std::span<const int32_t> tokens) {
+  rows_.resize(tokens.size() * logits_.size());
+  Pipeline::Request r;
+  r.seq = seq_;
+  r.tokens = tokens;
+  r.logits = rows_.data();
+  r.all_logits = true;
+  STRATA_RETURN_IF_ERROR(pipeline_->eval(std::span<const Pipeline::Request>(&r, 1)));
+  note_evaluated(tokens);
+  return static_cast<const float*>(rows_.data());
+}
+
+void Session::truncate(int64_t n) {
+  n = std::clamp<int64_t>(n, 0, static_cast<int64_t>(history_.size()));
+  history_.resize(static_cast<size_t>(n));
+  pipeline_->truncate(seq_, n);
+}
+
 }  // namespace strata::exec

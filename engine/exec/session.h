@@ -32,6 +32,12 @@ class Session {
   // valid until the next call). OutOfRange when they do not fit in the context.
   Expected<const float*> eval(std::span<const int32_t> tokens);
 
+  // Appends tokens and returns the logits after every one of them ([tokens.size()][n_vocab], valid
+  // until the next call): a speculative step's rows, each with the bits one-token evals give.
+  Expected<const float*> eval_all(std::span<const int32_t> tokens);
+  // Forgets positions >= n (n <= position()).
+  void truncate(int64_t n);
+
   // Keeps the longest common prefix of history() and tokens (dropping the rest of the cache),
   // so a chat turn only evaluates what is new. Returns the number of tokens kept.
   int64_t keep_common_prefix(std::span<const int32_t> tokens);
@@ -56,6 +62,7 @@ class Session {
   int32_t seq_ = 0;
   std::vector<int32_t> history_;  // tokens whose keys and values are in the cache
   std::vector<float> logits_;     // [n_vocab]
+  std::vector<float> rows_;       // [tokens][n_vocab]: eval_all's
 };
 
 // The placement of everything on one device.

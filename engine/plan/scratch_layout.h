@@ -48,6 +48,13 @@ struct ScratchLayout {
 
 // widest: the largest shard on the device (heads and FFN units); has_head: the device runs the
 // output head. threads: host threads of the device's worker.
+// Rows the output head computes in one product: one per sequence of a decode step, and at least
+// 8 (at most a batch), so a speculative step's drafted tokens (every token's logits of one
+// sequence) read the output matrix once for 8 of them instead of once each.
+inline int64_t head_rows(int64_t n_seq, int64_t max_batch) {
+  return std::max<int64_t>(n_seq, std::min<int64_t>(max_batch, 8));
+}
+
 inline ScratchLayout scratch_layout(const model::ModelConfig& c, const LayerShard& widest, bool has_layers,
                                     bool has_head, int64_t max_batch, int64_t n_ctx, int64_t n_seq, int threads) {
   ScratchLayout s;
@@ -73,7 +80,7 @@ inline ScratchLayout scratch_layout(const model::ModelConfig& c, const LayerShar
     }
     widest_input = std::max<int64_t>({c.n_embd, q_local, widest.n_ff()});
   }
-  if (has_head) s.logits = n_seq * c.n_vocab;
+  if (has_head) s.logits = head_rows(n_seq, max_batch) * c.n_vocab;
   s.matmul_bytes = kernels::matmul_scratch_bound(widest_input, max_batch, std::max(threads, 1));
   return s;
 }

@@ -20,6 +20,9 @@ const char* event_kind_name(EventKind kind) {
     case EventKind::Head: return "head";
     case EventKind::Idle: return "idle";
     case EventKind::Replan: return "replan";
+    case EventKind::Draft: return "draft";
+    case EventKind::DraftAccepted: return "draft-accepted";
+    case EventKind::DraftRejected: return "draft-rejected";
   }
   return "unknown";
 }

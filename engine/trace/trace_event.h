@@ -10,10 +10,16 @@ namespace strata::trace {
 
 // What a span was doing. Idle marks an explicit wait (a stage waiting for its input); it is
 // drawn but never counted as busy time.
-enum class EventKind : int32_t { Compute, Transfer, AllReduce, Tokenize, Sample, Detokenize, Embed, Head, Idle, Replan };
+enum class EventKind : int32_t {
+  Compute, Transfer, AllReduce, Tokenize, Sample, Detokenize, Embed, Head, Idle, Replan,
+  Draft, DraftAccepted, DraftRejected
+};
 
 // "compute", "transfer", "all-reduce", "tokenize", "sample", "detokenize", "embed", "head", "idle",
-// "replan" (the engine re-placing the model after a lost device, on the host lane).
+// "replan" (the engine re-placing the model after a lost device, on the host lane), "draft" (a
+// speculative step's guessing, n_tokens guesses, on the draft lane), "draft-accepted" and
+// "draft-rejected" (instants on the draft lane when the target verified them: n_tokens guesses it
+// sampled too / dropped).
 const char* event_kind_name(EventKind kind);
 
 // One span on one lane. 56 bytes, trivially copyable: the recorder stores it as seven words.

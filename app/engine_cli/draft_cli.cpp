@@ -1,0 +1,40 @@
+// app/engine_cli/draft_cli.cpp — speculative-decoding options and the draft model's loading.
+#include "app/engine_cli/draft_cli.h"
+
+namespace strata::cli {
+
+void add_draft_options(CLI::App& cmd, DraftOptions& o) {
+  cmd.add_option("--speculative", o.mode,
+                 "speculative decoding: off, lookup (prompt lookup: n-grams of the context), model (--draft); "
+                 "the text is the same, greedy or seeded (default: model with --draft, else off)")
+      ->check(CLI::IsMember({"off", "lookup", "model"}));
+  cmd.add_option("--draft-max", o.max_draft, "tokens guessed per speculative step at most")
+      ->check(CLI::Range(1, 32));
+  cmd.add_option("--draft", o.model, "draft model for speculative decoding (a GGUF with the model's vocabulary)");
+  cmd.add_option("--draft-device", o.device, "device the draft model runs on (one of --devices)");
+}
+
+Expected<DraftRuntime> load_draft(const DraftOptions& o, const model::Model& target, Runtime& rt) {
+  DraftRuntime d;
+  const std::string mode = o.mode.empty() ? (o.model.empty() ? "off" : "model") : o.mode;
+  STRATA_ASSIGN_OR_RETURN(d.params.mode, exec::parse_draft_mode(mode));
+  d.params.max_draft = o.max_draft;
+  STRATA_RETURN_IF_ERROR(exec::validate(d.params));
+  if (d.params.mode == exec::DraftMode::Model && o.model.empty())
+    return Error{Code::InvalidArgument, "--speculative model needs a draft model (--draft FILE)"};
+  if (rt.recorder && d.params.mode != exec::DraftMode::Off) d.lane = rt.recorder->add_lane("draft", false);
+  if (o.model.empty()) return d;
+  backend::Device* device = nullptr;
+  for (const auto& dev : rt.devices) {
+    if (dev->id() == o.device) device = dev.get();
+  }
+  if (!device) return Error{Code::InvalidArgument, "--draft-device " + o.device + " is not one of the devices"};
+  ModelOptions mo;
+  mo.model = o.model;
+  STRATA_ASSIGN_OR_RETURN(d.model, load_model(mo, /*remember=*/false));
+  const plan::Placement& p = rt.pipeline->placement();
+  STRATA_ASSIGN_OR_RETURN(d.drafter, exec::DraftModel::create(*d.model, target, *device, p.n_seq, p.n_ctx));
+  return d;
+}
+
+}  // namespace strata::cli

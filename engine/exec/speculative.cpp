@@ -1,0 +1,153 @@
+// engine/exec/speculative.cpp — the drafters of speculative decoding (prompt lookup, a draft model).
+#include "engine/exec/speculative.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/exec/session.h"
+
+namespace strata::exec {
+
+const char* draft_mode_name(DraftMode mode) {
+  switch (mode) {
+    case DraftMode::Off: return "off";
+    case DraftMode::Lookup: return "lookup";
+    case DraftMode::Model: return "model";
+  }
+  return "?";
+}
+
+Expected<DraftMode> parse_draft_mode(const std::string& name) {
+  if (name == "off" || name == "none") return DraftMode::Off;
+  if (name == "lookup" || name == "prompt-lookup") return DraftMode::Lookup;
+  if (name == "model" || name == "draft") return DraftMode::Model;
+  return Error{Code::InvalidArgument, "speculative mode \"" + name + "\" is not one of off, lookup, model"};
+}
+
+Status validate(const SpeculativeParams& p) {
+  if (p.max_draft < 1 || p.max_draft > 32)
+    return Error{Code::InvalidArgument, "draft length " + std::to_string(p.max_draft) + " outside [1, 32]"};
+  return {};
+}
+
+std::vector<int32_t> lookup_draft(std::span<const int32_t> context, int32_t max_draft, int32_t ngram_max,
+                                  int32_t ngram_min) {
+  std::vector<int32_t> out;
+  const int64_t len = static_cast<int64_t>(context.size());
+  if (max_draft <= 0) return out;
+  for (int64_t n = std::min<int64_t>(ngram_max, len - 1); n >= std::max<int32_t>(1, ngram_min); --n) {
+    const int32_t* tail = context.data() + len - n;
+    // The latest earlier occurrence: a start j < len - n whose n tokens equal the tail, with at
+    // least one token after it to propose.
+    for (int64_t j = len - n - 1; j >= 0; --j) {
+      if (!std::equal(tail, tail + n, context.data() + j)) continue;
+      const int64_t from = j + n;
+      const int64_t count = std::min<int64_t>(max_draft, len - from);
+      out.assign(context.begin() + from, context.begin() + from + count);
+      return out;
+    }
+  }
+  return out;
+}
+
+Expected<std::unique_ptr<DraftModel>> DraftModel::create(const model::Model& draft, const model::Model& target,
+                                                         backend::Device& device, int64_t n_seq, int64_t n_ctx,
+                                                         trace::Recorder* recorder) {
+  const tokenizer::Vocab& dv = draft.tokenizer().vocab();
+  const tokenizer::Vocab& tv = target.tokenizer().vocab();
+  const int64_t dn = draft.config().n_vocab, tn = target.config().n_vocab;
+  // As llama.cpp's rule: vocabularies may differ by padding at the end, not in their tokens.
+  if (std::abs(dn - tn) > 128)
+    return Error{Code::InvalidArgument, "the draft model's vocabulary has " + std::to_string(dn) +
+                                            " tokens, the target's " + std::to_string(tn) + ": not the same vocabulary"};
+  const int32_t common = std::min(dv.n_tokens(), tv.n_tokens());
+  for (int32_t id = 0; id < common; ++id) {
+    if (dv.tokens[static_cast<size_t>(id)] != tv.tokens[static_cast<size_t>(id)])
+      return Error{Code::InvalidArgument, "the draft model's token " + std::to_string(id) + " is \"" +
+                                              dv.tokens[static_cast<size_t>(id)] + "\", the target's \"" +
+                                              tv.tokens[static_cast<size_t>(id)] + "\": not the same vocabulary"};
+  }
+  if (dv.bos_id != tv.bos_id || dv.eos_id != tv.eos_id)
+    return Error{Code::InvalidArgument, "the draft model's BOS/EOS ids (" + std::to_string(dv.bos_id) + ", " +
+                                            std::to_string(dv.eos_id) + ") differ from the target's (" +
+                                            std::to_string(tv.bos_id) + ", " + std::to_string(tv.eos_id) + ")"};
+  if (n_seq < 1 || n_ctx < 1)
+    return Error{Code::InvalidArgument, "draft model for " + std::to_string(n_seq) + " sequences of " +
+                                            std::to_string(n_ctx) + " positions"};
+  std::unique_ptr<DraftModel> d(new DraftModel(draft, device));
+  // A batch as wide as the target's prompt chunks would waste the draft's memory: its prompt
+  // reading is a fraction of the target's anyway.
+  plan::Placement placement = single_device_placement(draft.config(), device.id(), n_ctx, n_seq, 128);
+  STRATA_ASSIGN_OR_RETURN(d->pipeline_, Pipeline::create(draft, {&device}, placement, recorder));
+  d->history_.resize(static_cast<size_t>(n_seq));
+  return d;
+}
+
+Status DraftModel::propose(std::span<const Ask> asks) {
+  const int64_t n_vocab = draft_.config().n_vocab;
+  struct Live {
+    const Ask* ask;
+    std::vector<int32_t> feed;     // tokens the next eval appends to this sequence
+    std::vector<float> logits;     // [n_vocab] after the last of them
+  };
+  std::vector<Live> live;
+  for (const Ask& a : asks) {
+    if (a.out) a.out->clear();
+    if (a.seq < 0 || a.seq >= pipeline_->n_seq())
+      return Error{Code::InvalidArgument, "draft for sequence " + std::to_string(a.seq) + " outside [0, " +
+                                              std::to_string(pipeline_->n_seq()) + ")"};
+    if (a.max_draft <= 0 || a.context.empty() || !a.out) continue;
+    // Room in the draft's context for the guesses (the last one is never evaluated).
+    if (static_cast<int64_t>(a.context.size()) + a.max_draft - 1 > pipeline_->n_ctx()) continue;
+    std::vector<int32_t>& had = history_[static_cast<size_t>(a.seq)];
+    size_t keep = 0;
+    while (keep < had.size() && keep < a.context.size() && had[keep] == a.context[keep]) ++keep;
+    if (keep == a.context.size()) --keep;  // the last context token's logits give the first guess
+    had.resize(keep);
+    pipeline_->truncate(a.seq, static_cast<int64_t>(keep));
+    Live l{&a, std::vector<int32_t>(a.context.begin() + static_cast<std::ptrdiff_t>(keep), a.context.end()), {}};
+    l.logits.resize(static_cast<size_t>(n_vocab));
+    live.push_back(std::move(l));
+  }
+  // The ids both vocabularies have: a guess past the target's is never proposed.
+  const int64_t usable = std::min<int64_t>(n_vocab, draft_.tokenizer().n_tokens());
+  while (!live.empty()) {
+    std::vector<Pipeline::Request> requests;
+    for (Live& l : live) {
+      Pipeline::Request r;
+      r.seq = l.ask->seq;
+      r.tokens = l.feed;
+      r.logits = l.logits.data();
+      requests.push_back(r);
+    }
+    Status s = pipeline_->eval(requests);
+    if (!s.ok()) {
+      // The draft's caches are unknown now: start them again next time.
+      for (Live& l : live) {
+        history_[static_cast<size_t>(l.ask->seq)].clear();
+        pipeline_->truncate(l.ask->seq, 0);
+      }
+      return s;
+    }
+    std::vector<Live> next;
+    for (Live& l : live) {
+      std::vector<int32_t>& had = history_[static_cast<size_t>(l.ask->seq)];
+      had.insert(had.end(), l.feed.begin(), l.feed.end());
+      // Greedy guess; its probability under the draft (softmax of the row at the max).
+      const float* row = l.logits.data();
+      const int64_t best = std::max_element(row, row + usable) - row;
+      double sum = 0;
+      for (int64_t i = 0; i < usable; ++i) sum += std::exp(static_cast<double>(row[i] - row[best]));
+      const double p = 1.0 / sum;
+      if (p < min_probability_) continue;
+      l.ask->out->push_back(static_cast<int32_t>(best));
+      if (static_cast<int32_t>(l.ask->out->size()) >= l.ask->max_draft) continue;
+      l.feed.assign(1, static_cast<int32_t>(best));
+      next.push_back(std::move(l));
+    }
+    live = std::move(next);
+  }
+  return {};
+}
+
+}  // namespace strata::exec

@@ -17,6 +17,7 @@
 
 #include "app/engine_cli/commands.h"
 #include "app/engine_cli/common.h"
+#include "app/engine_cli/draft_cli.h"
 #include "app/engine_cli/parent_watch.h"
 #include "app/engine_cli/placement_cli.h"
 #include "app/engine_cli/ranks.h"
@@ -33,6 +34,7 @@ namespace {
 struct ServeOptions {
   ModelOptions model;
   DeviceOptions devices;
+  DraftOptions draft;
   std::string host = "127.0.0.1";
   int port = 8080;
   std::string api_key;
@@ -92,6 +94,21 @@ int serve(const ServeOptions& o) {
   auto plan = make_plan(**model, *rt, o.model, o.devices, o.parallel);
 
   serve::HostOptions ho;
+  {
+    // The server's default for requests that do not say (they may ask per request, docs/api.md).
+    const std::string mode = o.draft.mode.empty() ? (o.draft.model.empty() ? "off" : "model") : o.draft.mode;
+    auto m = exec::parse_draft_mode(mode);
+    if (!m.ok()) return report(m.error());
+    if (*m == exec::DraftMode::Model && o.draft.model.empty())
+      return report(Error{Code::InvalidArgument, "--speculative model needs a draft model (--draft FILE)"});
+    ho.speculative = {*m, o.draft.max_draft};
+    if (!o.draft.model.empty()) {
+      auto path = resolve_model_path(o.draft.model);
+      if (!path.ok()) return report(path.error());
+      ho.draft_model = *path;
+    }
+    ho.draft_device = o.draft.device;
+  }
   ho.n_seq = o.parallel;
   ho.max_waiting = o.queue;
   ho.prompt_chunk = o.prompt_chunk;
@@ -191,6 +208,7 @@ Command add_serve_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("serve", "serve the OpenAI-compatible HTTP API and the control API (docs/api.md)");
   add_model_options(*cmd, o->model);
   add_device_options(*cmd, o->devices, /*with_trace=*/false);
+  add_draft_options(*cmd, o->draft);
   cmd->add_option("--host", o->host, "address to listen on (non-loopback needs --api-key)");
   cmd->add_option("--port", o->port, "port (0: any free port; the chosen one is printed)")->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key", o->api_key, "require 'Authorization: Bearer KEY' on every route (or STRATA_API_KEY)");

@@ -89,6 +89,10 @@ EngineHost::EngineHost(std::vector<std::unique_ptr<backend::Device>> devices, Ho
     recorder_.add_lane(d->id(), d->info().simulated);
   }
   host_lane_ = recorder_.add_lane("host", false);
+  // Speculative work (draft spans, accepted and rejected guesses) gets a lane when the server is
+  // set up to speculate (a draft model, or speculation by default).
+  if (!options_.draft_model.empty() || options_.speculative.mode != exec::DraftMode::Off)
+    draft_lane_ = recorder_.add_lane("draft", false);
   loader_ = std::thread([this] { loader_loop(); });
 }
 
@@ -180,11 +184,14 @@ Status EngineHost::install(std::unique_ptr<model::Model> model, const plan::Plac
   STRATA_ASSIGN_OR_RETURN(loaded->pipeline, exec::Pipeline::create(*model, list, placement, &recorder_, options_.ranks));
   loaded->pipeline->set_device_timeout(std::chrono::milliseconds(static_cast<int64_t>(options_.device_timeout_s * 1000.0)));
   loaded->model = std::move(model);
+  load_draft(*loaded);
   exec::SchedulerOptions so;
   so.max_waiting = options_.max_waiting;
   so.prompt_chunk = options_.prompt_chunk;
   so.recorder = &recorder_;
   so.host_lane = host_lane_;
+  so.draft = loaded->drafter.get();
+  so.draft_lane = draft_lane_;
   so.on_replan = [this](const Expected<exec::ReplanReport>& r) {
     nlohmann::json j = r.ok() ? replan_json(*r) : nlohmann::json::object();
     j["time_ns"] = recorder_.now_ns();
@@ -205,6 +212,33 @@ Status EngineHost::install(std::unique_ptr<model::Model> model, const plan::Plac
   std::lock_guard<std::mutex> lock(mutex_);
   current_ = std::move(loaded);
   return {};
+}
+
+void EngineHost::load_draft(LoadedModel& loaded) {
+  if (options_.draft_model.empty()) return;
+  backend::Device* device = nullptr;
+  for (const auto& d : devices_) {
+    if (d->id() == options_.draft_device) device = d.get();
+  }
+  if (!device) {
+    loaded.draft_error = "the draft device " + options_.draft_device + " is not one of the server's devices";
+    return;
+  }
+  // A draft that cannot serve this model (another vocabulary, no memory left) costs speed, not the
+  // model: it is served without one, and /strata/v1/status says why.
+  auto draft = model::Model::load(options_.draft_model);
+  if (!draft.ok()) {
+    loaded.draft_error = draft.error().message;
+    return;
+  }
+  auto drafter = exec::DraftModel::create(**draft, *loaded.model, *device, loaded.pipeline->n_seq(),
+                                          loaded.pipeline->n_ctx());
+  if (!drafter.ok()) {
+    loaded.draft_error = drafter.error().message;
+    return;
+  }
+  loaded.draft_model = std::move(*draft);
+  loaded.drafter = std::move(*drafter);
 }
 
 Status EngineHost::adopt(std::unique_ptr<model::Model> model, const plan::Placement& placement) {
@@ -376,6 +410,28 @@ nlohmann::json EngineHost::memory_json(const LoadedModel& loaded) const {
   return out;
 }
 
+nlohmann::json EngineHost::speculative_json(const LoadedModel& loaded) const {
+  nlohmann::json j;
+  j["default"] = {{"mode", exec::draft_mode_name(options_.speculative.mode)},
+                  {"max_draft", options_.speculative.max_draft}};
+  if (loaded.drafter) {
+    const model::Model& d = *loaded.draft_model;
+    j["draft"] = {{"id", d.path().stem().string()},
+                  {"path", d.path().string()},
+                  {"device", loaded.drafter->device().id()},
+                  {"parameters", d.parameter_count()},
+                  {"weight_bytes", d.weight_bytes()}};
+  } else {
+    j["draft"] = nullptr;
+  }
+  j["draft_error"] = loaded.draft_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(loaded.draft_error);
+  const exec::SchedulerStats st = loaded.scheduler->stats();
+  j["drafted"] = st.draft_tokens;
+  j["accepted"] = st.draft_accepted;
+  j["acceptance"] = st.draft_tokens > 0 ? static_cast<double>(st.draft_accepted) / static_cast<double>(st.draft_tokens) : 0.0;
+  return j;
+}
+
 nlohmann::json EngineHost::status_json() const {
   nlohmann::json j;
   j["version"] = strata::version();
@@ -413,6 +469,7 @@ nlohmann::json EngineHost::status_json() const {
     placement = plan::to_json(p.placement());
     return Status{};
   });
+  j["speculative"] = speculative_json(*loaded);
   j["model"] = {{"id", loaded->id},
                 {"path", loaded->model->path().string()},
                 {"architecture", model::arch_name(c.arch)},

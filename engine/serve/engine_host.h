@@ -36,6 +36,11 @@ struct LoadedModel {
   bool own_template = false;                   // the file has its own chat template
   std::string template_error;                  // why tmpl is empty
   std::unique_ptr<exec::Pipeline> pipeline;
+  // Speculative decoding's draft model (HostOptions::draft_model), when it loaded and shares the
+  // model's vocabulary; destroyed after the scheduler that drives it.
+  std::unique_ptr<model::Model> draft_model;
+  std::unique_ptr<exec::DraftModel> drafter;
+  std::string draft_error;                     // why there is no drafter although one was asked for
   std::shared_ptr<exec::Scheduler> scheduler;  // shared: streams hold it to cancel safely
   std::chrono::system_clock::time_point loaded_at;
 
@@ -56,6 +61,11 @@ struct HostOptions {
   // and n_seq are fine).
   exec::RankBridge* ranks = nullptr;
   std::filesystem::path ranks_model;  // the model every rank maps
+  // Speculative decoding: the draft model loaded beside every model (empty: none), the device it
+  // runs on (an id of the host's devices), and what a request that does not say gets.
+  std::filesystem::path draft_model;
+  std::string draft_device = "cpu";
+  exec::SpeculativeParams speculative;
 };
 
 // Checks a model path before anything opens it: no NUL, inside the model folders (when they are
@@ -105,6 +115,10 @@ class EngineHost {
   std::vector<DeviceInfo> device_infos() const;  // bytes_free now
   trace::Recorder& recorder() { return recorder_; }
   int32_t host_lane() const { return host_lane_; }
+  int32_t draft_lane() const { return draft_lane_; }  // -1: the server does not speculate by default
+  // {"default": {"mode","max_draft"}, "draft": null | {"id","path","device","parameters",
+  // "weight_bytes","memory_bytes"}, "draft_error", "drafted", "accepted", "acceptance"}.
+  nlohmann::json speculative_json(const LoadedModel& loaded) const;
   const HostOptions& options() const { return options_; }
 
   // Arms a fault on a simulated device (docs/api.md, POST /strata/v1/devices/ID/fault). lost_now:
@@ -134,6 +148,8 @@ class EngineHost {
 
  private:
   Status install(std::unique_ptr<model::Model> model, const plan::Placement& placement);
+  // Loads options_.draft_model for `loaded` (its pipeline made): loaded.drafter, or draft_error.
+  void load_draft(LoadedModel& loaded);
   struct LoadJob;
   void do_load(LoadJob& job);
   void loader_loop();
@@ -143,6 +159,7 @@ class EngineHost {
   HostOptions options_;
   trace::Recorder recorder_;
   int32_t host_lane_ = -1;
+  int32_t draft_lane_ = -1;
   std::chrono::steady_clock::time_point started_;
 
   std::mutex load_mutex_;            // one load / unload at a time

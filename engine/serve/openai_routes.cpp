@@ -79,6 +79,7 @@ struct Parsed {
   int64_t top_logprobs = 0;
   std::string model;
   exec::GenerationRequest gen;
+  Json speculative;                 // the request's "speculative" (null: the server's default)
   // response_format: a fresh constraint per choice (null: unconstrained).
   std::function<std::shared_ptr<exec::TokenConstraint>()> make_constraint;
 };
@@ -144,6 +145,27 @@ std::optional<ApiError> parse_fields(const Json& body, Parsed& p) {
   STRATA_API_TRY(read_bool(body, "return_progress", p.return_progress));
   STRATA_API_TRY(read_bool(body, "ignore_eos", p.gen.ignore_eog));
   STRATA_API_TRY(read_string_list(body, "stop", 16, p.gen.stop));
+  // Speculative decoding (a Strata extension; docs/api.md): false / true, "off" / "lookup" /
+  // "model", or {"mode": ..., "max_draft": 1..32}. Resolved against the server's drafter later.
+  if (auto sp = body.find("speculative"); sp != body.end() && !sp->is_null()) {
+    if (!sp->is_boolean() && !sp->is_string() && !sp->is_object())
+      return bad_request("'speculative' must be a boolean, \"off\", \"lookup\", \"model\" or an object", "speculative");
+    if (sp->is_object()) {
+      std::string mode;
+      int64_t max_draft = 8;
+      auto e = read_string(*sp, "mode", mode);
+      if (!e) e = read_int(*sp, "max_draft", 1, 32, max_draft);
+      if (e) {
+        e->param = "speculative";
+        return e;
+      }
+      for (const auto& [key, value] : sp->items()) {
+        if (key != "mode" && key != "max_draft")
+          return bad_request("'speculative' has an unknown field '" + key + "'", "speculative");
+      }
+    }
+    p.speculative = *sp;
+  }
   auto so = body.find("stream_options");
   if (so != body.end() && !so->is_null()) {
     if (!so->is_object()) return bad_request("'stream_options' must be an object", "stream_options");
@@ -553,9 +575,12 @@ Json usage_json(const std::vector<std::shared_ptr<Channel>>& choices, size_t n) 
   }
   int64_t completion = 0;
   int64_t evaluated = 0;
+  int64_t drafted = 0, accepted = 0;
   for (const auto& c : choices) {
     completion += c->result.n_generated;
     evaluated += c->result.n_prompt - c->result.n_prompt_cached;
+    drafted += c->result.n_drafted;
+    accepted += c->result.n_draft_accepted;
   }
   // cached_tokens: OpenAI's prefix-cache hit of the request (each prompt's first choice). Strata adds
   // the prompt tokens the model actually read for all choices together: n choices share one reading.
@@ -563,6 +588,9 @@ Json usage_json(const std::vector<std::shared_ptr<Channel>>& choices, size_t n) 
           {"completion_tokens", completion},
           {"total_tokens", prompt + completion},
           {"prompt_tokens_details", {{"cached_tokens", cached}}},
+          // OpenAI's names for a predicted output's tokens: here speculative decoding's guesses.
+          {"completion_tokens_details",
+           {{"accepted_prediction_tokens", accepted}, {"rejected_prediction_tokens", drafted - accepted}}},
           {"prompt_tokens_evaluated", evaluated}};
 }
 
@@ -802,6 +830,42 @@ void answer_stream(ServerContext& ctx, httplib::Response& res, const std::shared
 }
 
 // logit_bias: {"token id": bias in [-100, 100]}, ids inside the vocabulary.
+// A request's speculative decoding: its "speculative" (checked by parse_fields) over the server's
+// default. true (or an object without "mode"): the default mode, or the draft model when there is
+// one, else prompt lookup. A server default of "model" for a model its draft does not fit is off.
+std::optional<ApiError> resolve_speculative(const Json& asked, const LoadedModel& loaded,
+                                            const exec::SpeculativeParams& server, exec::SpeculativeParams& out) {
+  out = server;
+  if (out.mode == exec::DraftMode::Model && !loaded.drafter) out.mode = exec::DraftMode::Off;
+  if (asked.is_null()) return std::nullopt;
+  const exec::DraftMode on = server.mode != exec::DraftMode::Off && out.mode != exec::DraftMode::Off
+                                 ? out.mode
+                                 : (loaded.drafter ? exec::DraftMode::Model : exec::DraftMode::Lookup);
+  std::string mode;
+  if (asked.is_boolean()) {
+    out.mode = asked.get<bool>() ? on : exec::DraftMode::Off;
+    return std::nullopt;
+  }
+  if (asked.is_string()) {
+    mode = asked.get<std::string>();
+  } else {
+    mode = asked.value("mode", std::string());
+    if (asked.contains("max_draft")) out.max_draft = asked["max_draft"].get<int32_t>();
+  }
+  if (mode.empty()) {
+    out.mode = on;
+  } else {
+    auto m = exec::parse_draft_mode(mode);
+    if (!m.ok()) return bad_request(m.error().message, "speculative");
+    out.mode = *m;
+  }
+  if (out.mode == exec::DraftMode::Model && !loaded.drafter)
+    return bad_request("speculative mode \"model\" needs a draft model, and this server has none for '" + loaded.id +
+                           "'" + (loaded.draft_error.empty() ? " (start it with --draft FILE)" : ": " + loaded.draft_error),
+                       "speculative");
+  return std::nullopt;
+}
+
 std::optional<ApiError> parse_logit_bias(const Json& body, int32_t n_vocab, std::vector<std::pair<int32_t, float>>& out) {
   auto it = body.find("logit_bias");
   if (it == body.end() || it->is_null()) return std::nullopt;
@@ -852,6 +916,8 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
   }
   const tokenizer::Tokenizer* tok = &loaded->model->tokenizer();
   if (auto e = parse_logit_bias(body, tok->n_tokens(), p.gen.logit_bias)) return send_error(res, *e);
+  if (auto e = resolve_speculative(p.speculative, *loaded, ctx.host.options().speculative, p.gen.speculative))
+    return send_error(res, *e);
   if (auto e = parse_response_format(body, req.body, *loaded, p.make_constraint)) return send_error(res, *e);
   if (tools.forced) {
     // The reply must be a call: constrained to a bare call object (a function it may call, and

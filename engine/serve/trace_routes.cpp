@@ -147,6 +147,7 @@ void handle_metrics(ServerContext& ctx, httplib::Response& res) {
         << count << "\n";
   }
   int64_t active = 0, waiting = 0;
+  uint64_t drafted = 0, accepted = 0;
   double rate = 0;
   auto loaded = ctx.host.current();
   Json memory = Json::array();
@@ -155,6 +156,8 @@ void handle_metrics(ServerContext& ctx, httplib::Response& res) {
     active = st.active;
     waiting = st.waiting;
     rate = st.decode_tokens_per_s;
+    drafted = st.draft_tokens;
+    accepted = st.draft_accepted;
     memory = ctx.host.memory_json(*loaded);
   }
   o << "# HELP strata_requests_active Sequences generating now.\n# TYPE strata_requests_active gauge\n"
@@ -164,6 +167,16 @@ void handle_metrics(ServerContext& ctx, httplib::Response& res) {
     << "# HELP strata_decode_tokens_per_second Generated tokens per second over the last 2 s.\n"
        "# TYPE strata_decode_tokens_per_second gauge\n"
     << "strata_decode_tokens_per_second " << rate << "\n"
+    << "# HELP strata_draft_tokens_total Tokens guessed for speculative decoding (loaded model, since load).\n"
+       "# TYPE strata_draft_tokens_total counter\n"
+    << "strata_draft_tokens_total " << drafted << "\n"
+    << "# HELP strata_draft_accepted_tokens_total Guessed tokens the model sampled too (each one a forward pass saved).\n"
+       "# TYPE strata_draft_accepted_tokens_total counter\n"
+    << "strata_draft_accepted_tokens_total " << accepted << "\n"
+    << "# HELP strata_draft_acceptance_ratio Accepted over guessed tokens since load (0 before any guess).\n"
+       "# TYPE strata_draft_acceptance_ratio gauge\n"
+    << "strata_draft_acceptance_ratio " << (drafted > 0 ? static_cast<double>(accepted) / static_cast<double>(drafted) : 0.0)
+    << "\n"
     << "# HELP strata_device_memory_bytes Bytes held per device by use.\n# TYPE strata_device_memory_bytes gauge\n";
   for (const Json& d : memory) {
     const std::string dev = prometheus_escape(d["device"].get<std::string>());

@@ -583,8 +583,10 @@ void Scheduler::step() {
   }
   if (requests.empty()) return;
   const auto t0 = Clock::now();
+  const int64_t t0_ns = options_.recorder ? options_.recorder->now_ns() : 0;
   Status status = pipeline_.eval(requests);
   const auto t1 = Clock::now();
+  const int64_t t1_ns = options_.recorder ? options_.recorder->now_ns() : 0;
   if (!status.ok()) {
     if (recover(status)) return;
     for (Slot* slot : in_step) {
@@ -605,7 +607,7 @@ void Scheduler::step() {
     Slot& slot = *in_step[i];
     const Pipeline::Request& r = requests[i];
     if (r.all_logits) {
-      sampled += verify(slot);
+      sampled += verify(slot, t0_ns, t1_ns);
       continue;
     }
     slot.history.insert(slot.history.end(), r.tokens.begin(), r.tokens.end());
@@ -687,7 +689,7 @@ void Scheduler::draft_for(const std::vector<Slot*>& decoding) {
   span.set_n_tokens(guesses);
 }
 
-int64_t Scheduler::verify(Slot& slot) {
+int64_t Scheduler::verify(Slot& slot, int64_t pass_start_ns, int64_t pass_end_ns) {
   const std::vector<int32_t> draft = std::move(slot.draft);
   slot.draft.clear();
   const std::vector<int32_t>& tokens = slot.step_tokens;
@@ -714,15 +716,28 @@ int64_t Scheduler::verify(Slot& slot) {
   pipeline_.truncate(slot.seq, static_cast<int64_t>(slot.history.size()));
   slot.pacer.record(static_cast<int64_t>(draft.size()), v.accepted);
   if (options_.recorder && options_.draft_lane >= 0 && !draft.empty()) {
-    const int64_t at = static_cast<int64_t>(slot.history.size());
+    // The pass that verified the guesses, on the draft lane, cut in proportion: the share of the
+    // guesses the target took (draft-accepted), then the share it dropped (draft-rejected).
+    const int64_t span = std::max<int64_t>(0, pass_end_ns - pass_start_ns);
+    const int64_t taken_ns = span * v.accepted / static_cast<int64_t>(draft.size());
+    trace::Event e;
+    e.lane = options_.draft_lane;
+    e.seq = slot.seq;
+    e.token = static_cast<int64_t>(slot.history.size());
     if (v.accepted > 0) {
-      trace::Span a = options_.recorder->span(options_.draft_lane, trace::EventKind::DraftAccepted, -1, slot.seq, at);
-      a.set_n_tokens(static_cast<int32_t>(v.accepted));
+      e.kind = trace::EventKind::DraftAccepted;
+      e.start_ns = pass_start_ns;
+      e.duration_ns = taken_ns;
+      e.n_tokens = static_cast<int32_t>(v.accepted);
+      options_.recorder->record(e);
     }
     const int64_t rejected = static_cast<int64_t>(draft.size()) - v.accepted;
-    if (rejected > 0 && !v.ended) {
-      trace::Span r = options_.recorder->span(options_.draft_lane, trace::EventKind::DraftRejected, -1, slot.seq, at);
-      r.set_n_tokens(static_cast<int32_t>(rejected));
+    if (rejected > 0) {
+      e.kind = trace::EventKind::DraftRejected;
+      e.start_ns = pass_start_ns + taken_ns;
+      e.duration_ns = span - taken_ns;
+      e.n_tokens = static_cast<int32_t>(rejected);
+      options_.recorder->record(e);
     }
   }
   return slot.result.n_generated - before;

@@ -211,8 +211,9 @@ class Scheduler {
   // Before a step: the draft of every decoding slot whose request speculates (slot.draft).
   void draft_for(const std::vector<Slot*>& decoding);
   // After a step that evaluated slot.pending and slot.draft: keeps the drafted tokens the target
-  // sampled too and cuts the cache back to them. Returns tokens sampled.
-  int64_t verify(Slot& slot);
+  // sampled too and cuts the cache back to them. Returns tokens sampled. pass_*_ns: the eval, on
+  // the recorder's clock (for the draft lane's accepted / rejected spans).
+  int64_t verify(Slot& slot, int64_t pass_start_ns, int64_t pass_end_ns);
   void finish(Slot& slot, FinishReason reason, Status status = {});
   void emit(Slot& slot, const std::string& text);
   void note_rate(std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point t1, int64_t n);

@@ -18,8 +18,8 @@ enum class EventKind : int32_t {
 // "compute", "transfer", "all-reduce", "tokenize", "sample", "detokenize", "embed", "head", "idle",
 // "replan" (the engine re-placing the model after a lost device, on the host lane), "draft" (a
 // speculative step's guessing, n_tokens guesses, on the draft lane), "draft-accepted" and
-// "draft-rejected" (instants on the draft lane when the target verified them: n_tokens guesses it
-// sampled too / dropped).
+// "draft-rejected" (the target pass that verified the guesses, on the draft lane, cut in proportion
+// to the n_tokens guesses it sampled too / dropped).
 const char* event_kind_name(EventKind kind);
 
 // One span on one lane. 56 bytes, trivially copyable: the recorder stores it as seven words.

@@ -22,6 +22,9 @@ class FakeEngine : public QObject {
   QJsonObject replan;
   int replanBeforePiece = -1;
   QString apiKey;                 // when set, requests without "Bearer apiKey" get 401
+  // The usage chunk's "completion_tokens_details" (speculative decoding's accepted / rejected
+  // guesses, OpenAI's prediction names); empty: not sent.
+  QJsonObject completionDetails;
   int chatStatus = 200;           // e.g. 503 to test errors
   QList<QJsonObject> chatBodies;  // every chat request body received
   int statusRequests = 0;
@@ -173,9 +176,10 @@ class FakeEngine : public QObject {
       }
       timer->stop();
       chunk(sock, event(QJsonObject{}, QStringLiteral("stop")));
-      const QJsonObject usage{{"choices", QJsonArray{}},
-                              {"usage", QJsonObject{{"prompt_tokens", 3}, {"completion_tokens", int(pieces.size())},
-                                                    {"total_tokens", 3 + int(pieces.size())}}}};
+      QJsonObject counts{{"prompt_tokens", 3}, {"completion_tokens", int(pieces.size())},
+                         {"total_tokens", 3 + int(pieces.size())}};
+      if (!completionDetails.isEmpty()) counts.insert(QStringLiteral("completion_tokens_details"), completionDetails);
+      const QJsonObject usage{{"choices", QJsonArray{}}, {"usage", counts}};
       chunk(sock, "data: " + QJsonDocument(usage).toJson(QJsonDocument::Compact) + "\n\n");
       chunk(sock, "data: [DONE]\n\n");
       sock->write("0\r\n\r\n");

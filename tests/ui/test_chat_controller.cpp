@@ -1,6 +1,7 @@
 // tests/ui/test_chat_controller.cpp — chat against a scripted engine (fake_engine.h): typing into the
 // chat view streams the reply into the view and SQLite; stop, regenerate, edit-and-resend send the
 // right messages; errors and a dropped connection keep every stored message; the API key is sent.
+#include <QComboBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
@@ -14,6 +15,7 @@
 #include "fake_engine.h"
 #include "ui/chat/chat_controller.h"
 #include "ui/chat/chat_view.h"
+#include "ui/chat/sampling_bar.h"
 #include "ui/chat/message_widget.h"
 #include "ui/client/engine_client.h"
 #include "ui/storage/conversation_store.h"
@@ -130,6 +132,38 @@ class TestChatController : public QObject {
     QCOMPARE(reopened.messages(1).size(), 1);
     QCOMPARE(reopened.messages(1).at(0).content, QStringLiteral("hi"));
     QCOMPARE(reopened.messages(1).at(0).note, QString());
+  }
+
+  // Speculative decoding per chat: the sampling bar's choice goes into the request as
+  // "speculative", and the reply's accepted / rejected guesses become a note under it.
+  void speculativePerChatAndItsNote() {
+    SamplingBar bar;
+    bar.setSampling(QJsonObject{{"temperature", 0.2}, {"max_tokens", 64}});
+    QVERIFY(!bar.sampling().contains("speculative"));  // the engine's default
+    auto* combo = bar.findChild<QComboBox*>(QStringLiteral("speculative"));
+    QVERIFY(combo);
+    QSignalSpy edited(&bar, &SamplingBar::samplingEdited);
+    combo->setCurrentIndex(combo->findData(QStringLiteral("lookup")));
+    QCOMPARE(edited.count(), 1);
+    const QJsonObject sampling = edited.first().first().toJsonObject();
+    QCOMPARE(sampling.value("speculative").toString(), QStringLiteral("lookup"));
+    SamplingBar other;
+    other.setSampling(sampling);  // a stored conversation shows its choice
+    QCOMPARE(other.findChild<QComboBox*>(QStringLiteral("speculative"))->currentData().toString(), QStringLiteral("lookup"));
+    other.setSampling(QJsonObject{{"speculative", false}});
+    QCOMPARE(other.sampling().value("speculative").toString(), QStringLiteral("off"));
+
+    auto rig = makeRig();
+    rig->engine.completionDetails = QJsonObject{{"accepted_prediction_tokens", 3}, {"rejected_prediction_tokens", 1}};
+    rig->chat->setSampling(sampling);
+    QSignalSpy finished(rig->chat, &ChatController::replyFinished);
+    QVERIFY(rig->chat->send(QStringLiteral("Rename x to y")));
+    QVERIFY(finished.wait(5000));
+    QCOMPARE(rig->engine.chatBodies.last().value("speculative").toString(), QStringLiteral("lookup"));
+    const QString note = QStringLiteral("speculative decoding: 3 of 4 guessed tokens taken (75%), 3 passes saved");
+    QCOMPARE(rig->chat->chatModel()->message(1).note, note);
+    QCOMPARE(rig->store.messages(rig->chat->currentConversation()).at(1).note, note);
+    QCOMPARE(ChatController::speculativeNote(0, 0), QString());
   }
 
   void systemPromptAndSampling() {

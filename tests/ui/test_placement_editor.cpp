@@ -109,6 +109,23 @@ class TestPlacementEditor : public QObject {
     QVERIFY(!editor_->applyButton()->isEnabled());
   }
 
+  // The draft model of speculative decoding (status "speculative"."draft") is named above the lanes
+  // with its device and weight bytes; without one the line is hidden.
+  void draftModelLine() {
+    auto* line = editor_->findChild<QLabel*>(QStringLiteral("draftModel"));
+    QVERIFY(line);
+    QVERIFY(line->isHidden());
+    editor_->setDraftModel(QJsonObject{{"id", "SmolLM2-135M-Instruct.Q4_1"}, {"device", "cpu"},
+                                       {"weight_bytes", double(88 * 1024 * 1024)}, {"parameters", 134515008}});
+    QVERIFY(line->isVisible());
+    QCOMPARE(line->text(), QStringLiteral("Draft model SmolLM2-135M-Instruct.Q4_1 (%1 of weights) runs on cpu for "
+                                          "speculative decoding, beside this placement: it guesses tokens that the "
+                                          "model checks several at a time.")
+                               .arg(formatBytes(88ull * 1024 * 1024)));
+    editor_->setDraftModel(QJsonObject{});
+    QVERIFY(line->isHidden());
+  }
+
   void viewDrop_data() {
     QTest::addColumn<int>("firstTile");
     QTest::addColumn<int>("lastTile");

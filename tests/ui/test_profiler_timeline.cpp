@@ -157,9 +157,40 @@ class TestProfilerTimeline : public QObject {
     QVERIFY2(columns.size() >= 5, qPrintable(QString::number(columns.size())));
     QStringList kinds;
     for (const auto& entry : TimelinePlot::legendEntries()) kinds << entry.first.section(' ', 0, 0);
-    QCOMPARE(kinds, (QStringList{"compute", "transfer", "all-reduce", "embedding", "host:", "idle", "lost"}));
+    QCOMPARE(kinds, (QStringList{"compute", "transfer", "all-reduce", "embedding", "host:", "idle", "lost", "draft",
+                                 "guesses", "guesses"}));
     for (const auto& entry : TimelinePlot::legendEntries())
       QVERIFY(plot.legend()->text().contains(entry.second.name()));
+  }
+
+  // The draft lane of speculative decoding: guessing in blue, the verifying pass's taken share in
+  // green and its dropped share in orange, each drawn in its own pixels, with its kind in the tooltip.
+  void draftLaneShowsTakenAndDroppedGuesses() {
+    TimelineModel model;
+    TimelinePlot plot;
+    plot.resize(800, 300);
+    plot.setModel(&model);
+    QJsonArray withDraft = lanes();
+    withDraft.append(QJsonObject{{"id", 3}, {"name", "draft"}, {"simulated", false}});
+    model.appendBatch(QJsonObject{{"lanes", withDraft},
+                                  {"events", QJsonArray{traceEvent(3, "draft", -1, 0, 10), traceEvent(0, "compute", 0, 10, 40),
+                                                        traceEvent(3, "draft-accepted", -1, 10, 30),
+                                                        traceEvent(3, "draft-rejected", -1, 40, 10)}}});
+    QCOMPARE(model.laneLabel(3), QStringLiteral("draft"));
+    plot.setFollowLatest(false);
+    plot.plot()->xAxis->setRange(0, 100);
+    plot.rebuild();
+    plot.replotNow();
+    QVERIFY2(plot.tooltipAt(25.0, 3.0).startsWith(QStringLiteral("draft-accepted")), qPrintable(plot.tooltipAt(25.0, 3.0)));
+    QVERIFY2(plot.tooltipAt(45.0, 3.0).startsWith(QStringLiteral("draft-rejected")), qPrintable(plot.tooltipAt(45.0, 3.0)));
+    const QImage image = plot.plot()->toPixmap(800, 280).toImage();
+    for (const char* kind : {"draft", "draft-accepted", "draft-rejected"}) {
+      const QRgb colour = TimelinePlot::spanColor(TraceSpan{0, kind}).rgb();
+      int pixels = 0;
+      for (int y = 0; y < image.height(); ++y)
+        for (int x = 0; x < image.width(); ++x) pixels += (image.pixel(x, y) & 0xffffff) == (colour & 0xffffff);
+      QVERIFY2(pixels >= 100, qPrintable(QString("%1: %2 pixels").arg(kind).arg(pixels)));
+    }
   }
 
   // A strata.replan record: a fault band over every lane with what happened, the lost lane marked,

@@ -458,6 +458,7 @@ void MainWindow::onStatus(const QJsonObject& status) {
     updateContextChoices();
   }
 
+  placementEditor_->setDraftModel(status.value(QStringLiteral("speculative")).toObject().value(QStringLiteral("draft")).toObject());
   const QString key = model.value(QStringLiteral("path")).toString() + QLatin1Char('#') +
                       QString::number(model.value(QStringLiteral("n_layers")).toInt());
   if (!model.isEmpty() && key != modelKey_) {

@@ -26,6 +26,15 @@ ChatController::~ChatController() {
   if (stream_) endReply(QStringLiteral("stopped"), true);
 }
 
+QString ChatController::speculativeNote(int accepted, int rejected) {
+  const int guessed = accepted + rejected;
+  if (guessed <= 0) return {};
+  return tr("speculative decoding: %1 of %2 guessed tokens taken (%3%), %1 passes saved")
+      .arg(accepted)
+      .arg(guessed)
+      .arg(qRound(100.0 * accepted / guessed));
+}
+
 QString ChatController::replanNote(const QJsonObject& replan) {
   QStringList lost;
   for (const QJsonValue& v : replan.value(QStringLiteral("lost")).toArray()) lost << v.toString();
@@ -293,6 +302,8 @@ void ChatController::endReply(const QString& finishReason, bool complete) {
   m.tokens = s->completionTokens();
   m.tokensPerSecond = s->tokensPerSecond();
   m.ttftMs = s->timeToFirstTokenMs();
+  const QString spec = speculativeNote(s->acceptedDraftTokens(), s->rejectedDraftTokens());
+  if (!spec.isEmpty()) m.note = m.note.isEmpty() ? spec : m.note + QLatin1Char('\n') + spec;
   s->disconnect(this);
   s->deleteLater();
   if (!store_->updateMessage(m)) emit storageError(store_->lastError());

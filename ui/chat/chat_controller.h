@@ -28,6 +28,9 @@ class ChatController : public QObject {
   // The line under a reply that lived through a re-plan, from the stream's "replan" object:
   // "gpu1 lost at token 37; re-planned onto gpu0 + cpu in 0.4 s".
   static QString replanNote(const QJsonObject& replan);
+  // The line under a reply that speculated: "speculative decoding: 31 of 72 guessed tokens taken
+  // (43%), 31 passes saved"; empty when nothing was guessed.
+  static QString speculativeNote(int accepted, int rejected);
   // New chats start with it; so does the open draft (no message yet) when it still has the old default.
   void setDefaultSampling(const QJsonObject& s);
   void setDefaultSystemPrompt(const QString& s) { defaultSystemPrompt_ = s; }

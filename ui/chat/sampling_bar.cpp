@@ -1,6 +1,7 @@
 // ui/chat/sampling_bar.cpp — spin boxes ↔ JSON sampling fields.
 #include "ui/chat/sampling_bar.h"
 
+#include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -62,6 +63,17 @@ SamplingBar::SamplingBar(QWidget* parent) : QWidget(parent) {
   seed_->setSpecialValueText(tr("random"));
   seed_->setToolTip(tr("Same seed, same settings, same prompt: the same reply"));
   addLabel(tr("s&eed"), seed_);
+  // Speculative decoding changes the speed, never the text (the same reply, greedy or seeded).
+  speculative_ = new QComboBox(this);
+  speculative_->setObjectName(QStringLiteral("speculative"));
+  speculative_->addItem(tr("engine default"), QString());
+  speculative_->addItem(tr("off"), QStringLiteral("off"));
+  speculative_->addItem(tr("prompt lookup"), QStringLiteral("lookup"));
+  speculative_->addItem(tr("draft model"), QStringLiteral("model"));
+  speculative_->setToolTip(tr("Speculative decoding: guess tokens cheaply (from the conversation's own text, or with "
+                              "the engine's draft model) and check several in one pass. Same reply, often faster "
+                              "for edits and code."));
+  addLabel(tr("spec&ulative"), speculative_);
   row = first;
   maxTokens_ = new QSpinBox(this);
   maxTokens_->setObjectName(QStringLiteral("maxTokens"));
@@ -80,12 +92,13 @@ SamplingBar::SamplingBar(QWidget* parent) : QWidget(parent) {
   connect(minP_, &QDoubleSpinBox::valueChanged, this, changed);
   connect(repeatPenalty_, &QDoubleSpinBox::valueChanged, this, changed);
   connect(seed_, &QSpinBox::valueChanged, this, changed);
+  connect(speculative_, &QComboBox::currentIndexChanged, this, changed);
 }
 
 void SamplingBar::setSampling(const QJsonObject& s) {
   updating_ = true;
   extra_ = s;
-  for (const char* k : {"temperature", "top_p", "top_k", "max_tokens", "min_p", "repeat_penalty", "seed"})
+  for (const char* k : {"temperature", "top_p", "top_k", "max_tokens", "min_p", "repeat_penalty", "seed", "speculative"})
     extra_.remove(QLatin1String(k));
   temperature_->setValue(s.value(QStringLiteral("temperature")).toDouble(0.7));
   topP_->setValue(s.value(QStringLiteral("top_p")).toDouble(1.0));
@@ -94,6 +107,9 @@ void SamplingBar::setSampling(const QJsonObject& s) {
   minP_->setValue(s.value(QStringLiteral("min_p")).toDouble(0.0));
   repeatPenalty_->setValue(s.value(QStringLiteral("repeat_penalty")).toDouble(1.0));
   seed_->setValue(s.contains(QStringLiteral("seed")) ? int(s.value(QStringLiteral("seed")).toDouble()) : -1);
+  const QJsonValue spec = s.value(QStringLiteral("speculative"));
+  const QString mode = spec.isBool() ? (spec.toBool() ? QString() : QStringLiteral("off")) : spec.toString();
+  speculative_->setCurrentIndex(std::max(0, speculative_->findData(mode)));
   updating_ = false;
 }
 
@@ -106,5 +122,7 @@ QJsonObject SamplingBar::sampling() const {
   if (minP_->value() > 0) s.insert(QStringLiteral("min_p"), minP_->value());
   if (repeatPenalty_->value() > 1.0) s.insert(QStringLiteral("repeat_penalty"), repeatPenalty_->value());
   if (seed_->value() >= 0) s.insert(QStringLiteral("seed"), seed_->value());
+  const QString mode = speculative_->currentData().toString();
+  if (!mode.isEmpty()) s.insert(QStringLiteral("speculative"), mode);
   return s;
 }

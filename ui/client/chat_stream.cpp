@@ -62,6 +62,9 @@ void ChatStream::handleEvent(const QByteArray& data) {
   if (!usage.isEmpty()) {
     usageTokens_ = usage.value(QStringLiteral("completion_tokens")).toInt(-1);
     promptTokens_ = usage.value(QStringLiteral("prompt_tokens")).toInt(-1);
+    const QJsonObject details = usage.value(QStringLiteral("completion_tokens_details")).toObject();
+    acceptedDraft_ = details.value(QStringLiteral("accepted_prediction_tokens")).toInt(0);
+    rejectedDraft_ = details.value(QStringLiteral("rejected_prediction_tokens")).toInt(0);
   }
   const QJsonObject progress = chunk.value(QStringLiteral("prompt_progress")).toObject();
   if (!progress.isEmpty())

@@ -26,6 +26,10 @@ class ChatStream : public QObject {
   qint64 timeToFirstTokenMs() const { return ttftMs_; }  // -1 before the first token
   int completionTokens() const;        // from the usage chunk, else the number of content deltas
   int promptTokens() const { return promptTokens_; }
+  // Speculative decoding's guesses the model took / dropped (the usage chunk's
+  // completion_tokens_details); 0 when the reply did not speculate or the engine did not say.
+  int acceptedDraftTokens() const { return acceptedDraft_; }
+  int rejectedDraftTokens() const { return rejectedDraft_; }
   double tokensPerSecond() const;      // decode speed: tokens after the first over their time
   qint64 elapsedMs() const { return elapsedMs_ >= 0 ? elapsedMs_ : clock_.elapsed(); }
 
@@ -57,6 +61,8 @@ class ChatStream : public QObject {
   int deltas_ = 0;
   int usageTokens_ = -1;
   int promptTokens_ = -1;
+  int acceptedDraft_ = 0;
+  int rejectedDraft_ = 0;
   bool sawDone_ = false;
   bool done_ = false;
 };

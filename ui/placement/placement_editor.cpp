@@ -167,8 +167,14 @@ PlacementEditor::PlacementEditor(QWidget* parent)
     if (model_->applyBlocker().isEmpty()) emit applyRequested(model_->placementJson(), model_->changeSummary());
   });
 
+  draft_ = new QLabel(this);
+  draft_->setObjectName(QStringLiteral("draftModel"));
+  draft_->setWordWrap(true);
+  draft_->hide();
+
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(title_);
+  layout->addWidget(draft_);
   layout->addLayout(top);
   layout->addLayout(top2);
   layout->addWidget(planning);
@@ -189,6 +195,20 @@ PlacementEditor::PlacementEditor(QWidget* parent)
 
 void PlacementEditor::setModelInfo(const QJsonObject& info) { model_->setModelInfo(info); }
 void PlacementEditor::setDevices(const QJsonArray& devices) { model_->setDevices(devices); }
+
+void PlacementEditor::setDraftModel(const QJsonObject& draft) {
+  if (draft.isEmpty()) {
+    draft_->clear();
+    draft_->hide();
+    return;
+  }
+  draft_->setText(tr("Draft model %1 (%2 of weights) runs on %3 for speculative decoding, beside this placement: "
+                     "it guesses tokens that the model checks several at a time.")
+                      .arg(draft.value(QStringLiteral("id")).toString(),
+                           formatBytes(quint64(draft.value(QStringLiteral("weight_bytes")).toDouble())),
+                           draft.value(QStringLiteral("device")).toString()));
+  draft_->show();
+}
 
 void PlacementEditor::resetPlacement(const QJsonObject& placement) {
   QString error;

@@ -40,6 +40,10 @@ class PlacementEditor : public QWidget {
  public slots:
   void setModelInfo(const QJsonObject& info);        // tile sizes: see ModelInfo (placement_estimate.h)
   void setDevices(const QJsonArray& devices);        // /strata/v1/devices "devices"
+  // Speculative decoding's draft model (/strata/v1/status "speculative"."draft": {id, device,
+  // weight_bytes, ...}; empty: none): a line says where it runs and what it holds there, beside
+  // this placement.
+  void setDraftModel(const QJsonObject& draft);
   void resetPlacement(const QJsonObject& placement); // the engine's current placement (baseline)
   // An auto-plan result: the /strata/v1/plan response ({placement, explanation, ...}) or a bare
   // placement. Undoable; the explanation lines are shown.
@@ -68,6 +72,7 @@ class PlacementEditor : public QWidget {
   SimulatedDevicesWidget* simulated_;
   QLabel* title_;
   QLabel* prediction_;
+  QLabel* draft_;  // the draft model's line; hidden without one
   QSlider* offload_ = nullptr;       // GPU offload: blocks on accelerators
   QLabel* offloadLabel_ = nullptr;
   QLabel* message_;

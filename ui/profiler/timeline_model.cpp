@@ -21,7 +21,8 @@ qint64 int64Of(const QJsonValue& v, qint64 fallback = 0) {
 // Kinds by the engine's enum order, for batches that send numbers.
 QString kindName(const QJsonValue& v) {
   static const char* names[] = {"compute", "transfer", "all-reduce", "tokenize", "sample",
-                                "detokenize", "embed", "head", "idle", "replan"};
+                                "detokenize", "embed", "head", "idle", "replan",
+                                "draft", "draft-accepted", "draft-rejected"};
   if (v.isString()) return v.toString();
   const int k = v.toInt(0);
   return QString::fromLatin1(k >= 0 && k < static_cast<int>(std::size(names)) ? names[k] : "compute");

@@ -201,20 +201,29 @@ QColor TimelinePlot::spanColor(const TraceSpan& s) {
   if (s.kind == QLatin1String("idle")) return QColor(0xb0, 0xb0, 0xb0);
   if (s.kind == QLatin1String("replan")) return QColor(0xc0, 0x20, 0xc0);  // re-placing after a lost device
   if (s.kind == QLatin1String("embed") || s.kind == QLatin1String("head")) return QColor(0x50, 0x50, 0x50);
+  // Speculative decoding, on the draft lane: guessing, then the verifying pass's share of guesses
+  // the model took (green) and dropped (orange).
+  if (s.kind == QLatin1String("draft")) return QColor(0x40, 0x60, 0xc0);
+  if (s.kind == QLatin1String("draft-accepted")) return QColor(0x30, 0xa0, 0x40);
+  if (s.kind == QLatin1String("draft-rejected")) return QColor(0xe0, 0x80, 0x20);
   return QColor(0xa0, 0x70, 0x40);  // host work: tokenize, sample, detokenize
 }
 
 QList<QPair<QString, QColor>> TimelinePlot::legendEntries() {
   TraceSpan compute{0, QStringLiteral("compute"), 0}, transfer{0, QStringLiteral("transfer")},
       allReduce{0, QStringLiteral("all-reduce")}, edge{0, QStringLiteral("embed")}, host{0, QStringLiteral("sample")},
-      idle{0, QStringLiteral("idle")}, replan{0, QStringLiteral("replan")};
+      idle{0, QStringLiteral("idle")}, replan{0, QStringLiteral("replan")}, draft{0, QStringLiteral("draft")},
+      accepted{0, QStringLiteral("draft-accepted")}, rejected{0, QStringLiteral("draft-rejected")};
   return {{tr("compute (colour by layer)"), spanColor(compute)},
           {tr("transfer (link row, arrow sender → receiver)"), spanColor(transfer)},
           {tr("all-reduce"), spanColor(allReduce)},
           {tr("embedding / head"), spanColor(edge)},
           {tr("host: tokenize, sample, detokenize"), spanColor(host)},
           {tr("idle"), spanColor(idle)},
-          {tr("lost device: re-planning (band over every lane)"), spanColor(replan)}};
+          {tr("lost device: re-planning (band over every lane)"), spanColor(replan)},
+          {tr("draft lane: guessing (speculative decoding)"), spanColor(draft)},
+          {tr("guesses the model took"), spanColor(accepted)},
+          {tr("guesses it dropped"), spanColor(rejected)}};
 }
 
 void TimelinePlot::updateLegend() {

@@ -37,6 +37,7 @@
 
 #include "fake_engine.h"
 #include "ui/app/app_settings.h"
+#include "ui/app/settings_dialog.h"
 #include "ui/app/engine_problem_panel.h"
 #include "ui/theme/contrast.h"
 #include "ui/app/main_window.h"
@@ -674,6 +675,36 @@ class TestFirstUse : public QObject {
       ws.saveSettings();
       QCOMPARE(AppSettings::load().devices, QStringLiteral("cpu,sim:gpu0:8GiB"));
     }
+  }
+
+  // Speculative decoding's draft model: set in Settings, saved, and passed to the local engine as
+  // --draft (the engine loads it beside every model; docs/api.md).
+  void draftModelSettingReachesTheEngine() {
+    AppSettings s = AppSettings::load();
+    s.draftModel = QStringLiteral("/models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    SettingsDialog dialog(s);
+    auto* line = dialog.findChild<QLineEdit*>(QStringLiteral("draftModel"));
+    QVERIFY(line);
+    QCOMPARE(line->text(), s.draftModel);
+    line->setText(QStringLiteral("  /models/draft.gguf "));
+    const AppSettings edited = dialog.settings();
+    QCOMPARE(edited.draftModel, QStringLiteral("/models/draft.gguf"));
+    edited.save();
+    QCOMPARE(AppSettings::load().draftModel, QStringLiteral("/models/draft.gguf"));
+    EngineClient client;
+    EngineProcess process(&client);
+    EngineProcess::Options o;
+    o.draftModel = edited.draftModel;
+    process.setOptions(o);
+    const QStringList args = process.arguments();
+    const qsizetype at = args.indexOf(QStringLiteral("--draft"));
+    QVERIFY2(at >= 0 && args.value(at + 1) == QStringLiteral("/models/draft.gguf"), qPrintable(args.join(' ')));
+    o.draftModel.clear();
+    process.setOptions(o);
+    QVERIFY(!process.arguments().contains(QStringLiteral("--draft")));
+    AppSettings reset = AppSettings::load();
+    reset.draftModel.clear();
+    reset.save();
   }
 };
 

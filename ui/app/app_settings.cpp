@@ -20,6 +20,7 @@ AppSettings AppSettings::load() {
   a.devices = s.value(QStringLiteral("engine/devices")).toString();
   a.ctx = s.value(QStringLiteral("engine/ctx"), 0).toInt();
   a.threads = s.value(QStringLiteral("engine/threads"), 0).toInt();
+  a.draftModel = s.value(QStringLiteral("engine/draftModel")).toString();
   a.remoteUrl = s.value(QStringLiteral("engine/remoteUrl")).toString();
   a.remoteKey = s.value(QStringLiteral("engine/remoteKey")).toString();
   a.lastModel = s.value(QStringLiteral("models/last")).toString();
@@ -39,6 +40,7 @@ void AppSettings::save() const {
   s.setValue(QStringLiteral("engine/devices"), devices);
   s.setValue(QStringLiteral("engine/ctx"), ctx);
   s.setValue(QStringLiteral("engine/threads"), threads);
+  s.setValue(QStringLiteral("engine/draftModel"), draftModel);
   s.setValue(QStringLiteral("engine/remoteUrl"), remoteUrl);
   s.setValue(QStringLiteral("engine/remoteKey"), remoteKey);
   s.setValue(QStringLiteral("models/last"), lastModel);

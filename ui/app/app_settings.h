@@ -14,6 +14,7 @@ struct AppSettings {
   QString devices;           // --devices for the local engine, e.g. "cpu,sim:gpu0:24GiB"
   int ctx = 0;               // 0: the model's
   int threads = 0;           // 0: the engine's default
+  QString draftModel;        // --draft for the local engine (speculative decoding); empty: none
   QString remoteUrl;         // e.g. http://gpu-box:8080
   QString remoteKey;
   QString lastModel;

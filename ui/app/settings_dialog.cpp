@@ -40,6 +40,12 @@ SettingsDialog::SettingsDialog(const AppSettings& s, QWidget* parent) : QDialog(
   threads_->setSpecialValueText(tr("all cores"));
   threads_->setValue(s.threads);
   ef->addRow(tr("CPU threads:"), threads_);
+  draftModel_ = new QLineEdit(s.draftModel, engine);
+  draftModel_->setObjectName(QStringLiteral("draftModel"));
+  draftModel_->setPlaceholderText(tr("none: chats may still speculate by prompt lookup"));
+  draftModel_->setToolTip(tr("A small GGUF with the model's vocabulary that guesses tokens for speculative decoding "
+                             "(it runs on the CPU); the replies stay the same, only faster when it guesses well"));
+  ef->addRow(tr("Draft model:"), draftModel_);
   ef->addRow(remote_);
   remoteUrl_ = new QLineEdit(s.remoteUrl, engine);
   remoteUrl_->setPlaceholderText(QStringLiteral("http://host:8080"));
@@ -50,7 +56,7 @@ SettingsDialog::SettingsDialog(const AppSettings& s, QWidget* parent) : QDialog(
   auto syncEnabled = [this] {
     const bool r = remote_->isChecked();
     for (QWidget* w : {static_cast<QWidget*>(enginePath_), static_cast<QWidget*>(devices_),
-                       static_cast<QWidget*>(ctx_), static_cast<QWidget*>(threads_)})
+                       static_cast<QWidget*>(ctx_), static_cast<QWidget*>(threads_), static_cast<QWidget*>(draftModel_)})
       w->setEnabled(!r);
     remoteUrl_->setEnabled(r);
     remoteKey_->setEnabled(r);
@@ -94,6 +100,7 @@ AppSettings SettingsDialog::settings() const {
   s.devices = devices_->text().trimmed();
   s.ctx = ctx_->value();
   s.threads = threads_->value();
+  s.draftModel = draftModel_->text().trimmed();
   s.remoteUrl = remoteUrl_->text().trimmed();
   s.remoteKey = remoteKey_->text();
   s.defaultSystemPrompt = systemPrompt_->toPlainText();

@@ -27,6 +27,7 @@ class SettingsDialog : public QDialog {
   QLineEdit* devices_;
   QSpinBox* ctx_;
   QSpinBox* threads_;
+  QLineEdit* draftModel_;
   QLineEdit* remoteUrl_;
   QLineEdit* remoteKey_;
   QPlainTextEdit* systemPrompt_;

@@ -149,6 +149,7 @@ void Workstation::startLocal() {
   o.devices = settings_.devices;
   o.ctx = settings_.ctx;
   o.threads = settings_.threads;
+  o.draftModel = settings_.draftModel;
   process_->setOptions(o);
   if (!settings_.lastModel.isEmpty() && QFileInfo::exists(settings_.lastModel)) {
     process_->setModel(QFileInfo(settings_.lastModel).absoluteFilePath());

@@ -88,6 +88,7 @@ QStringList EngineProcess::arguments() const {
   if (!options_.devices.isEmpty()) args << QStringLiteral("--devices") << options_.devices;
   if (options_.ctx > 0) args << QStringLiteral("--ctx") << QString::number(options_.ctx);
   if (options_.threads > 0) args << QStringLiteral("--threads") << QString::number(options_.threads);
+  if (!options_.draftModel.isEmpty()) args << QStringLiteral("--draft") << options_.draftModel;
   args << options_.extraArgs;
   return args;
 }

@@ -28,6 +28,7 @@ class EngineProcess : public QObject {
     QString devices;        // --devices, e.g. "cpu,sim:gpu0:24GiB"; empty: the engine's default
     int ctx = 0;            // --ctx; 0: the model's
     int threads = 0;        // --threads; 0: the engine's default
+    QString draftModel;     // --draft: speculative decoding's draft model (GGUF); empty: none
     QStringList extraArgs;  // appended as they are
     int startTimeoutMs = 60000;
     bool exitWithParent = true;  // --parent-pid: the engine does not outlive this process

@@ -8,7 +8,8 @@ kept. The text of every speculative run must equal the plain run's byte for byte
 fails.
 
 Configurations: plain; prompt lookup (`--speculative lookup`); and, with --draft, a draft model
-(`--draft FILE`).
+(`--draft FILE`); each adaptive (as many guesses as pay off at the measured pass times, the
+default) and fixed (`--draft-fixed`: always --draft-max guesses).
 
 A benchmark, not a test: the figures depend on the machine and on what else runs.
 
@@ -77,9 +78,11 @@ def main():
     ap.add_argument("--json", default="")
     a = ap.parse_args()
 
-    configs = [("prompt lookup", ["--speculative", "lookup", "--draft-max", str(a.draft_max)])]
+    configs = [("prompt lookup", ["--speculative", "lookup", "--draft-max", str(a.draft_max)]),
+               ("prompt lookup, fixed", ["--speculative", "lookup", "--draft-max", str(a.draft_max), "--draft-fixed"])]
     if a.draft:
         configs.append(("draft model", ["--draft", a.draft, "--draft-max", str(a.draft_max)]))
+        configs.append(("draft model, fixed", ["--draft", a.draft, "--draft-max", str(a.draft_max), "--draft-fixed"]))
     rows = []
     print(f"model {a.model}, {a.threads} threads, greedy, at most {a.max_tokens} tokens, median of {a.reps}")
     print("| task | mode | tokens | plain tok/s | speculative tok/s | speed-up | target passes | drafted | accepted |")

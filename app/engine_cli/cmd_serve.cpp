@@ -101,7 +101,7 @@ int serve(const ServeOptions& o) {
     if (!m.ok()) return report(m.error());
     if (*m == exec::DraftMode::Model && o.draft.model.empty())
       return report(Error{Code::InvalidArgument, "--speculative model needs a draft model (--draft FILE)"});
-    ho.speculative = {*m, o.draft.max_draft};
+    ho.speculative = {*m, o.draft.max_draft, !o.draft.fixed};
     if (!o.draft.model.empty()) {
       auto path = resolve_model_path(o.draft.model);
       if (!path.ok()) return report(path.error());

@@ -10,6 +10,9 @@ void add_draft_options(CLI::App& cmd, DraftOptions& o) {
       ->check(CLI::IsMember({"off", "lookup", "model"}));
   cmd.add_option("--draft-max", o.max_draft, "tokens guessed per speculative step at most")
       ->check(CLI::Range(1, 32));
+  cmd.add_flag("--draft-fixed", o.fixed,
+               "always guess --draft-max tokens (default: as many as pay off, from measured pass times and "
+               "how many guesses the model took)");
   cmd.add_option("--draft", o.model, "draft model for speculative decoding (a GGUF with the model's vocabulary)");
   cmd.add_option("--draft-device", o.device, "device the draft model runs on (one of --devices)");
 }
@@ -19,6 +22,7 @@ Expected<DraftRuntime> load_draft(const DraftOptions& o, const model::Model& tar
   const std::string mode = o.mode.empty() ? (o.model.empty() ? "off" : "model") : o.mode;
   STRATA_ASSIGN_OR_RETURN(d.params.mode, exec::parse_draft_mode(mode));
   d.params.max_draft = o.max_draft;
+  d.params.adaptive = !o.fixed;
   STRATA_RETURN_IF_ERROR(exec::validate(d.params));
   if (d.params.mode == exec::DraftMode::Model && o.model.empty())
     return Error{Code::InvalidArgument, "--speculative model needs a draft model (--draft FILE)"};

@@ -16,6 +16,7 @@ namespace strata::cli {
 struct DraftOptions {
   std::string mode;            // "" -> "model" with --draft, else "off"
   int32_t max_draft = 8;
+  bool fixed = false;          // --draft-fixed: always max_draft guesses, not what pays
   std::string model;           // --draft: a GGUF with the target's vocabulary
   std::string device = "cpu";  // where the draft model runs: one of --devices
 };

@@ -123,26 +123,33 @@ Expected<GenerateResult> generate(Session& session, std::span<const int32_t> pro
   };
   std::vector<int32_t> draft, step, context;
   DraftPacer pacer;
+  PassCosts costs;  // this session's pass times by rows: what a guess costs here
+  auto timed_ms = [](std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
   bool going = options.max_tokens > 0 && take(logits, session.position());
   while (going) {
     // Rows past the last token or the context would be evaluated for nothing.
     const int64_t room = std::min<int64_t>(options.max_tokens - static_cast<int64_t>(result.tokens.size()) - 1,
                                            session.n_ctx() - session.position() - 1);
-    const int32_t k = static_cast<int32_t>(std::min<int64_t>(pacer.length(options.speculative.max_draft), room));
     draft.clear();
-    if (options.speculative.mode != DraftMode::Off && k > 0 && pacer.should_draft()) {
+    if (options.speculative.mode == DraftMode::Lookup) {
       context = session.history();
       context.push_back(next);
-      if (options.speculative.mode == DraftMode::Lookup) {
-        draft = lookup_draft(context, k);
-      } else {
+      draft = paced_lookup(context, options.speculative, room, pacer, costs);
+    } else if (options.speculative.mode == DraftMode::Model) {
+      if (const int32_t k = paced_length(options.speculative, room, pacer, costs); k > 0) {
+        context = session.history();
+        context.push_back(next);
         const DraftModel::Ask ask{0, context, k, &draft};
         if (!options.draft->propose(std::span<const DraftModel::Ask>(&ask, 1)).ok()) draft.clear();
       }
     }
     ++result.target_passes;
+    const auto t_pass = std::chrono::steady_clock::now();
     if (draft.empty()) {
       STRATA_ASSIGN_OR_RETURN(logits, session.eval(std::span<const int32_t>(&next, 1)));
+      costs.observe(1, timed_ms(t_pass));
       going = take(logits, session.position());
       continue;
     }
@@ -150,6 +157,7 @@ Expected<GenerateResult> generate(Session& session, std::span<const int32_t> pro
     step.insert(step.end(), draft.begin(), draft.end());
     const int64_t base = session.position();
     STRATA_ASSIGN_OR_RETURN(const float* rows, session.eval_all(step));
+    costs.observe(static_cast<int64_t>(step.size()), timed_ms(t_pass));
     // Row i follows base + 1 + i cached tokens, as a one-token step there would.
     const VerifyResult v = verify_draft(draft, [&](size_t i) -> int32_t {
       return take(rows + i * static_cast<size_t>(n_vocab), base + 1 + static_cast<int64_t>(i)) ? next : -1;

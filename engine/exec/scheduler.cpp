@@ -586,6 +586,11 @@ void Scheduler::step() {
   const int64_t t0_ns = options_.recorder ? options_.recorder->now_ns() : 0;
   Status status = pipeline_.eval(requests);
   const auto t1 = Clock::now();
+  if (status.ok()) {
+    int64_t rows = 0;
+    for (const Pipeline::Request& r : requests) rows += static_cast<int64_t>(r.tokens.size());
+    pass_costs_.observe(rows, ms_between(t0, t1));
+  }
   const int64_t t1_ns = options_.recorder ? options_.recorder->now_ns() : 0;
   if (!status.ok()) {
     if (recover(status)) return;
@@ -642,14 +647,17 @@ void Scheduler::draft_for(const std::vector<Slot*>& decoding) {
   for (auto& s : slots_) s->draft.clear();
   std::vector<Slot*> by_model;
   std::vector<std::vector<int32_t>> contexts;
+  std::vector<int32_t> lengths;
+  // The other decoding sequences' tokens share each pass: a sequence's guesses are weighed at what
+  // they add to a pass of that many rows.
+  const int64_t base_rows = static_cast<int64_t>(decoding.size()) - 1;
   for (Slot* slot : decoding) {
     const SpeculativeParams& sp = slot->req.speculative;
     if (sp.mode == DraftMode::Off || slot->pending < 0) continue;
     // Rows past the request's last token or the context would be evaluated for nothing.
     const int64_t room = std::min<int64_t>(slot->req.max_tokens - slot->result.n_generated - 1,
                                            n_ctx_ - static_cast<int64_t>(slot->history.size()) - 1);
-    const int32_t k = static_cast<int32_t>(std::min<int64_t>(slot->pacer.length(sp.max_draft), room));
-    if (k <= 0 || !slot->pacer.should_draft()) continue;
+    if (room <= 0) continue;
     if (sp.mode == DraftMode::Lookup) {
       trace::Span span;
       if (options_.recorder && options_.draft_lane >= 0)
@@ -657,24 +665,20 @@ void Scheduler::draft_for(const std::vector<Slot*>& decoding) {
                                        static_cast<int64_t>(slot->history.size()) + 1);
       std::vector<int32_t> context = slot->history;
       context.push_back(slot->pending);
-      slot->draft = lookup_draft(context, k);
+      slot->draft = paced_lookup(context, sp, room, slot->pacer, pass_costs_, base_rows);
       span.set_n_tokens(static_cast<int32_t>(slot->draft.size()));
     } else if (options_.draft) {
+      const int32_t k = paced_length(sp, room, slot->pacer, pass_costs_, base_rows);
+      if (k <= 0) continue;
       by_model.push_back(slot);
       contexts.push_back(slot->history);
       contexts.back().push_back(slot->pending);
+      lengths.push_back(k);
     }
   }
   if (by_model.empty()) return;
   std::vector<DraftModel::Ask> asks;
-  for (size_t i = 0; i < by_model.size(); ++i) {
-    Slot* slot = by_model[i];
-    const int64_t room = std::min<int64_t>(slot->req.max_tokens - slot->result.n_generated - 1,
-                                           n_ctx_ - static_cast<int64_t>(slot->history.size()) - 1);
-    asks.push_back({slot->seq, contexts[i],
-                    static_cast<int32_t>(std::min<int64_t>(slot->pacer.length(slot->req.speculative.max_draft), room)),
-                    &slot->draft});
-  }
+  for (size_t i = 0; i < by_model.size(); ++i) asks.push_back({by_model[i]->seq, contexts[i], lengths[i], &by_model[i]->draft});
   trace::Span span;
   if (options_.recorder && options_.draft_lane >= 0)
     span = options_.recorder->span(options_.draft_lane, trace::EventKind::Draft, -1, by_model.front()->seq,

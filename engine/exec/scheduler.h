@@ -226,6 +226,7 @@ class Scheduler {
   int32_t n_vocab_ = 0;
   std::vector<std::unique_ptr<Slot>> slots_;  // touched by the scheduler thread only
   LogprobScratch logprobs_;                   // scheduler thread: token_step's log-softmax scratch
+  PassCosts pass_costs_;                      // scheduler thread: step times by rows (speculation's prices)
   std::vector<std::string> full_devices_;     // scheduler thread: ran out of memory while running
 
   mutable std::mutex mutex_;                  // guards everything below

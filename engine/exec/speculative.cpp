@@ -31,8 +31,9 @@ Status validate(const SpeculativeParams& p) {
 }
 
 std::vector<int32_t> lookup_draft(std::span<const int32_t> context, int32_t max_draft, int32_t ngram_max,
-                                  int32_t ngram_min) {
+                                  int32_t ngram_min, int32_t* match) {
   std::vector<int32_t> out;
+  if (match) *match = 0;
   const int64_t len = static_cast<int64_t>(context.size());
   if (max_draft <= 0) return out;
   for (int64_t n = std::min<int64_t>(ngram_max, len - 1); n >= std::max<int32_t>(1, ngram_min); --n) {
@@ -44,10 +45,104 @@ std::vector<int32_t> lookup_draft(std::span<const int32_t> context, int32_t max_
       const int64_t from = j + n;
       const int64_t count = std::min<int64_t>(max_draft, len - from);
       out.assign(context.begin() + from, context.begin() + from + count);
+      if (match) {
+        int64_t m = n;
+        while (m < 64 && j - (m - n) - 1 >= 0 && context[static_cast<size_t>(len - m - 1)] == context[static_cast<size_t>(j - (m - n) - 1)])
+          ++m;
+        *match = static_cast<int32_t>(m);
+      }
       return out;
     }
   }
   return out;
+}
+
+void PassCosts::observe(int64_t rows, double ms) {
+  if (rows < 1 || rows > kMaxRows || !(ms > 0)) return;
+  double& m = ms_[rows];
+  m = m == 0 ? ms : 0.5 * m + 0.5 * ms;
+}
+
+double PassCosts::estimate(int64_t rows) const {
+  rows = std::clamp<int64_t>(rows, 1, kMaxRows);
+  if (ms_[rows] > 0) return ms_[rows];
+  int64_t lo = rows - 1, hi = rows + 1;
+  while (lo >= 1 && ms_[lo] == 0) --lo;
+  while (hi <= kMaxRows && ms_[hi] == 0) ++hi;
+  if (lo >= 1 && hi <= kMaxRows)
+    return ms_[lo] + (ms_[hi] - ms_[lo]) * static_cast<double>(rows - lo) / static_cast<double>(hi - lo);
+  if (lo >= 1) return ms_[lo] * (1.0 + 0.15 * static_cast<double>(rows - lo));
+  if (hi <= kMaxRows) return ms_[hi] / (1.0 + 0.15 * static_cast<double>(hi - rows));
+  return 0;
+}
+
+double DraftPacer::acceptance() const { return (taken_ + 0.5) / (tried_ + 1.0); }
+
+double DraftPacer::expected_tokens(int k, double hint) const {
+  const double a = std::max(acceptance(), hint);
+  double e = 1, power = 1;
+  for (int j = 1; j <= std::min(k, kMaxGuesses); ++j) e += (power *= a);
+  return e;
+}
+
+int32_t DraftPacer::length(int32_t max_draft, const PassCosts& costs, int64_t base_rows, double hint) {
+  max_draft = std::clamp(max_draft, 0, kMaxGuesses);
+  const double plain = costs.estimate(base_rows + 1);
+  if (plain == 0) return max_draft;  // nothing measured yet: the first guesses measure it
+  if (!costs.measured(base_rows + 1)) return 0;  // a plain pass first: what drafting is weighed against
+  double best = 1.05 / plain;
+  int32_t best_k = 0;
+  for (int32_t k = 1; k <= max_draft && base_rows + 1 + k <= PassCosts::kMaxRows; ++k) {
+    const double rate = expected_tokens(k, hint) / costs.estimate(base_rows + 1 + k);
+    if (rate > best) {
+      best = rate;
+      best_k = k;
+    }
+  }
+  if (best_k > 0) {
+    plain_run_ = 0;
+    return best_k;
+  }
+  if (++plain_run_ >= explore_after_) {
+    plain_run_ = 0;
+    return max_draft;
+  }
+  return 0;
+}
+
+void DraftPacer::record(int64_t drafted, int64_t accepted) {
+  if (drafted <= 0) return;
+  // Each draft halves the weight of the ones before it: the latest weighs as much as all of them.
+  // A draft tries its guesses in order until one is dropped: accepted successes, and one failure
+  // when it stopped short.
+  taken_ = 0.5 * taken_ + static_cast<double>(accepted);
+  tried_ = 0.5 * tried_ + static_cast<double>(accepted) + (accepted < drafted ? 1.0 : 0.0);
+  explore_after_ = accepted > 0 ? kFirstExplore : std::min(2 * explore_after_, 1024);
+}
+
+void DraftPacer::reset() {
+  taken_ = tried_ = 0;
+  plain_run_ = 0;
+  explore_after_ = kFirstExplore;
+}
+
+std::vector<int32_t> paced_lookup(std::span<const int32_t> context, const SpeculativeParams& params, int64_t room,
+                                  DraftPacer& pacer, const PassCosts& costs, int64_t base_rows) {
+  const int32_t most = static_cast<int32_t>(std::min<int64_t>(params.max_draft, room));
+  if (most <= 0) return {};
+  int32_t match = 0;
+  std::vector<int32_t> draft = lookup_draft(context, most, 4, 2, &match);
+  if (draft.empty() || !params.adaptive) return draft;
+  const int32_t k = pacer.length(static_cast<int32_t>(draft.size()), costs, base_rows, lookup_acceptance(match));
+  draft.resize(static_cast<size_t>(k));
+  return draft;
+}
+
+int32_t paced_length(const SpeculativeParams& params, int64_t room, DraftPacer& pacer, const PassCosts& costs,
+                     int64_t base_rows) {
+  const int32_t most = static_cast<int32_t>(std::min<int64_t>(params.max_draft, room));
+  if (most <= 0) return 0;
+  return params.adaptive ? pacer.length(most, costs, base_rows) : most;
 }
 
 Expected<std::unique_ptr<DraftModel>> DraftModel::create(const model::Model& draft, const model::Model& target,

@@ -44,14 +44,24 @@ Expected<DraftMode> parse_draft_mode(const std::string& name);
 struct SpeculativeParams {
   DraftMode mode = DraftMode::Off;
   int32_t max_draft = 8;  // drafted tokens per step at most, 1..32
+  // true: each step drafts as many tokens as pay off here (DraftPacer: measured pass times and the
+  // sequence's record of taken guesses), maybe none; false: always max_draft (when the drafter has
+  // that many). Either way the text is the same.
+  bool adaptive = true;
 };
 Status validate(const SpeculativeParams& params);
 
 // Prompt lookup: the tokens that followed the most recent earlier occurrence of the context's last
 // n tokens, for n from ngram_max down to ngram_min (longer matches predict better), at most
 // max_draft of them. Empty when no n-gram of those lengths occurred before. O(context * ngram_max).
+// match (optional) <- how many tokens at the context's end equal those before the occurrence's
+// continuation (at least the n-gram's length, at most 64; 0 when empty): a long match means the
+// text is being copied, and the guesses will likely be taken.
 std::vector<int32_t> lookup_draft(std::span<const int32_t> context, int32_t max_draft, int32_t ngram_max = 4,
-                                  int32_t ngram_min = 2);
+                                  int32_t ngram_min = 2, int32_t* match = nullptr);
+// The chance a prompt-lookup guess is taken, judged by its match (lookup_draft): m / (m + 2), so a
+// 2-token match is even odds and a 16-token one 0.89.
+inline double lookup_acceptance(int32_t match) { return match <= 0 ? 0.0 : match / (match + 2.0); }
 
 // A draft model run greedily on its own Pipeline (its own KV cache, one sequence per target slot).
 // Before guessing for a sequence it brings that sequence's cache to the target's context: it keeps
@@ -91,41 +101,68 @@ class DraftModel {
   float min_probability_ = 0.3f;
 };
 
-// When a sequence drafts, and how much. A verified row costs a pass more work (on a CPU, 2 rows
-// cost 1.8x one), so guesses that keep failing make decoding slower than plain: after a step that
-// accepted none, the sequence takes 1, then 2, 4, ... up to 32 plain steps before it drafts again;
-// an accepted guess resets that. The draft length follows the last run: all taken, twice as many
-// next time (up to the request's maximum); some taken, one more than were. Text the model copies
-// (edits, code) drafts long; free text backs off.
-class DraftPacer {
+// The time of a forward pass by its rows, measured as the driver runs (what one more verified
+// row costs differs by orders of magnitude between devices: on this project's 2-core CPU a pass of
+// 2 rows takes 1.8x one row, of 9 rows 3.3x; on a GPU, reading the weights once, about 1.1x).
+// An exponential average per row count, 1..kMaxRows. Calling thread: the driver's.
+class PassCosts {
  public:
-  // Before a step: whether to draft now (a false counts one skipped step).
-  bool should_draft() {
-    if (skip_ > 0) {
-      --skip_;
-      return false;
-    }
-    return true;
-  }
-  // Guesses to ask for now, at most max_draft.
-  int32_t length(int32_t max_draft) const { return length_ > 0 ? std::min(length_, max_draft) : max_draft; }
-  void record(int64_t drafted, int64_t accepted) {
-    if (drafted <= 0) return;
-    length_ = static_cast<int32_t>(accepted == drafted ? 2 * drafted : accepted + 1);
-    if (accepted > 0) {
-      backoff_ = 0;
-      return;
-    }
-    backoff_ = backoff_ == 0 ? 1 : std::min(2 * backoff_, 32);
-    skip_ = backoff_;
-  }
-  void reset() { skip_ = backoff_ = length_ = 0; }
+  static constexpr int64_t kMaxRows = 64;
+  void observe(int64_t rows, double ms);
+  // Milliseconds of a pass of `rows` rows: the average measured for that count; else interpolated
+  // between the nearest measured counts around it; else from the nearest below, each further row
+  // adding 15% of its time, or from the nearest above, each row less taking 15% off (guesses the
+  // first measurement replaces); 0 when nothing is measured.
+  double estimate(int64_t rows) const;
+  bool measured(int64_t rows) const { return rows >= 1 && rows <= kMaxRows && ms_[rows] > 0; }
 
  private:
-  int skip_ = 0;     // plain steps left before the next draft
-  int backoff_ = 0;  // the last wait (0: the last draft was taken in part)
-  int32_t length_ = 0;  // 0: the request's maximum
+  double ms_[kMaxRows + 1] = {};  // 0: not measured
 };
+
+// When a sequence drafts, and how many guesses: the number k that makes the most tokens per unit
+// of pass time, expected_tokens(k) / cost(base + 1 + k), against plain decoding's 1 / cost(base + 1)
+// (with a 5% margin, so that noise in the measured times does not buy guesses that only break even).
+// expected_tokens(k) = 1 + a + a^2 + ... + a^k, a = the chance that a guess is taken given the ones
+// before it were: the guesses taken over those tried in the sequence's own past drafts (a draft tries
+// its guesses in order until one is dropped), the latest draft weighing as much as all before it
+// (guesses come in runs: while the model copies, whole drafts are taken; when it writes anew, none),
+// over a prior of one half. Where no k pays, a plain step; and where even the prior would not pay (a
+// CPU, whose rows cost), a sequence still drafts once after 16 plain steps in a row (the text may
+// have turned to copying); each draft that fails doubles that wait (up to 1024), a taken guess makes
+// it 16 again. Text the model copies (edits, code) drafts long; free text soon stops, at the cost of
+// a try now and then.
+class DraftPacer {
+ public:
+  static constexpr int kMaxGuesses = 32;
+  // Guesses to ask for now (0: a plain step), at most max_draft. base_rows: the rows of the pass
+  // beside this sequence's (other sequences' tokens); costs: the driver's pass times.
+  // hint: what the drafter says of its guesses' chance (lookup_acceptance), used when it is
+  // higher than the sequence's record (a new passage being copied after a stretch of new text).
+  int32_t length(int32_t max_draft, const PassCosts& costs, int64_t base_rows = 0, double hint = 0);
+  // After a speculative step: drafted guesses, of which the first `accepted` were taken.
+  void record(int64_t drafted, int64_t accepted);
+  void reset();
+  // The estimated chance that a guess is taken when the ones before it were.
+  double acceptance() const;
+  // 1 + a + ... + a^k: tokens a step with k guesses is expected to give, a = max(acceptance(), hint).
+  double expected_tokens(int k, double hint = 0) const;
+
+ private:
+  static constexpr int kFirstExplore = 16;
+  double taken_ = 0, tried_ = 0;  // decayed counts of guesses taken and tried
+  int plain_run_ = 0;                    // plain steps since the last draft
+  int explore_after_ = kFirstExplore;
+};
+
+// One sequence's guesses by prompt lookup for its next step: at most room (rows past the request's
+// last token or the context would be wasted) and max_draft, and when the params are adaptive as many
+// as pay (the pacer, hinted by the lookup's match). base_rows: the other rows of the pass.
+std::vector<int32_t> paced_lookup(std::span<const int32_t> context, const SpeculativeParams& params, int64_t room,
+                                  DraftPacer& pacer, const PassCosts& costs, int64_t base_rows = 0);
+// How many guesses to ask a draft model for (0: a plain step), the same way.
+int32_t paced_length(const SpeculativeParams& params, int64_t room, DraftPacer& pacer, const PassCosts& costs,
+                     int64_t base_rows = 0);
 
 // The outcome of verifying one speculative step of one sequence.
 struct VerifyResult {

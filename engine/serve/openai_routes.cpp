@@ -153,14 +153,16 @@ std::optional<ApiError> parse_fields(const Json& body, Parsed& p) {
     if (sp->is_object()) {
       std::string mode;
       int64_t max_draft = 8;
+      bool adaptive = true;
       auto e = read_string(*sp, "mode", mode);
       if (!e) e = read_int(*sp, "max_draft", 1, 32, max_draft);
+      if (!e) e = read_bool(*sp, "adaptive", adaptive);
       if (e) {
         e->param = "speculative";
         return e;
       }
       for (const auto& [key, value] : sp->items()) {
-        if (key != "mode" && key != "max_draft")
+        if (key != "mode" && key != "max_draft" && key != "adaptive")
           return bad_request("'speculative' has an unknown field '" + key + "'", "speculative");
       }
     }
@@ -851,6 +853,7 @@ std::optional<ApiError> resolve_speculative(const Json& asked, const LoadedModel
   } else {
     mode = asked.value("mode", std::string());
     if (asked.contains("max_draft")) out.max_draft = asked["max_draft"].get<int32_t>();
+    if (asked.contains("adaptive")) out.adaptive = asked["adaptive"].get<bool>();
   }
   if (mode.empty()) {
     out.mode = on;

@@ -37,34 +37,103 @@ TEST(LookupDraft, ProposesWhatFollowedTheLatestEarlierOccurrence) {
   EXPECT_TRUE(exec::lookup_draft(std::vector<int32_t>{}, 8).empty());
   EXPECT_TRUE(exec::lookup_draft(std::vector<int32_t>{5}, 8).empty());
   EXPECT_TRUE(exec::lookup_draft(c, 0).empty());
+  // The match behind a draft: the n-gram, and further back as long as the tokens agree.
+  int32_t match = -1;
+  EXPECT_EQ(exec::lookup_draft(c, 8, 4, 2, &match).size(), 4u);
+  EXPECT_EQ(match, 2);  // "2 | 7 8" against "4 | 7 8"
+  EXPECT_EQ(exec::lookup_draft(d, 8, 4, 2, &match).size(), 8u);
+  EXPECT_EQ(match, 3);  // the occurrence starts the context
+  const std::vector<int32_t> e = {0, 5, 6, 7, 8, 9, 0, 5, 6, 7, 8};
+  EXPECT_EQ(exec::lookup_draft(e, 8, 4, 2, &match), (std::vector<int32_t>{9, 0, 5, 6, 7, 8}));
+  EXPECT_EQ(match, 5);  // "0 5 6 7 8" twice
+  EXPECT_TRUE(exec::lookup_draft(std::vector<int32_t>{1, 2, 3, 4, 1}, 8, 4, 2, &match).empty());
+  EXPECT_EQ(match, 0);
+  EXPECT_DOUBLE_EQ(exec::lookup_acceptance(2), 0.5);
+  EXPECT_DOUBLE_EQ(exec::lookup_acceptance(16), 16.0 / 18.0);
+  EXPECT_DOUBLE_EQ(exec::lookup_acceptance(0), 0.0);
 }
 
-TEST(DraftPacer, BacksOffAfterFailuresAndFollowsTheLastRun) {
+TEST(PassCosts, MeasuredInterpolatedOrGuessed) {
+  exec::PassCosts c;
+  EXPECT_EQ(c.estimate(3), 0.0);  // nothing measured
+  c.observe(1, 10);
+  c.observe(9, 30);
+  EXPECT_TRUE(c.measured(1));
+  EXPECT_FALSE(c.measured(5));
+  EXPECT_DOUBLE_EQ(c.estimate(1), 10);
+  EXPECT_DOUBLE_EQ(c.estimate(5), 20);         // halfway between 1 and 9
+  EXPECT_DOUBLE_EQ(c.estimate(11), 30 * 1.3);  // past the last: +15% of it a row
+  c.observe(9, 40);                            // an exponential average: half old, half new
+  EXPECT_DOUBLE_EQ(c.estimate(9), 35);
+  exec::PassCosts above;
+  above.observe(9, 23);
+  EXPECT_DOUBLE_EQ(above.estimate(1), 23 / 2.2);  // below the first: -15% of it a row
+  c.observe(0, 5);                                // out of range: ignored
+  c.observe(65, 5);
+  c.observe(3, -1);
+  EXPECT_FALSE(c.measured(3));
+}
+
+TEST(DraftPacer, DraftsWhatPaysAtTheMeasuredCosts) {
+  // Nothing measured yet: the first step drafts the most, which measures it; then a plain step
+  // measures what it is weighed against.
+  exec::PassCosts costs;
   exec::DraftPacer p;
-  EXPECT_TRUE(p.should_draft());
-  EXPECT_EQ(p.length(8), 8);
-  p.record(8, 0);  // nothing taken: one plain step, then draft 1
-  EXPECT_FALSE(p.should_draft());
-  EXPECT_TRUE(p.should_draft());
-  EXPECT_EQ(p.length(8), 1);
-  p.record(1, 0);  // again: two plain steps
-  EXPECT_FALSE(p.should_draft());
-  EXPECT_FALSE(p.should_draft());
-  EXPECT_TRUE(p.should_draft());
-  p.record(1, 1);  // all taken: twice as many, no waiting
-  EXPECT_TRUE(p.should_draft());
-  EXPECT_EQ(p.length(8), 2);
-  p.record(2, 2);
-  p.record(4, 4);
-  p.record(8, 8);
-  EXPECT_EQ(p.length(8), 8);  // capped by the request
-  p.record(8, 3);             // some taken: one more than were
-  EXPECT_EQ(p.length(8), 4);
-  EXPECT_TRUE(p.should_draft());
-  for (int i = 0; i < 10; ++i) p.record(1, 0);  // the wait doubles up to 32
-  int waited = 0;
-  while (!p.should_draft()) ++waited;
-  EXPECT_EQ(waited, 32);
+  EXPECT_EQ(p.length(8, costs), 8);
+  costs.observe(9, 30);
+  EXPECT_EQ(p.length(8, costs), 0);
+
+  // Rows nearly free (a GPU reading its weights once): guessing at the prior's even odds pays; the
+  // best k is 5 (expected tokens 2 - 0.5^k over 10 + k / 8 ms: 0.1853 a ms at 5, 0.1815 at 8).
+  exec::PassCosts flat;
+  flat.observe(1, 10);
+  flat.observe(9, 11);
+  EXPECT_EQ(exec::DraftPacer().length(8, flat), 5);
+  // On a CPU a row costs: even odds do not pay, guesses that are mostly taken do.
+  exec::PassCosts cpu;
+  cpu.observe(1, 10);
+  cpu.observe(2, 18);
+  cpu.observe(4, 25);
+  cpu.observe(9, 33);
+  exec::DraftPacer q;
+  EXPECT_DOUBLE_EQ(q.acceptance(), 0.5);
+  EXPECT_EQ(q.length(8, cpu), 0);
+  q.record(8, 8);  // every guess taken: (8 + 0.5) / (8 + 1)
+  EXPECT_NEAR(q.acceptance(), 8.5 / 9.0, 1e-12);
+  EXPECT_EQ(q.length(8, cpu), 8);
+  EXPECT_EQ(q.length(3, cpu), 3);  // the request's maximum
+  // Rows beside it (other sequences' tokens) are priced too: on a pass of 4 rows, 5 guesses (to
+  // 9 rows, 4.88 tokens over 33 ms) pay best; past 9 rows each costs 15% of a pass more.
+  EXPECT_EQ(q.length(8, cpu, 3), 5);
+  // A drafter's hint lifts a fresh sequence's odds: a 16-token lookup match drafts 8 at these costs,
+  // a 2-token one (even odds) nothing.
+  exec::DraftPacer h;
+  EXPECT_EQ(h.length(8, cpu, 0, exec::lookup_acceptance(16)), 8);
+  EXPECT_EQ(h.length(8, cpu, 0, exec::lookup_acceptance(2)), 0);
+  // Misses bring it back to plain steps ...
+  for (int i = 0; i < 8; ++i) q.record(8, 0);
+  EXPECT_LT(q.acceptance(), 0.3);
+  EXPECT_EQ(q.length(8, cpu), 0);
+  // ... where the prior does not pay here either, so a sequence tries once after 16 plain steps in
+  // a row; each draft that fails doubles that wait (here the misses above took it to 1024), a taken
+  // guess makes it 16 again.
+  exec::DraftPacer r;
+  int zeros = 0;
+  while (r.length(8, cpu) == 0) ++zeros;
+  EXPECT_EQ(zeros, 15);  // the 16th step tries
+  r.record(8, 0);
+  zeros = 0;
+  while (r.length(8, cpu) == 0) ++zeros;
+  EXPECT_EQ(zeros, 31);
+  r.record(8, 2);
+  zeros = 0;
+  while (r.length(8, cpu) == 0) ++zeros;
+  EXPECT_EQ(zeros, 15);
+  zeros = 0;
+  while (q.length(8, cpu) == 0) ++zeros;
+  EXPECT_EQ(zeros, 1022);  // the plain step asked above counts as one of the 1024
+  q.reset();
+  EXPECT_DOUBLE_EQ(q.acceptance(), 0.5);
 }
 
 std::unique_ptr<model::Model> load(const fs::path& path) {
@@ -172,7 +241,11 @@ TEST(Speculative, PromptLookupGivesThePlainTextGreedyAndSeeded) {
   ASSERT_TRUE(m);
   for (const sample::SamplerParams& s : {greedy(), seeded()}) {
     const Outcome plain = generate(*m, kPrompt, s, {}, nullptr);
-    const Outcome spec = generate(*m, kPrompt, s, {DraftMode::Lookup, 8}, nullptr);
+    const Outcome spec = generate(*m, kPrompt, s, {DraftMode::Lookup, 8, false}, nullptr);
+    // Adaptive: how much it drafts follows this machine's pass times; the text does not.
+    const Outcome adaptive = generate(*m, kPrompt, s, {DraftMode::Lookup, 8, true}, nullptr);
+    EXPECT_EQ(adaptive.tokens, plain.tokens);
+    EXPECT_EQ(adaptive.passes + adaptive.accepted, plain.passes);
     ASSERT_GT(plain.tokens.size(), 40u);
     EXPECT_EQ(spec.tokens, plain.tokens) << "temperature " << s.temperature;
     EXPECT_EQ(spec.finish, plain.finish);
@@ -198,7 +271,7 @@ TEST(Speculative, DraftModelsGiveThePlainTextWhetherTheyAgreeOrNot) {
     auto agree = exec::DraftModel::create(*same, *target, cpu, 1, kCtx);
     ASSERT_TRUE(agree.ok()) << agree.error().to_string();
     (*agree)->set_min_probability(0.0f);
-    const Outcome a = generate(*target, kPrompt, s, {DraftMode::Model, 6}, agree->get());
+    const Outcome a = generate(*target, kPrompt, s, {DraftMode::Model, 6, false}, agree->get());
     EXPECT_EQ(a.tokens, plain.tokens) << "temperature " << s.temperature;
     EXPECT_EQ(a.passes + a.accepted, plain.passes);
     if (s.temperature <= 0) {
@@ -209,7 +282,7 @@ TEST(Speculative, DraftModelsGiveThePlainTextWhetherTheyAgreeOrNot) {
     auto disagree = exec::DraftModel::create(*other, *target, cpu, 1, kCtx);
     ASSERT_TRUE(disagree.ok()) << disagree.error().to_string();
     (*disagree)->set_min_probability(0.0f);
-    const Outcome d = generate(*target, kPrompt, s, {DraftMode::Model, 4}, disagree->get());
+    const Outcome d = generate(*target, kPrompt, s, {DraftMode::Model, 4, false}, disagree->get());
     EXPECT_EQ(d.tokens, plain.tokens) << "temperature " << s.temperature;
     EXPECT_GT(d.drafted, 0);
     EXPECT_LT(d.accepted, d.drafted);  // rejections happened, and the text did not change
@@ -238,7 +311,7 @@ TEST(Speculative, MaxTokensCutsASpeculativeStepExactly) {
   ASSERT_TRUE(m);
   for (int64_t n : {1, 2, 5, 17}) {
     const Outcome plain = generate(*m, kPrompt, greedy(), {}, nullptr, n);
-    const Outcome spec = generate(*m, kPrompt, greedy(), {DraftMode::Lookup, 8}, nullptr, n);
+    const Outcome spec = generate(*m, kPrompt, greedy(), {DraftMode::Lookup, 8, false}, nullptr, n);
     EXPECT_EQ(spec.tokens, plain.tokens) << n;
     EXPECT_EQ(static_cast<int64_t>(spec.tokens.size()), n);
   }
@@ -261,7 +334,7 @@ TEST(Speculative, SchedulerRequestsGiveThePlainTextAndCountTheirGuesses) {
                                             "The sun was shining and the birds were singing."};
   const std::vector<sample::SamplerParams> sampling = {greedy(), greedy(), seeded(), greedy()};
   const std::vector<exec::SpeculativeParams> spec = {
-      {DraftMode::Lookup, 8}, {DraftMode::Model, 5}, {DraftMode::Lookup, 3}, {DraftMode::Off, 8}};
+      {DraftMode::Lookup, 8, false}, {DraftMode::Model, 5, false}, {DraftMode::Lookup, 3, false}, {DraftMode::Off, 8}};
   std::vector<Outcome> want;
   for (size_t i = 0; i < prompts.size(); ++i) want.push_back(generate(*m, prompts[i], sampling[i], {}, nullptr, 60));
   {
@@ -304,7 +377,7 @@ TEST(Speculative, SchedulerRequestsGiveThePlainTextAndCountTheirGuesses) {
   exec::Scheduler plain(**pipeline, {});
   exec::GenerationRequest r;
   r.prompt = encode(*m, kPrompt);
-  r.speculative = {DraftMode::Model, 4};
+  r.speculative = {DraftMode::Model, 4, false};
   auto refused = plain.submit(std::move(r));
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code, Code::InvalidArgument);

@@ -138,7 +138,7 @@ Expected<GenerateResult> generate(Session& session, std::span<const int32_t> pro
       context.push_back(next);
       draft = paced_lookup(context, options.speculative, room, pacer, costs);
     } else if (options.speculative.mode == DraftMode::Model) {
-      if (const int32_t k = paced_length(options.speculative, room, pacer, costs); k > 0) {
+      if (const int32_t k = paced_length(options.speculative, room, pacer, costs, 0, options.draft->guess_ms()); k > 0) {
         context = session.history();
         context.push_back(next);
         const DraftModel::Ask ask{0, context, k, &draft};

@@ -668,7 +668,7 @@ void Scheduler::draft_for(const std::vector<Slot*>& decoding) {
       slot->draft = paced_lookup(context, sp, room, slot->pacer, pass_costs_, base_rows);
       span.set_n_tokens(static_cast<int32_t>(slot->draft.size()));
     } else if (options_.draft) {
-      const int32_t k = paced_length(sp, room, slot->pacer, pass_costs_, base_rows);
+      const int32_t k = paced_length(sp, room, slot->pacer, pass_costs_, base_rows, options_.draft->guess_ms());
       if (k <= 0) continue;
       by_model.push_back(slot);
       contexts.push_back(slot->history);

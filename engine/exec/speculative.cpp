@@ -2,6 +2,7 @@
 #include "engine/exec/speculative.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "engine/exec/session.h"
@@ -85,7 +86,8 @@ double DraftPacer::expected_tokens(int k, double hint) const {
   return e;
 }
 
-int32_t DraftPacer::length(int32_t max_draft, const PassCosts& costs, int64_t base_rows, double hint) {
+int32_t DraftPacer::length(int32_t max_draft, const PassCosts& costs, int64_t base_rows, double hint,
+                           double guess_ms) {
   max_draft = std::clamp(max_draft, 0, kMaxGuesses);
   const double plain = costs.estimate(base_rows + 1);
   if (plain == 0) return max_draft;  // nothing measured yet: the first guesses measure it
@@ -93,7 +95,7 @@ int32_t DraftPacer::length(int32_t max_draft, const PassCosts& costs, int64_t ba
   double best = 1.05 / plain;
   int32_t best_k = 0;
   for (int32_t k = 1; k <= max_draft && base_rows + 1 + k <= PassCosts::kMaxRows; ++k) {
-    const double rate = expected_tokens(k, hint) / costs.estimate(base_rows + 1 + k);
+    const double rate = expected_tokens(k, hint) / (costs.estimate(base_rows + 1 + k) + k * guess_ms);
     if (rate > best) {
       best = rate;
       best_k = k;
@@ -139,10 +141,10 @@ std::vector<int32_t> paced_lookup(std::span<const int32_t> context, const Specul
 }
 
 int32_t paced_length(const SpeculativeParams& params, int64_t room, DraftPacer& pacer, const PassCosts& costs,
-                     int64_t base_rows) {
+                     int64_t base_rows, double guess_ms) {
   const int32_t most = static_cast<int32_t>(std::min<int64_t>(params.max_draft, room));
   if (most <= 0) return 0;
-  return params.adaptive ? pacer.length(most, costs, base_rows) : most;
+  return params.adaptive ? pacer.length(most, costs, base_rows, 0, guess_ms) : most;
 }
 
 Expected<std::unique_ptr<DraftModel>> DraftModel::create(const model::Model& draft, const model::Model& target,
@@ -206,6 +208,7 @@ Status DraftModel::propose(std::span<const Ask> asks) {
   }
   // The ids both vocabularies have: a guess past the target's is never proposed.
   const int64_t usable = std::min<int64_t>(n_vocab, draft_.tokenizer().n_tokens());
+  bool first = true;
   while (!live.empty()) {
     std::vector<Pipeline::Request> requests;
     for (Live& l : live) {
@@ -215,7 +218,14 @@ Status DraftModel::propose(std::span<const Ask> asks) {
       r.logits = l.logits.data();
       requests.push_back(r);
     }
+    const auto t0 = std::chrono::steady_clock::now();
     Status s = pipeline_->eval(requests);
+    // The first eval also catches the caches up (a whole prompt, the first time): not a guess's price.
+    if (s.ok() && !first) {
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      guess_ms_ = guess_ms_ == 0 ? ms : 0.5 * guess_ms_ + 0.5 * ms;
+    }
+    first = false;
     if (!s.ok()) {
       // The draft's caches are unknown now: start them again next time.
       for (Live& l : live) {

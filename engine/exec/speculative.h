@@ -87,6 +87,9 @@ class DraftModel {
   // Stops guessing for a sequence once its most likely token has less than this probability (a
   // guess the target would likely reject costs a verified row for nothing). Default 0.3.
   void set_min_probability(float p) { min_probability_ = p; }
+  // Milliseconds of one guessing step (one draft eval of every asking sequence), an exponential
+  // average of the steps so far (0 before the first); what the pacer adds to a draft's price.
+  double guess_ms() const { return guess_ms_; }
 
   const model::Model& model() const { return draft_; }
   Pipeline& pipeline() { return *pipeline_; }
@@ -99,6 +102,7 @@ class DraftModel {
   std::unique_ptr<Pipeline> pipeline_;
   std::vector<std::vector<int32_t>> history_;  // per sequence: tokens in the draft's cache
   float min_probability_ = 0.3f;
+  double guess_ms_ = 0;
 };
 
 // The time of a forward pass by its rows, measured as the driver runs (what one more verified
@@ -139,7 +143,9 @@ class DraftPacer {
   // beside this sequence's (other sequences' tokens); costs: the driver's pass times.
   // hint: what the drafter says of its guesses' chance (lookup_acceptance), used when it is
   // higher than the sequence's record (a new passage being copied after a stretch of new text).
-  int32_t length(int32_t max_draft, const PassCosts& costs, int64_t base_rows = 0, double hint = 0);
+  // guess_ms: what each guess costs to make (a draft model's step; lookup: 0), added to the pass.
+  int32_t length(int32_t max_draft, const PassCosts& costs, int64_t base_rows = 0, double hint = 0,
+                 double guess_ms = 0);
   // After a speculative step: drafted guesses, of which the first `accepted` were taken.
   void record(int64_t drafted, int64_t accepted);
   void reset();
@@ -160,9 +166,10 @@ class DraftPacer {
 // as pay (the pacer, hinted by the lookup's match). base_rows: the other rows of the pass.
 std::vector<int32_t> paced_lookup(std::span<const int32_t> context, const SpeculativeParams& params, int64_t room,
                                   DraftPacer& pacer, const PassCosts& costs, int64_t base_rows = 0);
-// How many guesses to ask a draft model for (0: a plain step), the same way.
+// How many guesses to ask a draft model for (0: a plain step), the same way; guess_ms: the draft
+// model's time a guess (DraftModel::guess_ms).
 int32_t paced_length(const SpeculativeParams& params, int64_t room, DraftPacer& pacer, const PassCosts& costs,
-                     int64_t base_rows = 0);
+                     int64_t base_rows = 0, double guess_ms = 0);
 
 // The outcome of verifying one speculative step of one sequence.
 struct VerifyResult {

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -72,6 +73,29 @@ TEST(CudaEmuEngine, DevicesListsTheEmulatedGpus) {
 }
 
 TEST(CudaEmuEngine, GoldenTextOnCuda0) { expect_golden("", "--devices cuda:0"); }
+// Speculative decoding (engine/exec/speculative.h) on the GPU: a pass of the sampled token and up to
+// 6 guesses (the batched matrix-vector kernels, attention over several new rows) gives each row
+// the logits a one-token pass gives, so the greedy text is the plain one: the golden text, and on a
+// prompt whose names repeat (so that prompt lookup's guesses are taken) the text of a plain run.
+TEST(CudaEmuEngine, SpeculativeDecodingGivesThePlainTextOnCuda0) {
+  const std::string model = shared_model("stories260K.gguf");
+  ASSERT_TRUE(std::filesystem::exists(model)) << "missing " << model;
+  const std::string spec = " --speculative lookup --draft-fixed --draft-max 6 --stats";
+  const EngineRun golden = engine("STRATA_CUDA_EMU_DEVICES=2x4GiB",
+                                  "run -m '" + model + "' -p 'Once upon a time' -n 60 --temp 0 -t 2 --devices cuda:0" + spec);
+  ASSERT_EQ(golden.exit_code, 0) << golden.err;
+  EXPECT_EQ(golden.out, golden_text()) << golden.err;
+  const std::string args = "run -m '" + model + "' -p 'Once upon a time, there was a little girl named Lily. Lily liked "
+                           "to play with her ball.' -n 60 --temp 0 -t 2 --devices cuda:0";
+  const EngineRun plain = engine("STRATA_CUDA_EMU_DEVICES=2x4GiB", args);
+  const EngineRun guessed = engine("STRATA_CUDA_EMU_DEVICES=2x4GiB", args + spec);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(guessed.exit_code, 0) << guessed.err;
+  EXPECT_EQ(guessed.out, plain.out) << guessed.err;
+  const size_t at = guessed.err.find(" drafted, ");
+  ASSERT_NE(at, std::string::npos) << guessed.err;
+  EXPECT_GT(std::atoi(guessed.err.c_str() + at + 10), 0) << guessed.err;  // "N accepted"
+}
 TEST(CudaEmuEngine, GoldenTextLayerSplitTwoGpusPeer) { expect_golden("", "--devices cuda:0,cuda:1 --split-mode layer"); }
 TEST(CudaEmuEngine, GoldenTextLayerSplitTwoGpusStaged) {
   expect_golden("STRATA_CUDA_EMU_P2P=0", "--devices cuda:0,cuda:1 --split-mode layer");

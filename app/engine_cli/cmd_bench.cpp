@@ -114,8 +114,12 @@ int bench(const BenchOptions& o) {
   std::vector<std::vector<float>> logits(static_cast<size_t>(k), std::vector<float>(static_cast<size_t>(m.config().n_vocab)));
 
   kernels::ThreadPool bw_pool(threads);  // the bandwidth probe's threads, as many as the model's
+  int fastest[kernels::kReadBandwidthReaders] = {};  // how often each of the probe's readers was fastest
   auto probe = [&](Series& series) {
-    if (!o.no_bandwidth) series.gbps.push_back(kernels::measure_read_bandwidth_gbps(bw_pool, int64_t{256} << 20));
+    if (o.no_bandwidth) return;
+    int reader = -1;
+    series.gbps.push_back(kernels::measure_read_bandwidth_gbps(bw_pool, int64_t{256} << 20, &reader));
+    if (reader >= 0) ++fastest[reader];
   };
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(m.config().n_vocab - 1));
@@ -306,8 +310,14 @@ int bench(const BenchOptions& o) {
     std::printf("\n");
   }
   if (bandwidth_gbps > 0) {
-    std::printf("memory read bandwidth %.1f GB/s (mean of the repetitions); decode reads %.1f MB of weights per token -> roofline %.1f tok/s",
-                bandwidth_gbps, bytes_per_token / 1e6, roofline_tps);
+    std::string readers;
+    for (int r = 0; r < kernels::kReadBandwidthReaders; ++r) {
+      if (fastest[r] == 0) continue;
+      readers += std::string(readers.empty() ? "" : ", ") + kernels::read_probe_name(r) + " " + std::to_string(fastest[r]) + "x";
+    }
+    std::printf("memory read bandwidth %.1f GB/s (mean of the repetitions; fastest reader: %s); decode reads %.1f MB of "
+                "weights per token -> roofline %.1f tok/s",
+                bandwidth_gbps, readers.c_str(), bytes_per_token / 1e6, roofline_tps);
     if (tg)
       std::printf("; %s measured %.1f tok/s = %.0f%% of roofline", tg->name.c_str(), tg->mean(), 100 * roofline_fraction);
     std::printf("\n");

@@ -133,7 +133,9 @@ Expected<GenerateResult> generate(Session& session, std::span<const int32_t> pro
     const int64_t room = std::min<int64_t>(options.max_tokens - static_cast<int64_t>(result.tokens.size()) - 1,
                                            session.n_ctx() - session.position() - 1);
     draft.clear();
-    if (options.speculative.mode == DraftMode::Lookup) {
+    if (!session.pipeline().all_logits_supported()) {
+      // The head on another rank: plain steps (the text is the same).
+    } else if (options.speculative.mode == DraftMode::Lookup) {
       context = session.history();
       context.push_back(next);
       draft = paced_lookup(context, options.speculative, room, pacer, costs);

@@ -94,6 +94,9 @@ class Pipeline {
   // two devices. How many evals a driver keeps in flight, and how many micro-batches submit cuts
   // a step into by default, to keep every device busy without re-reading weights for nothing.
   int64_t concurrent_stages() const;
+  // Whether a Request may ask for all_logits: the head runs in this process (not on another rank
+  // of an mpirun job). Drivers take plain steps where it does not.
+  bool all_logits_supported() const;
 
   int64_t position(int32_t seq) const { return positions_[static_cast<size_t>(seq)]; }
   // Forgets positions >= n of a sequence (their keys and values become free to overwrite).

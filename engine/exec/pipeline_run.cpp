@@ -437,6 +437,14 @@ std::vector<SeqRows> Pipeline::seq_rows(const LayerSlot& slot, size_t member, co
   return out;
 }
 
+bool Pipeline::all_logits_supported() const {
+  if (!runtime_) return false;
+  for (const auto& stage : runtime_->stages) {
+    if (stage->has_head) return stage->ranks.empty() || !stage->local.empty();
+  }
+  return false;
+}
+
 // Runs on the worker of the device holding the head; mb's rows are in its scratch hidden.
 Status Pipeline::run_head(DeviceRuntime& rt, MicroBatch& mb, trace::Recorder* rec) {
   const model::ModelConfig& c = model_.config();

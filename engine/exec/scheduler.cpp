@@ -645,6 +645,7 @@ void Scheduler::step() {
 
 void Scheduler::draft_for(const std::vector<Slot*>& decoding) {
   for (auto& s : slots_) s->draft.clear();
+  if (!pipeline_.all_logits_supported()) return;  // the head on another rank: plain steps
   std::vector<Slot*> by_model;
   std::vector<std::vector<int32_t>> contexts;
   std::vector<int32_t> lengths;

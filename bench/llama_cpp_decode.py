@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""bench/llama_cpp_decode.py — issue 50, item 3: one-sequence decode speed side by side with llama.cpp
+on the same GGUF files, pair by pair (ours, then llama.cpp's, ROUNDS times; medians), at 1 and 2
+threads. Ours: `strata-engine bench -p 0 -n N -r 1 --no-bandwidth --json` (its tg rate). llama.cpp's:
+the llama-cpp-python package (`pip install llama-cpp-python`, which builds llama.cpp from source
+natively: its `llama_print_system_info()` is printed), a 4-token prompt, then N single-token
+`Llama.eval` calls timed (Python's share of a call is microseconds against milliseconds of decode).
+
+Models: made with `strata-engine make-model` (random weights; decode speed does not depend on the
+values) in a shape given by --dim/--layers/--ffn, one file per --types entry, under --dir.
+
+A benchmark, not a test: the figures depend on the machine and on what else runs.
+
+Usage: llama_cpp_decode.py STRATA_ENGINE VOCAB.gguf [--types q8_0,q4_k_m] [--threads 1,2] [--n 32]
+                           [--rounds 3] [--dim 1536 --layers 16 --ffn 4096] [--dir /tmp]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+LLAMA_CPP = r"""
+import sys, time
+from llama_cpp import Llama
+path, threads, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+llm = Llama(model_path=path, n_threads=threads, n_threads_batch=threads, n_ctx=256, n_batch=64, verbose=False)
+llm.eval([1, 2, 3, 4])
+t0 = time.perf_counter()
+for i in range(n):
+    llm.eval([100 + i])
+print(n / (time.perf_counter() - t0))
+"""
+
+
+def ours(engine, model, threads, n):
+    p = subprocess.run([engine, "bench", "-m", model, "-t", str(threads), "-p", "0", "-n", str(n), "-r", "1",
+                        "--no-bandwidth", "--json"], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"strata-engine bench failed: {p.stderr}")
+    j = json.loads(p.stdout)
+    for t in j["results"]:
+        if t["test"].startswith("tg"):
+            return t["tokens_per_s"]
+    sys.exit("no generation test in strata-engine bench's JSON")
+
+
+def theirs(model, threads, n):
+    p = subprocess.run([sys.executable, "-c", LLAMA_CPP, model, str(threads), str(n)], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"llama-cpp-python failed: {p.stderr[-2000:]}")
+    return float(p.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("engine")
+    ap.add_argument("vocab")
+    ap.add_argument("--types", default="q8_0,q4_0,q4_k_m,q5_k_m,q6_k")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--n", type=int, default=32)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--dim", type=int, default=1536)
+    ap.add_argument("--layers", type=int, default=16)
+    ap.add_argument("--ffn", type=int, default=4096)
+    ap.add_argument("--dir", default="/tmp")
+    a = ap.parse_args()
+    import llama_cpp
+    print("llama.cpp: llama-cpp-python", llama_cpp.__version__, "|", llama_cpp.llama_print_system_info().decode().strip())
+    print(f"shape: dim {a.dim}, {a.layers} blocks, ffn {a.ffn}; decode of {a.n} tokens after a 4-token prompt; "
+          f"median of {a.rounds} pairs")
+    print("| type | threads | size MiB | Strata tok/s | llama.cpp tok/s | ratio |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for t in a.types.split(","):
+        model = os.path.join(a.dir, f"decode-{a.dim}x{a.layers}-{t}.gguf")
+        if not os.path.exists(model):
+            subprocess.run([a.engine, "make-model", "--arch", "llama", "--dim", str(a.dim), "--layers", str(a.layers),
+                            "--heads", str(a.dim // 96), "--kv-heads", "4", "--ffn", str(a.ffn), "--ctx", "2048",
+                            "--type", t, "--vocab-from", a.vocab, "-o", model], check=True, capture_output=True)
+        size = os.path.getsize(model) / 2**20
+        for th in (int(x) for x in a.threads.split(",")):
+            s, l = [], []
+            for _ in range(a.rounds):
+                s.append(ours(a.engine, model, th, a.n))
+                l.append(theirs(model, th, a.n))
+            ms, ml = statistics.median(s), statistics.median(l)
+            print(f"| {t} | {th} | {size:.0f} | {ms:.1f} | {ml:.1f} | {ms / ml:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -143,5 +143,28 @@ TEST(ServeSpeculative, AServerWithoutADraftRefusesModelButLooksUp) {
   EXPECT_EQ(status.json()["speculative"]["default"]["mode"], "off");
 }
 
+// A GPU lost in the middle of a speculating stream: the engine re-plans, rebuilds the caches from the
+// tokens so far (the guesses it dropped are not among them) and goes on; the text is the text of a
+// plain request without the fault.
+// (Fault injection needs an API key.)
+TEST(ServeSpeculative, ALostGpuMidStreamGivesThePlainText) {
+  ServerProcess server({"-m", smollm2(), "--devices", "cpu,sim:gpu0:4GiB,sim:gpu1:4GiB", "--parallel", "1", "--ctx",
+                        "256", "-t", "2", "--api-key", "spec-key"});
+  ASSERT_NE(server.port(), 0) << server.stderr_text();
+  const int port = server.port();
+  const Reply plain = post(port, "/v1/chat/completions", edit_request(false), "spec-key");
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  Json body = edit_request(Json{{"mode", "lookup"}, {"adaptive", false}});
+  ASSERT_EQ(post(port, "/strata/v1/devices/gpu1/fault", Json{{"kind", "lost"}, {"after_ops", 1200}}, "spec-key").status, 200);
+  const Streamed lost = stream_completion(port, "/v1/chat/completions", body, "spec-key");
+  ASSERT_EQ(lost.status, 200);
+  ASSERT_EQ(lost.replans.size(), 1u) << "the fault did not land mid-stream";
+  EXPECT_GE(lost.replans[0]["at_token"].get<int>(), 2) << "the fault must come after some decode steps";
+  EXPECT_EQ(lost.text, content(plain)) << "after gpu1 was lost at token " << lost.replans[0]["at_token"];
+  // Guesses were verified on the way (the stream's usage is not asked for: the counters say it).
+  const Reply metrics = get(port, "/metrics", "spec-key");
+  EXPECT_GT(metric(metrics.body, "strata_draft_accepted_tokens_total"), 0) << metrics.body;
+}
+
 }  // namespace
 }  // namespace strata::test

@@ -14,7 +14,7 @@ default) and fixed (`--draft-fixed`: always --draft-max guesses).
 A benchmark, not a test: the figures depend on the machine and on what else runs.
 
 Usage: speculative.py STRATA_ENGINE MODEL.gguf [--draft DRAFT.gguf] [--threads 2] [--reps 5]
-                      [--max-tokens 160] [--draft-max 8] [--json OUT.json]
+                      [--max-tokens 160] [--draft-max 8] [--template chatml|gemma] [--json OUT.json]
 """
 import argparse
 import json
@@ -23,7 +23,11 @@ import statistics
 import subprocess
 import sys
 
-CHATML = "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n"
+TEMPLATES = {
+    "chatml": "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n",
+    "gemma": "<start_of_turn>user\n{}<end_of_turn>\n<start_of_turn>model\n",
+}
+CHATML = TEMPLATES["chatml"]
 
 FUNCTION = """```python
 def average(values):
@@ -76,6 +80,7 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=160)
     ap.add_argument("--draft-max", type=int, default=8)
     ap.add_argument("--json", default="")
+    ap.add_argument("--template", default="chatml", choices=sorted(TEMPLATES))
     a = ap.parse_args()
 
     configs = [("prompt lookup", ["--speculative", "lookup", "--draft-max", str(a.draft_max)]),
@@ -88,7 +93,7 @@ def main():
     print("| task | mode | tokens | plain tok/s | speculative tok/s | speed-up | target passes | drafted | accepted |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, text in TASKS:
-        prompt = CHATML.format(text)
+        prompt = TEMPLATES[a.template].format(text)
         for label, extra in configs:
             plain_rates, spec_rates = [], []
             reference = None

@@ -850,6 +850,7 @@ std::optional<ApiError> resolve_speculative(const Json& asked, const LoadedModel
   }
   if (asked.is_string()) {
     mode = asked.get<std::string>();
+    if (mode.empty()) return bad_request("'speculative' is an empty string: off, lookup or model", "speculative");
   } else {
     mode = asked.value("mode", std::string());
     if (asked.contains("max_draft")) out.max_draft = asked["max_draft"].get<int32_t>();

@@ -118,7 +118,8 @@ TEST(ServeSpeculative, LookupAndDraftModelGiveThePlainTextAndAreCounted) {
   EXPECT_NE(trace.body.find("draft-accepted"), std::string::npos);
 
   // Bad values name the parameter.
-  for (const Json& bad : {Json("medusa"), Json(3), Json{{"max_draft", 99}}, Json{{"mode", "lookup"}, {"depth", 2}}}) {
+  for (const Json& bad : {Json("medusa"), Json(""), Json(3), Json{{"max_draft", 99}}, Json{{"mode", "lookup"}, {"depth", 2}},
+                          Json{{"adaptive", "yes"}}}) {
     const Reply r = post(port, "/v1/chat/completions", edit_request(bad));
     EXPECT_EQ(r.status, 400) << bad.dump() << " " << r.body;
     EXPECT_EQ(r.json()["error"]["param"], "speculative") << r.body;

@@ -147,12 +147,7 @@ int32_t paced_length(const SpeculativeParams& params, int64_t room, DraftPacer& 
   return params.adaptive ? pacer.length(most, costs, base_rows, 0, guess_ms) : most;
 }
 
-Expected<std::unique_ptr<DraftModel>> DraftModel::create(const model::Model& draft, const model::Model& target,
-                                                         backend::Device& device, int64_t n_seq, int64_t n_ctx,
-                                                         trace::Recorder* recorder) {
-  const tokenizer::Vocab& dv = draft.tokenizer().vocab();
-  const tokenizer::Vocab& tv = target.tokenizer().vocab();
-  const int64_t dn = draft.config().n_vocab, tn = target.config().n_vocab;
+Status check_draft_vocabulary(const tokenizer::Vocab& dv, int64_t dn, const tokenizer::Vocab& tv, int64_t tn) {
   // As llama.cpp's rule: vocabularies may differ by padding at the end, not in their tokens.
   if (std::abs(dn - tn) > 128)
     return Error{Code::InvalidArgument, "the draft model's vocabulary has " + std::to_string(dn) +
@@ -168,14 +163,27 @@ Expected<std::unique_ptr<DraftModel>> DraftModel::create(const model::Model& dra
     return Error{Code::InvalidArgument, "the draft model's BOS/EOS ids (" + std::to_string(dv.bos_id) + ", " +
                                             std::to_string(dv.eos_id) + ") differ from the target's (" +
                                             std::to_string(tv.bos_id) + ", " + std::to_string(tv.eos_id) + ")"};
+  return {};
+}
+
+plan::Placement DraftModel::placement(const model::ModelConfig& draft, const std::string& device, int64_t n_seq,
+                                      int64_t n_ctx) {
+  // A batch as wide as the target's prompt chunks would waste the draft's memory: its prompt
+  // reading is a fraction of the target's anyway.
+  return single_device_placement(draft, device, n_ctx, n_seq, kMaxBatch);
+}
+
+Expected<std::unique_ptr<DraftModel>> DraftModel::create(const model::Model& draft, const model::Model& target,
+                                                         backend::Device& device, int64_t n_seq, int64_t n_ctx,
+                                                         trace::Recorder* recorder) {
+  STRATA_RETURN_IF_ERROR(check_draft_vocabulary(draft.tokenizer().vocab(), draft.config().n_vocab,
+                                                target.tokenizer().vocab(), target.config().n_vocab));
   if (n_seq < 1 || n_ctx < 1)
     return Error{Code::InvalidArgument, "draft model for " + std::to_string(n_seq) + " sequences of " +
                                             std::to_string(n_ctx) + " positions"};
   std::unique_ptr<DraftModel> d(new DraftModel(draft, device));
-  // A batch as wide as the target's prompt chunks would waste the draft's memory: its prompt
-  // reading is a fraction of the target's anyway.
-  plan::Placement placement = single_device_placement(draft.config(), device.id(), n_ctx, n_seq, 128);
-  STRATA_ASSIGN_OR_RETURN(d->pipeline_, Pipeline::create(draft, {&device}, placement, recorder));
+  STRATA_ASSIGN_OR_RETURN(d->pipeline_, Pipeline::create(draft, {&device}, placement(draft.config(), device.id(), n_seq, n_ctx),
+                                                          recorder));
   d->history_.resize(static_cast<size_t>(n_seq));
   return d;
 }

@@ -63,12 +63,23 @@ std::vector<int32_t> lookup_draft(std::span<const int32_t> context, int32_t max_
 // 2-token match is even odds and a 16-token one 0.89.
 inline double lookup_acceptance(int32_t match) { return match <= 0 ? 0.0 : match / (match + 2.0); }
 
+// Whether a draft model's vocabulary is the target's (as llama.cpp's rule): sizes (n_vocab of each
+// model) within 128 padding ids, the same token text for every id both have, the same BOS and EOS.
+// InvalidArgument naming the first difference.
+Status check_draft_vocabulary(const tokenizer::Vocab& draft, int64_t draft_n_vocab, const tokenizer::Vocab& target,
+                              int64_t target_n_vocab);
+
 // A draft model run greedily on its own Pipeline (its own KV cache, one sequence per target slot).
 // Before guessing for a sequence it brings that sequence's cache to the target's context: it keeps
 // the longest common prefix of what it had and evaluates the rest (after a first, full read of the
 // prompt, that is the one or few tokens the target accepted since). Calling thread: one driver.
 class DraftModel {
  public:
+  // Tokens per forward pass of the draft's pipeline (its prompt reading; a guess is one token).
+  static constexpr int64_t kMaxBatch = 128;
+  // The draft's placement: everything on `device`, n_seq sequences of n_ctx positions.
+  static plan::Placement placement(const model::ModelConfig& draft, const std::string& device, int64_t n_seq,
+                                   int64_t n_ctx);
   // draft: loaded and outliving this; its vocabulary must be the target's (same size, same token
   // texts: InvalidArgument naming the first id that differs). device: where the draft runs (the
   // CPU or a device of its own); n_seq and n_ctx: the target's slots and context.

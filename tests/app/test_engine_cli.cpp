@@ -240,5 +240,39 @@ INSTANTIATE_TEST_SUITE_P(Values, EngineCliBadOption,
                                            std::make_pair("--threads", "100000"),
                                            std::make_pair("--max-tokens", "lots")));
 
+
+// Speculative decoding's draft model in the plan: its weights, KV and scratch on --draft-device,
+// beside the placement's; a device too small for both is refused with the figures; a draft of another
+// vocabulary is named.
+TEST(EngineCli, PlanCountsTheDraftModelOnItsDevice) {
+  REQUIRE_SHARED("stories260K.gguf");
+  const std::string model = test::shared_model("stories260K.gguf").string();
+  const CliRun r = engine({"plan", "-m", model, "--draft", model, "--ctx", "256", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json& d = j["draft"];
+  ASSERT_TRUE(d.is_object()) << r.out;
+  EXPECT_EQ(d["device"], "cpu");
+  EXPECT_EQ(d["model"], "stories260K.gguf");
+  uint64_t placed = 0;
+  for (const nlohmann::json& dev : j["memory"]["devices"])
+    if (dev["device"] == "cpu") placed = dev["total_bytes"].get<uint64_t>();
+  ASSERT_GT(placed, 0u);
+  const uint64_t draft = d["total_bytes"].get<uint64_t>();
+  EXPECT_EQ(draft, d["weight_bytes"].get<uint64_t>() + d["kv_bytes"].get<uint64_t>() + d["scratch_bytes"].get<uint64_t>());
+  EXPECT_EQ(d["device_total_bytes"].get<uint64_t>(), placed + draft);
+  EXPECT_TRUE(d["fits"].get<bool>());
+  // A CPU that holds the placement but not the draft beside it.
+  const uint64_t between = placed + draft / 2;
+  const CliRun tight = engine({"plan", "-m", model, "--draft", model, "--ctx", "256", "--devices",
+                               "cpu:" + std::to_string(between)});
+  EXPECT_EQ(tight.exit_code, 1);
+  EXPECT_NE(tight.err.find("cannot hold the draft model beside the placement"), std::string::npos) << tight.err;
+  EXPECT_NE(tight.out.find("short"), std::string::npos) << tight.out;
+  const CliRun foreign = engine({"plan", "-m", model, "--draft", test::shared_model("llama-2-tiny-random.gguf").string()});
+  EXPECT_NE(foreign.exit_code, 0);
+  EXPECT_NE(foreign.err.find("not the same vocabulary"), std::string::npos) << foreign.err;
+}
+
 }  // namespace
 }  // namespace strata

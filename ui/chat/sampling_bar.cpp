@@ -10,15 +10,17 @@
 #include <limits>
 
 SamplingBar::SamplingBar(QWidget* parent) : QWidget(parent) {
-  // Two rows (the everyday settings, then min-p, repeat penalty and seed), so that the bar does not
-  // force a wide window.
+  // Three rows (the everyday settings; min-p, repeat penalty and seed; speculative decoding), so that
+  // the bar does not force a wide window.
   auto* rows = new QVBoxLayout(this);
   rows->setContentsMargins(0, 0, 0, 0);
   rows->setSpacing(2);
   auto* first = new QHBoxLayout;
   auto* second = new QHBoxLayout;
+  auto* third = new QHBoxLayout;
   rows->addLayout(first);
   rows->addLayout(second);
+  rows->addLayout(third);
   QHBoxLayout* row = first;
   auto addLabel = [this, &row](const QString& text, QWidget* w) {
     auto* l = new QLabel(text, this);
@@ -64,6 +66,7 @@ SamplingBar::SamplingBar(QWidget* parent) : QWidget(parent) {
   seed_->setToolTip(tr("Same seed, same settings, same prompt: the same reply"));
   addLabel(tr("s&eed"), seed_);
   // Speculative decoding changes the speed, never the text (the same reply, greedy or seeded).
+  row = third;
   speculative_ = new QComboBox(this);
   speculative_->setObjectName(QStringLiteral("speculative"));
   speculative_->addItem(tr("engine default"), QString());
@@ -81,6 +84,7 @@ SamplingBar::SamplingBar(QWidget* parent) : QWidget(parent) {
   addLabel(tr("&max"), maxTokens_);
   first->addStretch(1);
   second->addStretch(1);
+  third->addStretch(1);
 
   auto changed = [this] {
     if (!updating_) emit samplingEdited(sampling());

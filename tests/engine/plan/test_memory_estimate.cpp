@@ -79,11 +79,12 @@ TEST_F(StoriesMemory, LayerSplitOverTwoDevices) {
 
   EXPECT_EQ(g1.weight_bytes, 2 * kBlock + kHead);  // 494848
   EXPECT_EQ(g1.kv_bytes, 2 * kKvBlock);
-  EXPECT_EQ(g1.scratch_bytes, 25760u + 512 * 4);   // + logits [1][512]
-  EXPECT_EQ(g1.total_bytes, 590192u);
+  // + logits [8][512]: plan::head_rows, at least 8 rows (a speculative step's) for one sequence.
+  EXPECT_EQ(g1.scratch_bytes, 25760u + 8 * 512 * 4);
+  EXPECT_EQ(g1.total_bytes, 604528u);
   EXPECT_TRUE(g1.fits);
   EXPECT_EQ(g1.capacity_bytes, 1u << 20);
-  EXPECT_EQ(est->total_bytes(), 801416u + 590192u);
+  EXPECT_EQ(est->total_bytes(), 801416u + 604528u);
   EXPECT_TRUE(est->fits());
 }
 
@@ -111,9 +112,9 @@ TEST_F(StoriesMemory, TensorSplitOverTwoDevices) {
   EXPECT_EQ(g0.kv_bytes, 5 * kKvShard);
   EXPECT_EQ(g1.kv_bytes, 5 * kKvShard);
   EXPECT_EQ(g0.scratch_bytes, kScratch);
-  EXPECT_EQ(g1.scratch_bytes, kScratch + 2048);
+  EXPECT_EQ(g1.scratch_bytes, kScratch + 16384);  // + logits [8][512]
   EXPECT_EQ(g0.total_bytes, 688168u - 2176);
-  EXPECT_EQ(g1.total_bytes, 691472u - 2176);
+  EXPECT_EQ(g1.total_bytes, 691472u - 2176 + 14336);
   EXPECT_EQ(g0.n_blocks, 5);
   EXPECT_EQ(g1.n_kv_blocks, 5);
 }
@@ -176,28 +177,29 @@ TEST_F(StoriesMemory, EmbeddingOnlyDeviceAndDoesNotFit) {
   // hidden + norm [8][64] floats = 4096 B, matmul scratch 2 Q8_1 blocks x 8 tokens = 576 B.
   EXPECT_EQ(est->devices[1].scratch_bytes, 4672u);
   const DeviceMemory& g0 = est->devices[0];
-  // 5 blocks + head + KV + scratch (with logits) + overhead = 908800 + 131328 + 163840 + 27808 + 1000
-  EXPECT_EQ(g0.total_bytes, 1232776u);
+  // 5 blocks + head + KV + scratch (with logits [8][512]) + overhead
+  // = 908800 + 131328 + 163840 + 42144 + 1000
+  EXPECT_EQ(g0.total_bytes, 1247112u);
   EXPECT_FALSE(g0.fits);
-  EXPECT_EQ(g0.shortfall_bytes, 1232776u - (1u << 20));
+  EXPECT_EQ(g0.shortfall_bytes, 1247112u - (1u << 20));
   EXPECT_FALSE(est->fits());
 
   const Status s = check_fits(*est);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, Code::OutOfMemory);
   EXPECT_EQ(s.error().message,
-            "device 'gpu0': needs 1.2 MiB (weights 1015.8 KiB, KV 160.0 KiB, scratch 27.2 KiB, overhead 1000 B), "
-            "has 1.0 MiB: short 179.9 KiB");
+            "device 'gpu0': needs 1.2 MiB (weights 1015.8 KiB, KV 160.0 KiB, scratch 41.2 KiB, overhead 1000 B), "
+            "has 1.0 MiB: short 193.9 KiB");
 
   const std::string table = format_memory_table(*est);
   EXPECT_NE(table.find("memory at ctx 128 x 1 seq, batch 8"), std::string::npos) << table;
-  EXPECT_NE(table.find("✗ short 179.9 KiB"), std::string::npos) << table;
+  EXPECT_NE(table.find("✗ short 193.9 KiB"), std::string::npos) << table;
   EXPECT_NE(table.find("✓"), std::string::npos) << table;
   EXPECT_NE(table.find("device"), std::string::npos);
   EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 4);  // title, header, 2 devices
 
   const auto j = to_json(*est);
-  EXPECT_EQ(j["devices"][0]["total_bytes"], 1232776u);
+  EXPECT_EQ(j["devices"][0]["total_bytes"], 1247112u);
   EXPECT_EQ(j["fits"], false);
 }
 

@@ -18,15 +18,6 @@ namespace {
 
 const std::string kKey = "bi-key";
 
-// Where setup puts the real chat models (tools/fetch_models.sh); it guarantees them, so a missing
-// one fails the test.
-std::string smollm2() {
-  std::filesystem::path dir;
-  if (const char* home = std::getenv("STRATA_MODEL_HOME")) dir = home;
-  else if (const char* data = std::getenv("XDG_DATA_HOME")) dir = std::filesystem::path(data) / "strata" / "models";
-  else dir = std::filesystem::path(std::getenv("HOME") ? std::getenv("HOME") : "/") / ".local/share/strata/models";
-  return (dir / "SmolLM2-135M-Instruct.Q4_1.gguf").string();
-}
 
 Json completion(const std::string& prompt, int max_tokens) {
   return Json{{"prompt", prompt}, {"temperature", 0}, {"max_tokens", max_tokens}, {"ignore_eos", true}};

@@ -11,15 +11,6 @@
 namespace strata::test {
 namespace {
 
-// Where setup puts the real chat models (tools/fetch_models.sh); it guarantees them, so a missing
-// one fails the test.
-std::string smollm2() {
-  std::filesystem::path dir;
-  if (const char* home = std::getenv("STRATA_MODEL_HOME")) dir = home;
-  else if (const char* data = std::getenv("XDG_DATA_HOME")) dir = std::filesystem::path(data) / "strata" / "models";
-  else dir = std::filesystem::path(std::getenv("HOME") ? std::getenv("HOME") : "/") / ".local/share/strata/models";
-  return (dir / "SmolLM2-135M-Instruct.Q4_1.gguf").string();
-}
 
 // An edit task: the answer copies most of the prompt, which prompt lookup guesses.
 Json edit_request(const Json& speculative, float temperature = 0) {

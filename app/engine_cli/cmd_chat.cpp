@@ -10,6 +10,7 @@
 
 #include "app/engine_cli/commands.h"
 #include "app/engine_cli/common.h"
+#include "app/engine_cli/draft_cli.h"
 #include "app/engine_cli/placement_cli.h"
 #include "engine/chat/chat_template.h"
 #include "engine/exec/generate.h"
@@ -21,6 +22,7 @@ namespace {
 struct ChatOptions {
   ModelOptions model;
   DeviceOptions devices;
+  DraftOptions draft;
   sample::SamplerParams sampling;
   std::string system;
   std::string template_name;  // a built-in template instead of the model's
@@ -35,6 +37,8 @@ int chat(const ChatOptions& o) {
   auto runtime = build_runtime(m, o.model, o.devices, 1);
   if (!runtime.ok()) return report(runtime.error());
   auto session = std::make_unique<exec::Session>(*runtime->pipeline, 0);
+  auto draft = load_draft(o.draft, m, *runtime);
+  if (!draft.ok()) return report(draft.error());
 
   std::string source = m.chat_template();
   if (!o.template_name.empty()) {
@@ -90,6 +94,8 @@ int chat(const ChatOptions& o) {
     g.sampling = o.sampling;
     g.on_prompt_progress = prompt_progress_printer();
     g.prompt_chunk = o.devices.max_batch;
+    g.speculative = draft->params;
+    g.draft = draft->drafter.get();
     auto result = exec::generate(*session, prompt, g, [](std::string_view piece) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);
@@ -121,6 +127,7 @@ Command add_chat_command(CLI::App& app) {
   add_model_options(*cmd, o->model);
   add_sampling_options(*cmd, o->sampling);
   add_device_options(*cmd, o->devices, /*with_trace=*/false);
+  add_draft_options(*cmd, o->draft);
   cmd->add_option("--system", o->system, "system prompt");
   cmd->add_option("--chat-template", o->template_name, "use a built-in template: chatml llama2 llama3 mistral gemma phi3 deepseek-r1");
   cmd->add_option("-n,--max-tokens", o->max_tokens, "tokens per reply at most")

@@ -660,14 +660,23 @@ void Scheduler::draft_for(const std::vector<Slot*>& decoding) {
                                            n_ctx_ - static_cast<int64_t>(slot->history.size()) - 1);
     if (room <= 0) continue;
     if (sp.mode == DraftMode::Lookup) {
-      trace::Span span;
-      if (options_.recorder && options_.draft_lane >= 0)
-        span = options_.recorder->span(options_.draft_lane, trace::EventKind::Draft, -1, slot->seq,
-                                       static_cast<int64_t>(slot->history.size()) + 1);
+      const bool traced = options_.recorder && options_.draft_lane >= 0;
+      const int64_t t0 = traced ? options_.recorder->now_ns() : 0;
       std::vector<int32_t> context = slot->history;
       context.push_back(slot->pending);
       slot->draft = paced_lookup(context, sp, room, slot->pacer, pass_costs_, base_rows);
-      span.set_n_tokens(static_cast<int32_t>(slot->draft.size()));
+      if (traced && !slot->draft.empty()) {
+        // Only lookups that guessed: a span for every plain step would bury the lane.
+        trace::Event e;
+        e.lane = options_.draft_lane;
+        e.kind = trace::EventKind::Draft;
+        e.seq = slot->seq;
+        e.token = static_cast<int64_t>(slot->history.size()) + 1;
+        e.start_ns = t0;
+        e.duration_ns = options_.recorder->now_ns() - t0;
+        e.n_tokens = static_cast<int32_t>(slot->draft.size());
+        options_.recorder->record(e);
+      }
     } else if (options_.draft) {
       const int32_t k = paced_length(sp, room, slot->pacer, pass_costs_, base_rows, options_.draft->guess_ms());
       if (k <= 0) continue;

@@ -96,12 +96,9 @@ int serve(const ServeOptions& o) {
   serve::HostOptions ho;
   {
     // The server's default for requests that do not say (they may ask per request, docs/api.md).
-    const std::string mode = o.draft.mode.empty() ? (o.draft.model.empty() ? "off" : "model") : o.draft.mode;
-    auto m = exec::parse_draft_mode(mode);
-    if (!m.ok()) return report(m.error());
-    if (*m == exec::DraftMode::Model && o.draft.model.empty())
-      return report(Error{Code::InvalidArgument, "--speculative model needs a draft model (--draft FILE)"});
-    ho.speculative = {*m, o.draft.max_draft, !o.draft.fixed};
+    auto params = speculative_params(o.draft);
+    if (!params.ok()) return report(params.error());
+    ho.speculative = *params;
     if (!o.draft.model.empty()) {
       auto path = resolve_model_path(o.draft.model);
       if (!path.ok()) return report(path.error());

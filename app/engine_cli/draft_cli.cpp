@@ -17,27 +17,27 @@ void add_draft_options(CLI::App& cmd, DraftOptions& o) {
   cmd.add_option("--draft-device", o.device, "device the draft model runs on (one of --devices)");
 }
 
+Expected<exec::SpeculativeParams> speculative_params(const DraftOptions& o) {
+  exec::SpeculativeParams p;
+  const std::string mode = o.mode.empty() ? (o.model.empty() ? "off" : "model") : o.mode;
+  STRATA_ASSIGN_OR_RETURN(p.mode, exec::parse_draft_mode(mode));
+  p.max_draft = o.max_draft;
+  p.adaptive = !o.fixed;
+  STRATA_RETURN_IF_ERROR(exec::validate(p));
+  if (p.mode == exec::DraftMode::Model && o.model.empty())
+    return Error{Code::InvalidArgument, "--speculative model needs a draft model (--draft FILE)"};
+  return p;
+}
+
 Expected<DraftRuntime> load_draft(const DraftOptions& o, const model::Model& target, Runtime& rt) {
   DraftRuntime d;
-  const std::string mode = o.mode.empty() ? (o.model.empty() ? "off" : "model") : o.mode;
-  STRATA_ASSIGN_OR_RETURN(d.params.mode, exec::parse_draft_mode(mode));
-  d.params.max_draft = o.max_draft;
-  d.params.adaptive = !o.fixed;
-  STRATA_RETURN_IF_ERROR(exec::validate(d.params));
-  if (d.params.mode == exec::DraftMode::Model && o.model.empty())
-    return Error{Code::InvalidArgument, "--speculative model needs a draft model (--draft FILE)"};
-  if (rt.recorder && d.params.mode != exec::DraftMode::Off) d.lane = rt.recorder->add_lane("draft", false);
+  STRATA_ASSIGN_OR_RETURN(d.params, speculative_params(o));
   if (o.model.empty()) return d;
-  backend::Device* device = nullptr;
-  for (const auto& dev : rt.devices) {
-    if (dev->id() == o.device) device = dev.get();
-  }
-  if (!device) return Error{Code::InvalidArgument, "--draft-device " + o.device + " is not one of the devices"};
-  ModelOptions mo;
-  mo.model = o.model;
-  STRATA_ASSIGN_OR_RETURN(d.model, load_model(mo, /*remember=*/false));
+  STRATA_ASSIGN_OR_RETURN(std::filesystem::path path, resolve_model_path(o.model));
   const plan::Placement& p = rt.pipeline->placement();
-  STRATA_ASSIGN_OR_RETURN(d.drafter, exec::DraftModel::create(*d.model, target, *device, p.n_seq, p.n_ctx));
+  STRATA_ASSIGN_OR_RETURN(exec::LoadedDraft loaded, exec::load_draft_model(path, target, rt.devices, o.device, p.n_seq, p.n_ctx));
+  d.model = std::move(loaded.model);
+  d.drafter = std::move(loaded.drafter);
   return d;
 }
 

@@ -22,13 +22,16 @@ struct DraftOptions {
 };
 void add_draft_options(CLI::App& cmd, DraftOptions& o);
 
+// The speculative parameters the options give (--speculative defaults to model with --draft, else
+// off); InvalidArgument for model without --draft.
+Expected<exec::SpeculativeParams> speculative_params(const DraftOptions& o);
+
 // The draft model, loaded and placed (null when none was asked for), and the default speculative
 // parameters the options give.
 struct DraftRuntime {
   std::unique_ptr<model::Model> model;
   std::unique_ptr<exec::DraftModel> drafter;
   exec::SpeculativeParams params;
-  int32_t lane = -1;           // the trace's draft lane (with --trace)
 };
 // n_seq / n_ctx: the target pipeline's. The draft runs on the runtime's device named by
 // --draft-device and shares its memory with the target's blocks there.

@@ -133,16 +133,19 @@ Expected<GenerateResult> generate(Session& session, std::span<const int32_t> pro
     const int64_t room = std::min<int64_t>(options.max_tokens - static_cast<int64_t>(result.tokens.size()) - 1,
                                            session.n_ctx() - session.position() - 1);
     draft.clear();
-    if (!session.pipeline().all_logits_supported()) {
-      // The head on another rank: plain steps (the text is the same).
-    } else if (options.speculative.mode == DraftMode::Lookup) {
+    // The head on another rank gives no logits of every position: plain steps (the text is the same).
+    const DraftMode mode = session.pipeline().all_logits_supported() ? options.speculative.mode : DraftMode::Off;
+    // The drafters' context: the cache's tokens and the sampled one.
+    auto make_context = [&] {
       context = session.history();
       context.push_back(next);
+    };
+    if (mode == DraftMode::Lookup) {
+      make_context();
       draft = paced_lookup(context, options.speculative, room, pacer, costs);
-    } else if (options.speculative.mode == DraftMode::Model) {
+    } else if (mode == DraftMode::Model) {
       if (const int32_t k = paced_length(options.speculative, room, pacer, costs, 0, options.draft->guess_ms()); k > 0) {
-        context = session.history();
-        context.push_back(next);
+        make_context();
         const DraftModel::Ask ask{0, context, k, &draft};
         if (!options.draft->propose(std::span<const DraftModel::Ask>(&ask, 1)).ok()) draft.clear();
       }

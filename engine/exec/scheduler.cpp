@@ -527,9 +527,11 @@ void Scheduler::step() {
   });
   // While some sequence decodes, prompts get prompt_chunk tokens a step (its next token waits for
   // that step); when every sequence is reading its prompt, a full batch.
-  bool decoding = false;
-  for (const Slot* sp : order)
-    decoding = decoding || (sp->prompt_done >= sp->req.prompt.size() && sp->replay_done >= sp->replay.size());
+  std::vector<Slot*> decoders;
+  for (Slot* sp : order) {
+    if (sp->prompt_done >= sp->req.prompt.size() && sp->replay_done >= sp->replay.size()) decoders.push_back(sp);
+  }
+  const bool decoding = !decoders.empty();
   size_t budget = static_cast<size_t>(options_.prompt_chunk);
   // Nothing decodes: a full batch, unless a prompt that fits in one chunk is read beside a longer
   // one; then one chunk, so that the short one's first token comes after a short step instead of
@@ -539,10 +541,6 @@ void Scheduler::step() {
   const bool short_beside_long = reading > 1 && left(order.front()) > 0 && left(order.front()) <= budget;
   if (!decoding && !short_beside_long)
     budget = std::max(budget, static_cast<size_t>(std::max<int64_t>(1, pipeline_.placement().max_batch)));
-  std::vector<Slot*> decoders;
-  for (Slot* sp : order) {
-    if (sp->replay_done >= sp->replay.size() && sp->prompt_done >= sp->req.prompt.size()) decoders.push_back(sp);
-  }
   draft_for(decoders);
   for (Slot* sp : order) {
     Slot& slot = *sp;
@@ -640,14 +638,12 @@ void Scheduler::step() {
     }
   }
   note_rate(t0, Clock::now(), sampled);
-  (void)t1;
 }
 
 void Scheduler::draft_for(const std::vector<Slot*>& decoding) {
   for (auto& s : slots_) s->draft.clear();
   if (!pipeline_.all_logits_supported()) return;  // the head on another rank: plain steps
   std::vector<Slot*> by_model;
-  std::vector<std::vector<int32_t>> contexts;
   std::vector<int32_t> lengths;
   // The other decoding sequences' tokens share each pass: a sequence's guesses are weighed at what
   // they add to a pass of that many rows.
@@ -660,47 +656,56 @@ void Scheduler::draft_for(const std::vector<Slot*>& decoding) {
                                            n_ctx_ - static_cast<int64_t>(slot->history.size()) - 1);
     if (room <= 0) continue;
     if (sp.mode == DraftMode::Lookup) {
-      const bool traced = options_.recorder && options_.draft_lane >= 0;
-      const int64_t t0 = traced ? options_.recorder->now_ns() : 0;
-      std::vector<int32_t> context = slot->history;
-      context.push_back(slot->pending);
-      slot->draft = paced_lookup(context, sp, room, slot->pacer, pass_costs_, base_rows);
-      if (traced && !slot->draft.empty()) {
-        // Only lookups that guessed: a span for every plain step would bury the lane.
-        trace::Event e;
-        e.lane = options_.draft_lane;
-        e.kind = trace::EventKind::Draft;
-        e.seq = slot->seq;
-        e.token = static_cast<int64_t>(slot->history.size()) + 1;
-        e.start_ns = t0;
-        e.duration_ns = options_.recorder->now_ns() - t0;
-        e.n_tokens = static_cast<int32_t>(slot->draft.size());
-        options_.recorder->record(e);
-      }
+      const int64_t t0 = options_.recorder ? options_.recorder->now_ns() : 0;
+      // The context is the cache's tokens and the pending one: history gets pending for the lookup
+      // only (no copy of a whole history each step).
+      slot->history.push_back(slot->pending);
+      slot->draft = paced_lookup(slot->history, sp, room, slot->pacer, pass_costs_, base_rows);
+      slot->history.pop_back();
+      // Only lookups that guessed: a span for every plain step would bury the lane.
+      if (!slot->draft.empty())
+        draft_event(trace::EventKind::Draft, slot->seq, static_cast<int64_t>(slot->history.size()) + 1, t0,
+                    options_.recorder ? options_.recorder->now_ns() : 0, static_cast<int64_t>(slot->draft.size()));
     } else if (options_.draft) {
       const int32_t k = paced_length(sp, room, slot->pacer, pass_costs_, base_rows, options_.draft->guess_ms());
       if (k <= 0) continue;
       by_model.push_back(slot);
-      contexts.push_back(slot->history);
-      contexts.back().push_back(slot->pending);
       lengths.push_back(k);
     }
   }
   if (by_model.empty()) return;
+  // Each asking slot's context is its history with the pending token on it, while the draft runs.
   std::vector<DraftModel::Ask> asks;
-  for (size_t i = 0; i < by_model.size(); ++i) asks.push_back({by_model[i]->seq, contexts[i], lengths[i], &by_model[i]->draft});
-  trace::Span span;
-  if (options_.recorder && options_.draft_lane >= 0)
-    span = options_.recorder->span(options_.draft_lane, trace::EventKind::Draft, -1, by_model.front()->seq,
-                                   static_cast<int64_t>(by_model.front()->history.size()) + 1);
+  for (size_t i = 0; i < by_model.size(); ++i) {
+    by_model[i]->history.push_back(by_model[i]->pending);
+    asks.push_back({by_model[i]->seq, by_model[i]->history, lengths[i], &by_model[i]->draft});
+  }
+  const int64_t t0 = options_.recorder ? options_.recorder->now_ns() : 0;
   // A draft model that fails (its device lost, its memory full) costs speed, not text: these
   // sequences take a plain step.
-  if (!options_.draft->propose(asks).ok()) {
-    for (Slot* slot : by_model) slot->draft.clear();
+  const bool proposed = options_.draft->propose(asks).ok();
+  int64_t guesses = 0;
+  for (Slot* slot : by_model) {
+    slot->history.pop_back();
+    if (!proposed) slot->draft.clear();
+    guesses += static_cast<int64_t>(slot->draft.size());
   }
-  int32_t guesses = 0;
-  for (Slot* slot : by_model) guesses += static_cast<int32_t>(slot->draft.size());
-  span.set_n_tokens(guesses);
+  draft_event(trace::EventKind::Draft, by_model.front()->seq, static_cast<int64_t>(by_model.front()->history.size()) + 1,
+              t0, options_.recorder ? options_.recorder->now_ns() : 0, guesses);
+}
+
+void Scheduler::draft_event(trace::EventKind kind, int32_t seq, int64_t token, int64_t start_ns, int64_t end_ns,
+                            int64_t n_tokens) {
+  if (!options_.recorder || options_.draft_lane < 0) return;
+  trace::Event e;
+  e.lane = options_.draft_lane;
+  e.kind = kind;
+  e.seq = seq;
+  e.token = token;
+  e.start_ns = start_ns;
+  e.duration_ns = std::max<int64_t>(0, end_ns - start_ns);
+  e.n_tokens = static_cast<int32_t>(n_tokens);
+  options_.recorder->record(e);
 }
 
 int64_t Scheduler::verify(Slot& slot, int64_t pass_start_ns, int64_t pass_end_ns) {
@@ -729,30 +734,17 @@ int64_t Scheduler::verify(Slot& slot, int64_t pass_start_ns, int64_t pass_end_ns
   // Keys and values past the accepted tokens belong to guesses the target did not take.
   pipeline_.truncate(slot.seq, static_cast<int64_t>(slot.history.size()));
   slot.pacer.record(static_cast<int64_t>(draft.size()), v.accepted);
-  if (options_.recorder && options_.draft_lane >= 0 && !draft.empty()) {
+  if (!draft.empty()) {
     // The pass that verified the guesses, on the draft lane, cut in proportion: the share of the
     // guesses the target took (draft-accepted), then the share it dropped (draft-rejected).
     const int64_t span = std::max<int64_t>(0, pass_end_ns - pass_start_ns);
-    const int64_t taken_ns = span * v.accepted / static_cast<int64_t>(draft.size());
-    trace::Event e;
-    e.lane = options_.draft_lane;
-    e.seq = slot.seq;
-    e.token = static_cast<int64_t>(slot.history.size());
-    if (v.accepted > 0) {
-      e.kind = trace::EventKind::DraftAccepted;
-      e.start_ns = pass_start_ns;
-      e.duration_ns = taken_ns;
-      e.n_tokens = static_cast<int32_t>(v.accepted);
-      options_.recorder->record(e);
-    }
+    const int64_t taken_end = pass_start_ns + span * v.accepted / static_cast<int64_t>(draft.size());
+    const int64_t token = static_cast<int64_t>(slot.history.size());
     const int64_t rejected = static_cast<int64_t>(draft.size()) - v.accepted;
-    if (rejected > 0) {
-      e.kind = trace::EventKind::DraftRejected;
-      e.start_ns = pass_start_ns + taken_ns;
-      e.duration_ns = span - taken_ns;
-      e.n_tokens = static_cast<int32_t>(rejected);
-      options_.recorder->record(e);
-    }
+    if (v.accepted > 0)
+      draft_event(trace::EventKind::DraftAccepted, slot.seq, token, pass_start_ns, taken_end, v.accepted);
+    if (rejected > 0)
+      draft_event(trace::EventKind::DraftRejected, slot.seq, token, taken_end, pass_start_ns + span, rejected);
   }
   return slot.result.n_generated - before;
 }

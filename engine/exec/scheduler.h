@@ -214,6 +214,8 @@ class Scheduler {
   // sampled too and cuts the cache back to them. Returns tokens sampled. pass_*_ns: the eval, on
   // the recorder's clock (for the draft lane's accepted / rejected spans).
   int64_t verify(Slot& slot, int64_t pass_start_ns, int64_t pass_end_ns);
+  // Records one span of speculative work on the draft lane (none without a recorder or lane).
+  void draft_event(trace::EventKind kind, int32_t seq, int64_t token, int64_t start_ns, int64_t end_ns, int64_t n_tokens);
   void finish(Slot& slot, FinishReason reason, Status status = {});
   void emit(Slot& slot, const std::string& text);
   void note_rate(std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point t1, int64_t n);

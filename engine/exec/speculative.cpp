@@ -188,6 +188,20 @@ Expected<std::unique_ptr<DraftModel>> DraftModel::create(const model::Model& dra
   return d;
 }
 
+Expected<LoadedDraft> load_draft_model(const std::filesystem::path& path, const model::Model& target,
+                                       std::span<const std::unique_ptr<backend::Device>> devices,
+                                       const std::string& device_id, int64_t n_seq, int64_t n_ctx) {
+  backend::Device* device = nullptr;
+  for (const auto& d : devices) {
+    if (d->id() == device_id) device = d.get();
+  }
+  if (!device) return Error{Code::InvalidArgument, "draft device '" + device_id + "' is not one of the devices"};
+  LoadedDraft d;
+  STRATA_ASSIGN_OR_RETURN(d.model, model::Model::load(path));
+  STRATA_ASSIGN_OR_RETURN(d.drafter, DraftModel::create(*d.model, target, *device, n_seq, n_ctx));
+  return d;
+}
+
 Status DraftModel::propose(std::span<const Ask> asks) {
   const int64_t n_vocab = draft_.config().n_vocab;
   struct Live {

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <span>
 #include <string>
@@ -181,6 +182,17 @@ std::vector<int32_t> paced_lookup(std::span<const int32_t> context, const Specul
 // model's time a guess (DraftModel::guess_ms).
 int32_t paced_length(const SpeculativeParams& params, int64_t room, DraftPacer& pacer, const PassCosts& costs,
                      int64_t base_rows = 0, double guess_ms = 0);
+
+// A draft model file loaded and placed for `target` on the device named device_id among `devices`
+// (InvalidArgument when none is; the vocabulary check of DraftModel::create), n_seq sequences of
+// n_ctx positions: what `run`, `chat` and the server load from --draft.
+struct LoadedDraft {
+  std::unique_ptr<model::Model> model;
+  std::unique_ptr<DraftModel> drafter;  // refers to *model (destroyed first)
+};
+Expected<LoadedDraft> load_draft_model(const std::filesystem::path& path, const model::Model& target,
+                                       std::span<const std::unique_ptr<backend::Device>> devices,
+                                       const std::string& device_id, int64_t n_seq, int64_t n_ctx);
 
 // The outcome of verifying one speculative step of one sequence.
 struct VerifyResult {

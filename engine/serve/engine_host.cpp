@@ -216,29 +216,16 @@ Status EngineHost::install(std::unique_ptr<model::Model> model, const plan::Plac
 
 void EngineHost::load_draft(LoadedModel& loaded) {
   if (options_.draft_model.empty()) return;
-  backend::Device* device = nullptr;
-  for (const auto& d : devices_) {
-    if (d->id() == options_.draft_device) device = d.get();
-  }
-  if (!device) {
-    loaded.draft_error = "the draft device " + options_.draft_device + " is not one of the server's devices";
-    return;
-  }
   // A draft that cannot serve this model (another vocabulary, no memory left) costs speed, not the
   // model: it is served without one, and /strata/v1/status says why.
-  auto draft = model::Model::load(options_.draft_model);
+  auto draft = exec::load_draft_model(options_.draft_model, *loaded.model, devices_, options_.draft_device,
+                                      loaded.pipeline->n_seq(), loaded.pipeline->n_ctx());
   if (!draft.ok()) {
     loaded.draft_error = draft.error().message;
     return;
   }
-  auto drafter = exec::DraftModel::create(**draft, *loaded.model, *device, loaded.pipeline->n_seq(),
-                                          loaded.pipeline->n_ctx());
-  if (!drafter.ok()) {
-    loaded.draft_error = drafter.error().message;
-    return;
-  }
-  loaded.draft_model = std::move(*draft);
-  loaded.drafter = std::move(*drafter);
+  loaded.draft_model = std::move(draft->model);
+  loaded.drafter = std::move(draft->drafter);
 }
 
 Status EngineHost::adopt(std::unique_ptr<model::Model> model, const plan::Placement& placement) {

@@ -132,6 +132,7 @@ int serve(const ServeOptions& o) {
   req.gpu_layers = o.devices.gpu_layers;
   req.kv_on_cpu = o.devices.kv_on_cpu;
   if (auto kv = plan::kv_type_from_name(o.devices.kv_type); kv.ok()) req.kv_type = *kv;
+  req.swa_full = o.devices.swa_full;
   req.main_device = o.devices.main_device;
   req.n_ctx = o.model.ctx;
   req.max_batch = o.devices.max_batch;

@@ -27,6 +27,9 @@ void add_device_options(CLI::App& cmd, DeviceOptions& o, bool with_trace) {
   cmd.add_option("--kv-type,--cache-type", o.kv_type,
                  "KV cache elements: f16 (default), f32, or q8_0 (about half of f16's memory; CPU and simulated devices)")
       ->check(CLI::IsMember({"f32", "f16", "q8_0"}));
+  cmd.add_flag("--swa-full", o.swa_full,
+               "sliding-window blocks keep a KV cache of the whole context instead of a ring of their window plus "
+               "one batch (more memory; any earlier position can then be returned to without evaluating again)");
   cmd.add_option("--placement", o.placement, "auto | FILE.json (overrides the split options)");
   cmd.add_option("--plan-goal", o.goal, "for --placement auto: fit | balance | fewest-transfers");
   cmd.add_option("--main-device", o.main_device, "device of the unsplit parts (split-mode none / tensor)");
@@ -83,6 +86,7 @@ Expected<plan::PlacementRequest> placement_request(const ModelOptions& mo, const
   req.gpu_layers = o.gpu_layers;
   req.kv_on_cpu = o.kv_on_cpu;
   STRATA_ASSIGN_OR_RETURN(req.kv_type, plan::kv_type_from_name(o.kv_type));
+  req.swa_full = o.swa_full;
   req.main_device = o.main_device;
   if (!o.experts_on_cpu.empty()) {
     STRATA_ASSIGN_OR_RETURN(req.experts_on_cpu, plan::parse_experts_on_cpu(o.experts_on_cpu));

@@ -26,6 +26,7 @@ struct DeviceOptions {
   int64_t gpu_layers = -1;
   bool kv_on_cpu = false;
   std::string kv_type = "f16";  // f32 | f16 | q8_0
+  bool swa_full = false;        // sliding-window blocks keep n_ctx rows, not a ring
   std::string placement;   // "", "auto", FILE.json
   std::string goal = "balance";
   std::string main_device;

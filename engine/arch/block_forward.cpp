@@ -101,6 +101,7 @@ Status BlockForward::rope_attend(const ShardWeights& w, int64_t layer, int64_t n
     a.kv_type = sr.kv.kv_type;
     a.kv_stride = sr.kv.stride;
     a.n_ctx = sr.kv.n_ctx;
+    a.kv_cells = sr.kv.cells;
     a.n_tokens = sr.n;
     a.pos0 = sr.pos0;
     a.n_heads = w.n_heads;

@@ -62,13 +62,15 @@ struct MoeRouting {
 };
 
 // One sequence's keys and values of one shard: position p of local KV head j at element
-// p * stride + j * head_dim of k (and of v), elements of kv_type.
+// row(p) * stride + j * head_dim of k (and of v), elements of kv_type; row(p) = p, or p mod cells
+// in a ring (a sliding-window layer's cache, plan::kv_cells).
 struct KvView {
   void* k = nullptr;
   void* v = nullptr;
   kernels::DType kv_type = kernels::DType::F32;
-  int64_t stride = 0;  // elements between positions
-  int64_t n_ctx = 0;
+  int64_t stride = 0;  // elements between rows
+  int64_t n_ctx = 0;   // positions of the sequence
+  int64_t cells = 0;   // 0: n_ctx rows, one per position; else the rows of a ring
 };
 
 // One sequence's rows inside a block of several sequences' tokens stacked ([n_total][n_embd]):

@@ -10,10 +10,12 @@
 // when its work is queued; results are visible to the host after synchronize() or to_host().
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "engine/core/status.h"
 #include "kernels/common/scalar_math.h"
@@ -52,12 +54,16 @@ struct AttentionArgs {
   const float* q = nullptr;  // [n_tokens][n_heads * head_dim], already roped
   const float* k = nullptr;  // [n_tokens][n_kv_heads * head_dim], already roped
   const float* v = nullptr;  // [n_tokens][n_kv_heads * head_dim]
-  // Cache of one sequence: position p of KV head j starts at element p * kv_stride + j * head_dim.
+  // Cache of one sequence: position p of KV head j starts at element row(p) * kv_stride + j * head_dim,
+  // row(p) = p, or p mod kv_cells for a ring (kv_cells > 0: a sliding-window layer's cache keeps
+  // its window and one batch; a multiple of 64, at least window + n_tokens - 1, so that the
+  // new rows never overwrite a position the call's tokens still see).
   void* k_cache = nullptr;
   void* v_cache = nullptr;
   kernels::DType kv_type = kernels::DType::F32;
-  int64_t kv_stride = 0;  // elements between consecutive positions (>= n_kv_heads * head_dim)
-  int64_t n_ctx = 0;      // positions the cache holds; pos0 + n_tokens <= n_ctx
+  int64_t kv_stride = 0;  // elements between consecutive rows (>= n_kv_heads * head_dim)
+  int64_t n_ctx = 0;      // positions of the sequence; pos0 + n_tokens <= n_ctx
+  int64_t kv_cells = 0;   // 0: one row per position (n_ctx rows); else rows of the ring
   int64_t n_tokens = 0;
   int64_t pos0 = 0;
   int64_t n_heads = 0;
@@ -71,6 +77,26 @@ struct AttentionArgs {
   bool causal = true;
   float* out = nullptr;  // [n_tokens][n_heads * head_dim]
 };
+
+// Row of position `pos` in the call's cache: pos, or pos mod kv_cells in a ring.
+inline int64_t kv_row(const AttentionArgs& a, int64_t pos) { return a.kv_cells > 0 ? pos % a.kv_cells : pos; }
+
+// What every backend refuses of a ring: a row count that is not a multiple of 64 (a key block of
+// 64 positions must be consecutive rows), or one smaller than the span of positions the call's
+// tokens see together (the new rows would overwrite keys that are still read).
+inline Status check_kv_ring(const AttentionArgs& a) {
+  if (a.kv_cells == 0) return {};
+  if (a.kv_cells < 0 || a.kv_cells % 64 != 0)
+    return Error{Code::InvalidArgument, "a KV ring of " + std::to_string(a.kv_cells) + " rows (need a positive multiple of 64)"};
+  const int64_t end = a.pos0 + a.n_tokens;
+  const int64_t first_end = a.causal ? a.pos0 + 1 : end;  // the first token's visible end
+  const int64_t begin = a.window > 0 ? std::max<int64_t>(0, first_end - a.window) : 0;
+  if (end - begin > a.kv_cells)
+    return Error{Code::OutOfRange, "attention of " + std::to_string(a.n_tokens) + " tokens at position " +
+                                       std::to_string(a.pos0) + " sees " + std::to_string(end - begin) +
+                                       " positions, more than the KV ring's " + std::to_string(a.kv_cells) + " rows"};
+  return {};
+}
 
 // A point in a device's queue of work: for ordering and for trace timestamps.
 class Event {

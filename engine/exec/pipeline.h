@@ -99,12 +99,24 @@ class Pipeline {
   bool all_logits_supported() const;
 
   int64_t position(int32_t seq) const { return positions_[static_cast<size_t>(seq)]; }
-  // Forgets positions >= n of a sequence (their keys and values become free to overwrite).
-  void truncate(int32_t seq, int64_t n);
+  // Forgets positions >= n of a sequence (their keys and values become free to overwrite) and
+  // returns the position kept: n (clamped to [0, position]), or 0 where a sliding-window
+  // block's ring no longer holds the window before n (kept_prefix). The caller evaluates the
+  // sequence again from what is kept.
+  int64_t truncate(int32_t seq, int64_t n);
+  // What truncate(seq, n) would keep, without changing anything. A ring of R rows for a window
+  // of W holds the last R positions written, so n is kept when the sequence has been no further
+  // than n + R - W (kv_rewind); without rings (or with Placement::swa_full) always.
+  int64_t kept_prefix(int32_t seq, int64_t n) const;
+  // Positions a sequence can always be cut back by from the furthest it has been (>= 64, the
+  // largest speculative step's rejected guesses fit): the smallest R - W of the rings; INT64_MAX
+  // without rings.
+  int64_t kv_rewind() const { return kv_rewind_; }
   // Makes sequence dst hold the first n positions of sequence src (keys and values of every
   // block, on every device and shard, copied device-locally), so a prompt two sequences share
-  // is evaluated once. dst's position becomes n. InvalidArgument for bad ids, src == dst, or
-  // n outside [0, position(src)]. Calling thread: the driver, with no eval in flight.
+  // is evaluated once. dst's position becomes n. InvalidArgument for bad ids, src == dst, n
+  // outside [0, position(src)], or n that src's rings no longer hold (kept_prefix(src, n) < n).
+  // Calling thread: the driver, with no eval in flight.
   Status copy_sequence(int32_t src, int32_t dst, int64_t n);
   int64_t n_ctx() const { return placement_.n_ctx; }
   int64_t n_seq() const { return placement_.n_seq; }
@@ -206,6 +218,11 @@ class Pipeline {
   std::vector<std::unique_ptr<LayerSlot>> layers_;
   std::unique_ptr<RuntimeSet> runtime_;  // device runtimes and stages of the current placement
   std::vector<int64_t> positions_;  // per sequence
+  // Per sequence: the furthest position + 1 it has been written to since it was last emptied
+  // (truncate to 0). A ring's rows hold the latest positions written to them, so this decides
+  // how far back the sequence can be cut (kept_prefix).
+  std::vector<int64_t> written_;
+  int64_t kv_rewind_ = INT64_MAX;  // kv_rewind(): set by create() from the layers' rings
   std::atomic<int64_t> device_timeout_ms_{60000};
 
   // Evals in flight (submit .. wait): their micro-batches, and how many have left the last

@@ -65,6 +65,11 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::create(const model::Model& model, 
   }
   STRATA_RETURN_IF_ERROR(built);
   p->positions_.assign(static_cast<size_t>(placement.n_seq), 0);
+  p->written_.assign(static_cast<size_t>(placement.n_seq), 0);
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const int64_t rows = plan::kv_cells(c, l, placement.n_ctx, placement.max_batch, placement.swa_full);
+    if (rows < placement.n_ctx) p->kv_rewind_ = std::min(p->kv_rewind_, rows - c.layer_attention(l).window);
+  }
   p->start_stages();
   return p;
 }
@@ -124,6 +129,7 @@ Expected<std::unique_ptr<Pipeline::LayerSlot>> Pipeline::build_layer(int64_t ind
   const int64_t n_ctx = placement_.n_ctx, n_seq = placement_.n_seq;
   slot->shared_kv = !where.kv_device.empty();
   slot->kv_type = placement_.kv_type;
+  slot->kv_rows = plan::kv_cells(c, index, n_ctx, placement_.max_batch, placement_.swa_full);
   auto add_kv = [&](backend::Device* d, const plan::LayerShard& shard) -> Status {
     if (!local(d)) {  // kept by its own rank
       slot->kv_devices.push_back(d);
@@ -133,7 +139,7 @@ Expected<std::unique_ptr<Pipeline::LayerSlot>> Pipeline::build_layer(int64_t ind
     if (!d->supports_kv(slot->kv_type))
       return Error{Code::Unsupported, "layer " + std::to_string(index) + ": device '" + d->id() + "' cannot keep a " +
                                           kernels::dtype_name(slot->kv_type) + " KV cache"};
-    const uint64_t bytes = plan::shard_kv_bytes(c, shard, n_ctx, n_seq, placement_.kv_type);
+    const uint64_t bytes = plan::shard_kv_bytes(c, shard, slot->kv_rows, n_seq, placement_.kv_type);
     STRATA_ASSIGN_OR_RETURN(auto buf, d->allocate(bytes, backend::BufferUse::KvCache));
     STRATA_RETURN_IF_ERROR(d->fill_zero(buf->data(), bytes));
     slot->kv_devices.push_back(d);
@@ -417,7 +423,8 @@ Status Pipeline::copy_kv(const LayerSlot& from, const LayerSlot& to) {
           c.src_pitch = bytes(src.stride);
           c.dst_pitch = bytes(dst.stride);
           c.width = bytes((h1 - h0) * hd);
-          c.height = static_cast<size_t>(live);
+          // A ring travels whole: its rows hold the window before `live` wherever it wrapped to.
+          c.height = static_cast<size_t>(from.kv_rows < placement_.n_ctx ? from.kv_rows : live);
           STRATA_RETURN_IF_ERROR(comm::copy(src_dev, dst_dev, c));
         }
       }
@@ -428,8 +435,9 @@ Status Pipeline::copy_kv(const LayerSlot& from, const LayerSlot& to) {
 
 Expected<int64_t> Pipeline::apply(const plan::Placement& next, KvOnApply kv) {
   const model::ModelConfig& c = model_.config();
-  if (next.n_ctx != placement_.n_ctx || next.n_seq != placement_.n_seq || next.max_batch != placement_.max_batch)
-    return Error{Code::InvalidArgument, "a new placement may not change n_ctx, n_seq or max_batch (reload instead)"};
+  if (next.n_ctx != placement_.n_ctx || next.n_seq != placement_.n_seq || next.max_batch != placement_.max_batch ||
+      next.swa_full != placement_.swa_full)
+    return Error{Code::InvalidArgument, "a new placement may not change n_ctx, n_seq, max_batch or swa_full (reload instead)"};
   if (static_cast<int64_t>(next.layers.size()) != c.n_layers)
     return Error{Code::InvalidArgument, "placement has " + std::to_string(next.layers.size()) + " blocks, the model " +
                                             std::to_string(c.n_layers)};
@@ -515,7 +523,10 @@ Expected<int64_t> Pipeline::apply(const plan::Placement& next, KvOnApply kv) {
     return Error{why.code, "re-placement failed, nothing changed: " + why.message};
   }
   // 3. Carry the KV contents of live positions over (or forget every position), then commit.
-  if (kv == KvOnApply::Discard) std::fill(positions_.begin(), positions_.end(), 0);
+  if (kv == KvOnApply::Discard) {
+    std::fill(positions_.begin(), positions_.end(), 0);
+    std::fill(written_.begin(), written_.end(), 0);
+  }
   for (size_t l = 0; l < layers_.size(); ++l) {
     if (!fresh[l] || kv == KvOnApply::Discard) continue;
     if (Status s = copy_kv(*layers_[l], *fresh[l]); !s.ok()) {

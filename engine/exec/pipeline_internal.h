@@ -27,9 +27,12 @@ struct Pipeline::LayerSlot {
   std::vector<plan::LayerShard> shards;
   std::vector<ShardWeights> weights;
   BufferList weight_buffers;
-  // KV: shared_kv -> one buffer on the KV device with the whole layer, [2][n_seq][n_ctx][kv_dim];
-  // else one buffer per member with its shard, [2][n_seq][n_ctx][local kv dim]. Elements: kv_type.
+  // KV: shared_kv -> one buffer on the KV device with the whole layer, [2][n_seq][kv_rows][kv_dim];
+  // else one buffer per member with its shard, [2][n_seq][kv_rows][local kv dim]. Elements: kv_type.
+  // kv_rows (plan::kv_cells): n_ctx, one row per position, or fewer: a sliding-window block's ring,
+  // position p in row p mod kv_rows.
   bool shared_kv = false;
+  int64_t kv_rows = 0;
   std::vector<backend::Device*> kv_devices;  // the device of each kv_buffers entry
   BufferList kv_buffers;
   kernels::DType kv_type = kernels::DType::F32;

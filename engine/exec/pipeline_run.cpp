@@ -108,12 +108,13 @@ Status transfer_in(trace::Recorder* rec, int32_t from_lane, int32_t to_lane, bac
 
 KvView Pipeline::kv_view(const LayerSlot& slot, size_t member, int32_t seq) const {
   const model::ModelConfig& c = model_.config();
-  const int64_t n_ctx = placement_.n_ctx, n_seq = placement_.n_seq;
+  const int64_t n_ctx = placement_.n_ctx, n_seq = placement_.n_seq, rows = slot.kv_rows;
   // Byte offset of n cache elements (whole blocks: strides and head columns are multiples of 32
   // for Q8_0).
   auto bytes = [&](int64_t n) { return static_cast<size_t>(kernels::row_bytes(slot.kv_type, n)); };
   KvView v;
   v.n_ctx = n_ctx;
+  v.cells = rows < n_ctx ? rows : 0;
   v.kv_type = slot.kv_type;
   uint8_t* base;
   int64_t col = 0;
@@ -125,8 +126,8 @@ KvView Pipeline::kv_view(const LayerSlot& slot, size_t member, int32_t seq) cons
     base = slot.kv_buffers[member]->data();
     v.stride = slot.shards[member].n_kv_heads() * c.head_dim;
   }
-  v.k = base + bytes(static_cast<int64_t>(seq) * n_ctx * v.stride + col);
-  v.v = base + bytes((n_seq + static_cast<int64_t>(seq)) * n_ctx * v.stride + col);
+  v.k = base + bytes(static_cast<int64_t>(seq) * rows * v.stride + col);
+  v.v = base + bytes((n_seq + static_cast<int64_t>(seq)) * rows * v.stride + col);
   return v;
 }
 
@@ -419,6 +420,7 @@ Status Pipeline::serve_stage(StageCall& call) {
   for (const MicroBatch::Part& p : mb.parts) {
     int64_t& pos = positions_[static_cast<size_t>(p.seq)];
     pos = p.pos0 + p.n;
+    written_[static_cast<size_t>(p.seq)] = std::max(written_[static_cast<size_t>(p.seq)], pos);
   }
   call.hidden = std::move(mb.hidden);
   call.out_holder = mb.holder ? mb.holder->id() : std::string();
@@ -428,6 +430,8 @@ Status Pipeline::serve_stage(StageCall& call) {
 void Pipeline::set_position(int32_t seq, int64_t n) {
   if (seq < 0 || seq >= placement_.n_seq) return;
   positions_[static_cast<size_t>(seq)] = std::clamp<int64_t>(n, 0, placement_.n_ctx);
+  // The driver checked what its rings hold (kept_prefix) before telling this rank.
+  written_[static_cast<size_t>(seq)] = positions_[static_cast<size_t>(seq)];
 }
 
 std::vector<SeqRows> Pipeline::seq_rows(const LayerSlot& slot, size_t member, const MicroBatch& mb) const {
@@ -875,14 +879,27 @@ Status Pipeline::wait(uint64_t eval_id) {
                                          std::to_string(flight->hidden_out[i].n_tokens) + " tokens came back"};
     }
   }
-  for (const auto& [seq, n] : flight->advance) positions_[static_cast<size_t>(seq)] += n;
+  for (const auto& [seq, n] : flight->advance) {
+    const int64_t pos = positions_[static_cast<size_t>(seq)] += n;
+    written_[static_cast<size_t>(seq)] = std::max(written_[static_cast<size_t>(seq)], pos);
+  }
   return {};
 }
 
-void Pipeline::truncate(int32_t seq, int64_t n) {
-  if (seq < 0 || seq >= placement_.n_seq) return;
-  int64_t& p = positions_[static_cast<size_t>(seq)];
-  p = std::clamp<int64_t>(n, 0, p);
+int64_t Pipeline::kept_prefix(int32_t seq, int64_t n) const {
+  if (seq < 0 || seq >= placement_.n_seq) return 0;
+  n = std::clamp<int64_t>(n, 0, positions_[static_cast<size_t>(seq)]);
+  // Rows of a ring hold the positions last written to them: the window before n is intact while
+  // the sequence has been no further than n + kv_rewind_.
+  return written_[static_cast<size_t>(seq)] - n <= kv_rewind_ ? n : 0;
+}
+
+int64_t Pipeline::truncate(int32_t seq, int64_t n) {
+  if (seq < 0 || seq >= placement_.n_seq) return 0;
+  const int64_t kept = kept_prefix(seq, n);
+  positions_[static_cast<size_t>(seq)] = kept;
+  if (kept == 0) written_[static_cast<size_t>(seq)] = 0;
+  return kept;
 }
 
 Status Pipeline::copy_sequence(int32_t src, int32_t dst, int64_t n) {
@@ -894,8 +911,13 @@ Status Pipeline::copy_sequence(int32_t src, int32_t dst, int64_t n) {
   if (n < 0 || n > have)
     return Error{Code::InvalidArgument, "copying " + std::to_string(n) + " positions of sequence " + std::to_string(src) +
                                             ", which holds " + std::to_string(have)};
+  if (kept_prefix(src, n) < n)
+    return Error{Code::InvalidArgument, "copying " + std::to_string(n) + " positions of sequence " + std::to_string(src) +
+                                            ": its sliding-window KV rings hold positions past " +
+                                            std::to_string(written_[static_cast<size_t>(src)] - kv_rewind_) + " only"};
   // dst forgets its old contents first: a failure half-way leaves it empty, never mixed.
   positions_[static_cast<size_t>(dst)] = 0;
+  written_[static_cast<size_t>(dst)] = 0;
   if (n == 0) return {};
   for (const auto& slot : layers_) {
     auto bytes = [&](int64_t elems) { return static_cast<size_t>(kernels::row_bytes(slot->kv_type, elems)); };
@@ -919,7 +941,9 @@ Status Pipeline::copy_sequence(int32_t src, int32_t dst, int64_t n) {
         c.dst = kv == 0 ? to.k : to.v;
         c.src_pitch = c.dst_pitch = bytes(from.stride);
         c.width = bytes(width);
-        c.height = static_cast<size_t>(n);
+        // A ring is copied whole: its rows hold the window before n wherever it wrapped to
+        // (the rows of later positions are rewritten before anything reads them).
+        c.height = static_cast<size_t>(slot->kv_rows < placement_.n_ctx ? slot->kv_rows : n);
         backend::Device* dev = slot->kv_devices[b];
         auto route = comm::copy(dev, dev, c);
         if (!route.ok())
@@ -930,6 +954,8 @@ Status Pipeline::copy_sequence(int32_t src, int32_t dst, int64_t n) {
   }
   if (ranks_ && ranks_->rank() == 0) STRATA_RETURN_IF_ERROR(ranks_->copy_sequence(src, dst, n));
   positions_[static_cast<size_t>(dst)] = n;
+  // The copied rings also hold src's positions up to written_[src].
+  written_[static_cast<size_t>(dst)] = std::max(n, written_[static_cast<size_t>(src)]);
   return {};
 }
 

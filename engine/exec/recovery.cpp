@@ -33,6 +33,7 @@ Expected<ReplanReport> replan_without_failed(Pipeline& pipeline, const std::stri
   o.n_seq = old.n_seq;
   o.max_batch = old.max_batch;
   o.kv_type = old.kv_type;
+  o.swa_full = old.swa_full;
   const model::Model& m = pipeline.model();
   // Each attempt either succeeds or leaves out one more device (refused, or lost meanwhile), so this ends.
   while (true) {

@@ -367,8 +367,9 @@ void Scheduler::start(Slot& slot, Waiting w) {
     while (kept < slot.history.size() && kept < prompt.size() && slot.history[kept] == prompt[kept]) ++kept;
   }
   if (kept == prompt.size()) --kept;
+  // A sliding-window ring may no longer hold the window before `kept`: then nothing is kept.
+  kept = static_cast<size_t>(pipeline_.truncate(slot.seq, static_cast<int64_t>(kept)));
   slot.history.resize(kept);
-  pipeline_.truncate(slot.seq, static_cast<int64_t>(kept));
   slot.prompt_done = kept;
   slot.result.n_prompt_cached = static_cast<int64_t>(kept);
 
@@ -476,8 +477,10 @@ bool Scheduler::share_prompt(Slot& slot) {
   size_t coming = 0;
   for (auto& o : slots_) {
     if (o.get() == &slot) continue;
-    // What o's cache holds now (a free slot keeps its last contents until it is taken again).
-    const size_t n = common_prefix(o->history, prompt, limit);
+    // What o's cache holds now (a free slot keeps its last contents until it is taken again),
+    // where its sliding-window rings still hold the window before that point.
+    const size_t shared = common_prefix(o->history, prompt, limit);
+    const size_t n = static_cast<size_t>(pipeline_.kept_prefix(o->seq, static_cast<int64_t>(shared)));
     if (n > have) {
       have = n;
       source = o.get();

@@ -49,8 +49,9 @@ void Session::reset() {
 int64_t Session::keep_common_prefix(std::span<const int32_t> tokens) {
   size_t n = 0;
   while (n < history_.size() && n < tokens.size() && history_[n] == tokens[n]) ++n;
+  // A sliding-window ring may hold less than the common prefix (Pipeline::truncate keeps 0 then).
+  n = static_cast<size_t>(pipeline_->truncate(seq_, static_cast<int64_t>(n)));
   history_.resize(n);
-  pipeline_->truncate(seq_, static_cast<int64_t>(n));
   return static_cast<int64_t>(n);
 }
 
@@ -78,8 +79,8 @@ Expected<const float*> Session::eval_all(std::span<const int32_t> tokens) {
 
 void Session::truncate(int64_t n) {
   n = std::clamp<int64_t>(n, 0, static_cast<int64_t>(history_.size()));
+  n = pipeline_->truncate(seq_, n);
   history_.resize(static_cast<size_t>(n));
-  pipeline_->truncate(seq_, n);
 }
 
 }  // namespace strata::exec

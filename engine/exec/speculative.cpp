@@ -222,8 +222,8 @@ Status DraftModel::propose(std::span<const Ask> asks) {
     size_t keep = 0;
     while (keep < had.size() && keep < a.context.size() && had[keep] == a.context[keep]) ++keep;
     if (keep == a.context.size()) --keep;  // the last context token's logits give the first guess
+    keep = static_cast<size_t>(pipeline_->truncate(a.seq, static_cast<int64_t>(keep)));
     had.resize(keep);
-    pipeline_->truncate(a.seq, static_cast<int64_t>(keep));
     Live l{&a, std::vector<int32_t>(a.context.begin() + static_cast<std::ptrdiff_t>(keep), a.context.end()), {}};
     l.logits.resize(static_cast<size_t>(n_vocab));
     live.push_back(std::move(l));

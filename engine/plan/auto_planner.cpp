@@ -51,6 +51,7 @@ struct Problem {
   int cpu = -1;  // index in order of the first CPU device, or -1
   int64_t n = 0, n_ctx = 0, n_seq = 1, max_batch = 1;
   kernels::DType kv_type = kernels::DType::F16;
+  bool swa_full = false;
   double margin = 0.05;
   std::vector<uint64_t> budget;                 // usable bytes per device
   // Per device: weights + KV of layers [0, i) (a device other than the CPU holds no routed
@@ -77,12 +78,12 @@ Problem make_problem(const model::ModelConfig& c, const model::ModelWeights& w,
   p.n_ctx = n_ctx;
   p.n_seq = o.n_seq;
   p.kv_type = o.kv_type;
+  p.swa_full = o.swa_full;
   p.max_batch = o.max_batch;
   p.margin = o.margin_fraction;
   p.experts_on_cpu = experts_on_cpu;
   p.no_blocks_on_cpu = experts_on_cpu > 0;
   const LayerShard whole = whole_layer(c);
-  const uint64_t kv = shard_kv_bytes(c, whole, n_ctx, o.n_seq, o.kv_type);
   p.emb_bytes = w.token_embd.n_bytes;
   p.rope_bytes = w.rope_freqs.n_bytes;
   for (size_t k = 0; k < p.order.size(); ++k)
@@ -94,7 +95,7 @@ Problem make_problem(const model::ModelConfig& c, const model::ModelWeights& w,
     std::vector<double> ms(static_cast<size_t>(p.n) + 1, 0.0);
     for (int64_t i = 0; i < p.n; ++i) {
       const model::LayerWeights& l = w.layers[static_cast<size_t>(i)];
-      uint64_t b = l.n_bytes() + kv;
+      uint64_t b = l.n_bytes() + shard_kv_bytes(c, whole, kv_cells(c, i, n_ctx, o.max_batch, o.swa_full), o.n_seq, o.kv_type);
       double t = block_ms(c, l, whole, true, d, 1);
       if (experts_away && i < experts_on_cpu) {
         // The block's attention and router here, its routed experts on the CPU, and the hidden
@@ -327,6 +328,7 @@ Placement to_placement(const Problem& p, const Candidate& cand) {
   pl.n_ctx = p.n_ctx;
   pl.n_seq = p.n_seq;
   pl.kv_type = p.kv_type;
+  pl.swa_full = p.swa_full;
   pl.max_batch = p.max_batch;
   pl.layers.resize(static_cast<size_t>(p.n));
   int64_t i = 0;

@@ -30,6 +30,7 @@ struct AutoPlanOptions {
   int64_t n_seq = 1;               // sequences decoded at once
   int64_t max_batch = 256;         // tokens per forward pass in prompt processing
   kernels::DType kv_type = kernels::DType::F16;  // KV cache elements (sizes the KV bytes)
+  bool swa_full = false;           // Placement::swa_full
   double margin_fraction = 0.05;   // of each device's bytes_total kept free (5%)
   PlanGoal goal = PlanGoal::BalanceSpeed;
 };

@@ -86,6 +86,8 @@ Expected<MemoryEstimate> estimate_memory(const Placement& p, const model::ModelC
   for (size_t i = 0; i < p.layers.size(); ++i) {
     const LayerPlacement& l = p.layers[i];
     const model::LayerWeights& lw = weights.layers[i];
+    // The block's cache rows per sequence: n_ctx, or a sliding-window block's ring.
+    const int64_t kv_rows = kv_cells(config, static_cast<int64_t>(i), p.n_ctx, p.max_batch, p.swa_full);
     std::vector<LayerShard> shards;
     if (l.target.is_group()) {
       STRATA_ASSIGN_OR_RETURN(shards, split_layer(config, lw, l.target.ratio, static_cast<int64_t>(i)));
@@ -111,7 +113,7 @@ Expected<MemoryEstimate> estimate_memory(const Placement& p, const model::ModelC
           a.mem.weight_bytes += attention;
           widen(a, LayerShard{0, shard.n_kv_heads(), 0, 0});
           if (l.kv_device.empty()) {
-            a.mem.kv_bytes += shard_kv_bytes(config, shard, p.n_ctx, p.n_seq, p.kv_type);
+            a.mem.kv_bytes += shard_kv_bytes(config, shard, kv_rows, p.n_seq, p.kv_type);
             a.mem.n_kv_blocks += 1;
           }
         }
@@ -135,7 +137,7 @@ Expected<MemoryEstimate> estimate_memory(const Placement& p, const model::ModelC
     }
     if (!l.kv_device.empty()) {
       Acc& k = at(l.kv_device);
-      k.mem.kv_bytes += shard_kv_bytes(config, whole, p.n_ctx, p.n_seq, p.kv_type);
+      k.mem.kv_bytes += shard_kv_bytes(config, whole, kv_rows, p.n_seq, p.kv_type);
       k.mem.n_kv_blocks += 1;
     }
   }

@@ -24,7 +24,7 @@ struct DeviceMemory {
   // weight_bytes by part of the blocks (docs/placement.md, "Parts of a block"); what is left of
   // weight_bytes is the embedding, the head and the RoPE factors.
   uint64_t attention_bytes = 0, ffn_bytes = 0, experts_bytes = 0;
-  uint64_t kv_bytes = 0;         // float32 K and V for n_seq x n_ctx positions
+  uint64_t kv_bytes = 0;         // K and V of n_seq sequences, plan::kv_cells rows per block (n_ctx, or a window's ring)
   uint64_t scratch_bytes = 0;    // activation buffers (scratch_layout)
   uint64_t overhead_bytes = 0;   // DeviceInfo::runtime_overhead_bytes
   uint64_t total_bytes = 0;      // the four above

@@ -301,6 +301,7 @@ nlohmann::json to_json(const Placement& p) {
   j["n_seq"] = p.n_seq;
   j["max_batch"] = p.max_batch;
   if (p.kv_type != kernels::DType::F16) j["kv_type"] = kernels::dtype_name(p.kv_type);  // f16: the default
+  if (p.swa_full) j["swa_full"] = true;  // false: the default
   j["embedding"] = target_json(p.embedding);
   json layers = json::array();
   for (const Stage& s : stages_of(p)) {
@@ -339,7 +340,7 @@ Expected<Placement> placement_from_json(const nlohmann::json& top, int64_t n_lay
   if (n_layers < 1) return bad("placement: the model has " + std::to_string(n_layers) + " layers");
   if (!top.is_object()) return bad("placement must be a JSON object, not " + type_name(top));
   STRATA_RETURN_IF_ERROR(
-      check_keys(top, "placement", {"version", "n_ctx", "n_seq", "max_batch", "kv_type", "embedding", "layers", "head"}));
+      check_keys(top, "placement", {"version", "n_ctx", "n_seq", "max_batch", "kv_type", "swa_full", "embedding", "layers", "head"}));
   STRATA_ASSIGN_OR_RETURN(int64_t version, parse_count(top, "version", 1, true));
   if (version != 1) return bad("placement: version " + std::to_string(version) + " is not supported (only 1)");
 
@@ -350,6 +351,10 @@ Expected<Placement> placement_from_json(const nlohmann::json& top, int64_t n_lay
   if (top.contains("kv_type")) {
     if (!top["kv_type"].is_string()) return bad("placement: 'kv_type' must be a string (f32, f16, q8_0)");
     STRATA_ASSIGN_OR_RETURN(p.kv_type, kv_type_from_name(top["kv_type"].get<std::string>()));
+  }
+  if (top.contains("swa_full")) {
+    if (!top["swa_full"].is_boolean()) return bad("placement: 'swa_full' must be true or false, not " + type_name(top["swa_full"]));
+    p.swa_full = top["swa_full"].get<bool>();
   }
   STRATA_ASSIGN_OR_RETURN(p.embedding, parse_single_part(top, "embedding"));
   STRATA_ASSIGN_OR_RETURN(p.head, parse_single_part(top, "head"));

@@ -71,6 +71,10 @@ struct Placement {
   // Element type of every KV cache: F16 (default; half of F32's memory), F32, or Q8_0 (about a
   // quarter; host devices only, head sizes multiples of 32).
   kernels::DType kv_type = kernels::DType::F16;
+  // Sliding-window blocks keep a ring of their window plus one batch of rows (plan::kv_cells);
+  // true: n_ctx rows like the others (llama.cpp's --swa-full), so that a sequence can be cut back
+  // to any earlier position without evaluating it again.
+  bool swa_full = false;
 
   bool operator==(const Placement&) const = default;
 

@@ -424,6 +424,7 @@ Expected<PlanResult> plan_from_options(const model::ModelConfig& c, const model:
     o.n_seq = r.n_seq > 0 ? r.n_seq : 1;
     o.max_batch = r.max_batch > 0 ? r.max_batch : 256;
     o.kv_type = r.kv_type.value_or(kernels::DType::F16);
+    o.swa_full = r.swa_full;
     o.goal = r.goal;
     o.margin_fraction = r.margin_fraction;
     return auto_plan(c, w, devices, o);
@@ -436,6 +437,7 @@ Expected<PlanResult> plan_from_options(const model::ModelConfig& c, const model:
     if (r.n_seq > 0) p.n_seq = r.n_seq;
     if (r.max_batch > 0) p.max_batch = r.max_batch;
     if (r.kv_type) p.kv_type = *r.kv_type;
+    if (r.swa_full) p.swa_full = true;
     how = "from " + r.placement;
   } else {
     STRATA_ASSIGN_OR_RETURN(p, from_split_options(c, devices, r));
@@ -443,6 +445,7 @@ Expected<PlanResult> plan_from_options(const model::ModelConfig& c, const model:
     p.n_seq = r.n_seq > 0 ? r.n_seq : 1;
     p.max_batch = r.max_batch > 0 ? r.max_batch : 256;
     p.kv_type = r.kv_type.value_or(kernels::DType::F16);
+    p.swa_full = r.swa_full;
     const bool by_time = balance_default_layer_split(p, c, w, devices, r);
     int cpus = 0;
     for (const auto& d : devices) cpus += d.caps.host_cpu ? 1 : 0;
@@ -509,12 +512,14 @@ Expected<Placement> placement_from_options(const model::ModelConfig& c, const mo
     if (r.n_seq > 0) p.n_seq = r.n_seq;
     if (r.max_batch > 0) p.max_batch = r.max_batch;
     if (r.kv_type) p.kv_type = *r.kv_type;
+    if (r.swa_full) p.swa_full = true;
   } else {
     STRATA_ASSIGN_OR_RETURN(p, from_split_options(c, devices, r));
     p.n_ctx = r.n_ctx > 0 ? r.n_ctx : default_n_ctx(c);
     p.n_seq = r.n_seq > 0 ? r.n_seq : 1;
     p.max_batch = r.max_batch > 0 ? r.max_batch : 256;
     p.kv_type = r.kv_type.value_or(kernels::DType::F16);
+    p.swa_full = r.swa_full;
     balance_default_layer_split(p, c, w, devices, r);
   }
   STRATA_RETURN_IF_ERROR(apply_part_options(p, c, w, devices, r));

@@ -38,6 +38,7 @@ struct PlacementRequest {
   int64_t n_seq = 0;                // 0: 1 (or the file's)
   int64_t max_batch = 0;            // 0: 256 (or the file's)
   std::optional<kernels::DType> kv_type;  // KV cache elements; unset: f16 (or the file's)
+  bool swa_full = false;            // sliding-window blocks keep n_ctx rows, not a ring (Placement::swa_full)
   // Placement below the block (applied after the options above; docs/placement.md):
   // experts_on_cpu: the routed experts of the first N blocks on the CPU device (-1: every
   // block's), llama.cpp's --n-cpu-moe; overrides: "REGEX=DEVICE" pairs with llama.cpp's -ot

@@ -135,9 +135,17 @@ uint64_t shard_weight_bytes(const model::ModelConfig& c, const model::LayerWeigh
          expert_range_bytes(c, l, s.expert_begin, s.expert_end);
 }
 
-uint64_t shard_kv_bytes(const model::ModelConfig& c, const LayerShard& s, int64_t n_ctx, int64_t n_seq,
+int64_t kv_cells(const model::ModelConfig& c, int64_t layer, int64_t n_ctx, int64_t max_batch, bool swa_full) {
+  const int64_t window = c.layer_attention(layer).window;
+  if (window <= 0 || swa_full) return n_ctx;
+  const int64_t want = window + std::max<int64_t>(max_batch, kKvRingAlign);
+  const int64_t ring = (want + kKvRingAlign - 1) / kKvRingAlign * kKvRingAlign;
+  return std::min(ring, n_ctx);
+}
+
+uint64_t shard_kv_bytes(const model::ModelConfig& c, const LayerShard& s, int64_t rows, int64_t n_seq,
                         kernels::DType kv_type) {
-  return 2ull * static_cast<uint64_t>(n_seq) * static_cast<uint64_t>(n_ctx) *
+  return 2ull * static_cast<uint64_t>(n_seq) * static_cast<uint64_t>(rows) *
          static_cast<uint64_t>(kernels::row_bytes(kv_type, s.n_kv_heads() * c.head_dim));
 }
 

@@ -60,8 +60,21 @@ uint64_t expert_range_bytes(const model::ModelConfig& config, const model::Layer
 uint64_t shard_weight_bytes(const model::ModelConfig& config, const model::LayerWeights& layer,
                             const LayerShard& shard);
 
-// KV-cache bytes of one shard for n_seq sequences of n_ctx positions (float32 K and V).
-uint64_t shard_kv_bytes(const model::ModelConfig& config, const LayerShard& shard, int64_t n_ctx, int64_t n_seq,
+// Rows of one sequence's KV cache of block `layer`. A block that attends over every position
+// keeps n_ctx rows, one per position. A sliding-window block keeps a ring of
+// window + max(max_batch, 64) rows rounded up to kKvRingAlign (position p in row p mod rows),
+// when that is fewer than n_ctx and swa_full is off (llama.cpp's --swa-full keeps n_ctx):
+//   - a forward pass cuts a sequence's tokens into chunks of at most max_batch, and a chunk's
+//     tokens see window + chunk - 1 positions together, all of which the ring holds;
+//   - a sequence can be cut back (Pipeline::truncate) by rows - window positions from the
+//     furthest it has been, at least 64: a speculative step's rejected guesses (at most 32).
+// Further back, the window's older keys are overwritten and the sequence is evaluated again.
+inline constexpr int64_t kKvRingAlign = 64;
+int64_t kv_cells(const model::ModelConfig& config, int64_t layer, int64_t n_ctx, int64_t max_batch, bool swa_full);
+
+// KV-cache bytes of one shard for n_seq sequences of `rows` cache rows each (kv_cells), K and V
+// in kv_type.
+uint64_t shard_kv_bytes(const model::ModelConfig& config, const LayerShard& shard, int64_t rows, int64_t n_seq,
                         kernels::DType kv_type);
 
 }  // namespace strata::plan

@@ -122,6 +122,7 @@ std::optional<plan::PlanResult> auto_placement(ServerContext& ctx, const LoadedM
   o.n_seq = now.n_seq;
   o.max_batch = now.max_batch;
   o.kv_type = now.kv_type;
+  o.swa_full = now.swa_full;
   const model::Model& m = *loaded.model;
   auto result = plan::auto_plan(m.config(), m.weights(), ctx.host.planning_infos(loaded), o);
   if (!result.ok()) {

@@ -26,11 +26,13 @@ int64_t pad8(int64_t n) { return (n + 7) & ~int64_t{7}; }
 // Query tokens per prompt tile: about 64 rows (tokens x heads of a group) share each key block.
 int64_t tile_tokens(int64_t group) { return std::max<int64_t>(1, 64 / group); }
 
-// Cache rows [p0, p0 + n) of one KV head as f32 rows of hdp floats (padding zeroed).
+// Cache positions [p0, p0 + n) of one KV head (within one key block: consecutive rows, also in a
+// ring) as f32 rows of hdp floats (padding zeroed).
 void load_rows(const uint8_t* base, const KvCacheView& kv, const TypeKernels* tk, int64_t p0, int64_t n, int64_t hd,
                int64_t hdp, float* dst) {
+  const int64_t row0 = kv.row_of(p0);
   for (int64_t j = 0; j < n; ++j) {
-    const uint8_t* src = base + (p0 + j) * kv.row_stride_bytes;
+    const uint8_t* src = base + (row0 + j) * kv.row_stride_bytes;
     float* row = dst + j * hdp;
     if (kv.type == DType::F32) {
       std::memcpy(row, src, static_cast<size_t>(hd) * sizeof(float));
@@ -119,13 +121,13 @@ struct Plan {
     load_rows(kv.k + off, kv, tk, p0, n, s.head_dim, hdp, sc.k);
     load_rows(kv.v + off, kv, tk, p0, n, s.head_dim, hdp, sc.v);
   }
-  // Rows [p0, p0 + n) of every KV head, position by position (sequential in the cache), into
-  // sc.k / sc.v [kv head][B][hdp].
+  // Positions [p0, p0 + n) (one key block) of every KV head, position by position (sequential in
+  // the cache), into sc.k / sc.v [kv head][B][hdp].
   void load_all_heads(int64_t p0, int64_t n, const ThreadScratch& sc) const {
-    const int64_t hd = s.head_dim;
+    const int64_t hd = s.head_dim, row0 = kv.row_of(p0);
     for (int64_t j = 0; j < n; ++j)
       for (int64_t g = 0; g < s.n_kv_heads; ++g) {
-        const int64_t off = (p0 + j) * kv.row_stride_bytes + g * kv.head_stride_bytes;
+        const int64_t off = (row0 + j) * kv.row_stride_bytes + g * kv.head_stride_bytes;
         float* kr = sc.k + (g * B + j) * hdp;
         float* vr = sc.v + (g * B + j) * hdp;
         if (kv.type == DType::F32) {
@@ -170,14 +172,15 @@ struct Plan {
                        int64_t next_p0, int64_t next_p1) const {
     const detail::AttentionBlockArgs a = block_args(sc, n_rows);
     detail::CacheBlock c;
-    const int64_t off = kb * kv.row_stride_bytes + kv_head * kv.head_stride_bytes;
+    const int64_t off = kv.row_of(kb) * kv.row_stride_bytes + kv_head * kv.head_stride_bytes;
     c.k = kv.k + off;
     c.v = kv.v + off;
     c.row_stride_bytes = kv.row_stride_bytes;
     c.type = kv.type;
     if (next_p1 > next_p0) {
-      c.next_k = next.kv.k + next_p0 * next.kv.row_stride_bytes;
-      c.next_v = next.kv.v + next_p0 * next.kv.row_stride_bytes;
+      // [next_p0, next_p1) lies within one key block: consecutive rows, also in a ring.
+      c.next_k = next.kv.k + next.kv.row_of(next_p0) * next.kv.row_stride_bytes;
+      c.next_v = next.kv.v + next.kv.row_of(next_p0) * next.kv.row_stride_bytes;
       c.next_bytes = (next_p1 - next_p0) * next.kv.row_stride_bytes;
     }
     family.cache(a, c);

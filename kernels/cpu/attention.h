@@ -37,14 +37,21 @@ namespace strata::kernels {
 // a 64 x 64 one in L1.
 inline constexpr int64_t kAttentionKeyBlock = 64;
 
-// A KV cache of one sequence: position p of KV head j starts at byte p * row_stride_bytes +
+// A KV cache of one sequence: position p of KV head j starts at byte row_of(p) * row_stride_bytes +
 // j * head_stride_bytes from k (keys) and v (values).
+//   cells == 0: row_of(p) = p, one row per position.
+//   cells > 0: a ring of `cells` rows, row_of(p) = p mod cells (sliding-window layers keep only
+//   their window plus one batch). cells is a multiple of kAttentionKeyBlock, so a key block's
+//   positions are consecutive rows; attention reads positions [begin, end) of each token (its
+//   window), and these must be the last positions written to their rows: end - begin <= cells.
 struct KvCacheView {
   const uint8_t* k = nullptr;
   const uint8_t* v = nullptr;
   DType type = DType::F32;
   int64_t row_stride_bytes = 0;
   int64_t head_stride_bytes = 0;
+  int64_t cells = 0;
+  int64_t row_of(int64_t position) const { return cells > 0 ? position % cells : position; }
 };
 
 struct AttentionShape {

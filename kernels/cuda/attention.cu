@@ -38,9 +38,10 @@ struct AttnGeom {
 
 struct AttnParams {
   const float* q;                // [n_tokens][n_heads * head_dim]
-  const void* k_cache;           // position p of KV head j at p * kv_stride + j * head_dim
+  const void* k_cache;           // position p of KV head j at cache_row(p) * kv_stride + j * head_dim
   const void* v_cache;
   int64_t kv_stride, n_tokens, pos0, n_heads, n_kv_heads, head_dim, group;  // group = n_heads / n_kv_heads
+  int64_t kv_cells;              // 0: row p holds position p; else a ring of kv_cells rows
   int64_t window;                // 0: all keys up to the row's last; else only its last `window` keys
   bool causal;                   // false: every row's last key is pos0 + n_tokens - 1
   float q_scale;                 // scale * log2(e): scores in base 2
@@ -51,6 +52,9 @@ struct AttnParams {
   float* part_o;                 // [n_splits][n_tokens * n_heads][head_dim] (n_splits > 1)
   float* part_ml;                // [n_splits][n_tokens * n_heads][2]: running max (base 2), sum
 };
+
+// The cache row of a position: itself, or its place in a ring of `cells` rows.
+__host__ __device__ __forceinline__ int64_t cache_row(int64_t pos, int64_t cells) { return cells > 0 ? pos % cells : pos; }
 
 __device__ __forceinline__ float4 load4_kv(const void* cache, int64_t off, bool f16) {
   if (f16) {
@@ -76,7 +80,7 @@ __device__ __forceinline__ void attn_load_tile(float* dst, const void* cache, co
     const int kk = e / kGroups, d = (e % kGroups) * 4;
     const int64_t pos = k0 + kk;
     float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (pos < k_end && d < p.head_dim) v = load4_kv(cache, pos * p.kv_stride + j * p.head_dim + d, kF16);
+    if (pos < k_end && d < p.head_dim) v = load4_kv(cache, cache_row(pos, p.kv_cells) * p.kv_stride + j * p.head_dim + d, kF16);
     *reinterpret_cast<float4*>(dst + kk * G::kRowPad + d) = v;
   }
 }
@@ -257,15 +261,16 @@ __global__ void __launch_bounds__(128) attn_merge_kernel(const float* part_o, co
 }
 
 // Launch: grid-stride over n_tokens * kv_dim elements, 256 threads; element (t, c) of k / v goes
-// to cache element (pos0 + t) * kv_stride + c (c = j * head_dim + d).
+// to cache element cache_row(pos0 + t) * kv_stride + c (c = j * head_dim + d).
 template <bool kF16>
 __global__ void __launch_bounds__(256) kv_write_kernel(const float* k, const float* v, void* k_cache, void* v_cache,
-                                                       int64_t kv_stride, int64_t n_tokens, int64_t pos0, int64_t kv_dim) {
+                                                       int64_t kv_stride, int64_t kv_cells, int64_t n_tokens,
+                                                       int64_t pos0, int64_t kv_dim) {
   const int64_t n = n_tokens * kv_dim;
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t t = e / kv_dim, c = e % kv_dim;
-    const int64_t dst = (pos0 + t) * kv_stride + c;
+    const int64_t dst = cache_row(pos0 + t, kv_cells) * kv_stride + c;
     if (kF16) {
       static_cast<uint16_t*>(k_cache)[dst] = f32_to_f16_rn(k[e]);
       static_cast<uint16_t*>(v_cache)[dst] = f32_to_f16_rn(v[e]);
@@ -317,7 +322,7 @@ size_t attention_workspace_bytes(int64_t max_tokens, int64_t max_ctx, int64_t n_
 cudaError_t attention(const AttentionArgs& a, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   if (a.n_tokens < 0 || a.pos0 < 0 || a.n_heads <= 0 || a.n_kv_heads <= 0 || a.n_heads % a.n_kv_heads != 0 ||
       a.head_dim <= 0 || a.head_dim > 256 || a.head_dim % 4 != 0 || a.kv_stride % 4 != 0 ||
-      a.kv_stride < a.n_kv_heads * a.head_dim)
+      a.kv_stride < a.n_kv_heads * a.head_dim || a.kv_cells < 0)
     return cudaErrorInvalidValue;
   if (a.n_tokens == 0) return cudaSuccess;
   const size_t cache_align = a.kv_f16 ? 8 : 16;
@@ -328,8 +333,8 @@ cudaError_t attention(const AttentionArgs& a, void* workspace, size_t workspace_
   // 1. the new keys and values into the cache.
   const int64_t kv_dim = a.n_kv_heads * a.head_dim;
   const unsigned wgrid = grid_for(a.n_tokens * kv_dim, 256);
-  if (a.kv_f16) kv_write_kernel<true><<<wgrid, 256, 0, stream>>>(a.k, a.v, a.k_cache, a.v_cache, a.kv_stride, a.n_tokens, a.pos0, kv_dim);
-  else kv_write_kernel<false><<<wgrid, 256, 0, stream>>>(a.k, a.v, a.k_cache, a.v_cache, a.kv_stride, a.n_tokens, a.pos0, kv_dim);
+  if (a.kv_f16) kv_write_kernel<true><<<wgrid, 256, 0, stream>>>(a.k, a.v, a.k_cache, a.v_cache, a.kv_stride, a.kv_cells, a.n_tokens, a.pos0, kv_dim);
+  else kv_write_kernel<false><<<wgrid, 256, 0, stream>>>(a.k, a.v, a.k_cache, a.v_cache, a.kv_stride, a.kv_cells, a.n_tokens, a.pos0, kv_dim);
   STRATA_CUDA_TRY(cudaGetLastError());
 
   // 2. attention, split over the context when the call is decode-sized and the grid small.
@@ -338,6 +343,7 @@ cudaError_t attention(const AttentionArgs& a, void* workspace, size_t workspace_
   p.k_cache = a.k_cache;
   p.v_cache = a.v_cache;
   p.kv_stride = a.kv_stride;
+  p.kv_cells = a.kv_cells;
   p.window = a.window;
   p.causal = a.causal;
   p.n_tokens = a.n_tokens;

@@ -93,8 +93,10 @@ cudaError_t embed_rows(const MatView& table, const int32_t* tokens, int64_t n, f
 // --- attention ---------------------------------------------------------------------------------
 // Writes n_tokens new keys and values into the cache at positions [pos0, pos0 + n_tokens), then
 // each new token t attends causally over [0, pos0 + t]. GQA: query head h reads KV head
-// h / (n_heads / n_kv_heads). Cache: position p of KV head j at element p * kv_stride + j * head_dim,
-// F32 or F16 (kv_f16). head_dim <= 256.
+// h / (n_heads / n_kv_heads). Cache: position p of KV head j at element row(p) * kv_stride + j * head_dim,
+// row(p) = p, or p mod kv_cells in a ring (kv_cells > 0: a sliding-window layer's cache; at least
+// the positions the call's tokens see together, which the caller checks), F32 or F16 (kv_f16).
+// head_dim <= 256.
 struct AttentionArgs {
   const float* q = nullptr;   // [n_tokens][n_heads * head_dim]
   const float* k = nullptr;   // [n_tokens][n_kv_heads * head_dim]
@@ -103,6 +105,7 @@ struct AttentionArgs {
   void* v_cache = nullptr;
   bool kv_f16 = false;
   int64_t kv_stride = 0, n_tokens = 0, pos0 = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  int64_t kv_cells = 0;  // 0: row p holds position p; else a ring of kv_cells rows
   int64_t window = 0;  // 0: causal; else each token sees its last `window` positions
   bool causal = true;  // false: every token sees every position up to pos0 + n_tokens - 1 (window from there)
   float scale = 1.0f;

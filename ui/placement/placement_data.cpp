@@ -11,7 +11,7 @@ namespace strata::ui {
 namespace {
 
 const QSet<QString>& knownTopFields() {
-  static const QSet<QString> f = {"version", "n_ctx", "n_seq", "max_batch", "kv_type", "embedding", "layers", "head"};
+  static const QSet<QString> f = {"version", "n_ctx", "n_seq", "max_batch", "kv_type", "swa_full", "embedding", "layers", "head"};
   return f;
 }
 const QSet<QString>& knownEntryFields() {
@@ -148,7 +148,8 @@ QString LayerTarget::label() const {
 }
 
 bool PlacementData::operator==(const PlacementData& o) const {
-  return nCtx == o.nCtx && nSeq == o.nSeq && maxBatch == o.maxBatch && kvType == o.kvType && embeddingDevice == o.embeddingDevice &&
+  return nCtx == o.nCtx && nSeq == o.nSeq && maxBatch == o.maxBatch && kvType == o.kvType && swaFull == o.swaFull &&
+         embeddingDevice == o.embeddingDevice &&
          headDevice == o.headDevice && layers == o.layers;
 }
 
@@ -193,6 +194,11 @@ PlacementData PlacementData::fromJson(const QJsonObject& json, int nLayers, QStr
         name != QLatin1String("F32") && name != QLatin1String("q8_0") && name != QLatin1String("Q8_0"))
       return fail(QStringLiteral("KV cache type '%1' is not one of f32, f16, q8_0").arg(name));
     p.kvType = name.toLower() == QLatin1String("f16") ? QString() : name.toLower();  // f16: the default
+  }
+  if (json.contains(QLatin1String("swa_full"))) {
+    const QJsonValue full = json.value(QLatin1String("swa_full"));
+    if (!full.isBool()) return fail(QStringLiteral("placement: 'swa_full' must be true or false"));
+    p.swaFull = full.toBool();
   }
   if (!readDevice(json.value(QLatin1String("embedding")).toObject(), QStringLiteral("embedding"), &p.embeddingDevice, &err) ||
       !readDevice(json.value(QLatin1String("head")).toObject(), QStringLiteral("head"), &p.headDevice, &err))
@@ -277,6 +283,7 @@ QJsonObject PlacementData::toJson() const {
   j[QLatin1String("n_seq")] = nSeq;
   j[QLatin1String("max_batch")] = maxBatch;
   if (!kvType.isEmpty()) j[QLatin1String("kv_type")] = kvType;
+  if (swaFull) j[QLatin1String("swa_full")] = true;  // false: the engine's default (a ring per window)
   j[QLatin1String("embedding")] = QJsonObject{{QLatin1String("device"), embeddingDevice}};
   j[QLatin1String("head")] = QJsonObject{{QLatin1String("device"), headDevice}};
   QJsonArray entries;

@@ -47,6 +47,7 @@ struct PlacementData {
   int nSeq = 1;
   int maxBatch = 256;
   QString kvType;  // "f32" | "q8_0"; empty: the engine's default f16 (written only when not f16)
+  bool swaFull = false;  // sliding-window blocks keep n_ctx rows, not a ring (written only when true)
   QString embeddingDevice;
   QString headDevice;
   QList<LayerTarget> layers;  // [n_layers], block i at index i

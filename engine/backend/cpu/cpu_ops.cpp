@@ -146,7 +146,7 @@ Status check_attention(const AttentionArgs& a) {
                                        "-position cache"};
   if (a.window < 0)
     return Error{Code::InvalidArgument, "attention window " + std::to_string(a.window)};
-  return {};
+  return check_kv_ring(a);
 }
 
 // Stores the call's new keys and values in its cache and returns its kernel job over that cache.
@@ -159,9 +159,9 @@ kernels::AttentionJob store_and_job(const AttentionArgs& a, kernels::Isa isa) {
   auto* kc = static_cast<uint8_t*>(a.k_cache);
   auto* vc = static_cast<uint8_t*>(a.v_cache);
   for (int64_t t = 0; t < a.n_tokens; ++t) {
-    const int64_t pos = a.pos0 + t;
-    kernels::store_kv_row(a.k + t * kv_dim, a.kv_type, kv_dim, isa, kc + byte_offset(pos * a.kv_stride));
-    kernels::store_kv_row(a.v + t * kv_dim, a.kv_type, kv_dim, isa, vc + byte_offset(pos * a.kv_stride));
+    const int64_t row = kv_row(a, a.pos0 + t);
+    kernels::store_kv_row(a.k + t * kv_dim, a.kv_type, kv_dim, isa, kc + byte_offset(row * a.kv_stride));
+    kernels::store_kv_row(a.v + t * kv_dim, a.kv_type, kv_dim, isa, vc + byte_offset(row * a.kv_stride));
   }
   kernels::AttentionJob job;
   job.q = a.q;
@@ -171,6 +171,7 @@ kernels::AttentionJob store_and_job(const AttentionArgs& a, kernels::Isa isa) {
   job.kv.type = a.kv_type;
   job.kv.row_stride_bytes = byte_offset(a.kv_stride);
   job.kv.head_stride_bytes = byte_offset(hd);
+  job.kv.cells = a.kv_cells;
   job.shape.n_tokens = a.n_tokens;
   job.shape.pos0 = a.pos0;
   job.shape.n_heads = a.n_heads;

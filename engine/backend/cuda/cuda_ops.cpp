@@ -411,6 +411,7 @@ Status CudaOps::attention(const AttentionArgs& args) {
   if (args.head_dim > 256)
     return Error{Code::Unsupported, where + what + ": the CUDA attention takes head_dim <= 256"};
   if (args.window < 0) return Error{Code::InvalidArgument, where + what + ": window " + std::to_string(args.window)};
+  if (Status ring = check_kv_ring(args); !ring.ok()) return Error{ring.error().code, where + ring.error().message};
   if (args.kv_type != DType::F32 && args.kv_type != DType::F16)
     return Error{Code::Unsupported, where + what + ": KV cache of type " + kernels::dtype_name(args.kv_type) +
                                         " (F32 or F16 here)"};
@@ -430,6 +431,7 @@ Status CudaOps::attention(const AttentionArgs& args) {
   a.v_cache = args.v_cache;
   a.kv_f16 = args.kv_type == DType::F16;
   a.kv_stride = args.kv_stride;
+  a.kv_cells = args.kv_cells;
   a.n_tokens = args.n_tokens;
   a.pos0 = args.pos0;
   a.n_heads = args.n_heads;

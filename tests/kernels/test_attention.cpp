@@ -266,5 +266,64 @@ TEST(Attention, ManySequencesGetTheBitsEachGetsAlone) {
   }
 }
 
+// A sliding-window layer's ring (KvCacheView::cells): 700 positions with a window of 100 written
+// into 192 rows (100 + one chunk of 64, rounded up to a key block) the way the backend writes
+// them, row p mod 192, just before each call; the outputs equal, bit for bit, those over a cache
+// of one row per position, in chunks of 64 and 7 and one token at a time (the ring wraps three
+// times), per ISA and cache type. attention_many over the ring gives the same bits too.
+TEST(Attention, RingOfAWindowGivesTheBitsOfAFullCache) {
+  ThreadPool pool(2);
+  const int64_t n = 700, group = 4, window = 100, cells = 192;
+  for (DType type : {DType::F32, DType::F16, DType::Q8_0}) {
+    const Cache full = make_cache(type, n, 123);
+    AttentionShape s;
+    s.n_heads = kKvHeads * group;
+    s.n_kv_heads = kKvHeads;
+    s.head_dim = kHeadDim;
+    s.scale = 0.125f;
+    s.window = window;
+    const int64_t q_dim = s.n_heads * kHeadDim, rb = full.row_bytes();
+    const std::vector<float> q = test::random_floats(n * q_dim, 17, 4.0f);
+    for (Isa isa : isas_here()) {
+      for (int64_t chunk : {int64_t{64}, int64_t{7}, int64_t{1}}) {
+        // Rows start as another sequence's leftovers (the full cache's last rows): only what the
+        // window sees may matter.
+        std::vector<uint8_t> rk(full.k.end() - cells * rb, full.k.end()), rv(full.v.end() - cells * rb, full.v.end());
+        KvCacheView ring = full.view();
+        ring.cells = cells;
+        AttentionWorkspace ws_full, ws_ring;
+        std::vector<float> want(static_cast<size_t>(chunk * q_dim)), got(want.size());
+        for (int64_t p0 = 0; p0 < n; p0 += chunk) {
+          const int64_t len = std::min(chunk, n - p0);
+          for (int64_t p = p0; p < p0 + len; ++p) {  // the call's new rows, copied as stored
+            std::memcpy(rk.data() + (p % cells) * rb, full.k.data() + p * rb, static_cast<size_t>(rb));
+            std::memcpy(rv.data() + (p % cells) * rb, full.v.data() + p * rb, static_cast<size_t>(rb));
+          }
+          ring.k = rk.data();
+          ring.v = rv.data();
+          s.pos0 = p0;
+          s.n_tokens = len;
+          attention(pool, q.data() + p0 * q_dim, full.view(), s, isa, ws_full, want.data());
+          attention(pool, q.data() + p0 * q_dim, ring, s, isa, ws_ring, got.data());
+          for (int64_t i = 0; i < len * q_dim; ++i)
+            ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
+                << dtype_name(type) << ", " << isa_name(isa) << ", chunks of " << chunk << ", token " << p0 + i / q_dim
+                << " element " << i % q_dim << ": ring " << got[i] << " vs full " << want[i];
+          if (len == 1) {  // a decode batch: the ring's job beside a full cache's
+            std::vector<float> many_ring(static_cast<size_t>(q_dim)), many_full(many_ring.size());
+            const AttentionJob jobs[] = {{q.data() + p0 * q_dim, ring, s, many_ring.data()},
+                                         {q.data() + p0 * q_dim, full.view(), s, many_full.data()}};
+            AttentionWorkspace ws_many;
+            attention_many(pool, jobs, isa, ws_many);
+            ASSERT_EQ(std::memcmp(many_ring.data(), want.data(), static_cast<size_t>(q_dim) * sizeof(float)), 0)
+                << dtype_name(type) << ", " << isa_name(isa) << ", attention_many at " << p0;
+            ASSERT_EQ(std::memcmp(many_full.data(), want.data(), static_cast<size_t>(q_dim) * sizeof(float)), 0);
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace strata::kernels

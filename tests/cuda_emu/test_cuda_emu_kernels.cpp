@@ -536,6 +536,62 @@ std::vector<AttnCase> attn_cases() {
 
 INSTANTIATE_TEST_SUITE_P(HeadDims, Attention, testing::ValuesIn(attn_cases()), attn_name);
 
+// A sliding-window layer's ring (AttentionArgs::kv_cells): 200 positions with a window of 40 in
+// 128 rows, written by the kernel itself at row p mod 128. Prompt chunks of 17 (the tiled path),
+// then one token at a time (the split-context decode path): each call's output has the bits of
+// the same call over a cache of one row per position, and the ring's rows the bits of the
+// positions last written to them.
+TEST(Attention, RingOfAWindowGivesTheBitsOfAFullCache) {
+  constexpr int64_t kHeads = 4, kKvHeads = 2, hd = 64, kv_dim = kKvHeads * hd, n = 200, window = 40, cells = 128;
+  for (bool f16 : {false, true}) {
+    SCOPED_TRACE(f16 ? "f16 cache" : "f32 cache");
+    const size_t esz = f16 ? 2 : 4;
+    const std::vector<float> q = random_floats(n * kHeads * hd, 50);
+    const std::vector<float> k = random_floats(n * kv_dim, 51), v = random_floats(n * kv_dim, 52);
+    Dev<uint8_t> full_k(n * kv_dim * esz), full_v(n * kv_dim * esz);
+    Dev<uint8_t> ring_k(cells * kv_dim * esz), ring_v(cells * kv_dim * esz);
+    ASSERT_EQ(cudaMemset(ring_k.get(), 0, cells * kv_dim * esz), cudaSuccess);
+    ASSERT_EQ(cudaMemset(ring_v.get(), 0, cells * kv_dim * esz), cudaSuccess);
+    ASSERT_EQ(cudaMemset(full_k.get(), 0, n * kv_dim * esz), cudaSuccess);
+    ASSERT_EQ(cudaMemset(full_v.get(), 0, n * kv_dim * esz), cudaSuccess);
+    Dev<float> dq(q), dk(k), dv(v), out_full(n * kHeads * hd), out_ring(n * kHeads * hd);
+    const size_t ws_bytes = kc::attention_workspace_bytes(17, n, kHeads, hd);
+    Dev<uint8_t> ws(ws_bytes);
+    for (int64_t p0 = 0; p0 < n;) {
+      const int64_t len = p0 < 170 ? std::min<int64_t>(17, 170 - p0) : 1;
+      for (int ring = 0; ring < 2; ++ring) {
+        kc::AttentionArgs a;
+        a.q = dq.get() + p0 * kHeads * hd;
+        a.k = dk.get() + p0 * kv_dim;
+        a.v = dv.get() + p0 * kv_dim;
+        a.k_cache = ring ? ring_k.get() : full_k.get();
+        a.v_cache = ring ? ring_v.get() : full_v.get();
+        a.kv_cells = ring ? cells : 0;
+        a.kv_f16 = f16;
+        a.kv_stride = kv_dim;
+        a.n_tokens = len;
+        a.pos0 = p0;
+        a.n_heads = kHeads;
+        a.n_kv_heads = kKvHeads;
+        a.head_dim = hd;
+        a.window = window;
+        a.scale = 0.125f;
+        a.out = (ring ? out_ring.get() : out_full.get()) + p0 * kHeads * hd;
+        ASSERT_EQ(kc::attention(a, ws.get(), ws_bytes, nullptr), cudaSuccess);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      }
+      p0 += len;
+    }
+    const std::vector<float> a = out_full.host(), b = out_ring.host();
+    for (size_t i = 0; i < a.size(); ++i)
+      ASSERT_EQ(std::memcmp(&a[i], &b[i], sizeof(float)), 0)
+          << "token " << i / (kHeads * hd) << " element " << i % (kHeads * hd) << ": ring " << b[i] << " vs full " << a[i];
+    const std::vector<uint8_t> fk = full_k.host(), rk = ring_k.host();
+    for (int64_t p = n - cells; p < n; ++p)
+      ASSERT_EQ(std::memcmp(&rk[(p % cells) * kv_dim * esz], &fk[p * kv_dim * esz], kv_dim * esz), 0) << "position " << p;
+  }
+}
+
 TEST(AttentionArgs, RejectsBadShapes) {
   kc::AttentionArgs a;
   a.n_tokens = 1;

@@ -54,6 +54,8 @@ class TestPlacementJson : public QObject {
                                    << 4 << 3 << "" << "0-1:cpu 1-7:gpu0 7-8:gpu1";
     QTest::newRow("ffn apart, kv_type") << R"({"embedding":{"device":"gpu0"},"head":{"device":"gpu1"},"kv_type":"f32","layers":[{"device":"gpu0","ffn_device":"gpu1","layers":0},{"device":"gpu0","layers":1},{"device":"gpu1","layers":"2-3"}],"max_batch":256,"n_ctx":64,"n_seq":1,"version":1})"
                                         << 4 << 0 << "gpu1" << "";
+    QTest::newRow("swa_full") << R"({"embedding":{"device":"cpu"},"head":{"device":"cpu"},"layers":[{"device":"cpu","layers":"0-3"}],"max_batch":256,"n_ctx":64,"n_seq":1,"swa_full":true,"version":1})"
+                              << 4 << 0 << "" << "";
     QTest::newRow("group, no parts") << R"({"embedding":{"device":"gpu0"},"head":{"device":"gpu1"},"layers":[{"group":["gpu0","gpu1"],"layers":"0-4","ratio":[1,1]}],"max_batch":256,"n_ctx":64,"n_seq":1,"version":1})"
                                      << 5 << 4 << "" << "";
   }
@@ -90,6 +92,12 @@ class TestPlacementJson : public QObject {
     QCOMPARE(error, QString("KV cache type 'q4_0' is not one of f32, f16, q8_0"));
     p["kv_type"] = "F16";  // the default: not written back
     QVERIFY(PlacementData::fromJson(p, 2, &error).toJson().value("kv_type").isUndefined());
+    p["swa_full"] = "yes";
+    QCOMPARE(PlacementData::fromJson(p, 2, &error).layerCount(), 0);
+    QCOMPARE(error, QString("placement: 'swa_full' must be true or false"));
+    p["swa_full"] = false;  // the default: not written back
+    QVERIFY(PlacementData::fromJson(p, 2, &error).toJson().value("swa_full").isUndefined());
+    QVERIFY(!PlacementData::fromJson(p, 2, &error).swaFull);
   }
 
   void errors_data() {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -206,6 +207,38 @@ TEST(GpuModels, RandomQ4KMModelLongPromptLogitsMatchCpu) {
   const LogitsComparison c =
       compare_logits(read_floats(dir / "q4km-long-cpu.f32"), read_floats(dir / "q4km-long-cuda.f32"));
   EXPECT_LE(c.rel_l2, 1e-1) << "logits after a " << prompt.size() << "-character prompt";
+}
+
+// A sliding-window model (random gemma3, window 16, batches of 8: rings of 128 rows on its
+// local blocks) on cuda:0, 60 greedy tokens after a prompt of about 150: the cache wraps; the
+// tokens and the logits after the prompt equal, bit for bit, those of the same run with
+// --swa-full (one row per position), and the logits stay within 1e-1 (L2) of the CPU's.
+TEST(GpuModels, WindowedKvRingMatchesAFullCacheOnCuda) {
+  REQUIRE_CUDA();
+  REQUIRE_SHARED("stories260K.gguf");
+  const fs::path dir = test::temp_dir("gpu-models");
+  const fs::path model = dir / "gemma3-window16.gguf";
+  const CliRun made = engine({"make-model", "--arch", "gemma3", "--dim", "128", "--layers", "6", "--heads", "4",
+                              "--kv-heads", "2", "--ffn", "256", "--ctx", "1024", "--sliding-window", "16",
+                              "--swa-pattern", "3", "--type", "q8_0", "--seed", "3", "--vocab-from", stories(),
+                              "-o", model.string()});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string prompt = golden()["cases"][0]["text"].get<std::string>().substr(0, 400);
+  const std::vector<std::string> opts = {"--ctx", "1024", "--batch", "8"};
+  std::vector<std::string> full_opts = opts;
+  full_opts.push_back("--swa-full");
+  const CliRun ring = greedy(model.string(), prompt, 60, "cuda:0", dir / "ring-cuda.f32", opts);
+  ASSERT_EQ(ring.exit_code, 0) << ring.err;
+  const CliRun full = greedy(model.string(), prompt, 60, "cuda:0", dir / "full-cuda.f32", full_opts);
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  const CliRun cpu = greedy(model.string(), prompt, 1, "cpu", dir / "ring-cpu.f32", opts);
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  EXPECT_EQ(ring.out, full.out) << "60 greedy tokens, ring vs one row per position";
+  const std::vector<float> a = read_floats(dir / "ring-cuda.f32"), b = read_floats(dir / "full-cuda.f32");
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_FALSE(a.empty());
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << "logits after the prompt";
+  EXPECT_LE(compare_logits(read_floats(dir / "ring-cpu.f32"), a).rel_l2, 1e-1) << "cuda:0 ring against the CPU's";
 }
 
 // A mixture-of-experts model (qwen3moe, 8 experts, top-2, F32 weights) on cuda:0: the router's

@@ -63,6 +63,26 @@ TEST(PlacementJson, RoundTripIsExactAndCompact) {
   EXPECT_EQ(*again, *p);
 }
 
+// swa_full: false by default and then not written; true round-trips; anything but a boolean is
+// refused by name.
+TEST(PlacementJson, SwaFullIsABooleanWrittenOnlyWhenSet) {
+  json j = json::parse(kExample);
+  auto p = placement_from_json(j, 22);
+  ASSERT_TRUE(p.ok());
+  EXPECT_FALSE(p->swa_full);
+  EXPECT_FALSE(to_json(*p).contains("swa_full"));
+  j["swa_full"] = true;
+  auto full = placement_from_json(j, 22);
+  ASSERT_TRUE(full.ok()) << full.error().to_string();
+  EXPECT_TRUE(full->swa_full);
+  EXPECT_EQ(to_json(*full), j);
+  EXPECT_NE(*full, *p);
+  j["swa_full"] = 1;
+  auto bad = placement_from_json(j, 22);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "placement: 'swa_full' must be true or false, not an integer");
+}
+
 TEST(PlacementJson, ToJsonMergesConsecutiveEqualLayersOnly) {
   Placement p;
   p.n_ctx = 512;

@@ -74,13 +74,19 @@ __device__ __forceinline__ void attn_load_tile(float* dst, const void* cache, co
   using G = AttnGeom<D>;
   constexpr int kGroups = D / 4;
   static_assert(G::kKT * kGroups % kAttnThreads == 0);
+  // The tile's first row, once: a tile (at most 64 keys) wraps a ring (a multiple of 64 rows) at
+  // most once, so each key's row is that plus kk, less the ring's rows past its end (no division
+  // per element: it cost the 64-wide kernel registers and spills).
+  const int64_t row0 = cache_row(k0, p.kv_cells);
+  const int64_t wrap = p.kv_cells > 0 ? p.kv_cells : INT64_MAX;
 #pragma unroll
   for (int it = 0; it < G::kKT * kGroups / kAttnThreads; ++it) {
     const int e = threadIdx.x + it * kAttnThreads;
     const int kk = e / kGroups, d = (e % kGroups) * 4;
     const int64_t pos = k0 + kk;
+    const int64_t row = row0 + kk >= wrap ? row0 + kk - wrap : row0 + kk;
     float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (pos < k_end && d < p.head_dim) v = load4_kv(cache, cache_row(pos, p.kv_cells) * p.kv_stride + j * p.head_dim + d, kF16);
+    if (pos < k_end && d < p.head_dim) v = load4_kv(cache, row * p.kv_stride + j * p.head_dim + d, kF16);
     *reinterpret_cast<float4*>(dst + kk * G::kRowPad + d) = v;
   }
 }

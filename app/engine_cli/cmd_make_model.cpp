@@ -45,6 +45,8 @@ Command add_make_model_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, int64_t{4096}));
   cmd->add_option("--ffn", o->spec.n_ff, "feed-forward size")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--ctx", o->spec.n_ctx, "context length")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  cmd->add_option("--rope-dims", o->spec.rope_dims, "rotated dimensions of a head, rope.dimension_count (default: all; glm4's models rotate half)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1024}));
   cmd->add_option("--head-dim", o->spec.head_dim, "head size (default: dim / heads)")
       ->check(CLI::Range(int64_t{0}, int64_t{1024}));
   cmd->add_option("--sliding-window", o->spec.sliding_window,

@@ -6,7 +6,8 @@
 namespace strata::arch {
 
 extern const ArchForward kLlamaForward, kQwen2Forward, kQwen3Forward, kGemma3Forward, kPhi3Forward,
-    kQwen2MoeForward, kQwen3MoeForward, kMistral3Forward, kSmollm3Forward, kGraniteForward, kGemma2Forward;
+    kQwen2MoeForward, kQwen3MoeForward, kMistral3Forward, kSmollm3Forward, kGraniteForward, kGemma2Forward,
+    kGlm4Forward;
 
 const ArchForward& forward_for(model::Arch arch) {
   switch (arch) {  // -Wswitch names a row without a forward
@@ -22,6 +23,7 @@ const ArchForward& forward_for(model::Arch arch) {
     case model::Arch::Granite:
     case model::Arch::GraniteMoe: return kGraniteForward;
     case model::Arch::Gemma2: return kGemma2Forward;
+    case model::Arch::Glm4: return kGlm4Forward;
   }
   return kLlamaForward;  // unreachable: every Arch has a case above
 }

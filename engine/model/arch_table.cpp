@@ -140,9 +140,22 @@ constexpr ArchInfo gemma2() {
   return a;
 }
 
+// GLM-4-0414 (llama.cpp's glm4 graph): RMS pre-norms and post-norms around attention and the FFN,
+// Q/K/V with biases, RoPE of the interleaved (NORM) kind on rope.dimension_count dimensions (half a
+// head in the published models), SwiGLU with gate and up in one ffn_up (gate rows first).
+constexpr ArchInfo glm4() {
+  ArchInfo a{Arch::Glm4, "glm4", "GLM-4-0414 (9B, 32B), GLM-Z1", {}};
+  a.traits.rope_style = RopeStyle::Interleaved;
+  a.traits.has_qkv_bias = true;
+  a.traits.has_post_norms = true;
+  a.traits.fused_gate_up = true;
+  a.reads_sliding_window = false;  // llama.cpp's glm4 graph attends over the whole context
+  return a;
+}
+
 // In Arch order, so that arch_info(Arch) indexes it.
 constexpr ArchInfo kArchs[] = {llama(), qwen2(), qwen3(), gemma3(), phi3(), qwen2moe(), qwen3moe(), mistral3(),
-                               smollm3(), granite(), granitemoe(), gemma2()};
+                               smollm3(), granite(), granitemoe(), gemma2(), glm4()};
 constexpr bool archs_in_enum_order() {
   for (size_t i = 0; i < sizeof(kArchs) / sizeof(kArchs[0]); ++i)
     if (static_cast<size_t>(kArchs[i].arch) != i) return false;

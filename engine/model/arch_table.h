@@ -29,7 +29,9 @@ struct TensorView;
 // update and the logits scaled by the file's embedding_scale, residual_scale and logit_scale.
 // Gemma2: gemma3's block without Q/K norms, every other layer local (window), one RoPE base, and
 // soft-capped attention scores and logits.
-enum class Arch { Llama, Qwen2, Qwen3, Gemma3, Phi3, Qwen2Moe, Qwen3Moe, Mistral3, Smollm3, Granite, GraniteMoe, Gemma2 };
+// Glm4: llama's block (interleaved RoPE, usually on half of each head) with Q/K/V biases, gate and
+// up fused in one ffn_up, and gemma's sandwich of norms (post_attention_norm, post_ffw_norm).
+enum class Arch { Llama, Qwen2, Qwen3, Gemma3, Phi3, Qwen2Moe, Qwen3Moe, Mistral3, Smollm3, Granite, GraniteMoe, Gemma2, Glm4 };
 
 // How rotary embeddings pair up the dimensions of a head.
 enum class RopeStyle {

@@ -110,6 +110,9 @@ Status validate(const RandomModelSpec& s) {
   const int64_t head_dim = s.head_dim > 0 ? s.head_dim : s.n_embd / s.n_heads;
   if (head_dim <= 0 || head_dim > 1024 || head_dim % 2 != 0)
     return bad("head size " + std::to_string(head_dim) + " is not even in [2, 1024]");
+  if (s.rope_dims < 0 || s.rope_dims > head_dim || s.rope_dims % 2 != 0)
+    return bad("rotated dimensions " + std::to_string(s.rope_dims) + " are not even in [0, head size " +
+               std::to_string(head_dim) + "]");
   if (s.sliding_window < 0 || s.sliding_window > (1 << 24))
     return bad("--sliding-window " + std::to_string(s.sliding_window));
   if (s.swa_pattern < 0 || s.swa_pattern > 4096) return bad("--swa-pattern " + std::to_string(s.swa_pattern));
@@ -178,7 +181,7 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
   w.set_u32(key(HParam::HeadCountKv), static_cast<uint32_t>(s.n_kv_heads));
   w.set_f32(key(HParam::RmsEpsilon), info.default_rms_eps);
   w.set_f32(key(HParam::RopeFreqBase), info.default_rope_base);
-  w.set_u32(key(HParam::RopeDimensionCount), static_cast<uint32_t>(head_dim));
+  w.set_u32(key(HParam::RopeDimensionCount), static_cast<uint32_t>(s.rope_dims > 0 ? s.rope_dims : head_dim));
   if (head_dim * s.n_heads != s.n_embd) {
     w.set_u32(key(HParam::KeyLength), static_cast<uint32_t>(head_dim));
     w.set_u32(key(HParam::ValueLength), static_cast<uint32_t>(head_dim));

@@ -24,6 +24,7 @@ struct RandomModelSpec {
   int64_t n_ff = 512;
   int64_t n_ctx = 2048;
   int64_t head_dim = 0;        // 0: n_embd / n_heads (written as attention.key_length when different)
+  int64_t rope_dims = 0;       // rope.dimension_count: rotated dimensions of a head; 0: all of it
   int64_t sliding_window = 0;  // attention.sliding_window (llama: every layer; gemma3: the local ones)
   int64_t swa_pattern = 0;     // attention.sliding_window_pattern; 0: not written (gemma3 then uses 6)
   // phi3: write long-context RoPE (rope.scaling.type longrope, original_context_length n_ctx / 4,

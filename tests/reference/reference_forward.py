@@ -42,6 +42,9 @@ CASES = [
     # logits of these random weights (the file's defaults, 50 / 30, would barely touch them).
     ("gemma2", ["--arch", "gemma2", "--heads", "4", "--kv-heads", "2", "--head-dim", "32", "--layers", "4",
                 "--sliding-window", "6", "--attn-softcap", "0.5", "--final-softcap", "3"], []),
+    # glm4: Q/K/V biases, RoPE (interleaved) on 16 of 32 dimensions, gate and up fused in ffn_up,
+    # post-norms after attention and the FFN.
+    ("glm4", ["--arch", "glm4", "--heads", "4", "--kv-heads", "2", "--head-dim", "32", "--rope-dims", "16"], []),
     # granite's scales (embedding 12, residual 0.22, logits / 8, query 1/64); granitemoe's routed experts.
     ("granite", ["--arch", "granite", "--heads", "4", "--kv-heads", "2"], []),
     ("granitemoe", ["--arch", "granitemoe", "--heads", "4", "--kv-heads", "2", "--experts", "4", "--experts-used", "2",

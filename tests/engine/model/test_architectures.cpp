@@ -158,6 +158,46 @@ TEST(Architectures, Phi3FusedTensorsAreRowRangesOfOneTensor) {
   EXPECT_NE(m->weights().rope_freqs.data, m->weights().rope_freqs_long.data);
 }
 
+// glm4 (GLM-4-0414): half-head interleaved RoPE from rope.dimension_count, Q/K/V biases, both
+// post-norms, and gate / up as the two row halves of one ffn_up tensor. (Its logits against the
+// NumPy forward: tests/reference/reference_forward.py; against llama.cpp: docs/models.md.)
+TEST(Architectures, Glm4HalfRopeBiasesPostNormsAndFusedGateUp) {
+  const fs::path out = test::temp_dir("arch") / "m-glm4.gguf";
+  auto vocab = gguf::GgufFile::open(test::shared_model("stories260K.gguf"));
+  ASSERT_TRUE(vocab.ok());
+  model::RandomModelSpec spec;
+  spec.arch = model::Arch::Glm4;
+  spec.n_embd = 128;
+  spec.n_layers = 2;
+  spec.n_heads = 4;
+  spec.n_kv_heads = 2;
+  spec.head_dim = 32;
+  spec.rope_dims = 16;
+  spec.n_ff = 256;
+  spec.n_ctx = 256;
+  ASSERT_TRUE(model::write_random_model(spec, *vocab, out).ok());
+  auto m = load(out);
+  ASSERT_TRUE(m);
+  const model::ModelConfig& c = m->config();
+  EXPECT_EQ(c.arch, model::Arch::Glm4);
+  EXPECT_EQ(c.rope_style, model::RopeStyle::Interleaved);
+  EXPECT_EQ(c.rope_dims, 16);
+  EXPECT_EQ(c.head_dim, 32);
+  EXPECT_TRUE(c.has_post_norms && c.has_qkv_bias && c.fused_gate_up);
+  EXPECT_FALSE(c.fused_qkv || c.has_qk_norm);
+  const model::LayerWeights& l = m->weights().layers[1];
+  EXPECT_TRUE(l.bq.present() && l.bk.present() && l.bv.present());
+  EXPECT_TRUE(l.post_attn_norm.present() && l.post_ffn_norm.present());
+  EXPECT_EQ(l.w_gate.rows, c.n_ff);
+  EXPECT_EQ(l.w_up.rows, c.n_ff);
+  EXPECT_EQ(l.w_up.data, l.w_gate.data + c.n_ff * kernels::row_bytes(l.w_gate.type, c.n_embd));
+  // rope.dimension_count past the head, or odd, is refused by name.
+  spec.rope_dims = 40;
+  const Status too_many = model::write_random_model(spec, *vocab, test::temp_dir("arch") / "m-glm4-bad.gguf");
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_NE(too_many.error().message.find("rotated dimensions 40"), std::string::npos) << too_many.error().message;
+}
+
 TEST(Architectures, Qwen3HasQkNormsAndNoBias) {
   auto m = load(make(model::Arch::Qwen3, "qwen3", 2, 0, 64));
   ASSERT_TRUE(m);

@@ -18,6 +18,15 @@ inline std::filesystem::path shared_models() { return std::filesystem::path(STRA
 inline std::filesystem::path shared_model(const std::string& name) { return shared_models() / name; }
 inline bool have(const std::filesystem::path& p) { return std::filesystem::exists(p); }
 
+// Where setup (tools/fetch_models.sh) puts the real chat models (SmolLM2-135M-Instruct Q4_1, Gemma
+// 3 270M Q4_K_M); it guarantees them, so a test that finds one missing fails instead of skipping.
+inline std::filesystem::path real_models() {
+  if (const char* home = std::getenv("STRATA_MODEL_HOME")) return home;
+  if (const char* data = std::getenv("XDG_DATA_HOME")) return std::filesystem::path(data) / "strata" / "models";
+  const char* h = std::getenv("HOME");
+  return std::filesystem::path(h ? h : "/") / ".local" / "share" / "strata" / "models";
+}
+
 // The folders temp_dir() made, removed with everything in them when the test process exits
 // normally: CTest runs every test case in a process of its own, and models written there are
 // 1-100 MB each, so a kept folder per case filled /tmp by gigabytes a suite run. Set

@@ -37,13 +37,7 @@ inline std::string stories_model() { return shared_model("stories260K.gguf").str
 
 // SmolLM2-135M-Instruct Q4_1, where setup puts the real chat models (tools/fetch_models.sh); it
 // guarantees them, so a missing one fails the test that starts a server on it.
-inline std::string smollm2() {
-  std::filesystem::path dir;
-  if (const char* home = std::getenv("STRATA_MODEL_HOME")) dir = home;
-  else if (const char* data = std::getenv("XDG_DATA_HOME")) dir = std::filesystem::path(data) / "strata" / "models";
-  else dir = std::filesystem::path(std::getenv("HOME") ? std::getenv("HOME") : "/") / ".local/share/strata/models";
-  return (dir / "SmolLM2-135M-Instruct.Q4_1.gguf").string();
-}
+inline std::string smollm2() { return (test::real_models() / "SmolLM2-135M-Instruct.Q4_1.gguf").string(); }
 
 // A random-weight llama model (stories260K's vocabulary, ~5 ms a token here): generations long
 // enough to kill a client mid-stream or to watch the trace stream. Made once per test binary.

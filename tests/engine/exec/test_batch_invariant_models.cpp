@@ -19,14 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Where setup (tools/fetch_models.sh) puts the real models; it guarantees both, so a missing one
-// fails the test instead of skipping it (as tests/reference/real_models.py does).
-fs::path model_folder() {
-  if (const char* home = std::getenv("STRATA_MODEL_HOME")) return home;
-  if (const char* data = std::getenv("XDG_DATA_HOME")) return fs::path(data) / "strata" / "models";
-  const char* h = std::getenv("HOME");
-  return fs::path(h ? h : "/") / ".local" / "share" / "strata" / "models";
-}
+fs::path model_folder() { return test::real_models(); }
 
 // Long enough for three 64-position key blocks of attention and several token chunks.
 const char* kText =

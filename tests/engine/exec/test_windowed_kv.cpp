@@ -233,22 +233,12 @@ TEST_F(WindowedKv, MovedBlocksTakeTheirRingsAlong) {
   greedy_both(0, next, 20, "greedy after blocks 1, 3, 5 moved to gpu0");
 }
 
-// Where setup (tools/fetch_models.sh) puts the real chat models; it guarantees them, so a
-// missing one fails the test.
-fs::path real_model(const std::string& name) {
-  fs::path dir;
-  if (const char* home = std::getenv("STRATA_MODEL_HOME")) dir = home;
-  else if (const char* data = std::getenv("XDG_DATA_HOME")) dir = fs::path(data) / "strata" / "models";
-  else dir = fs::path(std::getenv("HOME") ? std::getenv("HOME") : "/") / ".local" / "share" / "strata" / "models";
-  return dir / name;
-}
-
 // Gemma 3 270M at context 32768 (issue 47): llama.cpp allocates 111 MiB of f16 KV, 3 global
 // blocks of 32768 cells and 15 windowed ones of 1024 (window 512 + a batch of 512). The plan
 // counts the same rows with batches of 512, 768 with batches of 256, and the full 576 MiB with
 // swa_full.
 TEST(WindowedKvRealModel, Gemma3At32kPlansTheKvLlamaCppAllocates) {
-  const fs::path path = real_model("gemma-3-270m-q4_k_m.gguf");
+  const fs::path path = test::real_models() / "gemma-3-270m-q4_k_m.gguf";
   ASSERT_TRUE(test::have(path)) << path << ": setup (tools/fetch_models.sh) guarantees it";
   auto m = model::Model::load(path);
   ASSERT_TRUE(m.ok()) << m.error().to_string();

@@ -40,11 +40,11 @@ Status BlockForward::input_norm(const model::TensorView& weight, const float* hi
   return ops_.rms_norm(hidden, f32(weight), scratch_.norm, n, config_.n_embd, config_.rms_eps);
 }
 
-Status BlockForward::qkv(const ShardWeights& w, int64_t n) {
+Status BlockForward::qkv(const ShardWeights& w, int64_t n, const float* x) {
   const ScratchViews& s = scratch_;
   const int64_t q_dim = w.n_heads * config_.head_dim, kv_dim = w.n_kv_heads * config_.head_dim;
   const backend::Ops::MatmulOut qkv[3] = {{matrix(w.wq), s.q}, {matrix(w.wk), s.k}, {matrix(w.wv), s.v}};
-  STRATA_RETURN_IF_ERROR(ops_.matmul_many(qkv, s.norm, n));
+  STRATA_RETURN_IF_ERROR(ops_.matmul_many(qkv, x ? x : s.norm, n));
   if (w.bq.present()) STRATA_RETURN_IF_ERROR(ops_.add_rows(s.q, f32(w.bq), n, q_dim));
   if (w.bk.present()) STRATA_RETURN_IF_ERROR(ops_.add_rows(s.k, f32(w.bk), n, kv_dim));
   if (w.bv.present()) STRATA_RETURN_IF_ERROR(ops_.add_rows(s.v, f32(w.bv), n, kv_dim));
@@ -55,6 +55,17 @@ Status BlockForward::qk_norm(const ShardWeights& w, int64_t n) {
   // Every head row normalised with the same [head_dim] weights, before RoPE.
   const ScratchViews& s = scratch_;
   const int64_t hd = config_.head_dim;
+  if (config_.qk_norm_full) {
+    // One norm over each token's whole Q row and whole K row (olmo2): the shard must hold every
+    // head, which plan::split_layer guarantees by refusing to cut such a layer.
+    if (w.n_heads != config_.n_heads || w.n_kv_heads != config_.n_kv_heads)
+      return Error{Code::InvalidArgument, "qk_norm: full-row Q/K norms over " + std::to_string(w.n_heads) + " of " +
+                                              std::to_string(config_.n_heads) + " heads (a tensor-split shard)"};
+    if (w.q_norm.present()) STRATA_RETURN_IF_ERROR(ops_.rms_norm(s.q, f32(w.q_norm), s.q, n, w.n_heads * hd, config_.rms_eps));
+    if (w.k_norm.present())
+      STRATA_RETURN_IF_ERROR(ops_.rms_norm(s.k, f32(w.k_norm), s.k, n, w.n_kv_heads * hd, config_.rms_eps));
+    return {};
+  }
   if (w.q_norm.present()) STRATA_RETURN_IF_ERROR(ops_.rms_norm(s.q, f32(w.q_norm), s.q, n * w.n_heads, hd, config_.rms_eps));
   if (w.k_norm.present())
     STRATA_RETURN_IF_ERROR(ops_.rms_norm(s.k, f32(w.k_norm), s.k, n * w.n_kv_heads, hd, config_.rms_eps));
@@ -74,7 +85,7 @@ Status BlockForward::rope_attend(const ShardWeights& w, int64_t layer, int64_t n
   rope.freq_base = la.rope_freq_base;
   rope.freq_scale = la.rope_freq_scale;
   rope.freq_divisors = rope_freqs_;
-  rope.attn_factor = c.rope_attn_factor;
+  rope.attn_factor = la.unit_attn_factor ? 1.0f : c.rope_attn_factor;
   if (la.rope_yarn) {
     const int64_t n_ctx_orig = c.n_ctx_orig > 0 ? c.n_ctx_orig : c.n_ctx_train;
     rope.yarn = kernels::make_rope_yarn(c.rope_dims, n_ctx_orig, la.rope_freq_base, la.rope_freq_scale,
@@ -127,10 +138,10 @@ Status BlockForward::ffn_partial(const ShardWeights& w, const float* hidden, int
   return forward_.ffn(*this, w, hidden, n, out);
 }
 
-Status BlockForward::gated_ffn(const ShardWeights& w, int64_t n, float* out) {
+Status BlockForward::gated_ffn(const ShardWeights& w, int64_t n, float* out, const float* x) {
   const ScratchViews& s = scratch_;
   const backend::Ops::MatmulOut gate_up[2] = {{matrix(w.w_gate), s.gate}, {matrix(w.w_up), s.up}};
-  STRATA_RETURN_IF_ERROR(ops_.matmul_many(gate_up, s.norm, n));
+  STRATA_RETURN_IF_ERROR(ops_.matmul_many(gate_up, x ? x : s.norm, n));
   if (config_.ffn_activation == model::FfnActivation::GeluTanh) {
     STRATA_RETURN_IF_ERROR(ops_.geglu(s.gate, s.up, n * w.n_ff));
   } else {

@@ -145,16 +145,19 @@ class BlockForward {
   // ---- The steps architectures compose (rows: n tokens; scratch() holds the intermediates) ----
   // norm <- rms_norm(hidden) ([n][n_embd]) with `weight` ([n_embd] f32).
   Status input_norm(const model::TensorView& weight, const float* hidden, int64_t n);
-  // q, k, v <- norm · Wq, Wk, Wv ([n][local q_dim], [n][local kv_dim] x 2), plus the biases the
-  // shard holds (one matrix product call, so a batch reads each matrix once).
-  Status qkv(const ShardWeights& w, int64_t n);
-  // Each head row of q and k RMS-normalised with the shard's [head_dim] q_norm / k_norm weights.
+  // q, k, v <- x · Wq, Wk, Wv ([n][local q_dim], [n][local kv_dim] x 2), plus the biases the
+  // shard holds (one matrix product call, so a batch reads each matrix once). x: [n][n_embd],
+  // scratch().norm (after input_norm) unless given (olmo2 projects the residual stream itself).
+  Status qkv(const ShardWeights& w, int64_t n, const float* x = nullptr);
+  // Each head row of q and k RMS-normalised with the shard's [head_dim] q_norm / k_norm weights;
+  // with config.qk_norm_full each whole row ([q_dim], [kv_dim] weights; olmo2, never tensor-split).
   Status qk_norm(const ShardWeights& w, int64_t n);
   // Per sequence: RoPE of its q and k rows from its own position (the layer's RoPE base and
   // window), its keys and values into its KV, attention over its positions; then out <- attn · Wo.
   Status rope_attend(const ShardWeights& w, int64_t layer, int64_t n, std::span<const SeqRows> seqs, float* out);
-  // out <- W_down · (act(W_gate·norm) * W_up·norm), act from config.ffn_activation; the shard's units.
-  Status gated_ffn(const ShardWeights& w, int64_t n, float* out);
+  // out <- W_down · (act(W_gate·x) * W_up·x), act from config.ffn_activation; the shard's units.
+  // x: [n][n_embd], scratch().norm unless given (olmo2: the residual stream).
+  Status gated_ffn(const ShardWeights& w, int64_t n, float* out, const float* x = nullptr);
   // The MoE FFN on one device: moe_route, then moe_experts over the experts w holds.
   Status moe_ffn(const ShardWeights& w, const float* hidden, int64_t n, float* out);
 

@@ -30,6 +30,7 @@ std::string extras_text(const ArchInfo& a) {
   if (a.softcaps) s += "attention and logit soft-caps";
   if (a.granite_scales) s += std::string(s.empty() ? "" : "; ") + "embedding, residual and logit scales";
   if (a.embd_scale_sqrt) s += std::string(s.empty() ? "" : "; ") + "embedding x sqrt(n_embd)";
+  if (a.traits.no_pre_norms) s += std::string(s.empty() ? "" : "; ") + "no input norms";
   return s;
 }
 
@@ -74,6 +75,7 @@ const char* trait_text(Trait t) {
     case Trait::QkNorm: return "has_qk_norm";
     case Trait::PostNorms: return "has_post_norms";
     case Trait::ShexpGate: return "has_shexp_gate";
+    case Trait::PreNorms: return "not no_pre_norms";
   }
   return "?";
 }
@@ -110,7 +112,7 @@ std::string architectures_markdown() {
     if (a.no_rope_layer_step > 0) rope += ", none in every " + ordinal(a.no_rope_layer_step) + " layer";
     s += std::string("| `") + a.name + "` | " + a.covers + " | " + rope + " | " +
          (t.ffn_activation == FfnActivation::GeluTanh ? "GeGLU" : "SwiGLU") + " | " + yes(t.has_qkv_bias) + " | " +
-         yes(t.has_qk_norm) + " | " + yes(t.has_post_norms) + " | " + fused + " | " + window_text(a) + " | " +
+         (t.qk_norm_full ? "whole rows" : yes(t.has_qk_norm)) + " | " + yes(t.has_post_norms) + " | " + fused + " | " + window_text(a) + " | " +
          experts_text(a) + " | " + extras_text(a) + " |\n";
   }
   s += "\nThe tensors of block N (`blk.N.<name>`; shapes in GGUF order, innermost first):\n\n";

@@ -153,9 +153,29 @@ constexpr ArchInfo glm4() {
   return a;
 }
 
+// OLMo 2 and Olmo 3 (llama.cpp's olmo2 graph): no input norms, RMS norms of the whole Q row and
+// the whole K row (one weight per element, not per head), NeoX RoPE, post-norms after attention and
+// the SwiGLU FFN. With attention.sliding_window (Olmo 3), layers 3, 7, 11, ... are global and the
+// others local, and the local layers keep a plain RoPE: rope.freq_base_swa (default: rope.freq_base),
+// no YaRN, no attention factor.
+constexpr ArchInfo olmo2() {
+  ArchInfo a{Arch::Olmo2, "olmo2", "OLMo 2 (1B-32B), Olmo 3 (its sliding window)", {}};
+  a.traits.rope_style = RopeStyle::Neox;
+  a.traits.has_qk_norm = true;
+  a.traits.qk_norm_full = true;
+  a.traits.no_pre_norms = true;
+  a.traits.has_post_norms = true;
+  a.swa_pattern = 4;  // when the file has a window and no pattern (llama.cpp's default period)
+  a.local_rope_base = true;
+  a.local_base_is_global = true;
+  a.local_rope_plain = true;
+  a.default_rms_eps = 1e-6f, a.default_rope_base = 500000.0f;
+  return a;
+}
+
 // In Arch order, so that arch_info(Arch) indexes it.
 constexpr ArchInfo kArchs[] = {llama(), qwen2(), qwen3(), gemma3(), phi3(), qwen2moe(), qwen3moe(), mistral3(),
-                               smollm3(), granite(), granitemoe(), gemma2(), glm4()};
+                               smollm3(), granite(), granitemoe(), gemma2(), glm4(), olmo2()};
 constexpr bool archs_in_enum_order() {
   for (size_t i = 0; i < sizeof(kArchs) / sizeof(kArchs[0]); ++i)
     if (static_cast<size_t>(kArchs[i].arch) != i) return false;
@@ -214,19 +234,19 @@ using K = TensorKind;
 // clang-format off
 const LayerTensor kLayerTensors[] = {
   // name                         view                   part           kind         cols        rows       mats       cut              need               required_by        fuse          fill           quant            role
-  {"attn_norm.weight",           &L::attn_norm,          Part::Attention, K::Norm,    D::Embd,    D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::None,       Fuse::None,   Fill::Ones,    Quant::F32,      "attention input norm"},
+  {"attn_norm.weight",           &L::attn_norm,          Part::Attention, K::Norm,    D::Embd,    D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::PreNorms,   Fuse::None,   Fill::Ones,    Quant::F32,      "attention input norm"},
   {"attn_q.weight",              &L::wq,                 Part::Attention, K::Matrix,  D::Embd,    D::QDim,   D::None,   Cut::QRows,      Need::Always,       Trait::None,       Fuse::Qkv,    Fill::Random,  Quant::Base,     "query projection"},
   {"attn_k.weight",              &L::wk,                 Part::Attention, K::Matrix,  D::Embd,    D::KvDim,  D::None,   Cut::KvRows,     Need::Always,       Trait::None,       Fuse::Qkv,    Fill::Random,  Quant::Base,     "key projection"},
   {"attn_v.weight",              &L::wv,                 Part::Attention, K::Matrix,  D::Embd,    D::KvDim,  D::None,   Cut::KvRows,     Need::Always,       Trait::None,       Fuse::Qkv,    Fill::Random,  Quant::MoreBits, "value projection"},
-  {"attn_q_norm.weight",         &L::q_norm,             Part::Attention, K::Norm,    D::HeadDim, D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::QkNorm,     Fuse::None,   Fill::NearOne, Quant::F32,      "per-head query norm"},
-  {"attn_k_norm.weight",         &L::k_norm,             Part::Attention, K::Norm,    D::HeadDim, D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::QkNorm,     Fuse::None,   Fill::NearOne, Quant::F32,      "per-head key norm"},
+  {"attn_q_norm.weight",         &L::q_norm,             Part::Attention, K::Norm,    D::QNorm,   D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::QkNorm,     Fuse::None,   Fill::NearOne, Quant::F32,      "query norm (per head, or of the whole row)"},
+  {"attn_k_norm.weight",         &L::k_norm,             Part::Attention, K::Norm,    D::KNorm,   D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::QkNorm,     Fuse::None,   Fill::NearOne, Quant::F32,      "key norm (per head, or of the whole row)"},
   {"post_attention_norm.weight", &L::post_attn_norm,     Part::Attention, K::Norm,    D::Embd,    D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::PostNorms,  Fuse::None,   Fill::NearOne, Quant::F32,      "attention output norm"},
   {"post_ffw_norm.weight",       &L::post_ffn_norm,      Part::Ffn,       K::Norm,    D::Embd,    D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::PostNorms,  Fuse::None,   Fill::NearOne, Quant::F32,      "FFN output norm"},
   {"attn_q.bias",                &L::bq,                 Part::Attention, K::Bias,    D::QDim,    D::None,   D::None,   Cut::QElems,     Need::Always,       Trait::QkvBias,    Fuse::None,   Fill::Random,  Quant::F32,      "query bias"},
   {"attn_k.bias",                &L::bk,                 Part::Attention, K::Bias,    D::KvDim,   D::None,   D::None,   Cut::KvElems,    Need::Always,       Trait::QkvBias,    Fuse::None,   Fill::Random,  Quant::F32,      "key bias"},
   {"attn_v.bias",                &L::bv,                 Part::Attention, K::Bias,    D::KvDim,   D::None,   D::None,   Cut::KvElems,    Need::Always,       Trait::QkvBias,    Fuse::None,   Fill::Random,  Quant::F32,      "value bias"},
   {"attn_output.weight",         &L::wo,                 Part::Attention, K::Matrix,  D::QDim,    D::Embd,   D::None,   Cut::QCols,      Need::Always,       Trait::None,       Fuse::None,   Fill::Random,  Quant::Base,     "attention output projection"},
-  {"ffn_norm.weight",            &L::ffn_norm,           Part::Ffn,       K::Norm,    D::Embd,    D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::None,       Fuse::None,   Fill::Ones,    Quant::F32,      "FFN input norm"},
+  {"ffn_norm.weight",            &L::ffn_norm,           Part::Ffn,       K::Norm,    D::Embd,    D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::PreNorms,   Fuse::None,   Fill::Ones,    Quant::F32,      "FFN input norm"},
   {"ffn_gate_inp.weight",        &L::ffn_gate_inp,       Part::Ffn,       K::Matrix,  D::Embd,    D::Expert, D::None,   Cut::Whole,      Need::Moe,          Trait::None,       Fuse::None,   Fill::Random,  Quant::F32,      "router"},
   {"ffn_gate_exps.weight",       &L::ffn_gate_exps,      Part::Experts,   K::Experts, D::Embd,    D::FfExp,  D::Expert, Cut::ExpertRange, Need::Moe,         Trait::None,       Fuse::None,   Fill::Random,  Quant::Base,     "routed experts' gates"},
   {"ffn_up_exps.weight",         &L::ffn_up_exps,        Part::Experts,   K::Experts, D::Embd,    D::FfExp,  D::Expert, Cut::ExpertRange, Need::Moe,         Trait::None,       Fuse::None,   Fill::Random,  Quant::Base,     "routed experts' ups"},
@@ -287,6 +307,8 @@ int64_t dim_size(Dim dim, const ModelConfig& c) {
     case Dim::QDim: return c.q_dim();
     case Dim::KvDim: return c.kv_dim();
     case Dim::HeadDim: return c.head_dim;
+    case Dim::QNorm: return c.qk_norm_full ? c.q_dim() : c.head_dim;
+    case Dim::KNorm: return c.qk_norm_full ? c.kv_dim() : c.head_dim;
     case Dim::Ff: return c.n_ff;
     case Dim::FfExp: return c.n_ff_exp;
     case Dim::FfShexp: return c.n_ff_shexp;
@@ -303,6 +325,8 @@ const char* dim_name(Dim dim) {
     case Dim::QDim: return "q_dim";
     case Dim::KvDim: return "kv_dim";
     case Dim::HeadDim: return "head_dim";
+    case Dim::QNorm: return "head_dim or q_dim";
+    case Dim::KNorm: return "head_dim or kv_dim";
     case Dim::Ff: return "n_ff";
     case Dim::FfExp: return "n_ff_exp";
     case Dim::FfShexp: return "n_ff_shexp";
@@ -347,6 +371,7 @@ bool tensor_required(const LayerTensor& t, const ArchTraits& a) {
     case Trait::QkNorm: return a.has_qk_norm;
     case Trait::PostNorms: return a.has_post_norms;
     case Trait::ShexpGate: return a.has_shexp_gate;
+    case Trait::PreNorms: return !a.no_pre_norms;
   }
   return true;
 }

@@ -31,7 +31,11 @@ struct TensorView;
 // soft-capped attention scores and logits.
 // Glm4: llama's block (interleaved RoPE, usually on half of each head) with Q/K/V biases, gate and
 // up fused in one ffn_up, and gemma's sandwich of norms (post_attention_norm, post_ffw_norm).
-enum class Arch { Llama, Qwen2, Qwen3, Gemma3, Phi3, Qwen2Moe, Qwen3Moe, Mistral3, Smollm3, Granite, GraniteMoe, Gemma2, Glm4 };
+// Olmo2: no input norms (attention and FFN read the residual stream as it is), RMS norms of the
+// whole Q and K rows (not per head), post-norms of both updates; Olmo 3 adds a sliding window on
+// 3 layers of every 4.
+enum class Arch { Llama, Qwen2, Qwen3, Gemma3, Phi3, Qwen2Moe, Qwen3Moe, Mistral3, Smollm3, Granite, GraniteMoe, Gemma2, Glm4,
+                  Olmo2 };
 
 // How rotary embeddings pair up the dimensions of a head.
 enum class RopeStyle {
@@ -52,6 +56,8 @@ struct ArchTraits {
   FfnActivation ffn_activation = FfnActivation::Silu;
   bool has_qkv_bias = false;     // Q, K, V biases ([q_dim], [kv_dim], [kv_dim] f32; qwen2)
   bool has_qk_norm = false;      // RMS norm of each head of Q and K before RoPE ([head_dim] weights; qwen3, gemma3)
+  bool qk_norm_full = false;     // ... of the whole Q and K rows instead ([q_dim], [kv_dim] weights; olmo2)
+  bool no_pre_norms = false;     // no attn_norm / ffn_norm: attention and FFN read the residual stream (olmo2)
   bool has_post_norms = false;   // RMS norm of the attention and FFN outputs before the residual add (gemma3)
   bool fused_qkv = false;        // one attn_qkv tensor holding Q, K, V rows (phi3)
   bool fused_gate_up = false;    // one ffn_up tensor holding gate then up rows (phi3)
@@ -76,7 +82,9 @@ struct ArchInfo {
   bool expert_ff_key = false;    // an expert's units from expert_feed_forward_length (else feed_forward_length)
   bool shared_expert = false;    // a shared expert of expert_shared_feed_forward_length units (default feed_forward_length)
   bool embd_scale_sqrt = false;  // the token embedding times sqrt(n_embd) (gemma3)
-  bool local_rope_base = false;  // local layers use rope.freq_base_swa, unscaled (gemma3); else the model's RoPE
+  bool local_rope_base = false;  // local layers use rope.freq_base_swa, unscaled (gemma3, olmo2); else the model's RoPE
+  bool local_base_is_global = false;  // rope.freq_base_swa defaults to rope.freq_base (olmo2), not 10000 (gemma3)
+  bool local_rope_plain = false;      // local layers' cos/sin are not scaled by rope.scaling.attn_factor (olmo2)
   int64_t swa_pattern = 0;       // sliding_window_pattern when the file has none (gemma3 6); 0: every layer local
   bool reads_sliding_window = true;  // false: the window key is ignored (phi3: llama.cpp ignores it too)
   bool longrope = false;         // rope.scaling.type longrope/su with rope_factors_short/_long tensors (phi3)
@@ -121,7 +129,8 @@ std::string hparam_key(const std::string& arch, HParam param);
 // ---- The tensors of a block ----
 
 // A shape rule: a dimension as a function of the hyper-parameters (dim_size).
-enum class Dim { None, Embd, QDim, KvDim, HeadDim, Ff, FfExp, FfShexp, Expert, One };
+// QNorm / KNorm: head_dim, or q_dim / kv_dim where the Q/K norms span the whole row (qk_norm_full).
+enum class Dim { None, Embd, QDim, KvDim, HeadDim, QNorm, KNorm, Ff, FfExp, FfShexp, Expert, One };
 int64_t dim_size(Dim dim, const ModelConfig& config);
 const char* dim_name(Dim dim);  // "n_embd", "q_dim", ...
 
@@ -153,7 +162,8 @@ enum class Cut {
 // When a block holds the tensor at all.
 enum class Need { Always, Dense, Moe, SharedExpert };
 // Which trait makes an otherwise optional tensor required (Trait::None: required whenever needed).
-enum class Trait { None, QkvBias, QkNorm, PostNorms, ShexpGate };
+// PreNorms: required unless the row has no_pre_norms (olmo2).
+enum class Trait { None, QkvBias, QkNorm, PostNorms, ShexpGate, PreNorms };
 // Fused into one file tensor in architectures with the matching trait (fused_qkv, fused_gate_up):
 // the view is a row range of it, members in table order.
 enum class Fuse { None, Qkv, GateUp };

@@ -70,12 +70,13 @@ LayerAttention ModelConfig::layer_attention(int64_t layer) const {
   LayerAttention a;
   if (layer_is_local(layer)) {
     a.window = sliding_window;
-    // gemma3's local layers keep an unscaled RoPE of their own base; elsewhere (Mistral, P == 1)
+    // gemma3's and olmo2's local layers keep an unscaled RoPE of their own base; elsewhere (Mistral, P == 1)
     // every layer is local and uses the model's RoPE.
     const bool own_base = info().local_rope_base;
     a.rope_freq_base = own_base ? rope_freq_base_local : rope_freq_base;
     a.rope_freq_scale = own_base ? 1.0f : rope_freq_scale;
     a.rope_yarn = own_base ? false : rope_yarn;
+    a.unit_attn_factor = info().local_rope_plain;
   } else {
     a.rope_freq_base = rope_freq_base;
     a.rope_freq_scale = rope_freq_scale;
@@ -218,7 +219,8 @@ Expected<ModelConfig> read_model_config(const gguf::GgufFile& f) {
         c.local_layers[static_cast<size_t>(i)] = (i + 1) % static_cast<int64_t>(pattern) != 0;
     }
   }
-  STRATA_ASSIGN_OR_RETURN(double base_local, f.get_float_or(key(HParam::RopeFreqBaseSwa), 10000.0));
+  STRATA_ASSIGN_OR_RETURN(double base_local, f.get_float_or(key(HParam::RopeFreqBaseSwa),
+                                                            info->local_base_is_global ? c.rope_freq_base : 10000.0));
   if (!(base_local > 1.0 && std::isfinite(base_local)))
     return Error{Code::Corrupt, "key '" + key(HParam::RopeFreqBaseSwa) + "': " + std::to_string(base_local)};
   c.rope_freq_base_local = static_cast<float>(base_local);

@@ -21,6 +21,7 @@ struct LayerAttention {
   float rope_freq_scale = 1.0f;
   bool rope_yarn = false;    // YaRN mixing of rope_freq_scale (the model's rope_yarn, global layers)
   bool rope = true;          // false: no positional rotation in this layer (smollm3's NoPE layers)
+  bool unit_attn_factor = false;  // cos/sin not scaled by rope.scaling.attn_factor (olmo2's local layers)
 };
 
 // The architecture's traits (ArchTraits: rope_style, ffn_activation, has_qk_norm, ...) come from
@@ -53,7 +54,7 @@ struct ModelConfig : ArchTraits {
   // one flag per layer; absent: gemma3 P = 6, others every layer.
   int64_t sliding_window = 0;
   std::vector<uint8_t> local_layers;
-  float rope_freq_base_local = 10000.0f;  // RoPE base of the local layers (gemma3)
+  float rope_freq_base_local = 10000.0f;  // RoPE base of the local layers (gemma3, olmo2)
   // Long-context RoPE (phi3 "longrope"): per-pair frequency factors for contexts beyond
   // n_ctx_orig (rope_factors_long) and within it (rope_factors_short), and a cos/sin multiplier.
   int64_t n_ctx_orig = 0;        // <name>.rope.scaling.original_context_length; 0: not set

@@ -43,6 +43,10 @@ Expected<std::vector<LayerShard>> split_layer(const model::ModelConfig& c, const
   if (c.is_moe())
     return Error{Code::InvalidArgument, where + ": tensor-parallel groups of mixture-of-experts layers are not "
                                                 "supported (place the layer on one device)"};
+  if (c.qk_norm_full)
+    return Error{Code::Unsupported, where + ": " + std::string(model::arch_name(c.arch)) +
+                                        " normalises the whole Q and K rows (all heads at once), so its layers "
+                                        "cannot be cut between devices (place each layer on one device)"};
   const int64_t group = c.n_heads / c.n_kv_heads;
   // Attention unit: the fewest KV heads whose query columns fill whole attn_output blocks.
   const int64_t wo_block = kernels::traits(l.wo.type).block_elems;

@@ -45,6 +45,11 @@ CASES = [
     # glm4: Q/K/V biases, RoPE (interleaved) on 16 of 32 dimensions, gate and up fused in ffn_up,
     # post-norms after attention and the FFN.
     ("glm4", ["--arch", "glm4", "--heads", "4", "--kv-heads", "2", "--head-dim", "32", "--rope-dims", "16"], []),
+    # olmo2: no input norms, whole-row Q/K norms, post-norms; olmo3 (same arch): a window on layers 0-2
+    # (llama.cpp's default period 4, not written) with a plain RoPE, YaRN on the global layer 3.
+    ("olmo2", ["--arch", "olmo2", "--heads", "4", "--kv-heads", "2"], []),
+    ("olmo3-window-yarn", ["--arch", "olmo2", "--heads", "4", "--kv-heads", "2", "--layers", "4",
+                           "--sliding-window", "6", "--yarn-factor", "4"], []),
     # granite's scales (embedding 12, residual 0.22, logits / 8, query 1/64); granitemoe's routed experts.
     ("granite", ["--arch", "granite", "--heads", "4", "--kv-heads", "2"], []),
     ("granitemoe", ["--arch", "granitemoe", "--heads", "4", "--kv-heads", "2", "--experts", "4", "--experts-used", "2",

@@ -59,7 +59,7 @@ class Model:
             # theta = pos * inv_freq * (scale (1 - mix) + mix): as divisors of the unscaled frequency.
             self.yarn_divisors = 1.0 / (self.rope_scale * (1.0 - mix) + mix)
             self.yarn_mscale = 1.0 + 0.1 * np.log(1.0 / self.rope_scale) if ext != 0 else 1.0
-        self.neox = self.arch in ("qwen2", "qwen3", "gemma3", "gemma2", "phi3", "qwen2moe", "qwen3moe")
+        self.neox = self.arch in ("qwen2", "qwen3", "gemma3", "gemma2", "phi3", "qwen2moe", "qwen3moe", "olmo2")
         # gemma2: tanh soft-caps on the attention scores and the logits.
         self.attn_softcap = _field(r, p + "attn_logit_softcapping", 50.0) if self.arch == "gemma2" else 0.0
         self.final_softcap = _field(r, p + "final_logit_softcapping", 30.0) if self.arch == "gemma2" else 0.0
@@ -83,8 +83,10 @@ class Model:
         # llama (and mistral3, smollm3) files' windows are ignored too: llama.cpp's llama graph has none.
         self.window = 0 if self.arch in ("phi3", "llama", "mistral3", "smollm3") else window
         # Pattern P: 0 = every layer local, else layer i local unless (i + 1) % P == 0.
-        self.swa_pattern = _field(r, p + "attention.sliding_window_pattern", {"gemma3": 6, "gemma2": 2}.get(self.arch, 0))
-        self.rope_base_local = _field(r, p + "rope.freq_base_swa", 10000.0)
+        self.swa_pattern = _field(r, p + "attention.sliding_window_pattern",
+                                  {"gemma3": 6, "gemma2": 2, "olmo2": 4}.get(self.arch, 0))
+        # The local layers' own RoPE base (gemma3: default 10000; olmo2: default the model's).
+        self.rope_base_local = _field(r, p + "rope.freq_base_swa", self.rope_base if self.arch == "olmo2" else 10000.0)
         self.bos = _field(r, "tokenizer.ggml.bos_token_id", None)
         self.add_bos = bool(_field(r, "tokenizer.ggml.add_bos_token", False))
         self._cache = {}
@@ -197,7 +199,8 @@ def final_hidden(m, tokens, kv_f16=False, n_ctx=None):
     group = nh // nkv
     for l in range(m.n_layers):
         g = lambda n: m.tensor(f"blk.{l}.{n}")
-        h = rms_norm(x, g("attn_norm.weight"), m.eps)
+        # olmo2 has no input norms: attention and the FFN read the residual stream itself.
+        h = x if g("attn_norm.weight") is None else rms_norm(x, g("attn_norm.weight"), m.eps)
         if g("attn_qkv.weight") is not None:
             qkv = h @ g("attn_qkv.weight").T
             q, k, v = np.split(qkv, [nh * hd, nh * hd + nkv * hd], axis=1)
@@ -207,19 +210,25 @@ def final_hidden(m, tokens, kv_f16=False, n_ctx=None):
             q = q + g("attn_q.bias")
             k = k + g("attn_k.bias")
             v = v + g("attn_v.bias")
+        if g("attn_q_norm.weight") is not None and g("attn_q_norm.weight").shape[-1] == nh * hd != hd:
+            # olmo2: one norm over each token's whole Q row and whole K row, before the heads split.
+            q = rms_norm(q, g("attn_q_norm.weight"), m.eps)
+            k = rms_norm(k, g("attn_k_norm.weight"), m.eps)
+        elif g("attn_q_norm.weight") is not None:
+            q = rms_norm(q.reshape(T, nh, hd), g("attn_q_norm.weight"), m.eps)
+            k = rms_norm(k.reshape(T, nkv, hd), g("attn_k_norm.weight"), m.eps)
         q = q.reshape(T, nh, hd)
         k = k.reshape(T, nkv, hd)
         v = v.reshape(T, nkv, hd)
-        if g("attn_q_norm.weight") is not None:
-            q = rms_norm(q, g("attn_q_norm.weight"), m.eps)
-            k = rms_norm(k, g("attn_k_norm.weight"), m.eps)
         local = m.layer_is_local(l)
-        if local and m.arch == "gemma3":
+        plain_local = local and m.arch in ("gemma3", "olmo2")  # local layers with a plain RoPE of their own base
+        if plain_local:
             base, scale = m.rope_base_local, 1.0
         else:
             base, scale = m.rope_base, m.rope_scale
-        af, div = m.attn_factor, divisors
-        if m.yarn and not (local and m.arch == "gemma3"):  # gemma3's local layers keep a plain RoPE
+        # olmo2's local layers do not scale cos/sin by the attention factor either (gemma3's do).
+        af, div = (1.0 if plain_local and m.arch == "olmo2" else m.attn_factor), divisors
+        if m.yarn and not plain_local:
             scale, af = 1.0, af * m.yarn_mscale
             div = m.yarn_divisors if divisors is None else divisors * m.yarn_divisors
         if not (m.arch == "smollm3" and (l + 1) % 4 == 0):  # smollm3: every 4th layer has no RoPE (NoPE)
@@ -245,7 +254,7 @@ def final_hidden(m, tokens, kv_f16=False, n_ctx=None):
         if g("post_attention_norm.weight") is not None:
             o = rms_norm(o, g("post_attention_norm.weight"), m.eps)
         x = x + o * m.residual_scale
-        h = rms_norm(x, g("ffn_norm.weight"), m.eps)
+        h = x if g("ffn_norm.weight") is None else rms_norm(x, g("ffn_norm.weight"), m.eps)
         if g("ffn_gate_inp.weight") is not None:
             x = x + moe_ffn(m, g, h) * m.residual_scale
             continue

@@ -18,6 +18,7 @@
 #include "engine/plan/memory_estimate.h"
 #include "engine/plan/placement.h"
 #include "engine/plan/placement_validate.h"
+#include "engine/plan/tensor_split.h"
 #include "test_support.h"
 #include "engine/backend/registry/registry.h"
 
@@ -196,6 +197,37 @@ TEST(Architectures, Glm4HalfRopeBiasesPostNormsAndFusedGateUp) {
   const Status too_many = model::write_random_model(spec, *vocab, test::temp_dir("arch") / "m-glm4-bad.gguf");
   ASSERT_FALSE(too_many.ok());
   EXPECT_NE(too_many.error().message.find("rotated dimensions 40"), std::string::npos) << too_many.error().message;
+}
+
+// olmo2 (OLMo 2; Olmo 3 with a window): no input norms, Q/K norms over whole rows, post-norms; the
+// window's layers take llama.cpp's period of 4 and a plain RoPE of the model's base; its layers
+// cannot be tensor-split (one norm spans every head). Logits against the NumPy forward:
+// tests/reference/reference_forward.py.
+TEST(Architectures, Olmo2WholeRowQkNormsNoInputNormsAndLocalRope) {
+  auto m = load(make(model::Arch::Olmo2, "olmo2-8", 8, 16, 32));
+  ASSERT_TRUE(m);
+  const model::ModelConfig& c = m->config();
+  EXPECT_EQ(c.rope_style, model::RopeStyle::Neox);
+  EXPECT_TRUE(c.has_qk_norm && c.qk_norm_full && c.no_pre_norms && c.has_post_norms);
+  for (const model::LayerWeights& l : m->weights().layers) {
+    EXPECT_FALSE(l.attn_norm.present());
+    EXPECT_FALSE(l.ffn_norm.present());
+    EXPECT_EQ(l.q_norm.cols, c.q_dim());   // 4 heads x 32
+    EXPECT_EQ(l.k_norm.cols, c.kv_dim());  // 2 heads x 32
+    EXPECT_TRUE(l.post_attn_norm.present() && l.post_ffn_norm.present());
+  }
+  for (int64_t l = 0; l < 8; ++l) {
+    const model::LayerAttention a = c.layer_attention(l);
+    const bool local = (l + 1) % 4 != 0;
+    EXPECT_EQ(a.window, local ? 16 : 0) << "layer " << l;
+    EXPECT_EQ(a.rope_freq_base, c.rope_freq_base) << "layer " << l;  // freq_base_swa defaults to the model's
+    EXPECT_EQ(a.unit_attn_factor, local) << "layer " << l;
+  }
+  auto split = plan::split_layer(c, m->weights().layers[0], {1.0, 1.0}, 0);
+  ASSERT_FALSE(split.ok());
+  EXPECT_EQ(split.error().code, Code::Unsupported);
+  EXPECT_NE(split.error().message.find("olmo2 normalises the whole Q and K rows"), std::string::npos)
+      << split.error().message;
 }
 
 TEST(Architectures, Qwen3HasQkNormsAndNoBias) {

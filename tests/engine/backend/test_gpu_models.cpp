@@ -1,7 +1,7 @@
 // tests/engine/backend/test_gpu_models.cpp — whole models on a CUDA device, through strata-engine
 // as a user runs it: the stories260K golden text on cuda:0, a cuda:0 + cpu layer split that gives
 // the CPU's text, and a random 16-layer Q4_K_M model whose greedy tokens and logits on cuda:0
-// match the CPU's, and a random mixture-of-experts model against the CPU. Labelled "gpu" in CTest (tools/gpu-check.sh runs them); every test skips,
+// match the CPU's, a random mixture-of-experts model and a random Olmo 3 against the CPU. Labelled "gpu" in CTest (tools/gpu-check.sh runs them); every test skips,
 // saying why, where there is no CUDA device.
 #include <gtest/gtest.h>
 
@@ -264,6 +264,29 @@ TEST(GpuModels, MoeModelMatchesCpu) {
   const LogitsComparison c = compare_logits(read_floats(dir / "moe-cpu.f32"), read_floats(dir / "moe-cuda.f32"));
   EXPECT_LE(c.rel_l2, 1e-2) << "logits after the prompt, cuda:0 against cpu";
   EXPECT_EQ(gpu.out, cpu.out) << "4 greedy tokens; logits rel L2 " << c.rel_l2;
+}
+
+// olmo2 as Olmo 3 (F32 weights): no input norms, Q and K normalised over whole rows (a 256-wide
+// rms_norm per token, not per head), post-norms, a window on 3 layers of 4 and YaRN on the global
+// one, on cuda:0 against the CPU: logits within 1e-2 relative (L2), greedy tokens equal.
+TEST(GpuModels, Olmo3WholeRowQkNormsMatchCpu) {
+  REQUIRE_CUDA();
+  REQUIRE_SHARED("stories260K.gguf");
+  const fs::path dir = test::temp_dir("gpu-models");
+  const fs::path model = dir / "random-olmo3-f32.gguf";
+  const CliRun made = engine({"make-model", "--arch", "olmo2", "--dim", "256", "--layers", "4", "--heads", "4",
+                              "--kv-heads", "2", "--ffn", "512", "--ctx", "512", "--sliding-window", "24",
+                              "--yarn-factor", "4", "--type", "f32", "--std", "0.08", "--vocab-from", stories(),
+                              "-o", model.string()});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string prompt = golden()["cases"][0]["text"].get<std::string>().substr(0, 200);
+  const CliRun cpu = greedy(model.string(), prompt, 6, "cpu", dir / "olmo3-cpu.f32");
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  const CliRun gpu = greedy(model.string(), prompt, 6, "cuda:0", dir / "olmo3-cuda.f32");
+  ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
+  const LogitsComparison c = compare_logits(read_floats(dir / "olmo3-cpu.f32"), read_floats(dir / "olmo3-cuda.f32"));
+  EXPECT_LE(c.rel_l2, 1e-2) << "logits after the prompt, cuda:0 against cpu";
+  EXPECT_EQ(gpu.out, cpu.out) << "6 greedy tokens; logits rel L2 " << c.rel_l2;
 }
 
 }  // namespace

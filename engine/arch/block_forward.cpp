@@ -52,23 +52,21 @@ Status BlockForward::qkv(const ShardWeights& w, int64_t n, const float* x) {
 }
 
 Status BlockForward::qk_norm(const ShardWeights& w, int64_t n) {
-  // Every head row normalised with the same [head_dim] weights, before RoPE.
+  // Every head row normalised with the same [head_dim] weights, before RoPE; or (qk_norm_full,
+  // olmo2) each token's whole Q row and whole K row with [q_dim] / [kv_dim] weights. A whole-row
+  // norm needs every head on the shard, which plan::split_layer guarantees by refusing to cut
+  // such a layer.
   const ScratchViews& s = scratch_;
   const int64_t hd = config_.head_dim;
-  if (config_.qk_norm_full) {
-    // One norm over each token's whole Q row and whole K row (olmo2): the shard must hold every
-    // head, which plan::split_layer guarantees by refusing to cut such a layer.
-    if (w.n_heads != config_.n_heads || w.n_kv_heads != config_.n_kv_heads)
-      return Error{Code::InvalidArgument, "qk_norm: full-row Q/K norms over " + std::to_string(w.n_heads) + " of " +
-                                              std::to_string(config_.n_heads) + " heads (a tensor-split shard)"};
-    if (w.q_norm.present()) STRATA_RETURN_IF_ERROR(ops_.rms_norm(s.q, f32(w.q_norm), s.q, n, w.n_heads * hd, config_.rms_eps));
-    if (w.k_norm.present())
-      STRATA_RETURN_IF_ERROR(ops_.rms_norm(s.k, f32(w.k_norm), s.k, n, w.n_kv_heads * hd, config_.rms_eps));
-    return {};
-  }
-  if (w.q_norm.present()) STRATA_RETURN_IF_ERROR(ops_.rms_norm(s.q, f32(w.q_norm), s.q, n * w.n_heads, hd, config_.rms_eps));
-  if (w.k_norm.present())
-    STRATA_RETURN_IF_ERROR(ops_.rms_norm(s.k, f32(w.k_norm), s.k, n * w.n_kv_heads, hd, config_.rms_eps));
+  const bool full = config_.qk_norm_full;
+  if (full && (w.n_heads != config_.n_heads || w.n_kv_heads != config_.n_kv_heads))
+    return Error{Code::InvalidArgument, "qk_norm: full-row Q/K norms over " + std::to_string(w.n_heads) + " of " +
+                                            std::to_string(config_.n_heads) + " heads (a tensor-split shard)"};
+  // [rows][width] views of q ([n][n_heads * hd]) and k ([n][n_kv_heads * hd]).
+  const int64_t q_rows = full ? n : n * w.n_heads, q_width = full ? w.n_heads * hd : hd;
+  const int64_t k_rows = full ? n : n * w.n_kv_heads, k_width = full ? w.n_kv_heads * hd : hd;
+  if (w.q_norm.present()) STRATA_RETURN_IF_ERROR(ops_.rms_norm(s.q, f32(w.q_norm), s.q, q_rows, q_width, config_.rms_eps));
+  if (w.k_norm.present()) STRATA_RETURN_IF_ERROR(ops_.rms_norm(s.k, f32(w.k_norm), s.k, k_rows, k_width, config_.rms_eps));
   return {};
 }
 

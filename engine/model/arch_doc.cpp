@@ -112,8 +112,8 @@ std::string architectures_markdown() {
     if (a.no_rope_layer_step > 0) rope += ", none in every " + ordinal(a.no_rope_layer_step) + " layer";
     s += std::string("| `") + a.name + "` | " + a.covers + " | " + rope + " | " +
          (t.ffn_activation == FfnActivation::GeluTanh ? "GeGLU" : "SwiGLU") + " | " + yes(t.has_qkv_bias) + " | " +
-         (t.qk_norm_full ? "whole rows" : yes(t.has_qk_norm)) + " | " + yes(t.has_post_norms) + " | " + fused + " | " + window_text(a) + " | " +
-         experts_text(a) + " | " + extras_text(a) + " |\n";
+         (t.qk_norm_full ? "whole rows" : yes(t.has_qk_norm)) + " | " + yes(t.has_post_norms) + " | " + fused + " | " +
+         window_text(a) + " | " + experts_text(a) + " | " + extras_text(a) + " |\n";
   }
   s += "\nThe tensors of block N (`blk.N.<name>`; shapes in GGUF order, innermost first):\n\n";
   s += "| name | shape | kind | part | present in | required when | tensor-parallel cut | role |\n";

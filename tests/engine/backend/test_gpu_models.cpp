@@ -241,52 +241,52 @@ TEST(GpuModels, WindowedKvRingMatchesAFullCacheOnCuda) {
   EXPECT_LE(compare_logits(read_floats(dir / "ring-cpu.f32"), a).rel_l2, 1e-1) << "cuda:0 ring against the CPU's";
 }
 
+// Writes a random F32 model with make-model `arch_args` and runs `n` greedy tokens of a 200-character
+// prompt on the CPU and on cuda:0. F32 weights give the GPU no quantization to differ by: logits
+// after the prompt within 1e-2 relative (L2) of the CPU's, greedy tokens equal.
+void expect_f32_model_on_cuda_matches_cpu(const std::string& tag, const std::vector<std::string>& arch_args, int n) {
+  const fs::path dir = test::temp_dir("gpu-models");
+  const fs::path model = dir / ("random-" + tag + "-f32.gguf");
+  std::vector<std::string> make = {"make-model"};
+  make.insert(make.end(), arch_args.begin(), arch_args.end());
+  make.insert(make.end(), {"--type", "f32", "--std", "0.08", "--vocab-from", stories(), "-o", model.string()});
+  const CliRun made = engine(make);
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string prompt = golden()["cases"][0]["text"].get<std::string>().substr(0, 200);
+  const CliRun cpu = greedy(model.string(), prompt, n, "cpu", dir / (tag + "-cpu.f32"));
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  const CliRun gpu = greedy(model.string(), prompt, n, "cuda:0", dir / (tag + "-cuda.f32"));
+  ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
+  const LogitsComparison c = compare_logits(read_floats(dir / (tag + "-cpu.f32")), read_floats(dir / (tag + "-cuda.f32")));
+  EXPECT_LE(c.rel_l2, 1e-2) << tag << ": logits after the prompt, cuda:0 against cpu";
+  EXPECT_EQ(gpu.out, cpu.out) << tag << ": " << n << " greedy tokens; logits rel L2 " << c.rel_l2;
+}
+
 // A mixture-of-experts model (qwen3moe, 8 experts, top-2, F32 weights) on cuda:0: the router's
 // top-k on the host, tokens gathered per expert and added back weighted (gather_rows /
-// scale_add_rows), through the prompt path (more than 8 tokens: cuBLAS in f32) and 4 decode steps.
-// F32 weights give the GPU no quantization to differ by: logits within 1e-2 relative (L2) of the
-// CPU's (a top-k pick flipped by rounding would move them far more), greedy tokens equal.
+// scale_add_rows), through the prompt path (more than 8 tokens: cuBLAS in f32) and 4 decode steps
+// (a top-k pick flipped by rounding would move the logits far more than the helper's 1e-2).
 TEST(GpuModels, MoeModelMatchesCpu) {
   REQUIRE_CUDA();
   REQUIRE_SHARED("stories260K.gguf");
-  const fs::path dir = test::temp_dir("gpu-models");
-  const fs::path model = dir / "random-qwen3moe-8x2-f32.gguf";
-  const CliRun made = engine({"make-model", "--arch", "qwen3moe", "--dim", "256", "--layers", "4", "--heads", "4",
-                              "--kv-heads", "2", "--head-dim", "64", "--ffn", "512", "--experts", "8",
-                              "--experts-used", "2", "--expert-ff", "256", "--ctx", "512", "--type", "f32", "--std",
-                              "0.08", "--vocab-from", stories(), "-o", model.string()});
-  ASSERT_EQ(made.exit_code, 0) << made.err;
-  const std::string prompt = golden()["cases"][0]["text"].get<std::string>().substr(0, 200);
-  const CliRun cpu = greedy(model.string(), prompt, 4, "cpu", dir / "moe-cpu.f32");
-  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
-  const CliRun gpu = greedy(model.string(), prompt, 4, "cuda:0", dir / "moe-cuda.f32");
-  ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
-  const LogitsComparison c = compare_logits(read_floats(dir / "moe-cpu.f32"), read_floats(dir / "moe-cuda.f32"));
-  EXPECT_LE(c.rel_l2, 1e-2) << "logits after the prompt, cuda:0 against cpu";
-  EXPECT_EQ(gpu.out, cpu.out) << "4 greedy tokens; logits rel L2 " << c.rel_l2;
+  expect_f32_model_on_cuda_matches_cpu("qwen3moe-8x2",
+                                       {"--arch", "qwen3moe", "--dim", "256", "--layers", "4", "--heads", "4",
+                                        "--kv-heads", "2", "--head-dim", "64", "--ffn", "512", "--experts", "8",
+                                        "--experts-used", "2", "--expert-ff", "256", "--ctx", "512"},
+                                       4);
 }
 
 // olmo2 as Olmo 3 (F32 weights): no input norms, Q and K normalised over whole rows (a 256-wide
 // rms_norm per token, not per head), post-norms, a window on 3 layers of 4 and YaRN on the global
-// one, on cuda:0 against the CPU: logits within 1e-2 relative (L2), greedy tokens equal.
+// one, on cuda:0 against the CPU.
 TEST(GpuModels, Olmo3WholeRowQkNormsMatchCpu) {
   REQUIRE_CUDA();
   REQUIRE_SHARED("stories260K.gguf");
-  const fs::path dir = test::temp_dir("gpu-models");
-  const fs::path model = dir / "random-olmo3-f32.gguf";
-  const CliRun made = engine({"make-model", "--arch", "olmo2", "--dim", "256", "--layers", "4", "--heads", "4",
-                              "--kv-heads", "2", "--ffn", "512", "--ctx", "512", "--sliding-window", "24",
-                              "--yarn-factor", "4", "--type", "f32", "--std", "0.08", "--vocab-from", stories(),
-                              "-o", model.string()});
-  ASSERT_EQ(made.exit_code, 0) << made.err;
-  const std::string prompt = golden()["cases"][0]["text"].get<std::string>().substr(0, 200);
-  const CliRun cpu = greedy(model.string(), prompt, 6, "cpu", dir / "olmo3-cpu.f32");
-  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
-  const CliRun gpu = greedy(model.string(), prompt, 6, "cuda:0", dir / "olmo3-cuda.f32");
-  ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
-  const LogitsComparison c = compare_logits(read_floats(dir / "olmo3-cpu.f32"), read_floats(dir / "olmo3-cuda.f32"));
-  EXPECT_LE(c.rel_l2, 1e-2) << "logits after the prompt, cuda:0 against cpu";
-  EXPECT_EQ(gpu.out, cpu.out) << "6 greedy tokens; logits rel L2 " << c.rel_l2;
+  expect_f32_model_on_cuda_matches_cpu("olmo3",
+                                       {"--arch", "olmo2", "--dim", "256", "--layers", "4", "--heads", "4",
+                                        "--kv-heads", "2", "--ffn", "512", "--ctx", "512", "--sliding-window", "24",
+                                        "--yarn-factor", "4"},
+                                       6);
 }
 
 }  // namespace

@@ -68,7 +68,7 @@ Command add_make_model_command(CLI::App& app) {
   cmd->add_option("--yarn-factor", o->spec.yarn_factor, "write YaRN rope scaling with this factor (> 1)");
   cmd->add_option("--yarn-orig-ctx", o->spec.yarn_orig_ctx, "YaRN's original context (default ctx / factor)");
   cmd->add_flag("!--no-longrope", o->spec.longrope, "phi3: leave out the long-context RoPE factors");
-  cmd->add_option("--type", o->spec.type, "f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k q4_k_m q5_k_m");
+  cmd->add_option("--type", o->spec.type, "f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs tq1_0 tq2_0 mxfp4, or a mix: q4_k_m q5_k_m mxfp4_moe (MXFP4 experts, Q8_0 the rest)");
   cmd->add_option("--std", o->spec.stddev, "standard deviation of the weights")->check(CLI::Range(0.0f, 10.0f));
   cmd->add_option("--seed", o->spec.seed, "random seed");
   cmd->add_option("--vocab-from", o->vocab_from, "GGUF file whose tokenizer.* keys are copied")->required();

@@ -119,6 +119,7 @@ Status BlockForward::rope_attend(const ShardWeights& w, int64_t layer, int64_t n
     a.softcap = c.attn_softcap;
     a.scale = c.query_scale();
     a.window = la.window;
+    a.sinks = w.attn_sinks.present() ? f32(w.attn_sinks) : nullptr;  // the shard's heads' (Cut::QHeads)
     a.out = s.attn_out + sr.row0 * q_dim;
     attention_args_.push_back(a);
   }
@@ -127,7 +128,11 @@ Status BlockForward::rope_attend(const ShardWeights& w, int64_t layer, int64_t n
   } else {
     STRATA_RETURN_IF_ERROR(ops_.attention_batch(attention_args_));
   }
-  return ops_.matmul(matrix(w.wo), s.attn_out, n, out);
+  STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.wo), s.attn_out, n, out));
+  // The output bias (gpt-oss) is held by one shard of a tensor-split group (Cut::FirstShard), so
+  // the all-reduced sum has it once.
+  if (w.bo.present()) return ops_.add_rows(out, f32(w.bo), n, config_.n_embd);
+  return {};
 }
 
 Status BlockForward::ffn_partial(const ShardWeights& w, const float* hidden, int64_t n, float* out) {
@@ -140,12 +145,17 @@ Status BlockForward::gated_ffn(const ShardWeights& w, int64_t n, float* out, con
   const ScratchViews& s = scratch_;
   const backend::Ops::MatmulOut gate_up[2] = {{matrix(w.w_gate), s.gate}, {matrix(w.w_up), s.up}};
   STRATA_RETURN_IF_ERROR(ops_.matmul_many(gate_up, x ? x : s.norm, n));
-  if (config_.ffn_activation == model::FfnActivation::GeluTanh) {
-    STRATA_RETURN_IF_ERROR(ops_.geglu(s.gate, s.up, n * w.n_ff));
-  } else {
-    STRATA_RETURN_IF_ERROR(ops_.swiglu(s.gate, s.up, n * w.n_ff));
-  }
+  STRATA_RETURN_IF_ERROR(activate(s.gate, s.up, n * w.n_ff));
   return ops_.matmul(matrix(w.w_down), s.gate, n, out);
+}
+
+Status BlockForward::activate(float* gate, const float* up, int64_t count) {
+  switch (config_.ffn_activation) {
+    case model::FfnActivation::Silu: return ops_.swiglu(gate, up, count);
+    case model::FfnActivation::GeluTanh: return ops_.geglu(gate, up, count);
+    case model::FfnActivation::SwigluOai: return ops_.swiglu_oai(gate, up, count);
+  }
+  return ops_.swiglu(gate, up, count);
 }
 
 Status BlockForward::moe_ffn(const ShardWeights& w, const float* hidden, int64_t n, float* out) {
@@ -161,11 +171,18 @@ backend::MatrixView expert_matrix(const model::TensorView& t, int64_t i) {
   return {t.data + static_cast<uint64_t>(i) * t.mat_stride, t.type, t.rows, t.cols};
 }
 
-// Per token: softmax over the n_expert logits, the k most probable experts (ties: the lower index
-// first), their probabilities renormalised to sum 1 when `normalise` (the sum clamped below at
-// 6.1e-5, as llama.cpp does, so a row of tiny weights cannot divide by zero); then the same
-// choices grouped by expert. Host arithmetic in double.
-void route_tokens(MoeRouting& r, bool normalise) {
+// Row i of a per-expert f32 bias ([n_mats][cols], model::TensorKind::ExpertBias).
+const float* expert_row(const model::TensorView& t, int64_t i) {
+  return reinterpret_cast<const float*>(t.data + static_cast<uint64_t>(i) * t.mat_stride);
+}
+
+// Per token, with Softmax gating: softmax over the n_expert logits, the k most probable experts
+// (ties: the lower index first), their probabilities renormalised to sum 1 when `normalise` (the
+// sum clamped below at 6.1e-5, as llama.cpp does, so a row of tiny weights cannot divide by
+// zero). With SoftmaxTopK (gpt-oss): the k largest logits (the same order, ties alike), weighted by
+// a softmax over those k alone. Then the same choices grouped by expert. Host arithmetic in
+// double, per token: a token's experts and weights never depend on the other rows.
+void route_tokens(MoeRouting& r, bool normalise, model::ExpertGating gating) {
   const int64_t n = r.n_tokens, e_count = r.n_expert, k = r.k;
   r.expert.resize(static_cast<size_t>(n * k));
   r.weight.resize(static_cast<size_t>(n * k));
@@ -174,14 +191,30 @@ void route_tokens(MoeRouting& r, bool normalise) {
   for (int64_t t = 0; t < n; ++t) {
     const float* z = r.logits.data() + t * e_count;
     const double zmax = *std::max_element(z, z + e_count);
-    double sum = 0;
-    for (int64_t e = 0; e < e_count; ++e) sum += p[static_cast<size_t>(e)] = std::exp(static_cast<double>(z[e]) - zmax);
-    for (double& v : p) v /= sum;
+    if (gating == model::ExpertGating::SoftmaxTopK) {
+      // Ranked by the logits themselves (exp is monotonic: the same order as their softmax).
+      for (int64_t e = 0; e < e_count; ++e) p[static_cast<size_t>(e)] = static_cast<double>(z[e]);
+    } else {
+      double sum = 0;
+      for (int64_t e = 0; e < e_count; ++e) sum += p[static_cast<size_t>(e)] = std::exp(static_cast<double>(z[e]) - zmax);
+      for (double& v : p) v /= sum;
+    }
     std::iota(order.begin(), order.end(), 0);
     std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
       const double pa = p[static_cast<size_t>(a)], pb = p[static_cast<size_t>(b)];
       return pa > pb || (pa == pb && a < b);
     });
+    if (gating == model::ExpertGating::SoftmaxTopK) {
+      // Softmax over the chosen logits: the first (largest) is their max.
+      const double top = p[static_cast<size_t>(order[0])];
+      double sum = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        double& v = p[static_cast<size_t>(order[static_cast<size_t>(j)])];
+        v = std::exp(v - top);
+        sum += v;
+      }
+      for (int64_t j = 0; j < k; ++j) p[static_cast<size_t>(order[static_cast<size_t>(j)])] /= sum;
+    }
     double chosen = 0;
     for (int64_t j = 0; j < k; ++j) chosen += p[static_cast<size_t>(order[static_cast<size_t>(j)])];
     const double scale = normalise ? 1.0 / std::max(chosen, 6.103515625e-5) : 1.0;
@@ -231,9 +264,10 @@ Status BlockForward::moe_route(const ShardWeights& w, const float* hidden, int64
   const int64_t d = c.n_embd;
   STRATA_RETURN_IF_ERROR(ops_.rms_norm(hidden, f32(w.ffn_norm), s.norm, n, d, c.rms_eps));
   STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.ffn_gate_inp), s.norm, n, s.router));
+  if (w.ffn_gate_inp_b.present()) STRATA_RETURN_IF_ERROR(ops_.add_rows(s.router, f32(w.ffn_gate_inp_b), n, c.n_expert));
   routing.logits.resize(static_cast<size_t>(n * c.n_expert));
   STRATA_RETURN_IF_ERROR(ops_.to_host(s.router, routing.logits.data(), routing.logits.size() * sizeof(float)));
-  route_tokens(routing, c.expert_weights_norm);
+  route_tokens(routing, c.expert_weights_norm, c.expert_gating);
   if (routing.want_x_norm) {
     routing.x_norm.resize(static_cast<size_t>(n * d));
     STRATA_RETURN_IF_ERROR(ops_.to_host(s.norm, routing.x_norm.data(), routing.x_norm.size() * sizeof(float)));
@@ -244,7 +278,7 @@ Status BlockForward::moe_route(const ShardWeights& w, const float* hidden, int64
   const int64_t f = w.ffn_gate_shexp.rows;
   STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.ffn_gate_shexp), s.norm, n, s.gate));
   STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.ffn_up_shexp), s.norm, n, s.up));
-  STRATA_RETURN_IF_ERROR(ops_.swiglu(s.gate, s.up, n * f));
+  STRATA_RETURN_IF_ERROR(activate(s.gate, s.up, n * f));
   STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.ffn_down_shexp), s.gate, n, s.moe_y));
   shexp_gate_.assign(static_cast<size_t>(n), 1.0f);
   if (w.ffn_gate_inp_shexp.present()) {
@@ -292,8 +326,12 @@ Status BlockForward::moe_experts(const ShardWeights& w, const float* x_norm, con
     const int64_t i = e - w.expert_begin;
     STRATA_RETURN_IF_ERROR(ops_.matmul(expert_matrix(w.ffn_gate_exps, i), x, m, s.gate));
     STRATA_RETURN_IF_ERROR(ops_.matmul(expert_matrix(w.ffn_up_exps, i), x, m, s.up));
-    STRATA_RETURN_IF_ERROR(ops_.swiglu(s.gate, s.up, m * f));
+    // Expert biases (gpt-oss): row i of each [n_expert][width] f32 bias.
+    if (w.ffn_gate_exps_b.present()) STRATA_RETURN_IF_ERROR(ops_.add_rows(s.gate, expert_row(w.ffn_gate_exps_b, i), m, f));
+    if (w.ffn_up_exps_b.present()) STRATA_RETURN_IF_ERROR(ops_.add_rows(s.up, expert_row(w.ffn_up_exps_b, i), m, f));
+    STRATA_RETURN_IF_ERROR(activate(s.gate, s.up, m * f));
     STRATA_RETURN_IF_ERROR(ops_.matmul(expert_matrix(w.ffn_down_exps, i), s.gate, m, s.moe_y));
+    if (w.ffn_down_exps_b.present()) STRATA_RETURN_IF_ERROR(ops_.add_rows(s.moe_y, expert_row(w.ffn_down_exps_b, i), m, d));
     STRATA_RETURN_IF_ERROR(
         ops_.scale_add_rows(out, n, d, s.moe_y, rows, routing.weight_of.data() + first, m));
   }

@@ -158,6 +158,9 @@ class BlockForward {
   // out <- W_down · (act(W_gate·x) * W_up·x), act from config.ffn_activation; the shard's units.
   // x: [n][n_embd], scratch().norm unless given (olmo2: the residual stream).
   Status gated_ffn(const ShardWeights& w, int64_t n, float* out, const float* x = nullptr);
+  // gate[i] <- act(gate[i], up[i]) for count elements, act the architecture's (config.ffn_activation:
+  // SwiGLU, GeGLU or gpt-oss's clamped SwiGLU).
+  Status activate(float* gate, const float* up, int64_t count);
   // The MoE FFN on one device: moe_route, then moe_experts over the experts w holds.
   Status moe_ffn(const ShardWeights& w, const float* hidden, int64_t n, float* out);
 
@@ -166,12 +169,15 @@ class BlockForward {
   // (Ops::to_host, n x n_expert floats), which picks each token's top-k experts and weights into
   // `routing` (softmax over all experts, then top-k, renormalised where config says); with
   // routing.want_x_norm, x is copied to routing.x_norm as well. out: [n][n_embd] <- the shared
-  // expert's output (times its sigmoid gate where there is one), or zeros. w needs ffn_norm and
+  // expert's output (times its sigmoid gate where there is one), or zeros. The router's bias
+  // (gpt-oss) is added to the logits; with config.expert_gating SoftmaxTopK the k largest logits
+  // are chosen and softmaxed among themselves. w needs ffn_norm and
   // ffn_gate_inp (and the shared expert's tensors where the model has one). Calling thread: the
   // device's worker, which also does the host part (softmax, top-k, grouping: O(n x n_expert)).
   Status moe_route(const ShardWeights& w, const float* hidden, int64_t n, MoeRouting& routing, float* out);
   // The second step: out ([n][n_embd], device memory) += sum over the routed experts in
-  // [w.expert_begin, w.expert_end) of weight * down(silu(gate·x) * up·x), each expert run once
+  // [w.expert_begin, w.expert_end) of weight * (down(act(gate·x + b_g, up·x + b_u)) + b_d) (the
+  // biases where the model has them, act the architecture's), each expert run once
   // over the rows of its tokens (gathered from x_norm when they are not all n). x_norm:
   // [n][n_embd] in this device's memory (scratch().norm after moe_route on the same device, else
   // routing.x_norm uploaded by the caller; it must not be scratch's moe_x, gate, up or moe_y).

@@ -7,7 +7,7 @@ namespace strata::arch {
 
 extern const ArchForward kLlamaForward, kQwen2Forward, kQwen3Forward, kGemma3Forward, kPhi3Forward,
     kQwen2MoeForward, kQwen3MoeForward, kMistral3Forward, kSmollm3Forward, kGraniteForward, kGemma2Forward,
-    kGlm4Forward, kOlmo2Forward;
+    kGlm4Forward, kOlmo2Forward, kGptOssForward;
 
 const ArchForward& forward_for(model::Arch arch) {
   switch (arch) {  // -Wswitch names a row without a forward
@@ -25,6 +25,7 @@ const ArchForward& forward_for(model::Arch arch) {
     case model::Arch::Gemma2: return kGemma2Forward;
     case model::Arch::Glm4: return kGlm4Forward;
     case model::Arch::Olmo2: return kOlmo2Forward;
+    case model::Arch::GptOss: return kGptOssForward;
   }
   return kLlamaForward;  // unreachable: every Arch has a case above
 }

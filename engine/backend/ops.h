@@ -72,6 +72,9 @@ struct AttentionArgs {
   float scale = 1.0f;  // usually 1/sqrt(head_dim)
   float softcap = 0.0f;  // > 0: each scaled score becomes softcap * tanh(score / softcap) before the softmax (gemma2)
   int64_t window = 0;  // 0: full causal attention; else the last `window` positions (the token's own included)
+  // Attention sinks (gpt-oss): [n_heads] f32 in device memory, one logit per query head of the
+  // call, that joins every row's softmax denominator with no value; null: none.
+  const float* sinks = nullptr;
   // false: every token sees all positions up to pos0 + n_tokens - 1 (encoders, tests); the window
   // then counts back from there.
   bool causal = true;
@@ -157,6 +160,9 @@ class Ops {
   virtual Status swiglu(float* gate, const float* up, int64_t n) = 0;
   // gate[i] = gelu_tanh(gate[i]) * up[i]; gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); [n].
   virtual Status geglu(float* gate, const float* up, int64_t n) = 0;
+  // gate[i] = swiglu_oai(gate[i], up[i]): gpt-oss's clamped SwiGLU, x = min(gate, 7),
+  // y = clamp(up, -7, 7), x sigmoid(1.702 x) (y + 1) (kernels/common/scalar_math.h); [n].
+  virtual Status swiglu_oai(float* gate, const float* up, int64_t n) = 0;
   // x[i] *= s; [n].
   virtual Status scale(float* x, float s, int64_t n) = 0;
   // x[i] = cap * tanh(x[i] / cap) (kernels::softcap; gemma2's final logits); [n], cap > 0.

@@ -120,7 +120,8 @@ Expected<ShardWeights> place_shard(backend::Device& device, const model::ModelCo
   for (const model::LayerTensor& row : model::layer_tensors()) {
     const TensorView& t = l.*row.view;
     const bool moe_matrix = row.need == model::Need::Moe || row.need == model::Need::SharedExpert;
-    const bool matrix = row.kind == model::TensorKind::Matrix || row.kind == model::TensorKind::Experts;
+    const bool matrix = row.kind == model::TensorKind::Matrix || row.kind == model::TensorKind::Experts ||
+                        row.kind == model::TensorKind::ExpertBias;
     if (moe_matrix && matrix && t.present() && !device.supports(t.type))
       return Error{Code::Unsupported, "device '" + device.id() + "' cannot run " + kernels::dtype_name(t.type) +
                                           " weights ('" + t.name + "')"};
@@ -192,6 +193,15 @@ Expected<ShardWeights> place_shard(backend::Device& device, const model::ModelCo
           case model::Cut::FfRows: to = p.rows(from, s.ff_begin, s.ff_end); break;
           case model::Cut::FfCols: to = p.cols(from, s.ff_begin, s.ff_end); break;
           case model::Cut::ExpertRange: to = p.mats(from, s.expert_begin, s.expert_end); break;
+          case model::Cut::QHeads: to = p.elements(from, s.kv_head_begin * group, s.kv_head_end * group); break;
+          case model::Cut::FirstShard:
+            if (s.kv_head_begin == 0) {
+              to = p.whole(from);
+            } else {
+              to = TensorView{};
+              to.name = from.name;
+            }
+            break;
         }
       }
     }

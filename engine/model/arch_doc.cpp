@@ -31,7 +31,23 @@ std::string extras_text(const ArchInfo& a) {
   if (a.granite_scales) s += std::string(s.empty() ? "" : "; ") + "embedding, residual and logit scales";
   if (a.embd_scale_sqrt) s += std::string(s.empty() ? "" : "; ") + "embedding x sqrt(n_embd)";
   if (a.traits.no_pre_norms) s += std::string(s.empty() ? "" : "; ") + "no input norms";
+  if (a.traits.has_out_bias) s += std::string(s.empty() ? "" : "; ") + "output bias";
+  if (a.traits.has_attn_sinks) s += std::string(s.empty() ? "" : "; ") + "attention sinks";
+  if (a.traits.has_moe_biases) s += std::string(s.empty() ? "" : "; ") + "router and expert biases";
+  if (a.traits.expert_gating == ExpertGating::SoftmaxTopK)
+    s += std::string(s.empty() ? "" : "; ") + "softmax over the top-k logits";
+  if (a.traits.ffn_norm_post_attention)
+    s += std::string(s.empty() ? "" : "; ") + "FFN norm stored as `post_attention_norm`";
   return s;
+}
+
+const char* ffn_text(FfnActivation f) {
+  switch (f) {
+    case FfnActivation::Silu: return "SwiGLU";
+    case FfnActivation::GeluTanh: return "GeGLU";
+    case FfnActivation::SwigluOai: return "clamped SwiGLU";
+  }
+  return "?";
 }
 
 std::string window_text(const ArchInfo& a) {
@@ -54,6 +70,7 @@ const char* kind_text(TensorKind k) {
     case TensorKind::Bias: return "vector (f32)";
     case TensorKind::Matrix: return "matrix";
     case TensorKind::Experts: return "experts (3-D)";
+    case TensorKind::ExpertBias: return "per-expert vectors (f32)";
   }
   return "?";
 }
@@ -76,6 +93,9 @@ const char* trait_text(Trait t) {
     case Trait::PostNorms: return "has_post_norms";
     case Trait::ShexpGate: return "has_shexp_gate";
     case Trait::PreNorms: return "not no_pre_norms";
+    case Trait::Sinks: return "has_attn_sinks";
+    case Trait::OutBias: return "has_out_bias";
+    case Trait::MoeBiases: return "has_moe_biases";
   }
   return "?";
 }
@@ -91,6 +111,8 @@ const char* cut_text(Cut c) {
     case Cut::FfRows: return "FFN rows";
     case Cut::FfCols: return "FFN columns";
     case Cut::ExpertRange: return "expert range";
+    case Cut::QHeads: return "query heads";
+    case Cut::FirstShard: return "first shard only";
   }
   return "?";
 }
@@ -111,7 +133,7 @@ std::string architectures_markdown() {
     if (a.longrope) rope += ", longrope";
     if (a.no_rope_layer_step > 0) rope += ", none in every " + ordinal(a.no_rope_layer_step) + " layer";
     s += std::string("| `") + a.name + "` | " + a.covers + " | " + rope + " | " +
-         (t.ffn_activation == FfnActivation::GeluTanh ? "GeGLU" : "SwiGLU") + " | " + yes(t.has_qkv_bias) + " | " +
+         ffn_text(t.ffn_activation) + " | " + yes(t.has_qkv_bias) + " | " +
          (t.qk_norm_full ? "whole rows" : yes(t.has_qk_norm)) + " | " + yes(t.has_post_norms) + " | " + fused + " | " +
          window_text(a) + " | " + experts_text(a) + " | " + extras_text(a) + " |\n";
   }

@@ -173,9 +173,31 @@ constexpr ArchInfo olmo2() {
   return a;
 }
 
+// gpt-oss (llama.cpp's openai-moe graph): RMS pre-norms (the FFN's stored as post_attention_norm),
+// Q/K/V and output biases, NeoX RoPE with YaRN on every layer, a sink logit per head, layers 0, 2, 4,
+// ... local (llama.cpp's fixed period 2; their RoPE the model's), routed experts in every layer
+// with router and expert biases, the top k of the router's logits softmaxed, and the clamped
+// SwiGLU (alpha 1.702, limit 7). The experts are MXFP4 in the published files.
+constexpr ArchInfo gpt_oss() {
+  ArchInfo a{Arch::GptOss, "gpt-oss", "gpt-oss (20B, 120B)", {}};
+  a.traits.rope_style = RopeStyle::Neox;
+  a.traits.ffn_activation = FfnActivation::SwigluOai;
+  a.traits.has_qkv_bias = true;
+  a.traits.has_out_bias = true;
+  a.traits.has_attn_sinks = true;
+  a.traits.has_moe_biases = true;
+  a.traits.expert_gating = ExpertGating::SoftmaxTopK;
+  a.traits.ffn_norm_post_attention = true;
+  a.experts = Experts::Required;
+  a.expert_ff_key = true;
+  a.swa_pattern = 2;  // local, global, local, ... (llama.cpp's fixed pattern)
+  a.default_rope_base = 150000.0f;
+  return a;
+}
+
 // In Arch order, so that arch_info(Arch) indexes it.
 constexpr ArchInfo kArchs[] = {llama(), qwen2(), qwen3(), gemma3(), phi3(), qwen2moe(), qwen3moe(), mistral3(),
-                               smollm3(), granite(), granitemoe(), gemma2(), glm4(), olmo2()};
+                               smollm3(), granite(), granitemoe(), gemma2(), glm4(), olmo2(), gpt_oss()};
 constexpr bool archs_in_enum_order() {
   for (size_t i = 0; i < sizeof(kArchs) / sizeof(kArchs[0]); ++i)
     if (static_cast<size_t>(kArchs[i].arch) != i) return false;
@@ -246,11 +268,17 @@ const LayerTensor kLayerTensors[] = {
   {"attn_k.bias",                &L::bk,                 Part::Attention, K::Bias,    D::KvDim,   D::None,   D::None,   Cut::KvElems,    Need::Always,       Trait::QkvBias,    Fuse::None,   Fill::Random,  Quant::F32,      "key bias"},
   {"attn_v.bias",                &L::bv,                 Part::Attention, K::Bias,    D::KvDim,   D::None,   D::None,   Cut::KvElems,    Need::Always,       Trait::QkvBias,    Fuse::None,   Fill::Random,  Quant::F32,      "value bias"},
   {"attn_output.weight",         &L::wo,                 Part::Attention, K::Matrix,  D::QDim,    D::Embd,   D::None,   Cut::QCols,      Need::Always,       Trait::None,       Fuse::None,   Fill::Random,  Quant::Base,     "attention output projection"},
+  {"attn_output.bias",           &L::bo,                 Part::Attention, K::Bias,    D::Embd,    D::None,   D::None,   Cut::FirstShard, Need::Always,       Trait::OutBias,    Fuse::None,   Fill::Random,  Quant::F32,      "attention output bias"},
+  {"attn_sinks.weight",          &L::attn_sinks,         Part::Attention, K::Bias,    D::Heads,   D::None,   D::None,   Cut::QHeads,     Need::Always,       Trait::Sinks,      Fuse::None,   Fill::Random,  Quant::F32,      "attention sink logit per head"},
   {"ffn_norm.weight",            &L::ffn_norm,           Part::Ffn,       K::Norm,    D::Embd,    D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::PreNorms,   Fuse::None,   Fill::Ones,    Quant::F32,      "FFN input norm"},
   {"ffn_gate_inp.weight",        &L::ffn_gate_inp,       Part::Ffn,       K::Matrix,  D::Embd,    D::Expert, D::None,   Cut::Whole,      Need::Moe,          Trait::None,       Fuse::None,   Fill::Random,  Quant::F32,      "router"},
+  {"ffn_gate_inp.bias",          &L::ffn_gate_inp_b,     Part::Ffn,       K::Bias,    D::Expert,  D::None,   D::None,   Cut::Whole,      Need::Moe,          Trait::MoeBiases,  Fuse::None,   Fill::Random,  Quant::F32,      "router bias"},
   {"ffn_gate_exps.weight",       &L::ffn_gate_exps,      Part::Experts,   K::Experts, D::Embd,    D::FfExp,  D::Expert, Cut::ExpertRange, Need::Moe,         Trait::None,       Fuse::None,   Fill::Random,  Quant::Base,     "routed experts' gates"},
   {"ffn_up_exps.weight",         &L::ffn_up_exps,        Part::Experts,   K::Experts, D::Embd,    D::FfExp,  D::Expert, Cut::ExpertRange, Need::Moe,         Trait::None,       Fuse::None,   Fill::Random,  Quant::Base,     "routed experts' ups"},
   {"ffn_down_exps.weight",       &L::ffn_down_exps,      Part::Experts,   K::Experts, D::FfExp,   D::Embd,   D::Expert, Cut::ExpertRange, Need::Moe,         Trait::None,       Fuse::None,   Fill::Random,  Quant::MoreBits, "routed experts' downs"},
+  {"ffn_gate_exps.bias",         &L::ffn_gate_exps_b,    Part::Experts,   K::ExpertBias, D::FfExp, D::One,   D::Expert, Cut::ExpertRange, Need::Moe,         Trait::MoeBiases,  Fuse::None,   Fill::Random,  Quant::F32,      "routed experts' gate biases"},
+  {"ffn_up_exps.bias",           &L::ffn_up_exps_b,      Part::Experts,   K::ExpertBias, D::FfExp, D::One,   D::Expert, Cut::ExpertRange, Need::Moe,         Trait::MoeBiases,  Fuse::None,   Fill::Random,  Quant::F32,      "routed experts' up biases"},
+  {"ffn_down_exps.bias",         &L::ffn_down_exps_b,    Part::Experts,   K::ExpertBias, D::Embd,  D::One,   D::Expert, Cut::ExpertRange, Need::Moe,         Trait::MoeBiases,  Fuse::None,   Fill::Random,  Quant::F32,      "routed experts' down biases"},
   {"ffn_gate_inp_shexp.weight",  &L::ffn_gate_inp_shexp, Part::Ffn,       K::Bias,    D::Embd,    D::None,   D::None,   Cut::Whole,      Need::SharedExpert, Trait::ShexpGate,  Fuse::None,   Fill::Random,  Quant::F32,      "shared expert's sigmoid gate"},
   {"ffn_gate_shexp.weight",      &L::ffn_gate_shexp,     Part::Ffn,       K::Matrix,  D::Embd,    D::FfShexp, D::None,  Cut::Whole,      Need::SharedExpert, Trait::None,       Fuse::None,   Fill::Random,  Quant::Base,     "shared expert's gate"},
   {"ffn_up_shexp.weight",        &L::ffn_up_shexp,       Part::Ffn,       K::Matrix,  D::Embd,    D::FfShexp, D::None,  Cut::Whole,      Need::SharedExpert, Trait::None,       Fuse::None,   Fill::Random,  Quant::Base,     "shared expert's up"},
@@ -314,6 +342,7 @@ int64_t dim_size(Dim dim, const ModelConfig& c) {
     case Dim::FfShexp: return c.n_ff_shexp;
     case Dim::Expert: return c.n_expert;
     case Dim::One: return 1;
+    case Dim::Heads: return c.n_heads;
   }
   return 0;
 }
@@ -332,6 +361,7 @@ const char* dim_name(Dim dim) {
     case Dim::FfShexp: return "n_ff_shexp";
     case Dim::Expert: return "n_expert";
     case Dim::One: return "1";
+    case Dim::Heads: return "n_heads";
   }
   return "?";
 }
@@ -355,6 +385,8 @@ const FusedTensor& fused_tensor(Fuse fuse) {
 }
 
 bool tensor_needed(const LayerTensor& t, const ModelConfig& c) {
+  // gpt-oss: the file's post_attention_norm.weight is the FFN input norm (tensor_name), not this row.
+  if (c.ffn_norm_post_attention && t.view == &LayerWeights::post_attn_norm) return false;
   switch (t.need) {
     case Need::Always: return true;
     case Need::Dense: return !c.is_moe();
@@ -372,8 +404,16 @@ bool tensor_required(const LayerTensor& t, const ArchTraits& a) {
     case Trait::PostNorms: return a.has_post_norms;
     case Trait::ShexpGate: return a.has_shexp_gate;
     case Trait::PreNorms: return !a.no_pre_norms;
+    case Trait::Sinks: return a.has_attn_sinks;
+    case Trait::OutBias: return a.has_out_bias;
+    case Trait::MoeBiases: return a.has_moe_biases;
   }
   return true;
+}
+
+const char* tensor_name(const LayerTensor& t, const ArchTraits& a) {
+  if (a.ffn_norm_post_attention && t.view == &LayerWeights::ffn_norm) return "post_attention_norm.weight";
+  return t.name;
 }
 
 bool tensor_fused(const LayerTensor& t, const ArchTraits& a) {

@@ -34,8 +34,11 @@ struct TensorView;
 // Olmo2: no input norms (attention and FFN read the residual stream as it is), RMS norms of the
 // whole Q and K rows (not per head), post-norms of both updates; Olmo 3 adds a sliding window on
 // 3 layers of every 4.
+// GptOss: OpenAI's gpt-oss: llama-style pre-norm blocks with Q/K/V and output biases, a learned
+// attention sink per head, every other layer local (window 128), YaRN, and routed experts in every
+// layer (router and expert biases, top-k of the logits then a softmax over the k, a clamped SwiGLU).
 enum class Arch { Llama, Qwen2, Qwen3, Gemma3, Phi3, Qwen2Moe, Qwen3Moe, Mistral3, Smollm3, Granite, GraniteMoe, Gemma2, Glm4,
-                  Olmo2 };
+                  Olmo2, GptOss };
 
 // How rotary embeddings pair up the dimensions of a head.
 enum class RopeStyle {
@@ -47,6 +50,13 @@ enum class RopeStyle {
 enum class FfnActivation {
   Silu,      // SwiGLU (llama, qwen, phi3)
   GeluTanh,  // GeGLU with the tanh approximation of GELU (gemma3)
+  SwigluOai, // gpt-oss's clamped SwiGLU: min(gate, 7) sigmoid(1.702 min(gate, 7)) (clamp(up, -7, 7) + 1)
+};
+
+// How an MoE router's logits become each token's experts and weights.
+enum class ExpertGating {
+  Softmax,        // softmax over all experts, then the top k (renormalised where expert_weights_norm says)
+  SoftmaxTopK,    // the top k logits, then a softmax over those k (gpt-oss; llama.cpp's SOFTMAX_WEIGHT)
 };
 
 // What a block computes differently from one architecture to the next, as ModelConfig carries it
@@ -63,6 +73,13 @@ struct ArchTraits {
   bool fused_gate_up = false;    // one ffn_up tensor holding gate then up rows (phi3)
   bool expert_weights_norm = false;  // top-k expert weights renormalised to sum 1 (Mixtral-style llama, qwen3moe)
   bool has_shexp_gate = false;   // the shared expert is scaled by sigmoid(ffn_gate_inp_shexp · x) (qwen2moe)
+  ExpertGating expert_gating = ExpertGating::Softmax;
+  bool has_attn_sinks = false;   // a learned sink logit per query head in every softmax ([n_heads] f32; gpt-oss)
+  bool has_out_bias = false;     // attn_output.bias ([n_embd] f32; gpt-oss)
+  bool has_moe_biases = false;   // router and routed-expert biases (ffn_gate_inp.bias, ffn_*_exps.bias; gpt-oss)
+  // The FFN input norm is stored as post_attention_norm.weight (gpt-oss's converter's name), and the
+  // block has no post-attention norm.
+  bool ffn_norm_post_attention = false;
 };
 
 // Whether a model of the architecture has routed experts.
@@ -130,7 +147,7 @@ std::string hparam_key(const std::string& arch, HParam param);
 
 // A shape rule: a dimension as a function of the hyper-parameters (dim_size).
 // QNorm / KNorm: head_dim, or q_dim / kv_dim where the Q/K norms span the whole row (qk_norm_full).
-enum class Dim { None, Embd, QDim, KvDim, HeadDim, QNorm, KNorm, Ff, FfExp, FfShexp, Expert, One };
+enum class Dim { None, Embd, QDim, KvDim, HeadDim, QNorm, KNorm, Ff, FfExp, FfShexp, Expert, One, Heads };
 int64_t dim_size(Dim dim, const ModelConfig& config);
 const char* dim_name(Dim dim);  // "n_embd", "q_dim", ...
 
@@ -143,6 +160,7 @@ enum class TensorKind {
   Bias,     // [cols] f32
   Matrix,   // [rows][cols], any weight type; y = W x with x of length cols
   Experts,  // [mats][rows][cols]: the routed experts' matrices back to back
+  ExpertBias,  // [mats][cols] f32: one bias per routed expert (a 2-D file tensor; rows is One)
 };
 
 // How one shard of a tensor-parallel group takes the tensor (plan::LayerShard): its KV heads
@@ -157,13 +175,16 @@ enum class Cut {
   FfRows,    // the rows of the shard's FFN units (gate, up)
   FfCols,    // the columns of the shard's FFN units (down)
   ExpertRange,  // the matrices of the shard's experts
+  QHeads,    // the elements of the shard's query heads ([n_heads] per-head values: attention sinks)
+  FirstShard,   // whole on the shard holding KV head 0, absent on the others (a bias added once
+                // after the all-reduce sums the shards' partial products: attn_output.bias)
 };
 
 // When a block holds the tensor at all.
 enum class Need { Always, Dense, Moe, SharedExpert };
 // Which trait makes an otherwise optional tensor required (Trait::None: required whenever needed).
 // PreNorms: required unless the row has no_pre_norms (olmo2).
-enum class Trait { None, QkvBias, QkNorm, PostNorms, ShexpGate, PreNorms };
+enum class Trait { None, QkvBias, QkNorm, PostNorms, ShexpGate, PreNorms, Sinks, OutBias, MoeBiases };
 // Fused into one file tensor in architectures with the matching trait (fused_qkv, fused_gate_up):
 // the view is a row range of it, members in table order.
 enum class Fuse { None, Qkv, GateUp };
@@ -204,5 +225,8 @@ bool tensor_needed(const LayerTensor& t, const ModelConfig& config);
 bool tensor_required(const LayerTensor& t, const ArchTraits& traits);
 // Whether the model's architecture stores it as part of a fused tensor.
 bool tensor_fused(const LayerTensor& t, const ArchTraits& traits);
+// Its GGUF name after "blk.N." in a model of these traits: the row's name, except where an
+// architecture's converter names it otherwise (gpt-oss's FFN norm is post_attention_norm.weight).
+const char* tensor_name(const LayerTensor& t, const ArchTraits& traits);
 
 }  // namespace strata::model

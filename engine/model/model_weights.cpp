@@ -83,6 +83,17 @@ Expected<TensorView> bind3(const gguf::GgufFile& f, const std::string& name, int
   return v;
 }
 
+// One f32 bias row per expert (gguf dims [cols, n_mats]), as n_mats matrices of one row.
+Expected<TensorView> bind_expert_bias(const gguf::GgufFile& f, const std::string& name, int64_t cols, int64_t n_mats,
+                                      bool optional) {
+  STRATA_ASSIGN_OR_RETURN(TensorView v, bind(f, name, cols, n_mats, optional, true));
+  if (!v.present()) return v;
+  v.rows = 1;
+  v.n_mats = n_mats;
+  v.mat_stride = static_cast<uint64_t>(cols) * sizeof(float);
+  return v;
+}
+
 // The label of a view inside a fused tensor: its own name less the "attn_"/"ffn_" prefix and
 // ".weight" ("attn_q.weight" -> "q"), so that phi3's Q is "blk.N.attn_qkv.weight[q]".
 std::string fused_label(const std::string& name) {
@@ -119,9 +130,11 @@ Status bind_layer(const gguf::GgufFile& f, const ModelConfig& c, int64_t index, 
       }
       continue;
     }
-    const std::string name = b + t.name;
+    const std::string name = b + tensor_name(t, c);
     if (t.kind == TensorKind::Experts) {
       STRATA_ASSIGN_OR_RETURN(view, bind3(f, name, cols, dim_size(t.rows, c), dim_size(t.mats, c)));
+    } else if (t.kind == TensorKind::ExpertBias) {
+      STRATA_ASSIGN_OR_RETURN(view, bind_expert_bias(f, name, cols, dim_size(t.mats, c), !tensor_required(t, c)));
     } else {
       const bool vector = t.kind == TensorKind::Norm || t.kind == TensorKind::Bias;  // f32 only
       STRATA_ASSIGN_OR_RETURN(view, bind(f, name, cols, dim_size(t.rows, c), !tensor_required(t, c), vector));

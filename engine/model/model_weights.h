@@ -46,6 +46,8 @@ struct LayerWeights {
   TensorView q_norm;     // [head_dim] f32, shared by every head (qwen3, gemma3)
   TensorView k_norm;     // [head_dim] f32
   TensorView wo;         // [n_embd][q_dim]
+  TensorView bo;         // [n_embd] f32: output bias (gpt-oss), added once per block
+  TensorView attn_sinks; // [n_heads] f32: a sink logit per query head (gpt-oss)
   TensorView post_attn_norm;  // [n_embd] f32: norm of the attention output (gemma3)
   TensorView ffn_norm;   // [n_embd] f32
   TensorView w_gate;     // [n_ff][n_embd]
@@ -54,9 +56,14 @@ struct LayerWeights {
   TensorView post_ffn_norm;   // [n_embd] f32: norm of the FFN output (gemma3)
   // Mixture of experts (config.is_moe(); w_gate, w_up, w_down are then absent):
   TensorView ffn_gate_inp;    // router [n_expert rows][n_embd], f32 or any weight type
+  TensorView ffn_gate_inp_b;  // [n_expert] f32: router bias (gpt-oss)
   TensorView ffn_gate_exps;   // [n_expert][n_ff_exp][n_embd] (3-D)
   TensorView ffn_up_exps;     // [n_expert][n_ff_exp][n_embd]
   TensorView ffn_down_exps;   // [n_expert][n_embd][n_ff_exp]
+  // Per-expert biases (gpt-oss), f32, one row per expert (mat_stride: a row's bytes):
+  TensorView ffn_gate_exps_b; // [n_expert][n_ff_exp]
+  TensorView ffn_up_exps_b;   // [n_expert][n_ff_exp]
+  TensorView ffn_down_exps_b; // [n_expert][n_embd]
   TensorView ffn_gate_inp_shexp;  // [n_embd] f32: the shared expert's sigmoid gate (qwen2moe)
   TensorView ffn_gate_shexp;  // [n_ff_shexp][n_embd]
   TensorView ffn_up_shexp;    // [n_ff_shexp][n_embd]

@@ -21,11 +21,15 @@ struct TypeMix {
   DType base;
   DType more_bits;   // for output.weight and some attn_v / ffn_down layers (the "_M" mixes)
   uint32_t file_type;  // llama.cpp's general.file_type value
+  bool experts_own = false;  // the routed experts' matrices are `experts`, whatever the layer's mix
+  DType experts = DType::F32;
 };
 
 Expected<TypeMix> type_mix(const std::string& name) {
   if (name == "q4_k_m") return TypeMix{DType::Q4_K, DType::Q6_K, 15};
   if (name == "q5_k_m") return TypeMix{DType::Q5_K, DType::Q6_K, 17};
+  // llama.cpp's MXFP4_MOE (the published gpt-oss files): MXFP4 experts, the other matrices Q8_0.
+  if (name == "mxfp4_moe") return TypeMix{DType::Q8_0, DType::Q8_0, 38, true, DType::MXFP4};
   auto t = kernels::dtype_from_name(name);
   if (!t || !kernels::traits(*t).weight_type || !kernels::can_quantize(*t)) {
     std::string writable;
@@ -36,7 +40,8 @@ Expected<TypeMix> type_mix(const std::string& name) {
     const std::string why = t && kernels::traits(*t).weight_type
                                 ? "' is read but not written (its quantizer needs llama-quantize's grid search); "
                                 : "' is not a weight type; ";
-    return Error{Code::InvalidArgument, "tensor type '" + name + why + "make-model writes " + writable + "q4_k_m q5_k_m"};
+    return Error{Code::InvalidArgument, "tensor type '" + name + why + "make-model writes " + writable +
+                                            "q4_k_m q5_k_m mxfp4_moe"};
   }
   // llama.cpp's general.file_type (LLAMA_FTYPE_MOSTLY_*) of a file of one type.
   static const std::pair<DType, uint32_t> kFileTypes[] = {
@@ -255,7 +260,8 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
     for (size_t i = 0; i < table.size(); ++i) {
       const LayerTensor& t = table[i];
       if (!tensor_needed(t, c) || !tensor_required(t, c)) continue;
-      const DType want = t.quant == Quant::F32 ? DType::F32 : t.quant == Quant::MoreBits ? more : mix.base;
+      DType want = t.quant == Quant::F32 ? DType::F32 : t.quant == Quant::MoreBits ? more : mix.base;
+      if (mix.experts_own && t.kind == TensorKind::Experts) want = mix.experts;
       const int64_t cols = dim_size(t.cols, c), rows = dim_size(t.rows, c);
       if (tensor_fused(t, c)) {
         // One file tensor for the run of members, in the first member's type.
@@ -265,7 +271,7 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
         STRATA_RETURN_IF_ERROR(matrix(b + fused_tensor(t.fuse).name, cols, fused_rows, want));
         continue;
       }
-      const std::string name = b + t.name;
+      const std::string name = b + tensor_name(t, c);
       switch (t.kind) {
         case TensorKind::Norm:
         case TensorKind::Bias:
@@ -278,6 +284,11 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
           break;
         case TensorKind::Experts:
           STRATA_RETURN_IF_ERROR(matrices(name, cols, rows, dim_size(t.mats, c), want));
+          break;
+        case TensorKind::ExpertBias:  // [n_expert][cols] f32, 2-D as llama.cpp's converter writes it
+          STRATA_RETURN_IF_ERROR(w.add_tensor_generated(
+              name, DType::F32, {static_cast<uint64_t>(cols), static_cast<uint64_t>(dim_size(t.mats, c))},
+              random_fill(DType::F32, cols, dim_size(t.mats, c), s.stddev, 0.0f, name_hash(name, s.seed), 1)));
           break;
       }
     }

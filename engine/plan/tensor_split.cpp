@@ -106,6 +106,8 @@ uint64_t shard_tensor_bytes(const model::ModelConfig& c, const model::LayerTenso
     case model::Cut::FfCols: return cols_of(s.n_ff());
     case model::Cut::ExpertRange:
       return s.n_experts() > 0 ? static_cast<uint64_t>(s.n_experts()) * v.mat_stride : 0;
+    case model::Cut::QHeads: return static_cast<uint64_t>(s.n_kv_heads() * group) * sizeof(float);
+    case model::Cut::FirstShard: return s.kv_head_begin == 0 && s.n_kv_heads() > 0 ? v.n_bytes : 0;
   }
   return 0;
 }

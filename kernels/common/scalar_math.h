@@ -26,6 +26,16 @@ static STRATA_MATH_HD float gelu_tanh(float g) {
   return 0.5f * g * (1.0f + tanhf(kSqrt2OverPi * (g + 0.044715f * g * g * g)));
 }
 
+// gpt-oss's clamped SwiGLU (llama.cpp's swiglu_oai, alpha 1.702, limit 7, as its graph fixes them):
+// x = min(g, 7), y = clamp(u, -7, 7); x sigmoid(1.702 x) (y + 1). The same f32 operations in the
+// same order as ggml's CPU kernel.
+static STRATA_MATH_HD float swiglu_oai(float g, float u) {
+  constexpr float kAlpha = 1.702f, kLimit = 7.0f;
+  const float x = fminf(g, kLimit);
+  const float y = fmaxf(fminf(u, kLimit), -kLimit);
+  return x / (1.0f + expf(kAlpha * (-x))) * (y + 1.0f);
+}
+
 // The rotary frequency of pair i (of rope_dims / 2): base^(-2i / rope_dims), f32 pow on the host.
 // The CUDA rope kernel gets these from the host (a table in its launch parameters), so the device
 // uses the CPU's very values and needs no pow (in double it ran at 1/64 rate on sm_86 / sm_89).

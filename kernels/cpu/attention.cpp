@@ -62,6 +62,15 @@ void merge_partial(float& m, float& l, float* acc, float m_b, float l_b, const f
   m = m_new;
 }
 
+// state (m, l, acc) <- the merge of a sink: a partial of score `sink`, weight 1 and no value.
+void merge_sink(float& m, float& l, float* acc, float sink, int64_t hdp) {
+  const float m_new = std::max(m, sink);
+  const float sa = std::exp(m - m_new);
+  l = l * sa + std::exp(sink - m_new);
+  for (int64_t d = 0; d < hdp; ++d) acc[d] *= sa;
+  m = m_new;
+}
+
 void finish_row(const float* acc, float l, int64_t hd, float* out) {
   const float inv = 1.0f / l;
   for (int64_t d = 0; d < hd; ++d) out[d] = acc[d] * inv;
@@ -298,6 +307,7 @@ void decode_many(ThreadPool& pool, std::span<DecodeJob> jobs, AttentionWorkspace
         const float* src = partials + j.partials + (h * j.n_blocks + bi) * part;
         merge_partial(m, l, sc.acc, src[pl.hdp], src[pl.hdp + 1], src, pl.hdp);
       }
+      if (pl.s.sinks) merge_sink(m, l, sc.acc, pl.s.sinks[h], pl.hdp);
       finish_row(sc.acc, l, pl.s.head_dim, j.out + h * pl.s.head_dim);
     }
   });
@@ -350,6 +360,7 @@ void prompt(ThreadPool& pool, const Plan& pl, AttentionWorkspace& ws, int64_t ma
       }
       for (int64_t r = 0; r < n_rows; ++r) {
         const int64_t t = t0 + r / pl.group, h = g * pl.group + r % pl.group;
+        if (pl.s.sinks) merge_sink(sc.m[r], sc.l[r], sc.acc + r * pl.hdp, pl.s.sinks[h], pl.hdp);
         finish_row(sc.acc + r * pl.hdp, sc.l[r], pl.s.head_dim, out + t * pl.q_dim + h * pl.s.head_dim);
       }
     }

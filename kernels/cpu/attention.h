@@ -66,6 +66,10 @@ struct AttentionShape {
   bool causal = true;
   int64_t window = 0;
   float softcap = 0.0f;    // > 0: scores become softcap * tanh(score / softcap) (gemma2)
+  // Attention sinks (gpt-oss): [n_heads] logits, one per query head, that join each row's softmax
+  // denominator with no value (exp(sink - max) added to the sum, the max taken over the sink too).
+  // Merged after the key blocks, in the same place on every path. Null: none.
+  const float* sinks = nullptr;
 };
 
 // Scratch of attention(): per-thread blocks and, for decode, the per-block partials. Grows on

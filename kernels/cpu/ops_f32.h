@@ -26,6 +26,8 @@ void swiglu_f32(float* gate, const float* up, int64_t n);
 // x[i] = gelu_tanh(gate[i]) * up[i], written into gate; [n].
 // gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 void geglu_f32(float* gate, const float* up, int64_t n);
+// gate[i] = swiglu_oai(gate[i], up[i]) (scalar_math.h: gpt-oss's clamped SwiGLU).
+void swiglu_oai_f32(float* gate, const float* up, int64_t n);
 
 // x[i] *= s; [n].
 void scale_f32(float* x, float s, int64_t n);

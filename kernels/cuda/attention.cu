@@ -46,6 +46,7 @@ struct AttnParams {
   bool causal;                   // false: every row's last key is pos0 + n_tokens - 1
   float q_scale;                 // scale * log2(e): scores in base 2
   float softcap2;                // softcap * log2(e) (0: none): base-2 scores s become softcap2 tanh(s / softcap2)
+  const float* sinks;            // [n_heads] natural-log sink logits (null: none), merged once per row at the end
   int64_t chunk;                 // keys per split
   int n_splits;
   float* out;                    // [n_tokens][n_heads * head_dim] (n_splits == 1)
@@ -219,6 +220,15 @@ __global__ void __launch_bounds__(kAttnThreads) attn_kernel(const AttnParams p) 
   const int64_t h = j * p.group + my_rho % p.group;
   const int64_t out_row = my_t * p.n_heads + h;  // [t][h] row of head_dim outputs
   if (p.n_splits == 1) {
+    if (p.sinks) {
+      // The sink joins the denominator (base 2, as the scores): a partial of weight 1 and no value.
+      const float s2 = __ldg(p.sinks + h) * 1.4426950408889634f;
+      const float m_new = fmaxf(m, s2);
+      const float alpha = exp2f(m - m_new);
+      l = l * alpha + exp2f(s2 - m_new);
+#pragma unroll
+      for (int i = 0; i < G::kOPT; ++i) o[i] *= alpha;
+    }
     const float inv = 1.0f / l;
     float* dst = p.out + out_row * p.head_dim;
 #pragma unroll
@@ -245,12 +255,15 @@ __global__ void __launch_bounds__(kAttnThreads) attn_kernel(const AttnParams p) 
 // Launch: grid (n_tokens * n_heads), block 128. Block = one output row (token, head): the
 // weights 2^(m_s - M) of the splits (M their max; splits that saw no key have m = -inf, l = 0,
 // weight 0), then each thread strides over dims: out = sum_s w_s o_s / sum_s w_s l_s.
+// A sink (sinks: [n_heads], null: none) is one more term of the denominator with no value.
 __global__ void __launch_bounds__(128) attn_merge_kernel(const float* part_o, const float* part_ml, int n_splits,
-                                                        int64_t total_rows, int64_t head_dim, float* out) {
+                                                        int64_t total_rows, int64_t head_dim, const float* sinks,
+                                                        int64_t n_heads, float* out) {
   const int64_t row = blockIdx.x;
-  float mx = -INFINITY;
+  const float s2 = sinks ? sinks[row % n_heads] * 1.4426950408889634f : -INFINITY;
+  float mx = s2;
   for (int s = 0; s < n_splits; ++s) mx = fmaxf(mx, part_ml[(s * total_rows + row) * 2]);
-  float denom = 0.f;
+  float denom = sinks ? exp2f(s2 - mx) : 0.f;
   for (int s = 0; s < n_splits; ++s) {
     const float ms = part_ml[(s * total_rows + row) * 2];
     if (ms != -INFINITY) denom += part_ml[(s * total_rows + row) * 2 + 1] * exp2f(ms - mx);
@@ -360,6 +373,7 @@ cudaError_t attention(const AttentionArgs& a, void* workspace, size_t workspace_
   p.group = a.n_heads / a.n_kv_heads;
   p.q_scale = a.scale * 1.4426950408889634f;  // log2(e)
   p.softcap2 = a.softcap > 0.f ? a.softcap * 1.4426950408889634f : 0.f;
+  p.sinks = a.sinks;
   p.out = a.out;
   p.part_o = nullptr;
   p.part_ml = nullptr;
@@ -397,7 +411,7 @@ cudaError_t attention(const AttentionArgs& a, void* workspace, size_t workspace_
   if (n_splits > 1) {
     const int64_t total_rows = a.n_tokens * a.n_heads;
     attn_merge_kernel<<<static_cast<unsigned>(total_rows), 128, 0, stream>>>(p.part_o, p.part_ml, p.n_splits, total_rows,
-                                                                             a.head_dim, a.out);
+                                                                             a.head_dim, a.sinks, a.n_heads, a.out);
   }
   return cudaGetLastError();
 }

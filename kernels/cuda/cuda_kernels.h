@@ -61,6 +61,7 @@ cudaError_t add_rows(float* y, const float* bias, int64_t n_rows, int64_t n, cud
 cudaError_t mul(float* y, const float* x, int64_t n, cudaStream_t stream);                 // y *= x
 cudaError_t swiglu(float* gate, const float* up, int64_t n, cudaStream_t stream);          // gate = silu(gate)*up
 cudaError_t geglu(float* gate, const float* up, int64_t n, cudaStream_t stream);           // gate = gelu_tanh(gate)*up
+cudaError_t swiglu_oai(float* gate, const float* up, int64_t n, cudaStream_t stream);      // gate = swiglu_oai(gate, up)
 cudaError_t scale(float* x, float s, int64_t n, cudaStream_t stream);                      // x *= s
 cudaError_t softcap(float* x, float cap, int64_t n, cudaStream_t stream);                  // x = softcap(x, cap)
 cudaError_t softmax_rows(float* x, int64_t n_rows, int64_t n, cudaStream_t stream);        // in place per row
@@ -110,6 +111,7 @@ struct AttentionArgs {
   bool causal = true;  // false: every token sees every position up to pos0 + n_tokens - 1 (window from there)
   float scale = 1.0f;
   float softcap = 0.0f;  // > 0: scores become softcap * tanh(score / softcap) before the softmax
+  const float* sinks = nullptr;  // [n_heads] per-head logits joining each row's denominator (gpt-oss); null: none
   float* out = nullptr;       // [n_tokens][n_heads * head_dim]
 };
 // Device workspace (bytes) the attention of up to max_tokens tokens at up to max_ctx positions

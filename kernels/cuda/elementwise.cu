@@ -21,6 +21,10 @@ struct OpGeglu {  // y = gate, x = up; GELU with the tanh approximation (kernels
   __device__ static float apply(float g, float u) { return gelu_tanh(g) * u; }
 };
 
+struct OpSwigluOai {  // y = gate, x = up; gpt-oss's clamped SwiGLU (kernels/common/scalar_math.h)
+  __device__ static float apply(float g, float u) { return strata::kernels::swiglu_oai(g, u); }
+};
+
 // Launch: grid-stride over n elements, 256 threads per block.
 __global__ void __launch_bounds__(256) scale_kernel(float* x, float s, int64_t n) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
@@ -77,6 +81,10 @@ cudaError_t swiglu(float* gate, const float* up, int64_t n, cudaStream_t stream)
 
 cudaError_t geglu(float* gate, const float* up, int64_t n, cudaStream_t stream) {
   return launch_binary<OpGeglu>(gate, up, n, stream);
+}
+
+cudaError_t swiglu_oai(float* gate, const float* up, int64_t n, cudaStream_t stream) {
+  return launch_binary<OpSwigluOai>(gate, up, n, stream);
 }
 
 cudaError_t scale(float* x, float s, int64_t n, cudaStream_t stream) {

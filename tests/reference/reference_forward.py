@@ -50,6 +50,15 @@ CASES = [
     ("olmo2", ["--arch", "olmo2", "--heads", "4", "--kv-heads", "2"], []),
     ("olmo3-window-yarn", ["--arch", "olmo2", "--heads", "4", "--kv-heads", "2", "--layers", "4",
                            "--sliding-window", "6", "--yarn-factor", "4"], []),
+    # gpt-oss: Q/K/V and output biases, a sink logit per head, layers 0 and 2 local (window 6 < the
+    # prompt), YaRN everywhere, biased router with a softmax over its top-k logits, biased experts
+    # with the clamped SwiGLU; gpt-oss-clamp's larger weights (std 1) drive the experts' gate and up
+    # projections past the clamp's limit of 7.
+    ("gpt-oss", ["--arch", "gpt-oss", "--heads", "4", "--kv-heads", "2", "--head-dim", "32", "--layers", "4",
+                 "--sliding-window", "6", "--yarn-factor", "4", "--experts", "8", "--experts-used", "2",
+                 "--expert-ff", "32"], []),
+    ("gpt-oss-clamp", ["--arch", "gpt-oss", "--heads", "4", "--kv-heads", "2", "--head-dim", "32", "--layers", "2",
+                       "--experts", "4", "--experts-used", "2", "--expert-ff", "32", "--std", "1"], []),
     # granite's scales (embedding 12, residual 0.22, logits / 8, query 1/64); granitemoe's routed experts.
     ("granite", ["--arch", "granite", "--heads", "4", "--kv-heads", "2"], []),
     ("granitemoe", ["--arch", "granitemoe", "--heads", "4", "--kv-heads", "2", "--experts", "4", "--experts-used", "2",
@@ -99,11 +108,14 @@ def run_case(engine, vocab, work, name, make_args, run_args, kv_type):
                     "--ctx", str(ctx), "-p", prompt], check=True, capture_output=True)
     ours = np.fromfile(dump, dtype=np.float32)
     m = ref.Model(path)
+    ref.swiglu_oai.clamped = 0
     want = ref.forward(m, tokens, kv_f16=kv_type == "f16", n_ctx=ctx)[-1]
     err = float(np.max(np.abs(ours - want)) / np.max(np.abs(want)))
     tol = 1e-4 if kv_type == "f32" else 1e-3
     ok = err < tol and ours.shape == want.shape
     gap = f", smallest top-k router logit gap {m.min_route_gap:.1e}" if m.min_route_gap < float("inf") else ""
+    if ref.swiglu_oai.clamped:
+        gap += f", {ref.swiglu_oai.clamped} expert activations clamped"
     print(f"{name:15s} kv {kv_type}: {len(tokens)} tokens, max rel error {err:.2e} (tolerance {tol:.0e}){gap} "
           f"{'ok' if ok else 'FAIL'}")
     return ok

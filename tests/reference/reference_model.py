@@ -59,7 +59,8 @@ class Model:
             # theta = pos * inv_freq * (scale (1 - mix) + mix): as divisors of the unscaled frequency.
             self.yarn_divisors = 1.0 / (self.rope_scale * (1.0 - mix) + mix)
             self.yarn_mscale = 1.0 + 0.1 * np.log(1.0 / self.rope_scale) if ext != 0 else 1.0
-        self.neox = self.arch in ("qwen2", "qwen3", "gemma3", "gemma2", "phi3", "qwen2moe", "qwen3moe", "olmo2")
+        self.neox = self.arch in ("qwen2", "qwen3", "gemma3", "gemma2", "phi3", "qwen2moe", "qwen3moe", "olmo2",
+                                  "gpt-oss")
         # gemma2: tanh soft-caps on the attention scores and the logits.
         self.attn_softcap = _field(r, p + "attn_logit_softcapping", 50.0) if self.arch == "gemma2" else 0.0
         self.final_softcap = _field(r, p + "final_logit_softcapping", 30.0) if self.arch == "gemma2" else 0.0
@@ -72,6 +73,9 @@ class Model:
         # top-k choice is from a tie (float32 logits carry errors of ~1e-6 of their size).
         self.min_route_gap = float("inf")
         self.gelu = self.arch in ("gemma3", "gemma2")
+        # gpt-oss (OpenAI's model code): the router picks the top k of its biased logits and
+        # softmaxes those k; experts have biases and a clamped SwiGLU (swiglu_oai).
+        self.gpt_oss = self.arch == "gpt-oss"
         # granite: embedding, residual updates and logits scaled by the file's keys.
         self.residual_scale = _field(r, p + "residual_scale", 1.0)
         self.logit_scale = _field(r, p + "logit_scale", 1.0)
@@ -84,7 +88,7 @@ class Model:
         self.window = 0 if self.arch in ("phi3", "llama", "mistral3", "smollm3") else window
         # Pattern P: 0 = every layer local, else layer i local unless (i + 1) % P == 0.
         self.swa_pattern = _field(r, p + "attention.sliding_window_pattern",
-                                  {"gemma3": 6, "gemma2": 2, "olmo2": 4}.get(self.arch, 0))
+                                  {"gemma3": 6, "gemma2": 2, "olmo2": 4, "gpt-oss": 2}.get(self.arch, 0))
         # The local layers' own RoPE base (gemma3: default 10000; olmo2: default the model's).
         self.rope_base_local = _field(r, p + "rope.freq_base_swa", self.rope_base if self.arch == "olmo2" else 10000.0)
         self.bos = _field(r, "tokenizer.ggml.bos_token_id", None)
@@ -143,14 +147,33 @@ def silu(x):
     return x / (1.0 + np.exp(-x))
 
 
+def swiglu_oai(gate, up, alpha=1.702, limit=7.0):
+    """gpt-oss's clamped SwiGLU: the gate clamped above at limit, the up projection to [-limit, limit]
+    and shifted by 1."""
+    x = np.minimum(gate, limit)
+    y = np.clip(up, -limit, limit)
+    swiglu_oai.clamped += int(np.sum(gate > limit) + np.sum(np.abs(up) > limit))
+    return x / (1.0 + np.exp(-alpha * x)) * (y + 1.0)
+
+
+swiglu_oai.clamped = 0  # elements the clamp changed, over every call (how much a case exercises it)
+
+
 def moe_ffn(m, g, h):
     """The mixture-of-experts FFN of one layer on h [T][n_embd]: every token runs its top-k experts
     (gated SiLU FFNs), summed with their router probabilities; plus the shared expert if present
     (times sigmoid of its gate where there is one)."""
     logits = h @ g("ffn_gate_inp.weight").T  # [T][E]
+    if g("ffn_gate_inp.bias") is not None:
+        logits = logits + g("ffn_gate_inp.bias")
     p = np.exp(logits - logits.max(axis=1, keepdims=True))
     p /= p.sum(axis=1, keepdims=True)
     gate_e, up_e, down_e = g("ffn_gate_exps.weight"), g("ffn_up_exps.weight"), g("ffn_down_exps.weight")
+    zero = lambda rows, cols: np.zeros((rows, cols))
+    E = gate_e.shape[0]
+    gate_b = g("ffn_gate_exps.bias") if g("ffn_gate_exps.bias") is not None else zero(E, gate_e.shape[1])
+    up_b = g("ffn_up_exps.bias") if g("ffn_up_exps.bias") is not None else zero(E, up_e.shape[1])
+    down_b = g("ffn_down_exps.bias") if g("ffn_down_exps.bias") is not None else zero(E, down_e.shape[1])
     k = m.n_expert_used
     out = np.zeros_like(h)
     for t in range(h.shape[0]):
@@ -161,9 +184,13 @@ def moe_ffn(m, g, h):
         w = p[t, top]
         if m.norm_topk:
             w = w / w.sum()
+        if m.gpt_oss:  # a softmax over the chosen logits (the same ranking as p's)
+            w = np.exp(logits[t, top] - logits[t, top].max())
+            w = w / w.sum()
         for e, we in zip(top, w):
-            a = silu(gate_e[e] @ h[t]) * (up_e[e] @ h[t])
-            out[t] += we * (down_e[e] @ a)
+            gate, up = gate_e[e] @ h[t] + gate_b[e], up_e[e] @ h[t] + up_b[e]
+            a = swiglu_oai(gate, up) if m.gpt_oss else silu(gate) * up
+            out[t] += we * (down_e[e] @ a + down_b[e])
     if g("ffn_gate_shexp.weight") is not None:
         s = (silu(h @ g("ffn_gate_shexp.weight").T) * (h @ g("ffn_up_shexp.weight").T)) @ g("ffn_down_shexp.weight").T
         gate = g("ffn_gate_inp_shexp.weight")
@@ -247,14 +274,25 @@ def final_hidden(m, tokens, kv_f16=False, n_ctx=None):
             if m.attn_softcap > 0:
                 s = m.attn_softcap * np.tanh(s / m.attn_softcap)
             s = np.where(mask, s, -np.inf)
-            s = np.exp(s - s.max(axis=1, keepdims=True))
-            s /= s.sum(axis=1, keepdims=True)
+            sinks = g("attn_sinks.weight")
+            if sinks is not None:
+                # gpt-oss: a learned logit per head joins the softmax's denominator, with no value.
+                mx = np.maximum(s.max(axis=1, keepdims=True), sinks[hh])
+                s = np.exp(s - mx)
+                s /= s.sum(axis=1, keepdims=True) + np.exp(sinks[hh] - mx)
+            else:
+                s = np.exp(s - s.max(axis=1, keepdims=True))
+                s /= s.sum(axis=1, keepdims=True)
             att[:, hh] = s @ v[:, j]
         o = att.reshape(T, nh * hd) @ g("attn_output.weight").T
-        if g("post_attention_norm.weight") is not None:
+        if g("attn_output.bias") is not None:
+            o = o + g("attn_output.bias")
+        if g("post_attention_norm.weight") is not None and not m.gpt_oss:
             o = rms_norm(o, g("post_attention_norm.weight"), m.eps)
         x = x + o * m.residual_scale
-        h = x if g("ffn_norm.weight") is None else rms_norm(x, g("ffn_norm.weight"), m.eps)
+        # gpt-oss's converter names the FFN's input norm post_attention_norm.
+        ffn_norm = g("post_attention_norm.weight") if m.gpt_oss else g("ffn_norm.weight")
+        h = x if ffn_norm is None else rms_norm(x, ffn_norm, m.eps)
         if g("ffn_gate_inp.weight") is not None:
             x = x + moe_ffn(m, g, h) * m.residual_scale
             continue

@@ -181,6 +181,7 @@ kernels::AttentionJob store_and_job(const AttentionArgs& a, kernels::Isa isa) {
   job.shape.causal = a.causal;
   job.shape.window = a.window;
   job.shape.softcap = a.softcap;
+  job.shape.sinks = a.sinks;
   return job;
 }
 
@@ -211,6 +212,11 @@ Status CpuOps::swiglu(float* gate, const float* up, int64_t n) {
 
 Status CpuOps::geglu(float* gate, const float* up, int64_t n) {
   split_across(pool_, n, 1, 16, [&](int64_t b, int64_t e) { kernels::geglu_f32(gate + b, up + b, e - b); });
+  return {};
+}
+
+Status CpuOps::swiglu_oai(float* gate, const float* up, int64_t n) {
+  split_across(pool_, n, 1, 16, [&](int64_t b, int64_t e) { kernels::swiglu_oai_f32(gate + b, up + b, e - b); });
   return {};
 }
 

@@ -34,6 +34,7 @@ class CpuOps final : public Ops {
   Status attention_batch(std::span<const AttentionArgs> batch) override;
   Status swiglu(float* gate, const float* up, int64_t n) override;
   Status geglu(float* gate, const float* up, int64_t n) override;
+  Status swiglu_oai(float* gate, const float* up, int64_t n) override;
   Status scale(float* x, float s, int64_t n) override;
   Status softcap(float* x, float cap, int64_t n) override;
   Status zero(float* x, int64_t n) override;

@@ -439,6 +439,7 @@ Status CudaOps::attention(const AttentionArgs& args) {
   a.head_dim = args.head_dim;
   a.scale = args.scale;
   a.softcap = args.softcap;
+  a.sinks = args.sinks;
   a.window = args.window;
   a.causal = args.causal;
   a.out = args.out;
@@ -452,6 +453,14 @@ Status CudaOps::geglu(float* gate, const float* up, int64_t n) {
   STRATA_RETURN_IF_ERROR(check_args(device_, "geglu", {n}, {gate, up}));
   if (n == 0) return Status();
   STRATA_CUDA_LAUNCH("geglu of " + std::to_string(n), kernels::cuda::geglu(gate, up, n, stream_));
+  return Status();
+}
+
+Status CudaOps::swiglu_oai(float* gate, const float* up, int64_t n) {
+  STRATA_RETURN_IF_ERROR(begin());
+  STRATA_RETURN_IF_ERROR(check_args(device_, "swiglu_oai", {n}, {gate, up}));
+  if (n == 0) return Status();
+  STRATA_CUDA_LAUNCH("swiglu_oai of " + std::to_string(n), kernels::cuda::swiglu_oai(gate, up, n, stream_));
   return Status();
 }
 

@@ -63,6 +63,7 @@ class CudaOps final : public backend::Ops {
   Status attention(const AttentionArgs& args) override;
   Status swiglu(float* gate, const float* up, int64_t n) override;
   Status geglu(float* gate, const float* up, int64_t n) override;
+  Status swiglu_oai(float* gate, const float* up, int64_t n) override;
   Status scale(float* x, float s, int64_t n) override;
   Status softcap(float* x, float cap, int64_t n) override;
   Status zero(float* x, int64_t n) override;  // cudaMemsetAsync

@@ -173,6 +173,10 @@ Status SimOps::geglu(float* gate, const float* up, int64_t n) {
   return paced({3.0 * n * kF, 12.0 * n}, [&] { return cpu_.geglu(gate, up, n); });
 }
 
+Status SimOps::swiglu_oai(float* gate, const float* up, int64_t n) {
+  return paced({3.0 * n * kF, 10.0 * n}, [&] { return cpu_.swiglu_oai(gate, up, n); });
+}
+
 Status SimOps::scale(float* x, float s, int64_t n) {
   return paced({2.0 * n * kF, static_cast<double>(n)}, [&] { return cpu_.scale(x, s, n); });
 }

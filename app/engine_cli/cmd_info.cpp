@@ -83,7 +83,9 @@ int info(const InfoOptions& o) {
       if (c.is_moe())
         j["model"]["experts"] = {{"n_expert", c.n_expert}, {"n_expert_used", c.n_expert_used},
                                  {"n_ff_exp", c.n_ff_exp}, {"n_ff_shexp", c.n_ff_shexp},
-                                 {"weights_normalised", c.expert_weights_norm}};
+                                 {"weights_normalised", c.expert_weights_norm},
+                                 {"gating", c.expert_gating == model::ExpertGating::SoftmaxTopK ? "softmax of the top k"
+                                                                                               : "softmax, then top k"}};
     } else {
       j["model_error"] = config.error().message;
     }
@@ -122,7 +124,10 @@ int info(const InfoOptions& o) {
                 c.rope_freq_base, c.tied_output ? ", tied output" : "");
     if (c.is_moe())
       std::printf("experts      %lld per layer, top-%lld (%s), expert ffn %lld%s\n", (long long)c.n_expert,
-                  (long long)c.n_expert_used, c.expert_weights_norm ? "weights renormalised" : "softmax weights",
+                  (long long)c.n_expert_used,
+                  c.expert_gating == model::ExpertGating::SoftmaxTopK ? "softmax of the top-k logits"
+                  : c.expert_weights_norm                              ? "weights renormalised"
+                                                                       : "softmax weights",
                   (long long)c.n_ff_exp,
                   c.n_ff_shexp > 0 ? (", shared expert ffn " + std::to_string(c.n_ff_shexp)).c_str() : "");
   } else if (!f.architecture().empty()) {

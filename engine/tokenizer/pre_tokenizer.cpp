@@ -112,6 +112,53 @@ std::size_t gpt2(const Cpt* c, std::size_t pos, std::size_t end) {
   return run(c, pos, end, is_ws);
 }
 
+// GPT-4o / o200k (gpt-oss, Llama 4), in llama.cpp's form of the HF regex (which defines the GGUF
+// behaviour; std::regex has no \p{Lu} / \p{Ll}): an "upper" letter is any letter but a-z, a
+// "lower" one any letter but A-Z (so a non-ASCII letter is both; marks are not letters here).
+//   [^\r\n\p{L}\p{N}]?U*L+C?|[^\r\n\p{L}\p{N}]?U+L*C?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|
+//   \s*[\r\n]+|\s+(?!\S)|\s+          (C: 's 't 're 've 'm 'll 'd, any case)
+bool is_upperish(const Cpt& x) { return (x.flags & kLetter) && !(x.cp >= 'a' && x.cp <= 'z'); }
+bool is_lowerish(const Cpt& x) { return (x.flags & kLetter) && !(x.cp >= 'A' && x.cp <= 'Z'); }
+
+// U*L+ at pos, with the regex's backtracking: the greedy U* gives back code points until L+ can
+// start (the first that does wins, L+ then as long as it goes); 0: no match.
+std::size_t upper_then_lower(const Cpt* c, std::size_t pos, std::size_t end) {
+  const std::size_t u = run(c, pos, end, is_upperish);
+  for (std::size_t k = u + 1; k-- > 0;) {
+    if (const std::size_t l = run(c, pos + k, end, is_lowerish)) return k + l;
+  }
+  return 0;
+}
+// U+L* at pos.
+std::size_t upper_plus_lower(const Cpt* c, std::size_t pos, std::size_t end) {
+  const std::size_t u = run(c, pos, end, is_upperish);
+  return u == 0 ? 0 : u + run(c, pos + u, end, is_lowerish);
+}
+
+// [^\r\n\p{L}\p{N}]?X(contraction)?: with the optional prefix when X then matches, else without.
+template <std::size_t (*X)(const Cpt*, std::size_t, std::size_t)>
+std::size_t gpt4o_word(const Cpt* c, std::size_t pos, std::size_t end) {
+  std::size_t m = 0;
+  if (pos < end && is_not_crlf_letter_number(c[pos])) {
+    if (const std::size_t w = X(c, pos + 1, end)) m = 1 + w;
+  }
+  if (m == 0) m = X(c, pos, end);
+  if (m == 0) return 0;
+  return pos + m < end ? m + contraction(c, pos + m, end, true) : m;
+}
+
+std::size_t gpt4o(const Cpt* c, std::size_t pos, std::size_t end) {
+  if (std::size_t m = gpt4o_word<upper_then_lower>(c, pos, end)) return m;
+  if (std::size_t m = gpt4o_word<upper_plus_lower>(c, pos, end)) return m;
+  if (std::size_t m = run(c, pos, end, is_number_c, 3)) return m;
+  if (std::size_t m = prefixed_run(c, pos, end, is_space_char, is_other)) {
+    return m + run(c, pos + m, end, [](const Cpt& x) { return is_crlf(x) || x.cp == '/'; });
+  }
+  if (std::size_t m = ws_then_newlines(c, pos, end)) return m;
+  if (std::size_t m = ws_not_before_nonspace(c, pos, end)) return m;
+  return run(c, pos, end, is_ws);
+}
+
 std::size_t single_number(const Cpt* c, std::size_t pos, std::size_t end) {  // \p{N}
   return run(c, pos, end, is_number_c, 1);
 }
@@ -225,6 +272,7 @@ constexpr Matcher kDeepseekLlm[] = {single_crlf, deepseek_letters, deepseek_punc
 constexpr Matcher kDeepseekCoder[] = {single_crlf, ws_letters, ws_punct, deepseek_cjk, single_number};
 constexpr Matcher kBloom[] = {bloom};
 constexpr Matcher kViking[] = {bloom, single_number};
+constexpr Matcher kGpt4o[] = {gpt4o};
 
 template <std::size_t N>
 constexpr Scheme scheme(const Matcher (&m)[N]) { return Scheme{m, N}; }
@@ -241,6 +289,7 @@ Scheme scheme_of(PreTokenizerKind kind) {
     case PreTokenizerKind::DeepseekCoder: return scheme(kDeepseekCoder);
     case PreTokenizerKind::Bloom: return scheme(kBloom);
     case PreTokenizerKind::Viking: return scheme(kViking);
+    case PreTokenizerKind::Gpt4o: return scheme(kGpt4o);
   }
   return scheme(kDefault);
 }
@@ -301,6 +350,8 @@ Expected<PreTokenizerInfo> pre_tokenizer_from_name(std::string_view pre) {
     info.kind = PreTokenizerKind::Bloom;
   } else if (pre == "viking") {
     info.kind = PreTokenizerKind::Viking;
+  } else if (any_of({"gpt-4o", "llama4", "kanana2", "talkie"})) {
+    info.kind = PreTokenizerKind::Gpt4o;
   } else {
     return make_error(Code::Unsupported, "tokenizer.ggml.pre '" + std::string(pre) +
                                              "': pre-tokenizer not supported");

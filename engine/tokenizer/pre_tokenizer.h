@@ -23,6 +23,7 @@ enum class PreTokenizerKind {
   DeepseekCoder,  // deepseek-coder
   Bloom,          // bloom, poro-chat, gpt3-finnish
   Viking,         // viking
+  Gpt4o,          // gpt-4o (gpt-oss), llama4: cased letter runs, \p{N}{1,3}, contractions after words
 };
 
 struct PreTokenizerInfo {

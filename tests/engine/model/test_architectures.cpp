@@ -230,6 +230,79 @@ TEST(Architectures, Olmo2WholeRowQkNormsNoInputNormsAndLocalRope) {
       << split.error().message;
 }
 
+// gpt-oss: the FFN norm under the converter's name post_attention_norm (and no post-attention norm),
+// Q/K/V and output biases, a sink per query head, router and per-expert biases, the gating and
+// activation traits, every other layer local with the model's own RoPE (YaRN on all layers); and
+// the cuts a tensor-parallel shard would take of the sinks (its query heads) and the output bias
+// (one member only, so the all-reduce adds it once).
+TEST(Architectures, GptOssSinksBiasesGatingAndAlternatingWindows) {
+  auto vocab = gguf::GgufFile::open(test::shared_model("stories260K.gguf"));
+  ASSERT_TRUE(vocab.ok());
+  model::RandomModelSpec spec;
+  spec.arch = model::Arch::GptOss;
+  spec.n_embd = 128, spec.n_layers = 4, spec.n_heads = 8, spec.n_kv_heads = 2, spec.head_dim = 32;
+  spec.n_ff = 64, spec.n_ctx = 256, spec.sliding_window = 16, spec.yarn_factor = 4.0f;
+  spec.n_expert = 4, spec.n_expert_used = 2, spec.n_ff_exp = 96;
+  const fs::path path = test::temp_dir("arch") / "m-gpt-oss.gguf";
+  const Status written = model::write_random_model(spec, *vocab, path);
+  ASSERT_TRUE(written.ok()) << written.error().to_string();
+  {
+    auto f = gguf::GgufFile::open(path);
+    ASSERT_TRUE(f.ok());
+    EXPECT_NE(f->find_tensor("blk.0.post_attention_norm.weight"), nullptr);
+    EXPECT_EQ(f->find_tensor("blk.0.ffn_norm.weight"), nullptr);
+    const gguf::TensorInfo* b = f->find_tensor("blk.0.ffn_down_exps.bias");
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(b->dims, (std::vector<uint64_t>{128, 4}));  // [n_embd, n_expert], 2-D as llama.cpp writes it
+  }
+  auto m = load(path);
+  ASSERT_TRUE(m);
+  const model::ModelConfig& c = m->config();
+  EXPECT_EQ(c.rope_style, model::RopeStyle::Neox);
+  EXPECT_EQ(c.ffn_activation, model::FfnActivation::SwigluOai);
+  EXPECT_EQ(c.expert_gating, model::ExpertGating::SoftmaxTopK);
+  EXPECT_FALSE(c.expert_weights_norm);
+  EXPECT_TRUE(c.has_qkv_bias && c.has_out_bias && c.has_attn_sinks && c.has_moe_biases && c.ffn_norm_post_attention);
+  EXPECT_EQ(c.n_ff_exp, 96);
+  for (const model::LayerWeights& l : m->weights().layers) {
+    EXPECT_TRUE(l.ffn_norm.present());
+    EXPECT_EQ(l.ffn_norm.name.substr(l.ffn_norm.name.find('.', 4) + 1), "post_attention_norm.weight");
+    EXPECT_FALSE(l.post_attn_norm.present());
+    EXPECT_EQ(l.attn_sinks.cols, 8);
+    EXPECT_EQ(l.bo.cols, 128);
+    EXPECT_EQ(l.ffn_gate_inp_b.cols, 4);
+    EXPECT_EQ(l.ffn_gate_exps_b.n_mats, 4);
+    EXPECT_EQ(l.ffn_gate_exps_b.cols, 96);
+    EXPECT_EQ(l.ffn_gate_exps_b.mat_stride, 96 * sizeof(float));
+    EXPECT_EQ(l.ffn_down_exps_b.cols, 128);
+    EXPECT_EQ(l.ffn_down_exps_b.mat_stride, 128 * sizeof(float));
+  }
+  for (int64_t l = 0; l < 4; ++l) {
+    const model::LayerAttention a = c.layer_attention(l);
+    EXPECT_EQ(a.window, l % 2 == 0 ? 16 : 0) << "layer " << l;  // local, global, local, global
+    EXPECT_EQ(a.rope_freq_base, c.rope_freq_base) << "layer " << l;
+    EXPECT_TRUE(a.rope_yarn) << "layer " << l;  // the local layers keep the model's YaRN
+  }
+  // A two-member shard of one KV head each: four query heads' sinks; the bias on member 0 only.
+  const model::LayerWeights& l0 = m->weights().layers[0];
+  const auto row = [](const model::TensorView model::LayerWeights::*view) -> const model::LayerTensor& {
+    for (const model::LayerTensor& t : model::layer_tensors())
+      if (t.view == view) return t;
+    return model::layer_tensors()[0];
+  };
+  plan::LayerShard first, second;
+  first.kv_head_begin = 0, first.kv_head_end = 1;
+  second.kv_head_begin = 1, second.kv_head_end = 2;
+  const model::LayerTensor& sinks = row(&model::LayerWeights::attn_sinks);
+  const model::LayerTensor& bias = row(&model::LayerWeights::bo);
+  EXPECT_EQ(sinks.cut, model::Cut::QHeads);
+  EXPECT_EQ(plan::shard_tensor_bytes(c, sinks, l0.attn_sinks, first), 4 * sizeof(float));
+  EXPECT_EQ(plan::shard_tensor_bytes(c, sinks, l0.attn_sinks, second), 4 * sizeof(float));
+  EXPECT_EQ(bias.cut, model::Cut::FirstShard);
+  EXPECT_EQ(plan::shard_tensor_bytes(c, bias, l0.bo, first), 128 * sizeof(float));
+  EXPECT_EQ(plan::shard_tensor_bytes(c, bias, l0.bo, second), 0u);
+}
+
 TEST(Architectures, Qwen3HasQkNormsAndNoBias) {
   auto m = load(make(model::Arch::Qwen3, "qwen3", 2, 0, 64));
   ASSERT_TRUE(m);

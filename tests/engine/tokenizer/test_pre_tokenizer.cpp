@@ -98,6 +98,22 @@ TEST(PreTokenizer, Deepseek) {
             (V{"Hi", ",", " ", "123", "\xE4\xBD\xA0\xE5\xA5\xBD", "  "}));
 }
 
+// gpt-4o (gpt-oss): llama.cpp's form of the o200k regex, expectations from Python's `regex` module
+// running that regex: cased runs split camelCase and acronyms, contractions stay on their word,
+// a non-ASCII letter counts as upper and lower (É starts its own word before an upper run).
+TEST(PreTokenizer, Gpt4o) {
+  const auto k = PreTokenizerKind::Gpt4o;
+  EXPECT_EQ(split(k, "Hello World's HTTPServer isOK I'M 12345 ok\n\n  hi"),
+            (V{"Hello", " World's", " HTTPServer", " is", "OK", " I'M", " ", "123", "45", " ok", "\n\n", " ", " hi"}));
+  EXPECT_EQ(split(k, "camelCaseJSONParser x/y/\n"), (V{"camel", "Case", "JSONParser", " x", "/y", "/\n"}));
+  EXPECT_EQ(split(k, " (x)...\n"), (V{" (", "x", ")...\n"}));
+  EXPECT_EQ(split(k, "\xC3\x89" "COLE \xC3\x9C" "berm\xC3\xA4\xC3\x9F" "ig na\xC3\xAFve \xE4\xB8\xAD\xE6\x96\x87"),
+            (V{"\xC3\x89", "COLE", " \xC3\x9C" "berm\xC3\xA4\xC3\x9F" "ig", " na\xC3\xAFve", " \xE4\xB8\xAD\xE6\x96\x87"}));
+  EXPECT_EQ(split(k, "  \t\nA'LL done's"), (V{"  \t\n", "A'LL", " done's"}));
+  EXPECT_EQ(pre_tokenizer_from_name("gpt-4o")->kind, PreTokenizerKind::Gpt4o);
+  EXPECT_EQ(pre_tokenizer_from_name("llama4")->kind, PreTokenizerKind::Gpt4o);
+}
+
 TEST(PreTokenizer, Names) {
   auto l3 = pre_tokenizer_from_name("llama-bpe");
   ASSERT_TRUE(l3.ok());

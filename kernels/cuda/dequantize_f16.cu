@@ -55,7 +55,7 @@ cudaError_t dequantize_f16(const MatView& w, void* out_f16, cudaStream_t stream)
   if (g.block_elems == 0 || w.rows < 0 || w.cols < 0 || w.cols % g.block_elems != 0) return cudaErrorInvalidValue;
   const int64_t n = w.rows * w.cols;
   if (n == 0) return cudaSuccess;
-  if (!aligned_to(w.data, w.type == DType::F32 ? 4 : 2) || !aligned_to(out_f16, 2)) return cudaErrorInvalidValue;
+  if (!aligned_to(w.data, qb_data_alignment(w.type)) || !aligned_to(out_f16, 2)) return cudaErrorInvalidValue;
   const auto* src = static_cast<const uint8_t*>(w.data);
   auto* out = static_cast<uint16_t*>(out_f16);
   if (w.type == DType::F16) return cudaMemcpyAsync(out, src, static_cast<size_t>(n) * 2, cudaMemcpyDeviceToDevice, stream);

@@ -55,7 +55,7 @@ cudaError_t embed_rows(const MatView& table, const int32_t* tokens, int64_t n, f
     }
     return cudaSuccess;
   }
-  if (!aligned_to(table.data, table.type == DType::F32 ? 4 : 2)) return cudaErrorInvalidValue;
+  if (!aligned_to(table.data, qb_data_alignment(table.type))) return cudaErrorInvalidValue;
   const auto* src = static_cast<const uint8_t*>(table.data);
   const int64_t row_bytes = qb_row_bytes(table.type, table.cols);
   visit_decoder(table.type, [&](auto tag) {

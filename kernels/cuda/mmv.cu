@@ -19,8 +19,8 @@ cudaError_t mmv(const MatView& w, const float* x, int64_t n_tokens, float* y, cu
   if (w.cols == 0) {  // empty sums
     return cudaMemsetAsync(y, 0, static_cast<size_t>(n_tokens * w.rows) * sizeof(float), stream);
   }
-  // Blocks are read with 16-bit loads (F32 elements with 32-bit ones).
-  if (!aligned_to(w.data, w.type == DType::F32 ? 4 : 2)) return cudaErrorInvalidValue;
+  // Blocks are read with 16-bit loads (F32 elements with 32-bit ones, MXFP4 blocks by bytes).
+  if (!aligned_to(w.data, qb_data_alignment(w.type))) return cudaErrorInvalidValue;
   detail::MmvParams p;
   p.w = static_cast<const uint8_t*>(w.data);
   p.row_bytes = qb_row_bytes(w.type, w.cols);

@@ -9,7 +9,7 @@
 namespace strata::kernels::cuda::detail {
 
 struct MmvParams {
-  const uint8_t* w = nullptr;      // [rows][row_bytes], 2-byte aligned (4 for F32)
+  const uint8_t* w = nullptr;      // [rows][row_bytes], 2-byte aligned (4 for F32, 1 for MXFP4)
   const uint8_t* w_end = nullptr;  // w + rows * row_bytes: no load reaches past it
   int64_t rows = 0, cols = 0, row_bytes = 0;
   const float* x = nullptr;        // [n_tokens][cols]

@@ -1,5 +1,5 @@
-// kernels/cuda/quant_blocks.cuh — __host__ __device__ decode of every weight block type (Q4_0 ..
-// Q6_K, F32 / F16 / BF16), the one place the CUDA kernels learn the bit layouts of
+// kernels/cuda/quant_blocks.cuh — __host__ __device__ decode of the weight block types (Q4_0 ..
+// Q6_K, the 4-bit table types IQ4_NL / IQ4_XS / MXFP4, F32 / F16 / BF16), the one place the CUDA kernels learn the bit layouts of
 // kernels/cpu/blocks.h. Compiles with plain g++ too (tested there bit for bit against the CPU
 // dequantizers); depends on nothing but kernels/cpu/blocks.h and dtype.h (no CUDA headers on the
 // host path).
@@ -144,7 +144,7 @@ STRATA_HD_INLINE float qb_sub(float a, float b) {
 #endif
 }
 
-// Little-endian loads from a block. Blocks are 2-byte aligned wherever they live (every block
+// Little-endian loads from a block. Blocks are 2-byte aligned wherever they live (every block but MXFP4's
 // size is even and tensors start aligned), so the device reads 16-bit words.
 STRATA_HD_INLINE uint32_t qb_u16(const uint8_t* p) {
 #if defined(__CUDA_ARCH__)
@@ -388,6 +388,79 @@ STRATA_UNROLL
   }
 };
 
+// --- the 4-bit table types (IQ4_NL, IQ4_XS, MXFP4): a nibble indexes 16 signed levels ---
+
+// The 16 levels of a table packed into two words (levels 0-7, 8-15, one int8 per byte), so the
+// device looks them up in registers (no table in memory).
+constexpr uint64_t qb_pack_levels(const int8_t (&v)[16], int half) {
+  uint64_t w = 0;
+  for (int k = 0; k < 8; ++k) w |= static_cast<uint64_t>(static_cast<uint8_t>(v[8 * half + k])) << (8 * k);
+  return w;
+}
+constexpr uint64_t kIq4Lo = qb_pack_levels(kIq4Values, 0), kIq4Hi = qb_pack_levels(kIq4Values, 1);
+constexpr uint64_t kMxfp4Lo = qb_pack_levels(kMxfp4Values, 0), kMxfp4Hi = qb_pack_levels(kMxfp4Values, 1);
+
+STRATA_HD_INLINE float qb_table_level(uint64_t lo, uint64_t hi, uint32_t nib) {
+  const uint64_t w = nib < 8 ? lo : hi;
+  return static_cast<float>(static_cast<int8_t>(static_cast<uint8_t>(w >> (8 * (nib & 7u)))));
+}
+// Oct i of 32 nibble-packed elements (Q4_0's order: element j low nibble of qs[j], j + 16 high).
+STRATA_HD_INLINE void qb_table_oct(uint32_t lo, uint32_t hi, int i, uint64_t tlo, uint64_t thi, float* q) {
+  const int shift = (i >> 1) * 4;
+STRATA_UNROLL
+  for (int k = 0; k < 8; ++k) q[k] = qb_table_level(tlo, thi, ((k < 4 ? lo : hi) >> (8 * (k & 3) + shift)) & 15u);
+}
+// A little-endian u32 by bytes: for blocks of odd size (MXFP4), which sit at any address.
+STRATA_HD_INLINE uint32_t qb_u32_bytes(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
+         (static_cast<uint32_t>(p[3]) << 24);
+}
+
+struct DecIQ4_NL {
+  static constexpr DType kType = DType::IQ4_NL;
+  static constexpr int kElems = 32, kBytes = 18;
+  static constexpr MinMode kMode = MinMode::kNone;
+  STRATA_HD_INLINE static void oct(const uint8_t* b, int i, Oct& o) {
+    const uint8_t* qs = b + 2 + (i & 1) * 8;
+    o.d = f16_bits_to_f32(static_cast<uint16_t>(qb_u16(b)));
+    o.m = 0.f;
+    qb_table_oct(qb_u32(qs), qb_u32(qs + 4), i, kIq4Lo, kIq4Hi, o.q);
+  }
+};
+
+// IQ4_XS: 8 groups of 32 (oct i in group i / 4), each IQ4_NL-like with scale d * (ls - 32), ls
+// the group's 6 bits (4 in scales_l, 2 in scales_h).
+struct DecIQ4_XS {
+  static constexpr DType kType = DType::IQ4_XS;
+  static constexpr int kElems = 256, kBytes = 136;
+  static constexpr MinMode kMode = MinMode::kNone;
+  STRATA_HD_INLINE static void oct(const uint8_t* b, int i, Oct& o) {
+    const int g = i >> 2, k = i & 3;
+    const uint32_t ls = ((b[4 + g / 2] >> (4 * (g & 1))) & 15u) | (((qb_u16(b + 2) >> (2 * g)) & 3u) << 4);
+    o.d = qb_mul(f16_bits_to_f32(static_cast<uint16_t>(qb_u16(b))), qb_level(ls, 32));
+    o.m = 0.f;
+    const uint8_t* qs = b + 8 + 16 * g + (k & 1) * 8;
+    qb_table_oct(qb_u32(qs), qb_u32(qs + 4), k, kIq4Lo, kIq4Hi, o.q);
+  }
+};
+
+// MXFP4: an e8m0 exponent byte, then 16 bytes of e2m1 nibbles (their values doubled in the table,
+// so the scale is 2^(e - 128)). 17 bytes: read by bytes only.
+STRATA_HD_INLINE float qb_e8m0_half(uint32_t e) {
+  return qb_bits_to_f32(e < 2 ? (0x00200000u << e) : ((e - 1u) << 23));
+}
+struct DecMXFP4 {
+  static constexpr DType kType = DType::MXFP4;
+  static constexpr int kElems = 32, kBytes = 17;
+  static constexpr MinMode kMode = MinMode::kNone;
+  STRATA_HD_INLINE static void oct(const uint8_t* b, int i, Oct& o) {
+    const uint8_t* qs = b + 1 + (i & 1) * 8;
+    o.d = qb_e8m0_half(b[0]);
+    o.m = 0.f;
+    qb_table_oct(qb_u32_bytes(qs), qb_u32_bytes(qs + 4), i, kMxfp4Lo, kMxfp4Hi, o.q);
+  }
+};
+
 // --- float types: a "block" of 8 elements (so they share the mmv tiling); element decode for
 // rows whose length is not a multiple of 8 ---
 
@@ -514,6 +587,9 @@ inline bool visit_decoder(DType t, F&& f) {
     case DType::Q4_K: f(DecTag<DecQ4_K>{}); return true;
     case DType::Q5_K: f(DecTag<DecQ5_K>{}); return true;
     case DType::Q6_K: f(DecTag<DecQ6_K>{}); return true;
+    case DType::IQ4_NL: f(DecTag<DecIQ4_NL>{}); return true;
+    case DType::IQ4_XS: f(DecTag<DecIQ4_XS>{}); return true;
+    case DType::MXFP4: f(DecTag<DecMXFP4>{}); return true;
     default: return false;
   }
 }
@@ -537,6 +613,9 @@ inline QbGeometry qb_geometry(DType t) {
   });
   return g;
 }
+// The alignment a tensor of type t needs: F32 is read by words, MXFP4 (17-byte blocks) by bytes,
+// the other blocks (even sizes) by 16-bit words.
+inline size_t qb_data_alignment(DType t) { return t == DType::F32 ? 4 : t == DType::MXFP4 ? 1 : 2; }
 inline int64_t qb_row_bytes(DType t, int64_t cols) {
   const QbGeometry g = qb_geometry(t);
   return g.block_elems ? cols / g.block_elems * g.block_bytes : 0;

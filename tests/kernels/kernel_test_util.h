@@ -59,13 +59,15 @@ inline std::vector<uint8_t> random_bytes_row(DType t, int64_t n, uint32_t seed) 
   for (uint8_t& b : q) b = static_cast<uint8_t>(rng());
   std::vector<int> f16_offsets;
   switch (t) {
-    case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: f16_offsets = {0}; break;
+    case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: case DType::IQ4_NL: case DType::IQ4_XS: f16_offsets = {0}; break;
     case DType::Q4_1: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K: f16_offsets = {0, 2}; break;
     case DType::Q2_K: f16_offsets = {80, 82}; break;
     case DType::Q3_K: f16_offsets = {108}; break;
     case DType::Q6_K: f16_offsets = {208}; break;
     default: break;
   }
+  if (t == DType::MXFP4)  // e8m0 exponents near 2^0 (127 +- 8)
+    for (int64_t b = 0; b < n / tr.block_elems; ++b) q[static_cast<size_t>(b * tr.block_bytes)] = static_cast<uint8_t>(119 + rng() % 17);
   for (int64_t b = 0; b < n / tr.block_elems; ++b)
     for (int off : f16_offsets) {
       const uint16_t h = f32_to_fp16(scale(rng));

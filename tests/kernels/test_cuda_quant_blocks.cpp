@@ -30,7 +30,8 @@ bool same_float(float a, float b) {
 
 const std::vector<DType>& quant_types() {
   static const std::vector<DType> t = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
-                                       DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+                                       DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K,
+                                       DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4};
   return t;
 }
 
@@ -80,7 +81,9 @@ void expect_rows_equal(DType t, const std::vector<uint8_t>& bytes, int64_t n, co
 }
 
 TEST(CudaQuantBlocks, GeometryMatchesDtypeTable) {
-  for (DType t : test::weight_types()) {
+  std::vector<DType> types = test::weight_types();
+  types.insert(types.end(), {DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4});
+  for (DType t : types) {
     EXPECT_EQ(qb_geometry(t).block_elems, traits(t).block_elems) << dtype_name(t);
     EXPECT_EQ(qb_geometry(t).block_bytes, traits(t).block_bytes) << dtype_name(t);
     EXPECT_EQ(qb_row_bytes(t, 256 * 7), row_bytes(t, 256 * 7)) << dtype_name(t);

@@ -241,15 +241,18 @@ TEST(GpuModels, WindowedKvRingMatchesAFullCacheOnCuda) {
   EXPECT_LE(compare_logits(read_floats(dir / "ring-cpu.f32"), a).rel_l2, 1e-1) << "cuda:0 ring against the CPU's";
 }
 
-// Writes a random F32 model with make-model `arch_args` and runs `n` greedy tokens of a 200-character
-// prompt on the CPU and on cuda:0. F32 weights give the GPU no quantization to differ by: logits
-// after the prompt within 1e-2 relative (L2) of the CPU's, greedy tokens equal.
-void expect_f32_model_on_cuda_matches_cpu(const std::string& tag, const std::vector<std::string>& arch_args, int n) {
+// Writes a random model with make-model `arch_args` (F32 weights, or `type`) and runs `n` greedy
+// tokens of a 200-character prompt on the CPU and on cuda:0. F32 weights give the GPU no
+// quantization to differ by; a type whose CPU dot takes f32 activations (the IQ / MXFP4 types)
+// gives it none either: logits after the prompt within 1e-2 relative (L2) of the CPU's, greedy
+// tokens equal.
+void expect_f32_model_on_cuda_matches_cpu(const std::string& tag, const std::vector<std::string>& arch_args, int n,
+                                          const std::string& type = "f32") {
   const fs::path dir = test::temp_dir("gpu-models");
-  const fs::path model = dir / ("random-" + tag + "-f32.gguf");
+  const fs::path model = dir / ("random-" + tag + "-" + type + ".gguf");
   std::vector<std::string> make = {"make-model"};
   make.insert(make.end(), arch_args.begin(), arch_args.end());
-  make.insert(make.end(), {"--type", "f32", "--std", "0.08", "--vocab-from", stories(), "-o", model.string()});
+  make.insert(make.end(), {"--type", type, "--std", "0.08", "--vocab-from", stories(), "-o", model.string()});
   const CliRun made = engine(make);
   ASSERT_EQ(made.exit_code, 0) << made.err;
   const std::string prompt = golden()["cases"][0]["text"].get<std::string>().substr(0, 200);
@@ -287,6 +290,22 @@ TEST(GpuModels, Olmo3WholeRowQkNormsMatchCpu) {
                                         "--kv-heads", "2", "--ffn", "512", "--ctx", "512", "--sliding-window", "24",
                                         "--yarn-factor", "4"},
                                        6);
+}
+
+// gpt-oss on cuda:0 against the CPU: attention sinks (in the split-context decode merge and in
+// prompts), Q/K/V and output biases, local layers 0 and 2 (window 24 < the prompt), YaRN, the
+// biased router's softmax over its top-k logits, biased experts with the clamped SwiGLU. Once with
+// F32 weights, once with every matrix MXFP4 (the CUDA block decoder in mmv for decode, and
+// dequantized for the prompt's cuBLAS product).
+TEST(GpuModels, GptOssSinksBiasesAndMxfp4ExpertsMatchCpu) {
+  REQUIRE_CUDA();
+  REQUIRE_SHARED("stories260K.gguf");
+  const std::vector<std::string> arch = {"--arch", "gpt-oss", "--dim", "256", "--layers", "4", "--heads", "8",
+                                         "--kv-heads", "2", "--head-dim", "64", "--ffn", "256", "--experts", "8",
+                                         "--experts-used", "2", "--expert-ff", "256", "--ctx", "512",
+                                         "--sliding-window", "24", "--yarn-factor", "4"};
+  expect_f32_model_on_cuda_matches_cpu("gpt-oss", arch, 6);
+  expect_f32_model_on_cuda_matches_cpu("gpt-oss", arch, 6, "mxfp4");
 }
 
 }  // namespace

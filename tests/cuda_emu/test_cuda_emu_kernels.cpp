@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/scalar_math.h"
 #include "kernels/cpu/fp16.h"
 #include "kernels/cpu/ops_f32.h"
 #include "kernels/cpu/quant.h"
@@ -300,6 +302,70 @@ TEST(Elementwise, SwigluGegluMatchCpu) {
   }
 }
 
+// Distance in ulps between two finite floats (0: the same bits, or +0 and -0).
+int64_t ulp_distance(float a, float b) {
+  auto ordered = [](float f) {
+    int32_t i;
+    std::memcpy(&i, &f, 4);
+    return i < 0 ? -static_cast<int64_t>(i & 0x7fffffff) : static_cast<int64_t>(i);
+  };
+  return std::llabs(ordered(a) - ordered(b));
+}
+
+// gpt-oss's clamped SwiGLU (kernels/common/scalar_math.h swiglu_oai, shared by both sides) on
+// gates and ups up to |12|, past both limits, and the edges (each limit exactly and one ulp past,
+// up = -1), in the float4 path and the scalar one (x one float off 16 bytes).
+TEST(Elementwise, SwigluOaiMatchesCpu) {
+  constexpr int64_t kN = 1003;
+  std::vector<float> g = random_floats(kN + 1, 27, -12.f, 12.f), u = random_floats(kN + 1, 28, -12.f, 12.f);
+  const float edge_g[] = {7.f, std::nextafter(7.f, 8.f), std::nextafter(7.f, 6.f), 12.f, -12.f, -7.f, 0.f};
+  const float edge_u[] = {7.f, std::nextafter(7.f, 8.f), -7.f, std::nextafter(-7.f, -8.f), 12.f, -12.f, -1.f};
+  size_t e = 0;
+  for (float eg : edge_g)
+    for (float eu : edge_u) {
+      g[e] = g[kN - e] = eg;  // at both ends: each path's first and last elements
+      u[e] = u[kN - e] = eu;
+      ++e;
+    }
+  int64_t gate_over = 0, up_outside = 0;
+  for (int64_t i = 0; i <= kN; ++i) {
+    gate_over += g[i] > 7.f;
+    up_outside += std::fabs(u[i]) > 7.f;
+  }
+  ASSERT_GT(gate_over, kN / 6);  // about 5/24 of them
+  ASSERT_GT(up_outside, kN / 3);  // about 5/12
+  for (bool aligned : {true, false}) {
+    SCOPED_TRACE(aligned ? "vector path" : "scalar path");
+    const int off = aligned ? 0 : 1;
+    Dev<float> dg(g), du(u);
+    ASSERT_EQ(kc::swiglu_oai(dg.get() + off, du.get() + off, kN, nullptr), cudaSuccess);
+    const std::vector<float> got = dg.host();
+    std::vector<float> ref(g);
+    strata::kernels::swiglu_oai_f32(ref.data() + off, u.data() + off, kN);
+    const int64_t untouched = aligned ? kN : 0;  // the element outside [off, off + kN)
+    EXPECT_EQ(got[untouched], g[untouched]) << "an element outside the n was written";
+    // The same f32 operations in the same order; the device's expf within 1 ulp of the host's:
+    // at most 1 ulp apart (2 ulp of expf at most turn into 1 after the division and product).
+    for (int64_t i = 0; i < kN; ++i) {
+      const int64_t j = i + off;
+      ASSERT_TRUE(std::isfinite(got[j])) << i;
+      ASSERT_LE(ulp_distance(got[j], ref[j]), 1) << "gate " << g[j] << " up " << u[j] << ": device " << got[j]
+                                                   << ", cpu " << ref[j];
+    }
+    // And the formula itself (the CPU kernel shares the scalar code): float64 x sigmoid(1.702 x)
+    // (y + 1), x = min(g, 7), y = clamp(u, -7, 7), within 4e-6 of |x sigmoid(1.702 x)| (|y| + 1):
+    // the f32 product 1.702 x (up to 20.4) is rounded by up to 6e-8 of itself, 1.2e-6 relative
+    // in its exp; expf, the division and the products add a few ulps; alpha 1.702f is 1.3e-8 off.
+    for (int64_t i = 0; i < kN; ++i) {
+      const int64_t j = i + off;
+      const double x = std::min<double>(g[j], 7.0), y = std::clamp<double>(u[j], -7.0, 7.0);
+      const double silu = x / (1.0 + std::exp(-1.702 * x));
+      ASSERT_NEAR(got[j], silu * (y + 1.0), 4e-6 * std::fabs(silu) * (std::fabs(y) + 1.0))
+          << "gate " << g[j] << " up " << u[j];
+    }
+  }
+}
+
 TEST(Softmax, MatchesCpuShortAndLongRows) {
   for (int64_t n : {1000, 8192}) {  // 256-thread and 1024-thread blocks
     const int64_t rows = n > 4096 ? 1 : 3;
@@ -417,7 +483,15 @@ TEST(Rope, BitForBitTheCpuAtLargePositionsWithoutDouble) {
 struct AttnCase {
   int64_t head_dim, n_tokens, pos0, window;
   bool causal, kv_f16;
+  bool sinks = false;     // a sink logit per query head (AttentionArgs::sinks, gpt-oss)
+  bool no_split = false;  // no workspace: a decode-sized call takes the unsplit kernel
+  int64_t group = 2;      // query heads per KV head (2 KV heads)
 };
+
+// Whether attention() cuts the context of case c into splits (the workspace is given and sized
+// for it): decode-sized calls (kSplitMaxTokens = 8 tokens at most) of more than kMinChunk = 128
+// positions.
+bool attn_splits(const AttnCase& c) { return !c.no_split && c.n_tokens <= 8 && c.pos0 + c.n_tokens > 128; }
 
 std::string attn_name(const testing::TestParamInfo<AttnCase>& i) {
   const AttnCase& c = i.param;
@@ -426,6 +500,9 @@ std::string attn_name(const testing::TestParamInfo<AttnCase>& i) {
   if (c.window) s << "_win" << c.window;
   if (!c.causal) s << "_noncausal";
   s << (c.kv_f16 ? "_f16" : "_f32");
+  if (c.group != 2) s << "_gqa" << c.group;
+  if (c.sinks) s << "_sinks";
+  if (c.no_split) s << "_nosplit";
   return s.str();
 }
 
@@ -435,7 +512,8 @@ class Attention : public testing::TestWithParam<AttnCase> {};
 
 TEST_P(Attention, MatchesFloat64Reference) {
   const AttnCase c = GetParam();
-  constexpr int64_t kHeads = 4, kKvHeads = 2;  // GQA, group 2
+  constexpr int64_t kKvHeads = 2;
+  const int64_t kHeads = kKvHeads * c.group;
   const int64_t hd = c.head_dim, kv_dim = kKvHeads * hd, kv_stride = kv_dim + 8;
   const int64_t n_ctx = c.pos0 + c.n_tokens, cache_rows = n_ctx + 3;
   const std::vector<float> q = random_floats(c.n_tokens * kHeads * hd, 40);
@@ -468,6 +546,15 @@ TEST_P(Attention, MatchesFloat64Reference) {
   Dev<float> dq(q), dk(k), dv(v), dout(c.n_tokens * kHeads * hd);
   const size_t ws_bytes = kc::attention_workspace_bytes(c.n_tokens, n_ctx, kHeads, hd);
   Dev<uint8_t> ws(ws_bytes);
+  // Sinks (natural-log logits, one per query head, from -2 to 9: scores here are within about
+  // +-1 and a row's sum of exps up to ~e^5.8 at 300 keys, so the sink's share of the denominator
+  // goes from negligible to nearly all of it, and 9 is above every score: the row's max is the
+  // sink's). The workspace is filled with 0xff bytes first, to see whether the split path wrote it.
+  std::vector<float> sinks(kHeads);
+  for (int64_t h = 0; h < kHeads; ++h)
+    sinks[h] = -2.0f + 11.0f * static_cast<float>(h) / static_cast<float>(kHeads - 1);
+  Dev<float> dsinks(sinks);
+  ASSERT_EQ(cudaMemset(ws.get(), 0xff, ws_bytes), cudaSuccess);
   kc::AttentionArgs a;
   a.q = dq.get();
   a.k = dk.get();
@@ -484,9 +571,18 @@ TEST_P(Attention, MatchesFloat64Reference) {
   a.window = c.window;
   a.causal = c.causal;
   a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  a.sinks = c.sinks ? dsinks.get() : nullptr;
   a.out = dout.get();
-  ASSERT_EQ(kc::attention(a, ws.get(), ws_bytes, nullptr), cudaSuccess);
+  ASSERT_EQ(c.no_split ? kc::attention(a, nullptr, 0, nullptr) : kc::attention(a, ws.get(), ws_bytes, nullptr),
+            cudaSuccess);
   const std::vector<float> out = dout.host();
+  if (c.sinks) {
+    // The path taken: the split-context one writes its partials to the workspace, the other
+    // leaves it as it was.
+    const std::vector<uint8_t> w = ws.host();
+    const bool written = std::any_of(w.begin(), w.end(), [](uint8_t b) { return b != 0xff; });
+    ASSERT_EQ(written, attn_splits(c)) << (attn_splits(c) ? "the split path did not run" : "the split path ran");
+  }
 
   // The cache holds the new rows, bit for bit.
   const std::vector<uint8_t> kc_after = dkc.host();
@@ -502,21 +598,31 @@ TEST_P(Attention, MatchesFloat64Reference) {
       const int64_t last = c.causal ? c.pos0 + t : n_ctx - 1;
       const int64_t first = c.window > 0 ? std::max<int64_t>(0, last - c.window + 1) : 0;
       std::vector<double> s;
-      double mx = -INFINITY;
+      double mx = c.sinks ? static_cast<double>(sinks[h]) : -INFINITY;  // the max over the sink too
       for (int64_t p = first; p <= last; ++p) {
         double d = 0;
         for (int64_t e = 0; e < hd; ++e) d += static_cast<double>(q[(t * kHeads + h) * hd + e]) * kref[p * kv_stride + j * hd + e];
         s.push_back(d * a.scale);
         mx = std::max(mx, s.back());
       }
-      double sum = 0;
+      double sum = c.sinks ? std::exp(static_cast<double>(sinks[h]) - mx) : 0.0;  // the sink: no value
       for (double& x : s) sum += (x = std::exp(x - mx));
       for (int64_t e = 0; e < hd; ++e) {
-        double o = 0;
-        for (int64_t p = first; p <= last; ++p) o += s[p - first] * vref[p * kv_stride + j * hd + e];
+        double o = 0, mag = 0;
+        for (int64_t p = first; p <= last; ++p) {
+          o += s[p - first] * vref[p * kv_stride + j * hd + e];
+          mag += s[p - first] * std::fabs(vref[p * kv_stride + j * hd + e]);
+        }
         o /= sum;
+        mag /= sum;
         // f32 scores, exp2f and sums over at most a few hundred keys of values in [-1, 1]: 2e-6.
-        ASSERT_NEAR(out[(t * kHeads + h) * hd + e], o, 2e-6) << "token " << t << " head " << h << " dim " << e;
+        // With sinks also 4e-6 of the output's scale mag = sum_p w_p |v_p| / sum: the sink's share
+        // of the denominator (0.96 at 9 over 300 keys, 1 - 1e-4 over one key) scales outputs down
+        // to ~1e-4, where 2e-6 alone would pass a wrong sink weight (2e-6 is ~4e-6 of the mag
+        // ~0.5 of a row without a sink). The sink's own error: f32 sink * log2(e) and exp2f,
+        // ~1e-6 of the denominator.
+        const double tol = c.sinks ? std::min(2e-6, 4e-6 * mag + 1e-9) : 2e-6;
+        ASSERT_NEAR(out[(t * kHeads + h) * hd + e], o, tol) << "token " << t << " head " << h << " dim " << e;
       }
     }
 }
@@ -531,6 +637,21 @@ std::vector<AttnCase> attn_cases() {
       v.push_back({d, 19, 7, 8, true, f16});     // prompt after a prefix, sliding window
       v.push_back({d, 5, 10, 0, false, f16});    // non-causal rows
     }
+  // Attention sinks: a prompt (tiled, unsplit: the sink merged in attn_kernel), the same with a
+  // window, one decode token at 300 (split into 3 chunks of 128: the sink merged once, in
+  // attn_merge_kernel), 3 decode tokens at 200 (2 splits), a decode token at 300 without a
+  // workspace (the unsplit kernel for one token), and GQA 4.
+  for (int64_t d : {64, 128})
+    for (bool f16 : {false, true}) {
+      v.push_back({d, 21, 0, 0, true, f16, true});
+      v.push_back({d, 19, 7, 8, true, f16, true});
+      v.push_back({d, 1, 300, 0, true, f16, true});
+      v.push_back({d, 3, 200, 0, true, f16, true});
+      v.push_back({d, 1, 300, 0, true, f16, true, true});
+    }
+  v.push_back({64, 1, 300, 0, true, true, true, false, 4});
+  v.push_back({64, 17, 5, 0, true, true, true, false, 4});
+  v.push_back({64, 5, 10, 0, false, false, true});  // non-causal rows
   return v;
 }
 

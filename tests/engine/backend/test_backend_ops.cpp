@@ -662,6 +662,52 @@ void geglu_case(Env& env, int64_t n) {
   expect_rows_close(env.download(dg->data(), n), ref, n, 1e-5, "geglu");
 }
 
+// gpt-oss's clamped SwiGLU on gates and ups up to |12|, past both limits (gate above 7, up outside
+// [-7, 7]), led by the edges: each limit exactly and one ulp past it, gate 0, up = -1 (a zero
+// product), gates far below -7 (no lower clamp: a sigmoid of e^-20).
+void swiglu_oai_case(Env& env, int64_t n) {
+  Rng rng(37);
+  std::vector<float> gate = rng.sym_vec(n, 12.0), up = rng.sym_vec(n, 12.0);
+  const float edge_g[] = {7.0f,   std::nextafter(7.0f, 8.0f), std::nextafter(7.0f, 6.0f), 12.0f,
+                          -12.0f, -7.0f,                      0.0f,                       1e-3f};
+  const float edge_u[] = {7.0f,  std::nextafter(7.0f, 8.0f), -7.0f, std::nextafter(-7.0f, -8.0f),
+                          12.0f, -12.0f,                     -1.0f, 0.0f};
+  size_t e = 0;
+  for (float g : edge_g)
+    for (float u : edge_u) {
+      gate[e] = g;
+      up[e++] = u;
+    }
+  int64_t gate_over = 0, up_outside = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    gate_over += gate[i] > 7.0f;
+    up_outside += std::abs(up[i]) > 7.0f;
+  }
+  // The inputs do cross the limits (about 5/24 of the gates, 5/12 of the ups).
+  ASSERT_GT(gate_over, n / 6);
+  ASSERT_GT(up_outside, n / 3);
+  auto dg = env.upload(gate);
+  auto du = env.upload(up);
+  must(env.ops().swiglu_oai(reinterpret_cast<float*>(dg->data()), reinterpret_cast<const float*>(du->data()), n),
+       "swiglu_oai");
+  const std::vector<float> got = env.download(dg->data(), n);
+  std::vector<double> ref(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = std::min(static_cast<double>(gate[i]), 7.0);
+    const double y = std::clamp(static_cast<double>(up[i]), -7.0, 7.0);
+    const double silu = x / (1.0 + std::exp(-1.702 * x));
+    ref[static_cast<size_t>(i)] = silu * (y + 1.0);
+    // Tolerance per element: 1e-5 of |x sigmoid(1.702 x)| (|y| + 1), the scale of the f32
+    // roundings: the product 1.702 x (up to 20.4) rounded by 6e-8 of itself is 1.2e-6 relative in
+    // its exp (measured: 1.05e-6 at gate -9.6); expf within 2 ulp, a division, two products; the
+    // kernel's alpha is the f32 1.702f, 1.3e-8 relative from the reference's.
+    ASSERT_NEAR(got[static_cast<size_t>(i)], ref[static_cast<size_t>(i)], 1e-5 * std::abs(silu) * (std::abs(y) + 1.0))
+        << "swiglu_oai: element " << i << ", gate " << gate[i] << ", up " << up[i];
+  }
+  // And over the whole vector: 1e-5 relative (L2), as swiglu.
+  expect_rows_close(got, ref, n, 1e-5, "swiglu_oai");
+}
+
 void scale_case(Env& env) {
   const int64_t n = 1027;
   Rng rng(32);
@@ -1054,6 +1100,344 @@ void attention_context_case(Env& env, DType kv_type, int64_t group, bool causal,
   }
 }
 
+// -- attention sinks (gpt-oss) --
+// AttentionArgs::sinks: one logit per query head that joins every row's softmax denominator with
+// no value. The float64 reference takes the max over the row's scores and its head's sink and
+// adds exp(sink - max) to the sum. Queries of magnitude 4 as in attention_case (scores within
+// about +-5, a few hundred positions: log of the sum of exps up to about 6), so the sinks below,
+// spread from -2 to 9 over the heads, go from a negligible share of a row's denominator to
+// nearly all of it (9: above every score, so the max is the sink's), and a sink read for another
+// head than its own changes the output.
+
+// n_heads distinct sink logits in [lo, hi], neighbouring heads (the heads of one KV head) far apart.
+std::vector<float> sink_logits(int64_t n_heads, float lo, float hi) {
+  std::vector<float> s(static_cast<size_t>(n_heads));
+  for (int64_t h = 0; h < n_heads; ++h) {
+    const int64_t rank = (h % 2 == 0) ? h / 2 : (n_heads + 1) / 2 + h / 2;  // evens low, odds high
+    s[static_cast<size_t>(h)] =
+        n_heads == 1 ? hi : lo + (hi - lo) * static_cast<float>(rank) / static_cast<float>(n_heads - 1);
+  }
+  return s;
+}
+
+// Tolerances (relative L2 per head) as attention_case's: F32 1e-4, F16 2e-3, Q8_0 2e-2. The sink
+// adds one f32 exp to the denominator (1e-7 relative): nothing to widen.
+double sink_tolerance(DType kv_type) { return kv_type == DType::Q8_0 ? 2e-2 : kv_type == DType::F16 ? 2e-3 : 1e-4; }
+
+// The worst relative L2 distance between rows of a and b (each [rows][row_len]), relative to b.
+double worst_row_distance(const std::vector<double>& a, const std::vector<double>& b, int64_t row_len) {
+  double worst = 0;
+  for (size_t r = 0; r * row_len < b.size(); ++r) {
+    double diff = 0, norm = 0;
+    for (int64_t i = 0; i < row_len; ++i) {
+      const double x = a[r * row_len + i], y = b[r * row_len + i];
+      diff += (x - y) * (x - y);
+      norm += y * y;
+    }
+    worst = std::max(worst, std::sqrt(diff / norm));
+  }
+  return worst;
+}
+
+// One sequence for the sink cases: its geometry, window, ring and sinks.
+struct SinkSeqSpec {
+  DType kv_type = DType::F32;
+  int64_t n_heads = 4, n_kv = 2, hd = 64;
+  int64_t n_ctx = 16;     // positions of the sequence
+  int64_t window = 0;     // 0: causal over everything
+  int64_t kv_cells = 0;   // > 0: a ring of that many rows
+  float sink_lo = -2.0f, sink_hi = 9.0f;
+};
+
+// A sequence's KV cache on the device (two copies after fork(): the batch cases run the same call
+// on each), what its cache holds by position as floats (the reference: F16 rounded, Q8_0
+// quantized by the reference quantizer), its sinks on the device, and its next position. Causal
+// calls only.
+class SinkSeq {
+ public:
+  SinkSeq(Env& env, const SinkSeqSpec& s, uint64_t seed) : env_(env), s_(s), rng_(seed) {
+    kv_dim_ = s.n_kv * s.hd;
+    q_dim_ = s.n_heads * s.hd;
+    const int64_t rows = s.kv_cells > 0 ? s.kv_cells : s.n_ctx;
+    cache_bytes_ = static_cast<size_t>(kernels::row_bytes(s.kv_type, rows * kv_dim_));
+    for (int c = 0; c < 2; ++c) {
+      k_[c] = env.alloc(cache_bytes_, BufferUse::KvCache);
+      v_[c] = env.alloc(cache_bytes_, BufferUse::KvCache);
+      must(env.device().fill_zero(k_[c]->data(), cache_bytes_), "fill_zero");
+      must(env.device().fill_zero(v_[c]->data(), cache_bytes_), "fill_zero");
+    }
+    ref_k_.assign(static_cast<size_t>(s.n_ctx * kv_dim_), 0.0);
+    ref_v_.assign(ref_k_.size(), 0.0);
+    sinks_ = sink_logits(s.n_heads, s.sink_lo, s.sink_hi);
+    dsinks_ = env.upload(sinks_);
+  }
+
+  // The next call's inputs: nt new tokens at the next position (recorded in the reference cache),
+  // its output buffer, and the float64 outputs with and without the sinks.
+  struct Call {
+    std::unique_ptr<backend::Buffer> dq, dk, dv, dout;
+    int64_t pos0 = 0, n_tokens = 0;
+    std::vector<double> ref, ref_without_sinks;
+  };
+  Call next(int64_t nt) {
+    Call c;
+    c.pos0 = pos_;
+    c.n_tokens = nt;
+    const std::vector<float> q = rng_.sym_vec(static_cast<size_t>(nt * q_dim_), 4.0);
+    const std::vector<float> k = rng_.sym_vec(static_cast<size_t>(nt * kv_dim_));
+    const std::vector<float> v = rng_.sym_vec(static_cast<size_t>(nt * kv_dim_));
+    c.dq = env_.upload(q);
+    c.dk = env_.upload(k);
+    c.dv = env_.upload(v);
+    c.dout = env_.alloc(static_cast<size_t>(nt * q_dim_) * sizeof(float));
+    for (int64_t t = 0; t < nt; ++t) {
+      record(k.data() + t * kv_dim_, pos_ + t, ref_k_);
+      record(v.data() + t * kv_dim_, pos_ + t, ref_v_);
+    }
+    c.ref = reference(q, c.pos0, nt, sinks_.data());
+    c.ref_without_sinks = reference(q, c.pos0, nt, nullptr);
+    pos_ += nt;
+    return c;
+  }
+
+  // The call's arguments on cache copy `copy` (0, or 1 after fork()).
+  backend::AttentionArgs args(const Call& c, int copy = 0) const {
+    backend::AttentionArgs a;
+    a.q = reinterpret_cast<const float*>(c.dq->data());
+    a.k = reinterpret_cast<const float*>(c.dk->data());
+    a.v = reinterpret_cast<const float*>(c.dv->data());
+    a.k_cache = k_[copy]->data();
+    a.v_cache = v_[copy]->data();
+    a.kv_type = s_.kv_type;
+    a.kv_stride = kv_dim_;
+    a.n_ctx = s_.n_ctx;
+    a.kv_cells = s_.kv_cells;
+    a.n_tokens = c.n_tokens;
+    a.pos0 = c.pos0;
+    a.n_heads = s_.n_heads;
+    a.n_kv_heads = s_.n_kv;
+    a.head_dim = s_.hd;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(s_.hd));
+    a.window = s_.window;
+    a.sinks = reinterpret_cast<const float*>(dsinks_->data());
+    a.out = reinterpret_cast<float*>(c.dout->data());
+    return a;
+  }
+
+  // The call's output against the reference (and the reference without sinks far from it: the
+  // case can tell a sink from none).
+  void check(const Call& c, const std::string& what) {
+    const double tol = sink_tolerance(s_.kv_type);
+    EXPECT_GT(worst_row_distance(c.ref_without_sinks, c.ref, s_.hd), 30 * tol)
+        << what << ": the sinks hardly change the reference; the case could not tell them from none";
+    expect_rows_close(env_.download(c.dout->data(), c.ref.size()), c.ref, s_.hd, tol, what + " (rows are heads)");
+  }
+
+  // Copy 1 of the cache <- copy 0.
+  void fork() {
+    must(env_.ops().copy(k_[0]->data(), k_[1]->data(), cache_bytes_), "copy k cache");
+    must(env_.ops().copy(v_[0]->data(), v_[1]->data(), cache_bytes_), "copy v cache");
+  }
+  std::vector<uint8_t> cache_bytes(int copy) {
+    std::vector<uint8_t> b = env_.download_bytes(k_[copy]->data(), cache_bytes_);
+    const std::vector<uint8_t> v = env_.download_bytes(v_[copy]->data(), cache_bytes_);
+    b.insert(b.end(), v.begin(), v.end());
+    return b;
+  }
+
+  const SinkSeqSpec& spec() const { return s_; }
+  int64_t q_dim() const { return q_dim_; }
+
+ private:
+  void record(const float* src, int64_t pos, std::vector<double>& ref) {
+    std::vector<float> row(src, src + kv_dim_);
+    if (s_.kv_type != DType::F32) {
+      std::vector<uint8_t> tmp(static_cast<size_t>(kernels::row_bytes(s_.kv_type, kv_dim_)));
+      kernels::quantize_row(s_.kv_type, src, tmp.data(), kv_dim_);
+      kernels::dequantize_row(s_.kv_type, tmp.data(), row.data(), kv_dim_);
+    }
+    for (int64_t i = 0; i < kv_dim_; ++i) ref[static_cast<size_t>(pos * kv_dim_ + i)] = row[static_cast<size_t>(i)];
+  }
+  // Float64 causal attention of q's nt tokens at pos0 over the reference cache; sinks: [n_heads]
+  // or null.
+  std::vector<double> reference(const std::vector<float>& q, int64_t pos0, int64_t nt, const float* sinks) const {
+    const int64_t hd = s_.hd, group = s_.n_heads / s_.n_kv;
+    const double scale = 1.0f / std::sqrt(static_cast<float>(hd));  // the f32 scale the call gets
+    std::vector<double> out(static_cast<size_t>(nt * q_dim_)), w;
+    for (int64_t t = 0; t < nt; ++t)
+      for (int64_t h = 0; h < s_.n_heads; ++h) {
+        const int64_t last = pos0 + t, off = (h / group) * hd;
+        const int64_t first = s_.window > 0 ? std::max<int64_t>(0, last - s_.window + 1) : 0;
+        const float* qh = q.data() + t * q_dim_ + h * hd;
+        w.assign(static_cast<size_t>(last - first + 1), 0.0);
+        double m = sinks ? static_cast<double>(sinks[h]) : -INFINITY;
+        for (int64_t p = first; p <= last; ++p) {
+          double d = 0;
+          for (int64_t i = 0; i < hd; ++i)
+            d += static_cast<double>(qh[i]) * ref_k_[static_cast<size_t>(p * kv_dim_ + off + i)];
+          w[static_cast<size_t>(p - first)] = d * scale;
+          m = std::max(m, d * scale);
+        }
+        double sum = sinks ? std::exp(static_cast<double>(sinks[h]) - m) : 0.0;
+        for (double& x : w) sum += (x = std::exp(x - m));
+        for (int64_t i = 0; i < hd; ++i) {
+          double o = 0;
+          for (int64_t p = first; p <= last; ++p)
+            o += w[static_cast<size_t>(p - first)] * ref_v_[static_cast<size_t>(p * kv_dim_ + off + i)];
+          out[static_cast<size_t>(t * q_dim_ + h * hd + i)] = o / sum;
+        }
+      }
+    return out;
+  }
+
+  Env& env_;
+  SinkSeqSpec s_;
+  Rng rng_;
+  int64_t kv_dim_ = 0, q_dim_ = 0, pos_ = 0;
+  size_t cache_bytes_ = 0;
+  std::unique_ptr<backend::Buffer> k_[2], v_[2], dsinks_;
+  std::vector<double> ref_k_, ref_v_;
+  std::vector<float> sinks_;
+};
+
+std::string sink_call_name(const SinkSeq::Call& c) {
+  return "attention with sinks, " + std::to_string(c.n_tokens) + " tokens at " + std::to_string(c.pos0);
+}
+
+// Calls of calls[i] tokens one after the other from position 0, each checked against the
+// float64 reference.
+void attention_sinks_case(Env& env, const SinkSeqSpec& spec, const std::vector<int64_t>& calls) {
+  if (!env.device().supports_kv(spec.kv_type))
+    GTEST_SKIP() << env.device().id() << " does not keep a KV cache in " << kernels::dtype_name(spec.kv_type)
+                 << " (supports_kv is false)";
+  SinkSeq seq(env, spec, static_cast<uint64_t>(51 + spec.n_heads * 7 + spec.window * 3 + spec.kv_cells + calls.size()));
+  for (int64_t nt : calls) {
+    const SinkSeq::Call c = seq.next(nt);
+    SCOPED_TRACE(sink_call_name(c));
+    must(env.ops().attention(seq.args(c)), sink_call_name(c));
+    seq.check(c, sink_call_name(c));
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
+// Batch invariance with sinks: the same 100 tokens (GQA 2, F32 / F16 / Q8_0 cache) in one call,
+// in chunks of 7, and one at a time give bit-identical outputs (each token's row is computed the
+// same way as a prompt row and as a decode step, the sink merged in the same place). 100 tokens
+// cross the CPU's 64-key blocks (the decode path merges per-block partials, the prompt path walks
+// the blocks) and stay under CUDA's 128-key split (its decode steps take the unsplit kernel, as
+// its prompts do). The one call is also checked against the float64 reference.
+void attention_sinks_chunking_case(Env& env, DType kv_type) {
+  if (!env.device().supports_kv(kv_type))
+    GTEST_SKIP() << env.device().id() << " does not keep a KV cache in " << kernels::dtype_name(kv_type);
+  const int64_t n = 100;
+  SinkSeqSpec spec;
+  spec.kv_type = kv_type;
+  spec.n_ctx = 128;
+  // The reference and the inputs of the one call; the chunked runs replay the same inputs.
+  SinkSeq seq(env, spec, 61);
+  const SinkSeq::Call all = seq.next(n);
+  must(env.ops().attention(seq.args(all)), "attention with sinks, 100 tokens in one call");
+  seq.check(all, "attention with sinks, 100 tokens in one call");
+  const std::vector<float> one_call = env.download(all.dout->data(), static_cast<size_t>(n * seq.q_dim()));
+  const backend::AttentionArgs base = seq.args(all);
+  const int64_t kv_dim = spec.n_kv * spec.hd, q_dim = seq.q_dim();
+  const size_t cache_bytes = static_cast<size_t>(kernels::row_bytes(kv_type, spec.n_ctx * kv_dim));
+  for (int64_t chunk : {int64_t{7}, int64_t{1}}) {
+    SCOPED_TRACE(chunk == 1 ? "one token at a time" : "chunks of 7");
+    auto kc = env.alloc(cache_bytes, BufferUse::KvCache);
+    auto vc = env.alloc(cache_bytes, BufferUse::KvCache);
+    must(env.device().fill_zero(kc->data(), cache_bytes), "fill_zero");
+    must(env.device().fill_zero(vc->data(), cache_bytes), "fill_zero");
+    auto dout = env.alloc(static_cast<size_t>(n * q_dim) * sizeof(float));
+    for (int64_t p0 = 0; p0 < n; p0 += chunk) {
+      backend::AttentionArgs a = base;
+      a.q = base.q + p0 * q_dim;
+      a.k = base.k + p0 * kv_dim;
+      a.v = base.v + p0 * kv_dim;
+      a.k_cache = kc->data();
+      a.v_cache = vc->data();
+      a.n_tokens = std::min(chunk, n - p0);
+      a.pos0 = p0;
+      a.out = reinterpret_cast<float*>(dout->data()) + p0 * q_dim;
+      must(env.ops().attention(a), "attention with sinks, chunk at " + std::to_string(p0));
+    }
+    const std::vector<float> got = env.download(dout->data(), one_call.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_EQ(std::memcmp(&got[i], &one_call[i], sizeof(float)), 0)
+          << "token " << i / q_dim << " head " << i % q_dim / spec.hd << " element " << i % spec.hd << ": " << got[i]
+          << " vs " << one_call[i] << " in one call";
+  }
+}
+
+// attention_batch with sinks: five sequences with caches of their own, filled by checked calls,
+// then one batch of a decode step each and a 3-token prompt: GQA 2 at 6 positions, GQA 4 at 130
+// (past a 128-key split), a window of 48 at 200, a ring of 64 rows with a window of 40 at 150
+// (wrapped twice), and 3 tokens at 20. Each sequence has sinks of its own (another range), so a
+// sink taken from another sequence of the batch changes the output. Every output against the
+// float64 reference, and bit for bit what attention() gives the same call on a copy of the cache
+// (the caches after both equal too).
+void attention_sinks_batch_case(Env& env, DType kv_type) {
+  if (!env.device().supports_kv(kv_type))
+    GTEST_SKIP() << env.device().id() << " does not keep a KV cache in " << kernels::dtype_name(kv_type);
+  struct SeqPlan {
+    SinkSeqSpec spec;
+    std::vector<int64_t> fill;  // the calls that fill the cache
+    int64_t batch_tokens;
+  };
+  auto spec = [&](int64_t n_heads, int64_t n_ctx, int64_t window, int64_t cells, float lo, float hi) {
+    SinkSeqSpec s;
+    s.kv_type = kv_type;
+    s.n_heads = n_heads;
+    s.n_ctx = n_ctx;
+    s.window = window;
+    s.kv_cells = cells;
+    s.sink_lo = lo;
+    s.sink_hi = hi;
+    return s;
+  };
+  const std::vector<SeqPlan> plans = {
+      {spec(4, 16, 0, 0, -2.0f, 6.0f), {6}, 1},
+      {spec(8, 160, 0, 0, 0.0f, 9.0f), {100, 30}, 1},
+      {spec(4, 256, 48, 0, -1.0f, 8.0f), {200}, 1},
+      {spec(4, 160, 40, 64, 1.0f, 7.0f), {25, 25, 25, 25, 25, 25}, 1},
+      {spec(4, 32, 0, 0, -3.0f, 5.0f), {20}, 3},
+  };
+  std::vector<std::unique_ptr<SinkSeq>> seqs;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    seqs.push_back(std::make_unique<SinkSeq>(env, plans[i].spec, 71 + i));
+    for (int64_t nt : plans[i].fill) {
+      const SinkSeq::Call c = seqs[i]->next(nt);
+      SCOPED_TRACE("sequence " + std::to_string(i) + ", filling");
+      must(env.ops().attention(seqs[i]->args(c)), sink_call_name(c));
+      seqs[i]->check(c, "sequence " + std::to_string(i) + " filling: " + sink_call_name(c));
+      if (::testing::Test::HasFailure()) return;
+    }
+    seqs[i]->fork();
+  }
+  std::vector<SinkSeq::Call> calls;
+  std::vector<backend::AttentionArgs> batch;
+  for (size_t i = 0; i < plans.size(); ++i) calls.push_back(seqs[i]->next(plans[i].batch_tokens));
+  for (size_t i = 0; i < plans.size(); ++i) batch.push_back(seqs[i]->args(calls[i], 0));
+  must(env.ops().attention_batch(batch), "attention_batch with sinks");
+  std::vector<std::vector<float>> batched;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const std::string what = "sequence " + std::to_string(i) + " of the batch: " + sink_call_name(calls[i]);
+    seqs[i]->check(calls[i], what);
+    batched.push_back(env.download(calls[i].dout->data(), calls[i].ref.size()));
+  }
+  if (::testing::Test::HasFailure()) return;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    SCOPED_TRACE("sequence " + std::to_string(i) + " alone");
+    must(env.ops().attention(seqs[i]->args(calls[i], 1)), "attention alone");
+    const std::vector<float> alone = env.download(calls[i].dout->data(), calls[i].ref.size());
+    for (size_t e = 0; e < alone.size(); ++e)
+      ASSERT_EQ(std::memcmp(&alone[e], &batched[i][e], sizeof(float)), 0)
+          << "element " << e << ": attention() " << alone[e] << ", attention_batch " << batched[i][e];
+    ASSERT_TRUE(seqs[i]->cache_bytes(0) == seqs[i]->cache_bytes(1))
+        << "the caches after the batch and after attention() differ";
+  }
+}
+
 // -- copies --
 void transfer_round_trip_case(Env& env, size_t bytes) {
   Rng rng(static_cast<uint64_t>(29 + bytes));
@@ -1187,6 +1571,10 @@ std::vector<OpCase> all_cases() {
                      geglu_case(e, 4099);
                      geglu_case(e, 22531);
                    }});
+  cases.push_back({"swiglu_oai", [](Env& e) {
+                     swiglu_oai_case(e, 4099);
+                     swiglu_oai_case(e, 22531);
+                   }});
   cases.push_back({"scale", [](Env& e) { scale_case(e); }});
   cases.push_back({"softcap", [](Env& e) { softcap_case(e); }});
   cases.push_back({"softmax", [](Env& e) {
@@ -1269,6 +1657,71 @@ std::vector<OpCase> all_cases() {
   for (DType kv : {DType::F32, DType::F16, DType::Q8_0})
     cases.push_back({std::string("attention_chunking_kv_") + type_tag(kv), [kv](Env& e) { attention_chunking_case(e, kv); },
                      std::nullopt, kv});
+
+  // Attention sinks (gpt-oss), against the float64 reference with the sink in each row's
+  // softmax: a decode step at position 0 (one key and the sink) and after it; a prompt of 7 and
+  // its decode step, a prompt of 200 and its decode step (CUDA: a split-context decode, the sink
+  // merged with the splits); GQA 1, 2 and 4.
+  for (DType kv : {DType::F32, DType::F16, DType::Q8_0})
+    cases.push_back({std::string("attention_sinks_kv_") + type_tag(kv), [kv](Env& e) {
+                       SinkSeqSpec s;
+                       s.kv_type = kv;
+                       for (int64_t group : {2, 1, 4}) {
+                         s.n_heads = 2 * group;
+                         {
+                           SCOPED_TRACE("GQA " + std::to_string(group) + ": decode at 0, 1, 2, then a prompt of 7 and decode");
+                           s.n_ctx = 16;
+                           attention_sinks_case(e, s, {1, 1, 1, 7, 1});
+                         }
+                         if (::testing::Test::IsSkipped() || ::testing::Test::HasFailure()) return;
+                         SCOPED_TRACE("GQA " + std::to_string(group) + ": prompt of 200, decode at 200 and 201");
+                         s.n_ctx = 256;
+                         attention_sinks_case(e, s, {200, 1, 1});
+                         if (::testing::Test::HasFailure()) return;
+                       }
+                     },
+                     std::nullopt, kv});
+
+  // Sinks with sliding windows: window 5 over a prompt of 7 and its decode steps (GQA 2); window 64
+  // over a prompt of 200 and its decode steps (GQA 4).
+  for (DType kv : {DType::F32, DType::F16})
+    cases.push_back({std::string("attention_sinks_window_kv_") + type_tag(kv), [kv](Env& e) {
+                       SinkSeqSpec s;
+                       s.kv_type = kv;
+                       {
+                         SCOPED_TRACE("window 5, prompt of 7, decode at 7 and 8");
+                         s.window = 5;
+                         attention_sinks_case(e, s, {7, 1, 1});
+                       }
+                       if (::testing::Test::IsSkipped() || ::testing::Test::HasFailure()) return;
+                       SCOPED_TRACE("window 64, GQA 4, prompt of 200, decode at 200 and 201");
+                       s.window = 64;
+                       s.n_heads = 8;
+                       s.n_ctx = 256;
+                       attention_sinks_case(e, s, {200, 1, 1});
+                     },
+                     std::nullopt, kv});
+
+  // Sinks over a KV ring (a window of 40 in 128 rows, 289 positions: wrapped twice): prompt chunks
+  // of 50, decode steps, a chunk of 30 across the wrap, decode steps; every call checked.
+  for (DType kv : {DType::F32, DType::F16})
+    cases.push_back({std::string("attention_sinks_ring_kv_") + type_tag(kv), [kv](Env& e) {
+                       SinkSeqSpec s;
+                       s.kv_type = kv;
+                       s.window = 40;
+                       s.kv_cells = 128;
+                       s.n_ctx = 300;
+                       attention_sinks_case(e, s, {50, 50, 50, 50, 50, 1, 1, 1, 1, 1, 1, 30, 1, 1, 1});
+                     },
+                     std::nullopt, kv});
+
+  for (DType kv : {DType::F32, DType::F16, DType::Q8_0})
+    cases.push_back({std::string("attention_sinks_chunking_kv_") + type_tag(kv),
+                     [kv](Env& e) { attention_sinks_chunking_case(e, kv); }, std::nullopt, kv});
+
+  for (DType kv : {DType::F32, DType::F16})
+    cases.push_back({std::string("attention_sinks_batch_kv_") + type_tag(kv),
+                     [kv](Env& e) { attention_sinks_batch_case(e, kv); }, std::nullopt, kv});
 
   cases.push_back({"round_trips", [](Env& e) {
                      for (size_t bytes : {size_t{1}, size_t{4097}, size_t{(3u << 20) + 5}}) {

@@ -36,8 +36,16 @@ Status BlockForward::attention_partial(const ShardWeights& w, int64_t layer, con
   return forward_.attention(*this, w, layer, hidden, n, seqs, out);
 }
 
-Status BlockForward::input_norm(const model::TensorView& weight, const float* hidden, int64_t n) {
-  return ops_.rms_norm(hidden, f32(weight), scratch_.norm, n, config_.n_embd, config_.rms_eps);
+Status BlockForward::norm_rows(const model::TensorView& weight, const model::TensorView& bias, const float* x,
+                               float* out, int64_t n) {
+  if (config_.layer_norm)
+    return ops_.layer_norm(x, f32(weight), bias.present() ? f32(bias) : nullptr, out, n, config_.n_embd, config_.rms_eps);
+  return ops_.rms_norm(x, f32(weight), out, n, config_.n_embd, config_.rms_eps);
+}
+
+Status BlockForward::input_norm(const model::TensorView& weight, const float* hidden, int64_t n,
+                                const model::TensorView& bias) {
+  return norm_rows(weight, bias, hidden, scratch_.norm, n);
 }
 
 Status BlockForward::qkv(const ShardWeights& w, int64_t n, const float* x) {
@@ -147,6 +155,17 @@ Status BlockForward::gated_ffn(const ShardWeights& w, int64_t n, float* out, con
   STRATA_RETURN_IF_ERROR(ops_.matmul_many(gate_up, x ? x : s.norm, n));
   STRATA_RETURN_IF_ERROR(activate(s.gate, s.up, n * w.n_ff));
   return ops_.matmul(matrix(w.w_down), s.gate, n, out);
+}
+
+Status BlockForward::plain_ffn(const ShardWeights& w, int64_t n, float* out, const float* x) {
+  const ScratchViews& s = scratch_;
+  STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.w_up), x ? x : s.norm, n, s.up));
+  if (w.b_up.present()) STRATA_RETURN_IF_ERROR(ops_.add_rows(s.up, f32(w.b_up), n, w.n_ff));
+  STRATA_RETURN_IF_ERROR(ops_.gelu(s.up, n * w.n_ff));
+  STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.w_down), s.up, n, out));
+  // ffn_down.bias: one shard of a tensor-split group holds it (Cut::FirstShard), so the sum has it once.
+  if (w.b_down.present()) return ops_.add_rows(out, f32(w.b_down), n, config_.n_embd);
+  return {};
 }
 
 Status BlockForward::activate(float* gate, const float* up, int64_t count) {
@@ -346,23 +365,24 @@ Status BlockForward::residual_add(const model::TensorView& post_norm, float* hid
   return ops_.add(hidden, update, count);
 }
 
-Status BlockForward::head(const model::TensorView& output_norm, const model::TensorView& output, const float* row,
-                          float* logits) {
-  STRATA_RETURN_IF_ERROR(ops_.rms_norm(row, f32(output_norm), scratch_.norm, 1, config_.n_embd, config_.rms_eps));
+Status BlockForward::head(const model::TensorView& output_norm, const model::TensorView& output_norm_b,
+                          const model::TensorView& output, const float* row, float* logits) {
+  STRATA_RETURN_IF_ERROR(norm_rows(output_norm, output_norm_b, row, scratch_.norm, 1));
   STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(output), scratch_.norm, 1, logits));
   if (config_.logit_scale != 1.0f) STRATA_RETURN_IF_ERROR(ops_.scale(logits, 1.0f / config_.logit_scale, output.rows));
   if (config_.final_softcap > 0.0f) return ops_.softcap(logits, config_.final_softcap, output.rows);
   return {};
 }
 
-Status BlockForward::head_rows(const model::TensorView& output_norm, const model::TensorView& output,
-                               const float* hidden, std::span<const int64_t> rows, float* logits) {
+Status BlockForward::head_rows(const model::TensorView& output_norm, const model::TensorView& output_norm_b,
+                               const model::TensorView& output, const float* hidden, std::span<const int64_t> rows,
+                               float* logits) {
   const int64_t m = static_cast<int64_t>(rows.size());
   if (m == 0) return {};
   // Gather the normalised rows into norm ([m][n_embd]), then one product for all of them.
   for (int64_t i = 0; i < m; ++i)
-    STRATA_RETURN_IF_ERROR(ops_.rms_norm(hidden + rows[static_cast<size_t>(i)] * config_.n_embd, f32(output_norm),
-                                         scratch_.norm + i * config_.n_embd, 1, config_.n_embd, config_.rms_eps));
+    STRATA_RETURN_IF_ERROR(norm_rows(output_norm, output_norm_b, hidden + rows[static_cast<size_t>(i)] * config_.n_embd,
+                                     scratch_.norm + i * config_.n_embd, 1));
   STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(output), scratch_.norm, m, logits));
   if (config_.logit_scale != 1.0f) STRATA_RETURN_IF_ERROR(ops_.scale(logits, 1.0f / config_.logit_scale, m * output.rows));
   if (config_.final_softcap > 0.0f) return ops_.softcap(logits, config_.final_softcap, m * output.rows);

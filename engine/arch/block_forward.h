@@ -143,8 +143,11 @@ class BlockForward {
   Status ffn_partial(const ShardWeights& w, const float* hidden, int64_t n, float* out);
 
   // ---- The steps architectures compose (rows: n tokens; scratch() holds the intermediates) ----
-  // norm <- rms_norm(hidden) ([n][n_embd]) with `weight` ([n_embd] f32).
-  Status input_norm(const model::TensorView& weight, const float* hidden, int64_t n);
+  // out <- norm(x) ([n][n_embd]): rms_norm with `weight` ([n_embd] f32), or LayerNorm with weight and
+  // bias (absent: none) where config.layer_norm (starcoder2).
+  Status norm_rows(const model::TensorView& weight, const model::TensorView& bias, const float* x, float* out, int64_t n);
+  // norm <- norm_rows(hidden) into scratch().norm.
+  Status input_norm(const model::TensorView& weight, const float* hidden, int64_t n, const model::TensorView& bias = {});
   // q, k, v <- x · Wq, Wk, Wv ([n][local q_dim], [n][local kv_dim] x 2), plus the biases the
   // shard holds (one matrix product call, so a batch reads each matrix once). x: [n][n_embd],
   // scratch().norm (after input_norm) unless given (olmo2 projects the residual stream itself).
@@ -158,6 +161,9 @@ class BlockForward {
   // out <- W_down · (act(W_gate·x) * W_up·x), act from config.ffn_activation; the shard's units.
   // x: [n][n_embd], scratch().norm unless given (olmo2: the residual stream).
   Status gated_ffn(const ShardWeights& w, int64_t n, float* out, const float* x = nullptr);
+  // A non-gated FFN (starcoder2): out <- W_down · gelu(W_up · x + b_up) + b_down (the biases the
+  // shard holds); x: [n][n_embd], scratch().norm unless given.
+  Status plain_ffn(const ShardWeights& w, int64_t n, float* out, const float* x = nullptr);
   // gate[i] <- act(gate[i], up[i]) for count elements, act the architecture's (config.ffn_activation:
   // SwiGLU, GeGLU or gpt-oss's clamped SwiGLU).
   Status activate(float* gate, const float* up, int64_t count);
@@ -188,13 +194,15 @@ class BlockForward {
   // overwritten.
   Status residual_add(const model::TensorView& post_norm, float* hidden, float* update, int64_t n);
 
-  // logits: [n_vocab] (device memory) <- output(rms_norm(row)) for one hidden row.
-  Status head(const model::TensorView& output_norm, const model::TensorView& output, const float* row, float* logits);
+  // logits: [n_vocab] (device memory) <- output(norm(row)) for one hidden row (the output norm's
+  // bias where the model has one: output_norm_b, else an absent view).
+  Status head(const model::TensorView& output_norm, const model::TensorView& output_norm_b,
+              const model::TensorView& output, const float* row, float* logits);
   // logits: [rows.size()][n_vocab] (device memory) <- the head of hidden rows rows[i] of
   // hidden ([*][n_embd]), as one matrix product (the output matrix is read once). At most
   // max_batch rows (they pass through the norm scratch).
-  Status head_rows(const model::TensorView& output_norm, const model::TensorView& output, const float* hidden,
-                   std::span<const int64_t> rows, float* logits);
+  Status head_rows(const model::TensorView& output_norm, const model::TensorView& output_norm_b,
+                   const model::TensorView& output, const float* hidden, std::span<const int64_t> rows, float* logits);
 
   const ScratchViews& scratch() const { return scratch_; }
   backend::Ops& ops() { return ops_; }

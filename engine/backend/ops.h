@@ -121,6 +121,10 @@ class Ops {
   virtual Status embed(const MatrixView& table, const int32_t* tokens, int64_t n, float* out) = 0;
   // out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * weight; x, out: [n_rows][n]; weight: [n]. out may alias x.
   virtual Status rms_norm(const float* x, const float* weight, float* out, int64_t n_rows, int64_t n, float eps) = 0;
+  // out[r] = (x[r] - mean(x[r])) / sqrt(var(x[r]) + eps) * weight + bias: LayerNorm (starcoder2);
+  // bias ([n]) may be null. x, out: [n_rows][n]; out may alias x.
+  virtual Status layer_norm(const float* x, const float* weight, const float* bias, float* out, int64_t n_rows,
+                            int64_t n, float eps) = 0;
   // y[t][r] = sum_c W[r][c] * x[t][c]; x: [n_tokens][w.cols] f32, y: [n_tokens][w.rows] f32.
   // n_tokens == 1 is a matrix-vector product (decode); more is a GEMM (prompt batches).
   virtual Status matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y) = 0;
@@ -160,6 +164,8 @@ class Ops {
   virtual Status swiglu(float* gate, const float* up, int64_t n) = 0;
   // gate[i] = gelu_tanh(gate[i]) * up[i]; gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); [n].
   virtual Status geglu(float* gate, const float* up, int64_t n) = 0;
+  // x[i] = gelu_tanh(x[i]) (the geglu's GELU, alone: a non-gated FFN's activation); [n].
+  virtual Status gelu(float* x, int64_t n) = 0;
   // gate[i] = swiglu_oai(gate[i], up[i]): gpt-oss's clamped SwiGLU, x = min(gate, 7),
   // y = clamp(up, -7, 7), x sigmoid(1.702 x) (y + 1) (kernels/common/scalar_math.h); [n].
   virtual Status swiglu_oai(float* gate, const float* up, int64_t n) = 0;

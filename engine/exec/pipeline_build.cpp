@@ -271,6 +271,7 @@ Expected<std::unique_ptr<Pipeline::RuntimeSet>> Pipeline::build_runtimes(const p
     }
     if (need.head) {
       STRATA_ASSIGN_OR_RETURN(rt->output_norm, place_tensor(*dev, w.output_norm, rt->buffers));
+      STRATA_ASSIGN_OR_RETURN(rt->output_norm_b, place_tensor(*dev, w.output_norm_b, rt->buffers));
       if (c.tied_output && need.embed) {
         rt->output = rt->token_embd;
       } else {

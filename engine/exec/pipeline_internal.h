@@ -57,7 +57,7 @@ struct Pipeline::DeviceRuntime {
   int32_t lane = -1;
   std::unique_ptr<DeviceWorker> worker;
   BufferList buffers;  // embedding / head / rope copies, scratch, overhead
-  model::TensorView token_embd, output_norm, output;
+  model::TensorView token_embd, output_norm, output_norm_b, output;
   const float* rope_freqs = nullptr;  // device memory
   plan::ScratchLayout layout;
   std::unique_ptr<backend::Ops> ops;    // the device's stream of work; used on its worker only

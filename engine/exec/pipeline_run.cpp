@@ -472,7 +472,7 @@ Status Pipeline::run_head(DeviceRuntime& rt, MicroBatch& mb, trace::Recorder* re
   for (size_t at = 0; at < rows.size(); at += piece) {
     const size_t n = std::min(piece, rows.size() - at);
     clock.begin(proto(rt.lane, trace::EventKind::Head, -1, mb.seq(), mb.pos0() + mb.n - 1, static_cast<int64_t>(n)));
-    STRATA_RETURN_IF_ERROR(rt.block->head_rows(rt.output_norm, rt.output, s.hidden,
+    STRATA_RETURN_IF_ERROR(rt.block->head_rows(rt.output_norm, rt.output_norm_b, rt.output, s.hidden,
                                                std::span<const int64_t>(rows.data() + at, n), s.logits));
     clock.end();
     for (size_t i = 0; i < n; ++i)

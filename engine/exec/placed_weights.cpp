@@ -194,8 +194,9 @@ Expected<ShardWeights> place_shard(backend::Device& device, const model::ModelCo
           case model::Cut::FfCols: to = p.cols(from, s.ff_begin, s.ff_end); break;
           case model::Cut::ExpertRange: to = p.mats(from, s.expert_begin, s.expert_end); break;
           case model::Cut::QHeads: to = p.elements(from, s.kv_head_begin * group, s.kv_head_end * group); break;
+          case model::Cut::FfElems: to = p.elements(from, s.ff_begin, s.ff_end); break;
           case model::Cut::FirstShard:
-            if (s.kv_head_begin == 0) {
+            if (plan::holds_first_shard_tensor(t, s)) {
               to = p.whole(from);
             } else {
               to = TensorView{};

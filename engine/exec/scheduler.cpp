@@ -171,7 +171,13 @@ Expected<std::vector<float>> Scheduler::embedding(std::vector<int32_t> tokens, P
   std::vector<float> row(dim);
   const size_t first = pooling == Pooling::Last ? tokens.size() - 1 : 0;
   for (size_t t = first; t < tokens.size(); ++t) {
-    kernels::rms_norm_f32(hidden.data() + t * dim, w, row.data(), c.n_embd, c.rms_eps);
+    if (c.layer_norm) {
+      const model::TensorView& bias = model.weights().output_norm_b;
+      kernels::layer_norm_f32(hidden.data() + t * dim, w, bias.present() ? reinterpret_cast<const float*>(bias.data) : nullptr,
+                              row.data(), c.n_embd, c.rms_eps);
+    } else {
+      kernels::rms_norm_f32(hidden.data() + t * dim, w, row.data(), c.n_embd, c.rms_eps);
+    }
     for (size_t i = 0; i < dim; ++i) pooled[i] += row[i];
   }
   const double count = static_cast<double>(tokens.size() - first);

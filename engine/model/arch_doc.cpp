@@ -31,6 +31,10 @@ std::string extras_text(const ArchInfo& a) {
   if (a.granite_scales) s += std::string(s.empty() ? "" : "; ") + "embedding, residual and logit scales";
   if (a.embd_scale_sqrt) s += std::string(s.empty() ? "" : "; ") + "embedding x sqrt(n_embd)";
   if (a.traits.no_pre_norms) s += std::string(s.empty() ? "" : "; ") + "no input norms";
+  if (a.traits.layer_norm)
+    s += std::string(s.empty() ? "" : "; ") + (a.traits.has_norm_bias ? "LayerNorm with biases" : "LayerNorm");
+  if (a.traits.ungated_ffn) s += std::string(s.empty() ? "" : "; ") + "no FFN gate";
+  if (a.traits.has_ffn_bias) s += std::string(s.empty() ? "" : "; ") + "FFN biases";
   if (a.traits.has_out_bias) s += std::string(s.empty() ? "" : "; ") + "output bias";
   if (a.traits.has_attn_sinks) s += std::string(s.empty() ? "" : "; ") + "attention sinks";
   if (a.traits.has_moe_biases) s += std::string(s.empty() ? "" : "; ") + "router and expert biases";
@@ -96,6 +100,9 @@ const char* trait_text(Trait t) {
     case Trait::Sinks: return "has_attn_sinks";
     case Trait::OutBias: return "has_out_bias";
     case Trait::MoeBiases: return "has_moe_biases";
+    case Trait::NormBias: return "has_norm_bias";
+    case Trait::FfnBias: return "has_ffn_bias";
+    case Trait::Gated: return "not ungated_ffn";
   }
   return "?";
 }
@@ -112,6 +119,7 @@ const char* cut_text(Cut c) {
     case Cut::FfCols: return "FFN columns";
     case Cut::ExpertRange: return "expert range";
     case Cut::QHeads: return "query heads";
+    case Cut::FfElems: return "FFN elements";
     case Cut::FirstShard: return "first shard only";
   }
   return "?";

@@ -195,9 +195,28 @@ constexpr ArchInfo gpt_oss() {
   return a;
 }
 
+// StarCoder2 (llama.cpp's starcoder2 graph): LayerNorm with weight and bias before attention, before
+// the FFN and at the head (attention.layer_norm_epsilon), Q/K/V and output biases, NeoX RoPE, a
+// plain GELU (tanh) FFN up -> gelu -> down with biases on both. The window some configs carry is
+// ignored, as llama.cpp's graph has none.
+constexpr ArchInfo starcoder2() {
+  ArchInfo a{Arch::Starcoder2, "starcoder2", "StarCoder2 (3B, 7B, 15B)", {}};
+  a.traits.rope_style = RopeStyle::Neox;
+  a.traits.ffn_activation = FfnActivation::GeluTanh;
+  a.traits.has_qkv_bias = true;
+  a.traits.has_out_bias = true;
+  a.traits.layer_norm = true;
+  a.traits.has_norm_bias = true;
+  a.traits.ungated_ffn = true;
+  a.traits.has_ffn_bias = true;
+  a.reads_sliding_window = false;
+  a.default_rope_base = 100000.0f;
+  return a;
+}
+
 // In Arch order, so that arch_info(Arch) indexes it.
 constexpr ArchInfo kArchs[] = {llama(), qwen2(), qwen3(), gemma3(), phi3(), qwen2moe(), qwen3moe(), mistral3(),
-                               smollm3(), granite(), granitemoe(), gemma2(), glm4(), olmo2(), gpt_oss()};
+                               smollm3(), granite(), granitemoe(), gemma2(), glm4(), olmo2(), gpt_oss(), starcoder2()};
 constexpr bool archs_in_enum_order() {
   for (size_t i = 0; i < sizeof(kArchs) / sizeof(kArchs[0]); ++i)
     if (static_cast<size_t>(kArchs[i].arch) != i) return false;
@@ -240,6 +259,7 @@ constexpr HParamInfo kHParams[] = {
     {HParam::EmbeddingScale, "embedding_scale", "granite: the token embedding times this (default 1)"},
     {HParam::ResidualScale, "residual_scale", "granite: each attention / FFN update times this before the add (default 1)"},
     {HParam::LogitScale, "logit_scale", "granite: logits divided by this (default 1)"},
+    {HParam::LayerNormEpsilon, "attention.layer_norm_epsilon", "LayerNorm epsilon, where the norms are LayerNorms (default 1e-5)"},
 };
 // hparam_key indexes the table by the enum: a row out of order would spell another key.
 constexpr bool hparams_in_enum_order() {
@@ -257,6 +277,7 @@ using K = TensorKind;
 const LayerTensor kLayerTensors[] = {
   // name                         view                   part           kind         cols        rows       mats       cut              need               required_by        fuse          fill           quant            role
   {"attn_norm.weight",           &L::attn_norm,          Part::Attention, K::Norm,    D::Embd,    D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::PreNorms,   Fuse::None,   Fill::Ones,    Quant::F32,      "attention input norm"},
+  {"attn_norm.bias",             &L::attn_norm_b,        Part::Attention, K::Norm,    D::Embd,    D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::NormBias,   Fuse::None,   Fill::Random,  Quant::F32,      "attention input norm's bias (LayerNorm)"},
   {"attn_q.weight",              &L::wq,                 Part::Attention, K::Matrix,  D::Embd,    D::QDim,   D::None,   Cut::QRows,      Need::Always,       Trait::None,       Fuse::Qkv,    Fill::Random,  Quant::Base,     "query projection"},
   {"attn_k.weight",              &L::wk,                 Part::Attention, K::Matrix,  D::Embd,    D::KvDim,  D::None,   Cut::KvRows,     Need::Always,       Trait::None,       Fuse::Qkv,    Fill::Random,  Quant::Base,     "key projection"},
   {"attn_v.weight",              &L::wv,                 Part::Attention, K::Matrix,  D::Embd,    D::KvDim,  D::None,   Cut::KvRows,     Need::Always,       Trait::None,       Fuse::Qkv,    Fill::Random,  Quant::MoreBits, "value projection"},
@@ -271,6 +292,7 @@ const LayerTensor kLayerTensors[] = {
   {"attn_output.bias",           &L::bo,                 Part::Attention, K::Bias,    D::Embd,    D::None,   D::None,   Cut::FirstShard, Need::Always,       Trait::OutBias,    Fuse::None,   Fill::Random,  Quant::F32,      "attention output bias"},
   {"attn_sinks.weight",          &L::attn_sinks,         Part::Attention, K::Bias,    D::Heads,   D::None,   D::None,   Cut::QHeads,     Need::Always,       Trait::Sinks,      Fuse::None,   Fill::Random,  Quant::F32,      "attention sink logit per head"},
   {"ffn_norm.weight",            &L::ffn_norm,           Part::Ffn,       K::Norm,    D::Embd,    D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::PreNorms,   Fuse::None,   Fill::Ones,    Quant::F32,      "FFN input norm"},
+  {"ffn_norm.bias",              &L::ffn_norm_b,         Part::Ffn,       K::Norm,    D::Embd,    D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::NormBias,   Fuse::None,   Fill::Random,  Quant::F32,      "FFN input norm's bias (LayerNorm)"},
   {"ffn_gate_inp.weight",        &L::ffn_gate_inp,       Part::Ffn,       K::Matrix,  D::Embd,    D::Expert, D::None,   Cut::Whole,      Need::Moe,          Trait::None,       Fuse::None,   Fill::Random,  Quant::F32,      "router"},
   {"ffn_gate_inp.bias",          &L::ffn_gate_inp_b,     Part::Ffn,       K::Bias,    D::Expert,  D::None,   D::None,   Cut::Whole,      Need::Moe,          Trait::MoeBiases,  Fuse::None,   Fill::Random,  Quant::F32,      "router bias"},
   {"ffn_gate_exps.weight",       &L::ffn_gate_exps,      Part::Experts,   K::Experts, D::Embd,    D::FfExp,  D::Expert, Cut::ExpertRange, Need::Moe,         Trait::None,       Fuse::None,   Fill::Random,  Quant::Base,     "routed experts' gates"},
@@ -283,9 +305,11 @@ const LayerTensor kLayerTensors[] = {
   {"ffn_gate_shexp.weight",      &L::ffn_gate_shexp,     Part::Ffn,       K::Matrix,  D::Embd,    D::FfShexp, D::None,  Cut::Whole,      Need::SharedExpert, Trait::None,       Fuse::None,   Fill::Random,  Quant::Base,     "shared expert's gate"},
   {"ffn_up_shexp.weight",        &L::ffn_up_shexp,       Part::Ffn,       K::Matrix,  D::Embd,    D::FfShexp, D::None,  Cut::Whole,      Need::SharedExpert, Trait::None,       Fuse::None,   Fill::Random,  Quant::Base,     "shared expert's up"},
   {"ffn_down_shexp.weight",      &L::ffn_down_shexp,     Part::Ffn,       K::Matrix,  D::FfShexp, D::Embd,   D::None,   Cut::Whole,      Need::SharedExpert, Trait::None,       Fuse::None,   Fill::Random,  Quant::MoreBits, "shared expert's down"},
-  {"ffn_gate.weight",            &L::w_gate,             Part::Ffn,       K::Matrix,  D::Embd,    D::Ff,     D::None,   Cut::FfRows,     Need::Dense,        Trait::None,       Fuse::GateUp, Fill::Random,  Quant::Base,     "FFN gate"},
+  {"ffn_gate.weight",            &L::w_gate,             Part::Ffn,       K::Matrix,  D::Embd,    D::Ff,     D::None,   Cut::FfRows,     Need::Dense,        Trait::Gated,      Fuse::GateUp, Fill::Random,  Quant::Base,     "FFN gate"},
   {"ffn_up.weight",              &L::w_up,               Part::Ffn,       K::Matrix,  D::Embd,    D::Ff,     D::None,   Cut::FfRows,     Need::Dense,        Trait::None,       Fuse::GateUp, Fill::Random,  Quant::Base,     "FFN up"},
   {"ffn_down.weight",            &L::w_down,             Part::Ffn,       K::Matrix,  D::Ff,      D::Embd,   D::None,   Cut::FfCols,     Need::Dense,        Trait::None,       Fuse::None,   Fill::Random,  Quant::MoreBits, "FFN down"},
+  {"ffn_up.bias",                &L::b_up,               Part::Ffn,       K::Bias,    D::Ff,      D::None,   D::None,   Cut::FfElems,    Need::Dense,        Trait::FfnBias,    Fuse::None,   Fill::Random,  Quant::F32,      "FFN up bias"},
+  {"ffn_down.bias",              &L::b_down,             Part::Ffn,       K::Bias,    D::Embd,    D::None,   D::None,   Cut::FirstShard, Need::Dense,        Trait::FfnBias,    Fuse::None,   Fill::Random,  Quant::F32,      "FFN down bias"},
 };
 // clang-format on
 
@@ -407,6 +431,9 @@ bool tensor_required(const LayerTensor& t, const ArchTraits& a) {
     case Trait::Sinks: return a.has_attn_sinks;
     case Trait::OutBias: return a.has_out_bias;
     case Trait::MoeBiases: return a.has_moe_biases;
+    case Trait::NormBias: return a.has_norm_bias;
+    case Trait::FfnBias: return a.has_ffn_bias;
+    case Trait::Gated: return !a.ungated_ffn;
   }
   return true;
 }

@@ -34,11 +34,13 @@ struct TensorView;
 // Olmo2: no input norms (attention and FFN read the residual stream as it is), RMS norms of the
 // whole Q and K rows (not per head), post-norms of both updates; Olmo 3 adds a sliding window on
 // 3 layers of every 4.
+// Starcoder2: LayerNorm (with biases) before attention and the FFN and at the head, Q/K/V and
+// output biases, NeoX RoPE, a non-gated GELU FFN with biases (no window: llama.cpp ignores it).
 // GptOss: OpenAI's gpt-oss: llama-style pre-norm blocks with Q/K/V and output biases, a learned
 // attention sink per head, every other layer local (window 128), YaRN, and routed experts in every
 // layer (router and expert biases, top-k of the logits then a softmax over the k, a clamped SwiGLU).
 enum class Arch { Llama, Qwen2, Qwen3, Gemma3, Phi3, Qwen2Moe, Qwen3Moe, Mistral3, Smollm3, Granite, GraniteMoe, Gemma2, Glm4,
-                  Olmo2, GptOss };
+                  Olmo2, GptOss, Starcoder2 };
 
 // How rotary embeddings pair up the dimensions of a head.
 enum class RopeStyle {
@@ -77,6 +79,10 @@ struct ArchTraits {
   bool has_attn_sinks = false;   // a learned sink logit per query head in every softmax ([n_heads] f32; gpt-oss)
   bool has_out_bias = false;     // attn_output.bias ([n_embd] f32; gpt-oss)
   bool has_moe_biases = false;   // router and routed-expert biases (ffn_gate_inp.bias, ffn_*_exps.bias; gpt-oss)
+  bool layer_norm = false;       // LayerNorm (mean and variance; weight, bias) instead of RMS norms (starcoder2)
+  bool has_norm_bias = false;    // attn_norm.bias, ffn_norm.bias, output_norm.bias ([n_embd] f32; starcoder2)
+  bool ungated_ffn = false;      // FFN down(act(up x + b_up)) + b_down: no gate tensor (starcoder2)
+  bool has_ffn_bias = false;     // ffn_up.bias [n_ff], ffn_down.bias [n_embd] (starcoder2)
   // The FFN input norm is stored as post_attention_norm.weight (gpt-oss's converter's name), and the
   // block has no post-attention norm.
   bool ffn_norm_post_attention = false;
@@ -133,6 +139,7 @@ enum class HParam {
   RopeScalingYarnBetaSlow, AttentionTemperatureScale, AttentionScale, SlidingWindow, SlidingWindowPattern,
   RopeFreqBaseSwa, ExpertCount, ExpertUsedCount, ExpertFeedForwardLength, ExpertSharedFeedForwardLength,
   VocabSize, AttnLogitSoftcapping, FinalLogitSoftcapping, EmbeddingScale, ResidualScale, LogitScale,
+  LayerNormEpsilon,
 };
 struct HParamInfo {
   HParam param;
@@ -176,15 +183,18 @@ enum class Cut {
   FfCols,    // the columns of the shard's FFN units (down)
   ExpertRange,  // the matrices of the shard's experts
   QHeads,    // the elements of the shard's query heads ([n_heads] per-head values: attention sinks)
-  FirstShard,   // whole on the shard holding KV head 0, absent on the others (a bias added once
-                // after the all-reduce sums the shards' partial products: attn_output.bias)
+  FfElems,   // the elements of the shard's FFN units (ffn_up.bias)
+  FirstShard,   // whole on the one member whose run of the part's units (KV heads for attention,
+                // FFN units for the FFN) starts at 0 and is not empty, absent on the others: a bias
+                // added once to the partial products the all-reduce sums (attn_output.bias, ffn_down.bias)
 };
 
 // When a block holds the tensor at all.
 enum class Need { Always, Dense, Moe, SharedExpert };
 // Which trait makes an otherwise optional tensor required (Trait::None: required whenever needed).
-// PreNorms: required unless the row has no_pre_norms (olmo2).
-enum class Trait { None, QkvBias, QkNorm, PostNorms, ShexpGate, PreNorms, Sinks, OutBias, MoeBiases };
+// PreNorms: required unless the row has no_pre_norms (olmo2); Gated: unless ungated_ffn (starcoder2).
+enum class Trait { None, QkvBias, QkNorm, PostNorms, ShexpGate, PreNorms, Sinks, OutBias, MoeBiases, NormBias, FfnBias,
+                   Gated };
 // Fused into one file tensor in architectures with the matching trait (fused_qkv, fused_gate_up):
 // the view is a row range of it, members in table order.
 enum class Fuse { None, Qkv, GateUp };

@@ -29,7 +29,7 @@ Expected<std::unique_ptr<Model>> Model::load(const std::filesystem::path& path) 
 }
 
 uint64_t Model::weight_bytes() const {
-  uint64_t total = weights_.token_embd.n_bytes + weights_.output_norm.n_bytes + weights_.rope_freqs.n_bytes +
+  uint64_t total = weights_.token_embd.n_bytes + weights_.output_norm.n_bytes + weights_.output_norm_b.n_bytes + weights_.rope_freqs.n_bytes +
                    weights_.rope_freqs_long.n_bytes;
   if (!config_.tied_output) total += weights_.output.n_bytes;
   for (const LayerWeights& l : weights_.layers) total += l.n_bytes();

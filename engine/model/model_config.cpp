@@ -136,9 +136,11 @@ Expected<ModelConfig> read_model_config(const gguf::GgufFile& f) {
                                     " must be even and <= head size " + std::to_string(head_dim)};
   c.rope_dims = static_cast<int64_t>(rope_dims);
 
-  STRATA_ASSIGN_OR_RETURN(double eps, f.get_float_or(key(HParam::RmsEpsilon), 1e-5));
+  // The norms' epsilon: the RMS norm's key, or LayerNorm's where the architecture's norms are LayerNorms.
+  const HParam eps_key = c.layer_norm ? HParam::LayerNormEpsilon : HParam::RmsEpsilon;
+  STRATA_ASSIGN_OR_RETURN(double eps, f.get_float_or(key(eps_key), 1e-5));
   if (!(eps > 0.0 && eps < 1.0))
-    return Error{Code::Corrupt, "key '" + key(HParam::RmsEpsilon) + "': " + std::to_string(eps)};
+    return Error{Code::Corrupt, "key '" + key(eps_key) + "': " + std::to_string(eps)};
   c.rms_eps = static_cast<float>(eps);
   STRATA_ASSIGN_OR_RETURN(double base, f.get_float_or(key(HParam::RopeFreqBase), 10000.0));
   if (!(base > 1.0 && std::isfinite(base)))

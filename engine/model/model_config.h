@@ -38,7 +38,7 @@ struct ModelConfig : ArchTraits {
   int64_t head_dim = 0;       // per-head size of Q and K (and V)
   int64_t n_ff = 0;           // gated FFN hidden size
   int64_t rope_dims = 0;      // leading dimensions of a head that are rotated
-  float rms_eps = 1e-5f;
+  float rms_eps = 1e-5f;       // the norms' epsilon (RMS norm's, or LayerNorm's where layer_norm)
   float rope_freq_base = 10000.0f;  // global (full-context) layers
   float rope_freq_scale = 1.0f;     // linear scaling: position * scale (global layers)
   bool tied_output = false;      // no output.weight: the embedding doubles as the head

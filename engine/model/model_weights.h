@@ -39,6 +39,7 @@ struct TensorView {
 // this with the views a device holds.
 struct LayerWeights {
   TensorView attn_norm;  // [n_embd] f32
+  TensorView attn_norm_b;  // [n_embd] f32: LayerNorm bias (starcoder2)
   TensorView wq;         // [q_dim rows][n_embd cols]
   TensorView wk;         // [kv_dim][n_embd]
   TensorView wv;         // [kv_dim][n_embd]
@@ -50,9 +51,12 @@ struct LayerWeights {
   TensorView attn_sinks; // [n_heads] f32: a sink logit per query head (gpt-oss)
   TensorView post_attn_norm;  // [n_embd] f32: norm of the attention output (gemma3)
   TensorView ffn_norm;   // [n_embd] f32
+  TensorView ffn_norm_b; // [n_embd] f32: LayerNorm bias (starcoder2)
   TensorView w_gate;     // [n_ff][n_embd]
   TensorView w_up;       // [n_ff][n_embd]
   TensorView w_down;     // [n_embd][n_ff]
+  TensorView b_up;       // [n_ff] f32 (starcoder2; w_gate absent: a non-gated FFN)
+  TensorView b_down;     // [n_embd] f32, added once per block
   TensorView post_ffn_norm;   // [n_embd] f32: norm of the FFN output (gemma3)
   // Mixture of experts (config.is_moe(); w_gate, w_up, w_down are then absent):
   TensorView ffn_gate_inp;    // router [n_expert rows][n_embd], f32 or any weight type
@@ -80,6 +84,7 @@ struct LayerWeights {
 struct ModelWeights {
   TensorView token_embd;   // [n_vocab rows][n_embd cols], any type (rows are dequantized on lookup)
   TensorView output_norm;  // [n_embd] f32
+  TensorView output_norm_b;  // [n_embd] f32: LayerNorm bias (starcoder2), else absent
   TensorView output;       // [n_vocab][n_embd]; the token embedding when tied
   TensorView rope_freqs;   // optional [rope_dims/2] f32: per-pair frequency divisors (Llama 3.1;
                            // phi3's rope_factors_short)

@@ -184,7 +184,7 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
   w.set_u32(key(HParam::FeedForwardLength), static_cast<uint32_t>(s.n_ff));
   w.set_u32(key(HParam::HeadCount), static_cast<uint32_t>(s.n_heads));
   w.set_u32(key(HParam::HeadCountKv), static_cast<uint32_t>(s.n_kv_heads));
-  w.set_f32(key(HParam::RmsEpsilon), info.default_rms_eps);
+  w.set_f32(key(info.traits.layer_norm ? HParam::LayerNormEpsilon : HParam::RmsEpsilon), info.default_rms_eps);
   w.set_f32(key(HParam::RopeFreqBase), info.default_rope_base);
   w.set_u32(key(HParam::RopeDimensionCount), static_cast<uint32_t>(s.rope_dims > 0 ? s.rope_dims : head_dim));
   if (head_dim * s.n_heads != s.n_embd) {
@@ -294,6 +294,7 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
     }
   }
   STRATA_RETURN_IF_ERROR(vector("output_norm.weight", s.n_embd, 0.0f, 1.0f));
+  if (info.traits.has_norm_bias) STRATA_RETURN_IF_ERROR(vector("output_norm.bias", s.n_embd, s.stddev, 0.0f));
   // An architecture that ties its head to the embedding (gemma3) gets no output.weight.
   if (!info.ties_output) STRATA_RETURN_IF_ERROR(matrix("output.weight", s.n_embd, n_vocab, mix.more_bits));
   return w.write(out);

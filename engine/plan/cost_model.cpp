@@ -177,7 +177,7 @@ double embedding_ms(const model::ModelConfig& c, const model::ModelWeights& w, c
 }
 
 double head_ms(const model::ModelConfig& c, const model::ModelWeights& w, const DeviceInfo& d, int64_t batch) {
-  const uint64_t bytes = w.output_norm.n_bytes + w.output.n_bytes;
+  const uint64_t bytes = w.output_norm.n_bytes + w.output_norm_b.n_bytes + w.output.n_bytes;
   const double flops = 2.0 * static_cast<double>(c.n_vocab) * static_cast<double>(c.n_embd);
   return std::max(read_ms(static_cast<double>(bytes), read_bytes_per_ms(d, {&w.output}, batch), batch),
                   flops / flops_per_ms(d));

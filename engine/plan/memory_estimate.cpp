@@ -45,7 +45,7 @@ std::string format_bytes(uint64_t bytes) {
 
 uint64_t head_weight_bytes(const model::ModelConfig& config, const model::ModelWeights& w,
                            bool embedding_on_same_device) {
-  uint64_t b = w.output_norm.n_bytes;
+  uint64_t b = w.output_norm.n_bytes + w.output_norm_b.n_bytes;
   if (!(config.tied_output && embedding_on_same_device)) b += w.output.n_bytes;
   return b;
 }

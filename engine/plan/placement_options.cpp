@@ -366,6 +366,7 @@ Status apply_part_options(Placement& p, const model::ModelConfig& c, const model
     };
     STRATA_RETURN_IF_ERROR(consider(w.token_embd, -1, 0));
     STRATA_RETURN_IF_ERROR(consider(w.output_norm, -2, 0));
+    if (w.output_norm_b.present()) STRATA_RETURN_IF_ERROR(consider(w.output_norm_b, -2, 0));
     if (!c.tied_output) STRATA_RETURN_IF_ERROR(consider(w.output, -2, 0));
     for (int64_t i = 0; i < c.n_layers; ++i) {
       const model::LayerWeights& l = w.layers[static_cast<size_t>(i)];

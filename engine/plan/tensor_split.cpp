@@ -81,6 +81,11 @@ Expected<std::vector<LayerShard>> split_layer(const model::ModelConfig& c, const
   return shards;
 }
 
+bool holds_first_shard_tensor(const model::LayerTensor& t, const LayerShard& s) {
+  if (t.part == model::Part::Attention) return s.kv_head_begin == 0 && s.n_kv_heads() > 0;
+  return s.ff_begin == 0 && s.n_ff() > 0;
+}
+
 uint64_t shard_tensor_bytes(const model::ModelConfig& c, const model::LayerTensor& t, const model::TensorView& v,
                             const LayerShard& s) {
   // A tensor counts when the file has it; a view with bytes but no data (the planner's synthetic
@@ -107,7 +112,8 @@ uint64_t shard_tensor_bytes(const model::ModelConfig& c, const model::LayerTenso
     case model::Cut::ExpertRange:
       return s.n_experts() > 0 ? static_cast<uint64_t>(s.n_experts()) * v.mat_stride : 0;
     case model::Cut::QHeads: return static_cast<uint64_t>(s.n_kv_heads() * group) * sizeof(float);
-    case model::Cut::FirstShard: return s.kv_head_begin == 0 && s.n_kv_heads() > 0 ? v.n_bytes : 0;
+    case model::Cut::FfElems: return static_cast<uint64_t>(s.n_ff()) * sizeof(float);
+    case model::Cut::FirstShard: return holds_first_shard_tensor(t, s) ? v.n_bytes : 0;
   }
   return 0;
 }

@@ -37,6 +37,10 @@ LayerShard whole_layer(const model::ModelConfig& config);
 Expected<std::vector<LayerShard>> split_layer(const model::ModelConfig& config, const model::LayerWeights& layer,
                                               const std::vector<double>& ratio, int64_t layer_index);
 
+// Whether the shard holds a Cut::FirstShard tensor: it is the member whose run of the part's units
+// (KV heads for attention, FFN units for the FFN) starts at 0 and is not empty.
+bool holds_first_shard_tensor(const model::LayerTensor& tensor, const LayerShard& shard);
+
 // The bytes of one block tensor (a row of model::layer_tensors()) a shard holds, by the row's cut
 // rule: its heads' rows or columns, its FFN units' rows or columns, its experts, or whole.
 uint64_t shard_tensor_bytes(const model::ModelConfig& config, const model::LayerTensor& tensor,

@@ -488,7 +488,7 @@ nlohmann::json EngineHost::status_json() const {
   j["model"]["n_expert"] = c.n_expert;            // routed experts per block; 0: a dense model
   j["model"]["n_expert_used"] = c.n_expert_used;  // experts each token runs (top-k)
   j["model"]["embedding_bytes"] = w.token_embd.n_bytes;
-  j["model"]["head_bytes"] = w.output_norm.n_bytes + (c.tied_output ? 0 : w.output.n_bytes);
+  j["model"]["head_bytes"] = w.output_norm.n_bytes + w.output_norm_b.n_bytes + (c.tied_output ? 0 : w.output.n_bytes);
   j["model"]["head_tied"] = c.tied_output;
   // K and V of one block for one position of one sequence, at the loaded cache's element type.
   const kernels::DType kv_type = loaded->pipeline->placement().kv_type;

@@ -15,6 +15,22 @@ void rms_norm_f32(const float* x, const float* weight, float* out, int64_t n, fl
   for (int64_t i = 0; i < n; ++i) out[i] = x[i] * inv * weight[i];
 }
 
+void layer_norm_f32(const float* x, const float* weight, const float* bias, float* out, int64_t n, float eps) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += x[i];
+  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  double sum_sq = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float d = x[i] - mean;
+    sum_sq += static_cast<double>(d) * d;
+  }
+  const float inv = 1.0f / std::sqrt(static_cast<float>(sum_sq / static_cast<double>(n)) + eps);
+  for (int64_t i = 0; i < n; ++i) {
+    const float y = (x[i] - mean) * inv * weight[i];
+    out[i] = bias ? y + bias[i] : y;
+  }
+}
+
 void rope_f32(float* x, int64_t n_heads, int64_t head_dim, int64_t rope_dims, int64_t position,
               float freq_base, float freq_scale, const float* freq_divisors, bool interleaved, float attn_factor,
               const RopeYarn& yarn) {
@@ -54,6 +70,10 @@ void geglu_f32(float* gate, const float* up, int64_t n) {
 
 void swiglu_oai_f32(float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) gate[i] = swiglu_oai(gate[i], up[i]);
+}
+
+void gelu_f32(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = gelu_tanh(x[i]);
 }
 
 void scale_f32(float* x, float s, int64_t n) {

@@ -10,6 +10,9 @@ namespace strata::kernels {
 
 // out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i]; x, weight, out: [n]. out may alias x.
 void rms_norm_f32(const float* x, const float* weight, float* out, int64_t n, float eps);
+// out = (x - mean) / sqrt(var + eps) * weight + bias (LayerNorm of one row; bias may be null);
+// mean and variance summed in double, then f32.
+void layer_norm_f32(const float* x, const float* weight, const float* bias, float* out, int64_t n, float eps);
 
 // Rotates the first rope_dims dimensions of each of n_heads heads of x ([n_heads][head_dim]) by
 // position. theta_i = position * freq_scale * base^(-2i/rope_dims) / freq_divisors[i]
@@ -28,6 +31,8 @@ void swiglu_f32(float* gate, const float* up, int64_t n);
 void geglu_f32(float* gate, const float* up, int64_t n);
 // gate[i] = swiglu_oai(gate[i], up[i]) (scalar_math.h: gpt-oss's clamped SwiGLU).
 void swiglu_oai_f32(float* gate, const float* up, int64_t n);
+// x[i] = gelu_tanh(x[i]) (scalar_math.h): the activation of a non-gated FFN (starcoder2).
+void gelu_f32(float* x, int64_t n);
 
 // x[i] *= s; [n].
 void scale_f32(float* x, float s, int64_t n);

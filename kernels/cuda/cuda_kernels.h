@@ -56,12 +56,16 @@ cublasStatus_t gemm_f16(cublasHandle_t handle, const void* w_f16, const void* x_
 // out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * weight; [n_rows][n]; out may alias x.
 cudaError_t rms_norm(const float* x, const float* weight, float* out, int64_t n_rows, int64_t n, float eps,
                      cudaStream_t stream);
+// out[r] = (x[r] - mean) / sqrt(var + eps) * weight + bias (bias may be null); out may alias x.
+cudaError_t layer_norm(const float* x, const float* weight, const float* bias, float* out, int64_t n_rows, int64_t n,
+                       float eps, cudaStream_t stream);
 cudaError_t add(float* y, const float* x, int64_t n, cudaStream_t stream);                 // y += x
 cudaError_t add_rows(float* y, const float* bias, int64_t n_rows, int64_t n, cudaStream_t stream);  // y[r] += bias
 cudaError_t mul(float* y, const float* x, int64_t n, cudaStream_t stream);                 // y *= x
 cudaError_t swiglu(float* gate, const float* up, int64_t n, cudaStream_t stream);          // gate = silu(gate)*up
 cudaError_t geglu(float* gate, const float* up, int64_t n, cudaStream_t stream);           // gate = gelu_tanh(gate)*up
 cudaError_t swiglu_oai(float* gate, const float* up, int64_t n, cudaStream_t stream);      // gate = swiglu_oai(gate, up)
+cudaError_t gelu(float* x, int64_t n, cudaStream_t stream);                                 // x = gelu_tanh(x)
 cudaError_t scale(float* x, float s, int64_t n, cudaStream_t stream);                      // x *= s
 cudaError_t softcap(float* x, float cap, int64_t n, cudaStream_t stream);                  // x = softcap(x, cap)
 cudaError_t softmax_rows(float* x, int64_t n_rows, int64_t n, cudaStream_t stream);        // in place per row

@@ -87,6 +87,20 @@ cudaError_t swiglu_oai(float* gate, const float* up, int64_t n, cudaStream_t str
   return launch_binary<OpSwigluOai>(gate, up, n, stream);
 }
 
+// Launch: grid-stride over n elements, 256 threads per block.
+__global__ void __launch_bounds__(256) gelu_kernel(float* x, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    x[i] = strata::kernels::gelu_tanh(x[i]);
+}
+
+cudaError_t gelu(float* x, int64_t n, cudaStream_t stream) {
+  if (n < 0) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  gelu_kernel<<<grid_for(n, 256), 256, 0, stream>>>(x, n);
+  return cudaGetLastError();
+}
+
 cudaError_t scale(float* x, float s, int64_t n, cudaStream_t stream) {
   if (n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;

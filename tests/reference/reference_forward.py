@@ -59,6 +59,9 @@ CASES = [
                  "--expert-ff", "32"], []),
     ("gpt-oss-clamp", ["--arch", "gpt-oss", "--heads", "4", "--kv-heads", "2", "--head-dim", "32", "--layers", "2",
                        "--experts", "4", "--experts-used", "2", "--expert-ff", "32", "--std", "1"], []),
+    # starcoder2: LayerNorms with biases (blocks and head), Q/K/V and output biases, a non-gated GELU
+    # FFN with up and down biases.
+    ("starcoder2", ["--arch", "starcoder2", "--heads", "4", "--kv-heads", "2"], []),
     # granite's scales (embedding 12, residual 0.22, logits / 8, query 1/64); granitemoe's routed experts.
     ("granite", ["--arch", "granite", "--heads", "4", "--kv-heads", "2"], []),
     ("granitemoe", ["--arch", "granitemoe", "--heads", "4", "--kv-heads", "2", "--experts", "4", "--experts-used", "2",

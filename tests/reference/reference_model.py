@@ -1,6 +1,6 @@
 """tests/reference/reference_model.py — an independent NumPy forward pass of the decoder
 architectures Strata runs (llama / Mistral / Mixtral, qwen2, qwen3, gemma3, phi3, qwen2moe,
-qwen3moe), written from the
+qwen3moe, and the later rows: gemma2, glm4, olmo2, gpt-oss, starcoder2, ...), written from the
 architectures' published definitions, not from Strata's code. Tensors are read and dequantized
 with the `gguf` package (gguf-py), so quantized real models can be checked too.
 
@@ -33,7 +33,10 @@ class Model:
         self.n_heads = _field(r, p + "attention.head_count")
         self.n_kv = _field(r, p + "attention.head_count_kv", self.n_heads)
         self.head_dim = _field(r, p + "attention.key_length", self.n_embd // self.n_heads)
-        self.eps = _field(r, p + "attention.layer_norm_rms_epsilon", 1e-5)
+        # starcoder2: LayerNorms (weight and bias) instead of RMS norms, and a non-gated GELU FFN with biases.
+        self.layer_norm = self.arch == "starcoder2"
+        self.eps = _field(r, p + ("attention.layer_norm_epsilon" if self.layer_norm else "attention.layer_norm_rms_epsilon"),
+                          1e-5)
         self.rope_base = _field(r, p + "rope.freq_base", 10000.0)
         self.rope_dims = _field(r, p + "rope.dimension_count", self.head_dim)
         self.ctx_train = _field(r, p + "context_length", 2048)
@@ -60,7 +63,7 @@ class Model:
             self.yarn_divisors = 1.0 / (self.rope_scale * (1.0 - mix) + mix)
             self.yarn_mscale = 1.0 + 0.1 * np.log(1.0 / self.rope_scale) if ext != 0 else 1.0
         self.neox = self.arch in ("qwen2", "qwen3", "gemma3", "gemma2", "phi3", "qwen2moe", "qwen3moe", "olmo2",
-                                  "gpt-oss")
+                                  "gpt-oss", "starcoder2")
         # gemma2: tanh soft-caps on the attention scores and the logits.
         self.attn_softcap = _field(r, p + "attn_logit_softcapping", 50.0) if self.arch == "gemma2" else 0.0
         self.final_softcap = _field(r, p + "final_logit_softcapping", 30.0) if self.arch == "gemma2" else 0.0
@@ -115,6 +118,18 @@ class Model:
 
 def rms_norm(x, w, eps):
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
+
+
+def layer_norm(x, w, b, eps):
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    y = (x - mean) / np.sqrt(var + eps) * w
+    return y if b is None else y + b
+
+
+def norm(m, x, w, b):
+    """The model's norm: LayerNorm (starcoder2) or RMS norm."""
+    return layer_norm(x, w, b, m.eps) if m.layer_norm else rms_norm(x, w, m.eps)
 
 
 def rope(x, positions, base, rope_dims, neox, scale=1.0, divisors=None, attn_factor=1.0):
@@ -227,7 +242,7 @@ def final_hidden(m, tokens, kv_f16=False, n_ctx=None):
     for l in range(m.n_layers):
         g = lambda n: m.tensor(f"blk.{l}.{n}")
         # olmo2 has no input norms: attention and the FFN read the residual stream itself.
-        h = x if g("attn_norm.weight") is None else rms_norm(x, g("attn_norm.weight"), m.eps)
+        h = x if g("attn_norm.weight") is None else norm(m, x, g("attn_norm.weight"), g("attn_norm.bias"))
         if g("attn_qkv.weight") is not None:
             qkv = h @ g("attn_qkv.weight").T
             q, k, v = np.split(qkv, [nh * hd, nh * hd + nkv * hd], axis=1)
@@ -292,9 +307,13 @@ def final_hidden(m, tokens, kv_f16=False, n_ctx=None):
         x = x + o * m.residual_scale
         # gpt-oss's converter names the FFN's input norm post_attention_norm.
         ffn_norm = g("post_attention_norm.weight") if m.gpt_oss else g("ffn_norm.weight")
-        h = x if ffn_norm is None else rms_norm(x, ffn_norm, m.eps)
+        h = x if ffn_norm is None else norm(m, x, ffn_norm, g("ffn_norm.bias"))
         if g("ffn_gate_inp.weight") is not None:
             x = x + moe_ffn(m, g, h) * m.residual_scale
+            continue
+        if m.layer_norm:  # starcoder2: down(gelu(up h + b_up)) + b_down, no gate
+            f = gelu_tanh(h @ g("ffn_up.weight").T + g("ffn_up.bias")) @ g("ffn_down.weight").T + g("ffn_down.bias")
+            x = x + f
             continue
         if g("ffn_gate.weight") is not None:
             gate, up = h @ g("ffn_gate.weight").T, h @ g("ffn_up.weight").T
@@ -305,7 +324,7 @@ def final_hidden(m, tokens, kv_f16=False, n_ctx=None):
         if g("post_ffw_norm.weight") is not None:
             f = rms_norm(f, g("post_ffw_norm.weight"), m.eps)
         x = x + f * m.residual_scale
-    return rms_norm(x, m.tensor("output_norm.weight"), m.eps)
+    return norm(m, x, m.tensor("output_norm.weight"), m.tensor("output_norm.bias"))
 
 
 def log_softmax(logits):

@@ -84,6 +84,14 @@ Status CpuOps::rms_norm(const float* x, const float* weight, float* out, int64_t
   return {};
 }
 
+Status CpuOps::layer_norm(const float* x, const float* weight, const float* bias, float* out, int64_t n_rows, int64_t n,
+                          float eps) {
+  split_across(pool_, n_rows, n, 1, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) kernels::layer_norm_f32(x + r * n, weight, bias, out + r * n, n, eps);
+  });
+  return {};
+}
+
 Status CpuOps::matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y) {
   kernels::matmul(pool_, w.type, w.data, w.rows, w.cols, x, n_tokens, y, matmul_scratch_);
   return {};
@@ -217,6 +225,11 @@ Status CpuOps::geglu(float* gate, const float* up, int64_t n) {
 
 Status CpuOps::swiglu_oai(float* gate, const float* up, int64_t n) {
   split_across(pool_, n, 1, 16, [&](int64_t b, int64_t e) { kernels::swiglu_oai_f32(gate + b, up + b, e - b); });
+  return {};
+}
+
+Status CpuOps::gelu(float* x, int64_t n) {
+  split_across(pool_, n, 1, 16, [&](int64_t b, int64_t e) { kernels::gelu_f32(x + b, e - b); });
   return {};
 }
 

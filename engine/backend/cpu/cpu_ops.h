@@ -23,6 +23,8 @@ class CpuOps final : public Ops {
 
   Status embed(const MatrixView& table, const int32_t* tokens, int64_t n, float* out) override;
   Status rms_norm(const float* x, const float* weight, float* out, int64_t n_rows, int64_t n, float eps) override;
+  Status layer_norm(const float* x, const float* weight, const float* bias, float* out, int64_t n_rows, int64_t n,
+                    float eps) override;
   Status matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y) override;
   Status matmul_many(std::span<const MatmulOut> outs, const float* x, int64_t n_tokens) override;
   Status add(float* y, const float* x, int64_t n) override;
@@ -35,6 +37,7 @@ class CpuOps final : public Ops {
   Status swiglu(float* gate, const float* up, int64_t n) override;
   Status geglu(float* gate, const float* up, int64_t n) override;
   Status swiglu_oai(float* gate, const float* up, int64_t n) override;
+  Status gelu(float* x, int64_t n) override;
   Status scale(float* x, float s, int64_t n) override;
   Status softcap(float* x, float cap, int64_t n) override;
   Status zero(float* x, int64_t n) override;

@@ -241,6 +241,16 @@ Status CudaOps::rms_norm(const float* x, const float* weight, float* out, int64_
   return Status();
 }
 
+Status CudaOps::layer_norm(const float* x, const float* weight, const float* bias, float* out, int64_t n_rows,
+                           int64_t n, float eps) {
+  STRATA_RETURN_IF_ERROR(begin());
+  STRATA_RETURN_IF_ERROR(check_args(device_, "layer_norm", {n_rows, n}, {x, weight, out}));
+  if (n_rows == 0 || n == 0) return Status();
+  STRATA_CUDA_LAUNCH("layer_norm of [" + std::to_string(n_rows) + " x " + std::to_string(n) + "]",
+                     kernels::cuda::layer_norm(x, weight, bias, out, n_rows, n, eps, stream_));
+  return Status();
+}
+
 Status CudaOps::matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y) {
   STRATA_RETURN_IF_ERROR(begin());
   if (n_tokens == 0 || w.rows == 0) return Status();
@@ -453,6 +463,14 @@ Status CudaOps::geglu(float* gate, const float* up, int64_t n) {
   STRATA_RETURN_IF_ERROR(check_args(device_, "geglu", {n}, {gate, up}));
   if (n == 0) return Status();
   STRATA_CUDA_LAUNCH("geglu of " + std::to_string(n), kernels::cuda::geglu(gate, up, n, stream_));
+  return Status();
+}
+
+Status CudaOps::gelu(float* x, int64_t n) {
+  STRATA_RETURN_IF_ERROR(begin());
+  STRATA_RETURN_IF_ERROR(check_args(device_, "gelu", {n}, {x}));
+  if (n == 0) return Status();
+  STRATA_CUDA_LAUNCH("gelu of " + std::to_string(n), kernels::cuda::gelu(x, n, stream_));
   return Status();
 }
 

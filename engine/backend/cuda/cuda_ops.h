@@ -46,6 +46,8 @@ class CudaOps final : public backend::Ops {
 
   Status embed(const MatrixView& table, const int32_t* tokens, int64_t n, float* out) override;
   Status rms_norm(const float* x, const float* weight, float* out, int64_t n_rows, int64_t n, float eps) override;
+  Status layer_norm(const float* x, const float* weight, const float* bias, float* out, int64_t n_rows, int64_t n,
+                    float eps) override;
   // n_tokens <= 8: mmv. F32 weights: cublasSgemm in full f32 (no TF32: F32 matrices are small, and
   // f32 is what the CPU reference computes). F16 weights: gemm_f16 straight on the weights.
   // Others: up to kMmvBatchedMaxTokens tokens, mmv in groups of 8; more, dequantize_f16 into a
@@ -64,6 +66,7 @@ class CudaOps final : public backend::Ops {
   Status swiglu(float* gate, const float* up, int64_t n) override;
   Status geglu(float* gate, const float* up, int64_t n) override;
   Status swiglu_oai(float* gate, const float* up, int64_t n) override;
+  Status gelu(float* x, int64_t n) override;
   Status scale(float* x, float s, int64_t n) override;
   Status softcap(float* x, float cap, int64_t n) override;
   Status zero(float* x, int64_t n) override;  // cudaMemsetAsync

@@ -165,6 +165,16 @@ Status SimOps::attention(const AttentionArgs& a) {
   return paced(attention_cost(a), [&] { return cpu_.attention(a); });
 }
 
+Status SimOps::layer_norm(const float* x, const float* w, const float* b, float* out, int64_t n_rows, int64_t n,
+                          float eps) {
+  return paced({(2.0 * n_rows + 2) * n * kF, 5.0 * n_rows * n},
+               [&] { return cpu_.layer_norm(x, w, b, out, n_rows, n, eps); });
+}
+
+Status SimOps::gelu(float* x, int64_t n) {
+  return paced({2.0 * n * kF, 8.0 * n}, [&] { return cpu_.gelu(x, n); });
+}
+
 Status SimOps::swiglu(float* gate, const float* up, int64_t n) {
   return paced({3.0 * n * kF, 6.0 * n}, [&] { return cpu_.swiglu(gate, up, n); });
 }

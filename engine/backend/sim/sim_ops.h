@@ -43,6 +43,8 @@ class SimOps final : public Ops {
 
   Status embed(const MatrixView& table, const int32_t* tokens, int64_t n, float* out) override;
   Status rms_norm(const float* x, const float* weight, float* out, int64_t n_rows, int64_t n, float eps) override;
+  Status layer_norm(const float* x, const float* weight, const float* bias, float* out, int64_t n_rows, int64_t n,
+                    float eps) override;
   Status matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y) override;
   Status add(float* y, const float* x, int64_t n) override;
   Status add_rows(float* y, const float* bias, int64_t n_rows, int64_t n) override;
@@ -53,6 +55,7 @@ class SimOps final : public Ops {
   Status swiglu(float* gate, const float* up, int64_t n) override;
   Status geglu(float* gate, const float* up, int64_t n) override;
   Status swiglu_oai(float* gate, const float* up, int64_t n) override;
+  Status gelu(float* x, int64_t n) override;
   Status scale(float* x, float s, int64_t n) override;
   Status softcap(float* x, float cap, int64_t n) override;
   Status zero(float* x, int64_t n) override;

@@ -303,6 +303,48 @@ TEST(Architectures, GptOssSinksBiasesGatingAndAlternatingWindows) {
   EXPECT_EQ(plan::shard_tensor_bytes(c, bias, l0.bo, second), 0u);
 }
 
+// starcoder2: LayerNorm (its own epsilon key) with biases in every block and at the head, Q/K/V and
+// output biases, no FFN gate but up and down biases; under a tensor split the up bias is cut with
+// the FFN units and the down and output biases are held by one member only.
+TEST(Architectures, Starcoder2LayerNormsBiasesAndNoGate) {
+  auto m = load(make(model::Arch::Starcoder2, "starcoder2", 2, 0, 32));
+  ASSERT_TRUE(m);
+  const model::ModelConfig& c = m->config();
+  EXPECT_TRUE(c.layer_norm && c.has_norm_bias && c.ungated_ffn && c.has_ffn_bias && c.has_qkv_bias && c.has_out_bias);
+  EXPECT_EQ(c.ffn_activation, model::FfnActivation::GeluTanh);
+  EXPECT_EQ(c.rope_style, model::RopeStyle::Neox);
+  {
+    auto f = gguf::GgufFile::open(test::temp_dir("arch") / "m-starcoder2.gguf");
+    ASSERT_TRUE(f.ok());
+    EXPECT_NE(f->find("starcoder2.attention.layer_norm_epsilon"), nullptr);
+    EXPECT_EQ(f->find("starcoder2.attention.layer_norm_rms_epsilon"), nullptr);
+  }
+  EXPECT_TRUE(m->weights().output_norm_b.present());
+  const model::LayerWeights& l = m->weights().layers[0];
+  EXPECT_TRUE(l.attn_norm_b.present() && l.ffn_norm_b.present() && l.bo.present());
+  EXPECT_FALSE(l.w_gate.present());
+  EXPECT_EQ(l.b_up.cols, 256);
+  EXPECT_EQ(l.b_down.cols, 128);
+  auto split = plan::split_layer(c, l, {1.0, 1.0}, 0);
+  ASSERT_TRUE(split.ok()) << split.error().to_string();
+  ASSERT_EQ(split->size(), 2u);
+  uint64_t up = 0, down = 0, out = 0;
+  for (const plan::LayerShard& s : *split) {
+    for (const model::LayerTensor& t : model::layer_tensors()) {
+      if (t.view == &model::LayerWeights::b_up) up += plan::shard_tensor_bytes(c, t, l.b_up, s);
+      if (t.view == &model::LayerWeights::b_down) {
+        const uint64_t b = plan::shard_tensor_bytes(c, t, l.b_down, s);
+        EXPECT_EQ(b, s.ff_begin == 0 ? 128 * sizeof(float) : 0u);
+        down += b;
+      }
+      if (t.view == &model::LayerWeights::bo) out += plan::shard_tensor_bytes(c, t, l.bo, s);
+    }
+  }
+  EXPECT_EQ(up, 256 * sizeof(float));  // the units' elements, each on one member
+  EXPECT_EQ(down, 128 * sizeof(float));  // once in the group
+  EXPECT_EQ(out, 128 * sizeof(float));
+}
+
 TEST(Architectures, Qwen3HasQkNormsAndNoBias) {
   auto m = load(make(model::Arch::Qwen3, "qwen3", 2, 0, 64));
   ASSERT_TRUE(m);

@@ -340,6 +340,38 @@ void rms_norm_case(Env& env, int64_t n_rows, int64_t n, bool in_place) {
   expect_rows_close(env.download(out, x.size()), ref, n, 1e-5, "rms_norm");
 }
 
+// -- layer_norm (starcoder2) --
+// Rows offset far from zero (mean 40, spread 3), so a missing mean subtraction or a variance not
+// taken around the mean is far outside the tolerance; with and without a bias.
+void layer_norm_case(Env& env, int64_t n_rows, int64_t n, bool in_place, bool with_bias) {
+  Rng rng(static_cast<uint64_t>(n_rows * 1000 + n + (with_bias ? 7 : 0)));
+  std::vector<float> x = rng.sym_vec(static_cast<size_t>(n_rows * n), 3.0);
+  for (auto& v : x) v += 40.0f;
+  std::vector<float> w(static_cast<size_t>(n)), b = rng.sym_vec(static_cast<size_t>(n), 1.0);
+  for (auto& v : w) v = 0.5f + static_cast<float>(rng.uniform());
+  const float eps = 1e-5f;
+  auto dx = env.upload(x);
+  auto dw = env.upload(w);
+  auto db = env.upload(b);
+  auto dout = in_place ? nullptr : env.alloc(x.size() * sizeof(float));
+  float* out = in_place ? reinterpret_cast<float*>(dx->data()) : reinterpret_cast<float*>(dout->data());
+  must(env.ops().layer_norm(reinterpret_cast<const float*>(dx->data()), reinterpret_cast<const float*>(dw->data()),
+                            with_bias ? reinterpret_cast<const float*>(db->data()) : nullptr, out, n_rows, n, eps),
+       "layer_norm");
+  std::vector<double> ref(x.size());
+  for (int64_t r = 0; r < n_rows; ++r) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < n; ++i) mean += x[r * n + i];
+    mean /= static_cast<double>(n);
+    for (int64_t i = 0; i < n; ++i) var += (x[r * n + i] - mean) * (x[r * n + i] - mean);
+    const double inv = 1.0 / std::sqrt(var / static_cast<double>(n) + eps);
+    for (int64_t i = 0; i < n; ++i) ref[r * n + i] = (x[r * n + i] - mean) * inv * w[i] + (with_bias ? b[i] : 0.0);
+  }
+  // Tolerance: 1e-5 relative (L2 per row): f32 sums over n <= 4096 (the mean of values near 40 is
+  // exact to ~1e-6 of them, which the subtraction turns into ~1e-6 of the spread) and one rsqrt.
+  expect_rows_close(env.download(out, x.size()), ref, n, 1e-5, "layer_norm");
+}
+
 // -- matmul --
 double matmul_tolerance(DType type) {
   switch (type) {
@@ -660,6 +692,21 @@ void geglu_case(Env& env, int64_t n) {
   }
   // Tolerance: 1e-5 relative (L2): one tanh per element in f32.
   expect_rows_close(env.download(dg->data(), n), ref, n, 1e-5, "geglu");
+}
+
+// The GELU of a non-gated FFN (starcoder2), on values up to |8|.
+void gelu_case(Env& env, int64_t n) {
+  Rng rng(37);
+  const std::vector<float> x = rng.sym_vec(n, 8.0);
+  auto dx = env.upload(x);
+  must(env.ops().gelu(reinterpret_cast<float*>(dx->data()), n), "gelu");
+  std::vector<double> ref(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const double g = x[i];
+    ref[i] = 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)));
+  }
+  // Tolerance: 1e-5 relative (L2): one tanh per element in f32.
+  expect_rows_close(env.download(dx->data(), n), ref, n, 1e-5, "gelu");
 }
 
 // gpt-oss's clamped SwiGLU on gates and ups up to |12|, past both limits (gate above 7, up outside
@@ -1570,6 +1617,16 @@ std::vector<OpCase> all_cases() {
   cases.push_back({"geglu", [](Env& e) {
                      geglu_case(e, 4099);
                      geglu_case(e, 22531);
+                   }});
+  cases.push_back({"layer_norm", [](Env& e) {
+                     layer_norm_case(e, 1, 64, false, true);
+                     layer_norm_case(e, 5, 4096, false, true);
+                     layer_norm_case(e, 3, 1000, true, true);
+                     layer_norm_case(e, 2, 256, false, false);
+                   }});
+  cases.push_back({"gelu", [](Env& e) {
+                     gelu_case(e, 4099);
+                     gelu_case(e, 22531);
                    }});
   cases.push_back({"swiglu_oai", [](Env& e) {
                      swiglu_oai_case(e, 4099);

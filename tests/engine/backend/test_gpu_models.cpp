@@ -308,5 +308,16 @@ TEST(GpuModels, GptOssSinksBiasesAndMxfp4ExpertsMatchCpu) {
   expect_f32_model_on_cuda_matches_cpu("gpt-oss", arch, 6, "mxfp4");
 }
 
+// starcoder2 on cuda:0 against the CPU: LayerNorms with biases (blocks and head: the layer_norm
+// kernel), Q/K/V and output biases, the non-gated GELU FFN with its biases (the gelu kernel).
+TEST(GpuModels, Starcoder2LayerNormsAndGeluFfnMatchCpu) {
+  REQUIRE_CUDA();
+  REQUIRE_SHARED("stories260K.gguf");
+  expect_f32_model_on_cuda_matches_cpu("starcoder2",
+                                       {"--arch", "starcoder2", "--dim", "256", "--layers", "4", "--heads", "8",
+                                        "--kv-heads", "2", "--ffn", "512", "--ctx", "512"},
+                                       6);
+}
+
 }  // namespace
 }  // namespace strata

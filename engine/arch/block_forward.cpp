@@ -32,7 +32,9 @@ Status BlockForward::attention_partial(const ShardWeights& w, int64_t layer, con
 
 Status BlockForward::attention_partial(const ShardWeights& w, int64_t layer, const float* hidden, int64_t n,
                                        std::span<const SeqRows> seqs, float* out) {
-  if (w.n_kv_heads == 0) return ops_.zero(out, n * config_.n_embd);  // a shard with no heads adds nothing
+  // A shard with no heads adds nothing, unless its block is parallel (cohere2): then the attention
+  // step also runs the shard's FFN units.
+  if (w.n_kv_heads == 0 && !(config_.parallel_block && w.n_ff > 0)) return ops_.zero(out, n * config_.n_embd);
   return forward_.attention(*this, w, layer, hidden, n, seqs, out);
 }
 
@@ -144,8 +146,9 @@ Status BlockForward::rope_attend(const ShardWeights& w, int64_t layer, int64_t n
 }
 
 Status BlockForward::ffn_partial(const ShardWeights& w, const float* hidden, int64_t n, float* out) {
-  // A dense shard with no FFN units adds nothing (an MoE layer's FFN is never cut by units).
-  if (!w.is_moe() && w.n_ff == 0) return ops_.zero(out, n * config_.n_embd);
+  // A dense shard with no FFN units adds nothing (an MoE layer's FFN is never cut by units); nor
+  // does the FFN step of a parallel block, whose attention step ran the FFN (the executor skips it).
+  if (config_.parallel_block || (!w.is_moe() && w.n_ff == 0)) return ops_.zero(out, n * config_.n_embd);
   return forward_.ffn(*this, w, hidden, n, out);
 }
 
@@ -365,11 +368,17 @@ Status BlockForward::residual_add(const model::TensorView& post_norm, float* hid
   return ops_.add(hidden, update, count);
 }
 
+// granite divides the logits by logit_scale, cohere2 multiplies them by its own: one factor.
+float BlockForward::logit_factor() const {
+  return config_.logit_scale != 1.0f ? config_.logit_mul / config_.logit_scale : config_.logit_mul;
+}
+
 Status BlockForward::head(const model::TensorView& output_norm, const model::TensorView& output_norm_b,
                           const model::TensorView& output, const float* row, float* logits) {
   STRATA_RETURN_IF_ERROR(norm_rows(output_norm, output_norm_b, row, scratch_.norm, 1));
   STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(output), scratch_.norm, 1, logits));
-  if (config_.logit_scale != 1.0f) STRATA_RETURN_IF_ERROR(ops_.scale(logits, 1.0f / config_.logit_scale, output.rows));
+  if (config_.logit_scale != 1.0f || config_.logit_mul != 1.0f)
+    STRATA_RETURN_IF_ERROR(ops_.scale(logits, logit_factor(), output.rows));
   if (config_.final_softcap > 0.0f) return ops_.softcap(logits, config_.final_softcap, output.rows);
   return {};
 }
@@ -384,7 +393,8 @@ Status BlockForward::head_rows(const model::TensorView& output_norm, const model
     STRATA_RETURN_IF_ERROR(norm_rows(output_norm, output_norm_b, hidden + rows[static_cast<size_t>(i)] * config_.n_embd,
                                      scratch_.norm + i * config_.n_embd, 1));
   STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(output), scratch_.norm, m, logits));
-  if (config_.logit_scale != 1.0f) STRATA_RETURN_IF_ERROR(ops_.scale(logits, 1.0f / config_.logit_scale, m * output.rows));
+  if (config_.logit_scale != 1.0f || config_.logit_mul != 1.0f)
+    STRATA_RETURN_IF_ERROR(ops_.scale(logits, logit_factor(), m * output.rows));
   if (config_.final_softcap > 0.0f) return ops_.softcap(logits, config_.final_softcap, m * output.rows);
   return {};
 }

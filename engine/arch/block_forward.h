@@ -209,6 +209,7 @@ class BlockForward {
   const model::ModelConfig& config() const { return config_; }
 
  private:
+  float logit_factor() const;  // what the head multiplies the logits by (granite's 1 / logit_scale, cohere2's logit_scale)
   const model::ModelConfig& config_;
   const ArchForward& forward_;
   backend::Ops& ops_;

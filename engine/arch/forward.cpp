@@ -7,7 +7,7 @@ namespace strata::arch {
 
 extern const ArchForward kLlamaForward, kQwen2Forward, kQwen3Forward, kGemma3Forward, kPhi3Forward,
     kQwen2MoeForward, kQwen3MoeForward, kMistral3Forward, kSmollm3Forward, kGraniteForward, kGemma2Forward,
-    kGlm4Forward, kOlmo2Forward, kGptOssForward, kStarcoder2Forward;
+    kGlm4Forward, kOlmo2Forward, kGptOssForward, kStarcoder2Forward, kCohere2Forward;
 
 const ArchForward& forward_for(model::Arch arch) {
   switch (arch) {  // -Wswitch names a row without a forward
@@ -27,6 +27,7 @@ const ArchForward& forward_for(model::Arch arch) {
     case model::Arch::Olmo2: return kOlmo2Forward;
     case model::Arch::GptOss: return kGptOssForward;
     case model::Arch::Starcoder2: return kStarcoder2Forward;
+    case model::Arch::Cohere2: return kCohere2Forward;
   }
   return kLlamaForward;  // unreachable: every Arch has a case above
 }

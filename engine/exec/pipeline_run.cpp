@@ -495,7 +495,8 @@ Status Pipeline::run_unit(DeviceRuntime& rt, const LayerSlot& slot, const plan::
     const ShardWeights& w = slot.weights[0];
     STRATA_RETURN_IF_ERROR(block.attention_partial(w, l, s.hidden, mb.n, seq_rows(slot, 0, mb), s.proj));
     STRATA_RETURN_IF_ERROR(block.residual_add(w.post_attn_norm, s.hidden, s.proj, mb.n));
-    if (!u.whole_block) return {};
+    // A parallel block's (cohere2's) attention step ran its FFN too.
+    if (!u.whole_block || block.config().parallel_block) return {};
     STRATA_RETURN_IF_ERROR(block.ffn_partial(w, s.hidden, mb.n, s.proj));
     return block.residual_add(w.post_ffn_norm, s.hidden, s.proj, mb.n);
   }
@@ -657,7 +658,8 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
     if (u.kind == plan::PartKind::Experts)
       return Error{Code::Internal, "layer " + std::to_string(l) + ": routed experts on a tensor-parallel group"};
     const bool attention = u.whole_block || u.kind == plan::PartKind::Attention;
-    const bool ffn = u.whole_block || u.kind == plan::PartKind::Ffn;
+    // A parallel block's (cohere2's) attention step runs its FFN: one partial sum, one all-reduce.
+    const bool ffn = (u.whole_block || u.kind == plan::PartKind::Ffn) && !model_.config().parallel_block;
     if (attention) {
       STRATA_RETURN_IF_ERROR(on_each([&](size_t i) -> Status {
         DeviceRuntime& rt = *stage.local[i];

@@ -33,6 +33,9 @@ std::string extras_text(const ArchInfo& a) {
   if (a.traits.no_pre_norms) s += std::string(s.empty() ? "" : "; ") + "no input norms";
   if (a.traits.layer_norm)
     s += std::string(s.empty() ? "" : "; ") + (a.traits.has_norm_bias ? "LayerNorm with biases" : "LayerNorm");
+  if (a.traits.parallel_block) s += std::string(s.empty() ? "" : "; ") + "attention and FFN in parallel from one norm";
+  if (a.logit_scale_multiplies) s += std::string(s.empty() ? "" : "; ") + "logits times logit_scale";
+  if (a.output_is_embedding) s += std::string(s.empty() ? "" : "; ") + "the embedding is the head";
   if (a.traits.ungated_ffn) s += std::string(s.empty() ? "" : "; ") + "no FFN gate";
   if (a.traits.has_ffn_bias) s += std::string(s.empty() ? "" : "; ") + "FFN biases";
   if (a.traits.has_out_bias) s += std::string(s.empty() ? "" : "; ") + "output bias";
@@ -45,10 +48,10 @@ std::string extras_text(const ArchInfo& a) {
   return s;
 }
 
-const char* ffn_text(FfnActivation f) {
-  switch (f) {
-    case FfnActivation::Silu: return "SwiGLU";
-    case FfnActivation::GeluTanh: return "GeGLU";
+const char* ffn_text(const ArchTraits& t) {
+  switch (t.ffn_activation) {
+    case FfnActivation::Silu: return t.ungated_ffn ? "SiLU" : "SwiGLU";
+    case FfnActivation::GeluTanh: return t.ungated_ffn ? "GELU" : "GeGLU";
     case FfnActivation::SwigluOai: return "clamped SwiGLU";
   }
   return "?";
@@ -140,8 +143,9 @@ std::string architectures_markdown() {
     std::string rope = t.rope_style == RopeStyle::Neox ? "NeoX" : "interleaved";
     if (a.longrope) rope += ", longrope";
     if (a.no_rope_layer_step > 0) rope += ", none in every " + ordinal(a.no_rope_layer_step) + " layer";
+    if (a.global_layers_nope) rope += ", none in the global layers";
     s += std::string("| `") + a.name + "` | " + a.covers + " | " + rope + " | " +
-         ffn_text(t.ffn_activation) + " | " + yes(t.has_qkv_bias) + " | " +
+         ffn_text(t) + " | " + yes(t.has_qkv_bias) + " | " +
          (t.qk_norm_full ? "whole rows" : yes(t.has_qk_norm)) + " | " + yes(t.has_post_norms) + " | " + fused + " | " +
          window_text(a) + " | " + experts_text(a) + " | " + extras_text(a) + " |\n";
   }

@@ -214,9 +214,29 @@ constexpr ArchInfo starcoder2() {
   return a;
 }
 
+// Command R7B (llama.cpp's cohere2 graph): a LayerNorm without bias (attention.layer_norm_epsilon)
+// whose output both attention and the SwiGLU FFN read, their updates added to the residual
+// together; interleaved RoPE on the local layers (window attention.sliding_window, required; 3 of
+// every 4 layers, llama.cpp's default pattern), none on the global ones; logits times logit_scale;
+// the token embedding is the head.
+constexpr ArchInfo cohere2() {
+  ArchInfo a{Arch::Cohere2, "cohere2", "Command R7B (Cohere2)", {}};
+  a.traits.rope_style = RopeStyle::Interleaved;
+  a.traits.layer_norm = true;
+  a.traits.parallel_block = true;
+  a.swa_pattern = 4;
+  a.global_layers_nope = true;
+  a.logit_scale_multiplies = true;
+  a.output_is_embedding = true;
+  a.ties_output = true;
+  a.default_rope_base = 50000.0f;
+  return a;
+}
+
 // In Arch order, so that arch_info(Arch) indexes it.
-constexpr ArchInfo kArchs[] = {llama(), qwen2(), qwen3(), gemma3(), phi3(), qwen2moe(), qwen3moe(), mistral3(),
-                               smollm3(), granite(), granitemoe(), gemma2(), glm4(), olmo2(), gpt_oss(), starcoder2()};
+constexpr ArchInfo kArchs[] = {llama(),    qwen2(),  qwen3(),      gemma3(),     phi3(),    qwen2moe(),
+                               qwen3moe(), mistral3(), smollm3(),  granite(),    granitemoe(), gemma2(),
+                               glm4(),     olmo2(),  gpt_oss(),    starcoder2(), cohere2()};
 constexpr bool archs_in_enum_order() {
   for (size_t i = 0; i < sizeof(kArchs) / sizeof(kArchs[0]); ++i)
     if (static_cast<size_t>(kArchs[i].arch) != i) return false;
@@ -258,7 +278,7 @@ constexpr HParamInfo kHParams[] = {
     {HParam::FinalLogitSoftcapping, "final_logit_softcapping", "gemma2: logits z -> c tanh(z / c) (default 30)"},
     {HParam::EmbeddingScale, "embedding_scale", "granite: the token embedding times this (default 1)"},
     {HParam::ResidualScale, "residual_scale", "granite: each attention / FFN update times this before the add (default 1)"},
-    {HParam::LogitScale, "logit_scale", "granite: logits divided by this (default 1)"},
+    {HParam::LogitScale, "logit_scale", "granite: logits divided by this; cohere2: multiplied (default 1)"},
     {HParam::LayerNormEpsilon, "attention.layer_norm_epsilon", "LayerNorm epsilon, where the norms are LayerNorms (default 1e-5)"},
 };
 // hparam_key indexes the table by the enum: a row out of order would spell another key.
@@ -411,6 +431,8 @@ const FusedTensor& fused_tensor(Fuse fuse) {
 bool tensor_needed(const LayerTensor& t, const ModelConfig& c) {
   // gpt-oss: the file's post_attention_norm.weight is the FFN input norm (tensor_name), not this row.
   if (c.ffn_norm_post_attention && t.view == &LayerWeights::post_attn_norm) return false;
+  // A parallel block (cohere2) has one norm, the attention's, for both halves.
+  if (c.parallel_block && (t.view == &LayerWeights::ffn_norm || t.view == &LayerWeights::ffn_norm_b)) return false;
   switch (t.need) {
     case Need::Always: return true;
     case Need::Dense: return !c.is_moe();

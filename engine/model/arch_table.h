@@ -36,11 +36,14 @@ struct TensorView;
 // 3 layers of every 4.
 // Starcoder2: LayerNorm (with biases) before attention and the FFN and at the head, Q/K/V and
 // output biases, NeoX RoPE, a non-gated GELU FFN with biases (no window: llama.cpp ignores it).
+// Cohere2: Command R7B / Command A: one LayerNorm (no bias) feeding attention and the FFN in
+// parallel (both updates added to the residual at once), 3 local layers of 4 with RoPE and global
+// layers without it, logits times logit_scale, the embedding as the head.
 // GptOss: OpenAI's gpt-oss: llama-style pre-norm blocks with Q/K/V and output biases, a learned
 // attention sink per head, every other layer local (window 128), YaRN, and routed experts in every
 // layer (router and expert biases, top-k of the logits then a softmax over the k, a clamped SwiGLU).
 enum class Arch { Llama, Qwen2, Qwen3, Gemma3, Phi3, Qwen2Moe, Qwen3Moe, Mistral3, Smollm3, Granite, GraniteMoe, Gemma2, Glm4,
-                  Olmo2, GptOss, Starcoder2 };
+                  Olmo2, GptOss, Starcoder2, Cohere2 };
 
 // How rotary embeddings pair up the dimensions of a head.
 enum class RopeStyle {
@@ -83,6 +86,9 @@ struct ArchTraits {
   bool has_norm_bias = false;    // attn_norm.bias, ffn_norm.bias, output_norm.bias ([n_embd] f32; starcoder2)
   bool ungated_ffn = false;      // FFN down(act(up x + b_up)) + b_down: no gate tensor (starcoder2)
   bool has_ffn_bias = false;     // ffn_up.bias [n_ff], ffn_down.bias [n_embd] (starcoder2)
+  // Attention and the FFN read the same normalised input (the attention norm) and their updates are
+  // summed into the residual together: the attention step computes both (cohere2).
+  bool parallel_block = false;
   // The FFN input norm is stored as post_attention_norm.weight (gpt-oss's converter's name), and the
   // block has no post-attention norm.
   bool ffn_norm_post_attention = false;
@@ -114,6 +120,9 @@ struct ArchInfo {
   bool softcaps = false;         // attn_logit_softcapping / final_logit_softcapping keys (gemma2; defaults 50 / 30)
   bool granite_scales = false;   // embedding_scale, residual_scale, logit_scale keys (granite; defaults 1)
   int64_t no_rope_layer_step = 0;  // layer i has no RoPE when (i + 1) % step == 0 (smollm3: 4, llama.cpp's); 0: all roped
+  bool global_layers_nope = false; // the global (non-window) layers have no RoPE (cohere2); the window key is required
+  bool logit_scale_multiplies = false;  // logit_scale multiplies the logits (cohere2) instead of dividing them (granite)
+  bool output_is_embedding = false;     // the head is always the token embedding, output.weight or not (cohere2)
   bool ties_output = false;      // make-model writes no output.weight: the embedding is the head (gemma3)
   float default_rms_eps = 1e-5f;       // what make-model writes
   float default_rope_base = 10000.0f;  // what make-model writes

@@ -83,7 +83,7 @@ LayerAttention ModelConfig::layer_attention(int64_t layer) const {
     a.rope_yarn = rope_yarn;
   }
   const int64_t step = info().no_rope_layer_step;
-  a.rope = step <= 0 || (layer + 1) % step != 0;
+  a.rope = (step <= 0 || (layer + 1) % step != 0) && !(info().global_layers_nope && !layer_is_local(layer));
   return a;
 }
 
@@ -251,6 +251,15 @@ Expected<ModelConfig> read_model_config(const gguf::GgufFile& f) {
       *dst = static_cast<float>(v);
     }
   }
+  if (info->logit_scale_multiplies) {
+    STRATA_ASSIGN_OR_RETURN(double v, f.get_float_or(key(HParam::LogitScale), 1.0));
+    if (!(v > 0.0 && v < 1e6))
+      return Error{Code::Corrupt, "key '" + key(HParam::LogitScale) + "': " + std::to_string(v) + " (want a positive scale)"};
+    c.logit_mul = static_cast<float>(v);
+  }
+  if (info->global_layers_nope && c.sliding_window == 0)
+    return Error{Code::Corrupt, "key '" + key(HParam::SlidingWindow) + "' is missing or 0: " + arch +
+                                    "'s local layers need their window"};
   STRATA_RETURN_IF_ERROR(read_moe_config(f, *info, c));
 
   const gguf::TensorInfo* embd = f.find_tensor("token_embd.weight");
@@ -258,7 +267,7 @@ Expected<ModelConfig> read_model_config(const gguf::GgufFile& f) {
   if (embd->dims.size() != 2)
     return Error{Code::Corrupt, "tensor 'token_embd.weight': expected 2 dims, found " + std::to_string(embd->dims.size())};
   c.n_vocab = static_cast<int64_t>(embd->dims[1]);
-  c.tied_output = f.find_tensor("output.weight") == nullptr;
+  c.tied_output = info->output_is_embedding || f.find_tensor("output.weight") == nullptr;
   return c;
 }
 

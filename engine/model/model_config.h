@@ -45,6 +45,7 @@ struct ModelConfig : ArchTraits {
   float embd_scale = 1.0f;       // the token embedding is multiplied by this (gemma3: sqrt(n_embd); granite: embedding_scale)
   float residual_scale = 1.0f;   // each attention / FFN update times this before the residual add (granite)
   float logit_scale = 1.0f;      // logits divided by this (granite)
+  float logit_mul = 1.0f;        // logits multiplied by this (cohere2's logit_scale)
   float attn_softcap = 0.0f;     // > 0: attention scores s -> c tanh(s / c) (gemma2's attn_logit_softcapping)
   float final_softcap = 0.0f;    // > 0: logits z -> c tanh(z / c) (gemma2's final_logit_softcapping)
   float attn_scale = 0.0f;       // query scale in attention: <name>.attention.scale, else 1/sqrt(head_dim)

@@ -185,7 +185,10 @@ Expected<ModelWeights> bind_weights(const gguf::GgufFile& f, const ModelConfig& 
   STRATA_ASSIGN_OR_RETURN(w.token_embd, bind(f, "token_embd.weight", c.n_embd, c.n_vocab, false, false));
   STRATA_ASSIGN_OR_RETURN(w.output_norm, bind(f, "output_norm.weight", c.n_embd, 0, false, true));
   STRATA_ASSIGN_OR_RETURN(w.output_norm_b, bind(f, "output_norm.bias", c.n_embd, 0, !c.has_norm_bias, true));
-  STRATA_ASSIGN_OR_RETURN(w.output, bind(f, "output.weight", c.n_embd, c.n_vocab, true, false));
+  // The head: output.weight, else (or always, where the architecture says: cohere2) the embedding.
+  if (!c.info().output_is_embedding) {
+    STRATA_ASSIGN_OR_RETURN(w.output, bind(f, "output.weight", c.n_embd, c.n_vocab, true, false));
+  }
   if (!w.output.present()) w.output = w.token_embd;
   if (c.info().longrope) {
     STRATA_ASSIGN_OR_RETURN(w.rope_freqs, bind(f, "rope_factors_short.weight", c.rope_dims / 2, 0, true, true));

@@ -149,6 +149,8 @@ Status validate(const RandomModelSpec& s) {
   if (s.n_ff_shexp > 0 && !a.shared_expert)
     return bad("--shared-expert-ff: only " + arch_names([](const ArchInfo& x) { return x.shared_expert; }) +
                " has a shared expert");
+  if (a.global_layers_nope && s.sliding_window == 0)
+    return bad(std::string("--arch ") + a.name + " needs --sliding-window (its local layers' window)");
   auto mix = type_mix(s.type);
   if (!mix.ok()) return mix.error();
   return {};
@@ -206,6 +208,7 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
     w.set_f32(key(HParam::AttnLogitSoftcapping), s.attn_softcap);
     w.set_f32(key(HParam::FinalLogitSoftcapping), s.final_softcap);
   }
+  if (info.logit_scale_multiplies) w.set_f32(key(HParam::LogitScale), 0.25f);  // Command R7B's value
   if (info.granite_scales) {  // Granite 3.x 2B's values
     w.set_f32(key(HParam::EmbeddingScale), 12.0f);
     w.set_f32(key(HParam::ResidualScale), 0.22f);

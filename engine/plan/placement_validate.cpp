@@ -74,6 +74,11 @@ Status check_limit(const char* name, int64_t value, int64_t lo, int64_t hi) {
 Status check_parts(const LayerPlacement& l, const std::string& where, const model::ModelConfig& config,
                    const std::vector<DeviceInfo>& devices) {
   if (!l.ffn_device.empty()) STRATA_RETURN_IF_ERROR(check_device(l.ffn_device, where + " ffn_device", devices));
+  if (!l.ffn_device.empty() && config.parallel_block)
+    return bad(Code::Unsupported, where + ": places the FFN on '" + l.ffn_device + "', but " +
+                                      model::arch_name(config.arch) +
+                                      " computes attention and the FFN from the same normalised input in one "
+                                      "step, so its FFN stays with its attention");
   if (l.experts.empty()) return {};
   if (config.n_expert <= 0)
     return bad(Code::InvalidArgument, where + ": places routed experts, but the model's blocks have a dense FFN "

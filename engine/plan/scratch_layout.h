@@ -28,7 +28,8 @@ struct ScratchLayout {
   // Mixture-of-experts layers only (config.is_moe()):
   int64_t router = 0;     // [max_batch][n_expert] router logits (also the shared expert's gate logits)
   int64_t moe_x = 0;      // [max_batch][n_embd]  one expert's tokens, gathered
-  int64_t moe_y = 0;      // [max_batch][n_embd]  one expert's output rows before the weighted add
+  int64_t moe_y = 0;      // [max_batch][n_embd]  one expert's output rows before the weighted add; with
+                          //                      parallel blocks (cohere2) the FFN's update beside the attention's
   int64_t matmul_bytes = 0;  // kernels::matmul's scratch (activations quantized or packed, per-thread
                              // tiles) at its largest for any weight type and batch up to max_batch
 
@@ -78,6 +79,7 @@ inline ScratchLayout scratch_layout(const model::ModelConfig& c, const LayerShar
       s.moe_x = max_batch * c.n_embd;
       s.moe_y = max_batch * c.n_embd;
     }
+    if (c.parallel_block) s.moe_y = max_batch * c.n_embd;
     widest_input = std::max<int64_t>({c.n_embd, q_local, widest.n_ff()});
   }
   if (has_head) s.logits = head_rows(n_seq, max_batch) * c.n_vocab;

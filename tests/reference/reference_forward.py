@@ -62,6 +62,9 @@ CASES = [
     # starcoder2: LayerNorms with biases (blocks and head), Q/K/V and output biases, a non-gated GELU
     # FFN with up and down biases.
     ("starcoder2", ["--arch", "starcoder2", "--heads", "4", "--kv-heads", "2"], []),
+    # cohere2: one LayerNorm (no bias) for attention and the FFN in parallel, local layers 0-2 (window 6
+    # < the prompt) with RoPE and global layer 3 without, logits times logit_scale, the tied head.
+    ("cohere2", ["--arch", "cohere2", "--heads", "4", "--kv-heads", "2", "--layers", "4", "--sliding-window", "6"], []),
     # granite's scales (embedding 12, residual 0.22, logits / 8, query 1/64); granitemoe's routed experts.
     ("granite", ["--arch", "granite", "--heads", "4", "--kv-heads", "2"], []),
     ("granitemoe", ["--arch", "granitemoe", "--heads", "4", "--kv-heads", "2", "--experts", "4", "--experts-used", "2",

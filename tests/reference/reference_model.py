@@ -34,7 +34,10 @@ class Model:
         self.n_kv = _field(r, p + "attention.head_count_kv", self.n_heads)
         self.head_dim = _field(r, p + "attention.key_length", self.n_embd // self.n_heads)
         # starcoder2: LayerNorms (weight and bias) instead of RMS norms, and a non-gated GELU FFN with biases.
-        self.layer_norm = self.arch == "starcoder2"
+        self.layer_norm = self.arch in ("starcoder2", "cohere2")
+        # cohere2 (Command R7B): attention and the FFN in parallel from one norm, no RoPE on the global
+        # layers, logits times logit_scale, the embedding as the head.
+        self.parallel = self.arch == "cohere2"
         self.eps = _field(r, p + ("attention.layer_norm_epsilon" if self.layer_norm else "attention.layer_norm_rms_epsilon"),
                           1e-5)
         self.rope_base = _field(r, p + "rope.freq_base", 10000.0)
@@ -82,6 +85,8 @@ class Model:
         # granite: embedding, residual updates and logits scaled by the file's keys.
         self.residual_scale = _field(r, p + "residual_scale", 1.0)
         self.logit_scale = _field(r, p + "logit_scale", 1.0)
+        if self.arch == "cohere2":  # multiplies the logits (granite's divides them)
+            self.logit_scale = 1.0 / self.logit_scale
         self.embd_scale = np.sqrt(self.n_embd) if self.arch in ("gemma3", "gemma2") else _field(r, p + "embedding_scale", 1.0)
         self.q_scale = _field(r, p + "attention.scale", 0.0) or 1.0 / np.sqrt(self.head_dim)
         # Sliding windows: gemma3 has 5 local layers per global one (or the file's pattern);
@@ -91,7 +96,7 @@ class Model:
         self.window = 0 if self.arch in ("phi3", "llama", "mistral3", "smollm3") else window
         # Pattern P: 0 = every layer local, else layer i local unless (i + 1) % P == 0.
         self.swa_pattern = _field(r, p + "attention.sliding_window_pattern",
-                                  {"gemma3": 6, "gemma2": 2, "olmo2": 4, "gpt-oss": 2}.get(self.arch, 0))
+                                  {"gemma3": 6, "gemma2": 2, "olmo2": 4, "gpt-oss": 2, "cohere2": 4}.get(self.arch, 0))
         # The local layers' own RoPE base (gemma3: default 10000; olmo2: default the model's).
         self.rope_base_local = _field(r, p + "rope.freq_base_swa", self.rope_base if self.arch == "olmo2" else 10000.0)
         self.bos = _field(r, "tokenizer.ggml.bos_token_id", None)
@@ -219,7 +224,7 @@ def forward(m, tokens, kv_f16=False, n_ctx=None):
     """Logits [T][n_vocab] (float64) of every position of `tokens`, attended causally from 0.
     kv_f16: keys and values rounded to float16, as an F16 KV cache stores them. n_ctx: the
     context the engine runs with (phi3 picks its long RoPE factors beyond ctx_orig)."""
-    out_w = m.tensor("output.weight")
+    out_w = None if m.arch == "cohere2" else m.tensor("output.weight")
     if out_w is None:
         out_w = m.tensor("token_embd.weight")
     z = (final_hidden(m, tokens, kv_f16, n_ctx) @ out_w.T) / m.logit_scale
@@ -273,7 +278,8 @@ def final_hidden(m, tokens, kv_f16=False, n_ctx=None):
         if m.yarn and not plain_local:
             scale, af = 1.0, af * m.yarn_mscale
             div = m.yarn_divisors if divisors is None else divisors * m.yarn_divisors
-        if not (m.arch == "smollm3" and (l + 1) % 4 == 0):  # smollm3: every 4th layer has no RoPE (NoPE)
+        nope = (m.arch == "smollm3" and (l + 1) % 4 == 0) or (m.arch == "cohere2" and not local)
+        if not nope:  # smollm3: every 4th layer has no RoPE; cohere2: its global layers have none
             q = rope(q, pos, base, m.rope_dims, m.neox, scale, div, af)
             k = rope(k, pos, base, m.rope_dims, m.neox, scale, div, af)
         if kv_f16:
@@ -304,6 +310,10 @@ def final_hidden(m, tokens, kv_f16=False, n_ctx=None):
             o = o + g("attn_output.bias")
         if g("post_attention_norm.weight") is not None and not m.gpt_oss:
             o = rms_norm(o, g("post_attention_norm.weight"), m.eps)
+        if m.parallel:  # cohere2: the FFN reads the attention's normalised input; both updates at once
+            gate, up = h @ g("ffn_gate.weight").T, h @ g("ffn_up.weight").T
+            x = x + o + (silu(gate) * up) @ g("ffn_down.weight").T
+            continue
         x = x + o * m.residual_scale
         # gpt-oss's converter names the FFN's input norm post_attention_norm.
         ffn_norm = g("post_attention_norm.weight") if m.gpt_oss else g("ffn_norm.weight")

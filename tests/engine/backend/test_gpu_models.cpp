@@ -319,5 +319,16 @@ TEST(GpuModels, Starcoder2LayerNormsAndGeluFfnMatchCpu) {
                                        6);
 }
 
+// cohere2 on cuda:0 against the CPU: the parallel block (attention and FFN from one LayerNorm, the
+// FFN's update in its own buffer), RoPE on the local layers only, logits times logit_scale.
+TEST(GpuModels, Cohere2ParallelBlockMatchesCpu) {
+  REQUIRE_CUDA();
+  REQUIRE_SHARED("stories260K.gguf");
+  expect_f32_model_on_cuda_matches_cpu("cohere2",
+                                       {"--arch", "cohere2", "--dim", "256", "--layers", "4", "--heads", "8",
+                                        "--kv-heads", "2", "--ffn", "512", "--ctx", "512", "--sliding-window", "24"},
+                                       6);
+}
+
 }  // namespace
 }  // namespace strata

@@ -345,6 +345,63 @@ TEST(Architectures, Starcoder2LayerNormsBiasesAndNoGate) {
   EXPECT_EQ(out, 128 * sizeof(float));
 }
 
+// cohere2: one LayerNorm without bias (no FFN norm in the file), the parallel block, RoPE only on
+// the local layers (3 of 4), logits times logit_scale, the embedding as the head; a file without
+// the window is refused, and so is a placement that puts the FFN apart from its attention.
+TEST(Architectures, Cohere2ParallelBlockNopeGlobalsAndLogitScale) {
+  auto m = load(make(model::Arch::Cohere2, "cohere2", 8, 16, 32));
+  ASSERT_TRUE(m);
+  const model::ModelConfig& c = m->config();
+  EXPECT_TRUE(c.layer_norm && c.parallel_block && c.tied_output);
+  EXPECT_FALSE(c.has_norm_bias);
+  EXPECT_EQ(c.rope_style, model::RopeStyle::Interleaved);
+  EXPECT_EQ(c.logit_mul, 0.25f);  // make-model writes Command R7B's logit_scale
+  EXPECT_EQ(c.logit_scale, 1.0f);
+  EXPECT_EQ(m->weights().output.data, m->weights().token_embd.data);
+  for (const model::LayerWeights& l : m->weights().layers) {
+    EXPECT_TRUE(l.attn_norm.present());
+    EXPECT_FALSE(l.attn_norm_b.present());
+    EXPECT_FALSE(l.ffn_norm.present());
+    EXPECT_TRUE(l.w_gate.present() && l.w_up.present() && l.w_down.present());
+  }
+  for (int64_t l = 0; l < 8; ++l) {
+    const model::LayerAttention a = c.layer_attention(l);
+    const bool local = (l + 1) % 4 != 0;
+    EXPECT_EQ(a.window, local ? 16 : 0) << "layer " << l;
+    EXPECT_EQ(a.rope, local) << "layer " << l;  // the global layers have no RoPE
+    EXPECT_EQ(a.rope_freq_base, c.rope_freq_base) << "layer " << l;
+  }
+  // No window key: the local layers cannot be told apart, so the file is refused by key name.
+  auto f = gguf::GgufFile::open(test::temp_dir("arch") / "m-cohere2.gguf");
+  ASSERT_TRUE(f.ok());
+  gguf::GgufWriter w;
+  for (const auto& [key, value] : f->metadata())
+    if (key != "general.alignment" && key != "cohere2.attention.sliding_window") w.set(key, value);
+  for (const auto& t : f->tensors()) {
+    const uint8_t* data = f->tensor_data(t);
+    ASSERT_TRUE(w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(data, data + t.n_bytes)).ok());
+  }
+  const fs::path no_window = test::temp_dir("arch") / "bad-cohere2-no-window.gguf";
+  ASSERT_TRUE(w.write(no_window).ok());
+  auto refused = model::Model::load(no_window);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("cohere2.attention.sliding_window"), std::string::npos)
+      << refused.error().message;
+  // The FFN on another device than its attention.
+  plan::Placement p = exec::single_device_placement(c, "cpu", 128, 1, 16);
+  p.layers[2].ffn_device = "cpu2";
+  DeviceInfo cpu;
+  cpu.id = "cpu";
+  cpu.backend = "cpu";
+  cpu.caps.host_cpu = true;
+  DeviceInfo cpu2 = cpu;
+  cpu2.id = "cpu2";
+  const Status apart = plan::validate_placement(p, c, m->weights(), {cpu, cpu2});
+  ASSERT_FALSE(apart.ok());
+  EXPECT_EQ(apart.error().code, Code::Unsupported);
+  EXPECT_NE(apart.error().message.find("its FFN stays with its attention"), std::string::npos) << apart.error().message;
+}
+
 TEST(Architectures, Qwen3HasQkNormsAndNoBias) {
   auto m = load(make(model::Arch::Qwen3, "qwen3", 2, 0, 64));
   ASSERT_TRUE(m);
@@ -533,6 +590,7 @@ TEST(ArchTable, EveryRowWritesAndLoads) {
     spec.arch = a.arch;
     spec.n_embd = 64, spec.n_layers = 2, spec.n_heads = 4, spec.n_kv_heads = 2, spec.n_ff = 128, spec.n_ctx = 128;
     if (a.experts == model::Experts::Required) spec.n_expert = 4, spec.n_expert_used = 2;
+    if (a.global_layers_nope) spec.sliding_window = 16;  // cohere2's local layers need their window
     const fs::path out = test::temp_dir("arch-rows") / (std::string(a.name) + ".gguf");
     const Status s = model::write_random_model(spec, *vocab, out);
     ASSERT_TRUE(s.ok()) << s.error().to_string();

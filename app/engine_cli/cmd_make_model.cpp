@@ -50,16 +50,16 @@ Command add_make_model_command(CLI::App& app) {
   cmd->add_option("--head-dim", o->spec.head_dim, "head size (default: dim / heads)")
       ->check(CLI::Range(int64_t{0}, int64_t{1024}));
   cmd->add_option("--sliding-window", o->spec.sliding_window,
-                  "attention window in positions (llama: every layer; gemma3: the local layers)")
+                  "attention window in positions: the local layers' (gemma2/3, olmo2, gpt-oss; cohere2 needs one); llama's is written and ignored")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
-  cmd->add_option("--swa-pattern", o->spec.swa_pattern, "every N-th layer global, the others local (gemma3 default 6)")
+  cmd->add_option("--swa-pattern", o->spec.swa_pattern, "every N-th layer global, the others local (defaults: gemma3 6, olmo2 and cohere2 4, gemma2 and gpt-oss 2)")
       ->check(CLI::Range(int64_t{0}, int64_t{4096}));
   cmd->add_option("--experts", o->spec.n_expert,
-                  "mixture of experts: routed experts per layer (qwen2moe, qwen3moe; llama: Mixtral-style)")
+                  "mixture of experts: routed experts per layer (qwen2moe, qwen3moe, granitemoe, gpt-oss; llama, mistral3: Mixtral-style)")
       ->check(CLI::Range(int64_t{0}, int64_t{4096}));
   cmd->add_option("--experts-used", o->spec.n_expert_used, "experts each token runs (top-k)")
       ->check(CLI::Range(int64_t{0}, int64_t{4096}));
-  cmd->add_option("--expert-ff", o->spec.n_ff_exp, "one expert's feed-forward size (qwen*moe; default --ffn)")
+  cmd->add_option("--expert-ff", o->spec.n_ff_exp, "one expert's feed-forward size (qwen*moe, granitemoe, gpt-oss; default --ffn)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   cmd->add_option("--shared-expert-ff", o->spec.n_ff_shexp, "qwen2moe: the shared expert's size (default --ffn)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));

@@ -265,6 +265,54 @@ TEST(PartPlacement, MoeEstimateEqualsAllocatedBytesPerDeviceAndPart) {
   EXPECT_EQ(parts.at("cpu").attention, 0u);
 }
 
+// gpt-oss's per-expert biases (and its router bias) travel with the experts: ranges of experts on
+// three devices give the single device's tokens and logits (within the rounding of another order
+// of the experts' sum), the estimate equals what the devices allocate, and each device's expert
+// bytes are its experts' matrices and bias rows.
+TEST(PartPlacement, GptOssExpertBiasesFollowTheirExperts) {
+  const auto path = test::temp_dir("parts") / "gpt-oss-16x4.gguf";
+  if (!std::filesystem::exists(path)) {
+    auto vocab = gguf::GgufFile::open(test::shared_model("stories260K.gguf"));
+    ASSERT_TRUE(vocab.ok());
+    model::RandomModelSpec spec;
+    spec.arch = model::Arch::GptOss;
+    spec.n_embd = 128, spec.n_layers = 4, spec.n_heads = 4, spec.n_kv_heads = 2, spec.n_ff = 192;
+    spec.n_ctx = 256, spec.sliding_window = 8, spec.n_expert = 16, spec.n_expert_used = 4, spec.n_ff_exp = 96;
+    spec.type = "f32", spec.stddev = 0.08f, spec.n_threads = 2;
+    const Status st = model::write_random_model(spec, *vocab, path);
+    ASSERT_TRUE(st.ok()) << st.error().to_string();
+  }
+  Fixture f = load(path, "cpu,sim:gpu0:64MiB:overhead=1MiB,sim:gpu1:64MiB");
+  ASSERT_TRUE(f.model);
+  const model::ModelConfig& c = f.model->config();
+  ASSERT_TRUE(c.has_moe_biases);
+  const std::vector<int32_t> prompt = f.model->tokenizer().encode("Once upon a time there was", true, true);
+  const GreedyRun one = greedy(*f.model, exec::single_device_placement(c, "gpu0", 256, 1, 16), f.list, prompt, 8);
+  const GreedyRun parts = greedy(*f.model, experts_apart(c), f.list, prompt, 8);
+  ASSERT_EQ(one.tokens.size(), 8u);
+  EXPECT_EQ(parts.tokens, one.tokens);
+  ASSERT_EQ(parts.logits.size(), one.logits.size());
+  for (size_t i = 0; i < one.logits.size(); ++i)
+    EXPECT_LT(test::relative_error(parts.logits[i], one.logits[i]), 1e-5) << "step " << i;
+
+  const Placement p = experts_apart(c);
+  auto estimate = plan::estimate_memory(p, c, f.model->weights(), f.infos);
+  ASSERT_TRUE(estimate.ok()) << estimate.error().to_string();
+  auto pipeline = exec::Pipeline::create(*f.model, f.list, p);
+  ASSERT_TRUE(pipeline.ok()) << pipeline.error().to_string();
+  expect_estimate_allocated(*estimate, **pipeline);
+  const auto bytes = (*pipeline)->part_bytes_by_device();
+  const model::LayerWeights& l0 = f.model->weights().layers[0];
+  const uint64_t biases = (96 + 96 + 128) * sizeof(float);  // one expert's gate, up and down bias rows
+  ASSERT_EQ(l0.ffn_gate_exps_b.mat_stride + l0.ffn_up_exps_b.mat_stride + l0.ffn_down_exps_b.mat_stride, biases);
+  const uint64_t per_expert = l0.ffn_gate_exps.mat_stride + l0.ffn_up_exps.mat_stride + l0.ffn_down_exps.mat_stride + biases;
+  EXPECT_EQ(bytes.at("cpu").experts, (16 + 16 + 10 + 6) * per_expert);
+  EXPECT_EQ(bytes.at("gpu0").experts, 6 * per_expert);
+  EXPECT_EQ(bytes.at("gpu1").experts, 10 * per_expert);
+  // gpu1 holds block 3's FFN part: its norm (post_attention_norm.weight), router and router bias.
+  EXPECT_EQ(bytes.at("gpu1").ffn, l0.ffn_norm.n_bytes + l0.ffn_gate_inp.n_bytes + l0.ffn_gate_inp_b.n_bytes);
+}
+
 TEST(PartPlacement, ExpertsOnCpuOptionAndOverridesGiveTheExactPlacement) {
   Fixture f = load(moe_model(), "cpu,sim:gpu0:64MiB,sim:gpu1:64MiB");
   ASSERT_TRUE(f.model);

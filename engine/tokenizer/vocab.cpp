@@ -126,6 +126,21 @@ Expected<Vocab> Vocab::from_gguf(const gguf::GgufFile& f) {
   }
   std::sort(v.eog_ids.begin(), v.eog_ids.end());
   v.eog_ids.erase(std::unique(v.eog_ids.begin(), v.eog_ids.end()), v.eog_ids.end());
+  // OpenAI's harmony format (gpt-oss, o200k_harmony): <|end|> closes a message (the analysis
+  // channel's, before the final answer), not the reply, which ends at <|return|> or <|call|>. So
+  // where a vocabulary has all three, <|end|> is not an end of generation, and it and the format's
+  // markers are shown as text (what a client parses the channels from), as llama.cpp does.
+  const auto id_of = [&](std::string_view text) {
+    const auto it = by_text.find(text);
+    return it == by_text.end() ? -1 : it->second;
+  };
+  const int32_t harmony_end = id_of("<|end|>");
+  if (harmony_end >= 0 && id_of("<|return|>") >= 0 && id_of("<|call|>") >= 0) {
+    v.eog_ids.erase(std::remove(v.eog_ids.begin(), v.eog_ids.end(), harmony_end), v.eog_ids.end());
+    if (v.eot_id == harmony_end) v.eot_id = id_of("<|return|>");
+    for (std::string_view marker : {"<|end|>", "<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"})
+      if (const int32_t id = id_of(marker); id >= 0) v.types[id] = static_cast<int32_t>(TokenAttr::UserDefined);
+  }
   // An end-of-generation token is never text to show, whatever the converter marked it.
   for (int32_t id : v.eog_ids) v.types[id] = static_cast<int32_t>(TokenAttr::Control);
   return v;

@@ -239,6 +239,37 @@ TEST(VocabFromGguf, TinyBpeWorks) {
   EXPECT_EQ(tok->decode({2, 3, 0, 4}), "ab a");
 }
 
+// The harmony format (gpt-oss): with <|return|> and <|call|> in the vocabulary, <|end|> closes the
+// analysis message, not the reply: it is no end of generation (nor the eot fallback), and it and
+// the channel markers decode as text; without them (a ChatML-style vocabulary) <|end|> stays one.
+TEST(VocabFromGguf, HarmonyEndIsNotTheEndOfGeneration) {
+  const std::vector<std::string> tokens = {"a", "b", "<|start|>", "<|channel|>", "<|message|>", "<|end|>",
+                                           "<|return|>", "<|call|>", "<|constrain|>"};
+  gguf::GgufWriter w = tiny_bpe_writer();
+  w.set_string("tokenizer.ggml.pre", "gpt-4o");
+  w.set_string_array("tokenizer.ggml.tokens", tokens);
+  w.set_i32_array("tokenizer.ggml.token_type", {1, 1, 3, 3, 3, 3, 3, 3, 3});
+  w.set_string_array("tokenizer.ggml.merges", {});
+  w.set_u32("tokenizer.ggml.eos_token_id", 6);
+  auto vocab = vocab_of(w);
+  ASSERT_TRUE(vocab.ok()) << vocab.error().to_string();
+  EXPECT_EQ(vocab->eog_ids, (std::vector<int32_t>{6, 7}));  // <|return|>, <|call|>
+  EXPECT_EQ(vocab->eot_id, 6);
+  auto tok = Tokenizer::create(std::move(*vocab));
+  ASSERT_TRUE(tok.ok()) << tok.error().to_string();
+  EXPECT_EQ(tok->decode({3, 0, 4, 1, 5, 2, 6}), "<|channel|>a<|message|>b<|end|><|start|>");
+
+  // Without <|return|> / <|call|>, <|end|> ends generation (Phi-3's chat format).
+  gguf::GgufWriter phi = tiny_bpe_writer();
+  phi.set_string_array("tokenizer.ggml.tokens", {"a", "b", "<|end|>"});
+  phi.set_i32_array("tokenizer.ggml.token_type", {1, 1, 3});
+  phi.set_string_array("tokenizer.ggml.merges", {});
+  phi.set_u32("tokenizer.ggml.eos_token_id", 0);
+  auto plain = vocab_of(phi);
+  ASSERT_TRUE(plain.ok()) << plain.error().to_string();
+  EXPECT_NE(std::find(plain->eog_ids.begin(), plain->eog_ids.end(), 2), plain->eog_ids.end());
+}
+
 TEST(VocabFromGguf, Errors) {
   {
     auto w = tiny_bpe_writer();

@@ -1,5 +1,5 @@
-// kernels/cuda/quant_blocks.cuh — __host__ __device__ decode of the weight block types (Q4_0 ..
-// Q6_K, the 4-bit table types IQ4_NL / IQ4_XS / MXFP4, F32 / F16 / BF16), the one place the CUDA kernels learn the bit layouts of
+// kernels/cuda/quant_blocks.cuh — __host__ __device__ decode of every weight block type (Q4_0 ..
+// Q6_K, the IQ types, TQ1_0 / TQ2_0, MXFP4, F32 / F16 / BF16), the one place the CUDA kernels learn the bit layouts of
 // kernels/cpu/blocks.h. Compiles with plain g++ too (tested there bit for bit against the CPU
 // dequantizers); depends on nothing but kernels/cpu/blocks.h and dtype.h (no CUDA headers on the
 // host path).
@@ -22,6 +22,7 @@
 
 #include "kernels/cpu/blocks.h"
 #include "kernels/cpu/dtype.h"
+#include "kernels/cpu/iq_grids.h"
 
 #if defined(__CUDACC__)
 #include <cuda_fp16.h>
@@ -461,6 +462,248 @@ struct DecMXFP4 {
   }
 };
 
+// --- the grid types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S): an index picks a
+// lattice point of 8 (IQ3: 4) values, signs apply per element; and the ternary types (TQ1_0, TQ2_0) ---
+
+// The lattices of kernels/cpu/iq_grids.h packed one row to a word (byte j = value j). The host
+// decodes from the packed copy of the host tables; the device from its own copy in device memory
+// (static: one per kernel object; 34 KB for all seven).
+template <int N>
+struct QbGrid8 {
+  uint64_t row[N];
+};
+template <int N>
+struct QbGrid4 {
+  uint32_t row[N];
+};
+template <int N, class T>
+constexpr QbGrid8<N> qb_pack_grid8(const T (&g)[N][8]) {
+  QbGrid8<N> out{};
+  for (int i = 0; i < N; ++i)
+    for (int j = 0; j < 8; ++j) out.row[i] |= static_cast<uint64_t>(static_cast<uint8_t>(g[i][j])) << (8 * j);
+  return out;
+}
+template <int N>
+constexpr QbGrid4<N> qb_pack_grid4(const uint8_t (&g)[N][4]) {
+  QbGrid4<N> out{};
+  for (int i = 0; i < N; ++i)
+    for (int j = 0; j < 4; ++j) out.row[i] |= static_cast<uint32_t>(g[i][j]) << (8 * j);
+  return out;
+}
+#define STRATA_QB_GRIDS(X)                                    \
+  X(Grid8, 256, qb_pack_grid8, kIq2xxsGrid, kQbIq2xxs)        \
+  X(Grid8, 512, qb_pack_grid8, kIq2xsGrid, kQbIq2xs)          \
+  X(Grid8, 1024, qb_pack_grid8, kIq2sGrid, kQbIq2s)           \
+  X(Grid4, 256, qb_pack_grid4, kIq3xxsGrid, kQbIq3xxs)        \
+  X(Grid4, 512, qb_pack_grid4, kIq3sGrid, kQbIq3s)            \
+  X(Grid8, 2048, qb_pack_grid8, kIq1sGrid, kQbIq1s)
+#define STRATA_QB_HOST_GRID(kind, n, pack, src, name) static constexpr Qb##kind<n> name##Host = pack(iq::src);
+STRATA_QB_GRIDS(STRATA_QB_HOST_GRID)
+#undef STRATA_QB_HOST_GRID
+#if defined(__CUDACC__)
+#define STRATA_QB_DEVICE_GRID(kind, n, pack, src, name) static __device__ const Qb##kind<n> name##Dev = pack(iq::src);
+STRATA_QB_GRIDS(STRATA_QB_DEVICE_GRID)
+#undef STRATA_QB_DEVICE_GRID
+#define STRATA_QB_GRID(name) name##Dev
+#else
+#define STRATA_QB_GRID(name) name##Host
+#endif
+#if !defined(__CUDA_ARCH__)
+#undef STRATA_QB_GRID
+#define STRATA_QB_GRID(name) name##Host
+#endif
+#undef STRATA_QB_GRIDS
+
+// Signed int8 byte j of a packed row, as an exact float.
+STRATA_HD_INLINE float qb_row_level(uint64_t row, int j) {
+  return static_cast<float>(static_cast<int8_t>(static_cast<uint8_t>(row >> (8 * j))));
+}
+// The 8 signs of 7-bit sign set k: its bits plus a parity bit (an even count of minus signs).
+STRATA_HD_INLINE uint32_t qb_sign_set(uint32_t k) {
+  k &= 127u;
+  uint32_t p = k ^ (k >> 4);
+  p ^= p >> 2;
+  p ^= p >> 1;
+  return k | ((p & 1u) << 7);
+}
+// 8 unsigned grid values (a packed row) with sign bits: the levels +-value.
+STRATA_HD_INLINE void qb_signed_row(uint64_t row, uint32_t signs, float* q) {
+STRATA_UNROLL
+  for (int j = 0; j < 8; ++j) {
+    const float v = static_cast<float>((row >> (8 * j)) & 255u);
+    q[j] = (signs >> j) & 1u ? -v : v;
+  }
+}
+// d * (0.5 + s) * f in the CPU's order (the IQ2 / IQ3_XXS group scales).
+STRATA_HD_INLINE float qb_half_scale(float d, uint32_t s, float f) { return qb_mul(qb_mul(d, qb_add(0.5f, qb_level(s, 0))), f); }
+
+struct DecIQ2_XXS {
+  static constexpr DType kType = DType::IQ2_XXS;
+  static constexpr int kElems = 256, kBytes = 66;
+  static constexpr MinMode kMode = MinMode::kNone;
+  STRATA_HD_INLINE static void oct(const uint8_t* b, int i, Oct& o) {
+    // group g (32 elements): 4 grid index bytes, then a u32 of four 7-bit sign sets | scale << 28.
+    const int g = i >> 2, l = i & 3;
+    const uint8_t* q8 = b + 2 + 8 * g;
+    const uint32_t aux = qb_u32(q8 + 4);
+    o.d = qb_half_scale(f16_bits_to_f32(static_cast<uint16_t>(qb_u16(b))), aux >> 28, 0.25f);
+    o.m = 0.f;
+    qb_signed_row(STRATA_QB_GRID(kQbIq2xxs).row[q8[l]], qb_sign_set(aux >> (7 * l)), o.q);
+  }
+};
+
+struct DecIQ2_XS {
+  static constexpr DType kType = DType::IQ2_XS;
+  static constexpr int kElems = 256, kBytes = 74;
+  static constexpr MinMode kMode = MinMode::kNone;
+  STRATA_HD_INLINE static void oct(const uint8_t* b, int i, Oct& o) {
+    // oct i = u16 qs[i]: a 9-bit grid index | a 7-bit sign set << 9; 4-bit scale of sub-block i / 2.
+    const int sub = i >> 1;
+    const uint32_t q = qb_u16(b + 2 + 2 * i);
+    o.d = qb_half_scale(f16_bits_to_f32(static_cast<uint16_t>(qb_u16(b))), (b[66 + sub / 2] >> (4 * (sub & 1))) & 15u,
+                        0.25f);
+    o.m = 0.f;
+    qb_signed_row(STRATA_QB_GRID(kQbIq2xs).row[q & 511u], qb_sign_set(q >> 9), o.q);
+  }
+};
+
+struct DecIQ2_S {
+  static constexpr DType kType = DType::IQ2_S;
+  static constexpr int kElems = 256, kBytes = 82;
+  static constexpr MinMode kMode = MinMode::kNone;
+  STRATA_HD_INLINE static void oct(const uint8_t* b, int i, Oct& o) {
+    // qs[32] at 2, signs[32] at 34, qh[8] at 66, scales[8] at 74; oct i's index qs[i] | 2 bits of qh.
+    const int sub = i >> 1;
+    const uint32_t idx = b[2 + i] | (((b[66 + i / 4] >> (2 * (i % 4))) & 3u) << 8);
+    o.d = qb_half_scale(f16_bits_to_f32(static_cast<uint16_t>(qb_u16(b))), (b[74 + sub / 2] >> (4 * (sub & 1))) & 15u,
+                        0.25f);
+    o.m = 0.f;
+    qb_signed_row(STRATA_QB_GRID(kQbIq2s).row[idx], b[34 + i], o.q);
+  }
+};
+
+struct DecIQ3_XXS {
+  static constexpr DType kType = DType::IQ3_XXS;
+  static constexpr int kElems = 256, kBytes = 98;
+  static constexpr MinMode kMode = MinMode::kNone;
+  STRATA_HD_INLINE static void oct(const uint8_t* b, int i, Oct& o) {
+    // group g: 8 grid index bytes (4 values each) at qs[8g], the u32 of sign sets | scale << 28 at 66 + 4g.
+    const int g = i >> 2, l = i & 3;
+    const uint32_t aux = qb_u32(b + 66 + 4 * g);
+    o.d = qb_half_scale(f16_bits_to_f32(static_cast<uint16_t>(qb_u16(b))), aux >> 28, 0.5f);
+    o.m = 0.f;
+    const uint64_t row = static_cast<uint64_t>(STRATA_QB_GRID(kQbIq3xxs).row[b[2 + 8 * g + 2 * l]]) |
+                         (static_cast<uint64_t>(STRATA_QB_GRID(kQbIq3xxs).row[b[2 + 8 * g + 2 * l + 1]]) << 32);
+    qb_signed_row(row, qb_sign_set(aux >> (7 * l)), o.q);
+  }
+};
+
+struct DecIQ3_S {
+  static constexpr DType kType = DType::IQ3_S;
+  static constexpr int kElems = 256, kBytes = 110;
+  static constexpr MinMode kMode = MinMode::kNone;
+  STRATA_HD_INLINE static void oct(const uint8_t* b, int i, Oct& o) {
+    // qs[64] at 2, qh[8] at 66, signs[32] at 74, scales[4] at 106; oct i = grids 2i and 2i + 1 (4
+    // values each, 9-bit indices), its 8 sign bits signs[i], scale d (1 + 2 s) of group i / 4.
+    const int g = i >> 2, k0 = 2 * i, k1 = 2 * i + 1;
+    const uint32_t s = (b[106 + g / 2] >> (4 * (g & 1))) & 15u;
+    o.d = qb_mul(f16_bits_to_f32(static_cast<uint16_t>(qb_u16(b))), qb_level(1u + 2u * s, 0));
+    o.m = 0.f;
+    const uint32_t i0 = b[2 + k0] | (((b[66 + k0 / 8] >> (k0 % 8)) & 1u) << 8);
+    const uint32_t i1 = b[2 + k1] | (((b[66 + k1 / 8] >> (k1 % 8)) & 1u) << 8);
+    const uint64_t row = static_cast<uint64_t>(STRATA_QB_GRID(kQbIq3s).row[i0]) |
+                         (static_cast<uint64_t>(STRATA_QB_GRID(kQbIq3s).row[i1]) << 32);
+    qb_signed_row(row, b[74 + i], o.q);
+  }
+};
+
+// IQ1: levels grid (-1 / 0 / 1) + delta (+-1/8), exact floats; d = the group's scale.
+STRATA_HD_INLINE void qb_iq1_levels(uint32_t idx, bool minus, float* q) {
+  const uint64_t row = STRATA_QB_GRID(kQbIq1s).row[idx];
+  const float delta = minus ? -0.125f : 0.125f;
+STRATA_UNROLL
+  for (int j = 0; j < 8; ++j) q[j] = qb_row_level(row, j) + delta;
+}
+
+struct DecIQ1_S {
+  static constexpr DType kType = DType::IQ1_S;
+  static constexpr int kElems = 256, kBytes = 50;
+  static constexpr MinMode kMode = MinMode::kNone;
+  STRATA_HD_INLINE static void oct(const uint8_t* b, int i, Oct& o) {
+    // qs[32] at 2, u16 qh[8] at 34: 3 high index bits per grid | scale << 12 | delta sign << 15.
+    const int g = i >> 2, l = i & 3;
+    const uint32_t qh = qb_u16(b + 34 + 2 * g);
+    o.d = qb_mul(f16_bits_to_f32(static_cast<uint16_t>(qb_u16(b))), qb_level(2u * ((qh >> 12) & 7u) + 1u, 0));
+    o.m = 0.f;
+    qb_iq1_levels(b[2 + 4 * g + l] | (((qh >> (3 * l)) & 7u) << 8), (qh & 0x8000u) != 0, o.q);
+  }
+};
+
+struct DecIQ1_M {
+  static constexpr DType kType = DType::IQ1_M;
+  static constexpr int kElems = 256, kBytes = 56;
+  static constexpr MinMode kMode = MinMode::kNone;
+  STRATA_HD_INLINE static void oct(const uint8_t* b, int i, Oct& o) {
+    // qs[32] at 0, qh[16] at 32 (a nibble per grid), four u16 scales at 48: 3-bit scales, and the f16
+    // d in their top nibbles.
+    const uint32_t sc0 = qb_u16(b + 48), sc1 = qb_u16(b + 50), sc2 = qb_u16(b + 52), sc3 = qb_u16(b + 54);
+    const uint32_t d_bits = (sc0 >> 12) | ((sc1 >> 8) & 0x00F0u) | ((sc2 >> 4) & 0x0F00u) | (sc3 & 0xF000u);
+    const int s = i >> 1;
+    const uint32_t sc = s < 4 ? sc0 : s < 8 ? sc1 : s < 12 ? sc2 : sc3;
+    o.d = qb_mul(f16_bits_to_f32(static_cast<uint16_t>(d_bits)), qb_level(2u * ((sc >> (3 * (s % 4))) & 7u) + 1u, 0));
+    o.m = 0.f;
+    const uint32_t nib = (b[32 + i / 2] >> (4 * (i & 1))) & 15u;
+    qb_iq1_levels(b[i] | ((nib & 7u) << 8), (nib & 8u) != 0, o.q);
+  }
+};
+
+// TQ1_0: 5 trits a byte as the fraction byte / 256 in base 3 (trit n: the integer part of 3 times
+// byte * 3^n mod 256, over 256), stored + 1.
+STRATA_HD_INLINE float qb_trit(uint32_t byte, uint32_t pow3) {
+  const uint32_t shifted = (byte * pow3) & 255u;
+  return qb_level((shifted * 3u) >> 8, 1);
+}
+
+struct DecTQ1_0 {
+  static constexpr DType kType = DType::TQ1_0;
+  static constexpr int kElems = 256, kBytes = 54;
+  static constexpr MinMode kMode = MinMode::kNone;
+  STRATA_HD_INLINE static void oct(const uint8_t* b, int i, Oct& o) {
+    // qs[48] at 0, qh[4] at 48, d at 52. Elements n*32 + j from qs[j] (n < 5), 160 + n*16 + j from
+    // qs[32 + j], 240 + n*4 + j from qh[j] (n < 4).
+    constexpr uint32_t kPow3[5] = {1, 3, 9, 27, 81};
+    o.d = f16_bits_to_f32(static_cast<uint16_t>(qb_u16(b + 52)));
+    o.m = 0.f;
+    if (i < 20) {
+      const uint8_t* q = b + 8 * (i % 4);
+STRATA_UNROLL
+      for (int k = 0; k < 8; ++k) o.q[k] = qb_trit(q[k], kPow3[i / 4]);
+    } else if (i < 30) {
+      const uint8_t* q = b + 32 + 8 * ((i - 20) % 2);
+STRATA_UNROLL
+      for (int k = 0; k < 8; ++k) o.q[k] = qb_trit(q[k], kPow3[(i - 20) / 2]);
+    } else {
+STRATA_UNROLL
+      for (int k = 0; k < 8; ++k) o.q[k] = qb_trit(b[48 + (k & 3)], kPow3[2 * (i - 30) + (k >> 2)]);
+    }
+  }
+};
+
+struct DecTQ2_0 {
+  static constexpr DType kType = DType::TQ2_0;
+  static constexpr int kElems = 256, kBytes = 66;
+  static constexpr MinMode kMode = MinMode::kNone;
+  STRATA_HD_INLINE static void oct(const uint8_t* b, int i, Oct& o) {
+    // qs[64] at 0, d at 64: element 128 h + 32 s + j = (qs[32 h + j] >> 2 s & 3) - 1.
+    const int h = i >> 4, s = (i >> 2) & 3;
+    const uint8_t* q = b + 32 * h + 8 * (i & 3);
+    o.d = f16_bits_to_f32(static_cast<uint16_t>(qb_u16(b + 64)));
+    o.m = 0.f;
+STRATA_UNROLL
+    for (int k = 0; k < 8; ++k) o.q[k] = qb_level((q[k] >> (2 * s)) & 3u, 1);
+  }
+};
+
 // --- float types: a "block" of 8 elements (so they share the mmv tiling); element decode for
 // rows whose length is not a multiple of 8 ---
 
@@ -590,6 +833,15 @@ inline bool visit_decoder(DType t, F&& f) {
     case DType::IQ4_NL: f(DecTag<DecIQ4_NL>{}); return true;
     case DType::IQ4_XS: f(DecTag<DecIQ4_XS>{}); return true;
     case DType::MXFP4: f(DecTag<DecMXFP4>{}); return true;
+    case DType::IQ2_XXS: f(DecTag<DecIQ2_XXS>{}); return true;
+    case DType::IQ2_XS: f(DecTag<DecIQ2_XS>{}); return true;
+    case DType::IQ2_S: f(DecTag<DecIQ2_S>{}); return true;
+    case DType::IQ3_XXS: f(DecTag<DecIQ3_XXS>{}); return true;
+    case DType::IQ3_S: f(DecTag<DecIQ3_S>{}); return true;
+    case DType::IQ1_S: f(DecTag<DecIQ1_S>{}); return true;
+    case DType::IQ1_M: f(DecTag<DecIQ1_M>{}); return true;
+    case DType::TQ1_0: f(DecTag<DecTQ1_0>{}); return true;
+    case DType::TQ2_0: f(DecTag<DecTQ2_0>{}); return true;
     default: return false;
   }
 }

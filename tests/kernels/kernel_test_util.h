@@ -59,7 +59,11 @@ inline std::vector<uint8_t> random_bytes_row(DType t, int64_t n, uint32_t seed) 
   for (uint8_t& b : q) b = static_cast<uint8_t>(rng());
   std::vector<int> f16_offsets;
   switch (t) {
-    case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: case DType::IQ4_NL: case DType::IQ4_XS: f16_offsets = {0}; break;
+    case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: case DType::IQ4_NL: case DType::IQ4_XS:
+    case DType::IQ2_XXS: case DType::IQ2_XS: case DType::IQ2_S: case DType::IQ3_XXS: case DType::IQ3_S:
+    case DType::IQ1_S: f16_offsets = {0}; break;
+    case DType::TQ1_0: f16_offsets = {52}; break;
+    case DType::TQ2_0: f16_offsets = {64}; break;
     case DType::Q4_1: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K: f16_offsets = {0, 2}; break;
     case DType::Q2_K: f16_offsets = {80, 82}; break;
     case DType::Q3_K: f16_offsets = {108}; break;

@@ -31,7 +31,9 @@ bool same_float(float a, float b) {
 const std::vector<DType>& quant_types() {
   static const std::vector<DType> t = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
                                        DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K,
-                                       DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4};
+                                       DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4, DType::IQ2_XXS, DType::IQ2_XS,
+                                       DType::IQ2_S, DType::IQ3_XXS, DType::IQ3_S, DType::IQ1_S, DType::IQ1_M,
+                                       DType::TQ1_0, DType::TQ2_0};
   return t;
 }
 
@@ -82,7 +84,8 @@ void expect_rows_equal(DType t, const std::vector<uint8_t>& bytes, int64_t n, co
 
 TEST(CudaQuantBlocks, GeometryMatchesDtypeTable) {
   std::vector<DType> types = test::weight_types();
-  types.insert(types.end(), {DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4});
+  types.insert(types.end(), {DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4, DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S,
+                             DType::IQ3_XXS, DType::IQ3_S, DType::IQ1_S, DType::IQ1_M, DType::TQ1_0, DType::TQ2_0});
   for (DType t : types) {
     EXPECT_EQ(qb_geometry(t).block_elems, traits(t).block_elems) << dtype_name(t);
     EXPECT_EQ(qb_geometry(t).block_bytes, traits(t).block_bytes) << dtype_name(t);

@@ -22,6 +22,7 @@
 #include "kernels/cpu/ops_f32.h"
 #include "kernels/cpu/quant.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "../kernels/kernel_test_util.h"
 
 namespace {
 
@@ -62,14 +63,16 @@ std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.f, float
   return v;
 }
 
-const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
-                              DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
-                              DType::Q4_K, DType::Q5_K, DType::Q6_K};
+const DType kWeightTypes[] = {DType::F32,     DType::F16,    DType::BF16,    DType::Q4_0,    DType::Q4_1,
+                              DType::Q5_0,    DType::Q5_1,   DType::Q8_0,    DType::Q2_K,    DType::Q3_K,
+                              DType::Q4_K,    DType::Q5_K,   DType::Q6_K,    DType::IQ4_NL,  DType::IQ4_XS,
+                              DType::MXFP4,   DType::TQ1_0,  DType::TQ2_0,   DType::IQ2_XXS, DType::IQ2_XS,
+                              DType::IQ2_S,   DType::IQ3_XXS, DType::IQ3_S,  DType::IQ1_S,   DType::IQ1_M};
 
 std::string type_name(const testing::TestParamInfo<DType>& i) { return strata::kernels::dtype_name(i.param); }
 
-// Weights of `type` (quantized from random floats by the CPU reference quantizer) and their
-// dequantized values, as the CPU sees them.
+// Weights of `type` (quantized from random floats by the CPU reference quantizer; the grid types,
+// which have none, random bytes with sane scales) and their dequantized values, as the CPU sees them.
 struct Weights {
   std::vector<uint8_t> bytes;
   std::vector<float> values;  // [rows][cols]
@@ -81,7 +84,12 @@ Weights make_weights(DType type, int64_t rows, int64_t cols, uint32_t seed) {
   w.bytes.resize(rows * rb);
   w.values.resize(rows * cols);
   for (int64_t r = 0; r < rows; ++r) {
-    strata::kernels::quantize_row(type, &f[r * cols], &w.bytes[r * rb], cols);
+    if (strata::kernels::can_quantize(type)) {
+      strata::kernels::quantize_row(type, &f[r * cols], &w.bytes[r * rb], cols);
+    } else {
+      const std::vector<uint8_t> row = strata::kernels::test::random_bytes_row(type, cols, seed * 7919u + static_cast<uint32_t>(r));
+      std::memcpy(&w.bytes[r * rb], row.data(), static_cast<size_t>(rb));
+    }
     strata::kernels::dequantize_row(type, &w.bytes[r * rb], &w.values[r * cols], cols);
   }
   return w;
@@ -139,6 +147,13 @@ TEST_P(Mmv, SimpleKernelForUnalignedX) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllWeightTypes, Mmv, testing::ValuesIn(kWeightTypes), type_name);
+
+// MXFP4's 17-byte blocks: rows of an odd number of blocks start at odd addresses (every other row
+// of a 33-block row), which its decoder reads by bytes; both kernels, several token classes.
+TEST(MmvMxfp4, RowsAtOddAddresses) {
+  for (int64_t n_tokens : {1, 4, 8}) check_mmv(DType::MXFP4, 7, 32 * 33, n_tokens, false, 50 + n_tokens);
+  check_mmv(DType::MXFP4, 6, 32 * 33, 2, true, 60);
+}
 
 TEST(MmvArgs, RejectsBadShapes) {
   Dev<float> x(64), y(64);

@@ -70,6 +70,14 @@ inline std::vector<uint8_t> random_bytes_row(DType t, int64_t n, uint32_t seed) 
     case DType::Q6_K: f16_offsets = {208}; break;
     default: break;
   }
+  if (t == DType::IQ1_M)  // the f16 scale lies in the top nibbles of the four u16 scales at byte 48
+    for (int64_t b = 0; b < n / tr.block_elems; ++b) {
+      const uint16_t h = f32_to_fp16(scale(rng));
+      for (int i = 0; i < 4; ++i) {
+        uint8_t& hi = q[static_cast<size_t>(b * tr.block_bytes + 48 + 2 * i + 1)];
+        hi = static_cast<uint8_t>((hi & 0x0F) | (((h >> (4 * i)) & 0xF) << 4));
+      }
+    }
   if (t == DType::MXFP4)  // e8m0 exponents near 2^0 (127 +- 8)
     for (int64_t b = 0; b < n / tr.block_elems; ++b) q[static_cast<size_t>(b * tr.block_bytes)] = static_cast<uint8_t>(119 + rng() % 17);
   for (int64_t b = 0; b < n / tr.block_elems; ++b)

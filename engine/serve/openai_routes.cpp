@@ -15,6 +15,7 @@
 #include "engine/serve/http_guard.h"
 #include "engine/serve/server_context.h"
 #include "engine/serve/tool_calls.h"
+#include "engine/serve/harmony.h"
 
 namespace strata::serve {
 
@@ -524,6 +525,9 @@ struct Envelope {
   bool chat = true;
   bool logprobs = false;
   ToolMode tools;             // tools offered: the output is parsed for tool calls
+  // The model writes OpenAI's harmony format (gpt-oss): its analysis channel is answered as
+  // "reasoning_content", its final channel as "content", the markers left out (serve/harmony.h).
+  bool harmony = false;
 };
 
 // One token's logprob entry in the chat shape ({token, logprob, bytes, top_logprobs}); made on
@@ -635,9 +639,16 @@ void answer_blocking(httplib::Response& res, const std::shared_ptr<Request>& rq,
     Json choice = {{"index", i}, {"logprobs", logprobs_json(env, ch.all_lp, offset)}, {"finish_reason", finish_name(r.finish)}};
     if (!ch.replans.empty()) choice["replans"] = ch.replans;
     if (env.chat) {
-      Json message = {{"role", "assistant"}, {"content", r.text}};
+      std::string text = r.text;
+      Json message = {{"role", "assistant"}, {"content", text}};
+      if (env.harmony) {
+        HarmonyParts parts = split_harmony(r.text);
+        text = std::move(parts.content);
+        message["content"] = text;
+        if (!parts.reasoning.empty()) message["reasoning_content"] = parts.reasoning;
+      }
       if (env.tools.enabled) {
-        ParsedToolCalls calls = parse_tool_calls(r.text, env.tools);
+        ParsedToolCalls calls = parse_tool_calls(text, env.tools);
         if (!calls.calls.empty()) {
           message["content"] = calls.content.empty() ? Json(nullptr) : Json(calls.content);
           message["tool_calls"] = calls.calls;
@@ -664,6 +675,7 @@ struct StreamState {
   bool sent_head = false;
   bool finished = false;
   std::vector<std::string> held;  // with tools: each choice's text, parsed at its end
+  std::vector<HarmonySplitter> harmony;  // env.harmony: each choice's channels (serve/harmony.h)
   Clock::time_point last_write = Clock::now();
 };
 
@@ -674,6 +686,7 @@ void answer_stream(ServerContext& ctx, httplib::Response& res, const std::shared
   ServerContext* c = &ctx;
   auto st = std::make_shared<StreamState>();
   st->held.resize(rq->choices.size());
+  st->harmony.resize(rq->choices.size());
   // Called repeatedly on this request's HTTP worker until sink.done() or a false return.
   auto provider = [rq, env, scheduler, include_usage, st](size_t, httplib::DataSink& sink) -> bool {
     auto write = [&](const std::string& s) {
@@ -757,14 +770,21 @@ void answer_stream(ServerContext& ctx, httplib::Response& res, const std::shared
     for (size_t i = 0; i < n; ++i) {
       Channel& ch = *rq->choices[i];
       for (Channel::Piece& piece : pieces[i]) {
+        std::string reasoning;
+        if (env.harmony) {  // channels split as they come; a marker cut in two waits for its rest
+          HarmonyParts parts = st->harmony[i].feed(piece.text);
+          piece.text = std::move(parts.content);
+          reasoning = std::move(parts.reasoning);
+        }
         if (env.tools.enabled) {  // the text is held back until the choice ends, to parse the calls
           st->held[i] += piece.text;
           piece.text.clear();
         }
-        if (piece.text.empty() && piece.lp.empty()) continue;
+        if (piece.text.empty() && reasoning.empty() && piece.lp.empty()) continue;
         Json choice = {{"index", i}, {"logprobs", logprobs_json(env, piece.lp, ch.text_offset)}, {"finish_reason", nullptr}};
         if (env.chat) {
           choice["delta"] = {{"content", piece.text}};
+          if (!reasoning.empty()) choice["delta"]["reasoning_content"] = reasoning;
         } else {
           choice["text"] = piece.text;
         }
@@ -781,6 +801,19 @@ void answer_stream(ServerContext& ctx, httplib::Response& res, const std::shared
         continue;
       }
       const char* finish = finish_name(r.finish);
+      if (env.harmony) {  // what the splitter held back when the reply ended inside a marker
+        HarmonyParts rest = st->harmony[i].finish();
+        if (env.tools.enabled) {
+          st->held[i] += rest.content;
+          rest.content.clear();
+        }
+        if (!rest.content.empty() || !rest.reasoning.empty()) {
+          Json delta = {{"content", rest.content}};
+          if (!rest.reasoning.empty()) delta["reasoning_content"] = rest.reasoning;
+          Json choice = {{"index", i}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+          if (!write(sse(chunk(env, choice)))) return false;
+        }
+      }
       if (env.tools.enabled) {
         ParsedToolCalls calls = parse_tool_calls(st->held[i], env.tools);
         Json delta = Json::object();
@@ -1050,6 +1083,7 @@ void handle_completion(ServerContext& ctx, const httplib::Request& req, httplib:
   env.chat = chat;
   env.logprobs = p.logprobs;
   env.tools = tools;
+  env.harmony = chat && loaded->tmpl && is_harmony_template(loaded->tmpl->source());
   loaded.reset();  // from here on only the scheduler is needed; an unload must not wait for us
 
   for (size_t i = 0; i < gens.size(); ++i) {

@@ -534,6 +534,14 @@ STRATA_UNROLL
     q[j] = (signs >> j) & 1u ? -v : v;
   }
 }
+// 4 unsigned grid values (an IQ3 row) with sign bits 0..3 of `signs`: levels into q[0..4).
+STRATA_HD_INLINE void qb_signed_row4(uint32_t row, uint32_t signs, float* q) {
+STRATA_UNROLL
+  for (int j = 0; j < 4; ++j) {
+    const float v = static_cast<float>((row >> (8 * j)) & 255u);
+    q[j] = (signs >> j) & 1u ? -v : v;
+  }
+}
 // d * (0.5 + s) * f in the CPU's order (the IQ2 / IQ3_XXS group scales).
 STRATA_HD_INLINE float qb_half_scale(float d, uint32_t s, float f) { return qb_mul(qb_mul(d, qb_add(0.5f, qb_level(s, 0))), f); }
 
@@ -592,9 +600,11 @@ struct DecIQ3_XXS {
     const uint32_t aux = qb_u32(b + 66 + 4 * g);
     o.d = qb_half_scale(f16_bits_to_f32(static_cast<uint16_t>(qb_u16(b))), aux >> 28, 0.5f);
     o.m = 0.f;
-    const uint64_t row = static_cast<uint64_t>(STRATA_QB_GRID(kQbIq3xxs).row[b[2 + 8 * g + 2 * l]]) |
-                         (static_cast<uint64_t>(STRATA_QB_GRID(kQbIq3xxs).row[b[2 + 8 * g + 2 * l + 1]]) << 32);
-    qb_signed_row(row, qb_sign_set(aux >> (7 * l)), o.q);
+    // Two 4-value rows, each decoded on its own (one 32-bit word live at a time: a 64-bit row
+    // spilled registers in the 8-token matrix-vector kernel).
+    const uint32_t signs = qb_sign_set(aux >> (7 * l));
+    qb_signed_row4(STRATA_QB_GRID(kQbIq3xxs).row[b[2 + 8 * g + 2 * l]], signs, o.q);
+    qb_signed_row4(STRATA_QB_GRID(kQbIq3xxs).row[b[2 + 8 * g + 2 * l + 1]], signs >> 4, o.q + 4);
   }
 };
 
@@ -611,9 +621,9 @@ struct DecIQ3_S {
     o.m = 0.f;
     const uint32_t i0 = b[2 + k0] | (((b[66 + k0 / 8] >> (k0 % 8)) & 1u) << 8);
     const uint32_t i1 = b[2 + k1] | (((b[66 + k1 / 8] >> (k1 % 8)) & 1u) << 8);
-    const uint64_t row = static_cast<uint64_t>(STRATA_QB_GRID(kQbIq3s).row[i0]) |
-                         (static_cast<uint64_t>(STRATA_QB_GRID(kQbIq3s).row[i1]) << 32);
-    qb_signed_row(row, b[74 + i], o.q);
+    const uint32_t signs = b[74 + i];
+    qb_signed_row4(STRATA_QB_GRID(kQbIq3s).row[i0], signs, o.q);  // each 4-value row on its own (see IQ3_XXS)
+    qb_signed_row4(STRATA_QB_GRID(kQbIq3s).row[i1], signs >> 4, o.q + 4);
   }
 };
 

@@ -10,6 +10,17 @@ namespace {
 constexpr std::array<std::string_view, 7> kMarkers = {"<|start|>",   "<|channel|>", "<|message|>", "<|constrain|>",
                                                       "<|end|>",     "<|return|>",  "<|call|>"};
 
+// The function a message header addresses ("... to=functions.get_weather ..."), or "".
+std::string function_of(std::string_view header) {
+  const size_t to = header.find("to=functions.");
+  if (to == std::string_view::npos) return "";
+  const size_t begin = to + 13;
+  size_t end = begin;
+  while (end < header.size() && header[end] != ' ' && header[end] != '\t' && header[end] != '\n' && header[end] != '<')
+    ++end;
+  return std::string(header.substr(begin, end - begin));
+}
+
 // Whether `tail` (starting with "<|") is a proper prefix of a marker: it may become one.
 bool could_be_marker(std::string_view tail) {
   for (std::string_view m : kMarkers)
@@ -22,7 +33,9 @@ bool could_be_marker(std::string_view tail) {
 void HarmonySplitter::emit(std::string_view text, HarmonyParts& out) {
   if (text.empty()) return;
   switch (state_) {
-    case State::Role:  // the role name after <|start|>: not shown
+    case State::Role:  // the role name after <|start|> (and a recipient): not shown
+      role_.append(text);
+      return;
     case State::Constrain:
       return;
     case State::Channel:
@@ -31,13 +44,21 @@ void HarmonySplitter::emit(std::string_view text, HarmonyParts& out) {
     case State::Body:
       // A message's text goes by its channel; text outside any message (a model that does not
       // write the format) is content.
-      if (in_message_ && channel_.rfind("analysis", 0) == 0) {
+      if (in_call_) {
+        call_.arguments.append(text);
+      } else if (in_message_ && channel_.rfind("analysis", 0) == 0) {
         out.reasoning.append(text);
       } else {
         out.content.append(text);
       }
       return;
   }
+}
+
+void HarmonySplitter::end_message(HarmonyParts& out) {
+  if (in_call_) out.calls.push_back(std::move(call_));
+  call_ = HarmonyCall{};
+  in_call_ = false;
 }
 
 HarmonyParts HarmonySplitter::take(bool final_piece) {
@@ -67,15 +88,20 @@ HarmonyParts HarmonySplitter::take(bool final_piece) {
     }
     at += marker.size();
     if (marker == "<|start|>") {
-      state_ = State::Role, in_message_ = false;
+      end_message(out);
+      state_ = State::Role, in_message_ = false, role_.clear(), channel_.clear();
     } else if (marker == "<|channel|>") {
+      if (in_message_) end_message(out), role_.clear();  // a new message without <|start|>
       state_ = State::Channel, channel_.clear(), in_message_ = false;
     } else if (marker == "<|constrain|>") {
       state_ = State::Constrain;
     } else if (marker == "<|message|>") {
       state_ = State::Body, in_message_ = true;
+      call_.name = function_of(role_ + " " + channel_);
+      in_call_ = !call_.name.empty();
     } else {  // <|end|>, <|return|>, <|call|>: the message is over
-      state_ = State::Body, in_message_ = false, channel_.clear();
+      end_message(out);
+      state_ = State::Body, in_message_ = false, role_.clear(), channel_.clear();
     }
   }
   pending_.erase(0, at);
@@ -87,7 +113,11 @@ HarmonyParts HarmonySplitter::feed(std::string_view piece) {
   return take(false);
 }
 
-HarmonyParts HarmonySplitter::finish() { return take(true); }
+HarmonyParts HarmonySplitter::finish() {
+  HarmonyParts out = take(true);
+  end_message(out);  // a call cut short (max_tokens) still says what it had
+  return out;
+}
 
 HarmonyParts split_harmony(std::string_view text) {
   HarmonySplitter s;
@@ -95,6 +125,7 @@ HarmonyParts split_harmony(std::string_view text) {
   HarmonyParts b = s.finish();
   a.reasoning += b.reasoning;
   a.content += b.content;
+  for (HarmonyCall& c : b.calls) a.calls.push_back(std::move(c));
   return a;
 }
 

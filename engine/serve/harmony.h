@@ -11,12 +11,21 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace strata::serve {
+
+// A tool call: a message addressed "to=functions.NAME" (in its role or channel header), its text
+// the arguments (JSON as the model wrote it).
+struct HarmonyCall {
+  std::string name;
+  std::string arguments;
+};
 
 struct HarmonyParts {
   std::string reasoning;  // analysis channel text
   std::string content;    // final / commentary text, and text outside any message
+  std::vector<HarmonyCall> calls;  // calls whose message ended in this piece (or at finish)
 };
 
 class HarmonySplitter {
@@ -30,11 +39,15 @@ class HarmonySplitter {
   enum class State { Body, Role, Channel, Constrain };
   HarmonyParts take(bool final_piece);
   void emit(std::string_view text, HarmonyParts& out);
+  void end_message(HarmonyParts& out);  // a call's message is complete
 
   std::string pending_;       // text not yet examined (at most a marker's length after take)
   State state_ = State::Body;
+  std::string role_;          // the current message's role header ("assistant to=functions.f")
   std::string channel_;       // the current message's channel header ("analysis", "final to=...")
   bool in_message_ = false;   // inside a message's text (after <|message|>)
+  bool in_call_ = false;      // ... of a message addressed to a function
+  HarmonyCall call_;
 };
 
 // The whole text at once (a non-streamed reply).

@@ -530,6 +530,22 @@ struct Envelope {
   bool harmony = false;
 };
 
+// The calls of a harmony reply as OpenAI tool_calls: those to offered tools; any other call's
+// arguments stay in parts.content (nothing the model wrote is dropped).
+Json harmony_calls(const Envelope& env, HarmonyParts& parts) {
+  Json calls = Json::array();
+  for (const HarmonyCall& c : parts.calls) {
+    Json call = env.tools.enabled ? offered_tool_call(env.tools, c.name, c.arguments) : Json(nullptr);
+    if (call.is_null()) {
+      parts.content += c.arguments;
+    } else {
+      calls.push_back(std::move(call));
+    }
+  }
+  parts.calls.clear();
+  return calls;
+}
+
 // One token's logprob entry in the chat shape ({token, logprob, bytes, top_logprobs}); made on
 // the scheduler thread, where the tokenizer is alive.
 Json token_entry(const tokenizer::Tokenizer& tok, int32_t id, float logprob) {
@@ -643,11 +659,15 @@ void answer_blocking(httplib::Response& res, const std::shared_ptr<Request>& rq,
       Json message = {{"role", "assistant"}, {"content", text}};
       if (env.harmony) {
         HarmonyParts parts = split_harmony(r.text);
-        text = std::move(parts.content);
-        message["content"] = text;
+        Json calls = harmony_calls(env, parts);
+        message["content"] = parts.content;
         if (!parts.reasoning.empty()) message["reasoning_content"] = parts.reasoning;
-      }
-      if (env.tools.enabled) {
+        if (!calls.empty()) {
+          if (parts.content.empty()) message["content"] = nullptr;
+          message["tool_calls"] = calls;
+          choice["finish_reason"] = "tool_calls";
+        }
+      } else if (env.tools.enabled) {
         ParsedToolCalls calls = parse_tool_calls(text, env.tools);
         if (!calls.calls.empty()) {
           message["content"] = calls.content.empty() ? Json(nullptr) : Json(calls.content);
@@ -676,6 +696,7 @@ struct StreamState {
   bool finished = false;
   std::vector<std::string> held;  // with tools: each choice's text, parsed at its end
   std::vector<HarmonySplitter> harmony;  // env.harmony: each choice's channels (serve/harmony.h)
+  std::vector<HarmonyParts> harmony_calls;  // ... and its calls, sent when the choice ends
   Clock::time_point last_write = Clock::now();
 };
 
@@ -687,6 +708,7 @@ void answer_stream(ServerContext& ctx, httplib::Response& res, const std::shared
   auto st = std::make_shared<StreamState>();
   st->held.resize(rq->choices.size());
   st->harmony.resize(rq->choices.size());
+  st->harmony_calls.resize(rq->choices.size());
   // Called repeatedly on this request's HTTP worker until sink.done() or a false return.
   auto provider = [rq, env, scheduler, include_usage, st](size_t, httplib::DataSink& sink) -> bool {
     auto write = [&](const std::string& s) {
@@ -775,6 +797,7 @@ void answer_stream(ServerContext& ctx, httplib::Response& res, const std::shared
           HarmonyParts parts = st->harmony[i].feed(piece.text);
           piece.text = std::move(parts.content);
           reasoning = std::move(parts.reasoning);
+          for (HarmonyCall& c : parts.calls) st->harmony_calls[i].calls.push_back(std::move(c));
         }
         if (env.tools.enabled) {  // the text is held back until the choice ends, to parse the calls
           st->held[i] += piece.text;
@@ -801,20 +824,27 @@ void answer_stream(ServerContext& ctx, httplib::Response& res, const std::shared
         continue;
       }
       const char* finish = finish_name(r.finish);
-      if (env.harmony) {  // what the splitter held back when the reply ended inside a marker
+      if (env.harmony) {
+        // What the splitter held back when the reply ended inside a marker, and the calls: to
+        // offered tools as tool_calls, any other's arguments as content.
         HarmonyParts rest = st->harmony[i].finish();
-        if (env.tools.enabled) {
-          st->held[i] += rest.content;
-          rest.content.clear();
+        HarmonyParts& pending = st->harmony_calls[i];
+        for (HarmonyCall& c : rest.calls) pending.calls.push_back(std::move(c));
+        Json calls = harmony_calls(env, pending);
+        rest.content = (env.tools.enabled ? st->held[i] : std::string()) + rest.content + pending.content;
+        Json delta = Json::object();
+        if (!rest.content.empty()) delta["content"] = rest.content;
+        if (!rest.reasoning.empty()) delta["reasoning_content"] = rest.reasoning;
+        if (!calls.empty()) {
+          for (size_t k = 0; k < calls.size(); ++k) calls[k]["index"] = k;
+          delta["tool_calls"] = calls;
+          finish = "tool_calls";
         }
-        if (!rest.content.empty() || !rest.reasoning.empty()) {
-          Json delta = {{"content", rest.content}};
-          if (!rest.reasoning.empty()) delta["reasoning_content"] = rest.reasoning;
+        if (!delta.empty()) {
           Json choice = {{"index", i}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
           if (!write(sse(chunk(env, choice)))) return false;
         }
-      }
-      if (env.tools.enabled) {
+      } else if (env.tools.enabled) {
         ParsedToolCalls calls = parse_tool_calls(st->held[i], env.tools);
         Json delta = Json::object();
         if (!calls.content.empty()) delta["content"] = calls.content;

@@ -247,6 +247,11 @@ ToolFormat tool_format_of_template(std::string_view src) {
   return ToolFormat::Any;
 }
 
+Json offered_tool_call(const ToolMode& mode, const std::string& name, const std::string& arguments) {
+  if (!tool_names(mode).count(name)) return nullptr;
+  return Json{{"id", call_id()}, {"type", "function"}, {"function", {{"name", name}, {"arguments", arguments}}}};
+}
+
 ParsedToolCalls parse_tool_calls(std::string_view text, const ToolMode& mode) {
   ParsedToolCalls out;
   out.content = std::string(text);

@@ -58,4 +58,8 @@ struct ParsedToolCalls {
 // content. Never throws.
 ParsedToolCalls parse_tool_calls(std::string_view text, const ToolMode& mode);
 
+// The OpenAI form of one call, {"id","type":"function","function":{"name","arguments"}}, when
+// `name` is among the offered tools; null otherwise (formats that mark calls themselves: harmony).
+Json offered_tool_call(const ToolMode& mode, const std::string& name, const std::string& arguments);
+
 }  // namespace strata::serve

@@ -44,13 +44,32 @@ TEST(Harmony, StreamedInAnyCutsGivesTheSameParts) {
   EXPECT_EQ(content + end.content, whole.content);
 }
 
-TEST(Harmony, CommentaryConstrainAndPlainText) {
-  // A commentary message with a recipient and a constraint: its text is content, headers are not.
+TEST(Harmony, CallsCommentaryAndPlainText) {
+  // A commentary message to a function, with a constraint: a call (name from the header, its text
+  // the arguments), not content.
   const HarmonyParts p = split_harmony(
       "<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary "
       "to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>");
   EXPECT_EQ(p.reasoning, "Need the weather.");
-  EXPECT_EQ(p.content, "{\"city\":\"Paris\"}");
+  EXPECT_EQ(p.content, "");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(p.calls[0].arguments, "{\"city\":\"Paris\"}");
+  // The recipient in the role header instead, then a commentary preamble to the user (content).
+  const HarmonyParts q = split_harmony(
+      "<|channel|>commentary<|message|>Checking.<|end|><|start|>assistant to=functions.search"
+      "<|channel|>commentary json<|message|>{\"q\":1}<|call|>");
+  EXPECT_EQ(q.content, "Checking.");
+  ASSERT_EQ(q.calls.size(), 1u);
+  EXPECT_EQ(q.calls[0].name, "search");
+  EXPECT_EQ(q.calls[0].arguments, "{\"q\":1}");
+  // Streamed byte by byte: the call comes out once, when its message ends.
+  HarmonySplitter s1;
+  size_t calls = 0;
+  const std::string text = "<|channel|>commentary to=functions.f<|message|>{}<|call|>";
+  for (char ch : text) calls += s1.feed(std::string_view(&ch, 1)).calls.size();
+  calls += s1.finish().calls.size();
+  EXPECT_EQ(calls, 1u);
   // A model that writes no markers: everything is content.
   EXPECT_EQ(split_harmony("just text < and <| more").content, "just text < and <| more");
   // A reply cut inside its analysis (max_tokens): the text so far is reasoning, the cut marker text.

@@ -373,16 +373,6 @@ float BlockForward::logit_factor() const {
   return config_.logit_scale != 1.0f ? config_.logit_mul / config_.logit_scale : config_.logit_mul;
 }
 
-Status BlockForward::head(const model::TensorView& output_norm, const model::TensorView& output_norm_b,
-                          const model::TensorView& output, const float* row, float* logits) {
-  STRATA_RETURN_IF_ERROR(norm_rows(output_norm, output_norm_b, row, scratch_.norm, 1));
-  STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(output), scratch_.norm, 1, logits));
-  if (config_.logit_scale != 1.0f || config_.logit_mul != 1.0f)
-    STRATA_RETURN_IF_ERROR(ops_.scale(logits, logit_factor(), output.rows));
-  if (config_.final_softcap > 0.0f) return ops_.softcap(logits, config_.final_softcap, output.rows);
-  return {};
-}
-
 Status BlockForward::head_rows(const model::TensorView& output_norm, const model::TensorView& output_norm_b,
                                const model::TensorView& output, const float* hidden, std::span<const int64_t> rows,
                                float* logits) {

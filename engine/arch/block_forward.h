@@ -194,13 +194,10 @@ class BlockForward {
   // overwritten.
   Status residual_add(const model::TensorView& post_norm, float* hidden, float* update, int64_t n);
 
-  // logits: [n_vocab] (device memory) <- output(norm(row)) for one hidden row (the output norm's
-  // bias where the model has one: output_norm_b, else an absent view).
-  Status head(const model::TensorView& output_norm, const model::TensorView& output_norm_b,
-              const model::TensorView& output, const float* row, float* logits);
-  // logits: [rows.size()][n_vocab] (device memory) <- the head of hidden rows rows[i] of
-  // hidden ([*][n_embd]), as one matrix product (the output matrix is read once). At most
-  // max_batch rows (they pass through the norm scratch).
+  // logits: [rows.size()][n_vocab] (device memory) <- output(norm(row)) of hidden rows rows[i] of
+  // hidden ([*][n_embd]; the output norm's bias where the model has one, output_norm_b, else an
+  // absent view), as one matrix product (the output matrix is read once). At most max_batch rows
+  // (they pass through the norm scratch).
   Status head_rows(const model::TensorView& output_norm, const model::TensorView& output_norm_b,
                    const model::TensorView& output, const float* hidden, std::span<const int64_t> rows, float* logits);
 

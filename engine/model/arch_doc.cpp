@@ -27,24 +27,25 @@ std::string ordinal(int64_t n) {
 // What the other columns do not show: soft-caps, granite's scales.
 std::string extras_text(const ArchInfo& a) {
   std::string s;
-  if (a.softcaps) s += "attention and logit soft-caps";
-  if (a.granite_scales) s += std::string(s.empty() ? "" : "; ") + "embedding, residual and logit scales";
-  if (a.embd_scale_sqrt) s += std::string(s.empty() ? "" : "; ") + "embedding x sqrt(n_embd)";
-  if (a.traits.no_pre_norms) s += std::string(s.empty() ? "" : "; ") + "no input norms";
-  if (a.traits.layer_norm)
-    s += std::string(s.empty() ? "" : "; ") + (a.traits.has_norm_bias ? "LayerNorm with biases" : "LayerNorm");
-  if (a.traits.parallel_block) s += std::string(s.empty() ? "" : "; ") + "attention and FFN in parallel from one norm";
-  if (a.logit_scale_multiplies) s += std::string(s.empty() ? "" : "; ") + "logits times logit_scale";
-  if (a.output_is_embedding) s += std::string(s.empty() ? "" : "; ") + "the embedding is the head";
-  if (a.traits.ungated_ffn) s += std::string(s.empty() ? "" : "; ") + "no FFN gate";
-  if (a.traits.has_ffn_bias) s += std::string(s.empty() ? "" : "; ") + "FFN biases";
-  if (a.traits.has_out_bias) s += std::string(s.empty() ? "" : "; ") + "output bias";
-  if (a.traits.has_attn_sinks) s += std::string(s.empty() ? "" : "; ") + "attention sinks";
-  if (a.traits.has_moe_biases) s += std::string(s.empty() ? "" : "; ") + "router and expert biases";
-  if (a.traits.expert_gating == ExpertGating::SoftmaxTopK)
-    s += std::string(s.empty() ? "" : "; ") + "softmax over the top-k logits";
-  if (a.traits.ffn_norm_post_attention)
-    s += std::string(s.empty() ? "" : "; ") + "FFN norm stored as `post_attention_norm`";
+  const auto add = [&s](bool on, const char* text) {
+    if (on) s += std::string(s.empty() ? "" : "; ") + text;
+  };
+  const ArchTraits& t = a.traits;
+  add(a.softcaps, "attention and logit soft-caps");
+  add(a.granite_scales, "embedding, residual and logit scales");
+  add(a.embd_scale_sqrt, "embedding x sqrt(n_embd)");
+  add(t.no_pre_norms, "no input norms");
+  add(t.layer_norm, t.has_norm_bias ? "LayerNorm with biases" : "LayerNorm");
+  add(t.parallel_block, "attention and FFN in parallel from one norm");
+  add(a.logit_scale_multiplies, "logits times logit_scale");
+  add(a.output_is_embedding, "the embedding is the head");
+  add(t.ungated_ffn, "no FFN gate");
+  add(t.has_ffn_bias, "FFN biases");
+  add(t.has_out_bias, "output bias");
+  add(t.has_attn_sinks, "attention sinks");
+  add(t.has_moe_biases, "router and expert biases");
+  add(t.expert_gating == ExpertGating::SoftmaxTopK, "softmax over the top-k logits");
+  add(t.ffn_norm_post_attention, "FFN norm stored as `post_attention_norm`");
   return s;
 }
 

@@ -289,9 +289,7 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
           STRATA_RETURN_IF_ERROR(matrices(name, cols, rows, dim_size(t.mats, c), want));
           break;
         case TensorKind::ExpertBias:  // [n_expert][cols] f32, 2-D as llama.cpp's converter writes it
-          STRATA_RETURN_IF_ERROR(w.add_tensor_generated(
-              name, DType::F32, {static_cast<uint64_t>(cols), static_cast<uint64_t>(dim_size(t.mats, c))},
-              random_fill(DType::F32, cols, dim_size(t.mats, c), s.stddev, 0.0f, name_hash(name, s.seed), 1)));
+          STRATA_RETURN_IF_ERROR(matrix(name, cols, dim_size(t.mats, c), DType::F32));
           break;
       }
     }

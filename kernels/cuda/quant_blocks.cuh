@@ -504,12 +504,11 @@ STRATA_QB_GRIDS(STRATA_QB_HOST_GRID)
 #define STRATA_QB_DEVICE_GRID(kind, n, pack, src, name) static __device__ const Qb##kind<n> name##Dev = pack(iq::src);
 STRATA_QB_GRIDS(STRATA_QB_DEVICE_GRID)
 #undef STRATA_QB_DEVICE_GRID
+#endif
+// The device pass reads its own copy; the host (and nvcc's host pass) the host's.
+#if defined(__CUDA_ARCH__)
 #define STRATA_QB_GRID(name) name##Dev
 #else
-#define STRATA_QB_GRID(name) name##Host
-#endif
-#if !defined(__CUDA_ARCH__)
-#undef STRATA_QB_GRID
 #define STRATA_QB_GRID(name) name##Host
 #endif
 #undef STRATA_QB_GRIDS

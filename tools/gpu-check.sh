@@ -13,8 +13,9 @@
 #      model whose greedy tokens on cuda:0 match the CPU's, and test_gemm (the host CPU's AVX-512
 #      VNNI packed-tile kernels against the scalar reference and, bit for bit, their emulation);
 #   3. makes a Llama-2-7B-shape Q4_K_M model (make-model) and runs `strata-engine bench` on cuda:0
-#      (pp512, tg128), and measures the GPU's copy bandwidth and cuBLAS F16 throughput with
-#      tools/gpu_copy_bandwidth.cu in the same run;
+#      (pp512, tg128; pp512 again in the fast prompt mode, STRATA_CUDA_FAST_GEMM=1), and measures
+#      the GPU's copy bandwidth and cuBLAS F16 throughput with tools/gpu_copy_bandwidth.cu in the
+#      same run;
 #   2b. runs compute-sanitizer memcheck, racecheck and synccheck over the cuda cases of
 #      test_backend_ops and test_gpu_collective (--no-sanitize: not);
 #   4. prints one table: decode as a share of copy bandwidth (target >= 70%), prompt processing as
@@ -205,6 +206,7 @@ fi
 
 # --- 3. 7B-shape Q4_K_M bench and the GPU's own ceilings -----------------------------------------
 BENCH_JSON=$BUILD_DIR/gpu-check-bench.json
+BENCH_FAST_JSON=$BUILD_DIR/gpu-check-bench-fast.json
 CEIL_TXT=$BUILD_DIR/gpu-check-ceilings.txt
 if [ "$MODE" = gpu ] && [ -x "$BUILD_DIR/app/strata-engine" ]; then
   ENGINE=$BUILD_DIR/app/strata-engine
@@ -234,6 +236,16 @@ if [ "$MODE" = gpu ] && [ -x "$BUILD_DIR/app/strata-engine" ]; then
       result bench "FAILED (see above)"
       FAILED=1
     fi
+    # The batch-invariant default (every prompt through the mmv kernels) against the fast prompt
+    # mode (cuBLAS; not batch-invariant), same model and machine: the cost of invariance on a GPU.
+    log "bench on cuda:0, fast prompt mode (STRATA_CUDA_FAST_GEMM=1, pp512)"
+    if STRATA_CUDA_FAST_GEMM=1 "$ENGINE" bench --model "$MODEL" --devices cuda:0 -p 512 -n 0 -r 3 --no-bandwidth \
+         --json >"$BENCH_FAST_JSON"; then
+      cat "$BENCH_FAST_JSON" | head -c 2000; echo
+    else
+      result "bench fast mode" "FAILED (see above)"
+      FAILED=1
+    fi
   else
     result model "FAILED (make-model)"
     FAILED=1
@@ -242,9 +254,9 @@ fi
 
 # --- 4. the table -----------------------------------------------------------------------------------
 python_table() {
-  python3 - "$BENCH_JSON" "$CEIL_TXT" <<'EOF'
+  python3 - "$BENCH_JSON" "$CEIL_TXT" "$BENCH_FAST_JSON" <<'EOF'
 import json, os, sys
-bench_path, ceil_path = sys.argv[1], sys.argv[2]
+bench_path, ceil_path, fast_path = sys.argv[1], sys.argv[2], sys.argv[3]
 rows = []
 ceil = {}
 if os.path.exists(ceil_path):
@@ -278,6 +290,14 @@ if os.path.exists(bench_path) and os.path.getsize(bench_path) > 0:
         if "gemm_f16_tflops" in ceil:
             line += " = %.0f%% of cuBLAS F16 (target >= 50%%)" % (100 * tflops / float(ceil["gemm_f16_tflops"]))
         rows.append(("prompt pp512, cuda:0", line))
+    if pp and os.path.exists(fast_path) and os.path.getsize(fast_path) > 0:
+        fres = {r["test"]: r for r in json.load(open(fast_path)).get("results", [])}
+        fpp = fres.get("pp512")
+        if fpp:
+            rows.append(("prompt pp512, cuda:0, fast mode (cuBLAS, not batch-invariant)",
+                         "%.0f tok/s = %.1f TFLOP/s; the batch-invariant default runs at %.0f%% of it" % (
+                             fpp["tokens_per_s"], fpp["tokens_per_s"] * flops_per_token / 1e12,
+                             100 * pp["tokens_per_s"] / fpp["tokens_per_s"])))
 for r in rows:
     print("%s\t%s" % r)
 EOF

@@ -8,13 +8,22 @@
 //                             of consecutive tokens), stages K / V tiles in shared memory once for
 //                             all 16, and runs an online (flash-style) softmax in f32, base 2.
 //                             D = head_dim rounded up to 64, 128 or 256 (zero-padded).
-//   split-context decode      for up to kSplitMaxTokens tokens the context is cut into chunks
-//                             (grid.z), each block writes its unnormalised output with its running
-//                             max and sum to the workspace, and attn_merge_kernel combines the
-//                             chunks with a log-sum-exp reduction. Prompts (more tokens) have
-//                             enough blocks without it and write the output directly.
-#include <atomic>
-
+//   attn_merge_kernel         the split form's second half (below).
+//
+// Batch invariance (docs/backends.md): a row's result depends on its query and its keys only,
+// never on the rows beside it, the call's size, the chunking of a prompt or the GPU's SM count.
+// The keys are cut into chunks of kAttnChunk at absolute positions (0, 256, 512, ...); each chunk
+// runs the online softmax over tiles that also start at absolute multiples of the tile size, from
+// a fresh state, and the chunks' (max, sum, output) are folded in position order by AttnFold,
+// skipping chunks in which the row sees no key. Tiles and chunks in which a row sees nothing leave
+// its state untouched (bit for bit), so which block, chunk range or tile range covers the row does
+// not matter. Two schedules compute exactly that:
+//   in-block                  a block folds its chunks itself (prompts, and decode when the
+//                             workspace is too small);
+//   split                     decode-sized calls (<= kSplitMaxTokens tokens): one block per
+//                             (row tile, KV head, chunk) writes the chunk's unnormalised output
+//                             with its max and sum to the workspace, and attn_merge_kernel folds
+//                             them in chunk order: more blocks for one token's long context.
 #include "kernels/cuda/common.cuh"
 
 namespace strata::kernels::cuda {
@@ -22,10 +31,8 @@ namespace {
 
 constexpr int kAttnThreads = 128;
 constexpr int kAttnRows = 16;          // query rows per block (8 threads per row)
-constexpr int64_t kSplitMaxTokens = 8;  // the context split is for decode-sized calls only
-constexpr int64_t kMaxSplits = 64;
-constexpr int64_t kMinChunk = 128;      // keys per split at least
-constexpr int64_t kChunkAlign = 64;     // splits start at multiples of every tile size
+constexpr int64_t kSplitMaxTokens = 8;  // the split schedule is for decode-sized calls only
+constexpr int64_t kAttnChunk = 256;      // keys per chunk, at absolute positions; a multiple of every tile
 
 template <int D>
 struct AttnGeom {
@@ -46,12 +53,33 @@ struct AttnParams {
   bool causal;                   // false: every row's last key is pos0 + n_tokens - 1
   float q_scale;                 // scale * log2(e): scores in base 2
   float softcap2;                // softcap * log2(e) (0: none): base-2 scores s become softcap2 tanh(s / softcap2)
-  const float* sinks;            // [n_heads] natural-log sink logits (null: none), merged once per row at the end
-  int64_t chunk;                 // keys per split
-  int n_splits;
-  float* out;                    // [n_tokens][n_heads * head_dim] (n_splits == 1)
-  float* part_o;                 // [n_splits][n_tokens * n_heads][head_dim] (n_splits > 1)
-  float* part_ml;                // [n_splits][n_tokens * n_heads][2]: running max (base 2), sum
+  const float* sinks;            // [n_heads] natural-log sink logits (null: none), folded once per row at the end
+  int64_t chunk0;                // split: block z takes chunk chunk0 + z (keys [kAttnChunk (chunk0 + z), +kAttnChunk))
+  int n_splits;                  // 1: in-block schedule; > 1: split schedule (gridDim.z)
+  float* out;                    // [n_tokens][n_heads * head_dim] (in-block)
+  float* part_o;                 // [n_splits][n_tokens * n_heads][head_dim] (split)
+  float* part_ml;                // [n_splits][n_tokens * n_heads][2]: the chunk's max (base 2), sum
+};
+
+static_assert(kAttnChunk % 64 == 0, "chunks hold whole tiles of every head size");
+
+// Folds a chunk's (m, l, o) into a row's running (M, L, O): M' = max(M, m), L' = L 2^(M - M') +
+// l 2^(m - M'), O' likewise. The one definition both schedules use, with explicit roundings (no
+// contraction choice left to the compiler), so in-block and split give the same bits. A chunk with
+// m = -inf (no key seen) is never folded; the first fold (M = -inf) takes the chunk as it is
+// (b = 2^0 = 1) and never reads the running value (in-block, that lives in the output row).
+struct AttnFold {
+  float a, b;  // weights of the running state and of the chunk
+  bool first;
+  __device__ __forceinline__ AttnFold(float& M, float m) : first(M == -INFINITY) {
+    const float M_new = fmaxf(M, m);
+    a = first ? 0.f : exp2f(M - M_new);
+    b = exp2f(m - M_new);
+    M = M_new;
+  }
+  __device__ __forceinline__ float operator()(float acc, float x) const {
+    return first ? __fmul_rn(x, b) : __fmaf_rn(acc, a, __fmul_rn(x, b));
+  }
 };
 
 // The cache row of a position: itself, or its place in a ring of `cells` rows.
@@ -93,15 +121,19 @@ __device__ __forceinline__ void attn_load_tile(float* dst, const void* cache, co
 }
 
 // Launch: grid (ceil(n_tokens * group / 16), n_kv_heads, n_splits), block 128.
-// Block (x, j, s): query rows rho in [16x, 16x + 16) of KV head j, rho = t * group + g -> token t,
-// query head j * group + g; keys [s * chunk, min((s + 1) * chunk, last key of its last row + 1)).
+// Block (x, j, z): query rows rho in [16x, 16x + 16) of KV head j, rho = t * group + g -> token t,
+// query head j * group + g; in-block (n_splits 1): every chunk from the one holding its rows' first
+// key (window) to the one holding their last, folded; split: chunk chunk0 + z alone, written to the
+// workspace. Within a chunk, keys up to the last one of its last row.
 // Thread: row r = tid / 8 and lane l8 = tid % 8 of that row's 8 threads. Per tile of kKT keys:
 // stage K (shared, row-major, padded), each thread computes kKPT scores (keys l8 + 8k) from
 // shared Q and K (float4), masks causally, the row's 8 threads agree on max / sum by shuffles,
 // write the probabilities to shared memory; stage V in the same buffer; each thread accumulates
 // its D / 8 output dims (float4 groups l8 * 4 + 32 i) in registers.
+// Registers (ptxas, sm_90): 154 / 156 / 163 at D = 64 / 128 / 256, no spill, 3 blocks per SM.
+// The minimum of 1 block lets ptxas use them; without it, it held the kernel to 128 and spilled.
 template <int D, bool kF16>
-__global__ void __launch_bounds__(kAttnThreads) attn_kernel(const AttnParams p) {
+__global__ void __launch_bounds__(kAttnThreads, 1) attn_kernel(const AttnParams p) {
   using G = AttnGeom<D>;
   __shared__ __align__(16) float qs[kAttnRows][D];
   __shared__ __align__(16) float kv[G::kKT * G::kRowPad];
@@ -109,7 +141,6 @@ __global__ void __launch_bounds__(kAttnThreads) attn_kernel(const AttnParams p) 
 
   const int tid = threadIdx.x, r = tid / 8, l8 = tid % 8;
   const int64_t j = blockIdx.y;
-  const int64_t split = blockIdx.z;
   const int64_t n_rows = p.n_tokens * p.group;
   const int64_t rho0 = static_cast<int64_t>(blockIdx.x) * kAttnRows;
 
@@ -137,145 +168,180 @@ __global__ void __launch_bounds__(kAttnThreads) attn_kernel(const AttnParams p) 
   const int64_t last_rho = (rho0 + kAttnRows < n_rows ? rho0 + kAttnRows : n_rows) - 1;
   const int64_t block_last_key = p.causal ? p.pos0 + last_rho / p.group : p.pos0 + p.n_tokens - 1;
   // With a window, keys before the block's first row's window are skipped (its rows' windows
-  // start there or later).
+  // start there or later); the first tile still starts at a multiple of the tile size.
   const int64_t block_first_key =
       p.window <= 0 ? 0 : (p.causal ? p.pos0 + (rho0 / p.group) : p.pos0 + p.n_tokens - 1) - p.window + 1;
-  const int64_t k_begin = split * p.chunk > block_first_key ? split * p.chunk : block_first_key;
-  const int64_t chunk_end = split * p.chunk + p.chunk;
-  const int64_t k_end = chunk_end < block_last_key + 1 ? chunk_end : block_last_key + 1;
+  const int64_t key_lo = block_first_key > 0 ? block_first_key / G::kKT * G::kKT : 0;
+  const int64_t key_end = block_last_key + 1;
+  const bool split = p.n_splits > 1;
+  const int64_t c_begin = split ? p.chunk0 + blockIdx.z : key_lo / kAttnChunk;
+  const int64_t c_end = split ? c_begin + 1 : (key_end + kAttnChunk - 1) / kAttnChunk;
 
-  float m = -INFINITY, l = 0.f;
+  // In-block, the row's folded state: M, L here, O in its own output row (each thread reads and
+  // writes only its own dims there; registers for a second output vector would spill).
+  float M = -INFINITY, L = 0.f;
+  float m = -INFINITY, l = 0.f;  // the current chunk's online softmax
   float o[G::kOPT];
-#pragma unroll
-  for (int i = 0; i < G::kOPT; ++i) o[i] = 0.f;
+  // The row's output (row_ok rows): [t][h] row of head_dim floats. Recomputed where used: kept
+  // live across the key loops it cost registers (and spills at D = 256).
+  auto head_of_row = [&] { return j * p.group + my_rho % p.group; };
+  auto out_of_row = [&] { return p.out + (my_t * p.n_heads + head_of_row()) * p.head_dim; };
 
-  for (int64_t k0 = k_begin; k0 < k_end; k0 += G::kKT) {
-    __syncthreads();  // Q staged (first tile) / previous V no longer read
-    attn_load_tile<D, kF16>(kv, p.k_cache, p, j, k0, k_end);
-    __syncthreads();
-
-    float s[G::kKPT];
+  for (int64_t c = c_begin; c < c_end; ++c) {
+    m = -INFINITY;
+    l = 0.f;
 #pragma unroll
-    for (int k = 0; k < G::kKPT; ++k) s[k] = 0.f;
+    for (int i = 0; i < G::kOPT; ++i) o[i] = 0.f;
+    const int64_t k_begin = c * kAttnChunk > key_lo ? c * kAttnChunk : key_lo;
+    const int64_t k_end = (c + 1) * kAttnChunk < key_end ? (c + 1) * kAttnChunk : key_end;
+
+    for (int64_t k0 = k_begin; k0 < k_end; k0 += G::kKT) {
+      __syncthreads();  // Q staged (first tile) / previous V no longer read
+      attn_load_tile<D, kF16>(kv, p.k_cache, p, j, k0, k_end);
+      __syncthreads();
+
+      float s[G::kKPT];
+#pragma unroll
+      for (int k = 0; k < G::kKPT; ++k) s[k] = 0.f;
 #pragma unroll 4
-    for (int d = 0; d < D; d += 4) {
-      const float4 qv = *reinterpret_cast<const float4*>(&qs[r][d]);
+      for (int d = 0; d < D; d += 4) {
+        const float4 qv = *reinterpret_cast<const float4*>(&qs[r][d]);
+#pragma unroll
+        for (int k = 0; k < G::kKPT; ++k) {
+          const float4 kv4 = *reinterpret_cast<const float4*>(&kv[(l8 + 8 * k) * G::kRowPad + d]);
+          s[k] += qv.x * kv4.x + qv.y * kv4.y + qv.z * kv4.z + qv.w * kv4.w;
+        }
+      }
+      float tile_max = -INFINITY;
 #pragma unroll
       for (int k = 0; k < G::kKPT; ++k) {
-        const float4 kv4 = *reinterpret_cast<const float4*>(&kv[(l8 + 8 * k) * G::kRowPad + d]);
-        s[k] += qv.x * kv4.x + qv.y * kv4.y + qv.z * kv4.z + qv.w * kv4.w;
+        const int64_t pos = k0 + l8 + 8 * k;
+        if (p.softcap2 > 0.f) s[k] = p.softcap2 * tanhf(s[k] / p.softcap2);
+        if (pos >= k_end || pos > limit || pos < first) s[k] = -INFINITY;
+        tile_max = fmaxf(tile_max, s[k]);
       }
-    }
-    float tile_max = -INFINITY;
 #pragma unroll
-    for (int k = 0; k < G::kKPT; ++k) {
-      const int64_t pos = k0 + l8 + 8 * k;
-      if (p.softcap2 > 0.f) s[k] = p.softcap2 * tanhf(s[k] / p.softcap2);
-      if (pos >= k_end || pos > limit || pos < first) s[k] = -INFINITY;
-      tile_max = fmaxf(tile_max, s[k]);
-    }
+      for (int off = 1; off < 8; off <<= 1) tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, off));
+      const float m_new = fmaxf(m, tile_max);
+      const bool none = m_new == -INFINITY;  // nothing visible yet for this row
+      const float alpha = none ? 1.f : exp2f(m - m_new);
+      float psum = 0.f;
 #pragma unroll
-    for (int off = 1; off < 8; off <<= 1) tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, off));
-    const float m_new = fmaxf(m, tile_max);
-    const bool none = m_new == -INFINITY;  // nothing visible yet for this row
-    const float alpha = none ? 1.f : exp2f(m - m_new);
-    float psum = 0.f;
+      for (int k = 0; k < G::kKPT; ++k) {
+        const float pk = none ? 0.f : exp2f(s[k] - m_new);
+        ps[r][l8 + 8 * k] = pk;
+        psum += pk;
+      }
 #pragma unroll
-    for (int k = 0; k < G::kKPT; ++k) {
-      const float pk = none ? 0.f : exp2f(s[k] - m_new);
-      ps[r][l8 + 8 * k] = pk;
-      psum += pk;
-    }
+      for (int off = 1; off < 8; off <<= 1) psum += __shfl_xor_sync(0xffffffffu, psum, off);
+      l = l * alpha + psum;
+      m = m_new;
 #pragma unroll
-    for (int off = 1; off < 8; off <<= 1) psum += __shfl_xor_sync(0xffffffffu, psum, off);
-    l = l * alpha + psum;
-    m = m_new;
-#pragma unroll
-    for (int i = 0; i < G::kOPT; ++i) o[i] *= alpha;
+      for (int i = 0; i < G::kOPT; ++i) o[i] *= alpha;
 
-    __syncthreads();  // K no longer read; probabilities visible
-    attn_load_tile<D, kF16>(kv, p.v_cache, p, j, k0, k_end);
-    __syncthreads();
+      __syncthreads();  // K no longer read; probabilities visible
+      attn_load_tile<D, kF16>(kv, p.v_cache, p, j, k0, k_end);
+      __syncthreads();
 
 #pragma unroll 2
-    for (int kk = 0; kk < G::kKT; kk += 4) {
-      const float4 pv = *reinterpret_cast<const float4*>(&ps[r][kk]);
-      const float pc[4] = {pv.x, pv.y, pv.z, pv.w};
+      for (int kk = 0; kk < G::kKT; kk += 4) {
+        const float4 pv = *reinterpret_cast<const float4*>(&ps[r][kk]);
+        const float pc[4] = {pv.x, pv.y, pv.z, pv.w};
 #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const float* vrow = kv + (kk + c) * G::kRowPad + l8 * 4;
+        for (int cc = 0; cc < 4; ++cc) {
+          const float* vrow = kv + (kk + cc) * G::kRowPad + l8 * 4;
+#pragma unroll
+          for (int i = 0; i < D / 32; ++i) {
+            const float4 vv = *reinterpret_cast<const float4*>(vrow + 32 * i);
+            o[4 * i + 0] += pc[cc] * vv.x;
+            o[4 * i + 1] += pc[cc] * vv.y;
+            o[4 * i + 2] += pc[cc] * vv.z;
+            o[4 * i + 3] += pc[cc] * vv.w;
+          }
+        }
+      }
+    }
+    if (!split && m != -INFINITY) {
+      const AttnFold fold(M, m);
+      L = fold(L, l);
+      if (row_ok) {
+        float* const out = out_of_row();
 #pragma unroll
         for (int i = 0; i < D / 32; ++i) {
-          const float4 vv = *reinterpret_cast<const float4*>(vrow + 32 * i);
-          o[4 * i + 0] += pc[c] * vv.x;
-          o[4 * i + 1] += pc[c] * vv.y;
-          o[4 * i + 2] += pc[c] * vv.z;
-          o[4 * i + 3] += pc[c] * vv.w;
+          const int d = l8 * 4 + 32 * i;
+          if (d >= p.head_dim) continue;
+          const float4 prev = fold.first ? make_float4(0.f, 0.f, 0.f, 0.f) : *reinterpret_cast<const float4*>(out + d);
+          *reinterpret_cast<float4*>(out + d) = make_float4(fold(prev.x, o[4 * i]), fold(prev.y, o[4 * i + 1]),
+                                                            fold(prev.z, o[4 * i + 2]), fold(prev.w, o[4 * i + 3]));
         }
       }
     }
   }
 
   if (!row_ok) return;
-  const int64_t h = j * p.group + my_rho % p.group;
-  const int64_t out_row = my_t * p.n_heads + h;  // [t][h] row of head_dim outputs
-  if (p.n_splits == 1) {
+  const int64_t h = head_of_row();
+  const int64_t out_row = my_t * p.n_heads + h;
+  if (!split) {
+    float* const out = out_of_row();
+    // out = O / L, after the sink (base 2, as the scores) joins the denominator as one more chunk
+    // of sum 1 and no value.
+    auto finish = [&](auto&& adjust) {
+      const float inv = 1.0f / L;
+#pragma unroll
+      for (int i = 0; i < D / 32; ++i) {
+        const int d = l8 * 4 + 32 * i;
+        if (d >= p.head_dim) continue;
+        const float4 v = *reinterpret_cast<const float4*>(out + d);
+        *reinterpret_cast<float4*>(out + d) =
+            make_float4(adjust(v.x) * inv, adjust(v.y) * inv, adjust(v.z) * inv, adjust(v.w) * inv);
+      }
+    };
     if (p.sinks) {
-      // The sink joins the denominator (base 2, as the scores): a partial of weight 1 and no value.
-      const float s2 = __ldg(p.sinks + h) * 1.4426950408889634f;
-      const float m_new = fmaxf(m, s2);
-      const float alpha = exp2f(m - m_new);
-      l = l * alpha + exp2f(s2 - m_new);
-#pragma unroll
-      for (int i = 0; i < G::kOPT; ++i) o[i] *= alpha;
-    }
-    const float inv = 1.0f / l;
-    float* dst = p.out + out_row * p.head_dim;
-#pragma unroll
-    for (int i = 0; i < D / 32; ++i) {
-      const int d = l8 * 4 + 32 * i;
-      if (d < p.head_dim)
-        *reinterpret_cast<float4*>(dst + d) = make_float4(o[4 * i] * inv, o[4 * i + 1] * inv, o[4 * i + 2] * inv, o[4 * i + 3] * inv);
+      const AttnFold sink(M, __ldg(p.sinks + h) * 1.4426950408889634f);
+      L = sink(L, 1.f);
+      finish([&](float v) { return sink(v, 0.f); });
+    } else {
+      finish([](float v) { return v; });
     }
   } else {
     const int64_t total_rows = p.n_tokens * p.n_heads;
-    float* dst = p.part_o + (split * total_rows + out_row) * p.head_dim;
+    float* dst = p.part_o + (static_cast<int64_t>(blockIdx.z) * total_rows + out_row) * p.head_dim;
 #pragma unroll
     for (int i = 0; i < D / 32; ++i) {
       const int d = l8 * 4 + 32 * i;
       if (d < p.head_dim) *reinterpret_cast<float4*>(dst + d) = make_float4(o[4 * i], o[4 * i + 1], o[4 * i + 2], o[4 * i + 3]);
     }
     if (l8 == 0) {
-      p.part_ml[(split * total_rows + out_row) * 2] = m;
-      p.part_ml[(split * total_rows + out_row) * 2 + 1] = l;
+      p.part_ml[(static_cast<int64_t>(blockIdx.z) * total_rows + out_row) * 2] = m;
+      p.part_ml[(static_cast<int64_t>(blockIdx.z) * total_rows + out_row) * 2 + 1] = l;
     }
   }
 }
 
-// Launch: grid (n_tokens * n_heads), block 128. Block = one output row (token, head): the
-// weights 2^(m_s - M) of the splits (M their max; splits that saw no key have m = -inf, l = 0,
-// weight 0), then each thread strides over dims: out = sum_s w_s o_s / sum_s w_s l_s.
-// A sink (sinks: [n_heads], null: none) is one more term of the denominator with no value.
+// Launch: grid (n_tokens * n_heads), block 128. Block = one output row (token, head): each thread
+// strides over dims and folds the chunks' partials in chunk order (AttnFold: the in-block
+// schedule's arithmetic; chunks that saw no key have m = -inf and are skipped), then the sink
+// (sinks: [n_heads], null: none) as one more chunk of sum 1 and no value, then out = O / L.
 __global__ void __launch_bounds__(128) attn_merge_kernel(const float* part_o, const float* part_ml, int n_splits,
                                                         int64_t total_rows, int64_t head_dim, const float* sinks,
                                                         int64_t n_heads, float* out) {
   const int64_t row = blockIdx.x;
-  const float s2 = sinks ? sinks[row % n_heads] * 1.4426950408889634f : -INFINITY;
-  float mx = s2;
-  for (int s = 0; s < n_splits; ++s) mx = fmaxf(mx, part_ml[(s * total_rows + row) * 2]);
-  float denom = sinks ? exp2f(s2 - mx) : 0.f;
-  for (int s = 0; s < n_splits; ++s) {
-    const float ms = part_ml[(s * total_rows + row) * 2];
-    if (ms != -INFINITY) denom += part_ml[(s * total_rows + row) * 2 + 1] * exp2f(ms - mx);
-  }
-  const float inv = 1.0f / denom;
   for (int64_t d = threadIdx.x; d < head_dim; d += blockDim.x) {
-    float acc = 0.f;
+    float M = -INFINITY, L = 0.f, O = 0.f;
     for (int s = 0; s < n_splits; ++s) {
       const float ms = part_ml[(s * total_rows + row) * 2];
-      if (ms != -INFINITY) acc += part_o[(s * total_rows + row) * head_dim + d] * exp2f(ms - mx);
+      if (ms == -INFINITY) continue;
+      const AttnFold fold(M, ms);
+      L = fold(L, part_ml[(s * total_rows + row) * 2 + 1]);
+      O = fold(O, part_o[(s * total_rows + row) * head_dim + d]);
     }
-    out[row * head_dim + d] = acc * inv;
+    if (sinks) {
+      const AttnFold fold(M, sinks[row % n_heads] * 1.4426950408889634f);
+      L = fold(L, 1.f);
+      O = fold(O, 0.f);
+    }
+    const float inv = 1.0f / L;
+    out[row * head_dim + d] = O * inv;
   }
 }
 
@@ -300,24 +366,8 @@ __global__ void __launch_bounds__(256) kv_write_kernel(const float* k, const flo
   }
 }
 
-int sm_count() {
-  static std::atomic<int> cache[64];
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
-  if (dev >= 0 && dev < 64) {
-    const int c = cache[dev].load(std::memory_order_relaxed);
-    if (c > 0) return c;
-  }
-  int n = 0;
-  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 0;
-  if (dev >= 0 && dev < 64) cache[dev].store(n, std::memory_order_relaxed);
-  return n;
-}
-
-int64_t max_splits_for(int64_t n_ctx) {
-  const int64_t s = ceil_div(n_ctx, kMinChunk);
-  return s < kMaxSplits ? s : kMaxSplits;
-}
+// Chunks a range of n_ctx keys can touch (the workspace's split count).
+int64_t max_chunks_for(int64_t n_ctx) { return ceil_div(n_ctx, kAttnChunk); }
 
 size_t split_bytes(int64_t n_splits, int64_t n_tokens, int64_t n_heads, int64_t head_dim) {
   return static_cast<size_t>(n_splits * n_tokens * n_heads * (head_dim + 2)) * sizeof(float);
@@ -333,7 +383,7 @@ void launch_attn(const AttnParams& p, dim3 grid, bool f16, cudaStream_t stream) 
 
 size_t attention_workspace_bytes(int64_t max_tokens, int64_t max_ctx, int64_t n_heads, int64_t head_dim) {
   const int64_t tokens = max_tokens < kSplitMaxTokens ? max_tokens : kSplitMaxTokens;
-  const int64_t splits = max_splits_for(max_ctx);
+  const int64_t splits = max_chunks_for(max_ctx);
   if (tokens <= 0 || n_heads <= 0 || head_dim <= 0 || splits <= 1) return 256;
   return split_bytes(splits, tokens, n_heads, head_dim);
 }
@@ -356,7 +406,8 @@ cudaError_t attention(const AttentionArgs& a, void* workspace, size_t workspace_
   else kv_write_kernel<false><<<wgrid, 256, 0, stream>>>(a.k, a.v, a.k_cache, a.v_cache, a.kv_stride, a.kv_cells, a.n_tokens, a.pos0, kv_dim);
   STRATA_CUDA_TRY(cudaGetLastError());
 
-  // 2. attention, split over the context when the call is decode-sized and the grid small.
+  // 2. attention: the split schedule for decode-sized calls whose chunks fit the workspace, else
+  // in-block. Both give the same bits (see the top of this file), so the choice is speed only.
   AttnParams p;
   p.q = a.q;
   p.k_cache = a.k_cache;
@@ -377,30 +428,25 @@ cudaError_t attention(const AttentionArgs& a, void* workspace, size_t workspace_
   p.out = a.out;
   p.part_o = nullptr;
   p.part_ml = nullptr;
+  p.chunk0 = 0;
+  p.n_splits = 1;
 
-  const int64_t n_ctx = a.pos0 + a.n_tokens;
   const int64_t row_tiles = ceil_div(a.n_tokens * p.group, kAttnRows);
-  int64_t n_splits = 1;
   if (a.n_tokens <= kSplitMaxTokens && workspace != nullptr && aligned_to(workspace, 16)) {
-    const int64_t base_blocks = row_tiles * a.n_kv_heads;
-    const int sms = sm_count();
-    const int64_t target = 4 * static_cast<int64_t>(sms > 0 ? sms : 80);
-    n_splits = ceil_div(target, base_blocks);
-    const int64_t cap = max_splits_for(n_ctx);
-    if (n_splits > cap) n_splits = cap;
-    while (n_splits > 1 && split_bytes(n_splits, a.n_tokens, a.n_heads, a.head_dim) > workspace_bytes) --n_splits;
+    // Keys any row of the call sees: from the first row's window start to the last row's position.
+    const int64_t last_key = a.pos0 + a.n_tokens - 1;
+    const int64_t first_key_row0 = a.causal ? a.pos0 : last_key;
+    const int64_t first_key = a.window > 0 && first_key_row0 - a.window + 1 > 0 ? first_key_row0 - a.window + 1 : 0;
+    const int64_t c0 = first_key / kAttnChunk, c1 = last_key / kAttnChunk;
+    const int64_t n_chunks = c1 - c0 + 1;
+    if (n_chunks > 1 && split_bytes(n_chunks, a.n_tokens, a.n_heads, a.head_dim) <= workspace_bytes) {
+      p.chunk0 = c0;
+      p.n_splits = static_cast<int>(n_chunks);
+      p.part_o = static_cast<float*>(workspace);
+      p.part_ml = p.part_o + n_chunks * a.n_tokens * a.n_heads * a.head_dim;
+    }
   }
-  int64_t chunk = n_ctx;
-  if (n_splits > 1) {
-    chunk = ceil_div(ceil_div(n_ctx, n_splits), kChunkAlign) * kChunkAlign;
-    n_splits = ceil_div(n_ctx, chunk);
-  }
-  p.chunk = chunk;
-  p.n_splits = static_cast<int>(n_splits);
-  if (n_splits > 1) {
-    p.part_o = static_cast<float*>(workspace);
-    p.part_ml = p.part_o + n_splits * a.n_tokens * a.n_heads * a.head_dim;
-  }
+  const int64_t n_splits = p.n_splits;
 
   const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(a.n_kv_heads), static_cast<unsigned>(n_splits));
   if (a.head_dim <= 64) launch_attn<64>(p, grid, a.kv_f16, stream);

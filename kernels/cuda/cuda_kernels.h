@@ -29,16 +29,18 @@ struct MatView {
 // Whether mmv (and dequantize_f16) handle this weight type: F32, F16, BF16, Q4_0, Q4_1, Q5_0,
 // Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
 bool supports_weight_type(DType type);
-// The most tokens mmv takes in one call; above it the engine uses dequantize_f16 + gemm_f16.
-constexpr int64_t kMmvMaxTokens = 8;
-// Decode: y[t][r] = sum_c W[r][c] * x[t][c] for t < n_tokens <= kMmvMaxTokens.
+// Tokens that share one read of a weight tile in mmv (its largest token class).
+constexpr int64_t kMmvTokenGroup = 8;
+// y[t][r] = sum_c W[r][c] * x[t][c] for t < n_tokens (any count): decode and prompts.
 // x: [n_tokens][w.cols] f32, y: [n_tokens][w.rows] f32. w.cols is a multiple of the block size.
+// Batch-invariant: each output has the bits it has at n_tokens = 1, whatever n_tokens, the token's
+// place and x's alignment (one summation order per row length and type, mmv_kernel.cuh).
 cudaError_t mmv(const MatView& w, const float* x, int64_t n_tokens, float* y, cudaStream_t stream);
 // out: [w.rows][w.cols] f16 (stored as uint16_t bits) <- W dequantized.
 cudaError_t dequantize_f16(const MatView& w, void* out_f16, cudaStream_t stream);
 // out: [n] f16 bits <- x [n] f32 (round to nearest even).
 cudaError_t convert_f32_to_f16(const float* x, void* out_f16, int64_t n, cudaStream_t stream);
-// Prompt batches: out [n_rows][n] f16 bits <- x [n_rows][n] f32 * 2^k_r (round to nearest even),
+// The fast prompt mode: out [n_rows][n] f16 bits <- x [n_rows][n] f32 * 2^k_r (round to nearest even),
 // where k_r = 0 unless row r's largest |value| is past f16's range (65504), then the power of two
 // that brings it into [2^14, 2^15): values above 65504 do not become inf. factor: device
 // [n_rows] f32 <- 2^-k_r, for scale_rows on the product.
@@ -46,7 +48,7 @@ cudaError_t convert_rows_f32_to_f16(const float* x, void* out_f16, float* factor
                                     cudaStream_t stream);
 // y[r][i] *= factor[r] for r < n_rows, i < n (y: [n_rows][n] f32, factor: device [n_rows]).
 cudaError_t scale_rows(float* y, const float* factor, int64_t n_rows, int64_t n, cudaStream_t stream);
-// Prompt batches on tensor cores: y[t][r] = sum_c W16[r][c] * X16[t][c], accumulated in f32.
+// The fast prompt mode (not batch-invariant) on tensor cores: y[t][r] = sum_c W16[r][c] * X16[t][c], f32 sums.
 // w_f16: [rows][cols], x_f16: [n_tokens][cols], y: [n_tokens][rows] f32. `handle` is bound to
 // `stream` by the caller. Returns the cuBLAS status.
 cublasStatus_t gemm_f16(cublasHandle_t handle, const void* w_f16, const void* x_f16, float* y, int64_t rows,
@@ -118,12 +120,14 @@ struct AttentionArgs {
   const float* sinks = nullptr;  // [n_heads] per-head logits joining each row's denominator (gpt-oss); null: none
   float* out = nullptr;       // [n_tokens][n_heads * head_dim]
 };
-// Device workspace (bytes) the attention of up to max_tokens tokens at up to max_ctx positions
-// needs (split-context partial results for decode, score tiles for prompts).
+// Device workspace (bytes) for the split schedule of decode-sized calls (up to 8 of max_tokens
+// tokens at up to max_ctx positions): one partial result per 256-key chunk.
 size_t attention_workspace_bytes(int64_t max_tokens, int64_t max_ctx, int64_t n_heads, int64_t head_dim);
-// Decode (n_tokens small) splits the context into chunks processed by separate blocks and merges
-// them with a log-sum-exp reduction; prompt batches use a tiled kernel. workspace: at least
-// attention_workspace_bytes(...) bytes of device memory.
+// Batch-invariant: a row's output has the same bits however many tokens share the call, how the
+// prompt was chunked and whether the workspace allowed the split schedule (attention.cu). Decode
+// (n_tokens <= 8) splits the context into 256-key chunks processed by separate blocks and folds
+// them in order; prompt batches fold the same chunks inside each block. workspace: null, or
+// attention_workspace_bytes(...) bytes of device memory (less: the in-block schedule, slower).
 cudaError_t attention(const AttentionArgs& args, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
 }  // namespace strata::kernels::cuda

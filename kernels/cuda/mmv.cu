@@ -1,5 +1,5 @@
-// kernels/cuda/mmv.cu — entry point of the quantized matrix-vector product (decode, 1 ..
-// kMmvMaxTokens tokens): argument checks and the dispatch to the per-type kernels that
+// kernels/cuda/mmv.cu — entry point of the matrix product of every weight type (decode and
+// prompts, any token count, batch-invariant): argument checks and the dispatch to the per-type kernels that
 // mmv_float.cu, mmv_q32.cu and mmv_kquant.cu instantiate from mmv_kernel.cuh.
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/mmv_launch.h"
@@ -12,7 +12,7 @@ bool supports_weight_type(DType type) {
 }
 
 cudaError_t mmv(const MatView& w, const float* x, int64_t n_tokens, float* y, cudaStream_t stream) {
-  if (n_tokens < 1 || n_tokens > kMmvMaxTokens || w.rows < 0 || w.cols < 0) return cudaErrorInvalidValue;
+  if (n_tokens < 1 || w.rows < 0 || w.cols < 0) return cudaErrorInvalidValue;
   const QbGeometry g = qb_geometry(w.type);
   if (g.block_elems == 0 || w.cols % g.block_elems != 0) return cudaErrorInvalidValue;
   if (w.rows == 0) return cudaSuccess;
@@ -29,7 +29,7 @@ cudaError_t mmv(const MatView& w, const float* x, int64_t n_tokens, float* y, cu
   p.cols = w.cols;
   p.x = x;
   p.y = y;
-  p.n_tokens = static_cast<int>(n_tokens);
+  p.n_tokens = n_tokens;
   cudaError_t err = cudaErrorInvalidValue;
   visit_decoder(w.type, [&](auto tag) { err = detail::mmv_launch<typename decltype(tag)::type>(p, stream); });
   return err;

@@ -3,7 +3,7 @@
 #include "kernels/cuda/mmv_kernel.cuh"
 
 namespace strata::kernels::cuda::detail {
-template cudaError_t mmv_launch<DecF32>(const MmvParams&, cudaStream_t);
-template cudaError_t mmv_launch<DecF16>(const MmvParams&, cudaStream_t);
-template cudaError_t mmv_launch<DecBF16>(const MmvParams&, cudaStream_t);
+template cudaError_t mmv_launch<DecF32>(MmvParams, cudaStream_t);
+template cudaError_t mmv_launch<DecF16>(MmvParams, cudaStream_t);
+template cudaError_t mmv_launch<DecBF16>(MmvParams, cudaStream_t);
 }  // namespace strata::kernels::cuda::detail

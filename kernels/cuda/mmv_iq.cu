@@ -4,13 +4,13 @@
 #include "kernels/cuda/mmv_kernel.cuh"
 
 namespace strata::kernels::cuda::detail {
-template cudaError_t mmv_launch<DecIQ2_XXS>(const MmvParams&, cudaStream_t);
-template cudaError_t mmv_launch<DecIQ2_XS>(const MmvParams&, cudaStream_t);
-template cudaError_t mmv_launch<DecIQ2_S>(const MmvParams&, cudaStream_t);
-template cudaError_t mmv_launch<DecIQ3_XXS>(const MmvParams&, cudaStream_t);
-template cudaError_t mmv_launch<DecIQ3_S>(const MmvParams&, cudaStream_t);
-template cudaError_t mmv_launch<DecIQ1_S>(const MmvParams&, cudaStream_t);
-template cudaError_t mmv_launch<DecIQ1_M>(const MmvParams&, cudaStream_t);
-template cudaError_t mmv_launch<DecTQ1_0>(const MmvParams&, cudaStream_t);
-template cudaError_t mmv_launch<DecTQ2_0>(const MmvParams&, cudaStream_t);
+template cudaError_t mmv_launch<DecIQ2_XXS>(MmvParams, cudaStream_t);
+template cudaError_t mmv_launch<DecIQ2_XS>(MmvParams, cudaStream_t);
+template cudaError_t mmv_launch<DecIQ2_S>(MmvParams, cudaStream_t);
+template cudaError_t mmv_launch<DecIQ3_XXS>(MmvParams, cudaStream_t);
+template cudaError_t mmv_launch<DecIQ3_S>(MmvParams, cudaStream_t);
+template cudaError_t mmv_launch<DecIQ1_S>(MmvParams, cudaStream_t);
+template cudaError_t mmv_launch<DecIQ1_M>(MmvParams, cudaStream_t);
+template cudaError_t mmv_launch<DecTQ1_0>(MmvParams, cudaStream_t);
+template cudaError_t mmv_launch<DecTQ2_0>(MmvParams, cudaStream_t);
 }  // namespace strata::kernels::cuda::detail

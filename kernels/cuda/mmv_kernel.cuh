@@ -3,12 +3,19 @@
 // instantiate it for their types (keeps the instantiations of one type group in one object).
 //
 // Variants:
-//   mmv_tiled_kernel<Dec, T>  the decode path: 16-byte coalesced loads of raw weight bytes into
-//                             shared memory (software-pipelined one tile ahead), decode from there,
-//                             weights read once for all T tokens, x shared by 4 rows.
-//   mmv_simple_kernel<Dec>    fallback for what the tiled kernel does not take (x not 16-byte
-//                             aligned; float rows whose length is not a multiple of 8): a warp per
-//                             row, scalar loads. Correct, not fast.
+//   mmv_tiled_kernel<Dec, T>  every matrix product of the CUDA backend, decode and prompts: 16-byte
+//                             coalesced loads of raw weight bytes into shared memory
+//                             (software-pipelined one tile ahead), decode from there, weights read
+//                             once for the T tokens of a token group, x shared by 4 rows. A prompt
+//                             is a grid of (row group, token group) CTAs.
+//   mmv_simple_kernel<Dec>    for float rows whose length is not a multiple of 8 (the tiled kernel's
+//                             oct): a warp per row, scalar loads. Correct, not fast.
+//
+// Batch invariance (docs/backends.md): an output's sum is taken in one order that depends only on
+// the row length and the weight type, never on how many tokens share the call, which token group
+// or class T holds it, or where x lies: lane l of warp w sums octs l + 32 ko of tiles w, w + 4, ...
+// in that order, then the warp's butterfly, then warps 0..3 in order. So a prompt's rows have the
+// bits of one-token decode.
 #pragma once
 
 #include "kernels/cuda/common.cuh"
@@ -66,15 +73,16 @@ __device__ __forceinline__ uint4 mmv_load_chunk(const uint8_t* a, const uint8_t*
                     static_cast<uint32_t>(w1 >> 32));
 }
 
-// Launch: grid (ceil(rows / 4)), block 128 (4 warps). A CTA owns rows [4 * blockIdx.x, +4); the
-// row length is cut into tiles of kTileBlocks blocks, warp w takes tiles w, w + 4, ... For each
-// tile a warp loads the 4 rows' raw bytes with 16-byte loads (lane l: chunks l, l + 32, ...) into
-// its shared buffers, issues the loads of its next tile, then each lane decodes its octs (8
-// elements, lane-consecutive) of the 4 rows and multiplies them with x (f32, from global/L1, 2 x
-// float4 per token, loaded once for the 4 rows) for all T tokens, accumulating in f32 registers.
-// At the end each (row, token) sum is reduced over the warp (shuffles) and over the 4 warps
-// (shared memory); threads 0 .. 4T - 1 write y. T is the token class (1, 4, 8: a T = 2 class
-// would need as many registers as T = 4); tokens n_tokens .. T - 1 are skipped.
+// Launch: grid (ceil(rows / 4) * token_groups), block 128 (4 warps). CTA b owns rows
+// [4 * (b / token_groups), +4) and tokens [T * (b % token_groups), +T). The row length is cut into
+// tiles of kTileBlocks blocks, warp w takes tiles w, w + 4, ... For each tile a warp loads the 4
+// rows' raw bytes with 16-byte loads (lane l: chunks l, l + 32, ...) into its shared buffers,
+// issues the loads of its next tile, then each lane decodes its octs (8 elements, lane-consecutive)
+// of the 4 rows and multiplies them with x (f32, from global/L1, 2 x float4 per token when
+// x_aligned, else 8 scalar loads; loaded once for the 4 rows) for the group's tokens, accumulating
+// in f32 registers. At the end each (row, token) sum is reduced over the warp (shuffles) and over
+// the 4 warps (shared memory); threads 0 .. 4T - 1 write y. T is the token class (1, 4, 8: a T = 2
+// class would need as many registers as T = 4); a group's tokens past n_tokens are skipped.
 template <class Dec, int T>
 __global__ void __launch_bounds__(kMmvWarps * kWarp) mmv_tiled_kernel(const MmvParams p) {
   using G = MmvGeom<Dec>;
@@ -82,7 +90,10 @@ __global__ void __launch_bounds__(kMmvWarps * kWarp) mmv_tiled_kernel(const MmvP
   __shared__ float partial[kMmvWarps][kMmvRows * T];
 
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kMmvRows;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x / p.token_groups) * kMmvRows;
+  const int64_t t0 = static_cast<int64_t>(blockIdx.x % p.token_groups) * T;
+  const int n_tok = static_cast<int>(p.n_tokens - t0 < T ? p.n_tokens - t0 : T);  // this group's tokens
+  const float* x = p.x + t0 * p.cols;
   const int64_t n_blocks = p.cols / Dec::kElems;
   const int64_t n_tiles = (n_blocks + G::kTileBlocks - 1) / G::kTileBlocks;
 
@@ -149,11 +160,17 @@ __global__ void __launch_bounds__(kMmvWarps * kWarp) mmv_tiled_kernel(const MmvP
 #pragma unroll
       for (int t = 0; t < T; ++t) {
         sum_x[t] = 0.f;
-        if (t < p.n_tokens) {
-          const float4* xp = reinterpret_cast<const float4*>(p.x + t * p.cols + col);
-          const float4 a = __ldg(xp), c = __ldg(xp + 1);
-          xv[t][0] = a.x; xv[t][1] = a.y; xv[t][2] = a.z; xv[t][3] = a.w;
-          xv[t][4] = c.x; xv[t][5] = c.y; xv[t][6] = c.z; xv[t][7] = c.w;
+        if (t < n_tok) {
+          const float* xt = x + t * p.cols + col;
+          if (p.x_aligned) {
+            const float4* xp = reinterpret_cast<const float4*>(xt);
+            const float4 a = __ldg(xp), c = __ldg(xp + 1);
+            xv[t][0] = a.x; xv[t][1] = a.y; xv[t][2] = a.z; xv[t][3] = a.w;
+            xv[t][4] = c.x; xv[t][5] = c.y; xv[t][6] = c.z; xv[t][7] = c.w;
+          } else {
+#pragma unroll
+            for (int k = 0; k < 8; ++k) xv[t][k] = __ldg(xt + k);
+          }
           if constexpr (kOctNeedsSumX<Dec>)
             sum_x[t] = ((xv[t][0] + xv[t][1]) + (xv[t][2] + xv[t][3])) + ((xv[t][4] + xv[t][5]) + (xv[t][6] + xv[t][7]));
         }
@@ -164,7 +181,7 @@ __global__ void __launch_bounds__(kMmvWarps * kWarp) mmv_tiled_kernel(const MmvP
         Dec::oct(&tiles[warp][i][cur_off[i] + b * Dec::kBytes], io, oc);
 #pragma unroll
         for (int t = 0; t < T; ++t)
-          if (t < p.n_tokens) acc[i][t] += oct_dot<Dec>(oc, xv[t], sum_x[t]);
+          if (t < n_tok) acc[i][t] += oct_dot<Dec>(oc, xv[t], sum_x[t]);
       }
     }
   }
@@ -180,70 +197,65 @@ __global__ void __launch_bounds__(kMmvWarps * kWarp) mmv_tiled_kernel(const MmvP
   if (threadIdx.x < kMmvRows * T) {
     const int i = threadIdx.x / T, t = threadIdx.x % T;
     const int64_t row = row0 + i;
-    if (row < p.rows && t < p.n_tokens) {
+    if (row < p.rows && t < n_tok) {
       float s = 0.f;
 #pragma unroll
       for (int w = 0; w < kMmvWarps; ++w) s += partial[w][i * T + t];
-      p.y[t * p.rows + row] = s;
+      p.y[(t0 + t) * p.rows + row] = s;
     }
   }
 }
 
-// Launch: grid (ceil(rows / 4)), block 128; warp w of CTA b owns row 4b + w. Lanes stride the
-// octs (quantized types) or elements (float types) of the row; f32 sums per token, warp-reduced.
+// Launch: grid (ceil(rows / 4) * token_groups), block 128; warp w of CTA b owns row
+// 4 (b / token_groups) + w and the kMmvTokenGroup tokens of group b % token_groups. Lanes stride
+// the elements of the row (only float types come here); f32 sums per token, warp-reduced. The
+// order depends on the row alone, so this path is batch-invariant too (it is the only one that
+// such rows take).
 template <class Dec>
 __global__ void __launch_bounds__(128) mmv_simple_kernel(const MmvParams p) {
+  constexpr int T = static_cast<int>(kMmvTokenGroup);
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * 4 + warp;
+  const int64_t row = static_cast<int64_t>(blockIdx.x / p.token_groups) * 4 + warp;
+  const int64_t t0 = static_cast<int64_t>(blockIdx.x % p.token_groups) * T;
+  const int n_tok = static_cast<int>(p.n_tokens - t0 < T ? p.n_tokens - t0 : T);
   if (row >= p.rows) return;  // whole warp
   const uint8_t* r = p.w + row * p.row_bytes;
-  float acc[kMmvMaxTokens];
+  const float* x = p.x + t0 * p.cols;
+  float acc[T];
 #pragma unroll
-  for (int t = 0; t < kMmvMaxTokens; ++t) acc[t] = 0.f;
-  if constexpr (Dec::kMode == MinMode::kRaw) {
-    for (int64_t c = lane; c < p.cols; c += kWarp) {
-      const float w = Dec::element(r, c);
+  for (int t = 0; t < T; ++t) acc[t] = 0.f;
+  for (int64_t c = lane; c < p.cols; c += kWarp) {
+    const float w = decode_element<Dec>(r, c);
 #pragma unroll
-      for (int t = 0; t < kMmvMaxTokens; ++t)
-        if (t < p.n_tokens) acc[t] += w * p.x[t * p.cols + c];
-    }
-  } else {
-    constexpr int kOcts = Dec::kElems / 8;
-    const int64_t n_octs = p.cols / 8;
-    for (int64_t o = lane; o < n_octs; o += kWarp) {
-      float w[8];
-      decode_oct<Dec>(r + (o / kOcts) * Dec::kBytes, static_cast<int>(o % kOcts), w);
-#pragma unroll
-      for (int t = 0; t < kMmvMaxTokens; ++t)
-        if (t < p.n_tokens) {
-          const float* xt = p.x + t * p.cols + o * 8;
-#pragma unroll
-          for (int k = 0; k < 8; ++k) acc[t] += w[k] * xt[k];
-        }
-    }
+    for (int t = 0; t < T; ++t)
+      if (t < n_tok) acc[t] += w * x[t * p.cols + c];
   }
 #pragma unroll
-  for (int t = 0; t < kMmvMaxTokens; ++t) {
-    if (t >= p.n_tokens) break;  // warp-uniform
+  for (int t = 0; t < T; ++t) {
+    if (t >= n_tok) break;  // warp-uniform
     const float s = warp_sum(acc[t]);
-    if (lane == 0) p.y[t * p.rows + row] = s;
+    if (lane == 0) p.y[(t0 + t) * p.rows + row] = s;
   }
 }
 
+// The token class follows the call's size (registers: T = 8 needs about twice T = 4's); every
+// class gives each token the same bits, so the choice is speed only.
 template <class Dec>
-cudaError_t mmv_launch(const MmvParams& p, cudaStream_t stream) {
-  const bool tiled = p.cols % Dec::kElems == 0 && aligned_to(p.x, 16);
-  const unsigned grid = static_cast<unsigned>(ceil_div(p.rows, kMmvRows));
-  if (!tiled) {
-    mmv_simple_kernel<Dec><<<grid, 128, 0, stream>>>(p);
-  } else if (p.n_tokens <= 1) {
-    mmv_tiled_kernel<Dec, 1><<<grid, kMmvWarps * kWarp, 0, stream>>>(p);
-  } else if (p.n_tokens <= 4) {
-    mmv_tiled_kernel<Dec, 4><<<grid, kMmvWarps * kWarp, 0, stream>>>(p);
-  } else {
-    mmv_tiled_kernel<Dec, 8><<<grid, kMmvWarps * kWarp, 0, stream>>>(p);
+cudaError_t mmv_launch(MmvParams p, cudaStream_t stream) {
+  const int64_t row_groups = ceil_div(p.rows, kMmvRows);
+  auto launch = [&](auto kernel, int64_t group) {
+    p.token_groups = ceil_div(p.n_tokens, group);
+    if (row_groups * p.token_groups > INT32_MAX) return cudaErrorInvalidValue;
+    kernel<<<static_cast<unsigned>(row_groups * p.token_groups), kMmvWarps * kWarp, 0, stream>>>(p);
+    return cudaGetLastError();
+  };
+  if constexpr (Dec::kMode == MinMode::kRaw) {  // quantized rows are whole blocks (mmv checks)
+    if (p.cols % Dec::kElems != 0) return launch(mmv_simple_kernel<Dec>, kMmvTokenGroup);
   }
-  return cudaGetLastError();
+  p.x_aligned = aligned_to(p.x, 16) && p.cols % 4 == 0;
+  if (p.n_tokens <= 1) return launch(mmv_tiled_kernel<Dec, 1>, 1);
+  if (p.n_tokens <= 4) return launch(mmv_tiled_kernel<Dec, 4>, 4);
+  return launch(mmv_tiled_kernel<Dec, 8>, 8);
 }
 
 }  // namespace strata::kernels::cuda::detail

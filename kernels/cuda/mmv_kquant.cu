@@ -3,9 +3,9 @@
 #include "kernels/cuda/mmv_kernel.cuh"
 
 namespace strata::kernels::cuda::detail {
-template cudaError_t mmv_launch<DecQ2_K>(const MmvParams&, cudaStream_t);
-template cudaError_t mmv_launch<DecQ3_K>(const MmvParams&, cudaStream_t);
-template cudaError_t mmv_launch<DecQ4_K>(const MmvParams&, cudaStream_t);
-template cudaError_t mmv_launch<DecQ5_K>(const MmvParams&, cudaStream_t);
-template cudaError_t mmv_launch<DecQ6_K>(const MmvParams&, cudaStream_t);
+template cudaError_t mmv_launch<DecQ2_K>(MmvParams, cudaStream_t);
+template cudaError_t mmv_launch<DecQ3_K>(MmvParams, cudaStream_t);
+template cudaError_t mmv_launch<DecQ4_K>(MmvParams, cudaStream_t);
+template cudaError_t mmv_launch<DecQ5_K>(MmvParams, cudaStream_t);
+template cudaError_t mmv_launch<DecQ6_K>(MmvParams, cudaStream_t);
 }  // namespace strata::kernels::cuda::detail

@@ -14,11 +14,14 @@ struct MmvParams {
   int64_t rows = 0, cols = 0, row_bytes = 0;
   const float* x = nullptr;        // [n_tokens][cols]
   float* y = nullptr;              // [n_tokens][rows]
-  int n_tokens = 0;                // 1 .. kMmvMaxTokens
+  int64_t n_tokens = 0;            // any count >= 1: token groups of the kernel's class T each
+  int64_t token_groups = 1;        // ceil(n_tokens / T); CTA b takes row group b / token_groups,
+                                   // token group b % token_groups (neighbours share weight rows in L2)
+  bool x_aligned = true;           // every token row of x starts 16-byte aligned (float4 loads)
 };
 
 // Defined in mmv_kernel.cuh; explicitly instantiated for each decoder in one of the mmv_*.cu.
 template <class Dec>
-cudaError_t mmv_launch(const MmvParams& p, cudaStream_t stream);
+cudaError_t mmv_launch(MmvParams p, cudaStream_t stream);
 
 }  // namespace strata::kernels::cuda::detail

@@ -3,9 +3,9 @@
 #include "kernels/cuda/mmv_kernel.cuh"
 
 namespace strata::kernels::cuda::detail {
-template cudaError_t mmv_launch<DecQ4_0>(const MmvParams&, cudaStream_t);
-template cudaError_t mmv_launch<DecQ4_1>(const MmvParams&, cudaStream_t);
-template cudaError_t mmv_launch<DecQ5_0>(const MmvParams&, cudaStream_t);
-template cudaError_t mmv_launch<DecQ5_1>(const MmvParams&, cudaStream_t);
-template cudaError_t mmv_launch<DecQ8_0>(const MmvParams&, cudaStream_t);
+template cudaError_t mmv_launch<DecQ4_0>(MmvParams, cudaStream_t);
+template cudaError_t mmv_launch<DecQ4_1>(MmvParams, cudaStream_t);
+template cudaError_t mmv_launch<DecQ5_0>(MmvParams, cudaStream_t);
+template cudaError_t mmv_launch<DecQ5_1>(MmvParams, cudaStream_t);
+template cudaError_t mmv_launch<DecQ8_0>(MmvParams, cudaStream_t);
 }  // namespace strata::kernels::cuda::detail

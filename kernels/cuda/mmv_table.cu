@@ -3,7 +3,7 @@
 #include "kernels/cuda/mmv_kernel.cuh"
 
 namespace strata::kernels::cuda::detail {
-template cudaError_t mmv_launch<DecIQ4_NL>(const MmvParams&, cudaStream_t);
-template cudaError_t mmv_launch<DecIQ4_XS>(const MmvParams&, cudaStream_t);
-template cudaError_t mmv_launch<DecMXFP4>(const MmvParams&, cudaStream_t);
+template cudaError_t mmv_launch<DecIQ4_NL>(MmvParams, cudaStream_t);
+template cudaError_t mmv_launch<DecIQ4_XS>(MmvParams, cudaStream_t);
+template cudaError_t mmv_launch<DecMXFP4>(MmvParams, cudaStream_t);
 }  // namespace strata::kernels::cuda::detail

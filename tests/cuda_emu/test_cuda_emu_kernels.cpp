@@ -142,8 +142,64 @@ TEST_P(Mmv, TiledTokenClassesAndUnevenWarps) {
   for (int64_t n_tokens : {1, 3, 4, 5, 8}) check_mmv(GetParam(), 7, 5376, n_tokens, false, 10 + n_tokens);
 }
 
-TEST_P(Mmv, SimpleKernelForUnalignedX) {
+TEST_P(Mmv, UnalignedXAndPromptSizes) {
+  // x one float off 16-byte alignment (scalar loads), and prompt-sized calls (token groups).
   for (int64_t n_tokens : {1, 6}) check_mmv(GetParam(), 6, 768, n_tokens, true, 30 + n_tokens);
+  for (int64_t n_tokens : {9, 21}) check_mmv(GetParam(), 5, 768, n_tokens, false, 40 + n_tokens);
+}
+
+// Runs mmv over tokens [t0, t0 + n) of x (offset by `shift` floats from a 16-byte boundary) and
+// returns y: [n][rows].
+std::vector<float> mmv_rows(DType type, const Dev<uint8_t>& dw, int64_t rows, int64_t cols, const std::vector<float>& x,
+                            int64_t t0, int64_t n, int shift) {
+  std::vector<float> xs(static_cast<size_t>(n * cols + shift));
+  std::memcpy(xs.data() + shift, &x[t0 * cols], static_cast<size_t>(n * cols) * 4);
+  Dev<float> dx(xs);
+  Dev<float> dy(rows * n);
+  EXPECT_EQ(kc::mmv(kc::MatView{dw.get(), type, rows, cols}, dx.get() + shift, n, dy.get(), nullptr), cudaSuccess);
+  return dy.host();
+}
+
+// Batch invariance (issue 45): a token's outputs have the bits of a one-token call whatever the
+// call's size (token classes 1, 4, 8; groups of 8 with a partial last one), the token's place in
+// it, and x's alignment. 2304 columns: 3 quantized tiles (warps 0-2), 9 f32 tiles.
+TEST_P(Mmv, EveryTokenHasTheBitsOfAOneTokenCall) {
+  const DType type = GetParam();
+  constexpr int64_t kRows = 7, kCols = 2304, kTokens = 37;
+  const Weights w = make_weights(type, kRows, kCols, 70);
+  const std::vector<float> x = random_floats(kTokens * kCols, 71);
+  Dev<uint8_t> dw(w.bytes);
+  std::vector<float> one(kTokens * kRows);
+  for (int64_t t = 0; t < kTokens; ++t) {
+    const std::vector<float> y = mmv_rows(type, dw, kRows, kCols, x, t, 1, 0);
+    std::copy(y.begin(), y.end(), one.begin() + t * kRows);
+  }
+  struct Cut {
+    int64_t t0, n;
+    int shift;
+  };
+  for (const Cut c : {Cut{0, kTokens, 0}, Cut{0, kTokens, 1}, Cut{3, 4, 0}, Cut{5, 3, 2}, Cut{9, 5, 0},
+                      Cut{11, 8, 3}, Cut{20, 17, 0}, Cut{1, 1, 1}}) {
+    SCOPED_TRACE("tokens [" + std::to_string(c.t0) + ", +" + std::to_string(c.n) + ") x shifted " +
+                 std::to_string(c.shift));
+    const std::vector<float> y = mmv_rows(type, dw, kRows, kCols, x, c.t0, c.n, c.shift);
+    ASSERT_EQ(std::memcmp(y.data(), &one[c.t0 * kRows], y.size() * 4), 0);
+  }
+}
+
+// Float rows whose length is not a multiple of 8 take mmv_simple_kernel: correct, and batch-invariant.
+TEST(MmvSimple, FloatRowsOfAnyLength) {
+  for (DType type : {DType::F32, DType::F16, DType::BF16}) {
+    for (int64_t n_tokens : {1, 3, 11}) check_mmv(type, 6, 770, n_tokens, false, 80 + n_tokens);
+    const Weights w = make_weights(type, 6, 770, 90);
+    const std::vector<float> x = random_floats(11 * 770, 91);
+    Dev<uint8_t> dw(w.bytes);
+    const std::vector<float> all = mmv_rows(type, dw, 6, 770, x, 0, 11, 0);
+    for (int64_t t = 0; t < 11; ++t) {
+      const std::vector<float> y = mmv_rows(type, dw, 6, 770, x, t, 1, t % 3);
+      ASSERT_EQ(std::memcmp(y.data(), &all[t * 6], 6 * 4), 0) << strata::kernels::dtype_name(type) << " token " << t;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllWeightTypes, Mmv, testing::ValuesIn(kWeightTypes), type_name);
@@ -159,7 +215,7 @@ TEST(MmvArgs, RejectsBadShapes) {
   Dev<float> x(64), y(64);
   Dev<uint8_t> w(64 * 34);
   EXPECT_EQ(kc::mmv(kc::MatView{w.get(), DType::Q8_0, 2, 48}, x.get(), 1, y.get(), nullptr), cudaErrorInvalidValue);
-  EXPECT_EQ(kc::mmv(kc::MatView{w.get(), DType::Q8_0, 2, 32}, x.get(), 9, y.get(), nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(kc::mmv(kc::MatView{w.get(), DType::Q8_0, 2, 32}, x.get(), 0, y.get(), nullptr), cudaErrorInvalidValue);
   EXPECT_TRUE(kc::supports_weight_type(DType::Q6_K));
   EXPECT_FALSE(kc::supports_weight_type(DType::Q8_K));
 }
@@ -503,10 +559,13 @@ struct AttnCase {
   int64_t group = 2;      // query heads per KV head (2 KV heads)
 };
 
-// Whether attention() cuts the context of case c into splits (the workspace is given and sized
-// for it): decode-sized calls (kSplitMaxTokens = 8 tokens at most) of more than kMinChunk = 128
-// positions.
-bool attn_splits(const AttnCase& c) { return !c.no_split && c.n_tokens <= 8 && c.pos0 + c.n_tokens > 128; }
+// Whether attention() takes the split schedule for case c (the workspace is given and sized for
+// it): decode-sized calls (8 tokens at most) whose keys span more than one 256-key chunk.
+bool attn_splits(const AttnCase& c) {
+  const int64_t last = c.pos0 + c.n_tokens - 1;
+  const int64_t first = c.window > 0 ? std::max<int64_t>(0, (c.causal ? c.pos0 : last) - c.window + 1) : 0;
+  return !c.no_split && c.n_tokens <= 8 && last / 256 > first / 256;
+}
 
 std::string attn_name(const testing::TestParamInfo<AttnCase>& i) {
   const AttnCase& c = i.param;
@@ -646,25 +705,27 @@ std::vector<AttnCase> attn_cases() {
   std::vector<AttnCase> v;
   for (int64_t d : {64, 128, 256, 80})
     for (bool f16 : {false, true}) {
-      v.push_back({d, 1, 300, 0, true, f16});    // decode: split context + merge
-      v.push_back({d, 3, 200, 0, true, f16});    // a few decode tokens, split
-      v.push_back({d, 21, 0, 0, true, f16});     // prompt: tiled, no split
+      v.push_back({d, 1, 600, 0, true, f16});    // decode: split into 3 chunks + merge
+      v.push_back({d, 3, 500, 0, true, f16});    // a few decode tokens, 2 chunks
+      v.push_back({d, 21, 0, 0, true, f16});     // prompt: in-block, one chunk
+      v.push_back({d, 40, 260, 0, true, f16});   // prompt over 2 chunks, folded in-block
       v.push_back({d, 19, 7, 8, true, f16});     // prompt after a prefix, sliding window
+      v.push_back({d, 2, 300, 50, true, f16});   // decode, window across a chunk boundary (split)
       v.push_back({d, 5, 10, 0, false, f16});    // non-causal rows
     }
-  // Attention sinks: a prompt (tiled, unsplit: the sink merged in attn_kernel), the same with a
-  // window, one decode token at 300 (split into 3 chunks of 128: the sink merged once, in
-  // attn_merge_kernel), 3 decode tokens at 200 (2 splits), a decode token at 300 without a
-  // workspace (the unsplit kernel for one token), and GQA 4.
+  // Attention sinks: a prompt (in-block: the sink folded in attn_kernel), the same with a window,
+  // one decode token at 600 (split into 3 chunks of 256: the sink folded once, in
+  // attn_merge_kernel), 3 decode tokens at 500 (2 chunks), a decode token at 600 without a
+  // workspace (in-block for one token), and GQA 4.
   for (int64_t d : {64, 128})
     for (bool f16 : {false, true}) {
       v.push_back({d, 21, 0, 0, true, f16, true});
       v.push_back({d, 19, 7, 8, true, f16, true});
-      v.push_back({d, 1, 300, 0, true, f16, true});
-      v.push_back({d, 3, 200, 0, true, f16, true});
-      v.push_back({d, 1, 300, 0, true, f16, true, true});
+      v.push_back({d, 1, 600, 0, true, f16, true});
+      v.push_back({d, 3, 500, 0, true, f16, true});
+      v.push_back({d, 1, 600, 0, true, f16, true, true});
     }
-  v.push_back({64, 1, 300, 0, true, true, true, false, 4});
+  v.push_back({64, 1, 600, 0, true, true, true, false, 4});
   v.push_back({64, 17, 5, 0, true, true, true, false, 4});
   v.push_back({64, 5, 10, 0, false, false, true});  // non-causal rows
   return v;
@@ -725,6 +786,92 @@ TEST(Attention, RingOfAWindowGivesTheBitsOfAFullCache) {
     const std::vector<uint8_t> fk = full_k.host(), rk = ring_k.host();
     for (int64_t p = n - cells; p < n; ++p)
       ASSERT_EQ(std::memcmp(&rk[(p % cells) * kv_dim * esz], &fk[p * kv_dim * esz], kv_dim * esz), 0) << "position " << p;
+  }
+}
+
+// Batch invariance (issue 45): 300 positions attended as one prompt, as prompt pieces of uneven
+// sizes, and as a prefix followed by one-token decode steps with the workspace (split schedule:
+// 2 chunks) and without it (in-block): every row has the bits of the one-call prompt. Head sizes
+// 64 / 128 / 80 (padded) / 256, f32 and f16 caches, a window across the chunk boundary, sinks,
+// a soft-cap, GQA 4.
+struct AttnInvCase {
+  int64_t head_dim;
+  bool f16;
+  int64_t window = 0;
+  bool sinks = false;
+  float softcap = 0.f;
+  int64_t group = 2;
+};
+
+TEST(AttentionBatchInvariance, PiecesAndDecodeStepsGiveTheOneCallBits) {
+  const AttnInvCase cases[] = {{64, false}, {64, true, 100}, {128, false, 0, true, 30.f}, {80, true, 0, false, 0.f, 4},
+                               {256, false, 0, true}};
+  constexpr int64_t kKvHeads = 2, n = 300;
+  for (const AttnInvCase& c : cases) {
+    SCOPED_TRACE("head_dim " + std::to_string(c.head_dim) + (c.f16 ? " f16" : " f32") + " window " +
+                 std::to_string(c.window) + (c.sinks ? " sinks" : "") + " softcap " + std::to_string(c.softcap) +
+                 " group " + std::to_string(c.group));
+    const int64_t hd = c.head_dim, heads = kKvHeads * c.group, kv_dim = kKvHeads * hd;
+    const size_t esz = c.f16 ? 2 : 4;
+    const std::vector<float> q = random_floats(n * heads * hd, 60, -2.f, 2.f);
+    const std::vector<float> k = random_floats(n * kv_dim, 61, -2.f, 2.f), v = random_floats(n * kv_dim, 62);
+    std::vector<float> sinks(heads);
+    for (int64_t h = 0; h < heads; ++h) sinks[h] = 1.5f * static_cast<float>(h) - 2.f;
+    Dev<float> dq(q), dk(k), dv(v), dsinks(sinks);
+    const size_t ws_bytes = kc::attention_workspace_bytes(8, n, heads, hd);
+    Dev<uint8_t> ws(ws_bytes);
+
+    // Runs the positions in pieces of the given sizes (the last one repeated to the end) and
+    // returns the outputs [n][heads * hd].
+    auto run = [&](const std::vector<int64_t>& pieces, bool workspace) {
+      Dev<uint8_t> kc_(n * kv_dim * esz), vc_(n * kv_dim * esz);
+      EXPECT_EQ(cudaMemset(kc_.get(), 0, n * kv_dim * esz), cudaSuccess);
+      EXPECT_EQ(cudaMemset(vc_.get(), 0, n * kv_dim * esz), cudaSuccess);
+      Dev<float> out(n * heads * hd);
+      size_t i = 0;
+      for (int64_t p0 = 0; p0 < n;) {
+        const int64_t len = std::min(pieces[std::min(i++, pieces.size() - 1)], n - p0);
+        kc::AttentionArgs a;
+        a.q = dq.get() + p0 * heads * hd;
+        a.k = dk.get() + p0 * kv_dim;
+        a.v = dv.get() + p0 * kv_dim;
+        a.k_cache = kc_.get();
+        a.v_cache = vc_.get();
+        a.kv_f16 = c.f16;
+        a.kv_stride = kv_dim;
+        a.n_tokens = len;
+        a.pos0 = p0;
+        a.n_heads = heads;
+        a.n_kv_heads = kKvHeads;
+        a.head_dim = hd;
+        a.window = c.window;
+        a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+        a.softcap = c.softcap;
+        a.sinks = c.sinks ? dsinks.get() : nullptr;
+        a.out = out.get() + p0 * heads * hd;
+        EXPECT_EQ(workspace ? kc::attention(a, ws.get(), ws_bytes, nullptr) : kc::attention(a, nullptr, 0, nullptr),
+                  cudaSuccess);
+        p0 += len;
+      }
+      return out.host();
+    };
+    const std::vector<float> whole = run({n}, true);
+    std::vector<int64_t> decode_tail = {37, 37, 37, 37, 37, 37, 37};  // 259 positions, then one at a time
+    decode_tail.push_back(1);
+    const struct {
+      const char* name;
+      std::vector<int64_t> pieces;
+      bool workspace;
+    } schedules[] = {{"pieces 1, 7, 64, 100, 17, ...", {1, 7, 64, 100, 17}, true},
+                     {"37-token pieces, then decode with the workspace (split)", decode_tail, true},
+                     {"37-token pieces, then decode without it (in-block)", decode_tail, false}};
+    for (const auto& sch : schedules) {
+      const std::vector<float> got = run(sch.pieces, sch.workspace);
+      for (size_t e = 0; e < got.size(); ++e)
+        ASSERT_EQ(std::memcmp(&got[e], &whole[e], 4), 0)
+            << sch.name << ": position " << e / (heads * hd) << " element " << e % (heads * hd) << ": " << got[e]
+            << " vs " << whole[e];
+    }
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <string>
@@ -129,12 +130,16 @@ Expected<std::unique_ptr<CudaOps>> CudaOps::create(CudaDevice& device, const bac
 Status CudaOps::init() {
   STRATA_RETURN_IF_ERROR(device_.make_current());
   STRATA_CUDA_TRY_ON(&device_, cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  STRATA_CUBLAS_TRY_ON(&device_, cublasCreate(&cublas_));
-  // cublasSetStream resets the workspace to cuBLAS' own pool: bind the stream first.
-  STRATA_CUBLAS_TRY_ON(&device_, cublasSetStream(cublas_, stream_));
-  const size_t cublas_bytes = device_.compute_capability_major() >= 9 ? (32ull << 20) : (4ull << 20);
-  STRATA_RETURN_IF_ERROR(ensure(cublas_workspace_, cublas_bytes, "cublas workspace"));
-  STRATA_CUBLAS_TRY_ON(&device_, cublasSetWorkspace(cublas_, cublas_workspace_->data(), cublas_workspace_->size()));
+  const char* fast = std::getenv("STRATA_CUDA_FAST_GEMM");
+  fast_gemm_ = fast != nullptr && std::string(fast) == "1";
+  if (fast_gemm_) {  // cuBLAS only serves the fast prompt mode
+    STRATA_CUBLAS_TRY_ON(&device_, cublasCreate(&cublas_));
+    // cublasSetStream resets the workspace to cuBLAS' own pool: bind the stream first.
+    STRATA_CUBLAS_TRY_ON(&device_, cublasSetStream(cublas_, stream_));
+    const size_t cublas_bytes = device_.compute_capability_major() >= 9 ? (32ull << 20) : (4ull << 20);
+    STRATA_RETURN_IF_ERROR(ensure(cublas_workspace_, cublas_bytes, "cublas workspace"));
+    STRATA_CUBLAS_TRY_ON(&device_, cublasSetWorkspace(cublas_, cublas_workspace_->data(), cublas_workspace_->size()));
+  }
   for (PinnedSlot& slot : pinned_)
     STRATA_CUDA_TRY_ON(&device_, cudaEventCreateWithFlags(&slot.done, cudaEventDisableTiming));
   return Status();
@@ -263,24 +268,14 @@ Status CudaOps::matmul(const MatrixView& w, const float* x, int64_t n_tokens, fl
   if (w.cols % kernels::traits(w.type).block_elems != 0)
     return Error{Code::InvalidArgument, "matmul on device '" + device_.id() + "': weights " + shape(w) +
                                             ": columns are not a whole number of blocks"};
-  if (n_tokens <= kernels::cuda::kMmvMaxTokens) {
+  if (!fast_gemm_ || n_tokens <= kernels::cuda::kMmvTokenGroup ||
+      (w.type != DType::F32 && w.type != DType::F16 && n_tokens <= kMmvBatchedMaxTokens)) {
     STRATA_CUDA_LAUNCH("matmul " + shape(w) + " x " + std::to_string(n_tokens) + " tokens",
                        kernels::cuda::mmv(to_view(w), x, n_tokens, y, stream_));
     return Status();
   }
   if (w.type == DType::F32) return matmul_sgemm(w, x, n_tokens, y);
-  if (w.type != DType::F16 && n_tokens <= kMmvBatchedMaxTokens) return matmul_mmv_groups(w, x, n_tokens, y);
   return matmul_gemm_f16(w, x, n_tokens, y);
-}
-
-Status CudaOps::matmul_mmv_groups(const MatrixView& w, const float* x, int64_t n_tokens, float* y) {
-  const kernels::cuda::MatView view = to_view(w);
-  for (int64_t t0 = 0; t0 < n_tokens; t0 += kernels::cuda::kMmvMaxTokens) {
-    const int64_t n = std::min(kernels::cuda::kMmvMaxTokens, n_tokens - t0);
-    STRATA_CUDA_LAUNCH("matmul " + shape(w) + " x tokens [" + std::to_string(t0) + ", " + std::to_string(t0 + n) + ")",
-                       kernels::cuda::mmv(view, x + t0 * w.cols, n, y + t0 * w.rows, stream_));
-  }
-  return Status();
 }
 
 Status CudaOps::matmul_sgemm(const MatrixView& w, const float* x, int64_t n_tokens, float* y) {

@@ -1,5 +1,5 @@
-// engine/backend/cuda/cuda_ops.h — the Ops table of one CUDA device: one non-blocking stream, one
-// cuBLAS handle bound to it, the scratch its kernels need (charged to the device's accounting as
+// engine/backend/cuda/cuda_ops.h — the Ops table of one CUDA device: one non-blocking stream (and
+// in the fast prompt mode a cuBLAS handle bound to it), the scratch its kernels need (charged to the device's accounting as
 // BufferUse::Scratch, so memory numbers stay true), and pinned staging for host uploads. Calls only
 // the host entry points of kernels/cuda/cuda_kernels.h. Included only by engine/backend/cuda/cuda_*.cpp.
 // Threads: one thread at a time per CudaOps (the device's worker); ops return once queued on the
@@ -22,10 +22,10 @@ namespace strata::backend::cuda {
 
 class CudaDevice;
 
-// Prompt batches of up to this many tokens run mmv in groups of kernels::cuda::kMmvMaxTokens (8)
-// rather than dequantizing the matrix: each group re-reads the quantized weights (~0.56 byte per
-// element for Q4_K), while the GEMM path reads them once, writes and reads an f16 copy (~4.6 bytes
-// per element in all). Four groups stay below that. To be tuned on the GPU.
+// The fast prompt mode (STRATA_CUDA_FAST_GEMM=1, not batch-invariant): prompt batches of up to
+// this many tokens still take mmv rather than dequantizing the matrix: each token group re-reads
+// the quantized weights (~0.56 byte per element for Q4_K), while the GEMM path reads them once,
+// writes and reads an f16 copy (~4.6 bytes per element in all). Four groups stay below that.
 inline constexpr int64_t kMmvBatchedMaxTokens = 32;
 // The most bytes of f16 weights dequantized at once for a prompt GEMM; larger matrices (the output
 // projection of a large vocabulary) are multiplied in row tiles of at most this size.
@@ -36,8 +36,9 @@ inline constexpr size_t kOpsStagingBytes = 8ull << 20;
 
 class CudaOps final : public backend::Ops {
  public:
-  // Creates the stream, the cuBLAS handle (cublasSetStream, and a workspace charged to the device:
-  // 32 MiB on Hopper and newer, 4 MiB before, as cuBLAS recommends) and the pinned slots' events.
+  // Creates the stream, the pinned slots' events and, in the fast prompt mode only, the cuBLAS
+  // handle (cublasSetStream, and a workspace charged to the device: 32 MiB on Hopper and newer,
+  // 4 MiB before, as cuBLAS recommends).
   // Other scratch is allocated at first use and grows to the largest shape seen (see the fields).
   static Expected<std::unique_ptr<CudaOps>> create(CudaDevice& device, const backend::OpsWorkspace& workspace);
   ~CudaOps() override;  // waits for the stream, then frees its scratch
@@ -48,14 +49,18 @@ class CudaOps final : public backend::Ops {
   Status rms_norm(const float* x, const float* weight, float* out, int64_t n_rows, int64_t n, float eps) override;
   Status layer_norm(const float* x, const float* weight, const float* bias, float* out, int64_t n_rows, int64_t n,
                     float eps) override;
-  // n_tokens <= 8: mmv. F32 weights: cublasSgemm in full f32 (no TF32: F32 matrices are small, and
-  // f32 is what the CPU reference computes). F16 weights: gemm_f16 straight on the weights.
-  // Others: up to kMmvBatchedMaxTokens tokens, mmv in groups of 8; more, dequantize_f16 into a
-  // scratch (in row tiles of <= kMaxDequantBytes) + convert x to f16 + gemm_f16 (f32 accumulate).
-  // The f16 activations of a token whose largest |value| is past 65504 are scaled by a power of
-  // two (convert_rows_f32_to_f16) and its output row scaled back: no inf where decode has none.
-  // BF16 weights take the f16 path too: values past f16's range (65504) would overflow; model
-  // weights stay far below it.
+  // Default (batch-invariant): mmv for every token count, one launch: each token's output has the
+  // bits of a one-token decode (kernels/cuda/mmv_kernel.cuh), so prompts, chunks and batches
+  // agree with decode bit for bit.
+  // Fast prompt mode (STRATA_CUDA_FAST_GEMM=1 when the device opens; NOT batch-invariant: a
+  // prompt's rows differ from decode's in the last bits, so greedy text can change with --batch):
+  // more than 8 tokens take cuBLAS. F32 weights: cublasSgemm in full f32 (no TF32). F16 weights:
+  // gemm_f16 straight on the weights. Others: up to kMmvBatchedMaxTokens tokens mmv; more,
+  // dequantize_f16 into a scratch (in row tiles of <= kMaxDequantBytes) + convert x to f16 +
+  // gemm_f16 (f32 accumulate). The f16 activations of a token whose largest |value| is past 65504
+  // are scaled by a power of two (convert_rows_f32_to_f16) and its output row scaled back: no inf
+  // where decode has none. BF16 weights take the f16 path too: values past f16's range (65504)
+  // would overflow; model weights stay far below it.
   Status matmul(const MatrixView& w, const float* x, int64_t n_tokens, float* y) override;
   Status add(float* y, const float* x, int64_t n) override;
   Status add_rows(float* y, const float* bias, int64_t n_rows, int64_t n) override;
@@ -100,7 +105,6 @@ class CudaOps final : public backend::Ops {
   Status ensure(std::unique_ptr<backend::Buffer>& buffer, size_t bytes, const char* what);
   // Host bytes -> pinned slot -> queued copy to device memory `dst`.
   Status upload(const void* host_src, void* dst, size_t bytes);
-  Status matmul_mmv_groups(const MatrixView& w, const float* x, int64_t n_tokens, float* y);
   Status matmul_sgemm(const MatrixView& w, const float* x, int64_t n_tokens, float* y);
   Status matmul_gemm_f16(const MatrixView& w, const float* x, int64_t n_tokens, float* y);
 
@@ -108,6 +112,7 @@ class CudaOps final : public backend::Ops {
   backend::OpsWorkspace workspace_;  // max_tokens / max_ctx size the scratch below
   cudaStream_t stream_ = nullptr;     // non-blocking: no implicit sync with the legacy stream
   cublasHandle_t cublas_ = nullptr;   // bound to stream_
+  bool fast_gemm_ = false;            // STRATA_CUDA_FAST_GEMM=1: prompts through cuBLAS (see matmul)
 
   // Device scratch, each charged to the device (BufferUse::Scratch) and grown to the largest need:
   std::unique_ptr<backend::Buffer> cublas_workspace_;  // cuBLAS' workspace (cublasSetWorkspace)

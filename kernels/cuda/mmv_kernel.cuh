@@ -90,9 +90,11 @@ __global__ void __launch_bounds__(kMmvWarps * kWarp) mmv_tiled_kernel(const MmvP
   __shared__ float partial[kMmvWarps][kMmvRows * T];
 
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x / p.token_groups) * kMmvRows;
-  const int64_t t0 = static_cast<int64_t>(blockIdx.x % p.token_groups) * T;
-  const int n_tok = static_cast<int>(p.n_tokens - t0 < T ? p.n_tokens - t0 : T);  // this group's tokens
+  // CTA -> (row group, token group); the one-token class has one token group (fewer registers).
+  const unsigned groups = T == 1 ? 1u : static_cast<unsigned>(p.token_groups);
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x / groups) * kMmvRows;
+  const int64_t t0 = static_cast<int64_t>(blockIdx.x % groups) * T;
+  const int n_tok = T == 1 ? 1 : static_cast<int>(p.n_tokens - t0 < T ? p.n_tokens - t0 : T);  // this group's tokens
   const float* x = p.x + t0 * p.cols;
   const int64_t n_blocks = p.cols / Dec::kElems;
   const int64_t n_tiles = (n_blocks + G::kTileBlocks - 1) / G::kTileBlocks;
@@ -162,7 +164,7 @@ __global__ void __launch_bounds__(kMmvWarps * kWarp) mmv_tiled_kernel(const MmvP
         sum_x[t] = 0.f;
         if (t < n_tok) {
           const float* xt = x + t * p.cols + col;
-          if (p.x_aligned) {
+          if (T == 1 || p.x_aligned) {  // T = 1 is launched for aligned x only (registers)
             const float4* xp = reinterpret_cast<const float4*>(xt);
             const float4 a = __ldg(xp), c = __ldg(xp + 1);
             xv[t][0] = a.x; xv[t][1] = a.y; xv[t][2] = a.z; xv[t][3] = a.w;
@@ -215,8 +217,9 @@ template <class Dec>
 __global__ void __launch_bounds__(128) mmv_simple_kernel(const MmvParams p) {
   constexpr int T = static_cast<int>(kMmvTokenGroup);
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const int64_t row = static_cast<int64_t>(blockIdx.x / p.token_groups) * 4 + warp;
-  const int64_t t0 = static_cast<int64_t>(blockIdx.x % p.token_groups) * T;
+  const unsigned groups = static_cast<unsigned>(p.token_groups);
+  const int64_t row = static_cast<int64_t>(blockIdx.x / groups) * 4 + warp;
+  const int64_t t0 = static_cast<int64_t>(blockIdx.x % groups) * T;
   const int n_tok = static_cast<int>(p.n_tokens - t0 < T ? p.n_tokens - t0 : T);
   if (row >= p.rows) return;  // whole warp
   const uint8_t* r = p.w + row * p.row_bytes;
@@ -253,7 +256,9 @@ cudaError_t mmv_launch(MmvParams p, cudaStream_t stream) {
     if (p.cols % Dec::kElems != 0) return launch(mmv_simple_kernel<Dec>, kMmvTokenGroup);
   }
   p.x_aligned = aligned_to(p.x, 16) && p.cols % 4 == 0;
-  if (p.n_tokens <= 1) return launch(mmv_tiled_kernel<Dec, 1>, 1);
+  // The one-token class has no scalar-load path (it would cost the decode kernel registers and,
+  // for some types, spills): unaligned x takes the 4-token class, which gives the same bits.
+  if (p.n_tokens <= 1 && p.x_aligned) return launch(mmv_tiled_kernel<Dec, 1>, 1);
   if (p.n_tokens <= 4) return launch(mmv_tiled_kernel<Dec, 4>, 4);
   return launch(mmv_tiled_kernel<Dec, 8>, 8);
 }

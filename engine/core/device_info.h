@@ -39,10 +39,12 @@ struct DeviceCaps {
 
 // The measured rate of one-token matrix products (decode) of one weight type on a device, in GB/s
 // of weight bytes: below the memory's read bandwidth where dequantizing and the dot products, not
-// the memory, are the limit (the CPU's kernels; kernels/cpu/matmul_probe.h).
+// the memory, are the limit (the CPU's kernels; kernels/cpu/matmul_probe.h). A matrix of R rows and
+// B bytes takes R * row_ns + B / gbps: each row has a fixed cost, which short rows feel.
 struct MatvecRate {
   kernels::DType type = kernels::DType::F32;
   double gbps = 0;
+  double row_ns = 0;  // fixed nanoseconds per weight row (0: none measured)
 };
 
 // What the CPU was measured to do (engine/backend/cpu/cpu_speed.h), handed to the "cpu" backend

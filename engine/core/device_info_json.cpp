@@ -1,6 +1,8 @@
 // engine/core/device_info_json.cpp — DeviceInfo to and from JSON (see device_info_json.h).
 #include "engine/core/device_info_json.h"
 
+#include <algorithm>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -58,6 +60,27 @@ Expected<std::vector<MatvecRate>> matvec_from_json(const nlohmann::json& j) {
   return out;
 }
 
+nlohmann::json matvec_row_ns_json(const std::vector<MatvecRate>& rates) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const MatvecRate& r : rates)
+    if (r.row_ns > 0) j[kernels::dtype_name(r.type)] = r.row_ns;
+  return j;
+}
+
+Status matvec_row_ns_from_json(const nlohmann::json& j, std::vector<MatvecRate>& rates) {
+  if (j.is_null()) return Status();
+  if (!j.is_object()) return Error{Code::Corrupt, "matvec_row_ns: not an object of type names and nanoseconds"};
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const auto t = kernels::dtype_from_name(it.key());
+    auto r = std::find_if(rates.begin(), rates.end(), [&](const MatvecRate& m) { return t && m.type == *t; });
+    if (r == rates.end()) return Error{Code::Corrupt, "matvec_row_ns: '" + it.key() + "' has no rate in matvec_gbps"};
+    if (!it.value().is_number() || it.value().get<double>() < 0)
+      return Error{Code::Corrupt, "matvec_row_ns: '" + it.key() + "' is not a time in nanoseconds"};
+    r->row_ns = it.value().get<double>();
+  }
+  return Status();
+}
+
 nlohmann::json device_info_json(const DeviceInfo& i) {
   return {{"id", i.id},
           {"kind", i.backend},
@@ -69,6 +92,7 @@ nlohmann::json device_info_json(const DeviceInfo& i) {
           {"bandwidth_gbps", i.bandwidth_gbps},
           {"tflops", i.tflops},
           {"matvec_gbps", matvec_json(i.matvec_gbps)},
+          {"matvec_row_ns", matvec_row_ns_json(i.matvec_gbps)},
           {"link_gbps", i.link_gbps},
           {"link_latency_us", i.link_latency_us},
           {"runtime_overhead_bytes", i.runtime_overhead_bytes},
@@ -105,6 +129,7 @@ Expected<DeviceInfo> device_info_from_json(const nlohmann::json& j) {
     if (j.contains("matvec_gbps")) {  // absent in descriptions from before it existed
       STRATA_ASSIGN_OR_RETURN(i.matvec_gbps, matvec_from_json(j.at("matvec_gbps")));
     }
+    if (j.contains("matvec_row_ns")) STRATA_RETURN_IF_ERROR(matvec_row_ns_from_json(j.at("matvec_row_ns"), i.matvec_gbps));
     i.link_gbps = j.at("link_gbps").get<double>();
     i.link_latency_us = j.at("link_latency_us").get<double>();
     i.runtime_overhead_bytes = j.at("runtime_overhead_bytes").get<uint64_t>();

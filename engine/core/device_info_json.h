@@ -16,6 +16,10 @@ nlohmann::json device_caps_json(const DeviceCaps& caps);
 // {"q4_k": GB/s, ...}: measured one-token product rates by weight type name, and the inverse.
 nlohmann::json matvec_json(const std::vector<MatvecRate>& rates);
 Expected<std::vector<MatvecRate>> matvec_from_json(const nlohmann::json& j);
+// {"q4_k": nanoseconds per row, ...} of the rates that have one; and back into `rates` (a type
+// not in `rates`, or a value that is not a non-negative number, is Corrupt).
+nlohmann::json matvec_row_ns_json(const std::vector<MatvecRate>& rates);
+Status matvec_row_ns_from_json(const nlohmann::json& j, std::vector<MatvecRate>& rates);
 // {"id","kind":"cpu|sim|cuda" (the backend),"caps":device_caps_json,"name","simulated","bytes_total","bytes_free","bandwidth_gbps","tflops","matvec_gbps",
 //  "link_gbps","link_latency_us","runtime_overhead_bytes","threads","compute_capability","ordinal",
 //  "peers":[ids],"failed","failure","rank","host"}. failure is "" unless failed.

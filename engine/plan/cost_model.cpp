@@ -19,20 +19,26 @@ double bandwidth_bytes_per_ms(const DeviceInfo& d) {
 double flops_per_ms(const DeviceInfo& d) { return (d.tflops > 0 ? d.tflops : kDefaultTflops) * 1e9; }
 
 // The time of one token's read of a layer's (or the head's) matrices per weight byte: decode reads
-// each matrix at min(bandwidth, the device's measured one-token rate of its type); the rate of the
-// whole is its bytes over the sum of each matrix's time, so a Q4_K_M block's Q6_K tensors weigh
-// in by their share. Prompt batches read at the bandwidth (their limit is the FLOP rate).
+// each matrix at min(bandwidth, the device's measured one-token rate of its type), plus the rate's
+// fixed time per weight row (short rows are slower per byte: MatvecRate); the rate of the whole is
+// its bytes over the sum of each matrix's time, so a Q4_K_M block's Q6_K tensors weigh in by their
+// share. A shard of the layer (a tensor split's rows) is charged its bytes at this rate, which
+// keeps the per-row part proportional. Prompt batches read at the bandwidth (their limit is the
+// FLOP rate).
 double read_bytes_per_ms(const DeviceInfo& d, std::initializer_list<const model::TensorView*> tensors, int64_t batch) {
   const double bw = bandwidth_bytes_per_ms(d);
   if (batch > 1 || d.matvec_gbps.empty()) return bw;
   double bytes = 0, ms = 0;
   for (const model::TensorView* t : tensors) {
     if (t->n_bytes == 0) continue;  // absent (sizes-only views, as the planner's tests make, have no data)
-    double rate = bw;
+    double rate = bw, row_ms = 0;
     for (const MatvecRate& r : d.matvec_gbps)
-      if (r.type == t->type && r.gbps > 0) rate = std::min(rate, r.gbps * 1e6);
+      if (r.type == t->type && r.gbps > 0) {
+        rate = std::min(rate, r.gbps * 1e6);
+        row_ms = r.row_ns * 1e-6;
+      }
     bytes += static_cast<double>(t->n_bytes);
-    ms += static_cast<double>(t->n_bytes) / rate;
+    ms += static_cast<double>(t->n_bytes) / rate + static_cast<double>(t->rows * t->n_mats) * row_ms;
   }
   return ms > 0 ? bytes / ms : bw;
 }
@@ -524,7 +530,8 @@ std::vector<DeviceInfo> host_bounded(const std::vector<DeviceInfo>& devices) {
     d.bandwidth_gbps = std::min(bw, host_bw * share);
     d.tflops = std::min(tf, host_tflops * share);
     d.matvec_gbps.clear();
-    for (const MatvecRate& r : host->matvec_gbps) d.matvec_gbps.push_back(MatvecRate{r.type, r.gbps * share});
+    for (const MatvecRate& r : host->matvec_gbps)
+      d.matvec_gbps.push_back(MatvecRate{r.type, r.gbps * share, share > 0 ? r.row_ns / share : r.row_ns});
   }
   return out;
 }

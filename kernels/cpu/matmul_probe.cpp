@@ -19,25 +19,25 @@ namespace {
 constexpr int64_t kCols = 2048;  // a multiple of every block size (K-quants: 256)
 constexpr int64_t kRows = 2048;
 
-// A [kRows][kCols] matrix of type t, or empty when it cannot be allocated.
-std::vector<uint8_t> probe_weights(DType t) {
-  const int64_t rb = row_bytes(t, kCols);
+// A [rows][kCols] matrix of type t, or empty when it cannot be allocated.
+std::vector<uint8_t> probe_weights(DType t, int64_t rows = kRows, int64_t cols = kCols) {
+  const int64_t rb = row_bytes(t, cols);
   constexpr int64_t kDistinct = 16;
   std::mt19937 rng(42);
   std::normal_distribution<float> dist(0.f, 0.02f);
-  std::vector<float> x(static_cast<size_t>(kCols));
+  std::vector<float> x(static_cast<size_t>(cols));
   std::vector<uint8_t> proto(static_cast<size_t>(rb * kDistinct));
   for (int64_t r = 0; r < kDistinct; ++r) {
     for (float& f : x) f = dist(rng);
-    quantize_row(t, x.data(), proto.data() + r * rb, kCols);
+    quantize_row(t, x.data(), proto.data() + r * rb, cols);
   }
   std::vector<uint8_t> w;
   try {
-    w.resize(static_cast<size_t>(rb * kRows));
+    w.resize(static_cast<size_t>(rb * rows));
   } catch (const std::bad_alloc&) {
     return {};
   }
-  for (int64_t r = 0; r < kRows; ++r) std::memcpy(w.data() + r * rb, proto.data() + (r % kDistinct) * rb, rb);
+  for (int64_t r = 0; r < rows; ++r) std::memcpy(w.data() + r * rb, proto.data() + (r % kDistinct) * rb, rb);
   return w;
 }
 
@@ -53,29 +53,75 @@ bool has_product(DType t) { return traits(t).weight_type; }
 
 }  // namespace
 
-double measure_matvec_gbps(ThreadPool& pool, DType t, int64_t bytes) {
-  if (!has_product(t)) return 0.0;
-  std::vector<std::vector<uint8_t>> copies;
-  copies.push_back(probe_weights(t));
-  if (copies[0].empty()) return 0.0;
-  const int64_t one = static_cast<int64_t>(copies[0].size());
-  const int64_t n = std::max<int64_t>(1, bytes / one);
+namespace {
+
+// Copies of a [rows][cols] matrix of type t, `bytes` in all, read in turn by one-token products
+// (so that every pass streams from memory, not from the last-level cache).
+struct Streamed {
+  int64_t rows = 0, cols = 0;
+  double bytes_per_call = 0;
+  std::vector<std::vector<uint8_t>> copies;  // empty: could not be allocated
+  std::vector<float> y;
+};
+
+Streamed make_streamed(DType t, int64_t rows, int64_t cols, int64_t bytes) {
+  Streamed s;
+  s.rows = rows;
+  s.cols = cols;
+  std::vector<uint8_t> one = probe_weights(t, rows, cols);
+  if (one.empty()) return s;
+  const int64_t n = std::max<int64_t>(1, bytes / static_cast<int64_t>(one.size()));
+  s.bytes_per_call = static_cast<double>(one.size());
   try {
-    for (int64_t c = 1; c < n; ++c) copies.push_back(copies[0]);
+    for (int64_t c = 0; c < n; ++c) s.copies.push_back(one);
+    s.y.resize(static_cast<size_t>(rows));
   } catch (const std::bad_alloc&) {
-    return 0.0;
+    s.copies.clear();
   }
+  return s;
+}
+
+// Seconds per call of one pass over the copies.
+double pass_seconds(ThreadPool& pool, DType t, Streamed& s, const std::vector<float>& x, std::vector<uint8_t>& scratch) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const auto& w : s.copies) matmul(pool, t, w.data(), s.rows, s.cols, x.data(), 1, s.y.data(), scratch);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
+         static_cast<double>(s.copies.size());
+}
+
+}  // namespace
+
+MatvecSpeed measure_matvec(ThreadPool& pool, DType t, int64_t bytes) {
+  if (!has_product(t)) return {};
+  constexpr int64_t kShortCols = 512;                           // a multiple of every block size
+  constexpr int64_t kShortRows = kRows * (kCols / kShortCols);  // the same bytes a matrix
+  // 8 passes of each shape, interleaved so that both see the same moments of a shared machine, after
+  // one warm-up pass each (page faults, scratch); the fastest pass of each counts.
+  constexpr int kPasses = 8;
+  Streamed long_rows = make_streamed(t, kRows, kCols, bytes);
+  Streamed short_rows = make_streamed(t, kShortRows, kShortCols, bytes);
+  if (long_rows.copies.empty()) return {};
   const std::vector<float> x = activations(1);
-  std::vector<float> y(static_cast<size_t>(kRows));
   std::vector<uint8_t> scratch;
-  double best = 0.0;
-  for (int pass = 0; pass < 4; ++pass) {  // the first pass warms up (page faults, scratch)
-    const auto t0 = std::chrono::steady_clock::now();
-    for (const auto& w : copies) matmul(pool, t, w.data(), kRows, kCols, x.data(), 1, y.data(), scratch);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (pass > 0 && s > 0) best = std::max(best, static_cast<double>(one * n) / s / 1e9);
+  double long_s = 0, short_s = 0;
+  for (int pass = 0; pass <= kPasses; ++pass) {
+    const double a = pass_seconds(pool, t, long_rows, x, scratch);
+    if (pass > 0 && a > 0 && (long_s == 0 || a < long_s)) long_s = a;
+    if (short_rows.copies.empty()) continue;
+    const double b = pass_seconds(pool, t, short_rows, x, scratch);
+    if (pass > 0 && b > 0 && (short_s == 0 || b < short_s)) short_s = b;
   }
-  return best;
+  if (long_s <= 0) return {};
+  MatvecSpeed m{long_rows.bytes_per_call / long_s / 1e9, 0.0};
+  if (short_s <= 0) return m;
+  const double long_row_bytes = long_rows.bytes_per_call / kRows, long_row_s = long_s / kRows;
+  const double short_row_bytes = short_rows.bytes_per_call / kShortRows, short_row_s = short_s / kShortRows;
+  // Through both points: t = row_s + row_bytes / rate. Noise can make the short rows look as fast
+  // or faster per byte: then no fixed part, the long rows' rate.
+  const double rate = (long_row_bytes - short_row_bytes) / (long_row_s - short_row_s);
+  const double fixed = short_row_s - short_row_bytes / rate;
+  if (rate > 0 && fixed > 0) m = MatvecSpeed{rate / 1e9, fixed * 1e9};
+  return m;
 }
 
 double measure_matmul_tflops(ThreadPool& pool, DType t, int64_t tokens) {

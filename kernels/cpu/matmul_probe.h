@@ -11,11 +11,19 @@
 namespace strata::kernels {
 
 // One-token products y = x W^T with W of type `t` streamed from memory (copies of a weight matrix
-// of `bytes` in all, larger than the caches, read in turn): the best of a few passes, in GB/s of
-// weight bytes (1e9 bytes/s). This is the rate decode reads weights at, below the memory's read
-// bandwidth when the kernel's dequantize-and-dot work is the limit. 0 when the buffers cannot be
-// allocated or `t` has no matrix product.
-double measure_matvec_gbps(ThreadPool& pool, DType t, int64_t bytes = int64_t{96} << 20);
+// of `bytes` in all, larger than the caches, read in turn): the best of a few passes. A row costs
+// a fixed time (its horizontal sums, the store, the start of its 4-row group) beyond its bytes at
+// the streaming rate, which makes short rows slower per byte: q8_0 at 1 thread on a Zen 3 VM read
+// 16.5 GB/s with 2048-column rows and 10.7 GB/s with 576-column ones (SmolLM2-135M's). So two row
+// lengths are timed (2048 and 512 columns) and t(row) = row_ns + row_bytes / gbps is fitted
+// through them. This is what decode reads weights at, below the memory's read bandwidth when the
+// kernel's dequantize-and-dot work is the limit. {0, 0} when the buffers cannot be allocated or
+// `t` has no matrix product.
+struct MatvecSpeed {
+  double gbps = 0;    // weight bytes per second of long rows, 1e9 bytes/s
+  double row_ns = 0;  // fixed nanoseconds per weight row, >= 0
+};
+MatvecSpeed measure_matvec(ThreadPool& pool, DType t, int64_t bytes = int64_t{64} << 20);
 
 // Products of `tokens` tokens at once with W of type `t` (prompt processing): the best of a few, in
 // TFLOP/s (2 x rows x cols x tokens per product).

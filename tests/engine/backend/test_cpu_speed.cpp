@@ -25,7 +25,7 @@ fs::path temp_file(const std::string& name) {
 CpuSpeed sample(double bw) {
   CpuSpeed s(bw);
   s.tflops = 0.25;
-  s.matvec_gbps = {MatvecRate{kernels::DType::Q4_K, 6.5}, MatvecRate{kernels::DType::Q8_0, 9.25}};
+  s.matvec_gbps = {MatvecRate{kernels::DType::Q4_K, 6.5, 12.5}, MatvecRate{kernels::DType::Q8_0, 9.25, 0}};
   return s;
 }
 
@@ -44,6 +44,8 @@ TEST(CpuSpeed, CacheRoundTripsByKey) {
   EXPECT_EQ(a->matvec_gbps[0].type, kernels::DType::Q4_K);  // json objects sort by name: q4_k < q8_0
   EXPECT_EQ(a->matvec_gbps[0].gbps, 6.5);
   EXPECT_EQ(a->matvec_gbps[1].gbps, 9.25);
+  EXPECT_EQ(a->matvec_gbps[0].row_ns, 12.5);
+  EXPECT_EQ(a->matvec_gbps[1].row_ns, 0);
   EXPECT_EQ(load_cpu_speed(f, "b")->bandwidth_gbps, 30);
   EXPECT_EQ(load_cpu_speed(f, "c").error().code, Code::NotFound);
 }
@@ -55,6 +57,12 @@ TEST(CpuSpeed, BrokenCacheIsNamedAndReplaced) {
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.error().code, Code::Corrupt);
   EXPECT_NE(e.error().message.find("q9_z"), std::string::npos) << e.error().message;
+  // An entry an older build wrote (no per-row times) is not used: NotFound, so it is measured again.
+  std::ofstream(f) << R"({"entries": [{"key": "k", "bandwidth_gbps": 10, "tflops": 1, "matvec_gbps": {"q8_0": 3}}]})";
+  EXPECT_EQ(load_cpu_speed(f, "k").error().code, Code::NotFound);
+  std::ofstream(f) << R"({"entries": [{"key": "k", "bandwidth_gbps": 10, "tflops": 1, "matvec_gbps": {"q8_0": 3},
+                          "matvec_row_ns": {"q4_k": 2}}]})";
+  EXPECT_EQ(load_cpu_speed(f, "k").error().code, Code::Corrupt);  // a time for a type with no rate
   std::ofstream(f) << "not json";
   EXPECT_EQ(load_cpu_speed(f, "k").error().code, Code::Corrupt);
   ASSERT_TRUE(save_cpu_speed(f, "k", sample(12)).ok());
@@ -80,6 +88,7 @@ TEST(CpuSpeed, CachedEntryIsUsedWithoutMeasuring) {
   ASSERT_TRUE(back.ok()) << back.error().message;
   ASSERT_EQ(back->matvec_gbps.size(), 2u);
   EXPECT_EQ(back->matvec_gbps[1].gbps, 9.25);
+  EXPECT_EQ(back->matvec_gbps[0].row_ns, 12.5);
 }
 
 TEST(CpuSpeed, RefreshMeasuresEveryWeightType) {
@@ -90,7 +99,10 @@ TEST(CpuSpeed, RefreshMeasuresEveryWeightType) {
   EXPECT_GT(r.speed.bandwidth_gbps, 0);
   EXPECT_GT(r.speed.tflops, 0);
   EXPECT_EQ(r.speed.matvec_gbps.size(), 13u);
-  for (const MatvecRate& m : r.speed.matvec_gbps) EXPECT_GT(m.gbps, 0) << kernels::dtype_name(m.type);
+  for (const MatvecRate& m : r.speed.matvec_gbps) {
+    EXPECT_GT(m.gbps, 0) << kernels::dtype_name(m.type);
+    EXPECT_GE(m.row_ns, 0) << kernels::dtype_name(m.type);
+  }
   auto saved = load_cpu_speed(f, cpu_speed_key(1));
   ASSERT_TRUE(saved.ok()) << saved.error().message;
   EXPECT_EQ(saved->bandwidth_gbps, r.speed.bandwidth_gbps);

@@ -215,6 +215,37 @@ TEST(CostModel, MeasuredProductRateSetsDecodeTime) {
   EXPECT_NEAR(cost->decode_tokens_per_s, 1000.0 / cost->decode_ms_per_token, 1e-9);
 }
 
+// Short rows are slower per byte: each weight row of a one-token product costs MatvecRate::row_ns
+// beyond its bytes at the rate (SmolLM2's 576-column rows read at 2/3 of the long-row rate). The
+// block's decode time grows by its matrices' rows times it (the norms ride along at the matrices'
+// rate, as above); prompts are not charged it.
+TEST(CostModel, PerRowTimeOfTheProductRateAddsToDecode) {
+  auto m = test::synthetic_model(4);
+  auto d = test::device("cpu", 1 << 30, /*bw*/ 100, /*tflops*/ 10);
+  const auto& l = m.weights.layers[0];
+  double rows = 0, matrix_bytes = 0;
+  for (const model::TensorView* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+    if (t->n_bytes > 0) {
+      rows += static_cast<double>(t->rows * t->n_mats);
+      matrix_bytes += static_cast<double>(t->n_bytes);
+    }
+  ASSERT_GT(rows, 0);
+  d.matvec_gbps = {MatvecRate{kernels::DType::F32, 8.0, 0.0}};
+  const double without = block_ms(m.config, l, whole_layer(m.config), true, d, 1);
+  d.matvec_gbps = {MatvecRate{kernels::DType::F32, 8.0, 50.0}};
+  const double with = block_ms(m.config, l, whole_layer(m.config), true, d, 1);
+  EXPECT_NEAR(with - without, rows * 50e-6 * kBlockBytes / matrix_bytes, 1e-9);
+  EXPECT_NEAR(block_ms(m.config, l, whole_layer(m.config), true, d, 1000), kBlockFlops / 1e10, 1e-12);
+  // A simulated device with half the host's threads: half the rate, twice the time per row.
+  auto cpu = test::device("cpu", 1 << 30, 100, 10, 10, 2, 0, /*threads*/ 2);
+  cpu.matvec_gbps = {MatvecRate{kernels::DType::F32, 8.0, 50.0}};
+  const auto sim = test::device("gpu0", 1 << 30, 900, 80, 25, 10, 0, /*threads*/ 1);
+  const std::vector<DeviceInfo> bounded = host_bounded({cpu, sim});
+  ASSERT_EQ(bounded[1].matvec_gbps.size(), 1u);
+  EXPECT_DOUBLE_EQ(bounded[1].matvec_gbps[0].gbps, 4.0);
+  EXPECT_DOUBLE_EQ(bounded[1].matvec_gbps[0].row_ns, 100.0);
+}
+
 // Simulated devices run the CPU's kernels on their own threads: what this machine can run is
 // bounded by the host CPU, scaled by the simulated device's share of its threads.
 TEST(CostModel, HostBoundedCapsSimulatedDevices) {

@@ -9,8 +9,8 @@
 # strata-engine loads as it loads the real one, and runs the project's GPU tests on it: the cuda
 # cases of test_backend_ops, test_gpu_models, test_gpu_nccl_ranks, and stories260K's golden text on
 # emulated GPUs (cuda:0, two-GPU layer and tensor splits, GPU + CPU). A skipped case fails there.
-# Time on this 2-core machine (2026-12-05, shared): `ctest -L gpu -j2` 198 tests in 3 min 10 s (the
-# longest: the 256-token golden text on cuda:0, about a minute). STRATA_CUDA_EMU_BUILD picks another
+# Time on this 2-core machine (2026-12-07, quiet): `ctest -L gpu -j2` 345 tests in 5 min 36 s (the
+# longest: the sliding-window ring model, about 2 minutes, and the 256-token golden text). STRATA_CUDA_EMU_BUILD picks another
 # build folder.
 # Extra arguments go to ctest (e.g. -R Attention).
 set -euo pipefail

@@ -15,8 +15,8 @@ namespace strata::kernels {
 // a fixed time (its horizontal sums, the store, the start of its 4-row group) beyond its bytes at
 // the streaming rate, which makes short rows slower per byte: q8_0 at 1 thread on a Zen 3 VM read
 // 16.5 GB/s with 2048-column rows and 10.7 GB/s with 576-column ones (SmolLM2-135M's). So two row
-// lengths are timed (2048 and 512 columns) and t(row) = row_ns + row_bytes / gbps is fitted
-// through them. This is what decode reads weights at, below the memory's read bandwidth when the
+// lengths are timed (2048 columns, and 576 or for the 256-element types 768) and
+// t(row) = row_ns + row_bytes / gbps is fitted through them. This is what decode reads weights at, below the memory's read bandwidth when the
 // kernel's dequantize-and-dot work is the limit. {0, 0} when the buffers cannot be allocated or
 // `t` has no matrix product.
 struct MatvecSpeed {

@@ -54,6 +54,7 @@ struct CpuSpeed {
   double bandwidth_gbps = 0;              // streaming read, GB/s; 0: the cost model's default
   double tflops = 0;                      // prompt-shaped products, 1e12 FLOP/s; 0: a rough guess by threads
   std::vector<MatvecRate> matvec_gbps;    // one-token products per weight type
+  double matvec_call_us = 0;              // fixed time of one product call (the threads' hand-out and join)
 };
 
 struct DeviceInfo {
@@ -69,6 +70,9 @@ struct DeviceInfo {
   // Measured one-token product rates per weight type (the CPU); a type not listed reads weights at
   // bandwidth_gbps. The cost model's decode time of a weight is bytes / min(bandwidth, this rate).
   std::vector<MatvecRate> matvec_gbps;
+  // Measured fixed time of one matrix-product call on the device (the CPU: handing the rows to its
+  // threads and joining them), microseconds; the cost model adds it per matrix in decode. 0: none.
+  double matvec_call_us = 0;
   double link_gbps = 0;      // host link bandwidth (to other devices), GB/s
   double link_latency_us = 0;// per-transfer latency, microseconds
   uint64_t runtime_overhead_bytes = 0;  // reserved by the runtime itself (context, workspaces)

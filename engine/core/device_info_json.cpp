@@ -93,6 +93,7 @@ nlohmann::json device_info_json(const DeviceInfo& i) {
           {"tflops", i.tflops},
           {"matvec_gbps", matvec_json(i.matvec_gbps)},
           {"matvec_row_ns", matvec_row_ns_json(i.matvec_gbps)},
+          {"matvec_call_us", i.matvec_call_us},
           {"link_gbps", i.link_gbps},
           {"link_latency_us", i.link_latency_us},
           {"runtime_overhead_bytes", i.runtime_overhead_bytes},
@@ -130,6 +131,7 @@ Expected<DeviceInfo> device_info_from_json(const nlohmann::json& j) {
       STRATA_ASSIGN_OR_RETURN(i.matvec_gbps, matvec_from_json(j.at("matvec_gbps")));
     }
     if (j.contains("matvec_row_ns")) STRATA_RETURN_IF_ERROR(matvec_row_ns_from_json(j.at("matvec_row_ns"), i.matvec_gbps));
+    if (j.contains("matvec_call_us")) i.matvec_call_us = j.at("matvec_call_us").get<double>();
     i.link_gbps = j.at("link_gbps").get<double>();
     i.link_latency_us = j.at("link_latency_us").get<double>();
     i.runtime_overhead_bytes = j.at("runtime_overhead_bytes").get<uint64_t>();

@@ -20,7 +20,8 @@ double flops_per_ms(const DeviceInfo& d) { return (d.tflops > 0 ? d.tflops : kDe
 
 // The time of one token's read of a layer's (or the head's) matrices per weight byte: decode reads
 // each matrix at min(bandwidth, the device's measured one-token rate of its type), plus the rate's
-// fixed time per weight row (short rows are slower per byte: MatvecRate); the rate of the whole is
+// fixed time per weight row (short rows are slower per byte: MatvecRate) and the device's fixed
+// time per product call (matvec_call_us, once per matrix); the rate of the whole is
 // its bytes over the sum of each matrix's time, so a Q4_K_M block's Q6_K tensors weigh in by their
 // share. A shard of the layer (a tensor split's rows) is charged its bytes at this rate, which
 // keeps the per-row part proportional. Prompt batches read at the bandwidth (their limit is the
@@ -38,7 +39,8 @@ double read_bytes_per_ms(const DeviceInfo& d, std::initializer_list<const model:
         row_ms = r.row_ns * 1e-6;
       }
     bytes += static_cast<double>(t->n_bytes);
-    ms += static_cast<double>(t->n_bytes) / rate + static_cast<double>(t->rows * t->n_mats) * row_ms;
+    ms += static_cast<double>(t->n_bytes) / rate + static_cast<double>(t->rows * t->n_mats) * row_ms +
+          static_cast<double>(t->n_mats) * d.matvec_call_us * 1e-3;
   }
   return ms > 0 ? bytes / ms : bw;
 }
@@ -532,6 +534,7 @@ std::vector<DeviceInfo> host_bounded(const std::vector<DeviceInfo>& devices) {
     d.matvec_gbps.clear();
     for (const MatvecRate& r : host->matvec_gbps)
       d.matvec_gbps.push_back(MatvecRate{r.type, r.gbps * share, share > 0 ? r.row_ns / share : r.row_ns});
+    d.matvec_call_us = std::max(d.matvec_call_us, host->matvec_call_us);
   }
   return out;
 }

@@ -37,6 +37,7 @@ DeviceInfo CpuDevice::info() const {
   // Measured (cpu_speed.h), else a rough dense rate: ~32 FLOP/cycle/core (AVX-512 FMA) at ~2.5 GHz.
   i.tflops = speed_.tflops > 0 ? speed_.tflops : 0.08 * threads_;
   i.matvec_gbps = speed_.matvec_gbps;
+  i.matvec_call_us = speed_.matvec_call_us;
   i.link_gbps = speed_.bandwidth_gbps;  // "transfers" from the CPU are host copies
   i.link_latency_us = 2;
   i.threads = threads_;

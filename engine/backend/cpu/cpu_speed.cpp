@@ -40,10 +40,13 @@ const char* env(const char* name) {
 CpuSpeed measure_cpu_speed(kernels::ThreadPool& pool) {
   CpuSpeed s;
   s.bandwidth_gbps = kernels::measure_read_bandwidth_gbps(pool, int64_t{128} << 20);
+  kernels::MatvecSpeed q8_0;
   for (kernels::DType t : kMeasured) {
     const kernels::MatvecSpeed m = kernels::measure_matvec(pool, t, int64_t{64} << 20);
     if (m.gbps > 0) s.matvec_gbps.push_back(MatvecRate{t, m.gbps, m.row_ns});
+    if (t == kernels::DType::Q8_0) q8_0 = m;
   }
+  s.matvec_call_us = kernels::measure_matvec_call_us(pool, q8_0);
   s.tflops = kernels::measure_matmul_tflops(pool, kernels::DType::Q8_0, 64);
   return s;
 }
@@ -73,9 +76,12 @@ Expected<CpuSpeed> load_cpu_speed(const fs::path& file, const std::string& key) 
       s.tflops = e.at("tflops").get<double>();
       STRATA_ASSIGN_OR_RETURN(s.matvec_gbps, matvec_from_json(e.at("matvec_gbps")));
       // A cache written before the per-row time existed lacks it: measure again.
-      if (!e.contains("matvec_row_ns"))
-        return Error{Code::NotFound, file.string() + ": '" + key + "' has no matvec_row_ns (measured by an older build)"};
+      if (!e.contains("matvec_row_ns") || !e.contains("matvec_call_us"))
+        return Error{Code::NotFound, file.string() + ": '" + key + "' has no matvec_row_ns / matvec_call_us (measured by an older build)"};
       STRATA_RETURN_IF_ERROR(matvec_row_ns_from_json(e.at("matvec_row_ns"), s.matvec_gbps));
+      if (!e.at("matvec_call_us").is_number() || e.at("matvec_call_us").get<double>() < 0)
+        return Error{Code::Corrupt, file.string() + ": matvec_call_us of '" + key + "' is not a time in microseconds"};
+      s.matvec_call_us = e.at("matvec_call_us").get<double>();
       if (s.bandwidth_gbps <= 0) return Error{Code::Corrupt, file.string() + ": bandwidth_gbps of '" + key + "' is not positive"};
       return s;
     }
@@ -106,7 +112,8 @@ Status save_cpu_speed(const fs::path& file, const std::string& key, const CpuSpe
                           {"bandwidth_gbps", speed.bandwidth_gbps},
                           {"tflops", speed.tflops},
                           {"matvec_gbps", matvec_json(speed.matvec_gbps)},
-                          {"matvec_row_ns", matvec_row_ns_json(speed.matvec_gbps)}});
+                          {"matvec_row_ns", matvec_row_ns_json(speed.matvec_gbps)},
+                          {"matvec_call_us", speed.matvec_call_us}});
   std::error_code ec;
   if (file.has_parent_path()) fs::create_directories(file.parent_path(), ec);
   if (ec) return Error{Code::Io, "cannot create " + file.parent_path().string() + ": " + ec.message()};

@@ -26,6 +26,7 @@ CpuSpeed sample(double bw) {
   CpuSpeed s(bw);
   s.tflops = 0.25;
   s.matvec_gbps = {MatvecRate{kernels::DType::Q4_K, 6.5, 12.5}, MatvecRate{kernels::DType::Q8_0, 9.25, 0}};
+  s.matvec_call_us = 2.75;
   return s;
 }
 
@@ -46,6 +47,7 @@ TEST(CpuSpeed, CacheRoundTripsByKey) {
   EXPECT_EQ(a->matvec_gbps[1].gbps, 9.25);
   EXPECT_EQ(a->matvec_gbps[0].row_ns, 12.5);
   EXPECT_EQ(a->matvec_gbps[1].row_ns, 0);
+  EXPECT_EQ(a->matvec_call_us, 2.75);
   EXPECT_EQ(load_cpu_speed(f, "b")->bandwidth_gbps, 30);
   EXPECT_EQ(load_cpu_speed(f, "c").error().code, Code::NotFound);
 }
@@ -61,7 +63,7 @@ TEST(CpuSpeed, BrokenCacheIsNamedAndReplaced) {
   std::ofstream(f) << R"({"entries": [{"key": "k", "bandwidth_gbps": 10, "tflops": 1, "matvec_gbps": {"q8_0": 3}}]})";
   EXPECT_EQ(load_cpu_speed(f, "k").error().code, Code::NotFound);
   std::ofstream(f) << R"({"entries": [{"key": "k", "bandwidth_gbps": 10, "tflops": 1, "matvec_gbps": {"q8_0": 3},
-                          "matvec_row_ns": {"q4_k": 2}}]})";
+                          "matvec_row_ns": {"q4_k": 2}, "matvec_call_us": 1}]})";
   EXPECT_EQ(load_cpu_speed(f, "k").error().code, Code::Corrupt);  // a time for a type with no rate
   std::ofstream(f) << "not json";
   EXPECT_EQ(load_cpu_speed(f, "k").error().code, Code::Corrupt);
@@ -89,6 +91,7 @@ TEST(CpuSpeed, CachedEntryIsUsedWithoutMeasuring) {
   ASSERT_EQ(back->matvec_gbps.size(), 2u);
   EXPECT_EQ(back->matvec_gbps[1].gbps, 9.25);
   EXPECT_EQ(back->matvec_gbps[0].row_ns, 12.5);
+  EXPECT_EQ(back->matvec_call_us, 2.75);
 }
 
 TEST(CpuSpeed, RefreshMeasuresEveryWeightType) {
@@ -103,6 +106,7 @@ TEST(CpuSpeed, RefreshMeasuresEveryWeightType) {
     EXPECT_GT(m.gbps, 0) << kernels::dtype_name(m.type);
     EXPECT_GE(m.row_ns, 0) << kernels::dtype_name(m.type);
   }
+  EXPECT_GT(r.speed.matvec_call_us, 0);
   auto saved = load_cpu_speed(f, cpu_speed_key(1));
   ASSERT_TRUE(saved.ok()) << saved.error().message;
   EXPECT_EQ(saved->bandwidth_gbps, r.speed.bandwidth_gbps);

@@ -219,7 +219,7 @@ TEST(CostModel, MeasuredProductRateSetsDecodeTime) {
 // beyond its bytes at the rate (SmolLM2's 576-column rows read at 2/3 of the long-row rate). The
 // block's decode time grows by its matrices' rows times it (the norms ride along at the matrices'
 // rate, as above); prompts are not charged it.
-TEST(CostModel, PerRowTimeOfTheProductRateAddsToDecode) {
+TEST(CostModel, PerRowAndPerCallTimesAddToDecode) {
   auto m = test::synthetic_model(4);
   auto d = test::device("cpu", 1 << 30, /*bw*/ 100, /*tflops*/ 10);
   const auto& l = m.weights.layers[0];
@@ -235,15 +235,25 @@ TEST(CostModel, PerRowTimeOfTheProductRateAddsToDecode) {
   d.matvec_gbps = {MatvecRate{kernels::DType::F32, 8.0, 50.0}};
   const double with = block_ms(m.config, l, whole_layer(m.config), true, d, 1);
   EXPECT_NEAR(with - without, rows * 50e-6 * kBlockBytes / matrix_bytes, 1e-9);
+  // And each product call its fixed time (DeviceInfo::matvec_call_us), once per matrix.
+  double matrices = 0;
+  for (const model::TensorView* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+    if (t->n_bytes > 0) matrices += static_cast<double>(t->n_mats);
+  d.matvec_call_us = 4.0;
+  const double with_calls = block_ms(m.config, l, whole_layer(m.config), true, d, 1);
+  EXPECT_NEAR(with_calls - with, matrices * 4e-3 * kBlockBytes / matrix_bytes, 1e-9);
+  d.matvec_call_us = 0.0;
   EXPECT_NEAR(block_ms(m.config, l, whole_layer(m.config), true, d, 1000), kBlockFlops / 1e10, 1e-12);
   // A simulated device with half the host's threads: half the rate, twice the time per row.
   auto cpu = test::device("cpu", 1 << 30, 100, 10, 10, 2, 0, /*threads*/ 2);
   cpu.matvec_gbps = {MatvecRate{kernels::DType::F32, 8.0, 50.0}};
+  cpu.matvec_call_us = 3.0;
   const auto sim = test::device("gpu0", 1 << 30, 900, 80, 25, 10, 0, /*threads*/ 1);
   const std::vector<DeviceInfo> bounded = host_bounded({cpu, sim});
   ASSERT_EQ(bounded[1].matvec_gbps.size(), 1u);
   EXPECT_DOUBLE_EQ(bounded[1].matvec_gbps[0].gbps, 4.0);
   EXPECT_DOUBLE_EQ(bounded[1].matvec_gbps[0].row_ns, 100.0);
+  EXPECT_DOUBLE_EQ(bounded[1].matvec_call_us, 3.0);  // its calls hand out work as the host's do
 }
 
 // Simulated devices run the CPU's kernels on their own threads: what this machine can run is

@@ -71,6 +71,9 @@ Command add_make_model_command(CLI::App& app) {
   cmd->add_option("--type", o->spec.type, "f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs tq1_0 tq2_0 mxfp4, or a mix: q4_k_m q5_k_m mxfp4_moe (MXFP4 experts, Q8_0 the rest)");
   cmd->add_option("--std", o->spec.stddev, "standard deviation of the weights")->check(CLI::Range(0.0f, 10.0f));
   cmd->add_option("--seed", o->spec.seed, "random seed");
+  cmd->add_option("--row-pool", o->spec.row_pool,
+                  "each matrix's rows repeat a pool of this many distinct rows (fast; for read-bound benchmarks)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--vocab-from", o->vocab_from, "GGUF file whose tokenizer.* keys are copied")->required();
   cmd->add_option("-t,--threads", o->threads, "threads (default: all cores)")->check(CLI::Range(0, 1024));
   cmd->add_option("-o,--out", o->out, "output .gguf")->required();

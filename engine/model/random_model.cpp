@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <span>
 #include <thread>
@@ -76,11 +77,13 @@ uint64_t name_hash(const std::string& s, uint64_t seed) {
 }
 
 // Fills rows x cols values ~ N(0, stddev) (or the constant `fill_value` when stddev == 0),
-// quantized to type, each row from its own seed so the bytes do not depend on thread count.
+// quantized to type, each row from its own seed so the bytes do not depend on thread count. With
+// row_pool > 0 only rows [0, row_pool) are drawn; row r is a copy of row r mod row_pool.
 gguf::GgufWriter::FillFn random_fill(DType type, int64_t cols, int64_t rows, float stddev, float fill_value,
-                                     uint64_t seed, int n_threads) {
+                                     uint64_t seed, int n_threads, int64_t row_pool = 0) {
   return [=](uint8_t* dst, uint64_t /*n_bytes*/) {
     const int64_t row_bytes = kernels::row_bytes(type, cols);
+    const int64_t drawn = row_pool > 0 ? std::min(rows, row_pool) : rows;
     auto work = [&](int64_t r0, int64_t r1) {
       std::vector<float> row(static_cast<size_t>(cols));
       for (int64_t r = r0; r < r1; ++r) {
@@ -94,11 +97,21 @@ gguf::GgufWriter::FillFn random_fill(DType type, int64_t cols, int64_t rows, flo
         kernels::quantize_row(type, row.data(), dst + r * row_bytes, cols);
       }
     };
-    const int64_t n = std::max(1, std::min<int>(n_threads, static_cast<int>(std::min<int64_t>(rows, 64))));
-    std::vector<std::thread> threads;
-    for (int64_t i = 1; i < n; ++i) threads.emplace_back(work, rows * i / n, rows * (i + 1) / n);
-    work(0, rows / n);
-    for (auto& t : threads) t.join();
+    auto copies = [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) std::memcpy(dst + r * row_bytes, dst + (r % drawn) * row_bytes, row_bytes);
+    };
+    // Each phase over the threads: the drawn rows first, then (with a pool) the copies of them.
+    auto parallel = [&](auto&& fn, int64_t begin, int64_t end) {
+      const int64_t count = end - begin;
+      if (count <= 0) return;
+      const int64_t n = std::max(1, std::min<int>(n_threads, static_cast<int>(std::min<int64_t>(count, 64))));
+      std::vector<std::thread> threads;
+      for (int64_t i = 1; i < n; ++i) threads.emplace_back(fn, begin + count * i / n, begin + count * (i + 1) / n);
+      fn(begin, begin + count / n);
+      for (auto& t : threads) t.join();
+    };
+    parallel(work, 0, drawn);
+    parallel(copies, drawn, rows);
   };
 }
 
@@ -236,14 +249,15 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
   auto matrix = [&](const std::string& name, int64_t cols, int64_t rows, DType want) -> Status {
     const DType type = fit_type(want, cols);
     return w.add_tensor_generated(name, type, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)},
-                                  random_fill(type, cols, rows, s.stddev, 0.0f, name_hash(name, s.seed), s.n_threads));
+                                  random_fill(type, cols, rows, s.stddev, 0.0f, name_hash(name, s.seed), s.n_threads,
+                                              s.row_pool));
   };
   // n matrices of [rows][cols] (gguf dims [cols, rows, n]): merged experts.
   auto matrices = [&](const std::string& name, int64_t cols, int64_t rows, int64_t n, DType want) -> Status {
     const DType type = fit_type(want, cols);
     return w.add_tensor_generated(
         name, type, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows), static_cast<uint64_t>(n)},
-        random_fill(type, cols, rows * n, s.stddev, 0.0f, name_hash(name, s.seed), s.n_threads));
+        random_fill(type, cols, rows * n, s.stddev, 0.0f, name_hash(name, s.seed), s.n_threads, s.row_pool));
   };
   auto vector = [&](const std::string& name, int64_t n, float stddev, float value) -> Status {
     return w.add_tensor_generated(name, DType::F32, {static_cast<uint64_t>(n)},

@@ -50,6 +50,10 @@ struct RandomModelSpec {
   float stddev = 0.02f;
   uint64_t seed = 42;
   int n_threads = 1;
+  // > 0: each matrix's rows repeat a pool of this many distinct rows (row r is row r mod row_pool),
+  // so only the pool is drawn and quantized: a 7B-shape model in seconds instead of a minute or
+  // more, for benchmarks that measure reads, not text. 0: every row drawn.
+  int64_t row_pool = 0;
 };
 
 Status validate(const RandomModelSpec& spec);

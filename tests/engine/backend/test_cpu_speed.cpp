@@ -106,7 +106,10 @@ TEST(CpuSpeed, RefreshMeasuresEveryWeightType) {
     EXPECT_GT(m.gbps, 0) << kernels::dtype_name(m.type);
     EXPECT_GE(m.row_ns, 0) << kernels::dtype_name(m.type);
   }
-  EXPECT_GT(r.speed.matvec_call_us, 0);
+  // The fixed time of a call: under load the measured remainder can round to nothing (it is
+  // clamped at 0), but no hand-out of work to two threads takes a millisecond.
+  EXPECT_GE(r.speed.matvec_call_us, 0);
+  EXPECT_LT(r.speed.matvec_call_us, 1000);
   auto saved = load_cpu_speed(f, cpu_speed_key(1));
   ASSERT_TRUE(saved.ok()) << saved.error().message;
   EXPECT_EQ(saved->bandwidth_gbps, r.speed.bandwidth_gbps);

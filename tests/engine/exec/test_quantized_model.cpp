@@ -152,3 +152,58 @@ TEST(Qwen2Model, BiasesAndNeoxRopeRun) {
 
 }  // namespace
 }  // namespace strata
+
+namespace strata {
+namespace {
+
+// make-model --row-pool N: each matrix's rows repeat its first N rows (row r is a copy of row
+// r mod N), every tensor keeps its type and size, the first N rows are the bytes a full draw gives
+// them, and the model loads and runs.
+TEST(RandomModelRowPool, RowsRepeatThePoolAndTheModelRuns) {
+  auto vocab = gguf::GgufFile::open(test::shared_model("stories260K.gguf"));
+  ASSERT_TRUE(vocab.ok());
+  model::RandomModelSpec spec;
+  spec.n_embd = 256;
+  spec.n_layers = 2;
+  spec.n_heads = 4;
+  spec.n_kv_heads = 2;
+  spec.n_ff = 512;
+  spec.n_ctx = 64;
+  spec.type = "q4_k_m";
+  spec.n_threads = 2;
+  const std::filesystem::path dir = test::temp_dir("row-pool");
+  const std::filesystem::path full = dir / "full.gguf", pooled = dir / "pooled.gguf";
+  ASSERT_TRUE(model::write_random_model(spec, *vocab, full).ok());
+  spec.row_pool = 5;
+  ASSERT_TRUE(model::write_random_model(spec, *vocab, pooled).ok());
+  auto a = gguf::GgufFile::open(full);
+  auto b = gguf::GgufFile::open(pooled);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->tensors().size(), b->tensors().size());
+  int checked = 0;
+  for (size_t i = 0; i < a->tensors().size(); ++i) {
+    const auto& ta = a->tensors()[i];
+    const auto& tb = b->tensors()[i];
+    ASSERT_EQ(ta.name, tb.name);
+    ASSERT_EQ(ta.type, tb.type) << ta.name;
+    ASSERT_EQ(ta.n_elements, tb.n_elements) << ta.name;
+    const int64_t cols = static_cast<int64_t>(tb.dims[0]);
+    const int64_t rows = static_cast<int64_t>(tb.n_elements) / cols;
+    if (rows <= 5) continue;  // vectors and tiny matrices: the pool is all of them
+    const int64_t rb = kernels::row_bytes(tb.type, cols);
+    const uint8_t* pa = a->tensor_data(ta);
+    const uint8_t* pb = b->tensor_data(tb);
+    EXPECT_EQ(std::memcmp(pa, pb, static_cast<size_t>(5 * rb)), 0) << ta.name << ": the pool is the full draw's first rows";
+    for (int64_t r = 5; r < rows; ++r)
+      ASSERT_EQ(std::memcmp(pb + r * rb, pb + (r % 5) * rb, static_cast<size_t>(rb)), 0) << tb.name << " row " << r;
+    EXPECT_NE(std::memcmp(pa + 5 * rb, pb + 5 * rb, static_cast<size_t>(rb)), 0) << ta.name << ": a full draw's row 5 is its own";
+    ++checked;
+  }
+  EXPECT_GT(checked, 10);
+  const std::vector<float> logits = logits_after(pooled, {1, 2, 3}, 1, false);
+  ASSERT_FALSE(logits.empty());
+  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+}
+
+}  // namespace
+}  // namespace strata

@@ -23,7 +23,10 @@
 //   split                     decode-sized calls (<= kSplitMaxTokens tokens): one block per
 //                             (row tile, KV head, chunk) writes the chunk's unnormalised output
 //                             with its max and sum to the workspace, and attn_merge_kernel folds
-//                             them in chunk order: more blocks for one token's long context.
+//                             them in chunk order: more blocks for one token's long context. Past
+//                             64 chunks (16k keys) of workspace, in rounds, the rows' running
+//                             state kept in the workspace between them: the same folds in the same
+//                             order, so the workspace stays bounded and the bits do not move.
 #include "kernels/cuda/common.cuh"
 
 namespace strata::kernels::cuda {
@@ -33,6 +36,7 @@ constexpr int kAttnThreads = 128;
 constexpr int kAttnRows = 16;          // query rows per block (8 threads per row)
 constexpr int64_t kSplitMaxTokens = 8;  // the split schedule is for decode-sized calls only
 constexpr int64_t kAttnChunk = 256;      // keys per chunk, at absolute positions; a multiple of every tile
+constexpr int64_t kMaxRoundChunks = 64;  // chunks one split round holds (the workspace's size); more: rounds
 
 template <int D>
 struct AttnGeom {
@@ -55,7 +59,8 @@ struct AttnParams {
   float softcap2;                // softcap * log2(e) (0: none): base-2 scores s become softcap2 tanh(s / softcap2)
   const float* sinks;            // [n_heads] natural-log sink logits (null: none), folded once per row at the end
   int64_t chunk0;                // split: block z takes chunk chunk0 + z (keys [kAttnChunk (chunk0 + z), +kAttnChunk))
-  int n_splits;                  // 1: in-block schedule; > 1: split schedule (gridDim.z)
+  int n_splits;                  // split schedule: chunks a round holds (1: in-block)
+  bool split;                    // split schedule: block z writes chunk chunk0 + z's partial
   float* out;                    // [n_tokens][n_heads * head_dim] (in-block)
   float* part_o;                 // [n_splits][n_tokens * n_heads][head_dim] (split)
   float* part_ml;                // [n_splits][n_tokens * n_heads][2]: the chunk's max (base 2), sum
@@ -122,7 +127,7 @@ __device__ __forceinline__ void attn_load_tile(float* dst, const void* cache, co
 
 // Launch: grid (ceil(n_tokens * group / 16), n_kv_heads, n_splits), block 128.
 // Block (x, j, z): query rows rho in [16x, 16x + 16) of KV head j, rho = t * group + g -> token t,
-// query head j * group + g; in-block (n_splits 1): every chunk from the one holding its rows' first
+// query head j * group + g; in-block (split false): every chunk from the one holding its rows' first
 // key (window) to the one holding their last, folded; split: chunk chunk0 + z alone, written to the
 // workspace. Within a chunk, keys up to the last one of its last row.
 // Thread: row r = tid / 8 and lane l8 = tid % 8 of that row's 8 threads. Per tile of kKT keys:
@@ -130,7 +135,7 @@ __device__ __forceinline__ void attn_load_tile(float* dst, const void* cache, co
 // shared Q and K (float4), masks causally, the row's 8 threads agree on max / sum by shuffles,
 // write the probabilities to shared memory; stage V in the same buffer; each thread accumulates
 // its D / 8 output dims (float4 groups l8 * 4 + 32 i) in registers.
-// Registers (ptxas, sm_90): 154 / 156 / 163 at D = 64 / 128 / 256, no spill, 3 blocks per SM.
+// Registers (ptxas, sm_90): 153 / 155 / 163 at D = 64 / 128 / 256, no spill, 3 blocks per SM.
 // The minimum of 1 block lets ptxas use them; without it, it held the kernel to 128 and spilled.
 template <int D, bool kF16>
 __global__ void __launch_bounds__(kAttnThreads, 1) attn_kernel(const AttnParams p) {
@@ -173,7 +178,7 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attn_kernel(const AttnParams 
       p.window <= 0 ? 0 : (p.causal ? p.pos0 + (rho0 / p.group) : p.pos0 + p.n_tokens - 1) - p.window + 1;
   const int64_t key_lo = block_first_key > 0 ? block_first_key / G::kKT * G::kKT : 0;
   const int64_t key_end = block_last_key + 1;
-  const bool split = p.n_splits > 1;
+  const bool split = p.split;
   const int64_t c_begin = split ? p.chunk0 + blockIdx.z : key_lo / kAttnChunk;
   const int64_t c_end = split ? c_begin + 1 : (key_end + kAttnChunk - 1) / kAttnChunk;
 
@@ -319,21 +324,34 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attn_kernel(const AttnParams 
 }
 
 // Launch: grid (n_tokens * n_heads), block 128. Block = one output row (token, head): each thread
-// strides over dims and folds the chunks' partials in chunk order (AttnFold: the in-block
-// schedule's arithmetic; chunks that saw no key have m = -inf and are skipped), then the sink
-// (sinks: [n_heads], null: none) as one more chunk of sum 1 and no value, then out = O / L.
+// strides over dims and folds the round's chunk partials in chunk order into the row's running
+// state (AttnFold: the in-block schedule's arithmetic; chunks that saw no key have m = -inf and are
+// skipped). A context of more chunks than the workspace holds runs in rounds: the state (max, sum,
+// output) waits in state_ml / state_o between them, exactly as it stands in registers in-block, so
+// the rounds change no bit. The last round folds the sink (sinks: [n_heads], null: none) as one
+// more chunk of sum 1 and no value and writes out = O / L.
 __global__ void __launch_bounds__(128) attn_merge_kernel(const float* part_o, const float* part_ml, int n_splits,
                                                         int64_t total_rows, int64_t head_dim, const float* sinks,
-                                                        int64_t n_heads, float* out) {
+                                                        int64_t n_heads, float* state_o, float* state_ml,
+                                                        bool first_round, bool last_round, float* out) {
   const int64_t row = blockIdx.x;
+  const float M0 = first_round ? -INFINITY : state_ml[row * 2];
+  const float L0 = first_round ? 0.f : state_ml[row * 2 + 1];
+  float M = M0, L = L0;
   for (int64_t d = threadIdx.x; d < head_dim; d += blockDim.x) {
-    float M = -INFINITY, L = 0.f, O = 0.f;
+    float O = first_round ? 0.f : state_o[row * head_dim + d];
+    M = M0;
+    L = L0;
     for (int s = 0; s < n_splits; ++s) {
       const float ms = part_ml[(s * total_rows + row) * 2];
       if (ms == -INFINITY) continue;
       const AttnFold fold(M, ms);
       L = fold(L, part_ml[(s * total_rows + row) * 2 + 1]);
       O = fold(O, part_o[(s * total_rows + row) * head_dim + d]);
+    }
+    if (!last_round) {
+      state_o[row * head_dim + d] = O;
+      continue;
     }
     if (sinks) {
       const AttnFold fold(M, sinks[row % n_heads] * 1.4426950408889634f);
@@ -342,6 +360,12 @@ __global__ void __launch_bounds__(128) attn_merge_kernel(const float* part_o, co
     }
     const float inv = 1.0f / L;
     out[row * head_dim + d] = O * inv;
+  }
+  if (last_round) return;
+  __syncthreads();  // every thread has read M0 / L0
+  if (threadIdx.x == 0) {  // thread 0 always has dim 0, so M and L are this round's result
+    state_ml[row * 2] = M;
+    state_ml[row * 2 + 1] = L;
   }
 }
 
@@ -369,8 +393,9 @@ __global__ void __launch_bounds__(256) kv_write_kernel(const float* k, const flo
 // Chunks a range of n_ctx keys can touch (the workspace's split count).
 int64_t max_chunks_for(int64_t n_ctx) { return ceil_div(n_ctx, kAttnChunk); }
 
+// A split round of n_splits chunks: their partials, and the rows' running state between rounds.
 size_t split_bytes(int64_t n_splits, int64_t n_tokens, int64_t n_heads, int64_t head_dim) {
-  return static_cast<size_t>(n_splits * n_tokens * n_heads * (head_dim + 2)) * sizeof(float);
+  return static_cast<size_t>((n_splits + 1) * n_tokens * n_heads * (head_dim + 2)) * sizeof(float);
 }
 
 template <int D>
@@ -383,9 +408,9 @@ void launch_attn(const AttnParams& p, dim3 grid, bool f16, cudaStream_t stream) 
 
 size_t attention_workspace_bytes(int64_t max_tokens, int64_t max_ctx, int64_t n_heads, int64_t head_dim) {
   const int64_t tokens = max_tokens < kSplitMaxTokens ? max_tokens : kSplitMaxTokens;
-  const int64_t splits = max_chunks_for(max_ctx);
-  if (tokens <= 0 || n_heads <= 0 || head_dim <= 0 || splits <= 1) return 256;
-  return split_bytes(splits, tokens, n_heads, head_dim);
+  const int64_t chunks = max_chunks_for(max_ctx);
+  if (tokens <= 0 || n_heads <= 0 || head_dim <= 0 || chunks <= 1) return 256;
+  return split_bytes(chunks < kMaxRoundChunks ? chunks : kMaxRoundChunks, tokens, n_heads, head_dim);
 }
 
 cudaError_t attention(const AttentionArgs& a, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
@@ -430,8 +455,10 @@ cudaError_t attention(const AttentionArgs& a, void* workspace, size_t workspace_
   p.part_ml = nullptr;
   p.chunk0 = 0;
   p.n_splits = 1;
+  p.split = false;
 
   const int64_t row_tiles = ceil_div(a.n_tokens * p.group, kAttnRows);
+  int64_t split_chunks = 0;  // > 0: the split schedule over this many chunks, p.n_splits a round
   if (a.n_tokens <= kSplitMaxTokens && workspace != nullptr && aligned_to(workspace, 16)) {
     // Keys any row of the call sees: from the first row's window start to the last row's position.
     const int64_t last_key = a.pos0 + a.n_tokens - 1;
@@ -439,27 +466,53 @@ cudaError_t attention(const AttentionArgs& a, void* workspace, size_t workspace_
     const int64_t first_key = a.window > 0 && first_key_row0 - a.window + 1 > 0 ? first_key_row0 - a.window + 1 : 0;
     const int64_t c0 = first_key / kAttnChunk, c1 = last_key / kAttnChunk;
     const int64_t n_chunks = c1 - c0 + 1;
-    if (n_chunks > 1 && split_bytes(n_chunks, a.n_tokens, a.n_heads, a.head_dim) <= workspace_bytes) {
+    // Chunks a round holds: as many as the workspace has room for besides the state, at most all.
+    const int64_t row_floats = a.n_tokens * a.n_heads * (a.head_dim + 2);
+    const int64_t room = static_cast<int64_t>(workspace_bytes / sizeof(float)) / row_floats - 1;
+    const int64_t per_round = room < n_chunks ? room : n_chunks;
+    if (n_chunks > 1 && per_round >= 2) {
       p.chunk0 = c0;
-      p.n_splits = static_cast<int>(n_chunks);
-      p.part_o = static_cast<float*>(workspace);
-      p.part_ml = p.part_o + n_chunks * a.n_tokens * a.n_heads * a.head_dim;
+      p.n_splits = static_cast<int>(per_round);
+      split_chunks = n_chunks;
     }
   }
-  const int64_t n_splits = p.n_splits;
 
-  const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(a.n_kv_heads), static_cast<unsigned>(n_splits));
-  if (a.head_dim <= 64) launch_attn<64>(p, grid, a.kv_f16, stream);
-  else if (a.head_dim <= 128) launch_attn<128>(p, grid, a.kv_f16, stream);
-  else launch_attn<256>(p, grid, a.kv_f16, stream);
-  STRATA_CUDA_TRY(cudaGetLastError());
-
-  if (n_splits > 1) {
-    const int64_t total_rows = a.n_tokens * a.n_heads;
-    attn_merge_kernel<<<static_cast<unsigned>(total_rows), 128, 0, stream>>>(p.part_o, p.part_ml, p.n_splits, total_rows,
-                                                                             a.head_dim, a.sinks, a.n_heads, a.out);
+  auto launch = [&](const AttnParams& q, int64_t splits) {
+    const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(a.n_kv_heads), static_cast<unsigned>(splits));
+    if (a.head_dim <= 64) launch_attn<64>(q, grid, a.kv_f16, stream);
+    else if (a.head_dim <= 128) launch_attn<128>(q, grid, a.kv_f16, stream);
+    else launch_attn<256>(q, grid, a.kv_f16, stream);
+  };
+  if (split_chunks == 0) {
+    launch(p, 1);
+    return cudaGetLastError();
   }
-  return cudaGetLastError();
+  // Split rounds: a block per chunk of the round writes its partial, the merge kernel folds them
+  // into the rows' state (and after the last round writes the output).
+  const int64_t total_rows = a.n_tokens * a.n_heads;
+  const int64_t per_round = p.n_splits;
+  float* const part_o = static_cast<float*>(workspace);
+  float* const part_ml = part_o + per_round * total_rows * a.head_dim;
+  float* const state_o = part_ml + per_round * total_rows * 2;
+  float* const state_ml = state_o + total_rows * a.head_dim;
+  const int64_t c0 = p.chunk0;
+  for (int64_t done = 0; done < split_chunks; done += per_round) {
+    const int64_t here = split_chunks - done < per_round ? split_chunks - done : per_round;
+    AttnParams q = p;
+    q.chunk0 = c0 + done;
+    q.n_splits = static_cast<int>(here);
+    q.split = true;
+    q.part_o = part_o;
+    q.part_ml = part_ml;
+    launch(q, here);
+    STRATA_CUDA_TRY(cudaGetLastError());
+    const bool first = done == 0, last = done + here >= split_chunks;
+    attn_merge_kernel<<<static_cast<unsigned>(total_rows), 128, 0, stream>>>(
+        part_o, part_ml, static_cast<int>(here), total_rows, a.head_dim, a.sinks, a.n_heads, state_o, state_ml, first,
+        last, a.out);
+    STRATA_CUDA_TRY(cudaGetLastError());
+  }
+  return cudaSuccess;
 }
 
 }  // namespace strata::kernels::cuda

@@ -557,6 +557,7 @@ struct AttnCase {
   bool sinks = false;     // a sink logit per query head (AttentionArgs::sinks, gpt-oss)
   bool no_split = false;  // no workspace: a decode-sized call takes the unsplit kernel
   int64_t group = 2;      // query heads per KV head (2 KV heads)
+  bool rounds = false;    // a workspace of 2 chunks: the split schedule in rounds (state kept between)
 };
 
 // Whether attention() takes the split schedule for case c (the workspace is given and sized for
@@ -577,6 +578,7 @@ std::string attn_name(const testing::TestParamInfo<AttnCase>& i) {
   if (c.group != 2) s << "_gqa" << c.group;
   if (c.sinks) s << "_sinks";
   if (c.no_split) s << "_nosplit";
+  if (c.rounds) s << "_rounds";
   return s.str();
 }
 
@@ -618,7 +620,9 @@ TEST_P(Attention, MatchesFloat64Reference) {
       store(vc_bytes, vref, (c.pos0 + t) * kv_stride + e, v[t * kv_dim + e]);
     }
   Dev<float> dq(q), dk(k), dv(v), dout(c.n_tokens * kHeads * hd);
-  const size_t ws_bytes = kc::attention_workspace_bytes(c.n_tokens, n_ctx, kHeads, hd);
+  // rounds: room for 2 chunks' partials and the rows' state (attention.cu, split_bytes).
+  const size_t ws_bytes = c.rounds ? static_cast<size_t>(3 * c.n_tokens * kHeads * (hd + 2)) * sizeof(float)
+                                   : kc::attention_workspace_bytes(c.n_tokens, n_ctx, kHeads, hd);
   Dev<uint8_t> ws(ws_bytes);
   // Sinks (natural-log logits, one per query head, from -2 to 9: scores here are within about
   // +-1 and a row's sum of exps up to ~e^5.8 at 300 keys, so the sink's share of the denominator
@@ -656,6 +660,14 @@ TEST_P(Attention, MatchesFloat64Reference) {
     const std::vector<uint8_t> w = ws.host();
     const bool written = std::any_of(w.begin(), w.end(), [](uint8_t b) { return b != 0xff; });
     ASSERT_EQ(written, attn_splits(c)) << (attn_splits(c) ? "the split path did not run" : "the split path ran");
+  }
+  if (c.rounds) {
+    // Rounds fold the chunks in the one order: the bits of the in-block schedule.
+    Dev<float> alone(c.n_tokens * kHeads * hd);
+    a.out = alone.get();
+    ASSERT_EQ(kc::attention(a, nullptr, 0, nullptr), cudaSuccess);
+    const std::vector<float> in_block = alone.host();
+    ASSERT_EQ(std::memcmp(in_block.data(), out.data(), out.size() * sizeof(float)), 0) << "rounds against in-block";
   }
 
   // The cache holds the new rows, bit for bit.
@@ -728,6 +740,9 @@ std::vector<AttnCase> attn_cases() {
   v.push_back({64, 1, 600, 0, true, true, true, false, 4});
   v.push_back({64, 17, 5, 0, true, true, true, false, 4});
   v.push_back({64, 5, 10, 0, false, false, true});  // non-causal rows
+  // The split schedule in rounds of 2 chunks: 3 chunks (2 + 1, with sinks), 4 chunks of 3 tokens.
+  v.push_back({64, 1, 600, 0, true, false, true, false, 2, true});
+  v.push_back({128, 3, 1000, 0, true, true, false, false, 2, true});
   return v;
 }
 

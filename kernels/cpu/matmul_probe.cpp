@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <initializer_list>
 #include <new>
 #include <random>
 #include <vector>
@@ -19,7 +20,7 @@ namespace {
 constexpr int64_t kCols = 2048;  // a multiple of every block size (K-quants: 256)
 constexpr int64_t kRows = 2048;
 
-// A [rows][kCols] matrix of type t, or empty when it cannot be allocated.
+// A [rows][cols] matrix of type t, or empty when it cannot be allocated.
 std::vector<uint8_t> probe_weights(DType t, int64_t rows = kRows, int64_t cols = kCols) {
   const int64_t rb = row_bytes(t, cols);
   constexpr int64_t kDistinct = 16;
@@ -50,10 +51,6 @@ std::vector<float> activations(int64_t tokens) {
 }
 
 bool has_product(DType t) { return traits(t).weight_type; }
-
-}  // namespace
-
-namespace {
 
 // Copies of a [rows][cols] matrix of type t, `bytes` in all, read in turn by one-token products
 // (so that every pass streams from memory, not from the last-level cache).
@@ -89,12 +86,30 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Seconds per call of one pass over the copies.
-double pass_seconds(ThreadPool& pool, DType t, Streamed& s, const std::vector<float>& x, std::vector<uint8_t>& scratch) {
-  const auto t0 = std::chrono::steady_clock::now();
-  for (const auto& w : s.copies) matmul(pool, t, w.data(), s.rows, s.cols, x.data(), 1, s.y.data(), scratch);
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
-         static_cast<double>(s.copies.size());
+// Seconds per one-token call of each shape (0 for one that could not be allocated): 8 passes over
+// its copies, the shapes interleaved pass by pass so that all see the same moments of a shared
+// machine, after one warm-up pass each (page faults, scratch). The median pass counts: the fastest
+// one over-promised on a shared VM, where `bench` averages over its slow moments too.
+std::vector<double> median_call_seconds(ThreadPool& pool, DType t, std::initializer_list<Streamed*> shapes) {
+  constexpr int kPasses = 8;
+  const std::vector<float> x = activations(1);  // kCols floats: enough for every shape here
+  std::vector<uint8_t> scratch;
+  std::vector<std::vector<double>> passes(shapes.size());
+  for (int pass = 0; pass <= kPasses; ++pass) {
+    size_t i = 0;
+    for (Streamed* s : shapes) {
+      std::vector<double>& mine = passes[i++];
+      if (s->copies.empty()) continue;
+      const auto t0 = std::chrono::steady_clock::now();
+      for (const auto& w : s->copies) matmul(pool, t, w.data(), s->rows, s->cols, x.data(), 1, s->y.data(), scratch);
+      const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
+                         static_cast<double>(s->copies.size());
+      if (pass > 0) mine.push_back(sec);
+    }
+  }
+  std::vector<double> out;
+  for (const std::vector<double>& v : passes) out.push_back(median(v));
+  return out;
 }
 
 }  // namespace
@@ -104,31 +119,18 @@ MatvecSpeed measure_matvec(ThreadPool& pool, DType t, int64_t bytes) {
   // Short rows of a width models use, with a remainder after the kernels' 4-block steps: 576
   // (SmolLM2-135M's, 18 blocks of 32); the 256-element types 768 (3 super-blocks). A width that
   // is a multiple of every step (512) ran 10-20% faster per byte than 576 does.
-  const int64_t kShortCols = traits(t).block_elems > 32 ? 768 : 576;
-  const int64_t kShortRows = kRows * kCols / kShortCols;  // about the same bytes a matrix
-  // 8 passes of each shape, interleaved so that both see the same moments of a shared machine, after
-  // one warm-up pass each (page faults, scratch); the median pass of each counts (the fastest
-  // one over-promised on a shared VM, where `bench` averages over its slow moments too).
-  constexpr int kPasses = 8;
+  const int64_t short_cols = traits(t).block_elems > 32 ? 768 : 576;
+  const int64_t short_n = kRows * kCols / short_cols;  // rows: about the same bytes a matrix
   Streamed long_rows = make_streamed(t, kRows, kCols, bytes);
-  Streamed short_rows = make_streamed(t, kShortRows, kShortCols, bytes);
+  Streamed short_rows = make_streamed(t, short_n, short_cols, bytes);
   if (long_rows.copies.empty()) return {};
-  const std::vector<float> x = activations(1);
-  std::vector<uint8_t> scratch;
-  std::vector<double> long_passes, short_passes;
-  for (int pass = 0; pass <= kPasses; ++pass) {
-    const double a = pass_seconds(pool, t, long_rows, x, scratch);
-    if (pass > 0) long_passes.push_back(a);
-    if (short_rows.copies.empty()) continue;
-    const double b = pass_seconds(pool, t, short_rows, x, scratch);
-    if (pass > 0) short_passes.push_back(b);
-  }
-  const double long_s = median(long_passes), short_s = median(short_passes);
+  const std::vector<double> sec = median_call_seconds(pool, t, {&long_rows, &short_rows});
+  const double long_s = sec[0], short_s = sec[1];
   if (long_s <= 0) return {};
   MatvecSpeed m{long_rows.bytes_per_call / long_s / 1e9, 0.0};
   if (short_s <= 0) return m;
   const double long_row_bytes = long_rows.bytes_per_call / kRows, long_row_s = long_s / kRows;
-  const double short_row_bytes = short_rows.bytes_per_call / kShortRows, short_row_s = short_s / kShortRows;
+  const double short_row_bytes = short_rows.bytes_per_call / short_n, short_row_s = short_s / short_n;
   // Through both points: t = row_s + row_bytes / rate. Noise can make the short rows look as fast
   // or faster per byte: then no fixed part, the long rows' rate.
   const double rate = (long_row_bytes - short_row_bytes) / (long_row_s - short_row_s);
@@ -140,17 +142,9 @@ MatvecSpeed measure_matvec(ThreadPool& pool, DType t, int64_t bytes) {
 double measure_matvec_call_us(ThreadPool& pool, const MatvecSpeed& q8_0, int64_t bytes) {
   if (q8_0.gbps <= 0) return 0.0;
   constexpr int64_t kSmallRows = 192, kSmallCols = 576;
-  constexpr int kPasses = 8;
   Streamed small = make_streamed(DType::Q8_0, kSmallRows, kSmallCols, bytes);
   if (small.copies.empty()) return 0.0;
-  const std::vector<float> x = activations(1);
-  std::vector<uint8_t> scratch;
-  std::vector<double> passes;
-  for (int pass = 0; pass <= kPasses; ++pass) {  // pass 0 warms up
-    const double s = pass_seconds(pool, DType::Q8_0, small, x, scratch);
-    if (pass > 0) passes.push_back(s);
-  }
-  const double typical = median(passes);
+  const double typical = median_call_seconds(pool, DType::Q8_0, {&small})[0];
   const double accounted = static_cast<double>(kSmallRows) * q8_0.row_ns * 1e-9 + small.bytes_per_call / (q8_0.gbps * 1e9);
   return std::max(0.0, typical - accounted) * 1e6;
 }

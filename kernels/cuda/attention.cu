@@ -58,12 +58,11 @@ struct AttnParams {
   float q_scale;                 // scale * log2(e): scores in base 2
   float softcap2;                // softcap * log2(e) (0: none): base-2 scores s become softcap2 tanh(s / softcap2)
   const float* sinks;            // [n_heads] natural-log sink logits (null: none), folded once per row at the end
-  int64_t chunk0;                // split: block z takes chunk chunk0 + z (keys [kAttnChunk (chunk0 + z), +kAttnChunk))
-  int n_splits;                  // split schedule: chunks a round holds (1: in-block)
   bool split;                    // split schedule: block z writes chunk chunk0 + z's partial
+  int64_t chunk0;                // split: block z takes chunk chunk0 + z (keys [kAttnChunk (chunk0 + z), +kAttnChunk))
   float* out;                    // [n_tokens][n_heads * head_dim] (in-block)
-  float* part_o;                 // [n_splits][n_tokens * n_heads][head_dim] (split)
-  float* part_ml;                // [n_splits][n_tokens * n_heads][2]: the chunk's max (base 2), sum
+  float* part_o;                 // [gridDim.z][n_tokens * n_heads][head_dim] (split)
+  float* part_ml;                // [gridDim.z][n_tokens * n_heads][2]: the chunk's max (base 2), sum
 };
 
 static_assert(kAttnChunk % 64 == 0, "chunks hold whole tiles of every head size");
@@ -125,7 +124,7 @@ __device__ __forceinline__ void attn_load_tile(float* dst, const void* cache, co
   }
 }
 
-// Launch: grid (ceil(n_tokens * group / 16), n_kv_heads, n_splits), block 128.
+// Launch: grid (ceil(n_tokens * group / 16), n_kv_heads, chunks of the split round or 1), block 128.
 // Block (x, j, z): query rows rho in [16x, 16x + 16) of KV head j, rho = t * group + g -> token t,
 // query head j * group + g; in-block (split false): every chunk from the one holding its rows' first
 // key (window) to the one holding their last, folded; split: chunk chunk0 + z alone, written to the
@@ -287,7 +286,7 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attn_kernel(const AttnParams 
   const int64_t h = head_of_row();
   const int64_t out_row = my_t * p.n_heads + h;
   if (!split) {
-    float* const out = out_of_row();
+    float* const out = p.out + out_row * p.head_dim;
     // out = O / L, after the sink (base 2, as the scores) joins the denominator as one more chunk
     // of sum 1 and no value.
     auto finish = [&](auto&& adjust) {
@@ -330,7 +329,7 @@ __global__ void __launch_bounds__(kAttnThreads, 1) attn_kernel(const AttnParams 
 // output) waits in state_ml / state_o between them, exactly as it stands in registers in-block, so
 // the rounds change no bit. The last round folds the sink (sinks: [n_heads], null: none) as one
 // more chunk of sum 1 and no value and writes out = O / L.
-__global__ void __launch_bounds__(128) attn_merge_kernel(const float* part_o, const float* part_ml, int n_splits,
+__global__ void __launch_bounds__(128) attn_merge_kernel(const float* part_o, const float* part_ml, int n_chunks,
                                                         int64_t total_rows, int64_t head_dim, const float* sinks,
                                                         int64_t n_heads, float* state_o, float* state_ml,
                                                         bool first_round, bool last_round, float* out) {
@@ -342,7 +341,7 @@ __global__ void __launch_bounds__(128) attn_merge_kernel(const float* part_o, co
     float O = first_round ? 0.f : state_o[row * head_dim + d];
     M = M0;
     L = L0;
-    for (int s = 0; s < n_splits; ++s) {
+    for (int s = 0; s < n_chunks; ++s) {
       const float ms = part_ml[(s * total_rows + row) * 2];
       if (ms == -INFINITY) continue;
       const AttnFold fold(M, ms);
@@ -393,9 +392,10 @@ __global__ void __launch_bounds__(256) kv_write_kernel(const float* k, const flo
 // Chunks a range of n_ctx keys can touch (the workspace's split count).
 int64_t max_chunks_for(int64_t n_ctx) { return ceil_div(n_ctx, kAttnChunk); }
 
-// A split round of n_splits chunks: their partials, and the rows' running state between rounds.
-size_t split_bytes(int64_t n_splits, int64_t n_tokens, int64_t n_heads, int64_t head_dim) {
-  return static_cast<size_t>((n_splits + 1) * n_tokens * n_heads * (head_dim + 2)) * sizeof(float);
+// One chunk's partials of every row (output, max, sum); the rows' running state between split
+// rounds takes as much again. A split round of n chunks needs (n + 1) of these.
+size_t chunk_bytes(int64_t n_tokens, int64_t n_heads, int64_t head_dim) {
+  return static_cast<size_t>(n_tokens * n_heads * (head_dim + 2)) * sizeof(float);
 }
 
 template <int D>
@@ -410,7 +410,8 @@ size_t attention_workspace_bytes(int64_t max_tokens, int64_t max_ctx, int64_t n_
   const int64_t tokens = max_tokens < kSplitMaxTokens ? max_tokens : kSplitMaxTokens;
   const int64_t chunks = max_chunks_for(max_ctx);
   if (tokens <= 0 || n_heads <= 0 || head_dim <= 0 || chunks <= 1) return 256;
-  return split_bytes(chunks < kMaxRoundChunks ? chunks : kMaxRoundChunks, tokens, n_heads, head_dim);
+  return static_cast<size_t>((chunks < kMaxRoundChunks ? chunks : kMaxRoundChunks) + 1) *
+         chunk_bytes(tokens, n_heads, head_dim);
 }
 
 cudaError_t attention(const AttentionArgs& a, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
@@ -453,26 +454,25 @@ cudaError_t attention(const AttentionArgs& a, void* workspace, size_t workspace_
   p.out = a.out;
   p.part_o = nullptr;
   p.part_ml = nullptr;
-  p.chunk0 = 0;
-  p.n_splits = 1;
   p.split = false;
+  p.chunk0 = 0;
 
   const int64_t row_tiles = ceil_div(a.n_tokens * p.group, kAttnRows);
-  int64_t split_chunks = 0;  // > 0: the split schedule over this many chunks, p.n_splits a round
+  int64_t split_chunks = 0, per_round = 0;  // > 0: the split schedule over chunks [c0, c0 + split_chunks)
+  int64_t c0 = 0;
   if (a.n_tokens <= kSplitMaxTokens && workspace != nullptr && aligned_to(workspace, 16)) {
     // Keys any row of the call sees: from the first row's window start to the last row's position.
     const int64_t last_key = a.pos0 + a.n_tokens - 1;
     const int64_t first_key_row0 = a.causal ? a.pos0 : last_key;
     const int64_t first_key = a.window > 0 && first_key_row0 - a.window + 1 > 0 ? first_key_row0 - a.window + 1 : 0;
-    const int64_t c0 = first_key / kAttnChunk, c1 = last_key / kAttnChunk;
-    const int64_t n_chunks = c1 - c0 + 1;
+    const int64_t first_chunk = first_key / kAttnChunk;
+    const int64_t n_chunks = last_key / kAttnChunk - first_chunk + 1;
     // Chunks a round holds: as many as the workspace has room for besides the state, at most all.
-    const int64_t row_floats = a.n_tokens * a.n_heads * (a.head_dim + 2);
-    const int64_t room = static_cast<int64_t>(workspace_bytes / sizeof(float)) / row_floats - 1;
-    const int64_t per_round = room < n_chunks ? room : n_chunks;
-    if (n_chunks > 1 && per_round >= 2) {
-      p.chunk0 = c0;
-      p.n_splits = static_cast<int>(per_round);
+    const int64_t room = static_cast<int64_t>(workspace_bytes / chunk_bytes(a.n_tokens, a.n_heads, a.head_dim)) - 1;
+    const int64_t fits = room < n_chunks ? room : n_chunks;
+    if (n_chunks > 1 && fits >= 2) {
+      c0 = first_chunk;
+      per_round = fits;
       split_chunks = n_chunks;
     }
   }
@@ -490,18 +490,15 @@ cudaError_t attention(const AttentionArgs& a, void* workspace, size_t workspace_
   // Split rounds: a block per chunk of the round writes its partial, the merge kernel folds them
   // into the rows' state (and after the last round writes the output).
   const int64_t total_rows = a.n_tokens * a.n_heads;
-  const int64_t per_round = p.n_splits;
   float* const part_o = static_cast<float*>(workspace);
   float* const part_ml = part_o + per_round * total_rows * a.head_dim;
   float* const state_o = part_ml + per_round * total_rows * 2;
   float* const state_ml = state_o + total_rows * a.head_dim;
-  const int64_t c0 = p.chunk0;
   for (int64_t done = 0; done < split_chunks; done += per_round) {
     const int64_t here = split_chunks - done < per_round ? split_chunks - done : per_round;
     AttnParams q = p;
-    q.chunk0 = c0 + done;
-    q.n_splits = static_cast<int>(here);
     q.split = true;
+    q.chunk0 = c0 + done;
     q.part_o = part_o;
     q.part_ml = part_ml;
     launch(q, here);

@@ -73,6 +73,20 @@ __device__ __forceinline__ uint4 mmv_load_chunk(const uint8_t* a, const uint8_t*
                     static_cast<uint32_t>(w1 >> 32));
 }
 
+// A CTA's share of a (row group, token group) grid: rows [row0, row0 + 4), tokens [t0, t0 + n_tok)
+// of token groups of T. The one-token class has one token group (fewer registers).
+template <int T>
+struct MmvCta {
+  int64_t row0, t0;
+  int n_tok;
+  __device__ __forceinline__ explicit MmvCta(const MmvParams& p) {
+    const unsigned groups = T == 1 ? 1u : static_cast<unsigned>(p.token_groups);
+    row0 = static_cast<int64_t>(blockIdx.x / groups) * kMmvRows;
+    t0 = static_cast<int64_t>(blockIdx.x % groups) * T;
+    n_tok = T == 1 ? 1 : static_cast<int>(p.n_tokens - t0 < T ? p.n_tokens - t0 : T);
+  }
+};
+
 // Launch: grid (ceil(rows / 4) * token_groups), block 128 (4 warps). CTA b owns rows
 // [4 * (b / token_groups), +4) and tokens [T * (b % token_groups), +T). The row length is cut into
 // tiles of kTileBlocks blocks, warp w takes tiles w, w + 4, ... For each tile a warp loads the 4
@@ -90,11 +104,9 @@ __global__ void __launch_bounds__(kMmvWarps * kWarp) mmv_tiled_kernel(const MmvP
   __shared__ float partial[kMmvWarps][kMmvRows * T];
 
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  // CTA -> (row group, token group); the one-token class has one token group (fewer registers).
-  const unsigned groups = T == 1 ? 1u : static_cast<unsigned>(p.token_groups);
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x / groups) * kMmvRows;
-  const int64_t t0 = static_cast<int64_t>(blockIdx.x % groups) * T;
-  const int n_tok = T == 1 ? 1 : static_cast<int>(p.n_tokens - t0 < T ? p.n_tokens - t0 : T);  // this group's tokens
+  const MmvCta<T> cta(p);
+  const int64_t row0 = cta.row0, t0 = cta.t0;
+  const int n_tok = cta.n_tok;
   const float* x = p.x + t0 * p.cols;
   const int64_t n_blocks = p.cols / Dec::kElems;
   const int64_t n_tiles = (n_blocks + G::kTileBlocks - 1) / G::kTileBlocks;
@@ -208,8 +220,8 @@ __global__ void __launch_bounds__(kMmvWarps * kWarp) mmv_tiled_kernel(const MmvP
   }
 }
 
-// Launch: grid (ceil(rows / 4) * token_groups), block 128; warp w of CTA b owns row
-// 4 (b / token_groups) + w and the kMmvTokenGroup tokens of group b % token_groups. Lanes stride
+// Launch: grid (ceil(rows / 4) * token_groups), block 128 (kMmvRows warps); warp w of CTA b owns
+// row 4 (b / token_groups) + w and the kMmvTokenGroup tokens of group b % token_groups. Lanes stride
 // the elements of the row (only float types come here); f32 sums per token, warp-reduced. The
 // order depends on the row alone, so this path is batch-invariant too (it is the only one that
 // such rows take).
@@ -217,10 +229,9 @@ template <class Dec>
 __global__ void __launch_bounds__(128) mmv_simple_kernel(const MmvParams p) {
   constexpr int T = static_cast<int>(kMmvTokenGroup);
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const unsigned groups = static_cast<unsigned>(p.token_groups);
-  const int64_t row = static_cast<int64_t>(blockIdx.x / groups) * 4 + warp;
-  const int64_t t0 = static_cast<int64_t>(blockIdx.x % groups) * T;
-  const int n_tok = static_cast<int>(p.n_tokens - t0 < T ? p.n_tokens - t0 : T);
+  const MmvCta<T> cta(p);
+  const int64_t row = cta.row0 + warp, t0 = cta.t0;
+  const int n_tok = cta.n_tok;
   if (row >= p.rows) return;  // whole warp
   const uint8_t* r = p.w + row * p.row_bytes;
   const float* x = p.x + t0 * p.cols;

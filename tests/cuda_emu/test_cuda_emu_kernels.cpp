@@ -113,22 +113,25 @@ void mmv_reference(const Weights& w, const std::vector<float>& x, int64_t rows, 
       }
 }
 
+// Runs mmv over tokens [t0, t0 + n) of x (offset by `shift` floats from a 16-byte boundary) and
+// returns y: [n][rows].
+std::vector<float> mmv_rows(DType type, const Dev<uint8_t>& dw, int64_t rows, int64_t cols, const std::vector<float>& x,
+                            int64_t t0, int64_t n, int shift) {
+  std::vector<float> xs(static_cast<size_t>(n * cols + shift));
+  std::memcpy(xs.data() + shift, &x[t0 * cols], static_cast<size_t>(n * cols) * 4);
+  Dev<float> dx(xs);
+  Dev<float> dy(rows * n);
+  EXPECT_EQ(kc::mmv(kc::MatView{dw.get(), type, rows, cols}, dx.get() + shift, n, dy.get(), nullptr), cudaSuccess);
+  return dy.host();
+}
+
 void check_mmv(DType type, int64_t rows, int64_t cols, int64_t n_tokens, bool misalign_x, uint32_t seed) {
   SCOPED_TRACE(std::string(strata::kernels::dtype_name(type)) + " rows " + std::to_string(rows) + " cols " +
                std::to_string(cols) + " tokens " + std::to_string(n_tokens) + (misalign_x ? " x unaligned" : ""));
   const Weights w = make_weights(type, rows, cols, seed);
   const std::vector<float> x = random_floats(n_tokens * cols, seed + 1);
   Dev<uint8_t> dw(w.bytes);
-  std::vector<float> xpad(x.size() + 1);
-  std::memcpy(xpad.data() + 1, x.data(), x.size() * 4);
-  Dev<float> dx(xpad);
-  Dev<float> dy(rows * n_tokens);
-  const float* xp = misalign_x ? dx.get() + 1 : dx.get();
-  if (!misalign_x) {  // the aligned case uses the buffer from its start
-    ASSERT_EQ(cudaMemcpy(dx.get(), x.data(), x.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
-  }
-  ASSERT_EQ(kc::mmv(kc::MatView{dw.get(), type, rows, cols}, xp, n_tokens, dy.get(), nullptr), cudaSuccess);
-  const std::vector<float> y = dy.host();
+  const std::vector<float> y = mmv_rows(type, dw, rows, cols, x, 0, n_tokens, misalign_x ? 1 : 0);
   std::vector<double> ref, mag;
   mmv_reference(w, x, rows, cols, n_tokens, ref, mag);
   // The kernel sums exact f32 products of the CPU's dequantized values (d * sum(q x) + m * sum(x)
@@ -146,18 +149,6 @@ TEST_P(Mmv, UnalignedXAndPromptSizes) {
   // x one float off 16-byte alignment (scalar loads), and prompt-sized calls (token groups).
   for (int64_t n_tokens : {1, 6}) check_mmv(GetParam(), 6, 768, n_tokens, true, 30 + n_tokens);
   for (int64_t n_tokens : {9, 21}) check_mmv(GetParam(), 5, 768, n_tokens, false, 40 + n_tokens);
-}
-
-// Runs mmv over tokens [t0, t0 + n) of x (offset by `shift` floats from a 16-byte boundary) and
-// returns y: [n][rows].
-std::vector<float> mmv_rows(DType type, const Dev<uint8_t>& dw, int64_t rows, int64_t cols, const std::vector<float>& x,
-                            int64_t t0, int64_t n, int shift) {
-  std::vector<float> xs(static_cast<size_t>(n * cols + shift));
-  std::memcpy(xs.data() + shift, &x[t0 * cols], static_cast<size_t>(n * cols) * 4);
-  Dev<float> dx(xs);
-  Dev<float> dy(rows * n);
-  EXPECT_EQ(kc::mmv(kc::MatView{dw.get(), type, rows, cols}, dx.get() + shift, n, dy.get(), nullptr), cudaSuccess);
-  return dy.host();
 }
 
 // Batch invariance (issue 45): a token's outputs have the bits of a one-token call whatever the

@@ -75,7 +75,7 @@ Expected<CpuSpeed> load_cpu_speed(const fs::path& file, const std::string& key) 
       s.bandwidth_gbps = e.at("bandwidth_gbps").get<double>();
       s.tflops = e.at("tflops").get<double>();
       STRATA_ASSIGN_OR_RETURN(s.matvec_gbps, matvec_from_json(e.at("matvec_gbps")));
-      // A cache written before the per-row time existed lacks it: measure again.
+      // A cache written before the per-row and per-call times existed lacks them: measure again.
       if (!e.contains("matvec_row_ns") || !e.contains("matvec_call_us"))
         return Error{Code::NotFound, file.string() + ": '" + key + "' has no matvec_row_ns / matvec_call_us (measured by an older build)"};
       STRATA_RETURN_IF_ERROR(matvec_row_ns_from_json(e.at("matvec_row_ns"), s.matvec_gbps));

@@ -21,11 +21,8 @@ namespace fs = std::filesystem;
 
 fs::path vocab_file() { return test::shared_model("stories260K.gguf"); }
 
-fs::path make_model(const std::string& type, model::Arch arch = model::Arch::Llama) {
-  const fs::path out = test::temp_dir("qmodel") / ("m-" + std::string(model::arch_name(arch)) + "-" + type + ".gguf");
-  if (fs::exists(out)) return out;
-  auto vocab = gguf::GgufFile::open(vocab_file());
-  EXPECT_TRUE(vocab.ok());
+// The small random model these tests use: 2 layers of dim 256, 4 heads over 2 KV heads.
+model::RandomModelSpec small_spec(const std::string& type, model::Arch arch = model::Arch::Llama) {
   model::RandomModelSpec spec;
   spec.arch = arch;
   spec.n_embd = 256;
@@ -37,7 +34,15 @@ fs::path make_model(const std::string& type, model::Arch arch = model::Arch::Lla
   spec.type = type;
   spec.stddev = 0.05f;
   spec.n_threads = 2;
-  const Status s = model::write_random_model(spec, *vocab, out);
+  return spec;
+}
+
+fs::path make_model(const std::string& type, model::Arch arch = model::Arch::Llama) {
+  const fs::path out = test::temp_dir("qmodel") / ("m-" + std::string(model::arch_name(arch)) + "-" + type + ".gguf");
+  if (fs::exists(out)) return out;
+  auto vocab = gguf::GgufFile::open(vocab_file());
+  EXPECT_TRUE(vocab.ok());
+  const Status s = model::write_random_model(small_spec(type, arch), *vocab, out);
   EXPECT_TRUE(s.ok()) << s.error().to_string();
   return out;
 }
@@ -150,27 +155,13 @@ TEST(Qwen2Model, BiasesAndNeoxRopeRun) {
   EXPECT_LT(test::relative_error(logits_after(q, kPrompt, 2, false), logits_after(q, kPrompt, 2, true)), 1e-4);
 }
 
-}  // namespace
-}  // namespace strata
-
-namespace strata {
-namespace {
-
 // make-model --row-pool N: each matrix's rows repeat its first N rows (row r is a copy of row
 // r mod N), every tensor keeps its type and size, the first N rows are the bytes a full draw gives
 // them, and the model loads and runs.
 TEST(RandomModelRowPool, RowsRepeatThePoolAndTheModelRuns) {
-  auto vocab = gguf::GgufFile::open(test::shared_model("stories260K.gguf"));
+  auto vocab = gguf::GgufFile::open(vocab_file());
   ASSERT_TRUE(vocab.ok());
-  model::RandomModelSpec spec;
-  spec.n_embd = 256;
-  spec.n_layers = 2;
-  spec.n_heads = 4;
-  spec.n_kv_heads = 2;
-  spec.n_ff = 512;
-  spec.n_ctx = 64;
-  spec.type = "q4_k_m";
-  spec.n_threads = 2;
+  model::RandomModelSpec spec = small_spec("q4_k_m");
   const std::filesystem::path dir = test::temp_dir("row-pool");
   const std::filesystem::path full = dir / "full.gguf", pooled = dir / "pooled.gguf";
   ASSERT_TRUE(model::write_random_model(spec, *vocab, full).ok());

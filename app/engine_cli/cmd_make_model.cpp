@@ -63,6 +63,25 @@ Command add_make_model_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   cmd->add_option("--shared-expert-ff", o->spec.n_ff_shexp, "qwen2moe: the shared expert's size (default --ffn)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  cmd->add_option("--q-lora-rank", o->spec.q_lora_rank, "deepseek2: rank of the queries' q_a/q_b pair (0: one attn_q, as V2-Lite)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 16));
+  cmd->add_option("--kv-lora-rank", o->spec.kv_lora_rank, "deepseek2: the compressed KV latent's size (the cache row is this + --rope-dims)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 16));
+  cmd->add_option("--v-head-dim", o->spec.v_head_dim, "deepseek2: a head's output size (default --head-dim minus --rope-dims)")
+      ->check(CLI::Range(int64_t{0}, int64_t{4096}));
+  cmd->add_option("--dense-layers", o->spec.n_dense_lead, "deepseek2: leading blocks with a dense FFN of --ffn units")
+      ->check(CLI::Range(int64_t{0}, int64_t{1024}));
+  cmd->add_option("--shared-experts", o->spec.n_shared_experts, "deepseek2: shared experts of --expert-ff units (default 1)")
+      ->check(CLI::Range(int64_t{0}, int64_t{64}));
+  cmd->add_option("--gating", o->spec.gating, "deepseek2: expert gating, sigmoid (V3, default) or softmax (V2)");
+  cmd->add_option("--selection-bias", o->spec.selection_bias, "deepseek2: write exp_probs_b, the experts' selection bias (default true; V2 files have none)");
+  cmd->add_option("--expert-groups", o->spec.expert_groups, "deepseek2: groups of experts (0: none)")
+      ->check(CLI::Range(int64_t{0}, int64_t{4096}));
+  cmd->add_option("--expert-groups-used", o->spec.expert_groups_used, "deepseek2: groups a token's experts come from")
+      ->check(CLI::Range(int64_t{0}, int64_t{4096}));
+  cmd->add_option("--expert-weights-scale", o->spec.expert_weights_scale, "deepseek2: the routed weights' factor (default 1)");
+  cmd->add_option("--expert-weights-norm", o->spec.expert_weights_norm, "deepseek2: renormalise the top-k weights to sum 1 (default true)");
+  cmd->add_option("--yarn-log-mul", o->spec.yarn_log_mul, "deepseek2 with --yarn-factor: rope.scaling.yarn_log_multiplier (0.1 x mscale_all_dim; V3: 0.1)");
   cmd->add_option("--attn-softcap", o->spec.attn_softcap, "gemma2: attention score soft-cap (default 50)");
   cmd->add_option("--final-softcap", o->spec.final_softcap, "gemma2: logit soft-cap (default 30)");
   cmd->add_option("--yarn-factor", o->spec.yarn_factor, "write YaRN rope scaling with this factor (> 1)");

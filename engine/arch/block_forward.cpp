@@ -80,13 +80,8 @@ Status BlockForward::qk_norm(const ShardWeights& w, int64_t n) {
   return {};
 }
 
-Status BlockForward::rope_attend(const ShardWeights& w, int64_t layer, int64_t n, std::span<const SeqRows> seqs,
-                                 float* out) {
+backend::RopeParams BlockForward::rope_params(int64_t layer) const {
   const model::ModelConfig& c = config_;
-  const int64_t hd = c.head_dim;
-  const int64_t q_dim = w.n_heads * hd;
-  const int64_t kv_dim = w.n_kv_heads * hd;
-  const ScratchViews& s = scratch_;
   const model::LayerAttention la = c.layer_attention(layer);
   backend::RopeParams rope;
   rope.rope_dims = c.rope_dims;
@@ -98,9 +93,24 @@ Status BlockForward::rope_attend(const ShardWeights& w, int64_t layer, int64_t n
     const int64_t n_ctx_orig = c.n_ctx_orig > 0 ? c.n_ctx_orig : c.n_ctx_train;
     rope.yarn = kernels::make_rope_yarn(c.rope_dims, n_ctx_orig, la.rope_freq_base, la.rope_freq_scale,
                                         c.yarn_ext_factor, c.yarn_beta_fast, c.yarn_beta_slow);
-    rope.attn_factor = c.rope_attn_factor * kernels::yarn_mscale(la.rope_freq_scale, c.yarn_ext_factor);
+    // DeepSeek's log multiplier moves YaRN's magnitude into the query scale (ModelConfig::mla_mscale).
+    rope.attn_factor = c.mla && c.rope_yarn_log_mul != 0.0f
+                           ? c.rope_attn_factor
+                           : c.rope_attn_factor * kernels::yarn_mscale(la.rope_freq_scale, c.yarn_ext_factor);
   }
   rope.interleaved = c.rope_style == model::RopeStyle::Interleaved;
+  return rope;
+}
+
+Status BlockForward::rope_attend(const ShardWeights& w, int64_t layer, int64_t n, std::span<const SeqRows> seqs,
+                                 float* out) {
+  const model::ModelConfig& c = config_;
+  const int64_t hd = c.head_dim;
+  const int64_t q_dim = w.n_heads * hd;
+  const int64_t kv_dim = w.n_kv_heads * hd;
+  const ScratchViews& s = scratch_;
+  const model::LayerAttention la = c.layer_attention(layer);
+  const backend::RopeParams rope = rope_params(layer);
   // Per sequence: its rows of q, k, v (and attn_out) at row0, rotated from its own position;
   // then every sequence's attention in one call (a batched decode step runs them together).
   attention_args_.clear();
@@ -156,7 +166,9 @@ Status BlockForward::gated_ffn(const ShardWeights& w, int64_t n, float* out, con
   const ScratchViews& s = scratch_;
   const backend::Ops::MatmulOut gate_up[2] = {{matrix(w.w_gate), s.gate}, {matrix(w.w_up), s.up}};
   STRATA_RETURN_IF_ERROR(ops_.matmul_many(gate_up, x ? x : s.norm, n));
-  STRATA_RETURN_IF_ERROR(activate(s.gate, s.up, n * w.n_ff));
+  // The shard's own units: its gate rows (a dense layer of deepseek2 is wider or narrower than
+  // the experts that set the shard's n_ff).
+  STRATA_RETURN_IF_ERROR(activate(s.gate, s.up, n * w.w_gate.rows));
   return ops_.matmul(matrix(w.w_down), s.gate, n, out);
 }
 
@@ -198,32 +210,76 @@ const float* expert_row(const model::TensorView& t, int64_t i) {
   return reinterpret_cast<const float*>(t.data + static_cast<uint64_t>(i) * t.mat_stride);
 }
 
+// How route_tokens chooses and weighs (ModelConfig's routing fields).
+struct RouteRule {
+  bool normalise = false;
+  model::ExpertGating gating = model::ExpertGating::Softmax;
+  const float* selection_bias = nullptr;  // [n_expert] host, or null (DeepSeek V3's exp_probs_b)
+  int64_t groups = 0, groups_used = 0;    // expert groups (DeepSeek V3), groups <= 1: none
+  double scale = 1.0;                     // the weights' factor
+};
+
 // Per token, with Softmax gating: softmax over the n_expert logits, the k most probable experts
 // (ties: the lower index first), their probabilities renormalised to sum 1 when `normalise` (the
 // sum clamped below at 6.1e-5, as llama.cpp does, so a row of tiny weights cannot divide by
 // zero). With SoftmaxTopK (gpt-oss): the k largest logits (the same order, ties alike), weighted by
-// a softmax over those k alone. Then the same choices grouped by expert. Host arithmetic in
+// a softmax over those k alone. With Sigmoid: each logit's sigmoid. A selection bias is added to
+// the probabilities to rank them only (the weights stay the unbiased probabilities); with expert
+// groups only the groups_used groups whose two best biased probabilities sum highest are ranked.
+// Then the weights times `scale`, and the same choices grouped by expert. Host arithmetic in
 // double, per token: a token's experts and weights never depend on the other rows.
-void route_tokens(MoeRouting& r, bool normalise, model::ExpertGating gating) {
+void route_tokens(MoeRouting& r, const RouteRule& rule) {
   const int64_t n = r.n_tokens, e_count = r.n_expert, k = r.k;
+  const model::ExpertGating gating = rule.gating;
   r.expert.resize(static_cast<size_t>(n * k));
   r.weight.resize(static_cast<size_t>(n * k));
-  std::vector<double> p(static_cast<size_t>(e_count));
+  std::vector<double> p(static_cast<size_t>(e_count)), rank(static_cast<size_t>(e_count));
   std::vector<int32_t> order(static_cast<size_t>(e_count));
+  const bool grouped = rule.groups > 1;
+  const int64_t per_group = grouped ? e_count / rule.groups : 0;
+  std::vector<double> group_score(static_cast<size_t>(grouped ? rule.groups : 0));
+  std::vector<int32_t> group_order(group_score.size());
   for (int64_t t = 0; t < n; ++t) {
     const float* z = r.logits.data() + t * e_count;
     const double zmax = *std::max_element(z, z + e_count);
     if (gating == model::ExpertGating::SoftmaxTopK) {
       // Ranked by the logits themselves (exp is monotonic: the same order as their softmax).
       for (int64_t e = 0; e < e_count; ++e) p[static_cast<size_t>(e)] = static_cast<double>(z[e]);
+    } else if (gating == model::ExpertGating::Sigmoid) {
+      for (int64_t e = 0; e < e_count; ++e) p[static_cast<size_t>(e)] = 1.0 / (1.0 + std::exp(-static_cast<double>(z[e])));
     } else {
       double sum = 0;
       for (int64_t e = 0; e < e_count; ++e) sum += p[static_cast<size_t>(e)] = std::exp(static_cast<double>(z[e]) - zmax);
       for (double& v : p) v /= sum;
     }
+    for (int64_t e = 0; e < e_count; ++e)
+      rank[static_cast<size_t>(e)] = p[static_cast<size_t>(e)] + (rule.selection_bias ? rule.selection_bias[e] : 0.0);
+    if (grouped) {
+      // A group's score: its two best ranks summed; the experts of all but the best groups_used
+      // groups leave the ranking.
+      for (int64_t g = 0; g < rule.groups; ++g) {
+        const double* first = rank.data() + g * per_group;
+        double best = -INFINITY, second = -INFINITY;
+        for (int64_t i = 0; i < per_group; ++i) {
+          if (first[i] > best) second = best, best = first[i];
+          else if (first[i] > second) second = first[i];
+        }
+        group_score[static_cast<size_t>(g)] = per_group > 1 ? best + second : best;
+      }
+      std::iota(group_order.begin(), group_order.end(), 0);
+      std::partial_sort(group_order.begin(), group_order.begin() + rule.groups_used, group_order.end(),
+                        [&](int32_t a, int32_t b) {
+                          const double sa = group_score[static_cast<size_t>(a)], sb = group_score[static_cast<size_t>(b)];
+                          return sa > sb || (sa == sb && a < b);
+                        });
+      for (int64_t j = rule.groups_used; j < rule.groups; ++j) {
+        double* first = rank.data() + group_order[static_cast<size_t>(j)] * per_group;
+        std::fill(first, first + per_group, -INFINITY);
+      }
+    }
     std::iota(order.begin(), order.end(), 0);
     std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
-      const double pa = p[static_cast<size_t>(a)], pb = p[static_cast<size_t>(b)];
+      const double pa = rank[static_cast<size_t>(a)], pb = rank[static_cast<size_t>(b)];
       return pa > pb || (pa == pb && a < b);
     });
     if (gating == model::ExpertGating::SoftmaxTopK) {
@@ -239,7 +295,7 @@ void route_tokens(MoeRouting& r, bool normalise, model::ExpertGating gating) {
     }
     double chosen = 0;
     for (int64_t j = 0; j < k; ++j) chosen += p[static_cast<size_t>(order[static_cast<size_t>(j)])];
-    const double scale = normalise ? 1.0 / std::max(chosen, 6.103515625e-5) : 1.0;
+    const double scale = (rule.normalise ? 1.0 / std::max(chosen, 6.103515625e-5) : 1.0) * rule.scale;
     for (int64_t j = 0; j < k; ++j) {
       const int32_t e = order[static_cast<size_t>(j)];
       r.expert[static_cast<size_t>(t * k + j)] = e;
@@ -289,7 +345,18 @@ Status BlockForward::moe_route(const ShardWeights& w, const float* hidden, int64
   if (w.ffn_gate_inp_b.present()) STRATA_RETURN_IF_ERROR(ops_.add_rows(s.router, f32(w.ffn_gate_inp_b), n, c.n_expert));
   routing.logits.resize(static_cast<size_t>(n * c.n_expert));
   STRATA_RETURN_IF_ERROR(ops_.to_host(s.router, routing.logits.data(), routing.logits.size() * sizeof(float)));
-  route_tokens(routing, c.expert_weights_norm, c.expert_gating);
+  RouteRule rule;
+  rule.normalise = c.expert_weights_norm;
+  rule.gating = c.expert_gating;
+  rule.groups = c.n_expert_groups;
+  rule.groups_used = c.n_group_used;
+  rule.scale = c.expert_weights_scale;
+  if (w.exp_probs_b.present()) {
+    selection_bias_.resize(static_cast<size_t>(c.n_expert));
+    STRATA_RETURN_IF_ERROR(ops_.to_host(w.exp_probs_b.data, selection_bias_.data(), selection_bias_.size() * sizeof(float)));
+    rule.selection_bias = selection_bias_.data();
+  }
+  route_tokens(routing, rule);
   if (routing.want_x_norm) {
     routing.x_norm.resize(static_cast<size_t>(n * d));
     STRATA_RETURN_IF_ERROR(ops_.to_host(s.norm, routing.x_norm.data(), routing.x_norm.size() * sizeof(float)));

@@ -87,6 +87,7 @@ struct ScratchViews {
   float *hidden = nullptr, *norm = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *attn_out = nullptr,
         *proj = nullptr, *gate = nullptr, *up = nullptr, *scores = nullptr, *logits = nullptr;
   float *router = nullptr, *moe_x = nullptr, *moe_y = nullptr;  // MoE models only (plan::ScratchLayout)
+  float* mla = nullptr;  // MLA models only (plan::ScratchLayout::mla)
   int64_t scores_per_thread = 0;  // n_ctx
 };
 // A weight tensor as the Ops table takes it.
@@ -164,6 +165,11 @@ class BlockForward {
   // A non-gated FFN (starcoder2): out <- W_down · gelu(W_up · x + b_up) + b_down (the biases the
   // shard holds); x: [n][n_embd], scratch().norm unless given.
   Status plain_ffn(const ShardWeights& w, int64_t n, float* out, const float* x = nullptr);
+  // RoPE of block `layer` (its base, scaling, YaRN and cos/sin factor; the model's style).
+  backend::RopeParams rope_params(int64_t layer) const;
+  // Host row indices an architecture's step builds for gather_rows / scale_add_rows (two lists,
+  // reused between calls so decode allocates nothing).
+  std::vector<int32_t>& host_rows(int which) { return host_rows_[which & 1]; }
   // gate[i] <- act(gate[i], up[i]) for count elements, act the architecture's (config.ffn_activation:
   // SwiGLU, GeGLU or gpt-oss's clamped SwiGLU).
   Status activate(float* gate, const float* up, int64_t count);
@@ -215,6 +221,8 @@ class BlockForward {
   MoeRouting routing_;             // ffn_partial's routing of an MoE layer (host)
   std::vector<int32_t> identity_;  // [n] 0..n-1: the rows of the shared expert's weighted add
   std::vector<float> shexp_gate_;  // [n] the shared expert's per-token gate (host)
+  std::vector<int32_t> host_rows_[2];
+  std::vector<float> selection_bias_;  // [n_expert] the layer's exp_probs_b, on the host for the ranking
   std::vector<backend::AttentionArgs> attention_args_;  // attention_partial's, one per sequence (reused)
 };
 

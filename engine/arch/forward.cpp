@@ -7,7 +7,7 @@ namespace strata::arch {
 
 extern const ArchForward kLlamaForward, kQwen2Forward, kQwen3Forward, kGemma3Forward, kPhi3Forward,
     kQwen2MoeForward, kQwen3MoeForward, kMistral3Forward, kSmollm3Forward, kGraniteForward, kGemma2Forward,
-    kGlm4Forward, kOlmo2Forward, kGptOssForward, kStarcoder2Forward, kCohere2Forward;
+    kGlm4Forward, kOlmo2Forward, kGptOssForward, kStarcoder2Forward, kCohere2Forward, kDeepseek2Forward;
 
 const ArchForward& forward_for(model::Arch arch) {
   switch (arch) {  // -Wswitch names a row without a forward
@@ -28,6 +28,7 @@ const ArchForward& forward_for(model::Arch arch) {
     case model::Arch::GptOss: return kGptOssForward;
     case model::Arch::Starcoder2: return kStarcoder2Forward;
     case model::Arch::Cohere2: return kCohere2Forward;
+    case model::Arch::Deepseek2: return kDeepseek2Forward;
   }
   return kLlamaForward;  // unreachable: every Arch has a case above
 }

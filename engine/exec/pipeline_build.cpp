@@ -417,7 +417,7 @@ Status Pipeline::copy_kv(const LayerSlot& from, const LayerSlot& to) {
         const KvView dst = kv_view(to, t, seq);
         const int64_t h0 = std::max(fs.kv_head_begin, ts.kv_head_begin), h1 = std::min(fs.kv_head_end, ts.kv_head_end);
         if (h0 >= h1) continue;
-        for (int kv = 0; kv < 2; ++kv) {
+        for (int64_t kv = 0; kv < model_.config().kv_planes(); ++kv) {  // MLA: one plane (v is k)
           backend::Copy2D c;
           c.src = static_cast<const uint8_t*>(kv == 0 ? src.k : src.v) + bytes((h0 - fs.kv_head_begin) * hd);
           c.dst = static_cast<uint8_t*>(kv == 0 ? dst.k : dst.v) + bytes((h0 - ts.kv_head_begin) * hd);

@@ -127,7 +127,8 @@ KvView Pipeline::kv_view(const LayerSlot& slot, size_t member, int32_t seq) cons
     v.stride = slot.shards[member].n_kv_heads() * c.head_dim;
   }
   v.k = base + bytes(static_cast<int64_t>(seq) * rows * v.stride + col);
-  v.v = base + bytes((n_seq + static_cast<int64_t>(seq)) * rows * v.stride + col);
+  // MLA keeps one plane: the values are the first kv_lora_rank elements of the latent rows.
+  v.v = c.kv_planes() == 1 ? v.k : base + bytes((n_seq + static_cast<int64_t>(seq)) * rows * v.stride + col);
   return v;
 }
 
@@ -937,7 +938,7 @@ Status Pipeline::copy_sequence(int32_t src, int32_t dst, int64_t n) {
         to.k = static_cast<uint8_t*>(to.k) - bytes(col);
         to.v = static_cast<uint8_t*>(to.v) - bytes(col);
       }
-      for (int kv = 0; kv < 2; ++kv) {
+      for (int64_t kv = 0; kv < model_.config().kv_planes(); ++kv) {  // MLA: one plane (v is k)
         backend::Copy2D c;
         c.src = kv == 0 ? from.k : from.v;
         c.dst = kv == 0 ? to.k : to.v;

@@ -28,6 +28,7 @@ ScratchViews carve_scratch(float* base, const plan::ScratchLayout& l, int thread
   s.router = take(l.router);
   s.moe_x = take(l.moe_x);
   s.moe_y = take(l.moe_y);
+  s.mla = take(l.mla);
   s.scores_per_thread = threads > 0 ? l.scores / threads : 0;
   return s;
 }

@@ -13,7 +13,9 @@ std::string experts_text(const ArchInfo& a) {
   switch (a.experts) {
     case Experts::None: return "";
     case Experts::Optional: return "when expert_count > 0";
-    case Experts::Required: return a.shared_expert ? "always, + shared expert" : "always";
+    case Experts::Required:
+      return a.deepseek_moe ? "after the leading dense blocks, + shared experts"
+                            : a.shared_expert ? "always, + shared expert" : "always";
   }
   return "";
 }
@@ -46,6 +48,8 @@ std::string extras_text(const ArchInfo& a) {
   add(t.has_moe_biases, "router and expert biases");
   add(t.expert_gating == ExpertGating::SoftmaxTopK, "softmax over the top-k logits");
   add(t.ffn_norm_post_attention, "FFN norm stored as `post_attention_norm`");
+  add(t.mla, "multi-head latent attention: a KV cache of the latent and one RoPE key per position");
+  add(a.deepseek_moe, "leading dense blocks; softmax or sigmoid gating, selection bias, expert groups, weight scale");
   return s;
 }
 
@@ -88,7 +92,11 @@ const char* need_text(Need n) {
     case Need::Always: return "every block";
     case Need::Dense: return "dense blocks";
     case Need::Moe: return "MoE blocks";
-    case Need::SharedExpert: return "with a shared expert";
+    case Need::SharedExpert: return "MoE blocks with a shared expert";
+    case Need::QPlain: return "every block but MLA's with a q_lora_rank";
+    case Need::KvPlain: return "every block but MLA's";
+    case Need::QLoraPair: return "MLA blocks with a q_lora_rank";
+    case Need::Mla: return "MLA blocks";
   }
   return "?";
 }
@@ -107,6 +115,7 @@ const char* trait_text(Trait t) {
     case Trait::NormBias: return "has_norm_bias";
     case Trait::FfnBias: return "has_ffn_bias";
     case Trait::Gated: return "not ungated_ffn";
+    case Trait::Optional: return "never (optional)";
   }
   return "?";
 }

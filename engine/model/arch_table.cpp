@@ -233,10 +233,31 @@ constexpr ArchInfo cohere2() {
   return a;
 }
 
+// DeepSeek V2/V3 (llama.cpp's deepseek2 graph, MLA form: attn_k_b / attn_v_b): RMS pre-norms;
+// queries through q_a -> RMS norm -> q_b (V2-Lite: one attn_q); the latent and the shared RoPE key
+// from attn_kv_a_mqa, the latent RMS-normalised; interleaved RoPE on the rope dims only; each
+// head's query absorbed into the latent space through its k_b, attention over the latent cache,
+// each head's output through its v_b; the first leading_dense_block_count layers a SwiGLU FFN,
+// the others routed experts (softmax or sigmoid gating, the exp_probs_b selection bias, expert
+// groups, renormalised and scaled weights) plus the shared experts. YaRN as DeepSeek defines it:
+// the attention factor squared in the query scale instead of in cos/sin.
+constexpr ArchInfo deepseek2() {
+  ArchInfo a{Arch::Deepseek2, "deepseek2", "DeepSeek V2, V2-Lite, V3, R1, Kimi K2 (MLA)", {}};
+  a.traits.rope_style = RopeStyle::Interleaved;
+  a.traits.mla = true;
+  a.experts = Experts::Required;
+  a.deepseek_moe = true;
+  a.expert_ff_key = true;
+  a.shared_expert = true;
+  a.reads_sliding_window = false;
+  a.default_rms_eps = 1e-6f;
+  return a;
+}
+
 // In Arch order, so that arch_info(Arch) indexes it.
 constexpr ArchInfo kArchs[] = {llama(),    qwen2(),  qwen3(),      gemma3(),     phi3(),    qwen2moe(),
                                qwen3moe(), mistral3(), smollm3(),  granite(),    granitemoe(), gemma2(),
-                               glm4(),     olmo2(),  gpt_oss(),    starcoder2(), cohere2()};
+                               glm4(),     olmo2(),  gpt_oss(),    starcoder2(), cohere2(),   deepseek2()};
 constexpr bool archs_in_enum_order() {
   for (size_t i = 0; i < sizeof(kArchs) / sizeof(kArchs[0]); ++i)
     if (static_cast<size_t>(kArchs[i].arch) != i) return false;
@@ -280,6 +301,18 @@ constexpr HParamInfo kHParams[] = {
     {HParam::ResidualScale, "residual_scale", "granite: each attention / FFN update times this before the add (default 1)"},
     {HParam::LogitScale, "logit_scale", "granite: logits divided by this; cohere2: multiplied (default 1)"},
     {HParam::LayerNormEpsilon, "attention.layer_norm_epsilon", "LayerNorm epsilon, where the norms are LayerNorms (default 1e-5)"},
+    {HParam::QLoraRank, "attention.q_lora_rank", "deepseek2: rank of the queries' q_a/q_b pair (0 or absent: one attn_q)"},
+    {HParam::KvLoraRank, "attention.kv_lora_rank", "deepseek2: size of the compressed KV latent"},
+    {HParam::KeyLengthMla, "attention.key_length_mla", "deepseek2: a query head's size (RoPE-free part plus rope dims)"},
+    {HParam::ValueLengthMla, "attention.value_length_mla", "deepseek2: a head's output size"},
+    {HParam::LeadingDenseBlockCount, "leading_dense_block_count", "deepseek2: the first blocks with a dense FFN (default 0)"},
+    {HParam::ExpertSharedCount, "expert_shared_count", "deepseek2: shared experts (their units: this x expert_feed_forward_length)"},
+    {HParam::ExpertWeightsScale, "expert_weights_scale", "deepseek2: the routed weights times this (default 1)"},
+    {HParam::ExpertWeightsNorm, "expert_weights_norm", "deepseek2: the top-k weights renormalised to sum 1 (default false)"},
+    {HParam::ExpertGatingFunc, "expert_gating_func", "deepseek2: 1 softmax, 2 sigmoid (default softmax)"},
+    {HParam::ExpertGroupCount, "expert_group_count", "deepseek2: groups of experts (0 or 1: none)"},
+    {HParam::ExpertGroupUsedCount, "expert_group_used_count", "deepseek2: groups a token's experts come from"},
+    {HParam::RopeScalingYarnLogMultiplier, "rope.scaling.yarn_log_multiplier", "deepseek2: 0.1 x mscale_all_dim of YaRN's attention factor (default 0)"},
 };
 // hparam_key indexes the table by the enum: a row out of order would spell another key.
 constexpr bool hparams_in_enum_order() {
@@ -298,9 +331,16 @@ const LayerTensor kLayerTensors[] = {
   // name                         view                   part           kind         cols        rows       mats       cut              need               required_by        fuse          fill           quant            role
   {"attn_norm.weight",           &L::attn_norm,          Part::Attention, K::Norm,    D::Embd,    D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::PreNorms,   Fuse::None,   Fill::Ones,    Quant::F32,      "attention input norm"},
   {"attn_norm.bias",             &L::attn_norm_b,        Part::Attention, K::Norm,    D::Embd,    D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::NormBias,   Fuse::None,   Fill::Random,  Quant::F32,      "attention input norm's bias (LayerNorm)"},
-  {"attn_q.weight",              &L::wq,                 Part::Attention, K::Matrix,  D::Embd,    D::QDim,   D::None,   Cut::QRows,      Need::Always,       Trait::None,       Fuse::Qkv,    Fill::Random,  Quant::Base,     "query projection"},
-  {"attn_k.weight",              &L::wk,                 Part::Attention, K::Matrix,  D::Embd,    D::KvDim,  D::None,   Cut::KvRows,     Need::Always,       Trait::None,       Fuse::Qkv,    Fill::Random,  Quant::Base,     "key projection"},
-  {"attn_v.weight",              &L::wv,                 Part::Attention, K::Matrix,  D::Embd,    D::KvDim,  D::None,   Cut::KvRows,     Need::Always,       Trait::None,       Fuse::Qkv,    Fill::Random,  Quant::MoreBits, "value projection"},
+  {"attn_q_a_norm.weight",       &L::q_a_norm,           Part::Attention, K::Norm,    D::QLora,   D::None,   D::None,   Cut::Whole,      Need::QLoraPair,    Trait::None,       Fuse::None,   Fill::NearOne, Quant::F32,      "MLA: norm of the queries' low-rank code"},
+  {"attn_kv_a_norm.weight",      &L::kv_a_norm,          Part::Attention, K::Norm,    D::KvLora,  D::None,   D::None,   Cut::Whole,      Need::Mla,          Trait::None,       Fuse::None,   Fill::NearOne, Quant::F32,      "MLA: norm of the KV latent"},
+  {"attn_q.weight",              &L::wq,                 Part::Attention, K::Matrix,  D::Embd,    D::QProj,  D::None,   Cut::QRows,      Need::QPlain,       Trait::None,       Fuse::Qkv,    Fill::Random,  Quant::Base,     "query projection"},
+  {"attn_k.weight",              &L::wk,                 Part::Attention, K::Matrix,  D::Embd,    D::KvDim,  D::None,   Cut::KvRows,     Need::KvPlain,      Trait::None,       Fuse::Qkv,    Fill::Random,  Quant::Base,     "key projection"},
+  {"attn_v.weight",              &L::wv,                 Part::Attention, K::Matrix,  D::Embd,    D::KvDim,  D::None,   Cut::KvRows,     Need::KvPlain,      Trait::None,       Fuse::Qkv,    Fill::Random,  Quant::MoreBits, "value projection"},
+  {"attn_q_a.weight",            &L::wq_a,               Part::Attention, K::Matrix,  D::Embd,    D::QLora,  D::None,   Cut::Whole,      Need::QLoraPair,    Trait::None,       Fuse::None,   Fill::Random,  Quant::Base,     "MLA: the queries' down-projection"},
+  {"attn_q_b.weight",            &L::wq_b,               Part::Attention, K::Matrix,  D::QLora,   D::QProj,  D::None,   Cut::Whole,      Need::QLoraPair,    Trait::None,       Fuse::None,   Fill::Random,  Quant::Base,     "MLA: the queries' up-projection"},
+  {"attn_kv_a_mqa.weight",       &L::wkv_a,              Part::Attention, K::Matrix,  D::Embd,    D::KvA,    D::None,   Cut::Whole,      Need::Mla,          Trait::None,       Fuse::None,   Fill::Random,  Quant::Base,     "MLA: the KV latent and the shared RoPE key"},
+  {"attn_k_b.weight",            &L::wk_b,               Part::Attention, K::Experts, D::HeadNope, D::KvLora, D::Heads,  Cut::Whole,      Need::Mla,          Trait::None,       Fuse::None,   Fill::Random,  Quant::Base,     "MLA: each head's key up-projection"},
+  {"attn_v_b.weight",            &L::wv_b,               Part::Attention, K::Experts, D::KvLora,  D::HeadV,  D::Heads,  Cut::Whole,      Need::Mla,          Trait::None,       Fuse::None,   Fill::Random,  Quant::MoreBits, "MLA: each head's value up-projection"},
   {"attn_q_norm.weight",         &L::q_norm,             Part::Attention, K::Norm,    D::QNorm,   D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::QkNorm,     Fuse::None,   Fill::NearOne, Quant::F32,      "query norm (per head, or of the whole row)"},
   {"attn_k_norm.weight",         &L::k_norm,             Part::Attention, K::Norm,    D::KNorm,   D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::QkNorm,     Fuse::None,   Fill::NearOne, Quant::F32,      "key norm (per head, or of the whole row)"},
   {"post_attention_norm.weight", &L::post_attn_norm,     Part::Attention, K::Norm,    D::Embd,    D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::PostNorms,  Fuse::None,   Fill::NearOne, Quant::F32,      "attention output norm"},
@@ -308,13 +348,14 @@ const LayerTensor kLayerTensors[] = {
   {"attn_q.bias",                &L::bq,                 Part::Attention, K::Bias,    D::QDim,    D::None,   D::None,   Cut::QElems,     Need::Always,       Trait::QkvBias,    Fuse::None,   Fill::Random,  Quant::F32,      "query bias"},
   {"attn_k.bias",                &L::bk,                 Part::Attention, K::Bias,    D::KvDim,   D::None,   D::None,   Cut::KvElems,    Need::Always,       Trait::QkvBias,    Fuse::None,   Fill::Random,  Quant::F32,      "key bias"},
   {"attn_v.bias",                &L::bv,                 Part::Attention, K::Bias,    D::KvDim,   D::None,   D::None,   Cut::KvElems,    Need::Always,       Trait::QkvBias,    Fuse::None,   Fill::Random,  Quant::F32,      "value bias"},
-  {"attn_output.weight",         &L::wo,                 Part::Attention, K::Matrix,  D::QDim,    D::Embd,   D::None,   Cut::QCols,      Need::Always,       Trait::None,       Fuse::None,   Fill::Random,  Quant::Base,     "attention output projection"},
+  {"attn_output.weight",         &L::wo,                 Part::Attention, K::Matrix,  D::AttnOut, D::Embd,   D::None,   Cut::QCols,      Need::Always,       Trait::None,       Fuse::None,   Fill::Random,  Quant::Base,     "attention output projection"},
   {"attn_output.bias",           &L::bo,                 Part::Attention, K::Bias,    D::Embd,    D::None,   D::None,   Cut::FirstShard, Need::Always,       Trait::OutBias,    Fuse::None,   Fill::Random,  Quant::F32,      "attention output bias"},
   {"attn_sinks.weight",          &L::attn_sinks,         Part::Attention, K::Bias,    D::Heads,   D::None,   D::None,   Cut::QHeads,     Need::Always,       Trait::Sinks,      Fuse::None,   Fill::Random,  Quant::F32,      "attention sink logit per head"},
   {"ffn_norm.weight",            &L::ffn_norm,           Part::Ffn,       K::Norm,    D::Embd,    D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::PreNorms,   Fuse::None,   Fill::Ones,    Quant::F32,      "FFN input norm"},
   {"ffn_norm.bias",              &L::ffn_norm_b,         Part::Ffn,       K::Norm,    D::Embd,    D::None,   D::None,   Cut::Whole,      Need::Always,       Trait::NormBias,   Fuse::None,   Fill::Random,  Quant::F32,      "FFN input norm's bias (LayerNorm)"},
   {"ffn_gate_inp.weight",        &L::ffn_gate_inp,       Part::Ffn,       K::Matrix,  D::Embd,    D::Expert, D::None,   Cut::Whole,      Need::Moe,          Trait::None,       Fuse::None,   Fill::Random,  Quant::F32,      "router"},
   {"ffn_gate_inp.bias",          &L::ffn_gate_inp_b,     Part::Ffn,       K::Bias,    D::Expert,  D::None,   D::None,   Cut::Whole,      Need::Moe,          Trait::MoeBiases,  Fuse::None,   Fill::Random,  Quant::F32,      "router bias"},
+  {"exp_probs_b.bias",           &L::exp_probs_b,        Part::Ffn,       K::Bias,    D::Expert,  D::None,   D::None,   Cut::Whole,      Need::Moe,          Trait::Optional,   Fuse::None,   Fill::Random,  Quant::F32,      "expert selection bias (DeepSeek V3)"},
   {"ffn_gate_exps.weight",       &L::ffn_gate_exps,      Part::Experts,   K::Experts, D::Embd,    D::FfExp,  D::Expert, Cut::ExpertRange, Need::Moe,         Trait::None,       Fuse::None,   Fill::Random,  Quant::Base,     "routed experts' gates"},
   {"ffn_up_exps.weight",         &L::ffn_up_exps,        Part::Experts,   K::Experts, D::Embd,    D::FfExp,  D::Expert, Cut::ExpertRange, Need::Moe,         Trait::None,       Fuse::None,   Fill::Random,  Quant::Base,     "routed experts' ups"},
   {"ffn_down_exps.weight",       &L::ffn_down_exps,      Part::Experts,   K::Experts, D::FfExp,   D::Embd,   D::Expert, Cut::ExpertRange, Need::Moe,         Trait::None,       Fuse::None,   Fill::Random,  Quant::MoreBits, "routed experts' downs"},
@@ -387,6 +428,13 @@ int64_t dim_size(Dim dim, const ModelConfig& c) {
     case Dim::Expert: return c.n_expert;
     case Dim::One: return 1;
     case Dim::Heads: return c.n_heads;
+    case Dim::QProj: return c.mla ? c.n_heads * c.head_dim_k_mla : c.q_dim();
+    case Dim::AttnOut: return c.mla ? c.n_heads * c.head_dim_v_mla : c.q_dim();
+    case Dim::QLora: return c.q_lora_rank;
+    case Dim::KvLora: return c.kv_lora_rank;
+    case Dim::KvA: return c.kv_lora_rank + c.rope_dims;
+    case Dim::HeadNope: return c.head_dim_k_mla - c.rope_dims;
+    case Dim::HeadV: return c.head_dim_v_mla;
   }
   return 0;
 }
@@ -406,6 +454,13 @@ const char* dim_name(Dim dim) {
     case Dim::Expert: return "n_expert";
     case Dim::One: return "1";
     case Dim::Heads: return "n_heads";
+    case Dim::QProj: return "q_dim (MLA: n_heads x key_length_mla)";
+    case Dim::AttnOut: return "q_dim (MLA: n_heads x value_length_mla)";
+    case Dim::QLora: return "q_lora_rank";
+    case Dim::KvLora: return "kv_lora_rank";
+    case Dim::KvA: return "kv_lora_rank + rope_dims";
+    case Dim::HeadNope: return "key_length_mla - rope_dims";
+    case Dim::HeadV: return "value_length_mla";
   }
   return "?";
 }
@@ -428,16 +483,22 @@ const FusedTensor& fused_tensor(Fuse fuse) {
   return kFused[0];  // unreachable for the Fuse values the layer table uses
 }
 
-bool tensor_needed(const LayerTensor& t, const ModelConfig& c) {
+bool tensor_needed(const LayerTensor& t, const ModelConfig& c, int64_t layer) {
   // gpt-oss: the file's post_attention_norm.weight is the FFN input norm (tensor_name), not this row.
   if (c.ffn_norm_post_attention && t.view == &LayerWeights::post_attn_norm) return false;
   // A parallel block (cohere2) has one norm, the attention's, for both halves.
   if (c.parallel_block && (t.view == &LayerWeights::ffn_norm || t.view == &LayerWeights::ffn_norm_b)) return false;
+  // The selection bias is DeepSeek's (llama.cpp reads it for deepseek2 only).
+  if (t.view == &LayerWeights::exp_probs_b && !c.info().deepseek_moe) return false;
   switch (t.need) {
     case Need::Always: return true;
-    case Need::Dense: return !c.is_moe();
-    case Need::Moe: return c.is_moe();
-    case Need::SharedExpert: return c.n_ff_shexp > 0;
+    case Need::Dense: return !c.layer_is_moe(layer);
+    case Need::Moe: return c.layer_is_moe(layer);
+    case Need::SharedExpert: return c.n_ff_shexp > 0 && c.layer_is_moe(layer);
+    case Need::QPlain: return !c.mla || c.q_lora_rank == 0;
+    case Need::KvPlain: return !c.mla;
+    case Need::QLoraPair: return c.mla && c.q_lora_rank > 0;
+    case Need::Mla: return c.mla;
   }
   return false;
 }
@@ -456,6 +517,7 @@ bool tensor_required(const LayerTensor& t, const ArchTraits& a) {
     case Trait::NormBias: return a.has_norm_bias;
     case Trait::FfnBias: return a.has_ffn_bias;
     case Trait::Gated: return !a.ungated_ffn;
+    case Trait::Optional: return false;
   }
   return true;
 }

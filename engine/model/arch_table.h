@@ -42,8 +42,13 @@ struct TensorView;
 // GptOss: OpenAI's gpt-oss: llama-style pre-norm blocks with Q/K/V and output biases, a learned
 // attention sink per head, every other layer local (window 128), YaRN, and routed experts in every
 // layer (router and expert biases, top-k of the logits then a softmax over the k, a clamped SwiGLU).
+// Deepseek2: DeepSeek V2/V3/R1, Kimi K2: multi-head latent attention (MLA: queries through a
+// low-rank q_a/q_b pair, keys and values from one compressed latent per position plus one shared
+// RoPE key, so the KV cache holds kv_lora_rank + rope dims per position and layer, V being a
+// prefix of K), the first leading_dense_block_count layers dense, the rest routed experts (softmax
+// or sigmoid gating, a selection bias, expert groups, a weight scale) plus shared experts.
 enum class Arch { Llama, Qwen2, Qwen3, Gemma3, Phi3, Qwen2Moe, Qwen3Moe, Mistral3, Smollm3, Granite, GraniteMoe, Gemma2, Glm4,
-                  Olmo2, GptOss, Starcoder2, Cohere2 };
+                  Olmo2, GptOss, Starcoder2, Cohere2, Deepseek2 };
 
 // How rotary embeddings pair up the dimensions of a head.
 enum class RopeStyle {
@@ -62,6 +67,7 @@ enum class FfnActivation {
 enum class ExpertGating {
   Softmax,        // softmax over all experts, then the top k (renormalised where expert_weights_norm says)
   SoftmaxTopK,    // the top k logits, then a softmax over those k (gpt-oss; llama.cpp's SOFTMAX_WEIGHT)
+  Sigmoid,        // a sigmoid of each logit (DeepSeek V3; llama.cpp's expert_gating_func 2)
 };
 
 // What a block computes differently from one architecture to the next, as ModelConfig carries it
@@ -92,6 +98,10 @@ struct ArchTraits {
   // The FFN input norm is stored as post_attention_norm.weight (gpt-oss's converter's name), and the
   // block has no post-attention norm.
   bool ffn_norm_post_attention = false;
+  // Multi-head latent attention (deepseek2): attention.key_length is kv_lora_rank + the RoPE dims
+  // (one latent "head" the KV cache stores, values its first kv_lora_rank elements), and the
+  // queries' and the output's per-head sizes are key_length_mla / value_length_mla.
+  bool mla = false;
 };
 
 // Whether a model of the architecture has routed experts.
@@ -110,6 +120,9 @@ struct ArchInfo {
   Experts experts = Experts::None;
   bool expert_ff_key = false;    // an expert's units from expert_feed_forward_length (else feed_forward_length)
   bool shared_expert = false;    // a shared expert of expert_shared_feed_forward_length units (default feed_forward_length)
+  // DeepSeek's MoE keys: leading_dense_block_count, expert_shared_count (shared units = count x
+  // expert_feed_forward_length), expert_gating_func, expert_weights_norm / _scale, expert groups.
+  bool deepseek_moe = false;
   bool embd_scale_sqrt = false;  // the token embedding times sqrt(n_embd) (gemma3)
   bool local_rope_base = false;  // local layers use rope.freq_base_swa, unscaled (gemma3, olmo2); else the model's RoPE
   bool local_base_is_global = false;  // rope.freq_base_swa defaults to rope.freq_base (olmo2), not 10000 (gemma3)
@@ -148,7 +161,9 @@ enum class HParam {
   RopeScalingYarnBetaSlow, AttentionTemperatureScale, AttentionScale, SlidingWindow, SlidingWindowPattern,
   RopeFreqBaseSwa, ExpertCount, ExpertUsedCount, ExpertFeedForwardLength, ExpertSharedFeedForwardLength,
   VocabSize, AttnLogitSoftcapping, FinalLogitSoftcapping, EmbeddingScale, ResidualScale, LogitScale,
-  LayerNormEpsilon,
+  LayerNormEpsilon, QLoraRank, KvLoraRank, KeyLengthMla, ValueLengthMla, LeadingDenseBlockCount,
+  ExpertSharedCount, ExpertWeightsScale, ExpertWeightsNorm, ExpertGatingFunc, ExpertGroupCount,
+  ExpertGroupUsedCount, RopeScalingYarnLogMultiplier,
 };
 struct HParamInfo {
   HParam param;
@@ -163,7 +178,12 @@ std::string hparam_key(const std::string& arch, HParam param);
 
 // A shape rule: a dimension as a function of the hyper-parameters (dim_size).
 // QNorm / KNorm: head_dim, or q_dim / kv_dim where the Q/K norms span the whole row (qk_norm_full).
-enum class Dim { None, Embd, QDim, KvDim, HeadDim, QNorm, KNorm, Ff, FfExp, FfShexp, Expert, One, Heads };
+// QProj / AttnOut: the query projection's rows and the output projection's columns: q_dim, or with
+// MLA n_heads x key_length_mla and n_heads x value_length_mla. QLora, KvLora: MLA's ranks; KvA: the
+// latent and the shared RoPE key (kv_lora_rank + rope dims); HeadNope: a head's key dimensions
+// without RoPE (key_length_mla - rope dims); HeadV: value_length_mla.
+enum class Dim { None, Embd, QDim, KvDim, HeadDim, QNorm, KNorm, Ff, FfExp, FfShexp, Expert, One, Heads, QProj,
+                 AttnOut, QLora, KvLora, KvA, HeadNope, HeadV };
 int64_t dim_size(Dim dim, const ModelConfig& config);
 const char* dim_name(Dim dim);  // "n_embd", "q_dim", ...
 
@@ -198,12 +218,15 @@ enum class Cut {
                 // added once to the partial products the all-reduce sums (attn_output.bias, ffn_down.bias)
 };
 
-// When a block holds the tensor at all.
-enum class Need { Always, Dense, Moe, SharedExpert };
+// When a block holds the tensor at all. Dense / Moe / SharedExpert are per layer (deepseek2's first
+// leading_dense_block_count layers are dense); QPlain: one attn_q (not MLA's q_a/q_b pair); KvPlain:
+// attn_k / attn_v (not MLA); QLoraPair: MLA with q_lora_rank > 0; Mla: every MLA layer.
+enum class Need { Always, Dense, Moe, SharedExpert, QPlain, KvPlain, QLoraPair, Mla };
 // Which trait makes an otherwise optional tensor required (Trait::None: required whenever needed).
 // PreNorms: required unless the row has no_pre_norms (olmo2); Gated: unless ungated_ffn (starcoder2).
+// Optional: never required (deepseek2's exp_probs_b.bias: V2 files have none).
 enum class Trait { None, QkvBias, QkNorm, PostNorms, ShexpGate, PreNorms, Sinks, OutBias, MoeBiases, NormBias, FfnBias,
-                   Gated };
+                   Gated, Optional };
 // Fused into one file tensor in architectures with the matching trait (fused_qkv, fused_gate_up):
 // the view is a row range of it, members in table order.
 enum class Fuse { None, Qkv, GateUp };
@@ -239,8 +262,8 @@ struct FusedTensor {
 std::span<const FusedTensor> fused_tensors();
 const FusedTensor& fused_tensor(Fuse fuse);
 
-// Whether a block of this model holds the tensor, and whether it must.
-bool tensor_needed(const LayerTensor& t, const ModelConfig& config);
+// Whether block `layer` of this model holds the tensor, and whether it must.
+bool tensor_needed(const LayerTensor& t, const ModelConfig& config, int64_t layer);
 bool tensor_required(const LayerTensor& t, const ArchTraits& traits);
 // Whether the model's architecture stores it as part of a fused tensor.
 bool tensor_fused(const LayerTensor& t, const ArchTraits& traits);

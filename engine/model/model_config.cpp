@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "kernels/common/scalar_math.h"
+
 namespace strata::model {
 
 namespace {
@@ -14,6 +16,50 @@ Expected<int64_t> positive(const gguf::GgufFile& f, const std::string& key, int6
     return Error{Code::Corrupt, "key '" + key + "': value " + std::to_string(v) +
                                     " outside [1, " + std::to_string(max) + "]"};
   return static_cast<int64_t>(v);
+}
+
+// DeepSeek's MoE keys (llama.cpp's deepseek2 loader): dense leading blocks, shared experts by
+// count, the gating function, the weights' renormalisation and scale, expert groups.
+Status read_deepseek_moe(const gguf::GgufFile& f, const ArchInfo& a, ModelConfig& c) {
+  const auto key = [&a](HParam h) { return hparam_key(a.name, h); };
+  STRATA_ASSIGN_OR_RETURN(uint64_t lead, f.get_uint_or(key(HParam::LeadingDenseBlockCount), 0));
+  if (lead > static_cast<uint64_t>(c.n_layers))
+    return Error{Code::Corrupt, "key '" + key(HParam::LeadingDenseBlockCount) + "': " + std::to_string(lead) +
+                                    " dense blocks of " + std::to_string(c.n_layers)};
+  c.n_dense_lead = static_cast<int64_t>(lead);
+  STRATA_ASSIGN_OR_RETURN(uint64_t shared, f.get_uint_or(key(HParam::ExpertSharedCount), 0));
+  if (shared > 64)
+    return Error{Code::Corrupt, "key '" + key(HParam::ExpertSharedCount) + "': " + std::to_string(shared) + " outside [0, 64]"};
+  c.n_ff_shexp = static_cast<int64_t>(shared) * c.n_ff_exp;
+  STRATA_ASSIGN_OR_RETURN(uint64_t gating, f.get_uint_or(key(HParam::ExpertGatingFunc), 1));
+  if (gating == 2) {
+    c.expert_gating = ExpertGating::Sigmoid;
+  } else if (gating == 1 || gating == 0) {  // 0: absent in V2 files, llama.cpp's softmax
+    c.expert_gating = ExpertGating::Softmax;
+  } else {
+    return Error{Code::Unsupported, "key '" + key(HParam::ExpertGatingFunc) + "' = " + std::to_string(gating) +
+                                        ": expert gating function not supported (1 softmax, 2 sigmoid are)"};
+  }
+  STRATA_ASSIGN_OR_RETURN(bool norm, f.get_bool_or(key(HParam::ExpertWeightsNorm), false));
+  c.expert_weights_norm = norm;
+  STRATA_ASSIGN_OR_RETURN(double scale, f.get_float_or(key(HParam::ExpertWeightsScale), 1.0));
+  if (!(scale >= 0.0 && scale < 1e6))
+    return Error{Code::Corrupt, "key '" + key(HParam::ExpertWeightsScale) + "': " + std::to_string(scale)};
+  c.expert_weights_scale = scale == 0.0 ? 1.0f : static_cast<float>(scale);
+  STRATA_ASSIGN_OR_RETURN(uint64_t groups, f.get_uint_or(key(HParam::ExpertGroupCount), 0));
+  STRATA_ASSIGN_OR_RETURN(uint64_t groups_used, f.get_uint_or(key(HParam::ExpertGroupUsedCount), 0));
+  if (groups > 1) {
+    if (static_cast<int64_t>(groups) >= c.n_expert || c.n_expert % static_cast<int64_t>(groups) != 0 ||
+        groups_used == 0 || groups_used >= groups ||
+        static_cast<int64_t>(groups_used) * (c.n_expert / static_cast<int64_t>(groups)) < c.n_expert_used)
+      return Error{Code::Corrupt, "keys '" + key(HParam::ExpertGroupCount) + "' / '" + key(HParam::ExpertGroupUsedCount) +
+                                      "': " + std::to_string(groups) + " groups, " + std::to_string(groups_used) +
+                                      " used, of " + std::to_string(c.n_expert) + " experts (top-" +
+                                      std::to_string(c.n_expert_used) + ")"};
+    c.n_expert_groups = static_cast<int64_t>(groups);
+    c.n_group_used = static_cast<int64_t>(groups_used);
+  }
+  return {};
 }
 
 // The mixture-of-experts keys (llama.cpp's names and defaults). Whether the architecture must, may
@@ -54,6 +100,7 @@ Status read_moe_config(const gguf::GgufFile& f, const ArchInfo& a, ModelConfig& 
       return Error{Code::Corrupt, "key '" + key + "': " + std::to_string(ff_exp) + " outside [1, 1048576]"};
     c.n_ff_exp = static_cast<int64_t>(ff_exp);
   }
+  if (a.deepseek_moe) return read_deepseek_moe(f, a, c);
   if (a.shared_expert) {
     const std::string key = hparam_key(a.name, HParam::ExpertSharedFeedForwardLength);
     STRATA_ASSIGN_OR_RETURN(uint64_t ff_sh, f.get_uint_or(key, static_cast<uint64_t>(c.n_ff)));
@@ -61,6 +108,42 @@ Status read_moe_config(const gguf::GgufFile& f, const ArchInfo& a, ModelConfig& 
       return Error{Code::Corrupt, "key '" + key + "': " + std::to_string(ff_sh) + " outside [1, 1048576]"};
     c.n_ff_shexp = static_cast<int64_t>(ff_sh);
   }
+  return {};
+}
+
+// Multi-head latent attention (deepseek2): the ranks and the per-head sizes. The file's key_length
+// is the latent cache row (kv_lora_rank + rope dims) and its value_length the latent (llama.cpp's
+// converter since the attn_k_b / attn_v_b split); the cache has one KV head.
+Status read_mla_config(const gguf::GgufFile& f, const std::string& arch, int64_t v_dim, ModelConfig& c) {
+  const auto key = [&arch](HParam h) { return hparam_key(arch, h); };
+  if (f.find_tensor("blk.0.attn_kv_b.weight"))
+    return Error{Code::Unsupported, "tensor 'blk.0.attn_kv_b.weight': a " + arch +
+                                        " file from before MLA's split into attn_k_b / attn_v_b (convert it again "
+                                        "with llama.cpp's current convert_hf_to_gguf.py)"};
+  STRATA_ASSIGN_OR_RETURN(uint64_t q_lora, f.get_uint_or(key(HParam::QLoraRank), 0));
+  STRATA_ASSIGN_OR_RETURN(int64_t kv_lora, positive(f, key(HParam::KvLoraRank), 1 << 16));
+  STRATA_ASSIGN_OR_RETURN(int64_t k_mla, positive(f, key(HParam::KeyLengthMla), 4096));
+  STRATA_ASSIGN_OR_RETURN(int64_t v_mla, positive(f, key(HParam::ValueLengthMla), 4096));
+  if (q_lora > (1u << 16)) return Error{Code::Corrupt, "key '" + key(HParam::QLoraRank) + "': " + std::to_string(q_lora)};
+  if (kv_lora + c.rope_dims != c.head_dim || v_dim != kv_lora)
+    return Error{Code::Corrupt, "key '" + key(HParam::KeyLength) + "' = " + std::to_string(c.head_dim) + " / '" +
+                                    key(HParam::ValueLength) + "' = " + std::to_string(v_dim) + ": MLA needs kv_lora_rank (" +
+                                    std::to_string(kv_lora) + ") + rope dims (" + std::to_string(c.rope_dims) +
+                                    ") and kv_lora_rank"};
+  if (k_mla <= c.rope_dims)
+    return Error{Code::Corrupt, "key '" + key(HParam::KeyLengthMla) + "': " + std::to_string(k_mla) +
+                                    " leaves no dimensions without RoPE (rope dims " + std::to_string(c.rope_dims) + ")"};
+  if (c.n_kv_heads != 1)
+    return Error{Code::Corrupt, "key '" + key(HParam::HeadCountKv) + "': " + std::to_string(c.n_kv_heads) +
+                                    " (MLA's latent cache is one KV head)"};
+  c.q_lora_rank = static_cast<int64_t>(q_lora);
+  c.kv_lora_rank = kv_lora;
+  c.head_dim_k_mla = k_mla;
+  c.head_dim_v_mla = v_mla;
+  STRATA_ASSIGN_OR_RETURN(double log_mul, f.get_float_or(key(HParam::RopeScalingYarnLogMultiplier), 0.0));
+  if (!(log_mul >= 0.0 && log_mul < 100.0))
+    return Error{Code::Corrupt, "key '" + key(HParam::RopeScalingYarnLogMultiplier) + "': " + std::to_string(log_mul)};
+  c.rope_yarn_log_mul = static_cast<float>(log_mul / 0.1);  // the converter stored 0.1 x mscale_all_dim
   return {};
 }
 
@@ -88,7 +171,31 @@ LayerAttention ModelConfig::layer_attention(int64_t layer) const {
 }
 
 float ModelConfig::query_scale() const {
-  return attn_scale > 0.0f ? attn_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+  if (attn_scale > 0.0f) return attn_scale;
+  if (mla) {
+    const float m = mla_mscale();
+    return m * m / std::sqrt(static_cast<float>(head_dim_k_mla));
+  }
+  return 1.0f / std::sqrt(static_cast<float>(head_dim));
+}
+
+// llama.cpp (llama-context.cpp and models/deepseek2.cpp): with YaRN applied (ext_factor != 0) the
+// factor handed to the rope kernel is get_mscale(factor, m) / get_mscale(factor, m_all) /
+// (1 + 0.1 ln factor) x attn_factor, and the kernel multiplies it by 1 + 0.1 ln factor again. For
+// deepseek2 with a log multiplier, m = m_all, so cos/sin keep attn_factor alone; without one, the
+// usual YaRN magnitude. The query scale's attn_factor_org undoes the division: the cos/sin factor
+// with YaRN applied, attn_factor x (1 + 0.1 ln factor) without.
+float ModelConfig::rope_cos_sin_factor() const {
+  if (!rope_yarn || yarn_ext_factor == 0.0f) return rope_attn_factor;
+  if (mla && rope_yarn_log_mul != 0.0f) return rope_attn_factor;
+  return rope_attn_factor * kernels::yarn_mscale(rope_freq_scale, yarn_ext_factor);
+}
+
+float ModelConfig::mla_mscale() const {
+  const float log_factor = std::log(1.0f / rope_freq_scale);
+  const float org = rope_yarn && yarn_ext_factor != 0.0f ? rope_cos_sin_factor()
+                                                         : rope_attn_factor * (1.0f + 0.1f * log_factor);
+  return org * (1.0f + 0.1f * rope_yarn_log_mul * log_factor);
 }
 
 Expected<ModelConfig> read_model_config(const gguf::GgufFile& f) {
@@ -126,7 +233,7 @@ Expected<ModelConfig> read_model_config(const gguf::GgufFile& f) {
   STRATA_ASSIGN_OR_RETURN(uint64_t head_dim, f.get_uint_or(key(HParam::KeyLength),
                                                            static_cast<uint64_t>(c.n_embd / c.n_heads)));
   STRATA_ASSIGN_OR_RETURN(uint64_t v_dim, f.get_uint_or(key(HParam::ValueLength), head_dim));
-  if (head_dim == 0 || head_dim > 1024 || head_dim % 2 != 0 || v_dim != head_dim)
+  if (head_dim == 0 || head_dim > 1024 || head_dim % 2 != 0 || (v_dim != head_dim && !c.mla))
     return Error{Code::Unsupported, "head size " + std::to_string(head_dim) + " (value size " +
                                         std::to_string(v_dim) + ") is not supported (even, <= 1024, K == V)"};
   c.head_dim = static_cast<int64_t>(head_dim);
@@ -135,6 +242,7 @@ Expected<ModelConfig> read_model_config(const gguf::GgufFile& f) {
     return Error{Code::Corrupt, "key '" + key(HParam::RopeDimensionCount) + "': " + std::to_string(rope_dims) +
                                     " must be even and <= head size " + std::to_string(head_dim)};
   c.rope_dims = static_cast<int64_t>(rope_dims);
+  if (c.mla) STRATA_RETURN_IF_ERROR(read_mla_config(f, arch, static_cast<int64_t>(v_dim), c));
 
   // The norms' epsilon: the RMS norm's key, or LayerNorm's where the architecture's norms are LayerNorms.
   const HParam eps_key = c.layer_norm ? HParam::LayerNormEpsilon : HParam::RmsEpsilon;
@@ -168,9 +276,10 @@ Expected<ModelConfig> read_model_config(const gguf::GgufFile& f) {
       return Error{Code::Corrupt, "keys '" + key(HParam::RopeScalingYarnBetaFast) + "' / '" +
                                       key(HParam::RopeScalingYarnBetaSlow) + "': " + std::to_string(fast) + " / " +
                                       std::to_string(slow) + " (want 0 < beta_slow <= beta_fast)"};
-    c.yarn_ext_factor = static_cast<float>(ext);
-    c.yarn_beta_fast = static_cast<float>(fast);
-    c.yarn_beta_slow = static_cast<float>(slow);
+    // llama.cpp's deepseek2 loader reads none of the three: YaRN's defaults whatever the file says.
+    c.yarn_ext_factor = c.mla ? 1.0f : static_cast<float>(ext);
+    c.yarn_beta_fast = c.mla ? 32.0f : static_cast<float>(fast);
+    c.yarn_beta_slow = c.mla ? 1.0f : static_cast<float>(slow);
   } else if ((scaling == "longrope" || scaling == "su") && info->longrope) {
     // The per-pair factors are tensors (rope_factors_long / _short); the metadata gives the
     // context they switch at and the cos/sin multiplier.

@@ -83,20 +83,59 @@ struct ModelConfig : ArchTraits {
   // The shared expert (qwen2moe): a gated FFN every token runs, added to the routed experts'
   // sum, scaled per token by sigmoid(ffn_gate_inp_shexp · x) when has_shexp_gate.
   int64_t n_ff_shexp = 0;        // <name>.expert_shared_feed_forward_length (else n_ff); 0: none
+  // deepseek2: the first n_dense_lead layers are dense (ffn_gate/up/down of n_ff units), the others
+  // MoE. Routing: gate probabilities (softmax or sigmoid, expert_gating), plus exp_probs_b where a
+  // layer has it to choose experts (not to weight them); with n_expert_groups > 1 only the
+  // n_group_used groups whose two best experts score highest are candidates; the chosen experts'
+  // weights are renormalised (expert_weights_norm) and times expert_weights_scale.
+  int64_t n_dense_lead = 0;      // <name>.leading_dense_block_count
+  float expert_weights_scale = 1.0f;  // <name>.expert_weights_scale (0 and absent: 1)
+  int64_t n_expert_groups = 0;   // <name>.expert_group_count (0 or 1: no groups)
+  int64_t n_group_used = 0;      // <name>.expert_group_used_count
+
+  // Multi-head latent attention (mla: deepseek2). head_dim is then the latent cache's row,
+  // kv_lora_rank + rope_dims, and n_kv_heads 1; a query head has head_dim_k_mla elements
+  // (head_dim_k_mla - rope_dims without RoPE, then rope_dims with), absorbed through wk_b into a
+  // head_dim row; a head's output is its attention over the latent times wv_b: head_dim_v_mla.
+  int64_t q_lora_rank = 0;       // <name>.attention.q_lora_rank; 0: one attn_q
+  int64_t kv_lora_rank = 0;      // <name>.attention.kv_lora_rank
+  int64_t head_dim_k_mla = 0;    // <name>.attention.key_length_mla
+  int64_t head_dim_v_mla = 0;    // <name>.attention.value_length_mla
+  float rope_yarn_log_mul = 0.0f;  // <name>.rope.scaling.yarn_log_multiplier / 0.1 (DeepSeek's mscale_all_dim)
 
   const ArchInfo& info() const { return arch_info(arch); }
   int64_t q_dim() const { return n_heads * head_dim; }
   bool is_moe() const { return n_expert > 0; }
+  // Whether layer `layer`'s FFN is routed experts (every layer of an MoE model but deepseek2's
+  // leading dense ones).
+  bool layer_is_moe(int64_t layer) const { return is_moe() && layer >= n_dense_lead; }
   // The widest FFN hidden activation a layer computes ([tokens][this] for gate and up): the dense
-  // FFN's n_ff, or the widest of a routed and the shared expert.
-  int64_t ffn_width() const { return is_moe() ? (n_ff_exp > n_ff_shexp ? n_ff_exp : n_ff_shexp) : n_ff; }
+  // FFN's n_ff, or the widest of a routed and the shared expert (and n_ff where dense layers lead).
+  int64_t ffn_width() const {
+    if (!is_moe()) return n_ff;
+    const int64_t experts = n_ff_exp > n_ff_shexp ? n_ff_exp : n_ff_shexp;
+    return n_dense_lead > 0 && n_ff > experts ? n_ff : experts;
+  }
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
+  // The KV cache's planes: keys and values, or with MLA the latent rows alone (the values are
+  // their first kv_lora_rank elements).
+  int64_t kv_planes() const { return mla ? 1 : 2; }
   bool layer_is_local(int64_t layer) const {
     return sliding_window > 0 && layer >= 0 && layer < static_cast<int64_t>(local_layers.size()) &&
            local_layers[static_cast<size_t>(layer)] != 0;
   }
   LayerAttention layer_attention(int64_t layer) const;
+  // The attention scores' factor: attention.scale, else 1/sqrt(head_dim); with MLA
+  // mscale^2 / sqrt(head_dim_k_mla), DeepSeek's YaRN attention factor (mla_mscale()).
   float query_scale() const;
+  // MLA: llama.cpp's deepseek2 rule, attn_factor_org * (1 + 0.1 rope_yarn_log_mul ln(1 / rope_freq_scale)),
+  // where attn_factor_org is the factor cos/sin get (rope_cos_sin_factor()) times the YaRN
+  // magnitude the rope kernel would add.
+  float mla_mscale() const;
+  // What cos and sin are multiplied by on the global layers: rope.scaling.attn_factor, times
+  // YaRN's 1 + 0.1 ln(factor) except where DeepSeek's yarn_log_multiplier moves that factor into
+  // the query scale.
+  float rope_cos_sin_factor() const;
 };
 
 // Reads and validates the hyper-parameters. Errors name the key and the value; an architecture

@@ -114,7 +114,7 @@ Status bind_layer(const gguf::GgufFile& f, const ModelConfig& c, int64_t index, 
   const std::span<const LayerTensor> table = layer_tensors();
   for (size_t i = 0; i < table.size(); ++i) {
     const LayerTensor& t = table[i];
-    if (!tensor_needed(t, c)) continue;
+    if (!tensor_needed(t, c, index)) continue;
     TensorView& view = l.*t.view;
     const int64_t cols = dim_size(t.cols, c);
     if (tensor_fused(t, c)) {

@@ -49,6 +49,14 @@ struct LayerWeights {
   TensorView wo;         // [n_embd][q_dim]
   TensorView bo;         // [n_embd] f32: output bias (gpt-oss), added once per block
   TensorView attn_sinks; // [n_heads] f32: a sink logit per query head (gpt-oss)
+  // Multi-head latent attention (deepseek2; wk, wv absent, wq absent where q_lora_rank > 0):
+  TensorView wq_a;       // [q_lora][n_embd]: the queries' down-projection
+  TensorView q_a_norm;   // [q_lora] f32
+  TensorView wq_b;       // [n_heads * key_length_mla][q_lora]: per head qk_nope then rope dims
+  TensorView wkv_a;      // [kv_lora + rope dims][n_embd]: the latent, then the shared RoPE key
+  TensorView kv_a_norm;  // [kv_lora] f32
+  TensorView wk_b;       // [n_heads][kv_lora][qk_nope] (3-D): a head's key up-projection, absorbed into its query
+  TensorView wv_b;       // [n_heads][value_length_mla][kv_lora] (3-D): a head's value up-projection
   TensorView post_attn_norm;  // [n_embd] f32: norm of the attention output (gemma3)
   TensorView ffn_norm;   // [n_embd] f32
   TensorView ffn_norm_b; // [n_embd] f32: LayerNorm bias (starcoder2)
@@ -61,6 +69,7 @@ struct LayerWeights {
   // Mixture of experts (config.is_moe(); w_gate, w_up, w_down are then absent):
   TensorView ffn_gate_inp;    // router [n_expert rows][n_embd], f32 or any weight type
   TensorView ffn_gate_inp_b;  // [n_expert] f32: router bias (gpt-oss)
+  TensorView exp_probs_b;     // [n_expert] f32: added to the gate probabilities to choose experts only (DeepSeek V3)
   TensorView ffn_gate_exps;   // [n_expert][n_ff_exp][n_embd] (3-D)
   TensorView ffn_up_exps;     // [n_expert][n_ff_exp][n_embd]
   TensorView ffn_down_exps;   // [n_expert][n_embd][n_ff_exp]

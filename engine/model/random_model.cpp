@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/gguf/gguf_writer.h"
+#include "engine/model/model_weights.h"
 #include "kernels/cpu/quant.h"
 
 namespace strata::model {
@@ -162,6 +163,29 @@ Status validate(const RandomModelSpec& s) {
   if (s.n_ff_shexp > 0 && !a.shared_expert)
     return bad("--shared-expert-ff: only " + arch_names([](const ArchInfo& x) { return x.shared_expert; }) +
                " has a shared expert");
+  if (a.traits.mla) {
+    if (s.rope_dims <= 0) return bad(std::string("--arch ") + a.name + " needs --rope-dims (the RoPE part of a head)");
+    if (s.kv_lora_rank <= 0 || s.kv_lora_rank > (1 << 16))
+      return bad(std::string("--arch ") + a.name + " needs --kv-lora-rank in [1, 65536]");
+    if (s.q_lora_rank < 0 || s.q_lora_rank > (1 << 16)) return bad("--q-lora-rank " + std::to_string(s.q_lora_rank));
+    if (s.head_dim > 0 && s.head_dim <= s.rope_dims)
+      return bad("--head-dim " + std::to_string(s.head_dim) + " leaves no dimensions without RoPE (--rope-dims " +
+                 std::to_string(s.rope_dims) + ")");
+    if (s.kv_lora_rank + s.rope_dims > 1024)
+      return bad("--kv-lora-rank + --rope-dims = " + std::to_string(s.kv_lora_rank + s.rope_dims) + " (the cache row) above 1024");
+    if (s.n_dense_lead < 0 || s.n_dense_lead > s.n_layers) return bad("--dense-layers " + std::to_string(s.n_dense_lead));
+    if (s.n_shared_experts < 0 || s.n_shared_experts > 64) return bad("--shared-experts " + std::to_string(s.n_shared_experts));
+    if (s.gating != "softmax" && s.gating != "sigmoid") return bad("--gating '" + s.gating + "' (softmax or sigmoid)");
+    if (s.expert_groups > 1 && (s.expert_groups >= s.n_expert || s.n_expert % s.expert_groups != 0 ||
+                                s.expert_groups_used < 1 || s.expert_groups_used >= s.expert_groups ||
+                                s.expert_groups_used * (s.n_expert / s.expert_groups) < s.n_expert_used))
+      return bad("--expert-groups " + std::to_string(s.expert_groups) + " / --expert-groups-used " +
+                 std::to_string(s.expert_groups_used) + " do not fit " + std::to_string(s.n_expert) + " experts, top-" +
+                 std::to_string(s.n_expert_used));
+    if (!(s.expert_weights_scale > 0.0f && s.expert_weights_scale < 1e6f))
+      return bad("--expert-weights-scale " + std::to_string(s.expert_weights_scale));
+    if (!(s.yarn_log_mul >= 0.0f && s.yarn_log_mul < 100.0f)) return bad("--yarn-log-mul " + std::to_string(s.yarn_log_mul));
+  }
   if (a.global_layers_nope && s.sliding_window == 0)
     return bad(std::string("--arch ") + a.name + " needs --sliding-window (its local layers' window)");
   auto mix = type_mix(s.type);
@@ -181,7 +205,11 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
   const ArchInfo& info = arch_info(s.arch);
   const std::string a = info.name;
   const auto key = [&a](HParam h) { return hparam_key(a, h); };
-  const int64_t head_dim = s.head_dim > 0 ? s.head_dim : s.n_embd / s.n_heads;
+  const bool mla = info.traits.mla;
+  // MLA: head_dim is the cache row (the reader's), the query head key_length_mla.
+  const int64_t head_dim_k_mla = !mla ? 0 : s.head_dim > 0 ? s.head_dim : 3 * s.rope_dims;
+  const int64_t head_dim = mla ? s.kv_lora_rank + s.rope_dims : s.head_dim > 0 ? s.head_dim : s.n_embd / s.n_heads;
+  const int64_t rope_dims = s.rope_dims > 0 ? s.rope_dims : head_dim;
   // The shape as the reader will see it: the layer table's shape rules take it.
   ModelConfig c;
   c.arch = s.arch;
@@ -190,6 +218,15 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
   c.head_dim = head_dim, c.n_ff = s.n_ff, c.n_expert = s.n_expert, c.n_expert_used = s.n_expert_used;
   c.n_ff_exp = !info.expert_ff_key || s.n_ff_exp == 0 ? s.n_ff : s.n_ff_exp;
   c.n_ff_shexp = !info.shared_expert ? 0 : s.n_ff_shexp > 0 ? s.n_ff_shexp : s.n_ff;
+  c.rope_dims = rope_dims;
+  if (mla) {
+    c.n_kv_heads = 1;
+    c.q_lora_rank = s.q_lora_rank, c.kv_lora_rank = s.kv_lora_rank;
+    c.head_dim_k_mla = head_dim_k_mla;
+    c.head_dim_v_mla = s.v_head_dim > 0 ? s.v_head_dim : head_dim_k_mla - rope_dims;
+    c.n_dense_lead = s.n_dense_lead;
+    c.n_ff_shexp = s.n_shared_experts * c.n_ff_exp;
+  }
   w.set_string("general.architecture", a);
   w.set_string("general.name", s.name);
   w.set_u32("general.file_type", mix.file_type);
@@ -198,11 +235,31 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
   w.set_u32(key(HParam::BlockCount), static_cast<uint32_t>(s.n_layers));
   w.set_u32(key(HParam::FeedForwardLength), static_cast<uint32_t>(s.n_ff));
   w.set_u32(key(HParam::HeadCount), static_cast<uint32_t>(s.n_heads));
-  w.set_u32(key(HParam::HeadCountKv), static_cast<uint32_t>(s.n_kv_heads));
+  w.set_u32(key(HParam::HeadCountKv), static_cast<uint32_t>(c.n_kv_heads));
   w.set_f32(key(info.traits.layer_norm ? HParam::LayerNormEpsilon : HParam::RmsEpsilon), info.default_rms_eps);
   w.set_f32(key(HParam::RopeFreqBase), info.default_rope_base);
-  w.set_u32(key(HParam::RopeDimensionCount), static_cast<uint32_t>(s.rope_dims > 0 ? s.rope_dims : head_dim));
-  if (head_dim * s.n_heads != s.n_embd) {
+  w.set_u32(key(HParam::RopeDimensionCount), static_cast<uint32_t>(rope_dims));
+  if (mla) {
+    // llama.cpp's converter since the attn_k_b / attn_v_b split: key_length is the latent cache row,
+    // value_length the latent; the heads' sizes are the _mla keys. q_lora_rank is written even when
+    // 0 (llama.cpp requires the key of every non-Lite shape).
+    w.set_u32(key(HParam::KeyLength), static_cast<uint32_t>(head_dim));
+    w.set_u32(key(HParam::ValueLength), static_cast<uint32_t>(s.kv_lora_rank));
+    w.set_u32(key(HParam::KeyLengthMla), static_cast<uint32_t>(c.head_dim_k_mla));
+    w.set_u32(key(HParam::ValueLengthMla), static_cast<uint32_t>(c.head_dim_v_mla));
+    w.set_u32(key(HParam::QLoraRank), static_cast<uint32_t>(s.q_lora_rank));
+    w.set_u32(key(HParam::KvLoraRank), static_cast<uint32_t>(s.kv_lora_rank));
+    w.set_u32(key(HParam::LeadingDenseBlockCount), static_cast<uint32_t>(s.n_dense_lead));
+    w.set_u32(key(HParam::ExpertSharedCount), static_cast<uint32_t>(s.n_shared_experts));
+    w.set_f32(key(HParam::ExpertWeightsScale), s.expert_weights_scale);
+    w.set_bool(key(HParam::ExpertWeightsNorm), s.expert_weights_norm);
+    w.set_u32(key(HParam::ExpertGatingFunc), s.gating == "sigmoid" ? 2u : 1u);
+    if (s.expert_groups > 1) {
+      w.set_u32(key(HParam::ExpertGroupCount), static_cast<uint32_t>(s.expert_groups));
+      w.set_u32(key(HParam::ExpertGroupUsedCount), static_cast<uint32_t>(s.expert_groups_used));
+    }
+    if (s.yarn_factor > 0.0f && s.yarn_log_mul > 0.0f) w.set_f32(key(HParam::RopeScalingYarnLogMultiplier), s.yarn_log_mul);
+  } else if (head_dim * s.n_heads != s.n_embd) {
     w.set_u32(key(HParam::KeyLength), static_cast<uint32_t>(head_dim));
     w.set_u32(key(HParam::ValueLength), static_cast<uint32_t>(head_dim));
   }
@@ -239,7 +296,8 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
     w.set_u32(key(HParam::ExpertCount), static_cast<uint32_t>(s.n_expert));
     w.set_u32(key(HParam::ExpertUsedCount), static_cast<uint32_t>(s.n_expert_used));
     if (info.expert_ff_key) w.set_u32(key(HParam::ExpertFeedForwardLength), static_cast<uint32_t>(c.n_ff_exp));
-    if (c.n_ff_shexp > 0) w.set_u32(key(HParam::ExpertSharedFeedForwardLength), static_cast<uint32_t>(c.n_ff_shexp));
+    if (c.n_ff_shexp > 0 && !info.deepseek_moe)
+      w.set_u32(key(HParam::ExpertSharedFeedForwardLength), static_cast<uint32_t>(c.n_ff_shexp));
   }
   w.set_u32(key(HParam::VocabSize), static_cast<uint32_t>(n_vocab));
   for (const auto& [k, value] : vocab_source.metadata()) {
@@ -276,7 +334,8 @@ Status write_random_model(const RandomModelSpec& s, const gguf::GgufFile& vocab_
     const DType more = use_more_bits(l, s.n_layers) ? mix.more_bits : mix.base;
     for (size_t i = 0; i < table.size(); ++i) {
       const LayerTensor& t = table[i];
-      if (!tensor_needed(t, c) || !tensor_required(t, c)) continue;
+      const bool wanted = tensor_required(t, c) || (t.view == &LayerWeights::exp_probs_b && s.selection_bias && info.deepseek_moe);
+      if (!tensor_needed(t, c, l) || !wanted) continue;
       DType want = t.quant == Quant::F32 ? DType::F32 : t.quant == Quant::MoreBits ? more : mix.base;
       if (mix.experts_own && t.kind == TensorKind::Experts) want = mix.experts;
       const int64_t cols = dim_size(t.cols, c), rows = dim_size(t.rows, c);

@@ -44,6 +44,25 @@ struct RandomModelSpec {
   int64_t n_expert_used = 0;  // top-k, in [1, n_expert]
   int64_t n_ff_exp = 0;       // one expert's units (qwen*moe: expert_feed_forward_length); 0: n_ff. llama: n_ff
   int64_t n_ff_shexp = 0;     // qwen2moe's shared expert (expert_shared_feed_forward_length); 0: n_ff
+  // deepseek2 (MLA): head_dim is a query head (key_length_mla; default 3 x rope_dims), rope_dims
+  // its RoPE part (required), the cache row kv_lora_rank + rope_dims; heads' outputs of v_head_dim
+  // (default head_dim - rope_dims); q_lora_rank 0 writes one attn_q (V2-Lite). The first
+  // n_dense_lead layers are dense, the rest experts with n_shared_experts shared experts of
+  // n_ff_exp units each, gating "sigmoid" (V3) or "softmax" (V2), an exp_probs_b selection bias
+  // when selection_bias, expert groups, renormalised weights (expert_weights_norm) times
+  // expert_weights_scale, and yarn_log_mul (rope.scaling.yarn_log_multiplier) with --yarn-factor.
+  int64_t q_lora_rank = 0;
+  int64_t kv_lora_rank = 0;
+  int64_t v_head_dim = 0;
+  int64_t n_dense_lead = 0;
+  int64_t n_shared_experts = 1;
+  std::string gating = "sigmoid";
+  bool selection_bias = true;
+  int64_t expert_groups = 0;
+  int64_t expert_groups_used = 0;
+  bool expert_weights_norm = true;
+  float expert_weights_scale = 1.0f;
+  float yarn_log_mul = 0.0f;
   // A single type ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k",
   // "q3_k", "q4_k", "q5_k", "q6_k") or a llama.cpp-style mix ("q4_k_m", "q5_k_m").
   std::string type = "f32";

@@ -99,6 +99,13 @@ double boundary_ms(const Target& a, const Target& b, uint64_t bytes, const std::
 uint64_t hidden_state_bytes(const model::ModelConfig& c) { return static_cast<uint64_t>(c.n_embd) * sizeof(float); }
 
 uint64_t attention_parameters(const model::ModelConfig& c, const model::LayerWeights& l, const LayerShard& s) {
+  if (c.mla) {
+    // MLA is never cut: every attention matrix once per token (each head's k_b and v_b once).
+    uint64_t n = static_cast<uint64_t>(c.n_embd);
+    for (const model::TensorView* m : {&l.wq, &l.wq_a, &l.wq_b, &l.wkv_a, &l.wk_b, &l.wv_b, &l.wo})
+      n += static_cast<uint64_t>(m->rows) * static_cast<uint64_t>(m->cols) * static_cast<uint64_t>(m->n_mats);
+    return n;
+  }
   const int64_t group = c.n_heads / std::max<int64_t>(c.n_kv_heads, 1);
   const auto q_rows = static_cast<uint64_t>(s.n_kv_heads() * group * c.head_dim);
   const auto kv_rows = static_cast<uint64_t>(s.n_kv_heads() * c.head_dim);
@@ -198,7 +205,7 @@ double attention_ms(const model::ModelConfig& c, int64_t n_kv_heads, kernels::DT
   const double elem_bytes = static_cast<double>(tr.block_bytes) / static_cast<double>(tr.block_elems);
   const double kv_elems = static_cast<double>(n_kv_heads * c.head_dim);
   const double group = static_cast<double>(c.n_heads / std::max<int64_t>(c.n_kv_heads, 1));
-  const double bytes = positions * 2.0 * kv_elems * elem_bytes / std::max(reads_shared_by, 1.0);
+  const double bytes = positions * static_cast<double>(c.kv_planes()) * kv_elems * elem_bytes / std::max(reads_shared_by, 1.0);
   const double flops = 4.0 * positions * kv_elems * group;
   return std::max(bytes / bandwidth_bytes_per_ms(d), flops / flops_per_ms(d));
 }

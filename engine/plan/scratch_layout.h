@@ -30,6 +30,8 @@ struct ScratchLayout {
   int64_t moe_x = 0;      // [max_batch][n_embd]  one expert's tokens, gathered
   int64_t moe_y = 0;      // [max_batch][n_embd]  one expert's output rows before the weighted add; with
                           //                      parallel blocks (cohere2) the FFN's update beside the attention's
+  int64_t mla = 0;        // MLA only: [n_heads][max_batch][kv_lora + max(qk_nope, rope dims)], heads' rows
+                          //           gathered head by head for their k_b / v_b products
   int64_t matmul_bytes = 0;  // kernels::matmul's scratch (activations quantized or packed, per-thread
                              // tiles) at its largest for any weight type and batch up to max_batch
 
@@ -42,7 +44,7 @@ struct ScratchLayout {
   int64_t floats() const {
     return padded(hidden) + padded(norm) + padded(q) + padded(k) + padded(v) + padded(attn_out) + padded(proj) +
            padded(gate) + padded(up) + padded(scores) + padded(logits) + padded(router) + padded(moe_x) +
-           padded(moe_y);
+           padded(moe_y) + padded(mla);
   }
   uint64_t bytes() const { return static_cast<uint64_t>(floats()) * sizeof(float) + static_cast<uint64_t>(matmul_bytes); }
 };
@@ -74,6 +76,16 @@ inline ScratchLayout scratch_layout(const model::ModelConfig& c, const LayerShar
     s.gate = max_batch * widest.n_ff();
     s.up = max_batch * widest.n_ff();
     s.scores = static_cast<int64_t>(threads) * n_ctx;
+    if (c.mla) {
+      // MLA (engine/arch/deepseek2.cpp): q holds the low-rank query code, then the absorbed queries
+      // [n_heads][head_dim], then the heads' outputs [n_heads][value_length_mla]; attn_out the
+      // projected queries [n_heads][key_length_mla], then the latent attention [n_heads][head_dim];
+      // v a latent [kv_lora] and one head's slice beside it.
+      s.q = max_batch * std::max({q_local, c.q_lora_rank, c.n_heads * c.head_dim_v_mla});
+      s.attn_out = max_batch * std::max(q_local, c.n_heads * c.head_dim_k_mla);
+      s.v = max_batch * (c.kv_lora_rank + std::max(c.head_dim_k_mla - c.rope_dims, c.head_dim_v_mla));
+      s.mla = max_batch * c.n_heads * (c.kv_lora_rank + std::max(c.head_dim_k_mla - c.rope_dims, c.rope_dims));
+    }
     if (c.is_moe()) {
       s.router = max_batch * c.n_expert;
       s.moe_x = max_batch * c.n_embd;
@@ -81,6 +93,7 @@ inline ScratchLayout scratch_layout(const model::ModelConfig& c, const LayerShar
     }
     if (c.parallel_block) s.moe_y = max_batch * c.n_embd;
     widest_input = std::max<int64_t>({c.n_embd, q_local, widest.n_ff()});
+    if (c.mla) widest_input = std::max<int64_t>({widest_input, c.q_lora_rank, c.kv_lora_rank, c.n_heads * c.head_dim_v_mla});
   }
   if (has_head) s.logits = head_rows(n_seq, max_batch) * c.n_vocab;
   s.matmul_bytes = kernels::matmul_scratch_bound(widest_input, max_batch, std::max(threads, 1));

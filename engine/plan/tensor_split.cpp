@@ -40,6 +40,10 @@ Expected<std::vector<LayerShard>> split_layer(const model::ModelConfig& c, const
     if (!(r > 0.0) || !std::isfinite(r))
       return Error{Code::InvalidArgument, where + ": split ratio " + std::to_string(r) + " must be positive"};
   }
+  if (c.mla)
+    return Error{Code::Unsupported, where + ": " + std::string(model::arch_name(c.arch)) +
+                                        "'s latent attention (MLA) keeps one latent KV head for every query head, so "
+                                        "its layers are not cut between devices (place each layer on one device)"};
   if (c.is_moe())
     return Error{Code::InvalidArgument, where + ": tensor-parallel groups of mixture-of-experts layers are not "
                                                 "supported (place the layer on one device)"};
@@ -157,7 +161,7 @@ int64_t kv_cells(const model::ModelConfig& c, int64_t layer, int64_t n_ctx, int6
 
 uint64_t shard_kv_bytes(const model::ModelConfig& c, const LayerShard& s, int64_t rows, int64_t n_seq,
                         kernels::DType kv_type) {
-  return 2ull * static_cast<uint64_t>(n_seq) * static_cast<uint64_t>(rows) *
+  return static_cast<uint64_t>(c.kv_planes()) * static_cast<uint64_t>(n_seq) * static_cast<uint64_t>(rows) *
          static_cast<uint64_t>(kernels::row_bytes(kv_type, s.n_kv_heads() * c.head_dim));
 }
 

@@ -493,7 +493,7 @@ nlohmann::json EngineHost::status_json() const {
   // K and V of one block for one position of one sequence, at the loaded cache's element type.
   const kernels::DType kv_type = loaded->pipeline->placement().kv_type;
   j["model"]["kv_type"] = kernels::dtype_name(kv_type);
-  j["model"]["kv_bytes_per_token"] = static_cast<uint64_t>(2 * kernels::row_bytes(kv_type, c.kv_dim()));
+  j["model"]["kv_bytes_per_token"] = static_cast<uint64_t>(c.kv_planes() * kernels::row_bytes(kv_type, c.kv_dim()));
   j["placement"] = s.ok() ? placement : nlohmann::json(nullptr);
   j["memory"] = memory_json(*loaded);
   const exec::SchedulerStats st = loaded->scheduler->stats();

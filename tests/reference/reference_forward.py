@@ -6,9 +6,11 @@ Cases: llama (MHA and GQA), the IQ4_XS / IQ4_NL / TQ2_0 / MXFP4 weight types, ll
 from dim / heads), gemma3 (local + global layers, window shorter than the prompt), phi3 (fused
 tensors, long-context RoPE factors, context past the original so the long factors apply), the
 mixture-of-experts ones (qwen3moe with 8 and with 128 experts, Mixtral-style llama, qwen2moe with
-its shared expert), each
+its shared expert), deepseek2's latent attention (V3's shape with sigmoid gating, selection bias and
+expert groups; V2-Lite's with YaRN, with and without DeepSeek's log multiplier), each
 with an f32 KV cache (tolerance 1e-4 relative: max |a-b| / max |b|) and gemma3 / llama also with
-the default f16 cache against the reference with K and V rounded to f16 (tolerance 1e-3).
+the default f16 cache against the reference with K and V rounded to f16 (tolerance 1e-3); deepseek2
+also with the f16 cache.
 
 Usage: reference_forward.py STRATA_ENGINE VOCAB_GGUF WORKDIR
 Exit 0 when every case agrees, 1 when not (or when numpy / gguf, which setup installs, are missing)."""
@@ -86,6 +88,25 @@ CASES = [
     ("qwen2moe", ["--arch", "qwen2moe", "--heads", "4", "--kv-heads", "2", "--experts", "8", "--experts-used", "4",
                   "--expert-ff", "32", "--shared-expert-ff", "128"], []),
     # Weight types decoded block by block (gguf-py's dequantize is the reference's): the 256-element
+    # deepseek2 (MLA): DeepSeek V3's shape (q_a/q_b, sigmoid gating with the selection bias, expert
+    # groups, renormalised weights times 2.5, a dense first layer, a shared expert), and V2-Lite's
+    # (one attn_q, softmax gating, no bias, no renormalisation) with YaRN 4 past its original
+    # context of 32, with and without DeepSeek's log multiplier (which moves YaRN's magnitude from
+    # cos/sin into the query scale).
+    ("deepseek2", ["--arch", "deepseek2", "--heads", "4", "--q-lora-rank", "32", "--kv-lora-rank", "64",
+                   "--rope-dims", "16", "--head-dim", "48", "--v-head-dim", "32", "--experts", "8",
+                   "--experts-used", "2", "--expert-groups", "4", "--expert-groups-used", "2", "--expert-ff", "48",
+                   "--layers", "3", "--dense-layers", "1", "--expert-weights-scale", "2.5"], []),
+    ("deepseek2-lite-yarn", ["--arch", "deepseek2", "--heads", "4", "--q-lora-rank", "0", "--kv-lora-rank", "32",
+                             "--rope-dims", "16", "--head-dim", "48", "--experts", "8", "--experts-used", "2",
+                             "--gating", "softmax", "--selection-bias", "false", "--expert-weights-norm", "false",
+                             "--expert-ff", "48", "--layers", "2", "--dense-layers", "1", "--yarn-factor", "4",
+                             "--yarn-orig-ctx", "32", "--yarn-log-mul", "0.0707"], []),
+    ("deepseek2-lite-yarn0", ["--arch", "deepseek2", "--heads", "4", "--q-lora-rank", "0", "--kv-lora-rank", "32",
+                              "--rope-dims", "16", "--head-dim", "48", "--experts", "8", "--experts-used", "2",
+                              "--gating", "softmax", "--selection-bias", "false", "--expert-weights-norm", "false",
+                              "--expert-ff", "48", "--layers", "2", "--dense-layers", "1", "--yarn-factor", "4",
+                              "--yarn-orig-ctx", "32"], []),
     # types need rows that are multiples of 256 (make-model falls back to q8_0 elsewhere).
     ("llama-iq4_xs", ["--arch", "llama", "--heads", "4", "--kv-heads", "2", "--dim", "256", "--ffn", "256",
                       "--type", "iq4_xs"], []),
@@ -94,7 +115,7 @@ CASES = [
     ("qwen3-iq4_nl", ["--arch", "qwen3", "--heads", "4", "--kv-heads", "2", "--head-dim", "32", "--type", "iq4_nl"], []),
     ("qwen3-mxfp4", ["--arch", "qwen3", "--heads", "4", "--kv-heads", "2", "--head-dim", "32", "--type", "mxfp4"], []),
 ]
-F16_CASES = {"llama-gqa", "gemma3"}
+F16_CASES = {"llama-gqa", "gemma3", "deepseek2"}
 
 
 def run_case(engine, vocab, work, name, make_args, run_args, kv_type):
@@ -148,6 +169,14 @@ def main():
     b = np.fromfile(os.path.join(work, "ref-qwen2-yarn.gguf.f32.logits"), dtype=np.float32)
     moved = float(np.max(np.abs(a - b)))
     print(f"yarn changes the logits by up to {moved:.3f} {'ok' if moved > 1e-2 else 'FAIL (yarn ignored?)'}")
+    failures += moved <= 1e-2
+    # DeepSeek's yarn_log_multiplier must matter too: the two lite files share their weights (same
+    # seed) and differ only in that key, which moves YaRN's magnitude into the query scale.
+    a = np.fromfile(os.path.join(work, "ref-deepseek2-lite-yarn.gguf.f32.logits"), dtype=np.float32)
+    b = np.fromfile(os.path.join(work, "ref-deepseek2-lite-yarn0.gguf.f32.logits"), dtype=np.float32)
+    moved = float(np.max(np.abs(a - b)))
+    print(f"deepseek2's yarn_log_multiplier changes the logits by up to {moved:.3f} "
+          f"{'ok' if moved > 1e-2 else 'FAIL (ignored?)'}")
     failures += moved <= 1e-2
     sys.exit(1 if failures else 0)
 

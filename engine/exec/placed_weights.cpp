@@ -183,6 +183,10 @@ Expected<ShardWeights> place_shard(backend::Device& device, const model::ModelCo
           to = from;
           continue;
         }
+        if (c.mla && t.part == model::Part::Attention) {  // never cut (plan::shard_tensor_bytes)
+          to = p.whole(from);
+          continue;
+        }
         switch (t.cut) {
           case model::Cut::Whole: to = p.whole(from); break;
           case model::Cut::QRows: to = p.rows(from, q0, q1); break;

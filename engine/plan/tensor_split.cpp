@@ -95,6 +95,9 @@ uint64_t shard_tensor_bytes(const model::ModelConfig& c, const model::LayerTenso
   // A tensor counts when the file has it; a view with bytes but no data (the planner's synthetic
   // models, sizes only) counts as well.
   if (!v.present() && v.n_bytes == 0) return 0;
+  // MLA's attention is never cut (split_layer refuses it) and its tensors' shapes are not the
+  // heads' rows the cuts count: the one shard with the KV head holds them whole.
+  if (c.mla && t.part == model::Part::Attention) return s.n_kv_heads() > 0 ? v.n_bytes : 0;
   const int64_t group = c.n_heads / c.n_kv_heads;
   const int64_t q_rows = s.n_kv_heads() * group * c.head_dim;
   const int64_t kv_rows = s.n_kv_heads() * c.head_dim;

@@ -334,6 +334,23 @@ TEST(GpuModels, GptOssSinksBiasesAndMxfp4ExpertsMatchCpu) {
   expect_f32_model_on_cuda_matches_cpu("gpt-oss", arch, 6, "mxfp4");
 }
 
+// deepseek2 (MLA) on cuda:0 against the CPU: the latent cache of one KV head (rows of 64 + 16,
+// values a prefix of the keys), RoPE on the last 16 of each row, each head's k_b / v_b product
+// through gather_rows / scale_add_rows, a dense first block, sigmoid routing with the selection
+// bias, expert groups and a weight scale, the shared expert.
+TEST(GpuModels, Deepseek2LatentAttentionMatchesCpu) {
+  REQUIRE_CUDA();
+  REQUIRE_SHARED("stories260K.gguf");
+  expect_f32_model_on_cuda_matches_cpu("deepseek2",
+                                       {"--arch", "deepseek2", "--dim", "256", "--layers", "3", "--heads", "4",
+                                        "--q-lora-rank", "64", "--kv-lora-rank", "64", "--rope-dims", "16",
+                                        "--head-dim", "48", "--v-head-dim", "32", "--ffn", "256", "--experts", "8",
+                                        "--experts-used", "2", "--expert-groups", "4", "--expert-groups-used", "2",
+                                        "--expert-ff", "128", "--dense-layers", "1", "--expert-weights-scale", "2.5",
+                                        "--ctx", "512"},
+                                       6);
+}
+
 // starcoder2 on cuda:0 against the CPU: LayerNorms with biases (blocks and head: the layer_norm
 // kernel), Q/K/V and output biases, the non-gated GELU FFN with its biases (the gelu kernel).
 TEST(GpuModels, Starcoder2LayerNormsAndGeluFfnMatchCpu) {

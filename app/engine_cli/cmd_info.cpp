@@ -14,6 +14,16 @@
 namespace strata::cli {
 
 namespace {
+
+// How the router's logits become weights, in words (info's text and JSON).
+const char* gating_text(const model::ModelConfig& c) {
+  switch (c.expert_gating) {
+    case model::ExpertGating::Softmax: return "softmax, then top k";
+    case model::ExpertGating::SoftmaxTopK: return "softmax of the top-k logits";
+    case model::ExpertGating::Sigmoid: return "sigmoid, then top k";
+  }
+  return "?";
+}
 struct InfoOptions {
   std::string model;
   bool tensors = false;
@@ -84,8 +94,13 @@ int info(const InfoOptions& o) {
         j["model"]["experts"] = {{"n_expert", c.n_expert}, {"n_expert_used", c.n_expert_used},
                                  {"n_ff_exp", c.n_ff_exp}, {"n_ff_shexp", c.n_ff_shexp},
                                  {"weights_normalised", c.expert_weights_norm},
-                                 {"gating", c.expert_gating == model::ExpertGating::SoftmaxTopK ? "softmax of the top k"
-                                                                                               : "softmax, then top k"}};
+                                 {"gating", gating_text(c)}, {"dense_leading_layers", c.n_dense_lead},
+                                 {"weights_scale", c.expert_weights_scale}, {"groups", c.n_expert_groups},
+                                 {"groups_used", c.n_group_used}};
+      if (c.mla)
+        j["model"]["mla"] = {{"q_lora_rank", c.q_lora_rank}, {"kv_lora_rank", c.kv_lora_rank},
+                             {"key_length", c.head_dim_k_mla}, {"value_length", c.head_dim_v_mla},
+                             {"rope_dims", c.rope_dims}, {"kv_cache_elements_per_position", c.kv_planes() * c.kv_dim()}};
     } else {
       j["model_error"] = config.error().message;
     }
@@ -122,14 +137,27 @@ int info(const InfoOptions& o) {
                 (long long)c.n_vocab, (long long)c.n_ctx_train, (long long)c.n_embd, (long long)c.n_layers,
                 (long long)c.n_heads, (long long)c.n_kv_heads, (long long)c.head_dim, (long long)c.n_ff,
                 c.rope_freq_base, c.tied_output ? ", tied output" : "");
-    if (c.is_moe())
-      std::printf("experts      %lld per layer, top-%lld (%s), expert ffn %lld%s\n", (long long)c.n_expert,
-                  (long long)c.n_expert_used,
-                  c.expert_gating == model::ExpertGating::SoftmaxTopK ? "softmax of the top-k logits"
-                  : c.expert_weights_norm                              ? "weights renormalised"
-                                                                       : "softmax weights",
+    if (c.mla)
+      std::printf("attention    latent (MLA): q rank %lld, kv rank %lld, query heads of %lld (rope %lld), outputs of %lld;"
+                  " KV cache %lld elements a position and layer\n",
+                  (long long)c.q_lora_rank, (long long)c.kv_lora_rank, (long long)c.head_dim_k_mla, (long long)c.rope_dims,
+                  (long long)c.head_dim_v_mla, (long long)(c.kv_planes() * c.kv_dim()));
+    if (c.is_moe()) {
+      std::string extra;
+      if (c.n_dense_lead > 0) extra += ", dense layers 0-" + std::to_string(c.n_dense_lead - 1);
+      if (c.n_expert_groups > 1)
+        extra += ", " + std::to_string(c.n_group_used) + " of " + std::to_string(c.n_expert_groups) + " groups";
+      if (c.expert_weights_scale != 1.0f) {
+        char scale[32];
+        std::snprintf(scale, sizeof(scale), ", weights x %g", c.expert_weights_scale);
+        extra += scale;
+      }
+      std::printf("experts      %lld per layer, top-%lld (%s%s), expert ffn %lld%s%s\n", (long long)c.n_expert,
+                  (long long)c.n_expert_used, gating_text(c), c.expert_weights_norm ? ", weights renormalised" : "",
                   (long long)c.n_ff_exp,
-                  c.n_ff_shexp > 0 ? (", shared expert ffn " + std::to_string(c.n_ff_shexp)).c_str() : "");
+                  c.n_ff_shexp > 0 ? (", shared expert ffn " + std::to_string(c.n_ff_shexp)).c_str() : "",
+                  extra.c_str());
+    }
   } else if (!f.architecture().empty()) {
     std::printf("model        not runnable: %s\n", config.error().message.c_str());
   }

@@ -32,6 +32,11 @@ struct DeviceCaps {
   bool peer_access = false;
   // An all-reduce the backend runs between its own devices ("nccl"), or "" (the host reduces).
   std::string collective;
+  // The longest KV row of one head its attention kernel takes (cuda: 256), 0: any. DeepSeek's
+  // latent rows (576) are longer than CUDA's: the planner keeps such attention on the CPU.
+  int64_t max_head_dim = 0;
+
+  bool runs_attention(int64_t head_dim) const { return max_head_dim == 0 || head_dim <= max_head_dim; }
 
   bool keeps_kv(kernels::DType t) const;
   bool takes_weights(kernels::DType t) const;

@@ -37,7 +37,8 @@ nlohmann::json device_caps_json(const DeviceCaps& c) {
           {"kv_types", type_names(c.kv_types)},
           {"weight_types", type_names(c.weight_types)},
           {"peer_access", c.peer_access},
-          {"collective", c.collective}};
+          {"collective", c.collective},
+          {"max_head_dim", c.max_head_dim}};
 }
 
 nlohmann::json matvec_json(const std::vector<MatvecRate>& rates) {
@@ -121,6 +122,7 @@ Expected<DeviceInfo> device_info_from_json(const nlohmann::json& j) {
     STRATA_ASSIGN_OR_RETURN(i.caps.weight_types, types_from_names(caps.at("weight_types"), "weight_types"));
     i.caps.peer_access = caps.at("peer_access").get<bool>();
     i.caps.collective = caps.at("collective").get<std::string>();
+    if (caps.contains("max_head_dim")) i.caps.max_head_dim = caps.at("max_head_dim").get<int64_t>();  // absent before it existed
     i.name = j.at("name").get<std::string>();
     i.simulated = j.at("simulated").get<bool>();
     i.bytes_total = j.at("bytes_total").get<uint64_t>();

@@ -160,9 +160,12 @@ Status validate(const RandomModelSpec& s) {
   if (!a.expert_ff_key && s.n_ff_exp != 0 && s.n_ff_exp != s.n_ff)
     return bad("--expert-ff: a Mixtral-style llama model's experts have --ffn units");
   if (s.n_ff_shexp < 0 || s.n_ff_shexp > (1 << 20)) return bad("--shared-expert-ff " + std::to_string(s.n_ff_shexp));
-  if (s.n_ff_shexp > 0 && !a.shared_expert)
-    return bad("--shared-expert-ff: only " + arch_names([](const ArchInfo& x) { return x.shared_expert; }) +
-               " has a shared expert");
+  if (s.n_ff_shexp > 0 && (!a.shared_expert || a.deepseek_moe))
+    return bad("--shared-expert-ff: only " +
+               arch_names([](const ArchInfo& x) { return x.shared_expert && !x.deepseek_moe; }) +
+               " has a shared expert of its own size" +
+               (a.deepseek_moe ? std::string(" (") + a.name + "'s have --expert-ff units: give their count, --shared-experts)"
+                               : std::string()));
   if (a.traits.mla) {
     if (s.rope_dims <= 0) return bad(std::string("--arch ") + a.name + " needs --rope-dims (the RoPE part of a head)");
     if (s.kv_lora_rank <= 0 || s.kv_lora_rank > (1 << 16))

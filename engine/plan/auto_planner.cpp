@@ -444,7 +444,9 @@ std::string shortfall_text(const Problem& p, const model::ModelConfig& c, const 
   *hold = static_cast<uint64_t>(total_budget);
   *need = 0;
   if (cand.device.empty()) return "";
-  auto est = estimate_memory(to_placement(p, cand), c, w, devices);
+  Placement placed = to_placement(p, cand);
+  attention_on_capable_devices(placed, c, devices);
+  auto est = estimate_memory(placed, c, w, devices);
   if (!est.ok()) return "";
   *need = est->total_bytes();
   std::string out;
@@ -489,11 +491,13 @@ Expected<PlanResult> auto_plan(const model::ModelConfig& c, const model::ModelWe
     for (const Candidate& cand : ranked(p, o.goal)) {
       PlanResult r;
       r.placement = to_placement(p, cand);
+      const std::string moved = attention_on_capable_devices(r.placement, c, devices);
       STRATA_ASSIGN_OR_RETURN(r.memory, estimate_memory(r.placement, c, w, devices));
       if (!check_fits(r.memory, o.margin_fraction).ok()) continue;  // the DP's sizes disagree: next plan
       STRATA_ASSIGN_OR_RETURN(r.cost, estimate_cost(r.placement, c, w, devices));
       STRATA_ASSIGN_OR_RETURN(r.cost_full_context, estimate_cost(r.placement, c, w, devices, r.placement.n_ctx));
       r.explanation = explain(p, r, o.goal, devices);
+      if (!moved.empty()) r.explanation.push_back(moved);
       return std::optional<PlanResult>(std::move(r));
     }
     return std::optional<PlanResult>();

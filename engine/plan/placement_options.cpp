@@ -462,6 +462,10 @@ Expected<PlanResult> plan_from_options(const model::ModelConfig& c, const model:
     if (!r.overrides.empty()) how += ", " + std::to_string(r.overrides.size()) + " override(s)";
   }
   STRATA_RETURN_IF_ERROR(apply_part_options(p, c, w, devices, r));
+  if (r.placement.empty()) {  // a file's placement is the user's: validation judges it
+    const std::string moved = attention_on_capable_devices(p, c, devices);
+    if (!moved.empty()) how += ", " + moved;
+  }
   PlanResult res;
   res.placement = std::move(p);
   STRATA_ASSIGN_OR_RETURN(res.memory, estimate_memory(res.placement, c, w, devices));  // validates

@@ -146,6 +146,15 @@ Status validate_placement(const Placement& p, const model::ModelConfig& config, 
       if (!shards.ok()) return shards.error();
     }
     STRATA_RETURN_IF_ERROR(check_parts(l, where, config, devices));
+    for (const std::string& id : l.target.devices) {
+      const DeviceInfo* d = find_device(devices, id);
+      if (d && !d->caps.runs_attention(config.head_dim))
+        return bad(Code::Unsupported, where + ": device '" + id + "' (" + d->backend + ") attends over heads of up to " +
+                                          std::to_string(d->caps.max_head_dim) + " elements; this model's KV rows are " +
+                                          std::to_string(config.head_dim) +
+                                          " (place the block's attention on another device and its FFN here: "
+                                          "'device' and 'ffn_device')");
+    }
   }
   return check_kv_type(p, config, devices);
 }
@@ -186,6 +195,44 @@ Status check_kv_type(const Placement& p, const model::ModelConfig& config, const
     }
   }
   return {};
+}
+
+// Blocks on a device whose attention kernel cannot take the model's KV rows (DeviceCaps::
+// max_head_dim: CUDA's 256 against DeepSeek's latent rows of 576) keep their attention and KV
+// cache on the CPU, their FFN and experts where the plan put them. What moved, in words
+// ("attention and KV cache of blocks 3-5, 9 on cpu: ..."), or "" when nothing did.
+std::string attention_on_capable_devices(Placement& p, const model::ModelConfig& c,
+                                         const std::vector<DeviceInfo>& devices) {
+  const DeviceInfo* cpu = nullptr;
+  for (const DeviceInfo& d : devices)
+    if (!cpu && d.caps.host_cpu) cpu = &d;
+  std::string moved, limits;
+  if (!cpu) return moved;
+  int64_t run_begin = -1;
+  auto close_run = [&](int64_t end) {
+    if (run_begin < 0) return;
+    moved += (moved.empty() ? "" : ", ") + std::to_string(run_begin) +
+             (end - 1 > run_begin ? "-" + std::to_string(end - 1) : std::string());
+    run_begin = -1;
+  };
+  for (size_t i = 0; i < p.layers.size(); ++i) {
+    LayerPlacement& l = p.layers[i];
+    const DeviceInfo* d = l.target.is_group() ? nullptr : find_device(devices, l.target.devices[0]);
+    if (!d || d->caps.runs_attention(c.head_dim)) {
+      close_run(static_cast<int64_t>(i));
+      continue;
+    }
+    if (limits.find("'" + d->id + "'") == std::string::npos)
+      limits += (limits.empty() ? "" : ", ") + std::string("'") + d->id + "' up to " + std::to_string(d->caps.max_head_dim);
+    if (l.ffn_device.empty()) l.ffn_device = d->id;
+    l.target = Target{{cpu->id}, {}};
+    if (l.kv_device == cpu->id) l.kv_device.clear();
+    if (run_begin < 0) run_begin = static_cast<int64_t>(i);
+  }
+  close_run(static_cast<int64_t>(p.layers.size()));
+  if (moved.empty()) return moved;
+  return "attention and KV cache of blocks " + moved + " on " + cpu->id + " (the model's KV rows are " +
+         std::to_string(c.head_dim) + " elements; the attention of " + limits + ")";
 }
 
 }  // namespace strata::plan

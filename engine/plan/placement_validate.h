@@ -30,6 +30,14 @@ Status validate_placement(const Placement& placement, const model::ModelConfig& 
 Status check_kv_type(const Placement& placement, const model::ModelConfig& config,
                      const std::vector<DeviceInfo>& devices);
 
+// Blocks on a device whose attention kernel cannot take the model's KV rows (DeviceCaps::
+// max_head_dim: CUDA's 256 against DeepSeek's latent rows of 576) keep their attention and KV
+// cache on the CPU, their FFN and experts where the placement put them (the split options and
+// the auto-planner call it; a placement file is validated as written). What moved, in words, or ""
+// when nothing did (or there is no CPU device).
+std::string attention_on_capable_devices(Placement& placement, const model::ModelConfig& config,
+                                         const std::vector<DeviceInfo>& devices);
+
 // "cpu, gpu0, gpu1": the ids of a device list, for messages.
 std::string device_id_list(const std::vector<DeviceInfo>& devices);
 

@@ -18,6 +18,8 @@
 #include "engine/model/random_model.h"
 #include "engine/plan/memory_estimate.h"
 #include "engine/plan/placement.h"
+#include "engine/plan/placement_options.h"
+#include "engine/plan/placement_validate.h"
 #include "engine/plan/tensor_split.h"
 #include "test_support.h"
 
@@ -177,6 +179,50 @@ TEST(Deepseek2, TensorSplitAndPreSplitFilesAreRefusedByName) {
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code, Code::Unsupported);
   EXPECT_NE(refused.error().message.find("attn_kv_b"), std::string::npos) << refused.error().message;
+}
+
+// A device whose attention kernel takes shorter KV rows than the model's (CUDA: 256; DeepSeek V3's
+// latent rows: 576) gets the blocks' FFN and experts, the CPU their attention and latent cache,
+// whether the plan comes from the split options or the auto-planner; a placement file that puts
+// the attention there is refused by name.
+TEST(Deepseek2, AttentionStaysOffDevicesThatCannotAttendOverItsRows) {
+  auto m = load(write(v3_spec(), "v3"));
+  ASSERT_TRUE(m);
+  const model::ModelConfig& c = m->config();  // KV rows of 80
+  auto made = backend::make_devices("cpu,sim:gpu0:8GiB", 1, 20.0);
+  ASSERT_TRUE(made.ok());
+  std::vector<DeviceInfo> devices;
+  for (const auto& d : *made) devices.push_back(d->info());
+  devices[1].caps.max_head_dim = 64;
+  for (const char* how : {"", "auto"}) {
+    SCOPED_TRACE(std::string("placement '") + how + "'");
+    plan::PlacementRequest r;
+    r.placement = how;
+    r.n_ctx = 256;
+    auto planned = plan::plan_from_options(c, m->weights(), devices, r);
+    ASSERT_TRUE(planned.ok()) << planned.error().to_string();
+    int64_t ffn_on_gpu = 0;
+    for (const plan::LayerPlacement& l : planned->placement.layers) {
+      EXPECT_EQ(l.target.devices, std::vector<std::string>{"cpu"});
+      ffn_on_gpu += l.ffn_device == "gpu0";
+    }
+    EXPECT_EQ(ffn_on_gpu, c.n_layers);  // the rest of every block stays on the accelerator
+    for (const plan::DeviceMemory& d : planned->memory.devices) {
+      if (d.device == "gpu0") {
+        EXPECT_EQ(d.kv_bytes, 0u);
+        EXPECT_EQ(d.attention_bytes, 0u);
+        EXPECT_GT(d.ffn_bytes + d.experts_bytes, 0u);
+      }
+    }
+    bool said = false;
+    for (const std::string& line : planned->explanation) said |= line.find("KV cache of blocks 0-2 on cpu") != std::string::npos;
+    EXPECT_TRUE(said) << "the plan's explanation names the moved blocks";
+  }
+  plan::Placement p = exec::single_device_placement(c, "gpu0", 256, 1, 16);
+  const Status refused = plan::validate_placement(p, c, m->weights(), devices);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, Code::Unsupported);
+  EXPECT_NE(refused.error().message.find("heads of up to 64"), std::string::npos) << refused.error().message;
 }
 
 // Logits after the prompt and after each of 4 greedy steps.

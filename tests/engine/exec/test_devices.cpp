@@ -108,6 +108,7 @@ TEST(DeviceInfoJson, RoundTripsEveryFieldAndNamesWhatIsWrong) {
   i.link_latency_us = 15.6;
   i.runtime_overhead_bytes = 536'870'912;
   i.threads = 1;
+  i.caps.max_head_dim = 256;
   i.compute_capability = "9.0";
   i.ordinal = 0;
   i.peers = {"r1:cuda:1"};
@@ -126,6 +127,7 @@ TEST(DeviceInfoJson, RoundTripsEveryFieldAndNamesWhatIsWrong) {
   EXPECT_EQ(back->caps.weight_types, i.caps.weight_types);
   EXPECT_TRUE(back->caps.peer_access);
   EXPECT_EQ(back->caps.collective, "nccl");
+  EXPECT_EQ(back->caps.max_head_dim, 256);
   EXPECT_EQ(back->bytes_total, i.bytes_total);
   EXPECT_EQ(back->runtime_overhead_bytes, i.runtime_overhead_bytes);
   EXPECT_EQ(back->link_latency_us, i.link_latency_us);

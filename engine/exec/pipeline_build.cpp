@@ -214,13 +214,23 @@ Expected<std::unique_ptr<Pipeline::RuntimeSet>> Pipeline::build_runtimes(const p
   auto set = std::make_unique<RuntimeSet>();
   struct Needs {
     bool layers = false, head = false, embed = false;
+    int64_t head_begin = 0, head_end = 0;  // the head's vocabulary rows here (plan::head_shares)
     plan::LayerShard widest;
   };
   std::map<backend::Device*, Needs> needs;
   STRATA_ASSIGN_OR_RETURN(backend::Device * embed_dev, device(placement.embedding.devices[0]));
   STRATA_ASSIGN_OR_RETURN(backend::Device * head_dev, device(placement.head.devices[0]));
   needs[embed_dev].embed = true;
-  needs[head_dev].head = true;
+  const std::vector<plan::HeadShare> head_shares = plan::head_shares(placement, c.n_vocab, [&](const std::string& id) {
+    auto d = device(id);
+    return d.ok() ? (*d)->info().rank : 0;
+  });
+  for (const plan::HeadShare& share : head_shares) {
+    STRATA_ASSIGN_OR_RETURN(backend::Device * d, device(share.device));
+    needs[d].head = true;
+    needs[d].head_begin = share.row_begin;
+    needs[d].head_end = share.row_end;
+  }
   // Scratch by the parts each device runs (plan::estimate_memory widens the same way).
   for (const LayerSlot* slot : layers) {
     for (size_t i = 0; i < slot->members.size(); ++i) {
@@ -272,10 +282,20 @@ Expected<std::unique_ptr<Pipeline::RuntimeSet>> Pipeline::build_runtimes(const p
     if (need.head) {
       STRATA_ASSIGN_OR_RETURN(rt->output_norm, place_tensor(*dev, w.output_norm, rt->buffers));
       STRATA_ASSIGN_OR_RETURN(rt->output_norm_b, place_tensor(*dev, w.output_norm_b, rt->buffers));
+      // Its rows of the output matrix (of the embedding already here when the two are tied).
+      const auto rows_of = [&](const model::TensorView& t) {
+        model::TensorView v = t;
+        const uint64_t row_bytes = t.rows > 0 ? t.n_bytes / static_cast<uint64_t>(t.rows) : 0;
+        v.data = t.data ? t.data + row_bytes * static_cast<uint64_t>(need.head_begin) : nullptr;
+        v.rows = need.head_end - need.head_begin;
+        v.n_bytes = row_bytes * static_cast<uint64_t>(v.rows);
+        return v;
+      };
+      rt->head_row_begin = need.head_begin;
       if (c.tied_output && need.embed) {
-        rt->output = rt->token_embd;
+        rt->output = rows_of(rt->token_embd);
       } else {
-        STRATA_ASSIGN_OR_RETURN(rt->output, place_tensor(*dev, w.output, rt->buffers));
+        STRATA_ASSIGN_OR_RETURN(rt->output, place_tensor(*dev, rows_of(w.output), rt->buffers));
       }
     }
     if (need.layers && w.rope_freqs_for(c, placement_.n_ctx).present()) {
@@ -339,7 +359,10 @@ Expected<std::unique_ptr<Pipeline::RuntimeSet>> Pipeline::build_runtimes(const p
     st->members.push_back(set->runtimes.at(embed_dev).get());
     stages.insert(stages.begin(), std::move(st));
   }
-  if (single_on(*stages.back(), head_dev) && (!stages.back()->units.empty() || stages.back()->has_embed)) {
+  if (head_shares.size() > 1) {
+    // The last block's tensor group computes the head, each member its vocabulary rows.
+    stages.back()->has_head = true;
+  } else if (single_on(*stages.back(), head_dev) && (!stages.back()->units.empty() || stages.back()->has_embed)) {
     stages.back()->has_head = true;
   } else {
     auto st = std::make_unique<StageRuntime>();

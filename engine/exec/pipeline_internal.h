@@ -57,7 +57,11 @@ struct Pipeline::DeviceRuntime {
   int32_t lane = -1;
   std::unique_ptr<DeviceWorker> worker;
   BufferList buffers;  // embedding / head / rope copies, scratch, overhead
-  model::TensorView token_embd, output_norm, output_norm_b, output;
+  model::TensorView token_embd, output_norm, output_norm_b;
+  // The head's vocabulary rows [head_row_begin, head_row_begin + output.rows) this device computes
+  // (plan::head_shares: all of them, or its share of a tensor group's).
+  model::TensorView output;
+  int64_t head_row_begin = 0;
   const float* rope_freqs = nullptr;  // device memory
   plan::ScratchLayout layout;
   std::unique_ptr<backend::Ops> ops;    // the device's stream of work; used on its worker only

@@ -476,9 +476,12 @@ Status Pipeline::run_head(DeviceRuntime& rt, MicroBatch& mb, trace::Recorder* re
     STRATA_RETURN_IF_ERROR(rt.block->head_rows(rt.output_norm, rt.output_norm_b, rt.output, s.hidden,
                                                std::span<const int64_t>(rows.data() + at, n), s.logits));
     clock.end();
+    // This device's vocabulary rows (all of them, or its share of a tensor group's head): the
+    // logits of row i are [n][output.rows] in scratch, columns head_row_begin.. of the host's.
+    const int64_t width = rt.output.rows;
     for (size_t i = 0; i < n; ++i)
-      STRATA_RETURN_IF_ERROR(ops.to_host(s.logits + static_cast<int64_t>(i) * c.n_vocab, dst[at + i],
-                                         static_cast<size_t>(c.n_vocab) * sizeof(float)));
+      STRATA_RETURN_IF_ERROR(ops.to_host(s.logits + static_cast<int64_t>(i) * width, dst[at + i] + rt.head_row_begin,
+                                         static_cast<size_t>(width) * sizeof(float)));
   }
   clock.flush();
   return {};
@@ -708,9 +711,12 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
   }
   // The last FFN update, then member 0's hidden state to the host (blocking); every other member
   // waits for its device too.
+  // With the head shared by the group (plan::head_shares), each member computes its vocabulary
+  // rows of the logits from its own copy of the final hidden state, into its columns of the host's.
   DeviceRuntime& first = *stage.local[0];
   STRATA_RETURN_IF_ERROR(on_each_then(true, [&](size_t i) -> Status {
     STRATA_RETURN_IF_ERROR(add_pending(i));
+    if (stage.has_head) STRATA_RETURN_IF_ERROR(run_head(*stage.local[i], mb, recorder_));
     if (i != 0) return Status();
     return first.ops->to_host(first.block->scratch().hidden, mb.hidden.data(), count * sizeof(float));
   }));

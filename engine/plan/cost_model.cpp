@@ -330,7 +330,6 @@ Expected<CostEstimate> estimate_cost_rows(const Placement& p, const model::Model
   std::vector<StageCost> out;
   const std::vector<Stage> stages = stages_of(p);
   const std::string& emb = p.embedding.devices[0];
-  const std::string& head = p.head.devices[0];
   if (stages.empty() || stages.front().target != p.embedding) {
     StageCost s;
     s.target = p.embedding;
@@ -345,7 +344,14 @@ Expected<CostEstimate> estimate_cost_rows(const Placement& p, const model::Model
     s.end_layer = st.end_layer;
     out.push_back(s);
   }
-  if (out.size() == 1 && out[0].has_embedding && out[0].target == p.head) {
+  // A head shared by the last block's tensor group runs in that group's stage (plan::head_shares).
+  const std::vector<HeadShare> shares = head_shares(p, c.n_vocab, [&](const std::string& id) {
+    const DeviceInfo* d = find_device(devices, id);
+    return d ? d->rank : 0;
+  });
+  if (shares.size() > 1) {
+    out.back().has_head = true;
+  } else if (out.size() == 1 && out[0].has_embedding && out[0].target == p.head) {
     out[0].has_head = true;
   } else if (stages.empty() || stages.back().target != p.head) {
     StageCost s;
@@ -441,12 +447,18 @@ Expected<CostEstimate> estimate_cost_rows(const Placement& p, const model::Model
       }
     }
     if (s.has_head) {
-      const DeviceInfo& hd = *find_device(devices, head);
-      const double t = head_ms(c, w, hd, rows);
-      s.compute_ms += t;
-      s.prefill_ms += t / static_cast<double>(batch);  // logits for the last prompt token only
-      busy_of(head).decode_ms += t;
-      busy_of(head).prefill_ms += t / static_cast<double>(batch);
+      // Each share reads its rows of the output matrix at once; the stage waits for the slowest.
+      double slowest = 0;
+      for (const HeadShare& share : shares) {
+        const DeviceInfo& hd = *find_device(devices, share.device);
+        const double t = head_ms(c, w, hd, rows) * static_cast<double>(share.row_end - share.row_begin) /
+                         static_cast<double>(std::max<int64_t>(c.n_vocab, 1));
+        slowest = std::max(slowest, t);
+        busy_of(share.device).decode_ms += t;
+        busy_of(share.device).prefill_ms += t / static_cast<double>(batch);  // logits for the last prompt token only
+      }
+      s.compute_ms += slowest;
+      s.prefill_ms += slowest / static_cast<double>(batch);
     }
     if (si > 0) {
       // The hidden state leaves the previous stage from where its last block ended (the last

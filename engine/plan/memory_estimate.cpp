@@ -50,6 +50,14 @@ uint64_t head_weight_bytes(const model::ModelConfig& config, const model::ModelW
   return b;
 }
 
+uint64_t head_share_bytes(const model::ModelConfig& config, const model::ModelWeights& w, const HeadShare& share,
+                          bool embedding_on_same_device) {
+  uint64_t b = w.output_norm.n_bytes + w.output_norm_b.n_bytes;
+  if (!(config.tied_output && embedding_on_same_device) && w.output.rows > 0)
+    b += w.output.n_bytes / static_cast<uint64_t>(w.output.rows) * static_cast<uint64_t>(share.row_end - share.row_begin);
+  return b;
+}
+
 uint64_t device_scratch_bytes(const model::ModelConfig& config, const LayerShard& widest, bool has_layers,
                               bool has_head, int64_t max_batch, int64_t n_ctx, int64_t n_seq, int threads) {
   return scratch_layout(config, has_layers ? widest : LayerShard{}, has_layers, has_head, max_batch, n_ctx, n_seq,
@@ -78,7 +86,6 @@ Expected<MemoryEstimate> estimate_memory(const Placement& p, const model::ModelC
   };
 
   const std::string& emb = p.embedding.devices[0];
-  const std::string& head = p.head.devices[0];
   at(emb).mem.has_embedding = true;
   at(emb).mem.weight_bytes += weights.token_embd.n_bytes;
 
@@ -141,9 +148,16 @@ Expected<MemoryEstimate> estimate_memory(const Placement& p, const model::ModelC
       k.mem.n_kv_blocks += 1;
     }
   }
-  Acc& h = at(head);
-  h.mem.has_head = true;
-  h.mem.weight_bytes += head_weight_bytes(config, weights, head == emb);
+  // The head on its device, or its vocabulary rows shared by the last block's tensor group.
+  const std::vector<HeadShare> shares = head_shares(p, config.n_vocab, [&](const std::string& id) {
+    const DeviceInfo* d = find_device(devices, id);
+    return d ? d->rank : 0;
+  });
+  for (const HeadShare& share : shares) {
+    Acc& h = at(share.device);
+    h.mem.has_head = true;
+    h.mem.weight_bytes += head_share_bytes(config, weights, share, share.device == emb);
+  }
 
   MemoryEstimate est;
   est.n_ctx = p.n_ctx;

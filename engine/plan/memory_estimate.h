@@ -71,6 +71,10 @@ nlohmann::json to_json(const MemoryEstimate& estimate);
 // same device (the embedding's bytes serve both), else token_embd's bytes again.
 uint64_t head_weight_bytes(const model::ModelConfig& config, const model::ModelWeights& weights,
                            bool embedding_on_same_device);
+// The bytes of one device's share of the head (plan::head_shares): the output norm, and its rows
+// of the output matrix unless the matrix is the embedding held on the same device.
+uint64_t head_share_bytes(const model::ModelConfig& config, const model::ModelWeights& weights, const HeadShare& share,
+                          bool embedding_on_same_device);
 // scratch_layout(...).bytes() for a device (widest: ignored when has_layers is false).
 uint64_t device_scratch_bytes(const model::ModelConfig& config, const LayerShard& widest, bool has_layers,
                               bool has_head, int64_t max_batch, int64_t n_ctx, int64_t n_seq, int threads);

@@ -43,6 +43,46 @@ std::vector<Stage> stages_of(const Placement& p) {
   return stages;
 }
 
+std::vector<HeadShare> head_shares(const Placement& p, int64_t n_vocab,
+                                   const std::function<int(const std::string&)>& device_rank) {
+  const std::string& head = p.head.devices.empty() ? std::string() : p.head.devices[0];
+  const std::vector<HeadShare> whole = {HeadShare{head, 0, n_vocab}};
+  if (p.layers.empty() || head.empty()) return whole;
+  const LayerPlacement& last = p.layers.back();
+  const Target& group = last.target;
+  if (!group.is_group() || last.has_parts() || !last.kv_device.empty()) return whole;
+  if (std::find(group.devices.begin(), group.devices.end(), head) == group.devices.end()) return whole;
+  const int rank = device_rank(head);
+  for (const std::string& id : group.devices)
+    if (device_rank(id) != rank) return whole;
+  const size_t k = group.devices.size();
+  std::vector<double> ratio = group.ratio;
+  if (ratio.size() != k) ratio.assign(k, 1.0);
+  double total = 0;
+  for (double r : ratio) total += r > 0 ? r : 0;
+  if (!(total > 0)) return whole;
+  // Largest remainder: every row to one member, in member order.
+  std::vector<int64_t> rows(k);
+  std::vector<std::pair<double, size_t>> rest;
+  int64_t given = 0;
+  for (size_t i = 0; i < k; ++i) {
+    const double exact = static_cast<double>(n_vocab) * std::max(ratio[i], 0.0) / total;
+    rows[i] = static_cast<int64_t>(exact);
+    given += rows[i];
+    rest.emplace_back(exact - static_cast<double>(rows[i]), i);
+  }
+  std::stable_sort(rest.begin(), rest.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t j = 0; given < n_vocab; ++j, ++given) ++rows[rest[j % k].second];
+  std::vector<HeadShare> shares;
+  int64_t at = 0;
+  for (size_t i = 0; i < k; ++i) {
+    if (rows[i] == 0) continue;
+    shares.push_back(HeadShare{group.devices[i], at, at + rows[i]});
+    at += rows[i];
+  }
+  return shares;
+}
+
 int64_t concurrent_stage_count(const std::vector<std::vector<std::string>>& stage_devices) {
   std::vector<std::string> taken;
   int64_t count = 0;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -112,6 +113,21 @@ std::vector<Stage> stages_of(const Placement& placement);
 // on one of its members gives 1. This is how many micro-batches a decode step is cut into —
 // each extra micro-batch re-reads every stage's weights, so no more than can overlap (issue 51).
 int64_t concurrent_stage_count(const std::vector<std::vector<std::string>>& stage_devices);
+
+// The output head's vocabulary rows [row_begin, row_end) that one device computes.
+struct HeadShare {
+  std::string device;
+  int64_t row_begin = 0, row_end = 0;
+};
+// Who computes the head: the head device alone (one share of all n_vocab rows), or, when the head
+// device is a member of the tensor-parallel group that runs the last block whole (no parts placed
+// apart) and every member is on the head device's rank, every member of that group, its rows in
+// proportion to the group's ratio (largest remainder), in member order. A row's logits are one
+// batch-invariant product of that row, so where it is computed changes no bit; splitting the
+// vocabulary spares the other members the wait while one reads the whole output matrix (issue 51).
+// device_rank: the rank of a device id (0 in one process).
+std::vector<HeadShare> head_shares(const Placement& placement, int64_t n_vocab,
+                                   const std::function<int(const std::string&)>& device_rank);
 
 Expected<kernels::DType> kv_type_from_name(const std::string& name);
 

@@ -21,6 +21,7 @@
 #include "engine/exec/session.h"
 #include "engine/model/model.h"
 #include "engine/model/random_model.h"
+#include "engine/plan/memory_estimate.h"
 #include "device_set.h"
 #include "test_support.h"
 
@@ -241,6 +242,60 @@ TEST(SplitParity, ApplyMovesOnlyChangedLayersAndKeepsContext) {
     ASSERT_TRUE(logits.ok());
   }
   EXPECT_EQ(tokens, want.tokens);
+}
+
+// A tensor group that runs the last block with the head on one of its members shares the head:
+// each member computes its rows of the vocabulary (3:1 here). Every logit is one product of one
+// row, so the logits are bit for bit those of the same group with the head on a device of its own
+// (the CPU), step after step; the memory estimate puts each member's rows of the output matrix
+// on it, and the pipeline allocates what the estimate says.
+TEST(SplitParity, TensorGroupSharesTheHeadByVocabularyRows) {
+  if (!test::have(test::shared_model("stories260K.gguf"))) GTEST_FAIL() << "missing shared models";
+  auto m = model::Model::load(random_q8_model());
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  const model::ModelConfig& c = (*m)->config();
+  const Devices devices = make("cpu,sim:gpu0:1GiB,sim:gpu1:1GiB");
+  Placement shared = base(c);
+  shared.embedding.devices = {"gpu0"};
+  put(shared, 0, c.n_layers, {"gpu0", "gpu1"}, {3, 1});
+  shared.head.devices = {"gpu0"};
+  Placement apart = shared;
+  apart.head.devices = {"cpu"};
+  const std::vector<plan::HeadShare> shares = plan::head_shares(shared, c.n_vocab, [](const std::string&) { return 0; });
+  ASSERT_EQ(shares.size(), 2u);
+  EXPECT_EQ(shares[0].device, "gpu0");
+  EXPECT_EQ(shares[0].row_begin, 0);
+  EXPECT_EQ(shares[0].row_end, c.n_vocab * 3 / 4);
+  EXPECT_EQ(shares[1].device, "gpu1");
+  EXPECT_EQ(shares[1].row_end, c.n_vocab);
+  EXPECT_EQ(plan::head_shares(apart, c.n_vocab, [](const std::string&) { return 0; }).size(), 1u);
+  const RunResult want = run(**m, devices, apart, 12);
+  const RunResult got = run(**m, devices, shared, 12);
+  ASSERT_EQ(want.logits.size(), 12u);
+  EXPECT_EQ(got.tokens, want.tokens);
+  EXPECT_EQ(got.logits, want.logits);
+  // The output matrix's rows: 3/4 on gpu0, 1/4 on gpu1 (plus the output norm on each).
+  std::vector<DeviceInfo> infos;
+  for (backend::Device* d : devices.list()) infos.push_back(d->info());
+  auto est = plan::estimate_memory(shared, c, (*m)->weights(), infos);
+  ASSERT_TRUE(est.ok()) << est.error().to_string();
+  const model::TensorView& out = (*m)->weights().output;
+  const uint64_t row = out.n_bytes / static_cast<uint64_t>(out.rows);
+  const uint64_t norm = (*m)->weights().output_norm.n_bytes;
+  uint64_t head_on[2] = {};
+  for (const plan::DeviceMemory& d : est->devices) {
+    if (d.device == "gpu0") head_on[0] = d.weight_bytes - d.attention_bytes - d.ffn_bytes - d.experts_bytes;
+    if (d.device == "gpu1") head_on[1] = d.weight_bytes - d.attention_bytes - d.ffn_bytes - d.experts_bytes;
+  }
+  EXPECT_EQ(head_on[0], (*m)->weights().token_embd.n_bytes + norm + row * static_cast<uint64_t>(shares[0].row_end));
+  EXPECT_EQ(head_on[1], norm + row * static_cast<uint64_t>(c.n_vocab - shares[0].row_end));
+  auto pipeline = exec::Pipeline::create(**m, devices.list(), shared);
+  ASSERT_TRUE(pipeline.ok()) << pipeline.error().to_string();
+  for (const plan::DeviceMemory& d : est->devices) {
+    for (backend::Device* dev : devices.list())
+      if (dev->id() == d.device && d.device != "cpu")
+        EXPECT_EQ(dev->memory_use().weights, d.weight_bytes) << d.device;
+  }
 }
 
 TEST(SplitParity, DeviceOverCapacityFailsWithOutOfMemory) {

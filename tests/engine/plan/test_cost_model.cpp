@@ -152,20 +152,30 @@ TEST(CostModel, TensorGroupAllReducesAndKvElsewhere) {
   for (auto& l : p.layers) l.target = Target{{"a", "b"}, {1, 1}};
   auto c = estimate_cost(p, m.config, m.weights, devices);
   ASSERT_TRUE(c.ok()) << c.error().to_string();
-  ASSERT_EQ(c->stages.size(), 3u);  // embedding on a, the group, head on a
+  // Embedding on a, then the group, which also runs the head: a is a member, so each member
+  // computes half the vocabulary's logits (plan::head_shares).
+  ASSERT_EQ(c->stages.size(), 2u);
+  EXPECT_TRUE(c->stages[1].has_head);
   const double ar = 2 * (1024 / 1e7 + 0.010);
   EXPECT_NEAR(c->stages[1].allreduce_ms, 2 * ar, 1e-12);
-  // Half shards: (2623488 + 2048) / 2 bytes each.
-  EXPECT_NEAR(c->stages[1].compute_ms, 2 * (kBlockBytes + 2048) / 2 / 1e8, 1e-12);
+  // Half shards: (2623488 + 2048) / 2 bytes each, and the slower half of the head (the same here).
+  const double head_half = head_ms(m.config, m.weights, devices[0], 1) / 2;
+  EXPECT_GT(head_half, 0.0);
+  EXPECT_NEAR(c->stages[1].compute_ms, 2 * (kBlockBytes + 2048) / 2 / 1e8 + head_half, 1e-12);
   EXPECT_EQ(c->stages[1].recv_ms, 1024 / 1e7 + 0.010);  // a -> {a, b}: b needs it
-  EXPECT_EQ(c->stages[2].recv_ms, 0.0);                  // {a, b} -> a: a holds it
   // Bytes per token: into the group 1024, 2 all-reduces of 1024 per block (2 blocks), nothing back.
   EXPECT_EQ(c->boundaries, 1);
   EXPECT_EQ(c->stages[1].transfer_bytes, 1024u + 2 * 2 * 1024u);
-  EXPECT_EQ(c->stages[2].transfer_bytes, 0u);
   EXPECT_EQ(c->transfer_bytes_per_token, 5u * 1024u);
-  // 8 sequences: the three stages all use a, so none overlaps another and one micro-batch of 8
-  // rows reads every weight once per step (three would read them three times). The round is
+  // The head on a device of its own (the CPU) is a third stage, whole there.
+  Placement apart = p;
+  apart.head.devices = {"cpu"};
+  auto ca = estimate_cost(apart, m.config, m.weights, devices);
+  ASSERT_TRUE(ca.ok()) << ca.error().to_string();
+  ASSERT_EQ(ca->stages.size(), 3u);
+  EXPECT_NEAR(ca->stages[2].compute_ms, head_ms(m.config, m.weights, devices[2], 1), 1e-12);
+  // 8 sequences: both stages use a, so neither overlaps the other and one micro-batch of 8
+  // rows reads every weight once per step (two would read them twice). The round is
   // the trip of that one micro-batch.
   p.n_seq = 8;
   auto c8 = estimate_cost(p, m.config, m.weights, devices);

@@ -105,16 +105,20 @@ TEST_F(StoriesMemory, TensorSplitOverTwoDevices) {
   // + gate 688 + up 688 + scores 256 = 3936 -> 15744 B, matmul scratch: 86 columns hold 2 Q8_1
   // blocks of 36 B, x 8 tokens = 576 B.
   constexpr uint64_t kScratch = 16320;
+  // The head device is a member of the group: each member holds the output norm (256 B) and its
+  // half of the output matrix (256 of 512 rows of 64 f32: 65536 B), and a logits scratch.
+  constexpr uint64_t kHeadHalf = 256 + 256 * 64 * 4;
   const DeviceMemory& g0 = est->devices[0];
   const DeviceMemory& g1 = est->devices[1];
-  EXPECT_EQ(g0.weight_bytes, 5 * kShard + kEmbd);
-  EXPECT_EQ(g1.weight_bytes, 5 * kShard + kHead);
+  EXPECT_EQ(g0.weight_bytes, 5 * kShard + kEmbd + kHeadHalf);
+  EXPECT_EQ(g1.weight_bytes, 5 * kShard + kHeadHalf);
   EXPECT_EQ(g0.kv_bytes, 5 * kKvShard);
   EXPECT_EQ(g1.kv_bytes, 5 * kKvShard);
-  EXPECT_EQ(g0.scratch_bytes, kScratch);
-  EXPECT_EQ(g1.scratch_bytes, kScratch + 16384);  // + logits [8][512]
-  EXPECT_EQ(g0.total_bytes, 688168u - 2176);
-  EXPECT_EQ(g1.total_bytes, 691472u - 2176 + 14336);
+  EXPECT_EQ(g0.scratch_bytes, kScratch + 16384);  // + logits [8][512]
+  EXPECT_EQ(g1.scratch_bytes, kScratch + 16384);
+  EXPECT_TRUE(g0.has_head && g1.has_head);
+  EXPECT_EQ(g0.total_bytes, 688168u - 2176 + kHeadHalf + 16384);
+  EXPECT_EQ(g1.total_bytes, 691472u - 2176 + 14336 - kHead + kHeadHalf);
   EXPECT_EQ(g0.n_blocks, 5);
   EXPECT_EQ(g1.n_kv_blocks, 5);
 }
@@ -132,10 +136,11 @@ TEST_F(StoriesMemory, UnevenTensorSplitAndSequences) {
   // wo 64 x 16 x 4 = 4096, gate/up/down 3 x 43 x 256 = 33024 -> 45824 B.
   const DeviceMemory* g1 = est->find("gpu1");
   ASSERT_NE(g1, nullptr);
-  EXPECT_EQ(g1->weight_bytes, 5u * 45824u);
-  EXPECT_EQ(est->find("gpu0")->weight_bytes, 5u * (kBlock + 512 - 45824) + kEmbd + kHead);
+  // The head shared 3:1 too: 384 and 128 of the 512 output rows (256 B each), the norm on both.
+  EXPECT_EQ(g1->weight_bytes, 5u * 45824u + 256 + 128 * 256);
+  EXPECT_EQ(est->find("gpu0")->weight_bytes, 5u * (kBlock + 512 - 45824) + kEmbd + 256 + 384 * 256);
   EXPECT_EQ(g1->kv_bytes, 5u * 2 * 3 * 128 * 8 * 4);  // 1 KV head of 8, 3 sequences
-  EXPECT_FALSE(g1->has_head);
+  EXPECT_TRUE(g1->has_head);
   EXPECT_TRUE(est->find("gpu0")->has_head);
 }
 

@@ -102,6 +102,27 @@ backend::RopeParams BlockForward::rope_params(int64_t layer) const {
   return rope;
 }
 
+backend::AttentionArgs BlockForward::sequence_attention(const SeqRows& sr, int64_t layer) const {
+  backend::AttentionArgs a;
+  a.k_cache = sr.kv.k;
+  a.v_cache = sr.kv.v;
+  a.kv_type = sr.kv.kv_type;
+  a.kv_stride = sr.kv.stride;
+  a.n_ctx = sr.kv.n_ctx;
+  a.kv_cells = sr.kv.cells;
+  a.n_tokens = sr.n;
+  a.pos0 = sr.pos0;
+  a.softcap = config_.attn_softcap;
+  a.scale = config_.query_scale();
+  a.window = config_.layer_attention(layer).window;
+  return a;
+}
+
+Status BlockForward::attend(std::span<const backend::AttentionArgs> args) {
+  if (args.size() == 1) return ops_.attention(args.front());
+  return ops_.attention_batch(args);
+}
+
 Status BlockForward::rope_attend(const ShardWeights& w, int64_t layer, int64_t n, std::span<const SeqRows> seqs,
                                  float* out) {
   const model::ModelConfig& c = config_;
@@ -121,33 +142,18 @@ Status BlockForward::rope_attend(const ShardWeights& w, int64_t layer, int64_t n
       STRATA_RETURN_IF_ERROR(ops_.rope(q, sr.n, w.n_heads, hd, sr.pos0, rope));
       STRATA_RETURN_IF_ERROR(ops_.rope(k, sr.n, w.n_kv_heads, hd, sr.pos0, rope));
     }
-    backend::AttentionArgs a;
+    backend::AttentionArgs a = sequence_attention(sr, layer);
     a.q = q;
     a.k = k;
     a.v = s.v + sr.row0 * kv_dim;
-    a.k_cache = sr.kv.k;
-    a.v_cache = sr.kv.v;
-    a.kv_type = sr.kv.kv_type;
-    a.kv_stride = sr.kv.stride;
-    a.n_ctx = sr.kv.n_ctx;
-    a.kv_cells = sr.kv.cells;
-    a.n_tokens = sr.n;
-    a.pos0 = sr.pos0;
     a.n_heads = w.n_heads;
     a.n_kv_heads = w.n_kv_heads;
     a.head_dim = hd;
-    a.softcap = c.attn_softcap;
-    a.scale = c.query_scale();
-    a.window = la.window;
     a.sinks = w.attn_sinks.present() ? f32(w.attn_sinks) : nullptr;  // the shard's heads' (Cut::QHeads)
     a.out = s.attn_out + sr.row0 * q_dim;
     attention_args_.push_back(a);
   }
-  if (attention_args_.size() == 1) {
-    STRATA_RETURN_IF_ERROR(ops_.attention(attention_args_.front()));
-  } else {
-    STRATA_RETURN_IF_ERROR(ops_.attention_batch(attention_args_));
-  }
+  STRATA_RETURN_IF_ERROR(attend(attention_args_));
   STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.wo), s.attn_out, n, out));
   // The output bias (gpt-oss) is held by one shard of a tensor-split group (Cut::FirstShard), so
   // the all-reduced sum has it once.

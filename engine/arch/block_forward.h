@@ -167,6 +167,11 @@ class BlockForward {
   Status plain_ffn(const ShardWeights& w, int64_t n, float* out, const float* x = nullptr);
   // RoPE of block `layer` (its base, scaling, YaRN and cos/sin factor; the model's style).
   backend::RopeParams rope_params(int64_t layer) const;
+  // One sequence's attention call in block `layer` with its cache, positions, window, scale and
+  // soft-cap filled in; the caller sets q, k, v, the head counts and sizes, sinks and out.
+  backend::AttentionArgs sequence_attention(const SeqRows& sr, int64_t layer) const;
+  // Every sequence's attention: one call, or one batched call for several.
+  Status attend(std::span<const backend::AttentionArgs> args);
   // Host row indices an architecture's step builds for gather_rows / scale_add_rows (two lists,
   // reused between calls so decode allocates nothing).
   std::vector<int32_t>& host_rows(int which) { return host_rows_[which & 1]; }

@@ -130,31 +130,17 @@ Status mla_attention(BlockForward& b, const ShardWeights& w, int64_t layer, cons
       STRATA_RETURN_IF_ERROR(ops.rope(q + L, sr.n, H, row, sr.pos0, rope));
       STRATA_RETURN_IF_ERROR(ops.rope(k + L, sr.n, 1, row, sr.pos0, rope));
     }
-    backend::AttentionArgs a;
+    backend::AttentionArgs a = b.sequence_attention(sr, layer);
     a.q = q;
     a.k = k;
     a.v = k;  // the values are the keys' latent: one cache plane (kv_view's v is its k)
-    a.k_cache = sr.kv.k;
-    a.v_cache = sr.kv.v;
-    a.kv_type = sr.kv.kv_type;
-    a.kv_stride = sr.kv.stride;
-    a.n_ctx = sr.kv.n_ctx;
-    a.kv_cells = sr.kv.cells;
-    a.n_tokens = sr.n;
-    a.pos0 = sr.pos0;
     a.n_heads = H;
     a.n_kv_heads = 1;
     a.head_dim = row;
-    a.scale = c.query_scale();
-    a.window = la.window;
     a.out = s.attn_out + sr.row0 * H * row;
     args.push_back(a);
   }
-  if (args.size() == 1) {
-    STRATA_RETURN_IF_ERROR(ops.attention(args.front()));
-  } else {
-    STRATA_RETURN_IF_ERROR(ops.attention_batch(args));
-  }
+  STRATA_RETURN_IF_ERROR(b.attend(args));
 
   // Each head's latent output gathered head-major into mla ([H][n][L]), through its v_b into
   // q ([H][n][V]), added token-major into attn_out ([n][H][V], zeroed), then the output projection.

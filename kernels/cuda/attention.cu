@@ -9,6 +9,8 @@
 //                             all 16, and runs an online (flash-style) softmax in f32, base 2.
 //                             D = head_dim rounded up to 64, 128 or 256 (zero-padded).
 //   attn_merge_kernel         the split form's second half (below).
+//   attention_wide.cu         heads longer than 256 (up to 1024: DeepSeek's latent rows of 576),
+//                             a warp per query row, keys one at a time.
 //
 // Batch invariance (docs/backends.md): a row's result depends on its query and its keys only,
 // never on the rows beside it, the call's size, the chunking of a prompt or the GPU's SM count.
@@ -27,6 +29,7 @@
 //                             64 chunks (16k keys) of workspace, in rounds, the rows' running
 //                             state kept in the workspace between them: the same folds in the same
 //                             order, so the workspace stays bounded and the bits do not move.
+#include "kernels/cuda/attention_wide.h"
 #include "kernels/cuda/common.cuh"
 
 namespace strata::kernels::cuda {
@@ -409,14 +412,15 @@ void launch_attn(const AttnParams& p, dim3 grid, bool f16, cudaStream_t stream) 
 size_t attention_workspace_bytes(int64_t max_tokens, int64_t max_ctx, int64_t n_heads, int64_t head_dim) {
   const int64_t tokens = max_tokens < kSplitMaxTokens ? max_tokens : kSplitMaxTokens;
   const int64_t chunks = max_chunks_for(max_ctx);
-  if (tokens <= 0 || n_heads <= 0 || head_dim <= 0 || chunks <= 1) return 256;
+  // Heads longer than 256 take attention_wide, which needs no workspace.
+  if (tokens <= 0 || n_heads <= 0 || head_dim <= 0 || head_dim > 256 || chunks <= 1) return 256;
   return static_cast<size_t>((chunks < kMaxRoundChunks ? chunks : kMaxRoundChunks) + 1) *
          chunk_bytes(tokens, n_heads, head_dim);
 }
 
 cudaError_t attention(const AttentionArgs& a, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   if (a.n_tokens < 0 || a.pos0 < 0 || a.n_heads <= 0 || a.n_kv_heads <= 0 || a.n_heads % a.n_kv_heads != 0 ||
-      a.head_dim <= 0 || a.head_dim > 256 || a.head_dim % 4 != 0 || a.kv_stride % 4 != 0 ||
+      a.head_dim <= 0 || a.head_dim > kMaxWideHeadDim || a.head_dim % 4 != 0 || a.kv_stride % 4 != 0 ||
       a.kv_stride < a.n_kv_heads * a.head_dim || a.kv_cells < 0)
     return cudaErrorInvalidValue;
   if (a.n_tokens == 0) return cudaSuccess;
@@ -431,6 +435,7 @@ cudaError_t attention(const AttentionArgs& a, void* workspace, size_t workspace_
   if (a.kv_f16) kv_write_kernel<true><<<wgrid, 256, 0, stream>>>(a.k, a.v, a.k_cache, a.v_cache, a.kv_stride, a.kv_cells, a.n_tokens, a.pos0, kv_dim);
   else kv_write_kernel<false><<<wgrid, 256, 0, stream>>>(a.k, a.v, a.k_cache, a.v_cache, a.kv_stride, a.kv_cells, a.n_tokens, a.pos0, kv_dim);
   STRATA_CUDA_TRY(cudaGetLastError());
+  if (a.head_dim > 256) return attention_wide(a, stream);
 
   // 2. attention: the split schedule for decode-sized calls whose chunks fit the workspace, else
   // in-block. Both give the same bits (see the top of this file), so the choice is speed only.

@@ -103,7 +103,8 @@ cudaError_t embed_rows(const MatView& table, const int32_t* tokens, int64_t n, f
 // h / (n_heads / n_kv_heads). Cache: position p of KV head j at element row(p) * kv_stride + j * head_dim,
 // row(p) = p, or p mod kv_cells in a ring (kv_cells > 0: a sliding-window layer's cache; at least
 // the positions the call's tokens see together, which the caller checks), F32 or F16 (kv_f16).
-// head_dim <= 256.
+// head_dim <= kMaxAttentionHeadDim (above 256: attention_wide.cu's kernel).
+constexpr int64_t kMaxAttentionHeadDim = 1024;
 struct AttentionArgs {
   const float* q = nullptr;   // [n_tokens][n_heads * head_dim]
   const float* k = nullptr;   // [n_tokens][n_kv_heads * head_dim]

@@ -556,7 +556,8 @@ struct AttnCase {
 bool attn_splits(const AttnCase& c) {
   const int64_t last = c.pos0 + c.n_tokens - 1;
   const int64_t first = c.window > 0 ? std::max<int64_t>(0, (c.causal ? c.pos0 : last) - c.window + 1) : 0;
-  return !c.no_split && c.n_tokens <= 8 && last / 256 > first / 256;
+  // Heads longer than 256 take attention_wide.cu's kernel, which has no split schedule.
+  return !c.no_split && c.head_dim <= 256 && c.n_tokens <= 8 && last / 256 > first / 256;
 }
 
 std::string attn_name(const testing::TestParamInfo<AttnCase>& i) {
@@ -734,6 +735,21 @@ std::vector<AttnCase> attn_cases() {
   // The split schedule in rounds of 2 chunks: 3 chunks (2 + 1, with sinks), 4 chunks of 3 tokens.
   v.push_back({64, 1, 600, 0, true, false, true, false, 2, true});
   v.push_back({128, 3, 1000, 0, true, true, false, false, 2, true});
+  // Heads longer than 256 (attention_wide.cu): 320 (10 elements a lane), DeepSeek's latent rows of
+  // 576 (18 a lane; GQA 8 below: many query heads on one KV row, as MLA reads it); decode, prompts,
+  // a window, non-causal rows, sinks.
+  for (int64_t d : {320, 576})
+    for (bool f16 : {false, true}) {
+      v.push_back({d, 1, 600, 0, true, f16});
+      v.push_back({d, 3, 500, 0, true, f16});
+      v.push_back({d, 21, 0, 0, true, f16});
+      v.push_back({d, 19, 7, 8, true, f16});
+      v.push_back({d, 5, 10, 0, false, f16});
+    }
+  v.push_back({576, 21, 0, 0, true, true, true});
+  v.push_back({576, 1, 600, 0, true, false, true});
+  v.push_back({576, 3, 40, 0, true, true, false, false, 8});
+  v.push_back({1024, 2, 30, 0, true, false});  // the longest head taken (32 elements a lane)
   return v;
 }
 
@@ -811,7 +827,8 @@ struct AttnInvCase {
 
 TEST(AttentionBatchInvariance, PiecesAndDecodeStepsGiveTheOneCallBits) {
   const AttnInvCase cases[] = {{64, false}, {64, true, 100}, {128, false, 0, true, 30.f}, {80, true, 0, false, 0.f, 4},
-                               {256, false, 0, true}};
+                               {256, false, 0, true}, {576, true}, {320, false, 100, true, 30.f},
+                               {576, false, 0, false, 0.f, 8}};
   constexpr int64_t kKvHeads = 2, n = 300;
   for (const AttnInvCase& c : cases) {
     SCOPED_TRACE("head_dim " + std::to_string(c.head_dim) + (c.f16 ? " f16" : " f32") + " window " +
@@ -890,8 +907,8 @@ TEST(AttentionArgs, RejectsBadShapes) {
   a.kv_stride = 128;
   EXPECT_EQ(kc::attention(a, nullptr, 0, nullptr), cudaErrorInvalidValue);
   a.n_heads = 4;
-  a.head_dim = 512;  // over 256
-  a.kv_stride = 1024;
+  a.head_dim = 1028;  // over kMaxAttentionHeadDim
+  a.kv_stride = 2056;
   EXPECT_EQ(kc::attention(a, nullptr, 0, nullptr), cudaErrorInvalidValue);
 }
 

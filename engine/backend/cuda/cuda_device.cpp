@@ -156,8 +156,8 @@ int attribute(cudaDeviceAttr attr, int ordinal) {
 
 namespace {
 // CUDA keeps f32 and f16 KV caches (the attention kernels read those), takes the weight types its
-// matvec and dequantize kernels decode, attends over heads of up to 256, and all-reduces between
-// its GPUs over NCCL.
+// matvec and dequantize kernels decode, attends over heads of up to 1024 (DeepSeek's latent rows
+// of 576 included), and all-reduces between its GPUs over NCCL.
 DeviceCaps cuda_caps() {
   DeviceCaps c;
   c.host_memory = false;
@@ -168,7 +168,7 @@ DeviceCaps cuda_caps() {
   }
   c.peer_access = true;
   c.collective = "nccl";
-  c.max_head_dim = 256;  // kernels/cuda/attention.cu: heads padded to 64, 128 or 256
+  c.max_head_dim = kernels::cuda::kMaxAttentionHeadDim;  // kernels/cuda/cuda_kernels.h
   return c;
 }
 }  // namespace

@@ -413,8 +413,9 @@ Status CudaOps::attention(const AttentionArgs& args) {
                                             std::to_string(args.kv_stride) + ")"};
   if (args.pos0 + args.n_tokens > args.n_ctx)
     return Error{Code::OutOfRange, where + what + ": positions past the cache's " + std::to_string(args.n_ctx)};
-  if (args.head_dim > 256)
-    return Error{Code::Unsupported, where + what + ": the CUDA attention takes head_dim <= 256"};
+  if (args.head_dim > kernels::cuda::kMaxAttentionHeadDim)
+    return Error{Code::Unsupported, where + what + ": the CUDA attention takes head_dim <= " +
+                                        std::to_string(kernels::cuda::kMaxAttentionHeadDim)};
   if (args.window < 0) return Error{Code::InvalidArgument, where + what + ": window " + std::to_string(args.window)};
   if (Status ring = check_kv_ring(args); !ring.ok()) return Error{ring.error().code, where + ring.error().message};
   if (args.kv_type != DType::F32 && args.kv_type != DType::F16)

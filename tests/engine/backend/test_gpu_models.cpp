@@ -337,7 +337,8 @@ TEST(GpuModels, GptOssSinksBiasesAndMxfp4ExpertsMatchCpu) {
 // deepseek2 (MLA) on cuda:0 against the CPU: the latent cache of one KV head (rows of 64 + 16,
 // values a prefix of the keys), RoPE on the last 16 of each row, each head's k_b / v_b product
 // through gather_rows / scale_add_rows, a dense first block, sigmoid routing with the selection
-// bias, expert groups and a weight scale, the shared expert.
+// bias, expert groups and a weight scale, the shared expert. Then rows of 256 + 64 = 320, longer
+// than the tiled attention's 256: the wide heads' kernel (attention_wide.cu), as V2/V3's 576 take.
 TEST(GpuModels, Deepseek2LatentAttentionMatchesCpu) {
   REQUIRE_CUDA();
   REQUIRE_SHARED("stories260K.gguf");
@@ -349,6 +350,12 @@ TEST(GpuModels, Deepseek2LatentAttentionMatchesCpu) {
                                         "--expert-ff", "128", "--dense-layers", "1", "--expert-weights-scale", "2.5",
                                         "--ctx", "512"},
                                        6);
+  expect_f32_model_on_cuda_matches_cpu("deepseek2-wide",
+                                       {"--arch", "deepseek2", "--dim", "128", "--layers", "2", "--heads", "2",
+                                        "--q-lora-rank", "64", "--kv-lora-rank", "256", "--rope-dims", "64",
+                                        "--head-dim", "128", "--ffn", "128", "--experts", "4", "--experts-used", "2",
+                                        "--expert-ff", "64", "--dense-layers", "1", "--ctx", "256"},
+                                       4);
 }
 
 // starcoder2 on cuda:0 against the CPU: LayerNorms with biases (blocks and head: the layer_norm

@@ -278,5 +278,58 @@ TEST(Deepseek2, SameBitsForEveryBatchAndAcrossALayerSplit) {
   EXPECT_EQ(run(*m, two, split, prompt, 16), want);
 }
 
+// Three sequences evaluated together (their prompts in one eval, then every decode step of all
+// three in one eval: their rows stacked in each block's products, the latent attention per
+// sequence) give each sequence the bits it gets alone.
+TEST(Deepseek2, SequencesTogetherGetTheBitsTheyGetAlone) {
+  auto m = load(write(v3_spec(), "v3"));
+  ASSERT_TRUE(m);
+  const model::ModelConfig& c = m->config();
+  const char* texts[] = {"Once upon a time", "The little dog ran to the park and", "A fox"};
+  constexpr int kSeqs = 3, kSteps = 4;
+  const size_t nv = static_cast<size_t>(c.n_vocab);
+  auto argmax = [](const std::vector<float>& l) {
+    return static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
+  };
+  // Alone: one sequence on its own pipeline; its logits after the prompt and each greedy step.
+  std::vector<std::vector<std::vector<float>>> alone(kSeqs);
+  for (int i = 0; i < kSeqs; ++i) {
+    const test::DeviceSet cpu = test::make_device_set("cpu");
+    auto p = exec::Pipeline::create(*m, cpu.list(), exec::single_device_placement(c, "cpu", 128, 1, 64));
+    ASSERT_TRUE(p.ok()) << p.error().to_string();
+    std::vector<int32_t> prompt = m->tokenizer().encode(texts[i], true, true);
+    std::vector<float> logits(nv);
+    exec::Pipeline::Request r{0, prompt, logits.data()};
+    ASSERT_TRUE((*p)->eval(std::span<const exec::Pipeline::Request>(&r, 1)).ok());
+    for (int step = 0; step < kSteps; ++step) {
+      alone[i].push_back(logits);
+      int32_t next = argmax(logits);
+      r = {0, std::span<const int32_t>(&next, 1), logits.data()};
+      ASSERT_TRUE((*p)->eval(std::span<const exec::Pipeline::Request>(&r, 1)).ok());
+    }
+  }
+  // Together, each fed its own greedy tokens.
+  const test::DeviceSet cpu = test::make_device_set("cpu");
+  auto p = exec::Pipeline::create(*m, cpu.list(), exec::single_device_placement(c, "cpu", 128, kSeqs, 64));
+  ASSERT_TRUE(p.ok()) << p.error().to_string();
+  std::vector<std::vector<int32_t>> prompts(kSeqs);
+  std::vector<std::vector<float>> logits(kSeqs, std::vector<float>(nv));
+  std::vector<exec::Pipeline::Request> reqs(kSeqs);
+  for (int i = 0; i < kSeqs; ++i) {
+    prompts[i] = m->tokenizer().encode(texts[i], true, true);
+    reqs[i] = {i, prompts[i], logits[i].data()};
+  }
+  ASSERT_TRUE((*p)->eval(reqs).ok());
+  std::vector<int32_t> next(kSeqs);
+  for (int step = 0; step < kSteps; ++step) {
+    for (int i = 0; i < kSeqs; ++i) {
+      EXPECT_EQ(logits[i], alone[i][static_cast<size_t>(step)]) << texts[i] << ", step " << step;
+      next[i] = argmax(alone[i][static_cast<size_t>(step)]);
+      reqs[i] = {i, std::span<const int32_t>(&next[i], 1), logits[i].data()};
+    }
+    ASSERT_TRUE((*p)->eval(reqs).ok());
+  }
+}
+
 }  // namespace
 }  // namespace strata

@@ -13,6 +13,7 @@ A benchmark, not a test: the figures depend on the machine and on what else runs
 
 Usage: llama_cpp_decode.py STRATA_ENGINE VOCAB.gguf [--types q8_0,q4_k_m] [--threads 1,2] [--n 32]
                            [--rounds 3] [--dim 1536 --layers 16 --ffn 4096] [--dir /tmp]
+                           [--files A.gguf,B.gguf]   (files of any architecture instead of made llama ones)
 """
 import argparse
 import json
@@ -65,15 +66,19 @@ def main():
     ap.add_argument("--layers", type=int, default=16)
     ap.add_argument("--ffn", type=int, default=4096)
     ap.add_argument("--dir", default="/tmp")
+    ap.add_argument("--files", default="", help="existing GGUF files to time instead of making llama ones")
     a = ap.parse_args()
     import llama_cpp
     print("llama.cpp: llama-cpp-python", llama_cpp.__version__, "|", llama_cpp.llama_print_system_info().decode().strip())
-    print(f"shape: dim {a.dim}, {a.layers} blocks, ffn {a.ffn}; decode of {a.n} tokens after a 4-token prompt; "
-          f"median of {a.rounds} pairs")
+    shape = "the files given" if a.files else f"dim {a.dim}, {a.layers} blocks, ffn {a.ffn}"
+    print(f"shape: {shape}; decode of {a.n} tokens after a 4-token prompt; median of {a.rounds} pairs")
     print("| type | threads | size MiB | Strata tok/s | llama.cpp tok/s | ratio |")
     print("|---|---:|---:|---:|---:|---:|")
-    for t in a.types.split(","):
-        model = os.path.join(a.dir, f"decode-{a.dim}x{a.layers}-{t}.gguf")
+    entries = [(os.path.basename(f), f) for f in a.files.split(",")] if a.files else \
+        [(t, os.path.join(a.dir, f"decode-{a.dim}x{a.layers}-{t}.gguf")) for t in a.types.split(",")]
+    for t, model in entries:
+        if not os.path.exists(model) and a.files:
+            sys.exit(f"{model} does not exist")
         if not os.path.exists(model):
             subprocess.run([a.engine, "make-model", "--arch", "llama", "--dim", str(a.dim), "--layers", str(a.layers),
                             "--heads", str(a.dim // 96), "--kv-heads", "4", "--ffn", str(a.ffn), "--ctx", "2048",

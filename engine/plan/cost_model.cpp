@@ -47,8 +47,9 @@ double read_bytes_per_ms(const DeviceInfo& d, std::initializer_list<const model:
 
 double layer_read_bytes_per_ms(const model::LayerWeights& l, const DeviceInfo& d, int64_t batch) {
   return read_bytes_per_ms(d,
-                           {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.ffn_gate_inp,
-                            &l.ffn_gate_shexp, &l.ffn_up_shexp, &l.ffn_down_shexp},
+                           {&l.wq, &l.wk, &l.wv, &l.wo, &l.wq_a, &l.wq_b, &l.wkv_a, &l.wk_b, &l.wv_b, &l.w_gate,
+                            &l.w_up, &l.w_down, &l.ffn_gate_inp, &l.ffn_gate_shexp, &l.ffn_up_shexp,
+                            &l.ffn_down_shexp},
                            batch);
 }
 

@@ -172,9 +172,16 @@ class BlockForward {
   backend::AttentionArgs sequence_attention(const SeqRows& sr, int64_t layer) const;
   // Every sequence's attention: one call, or one batched call for several.
   Status attend(std::span<const backend::AttentionArgs> args);
-  // Host row indices an architecture's step builds for gather_rows / scale_add_rows (two lists,
-  // reused between calls so decode allocates nothing).
+  // Host row indices an architecture's step builds for gather_rows / scale_add_rows, and weights
+  // of 1 for those rows' scale_add_rows (at least `count`); reused between calls so decode
+  // allocates nothing once warm.
   std::vector<int32_t>& host_rows(int which) { return host_rows_[which & 1]; }
+  const float* host_ones(size_t count) {
+    if (host_ones_.size() < count) host_ones_.assign(count, 1.0f);
+    return host_ones_.data();
+  }
+  // The per-sequence attention calls of a step (reused between calls).
+  std::vector<backend::AttentionArgs>& attention_args() { return attention_args_; }
   // gate[i] <- act(gate[i], up[i]) for count elements, act the architecture's (config.ffn_activation:
   // SwiGLU, GeGLU or gpt-oss's clamped SwiGLU).
   Status activate(float* gate, const float* up, int64_t count);
@@ -227,6 +234,7 @@ class BlockForward {
   std::vector<int32_t> identity_;  // [n] 0..n-1: the rows of the shared expert's weighted add
   std::vector<float> shexp_gate_;  // [n] the shared expert's per-token gate (host)
   std::vector<int32_t> host_rows_[2];
+  std::vector<float> host_ones_;
   std::vector<float> selection_bias_;  // [n_expert] the layer's exp_probs_b, on the host for the ranking
   std::vector<backend::AttentionArgs> attention_args_;  // attention_partial's, one per sequence (reused)
 };

@@ -53,10 +53,9 @@ void unit_rows(std::vector<int32_t>& out, int64_t n, int64_t heads, int64_t row,
 
 // dst (token-major rows of `row` floats, zeroed by the caller where written) <- src's `rows`.
 Status scatter(BlockForward& b, float* dst, int64_t dst_floats, const float* src, const std::vector<int32_t>& rows,
-               int64_t unit, std::vector<float>& ones) {
+               int64_t unit) {
   const auto count = static_cast<int64_t>(rows.size());
-  if (static_cast<int64_t>(ones.size()) < count) ones.assign(static_cast<size_t>(count), 1.0f);
-  return b.ops().scale_add_rows(dst, dst_floats / unit, unit, src, rows.data(), ones.data(), count);
+  return b.ops().scale_add_rows(dst, dst_floats / unit, unit, src, rows.data(), b.host_ones(rows.size()), count);
 }
 
 Status mla_attention(BlockForward& b, const ShardWeights& w, int64_t layer, const float* hidden, int64_t n,
@@ -74,7 +73,6 @@ Status mla_attention(BlockForward& b, const ShardWeights& w, int64_t layer, cons
   // The widest unit that tiles every slice: rows of gather_rows / scale_add_rows.
   const int64_t unit = std::gcd(std::gcd(L, R), std::gcd(N, V));
   std::vector<int32_t>& rows = b.host_rows(0);
-  std::vector<float> ones;
 
   // Queries [n][H][N + R] into attn_out.
   STRATA_RETURN_IF_ERROR(b.input_norm(w.attn_norm, hidden, n));
@@ -96,12 +94,12 @@ Status mla_attention(BlockForward& b, const ShardWeights& w, int64_t layer, cons
     STRATA_RETURN_IF_ERROR(ops.matmul(head_matrix(w.wk_b, h), nope + h * n * N, n, absorbed + h * n * L));
   STRATA_RETURN_IF_ERROR(ops.zero(s.q, n * H * row));
   unit_rows(rows, n, H, H * row, row, 0, L, unit, true);
-  STRATA_RETURN_IF_ERROR(scatter(b, s.q, n * H * row, absorbed, rows, unit, ones));
+  STRATA_RETURN_IF_ERROR(scatter(b, s.q, n * H * row, absorbed, rows, unit));
   // q_pe of every head (token-major) into the last R of each absorbed row.
   unit_rows(rows, n, H, H * kq, kq, N, R, unit, false);
   STRATA_RETURN_IF_ERROR(ops.gather_rows(q_proj, n * H * kq / unit, unit, rows.data(), static_cast<int64_t>(rows.size()), nope));
   unit_rows(rows, n, H, H * row, row, L, R, unit, false);
-  STRATA_RETURN_IF_ERROR(scatter(b, s.q, n * H * row, nope, rows, unit, ones));
+  STRATA_RETURN_IF_ERROR(scatter(b, s.q, n * H * row, nope, rows, unit));
 
   // Keys: kv_a_mqa into k ([n][L + R]); the latent normalised in v ([n][L]); the row rebuilt in
   // attn_out (free now) as [latent, k_pe] and copied back into k.
@@ -111,18 +109,18 @@ Status mla_attention(BlockForward& b, const ShardWeights& w, int64_t layer, cons
   STRATA_RETURN_IF_ERROR(ops.rms_norm(s.v, f32(w.kv_a_norm), s.v, n, L, c.rms_eps));
   float* k_row = s.attn_out;
   STRATA_RETURN_IF_ERROR(ops.zero(k_row, n * row));
-  STRATA_RETURN_IF_ERROR(scatter(b, k_row, n * row, s.v, rows, unit, ones));
+  STRATA_RETURN_IF_ERROR(scatter(b, k_row, n * row, s.v, rows, unit));
   unit_rows(rows, n, 1, row, 0, L, R, unit, false);
   STRATA_RETURN_IF_ERROR(ops.gather_rows(s.k, n * row / unit, unit, rows.data(), static_cast<int64_t>(rows.size()), nope));
-  STRATA_RETURN_IF_ERROR(scatter(b, k_row, n * row, nope, rows, unit, ones));
+  STRATA_RETURN_IF_ERROR(scatter(b, k_row, n * row, nope, rows, unit));
   STRATA_RETURN_IF_ERROR(ops.copy(k_row, s.k, static_cast<size_t>(n * row) * sizeof(float)));
 
   // Per sequence: RoPE of the last R of every query head and of the key row (heads of `row`
   // floats, rotating from element L), then one attention call over the latent cache.
   const model::LayerAttention la = c.layer_attention(layer);
   const backend::RopeParams rope = b.rope_params(layer);
-  std::vector<backend::AttentionArgs> args;
-  args.reserve(seqs.size());
+  std::vector<backend::AttentionArgs>& args = b.attention_args();
+  args.clear();
   for (const SeqRows& sr : seqs) {
     float* q = s.q + sr.row0 * H * row;
     float* k = s.k + sr.row0 * row;
@@ -151,7 +149,7 @@ Status mla_attention(BlockForward& b, const ShardWeights& w, int64_t layer, cons
     STRATA_RETURN_IF_ERROR(ops.matmul(head_matrix(w.wv_b, h), s.mla + h * n * L, n, s.q + h * n * V));
   STRATA_RETURN_IF_ERROR(ops.zero(s.attn_out, n * H * V));
   unit_rows(rows, n, H, H * V, V, 0, V, unit, true);
-  STRATA_RETURN_IF_ERROR(scatter(b, s.attn_out, n * H * V, s.q, rows, unit, ones));
+  STRATA_RETURN_IF_ERROR(scatter(b, s.attn_out, n * H * V, s.q, rows, unit));
   return ops.matmul(matrix(w.wo), s.attn_out, n, out);
 }
 

@@ -155,7 +155,9 @@ SimCost attention_cost(const AttentionArgs& a) {
   const kernels::DTypeTraits& tr = kernels::traits(a.kv_type);
   const double kv_bytes_per_elem = static_cast<double>(tr.block_bytes) / static_cast<double>(tr.block_elems);
   const double kv_dim = static_cast<double>(a.n_kv_heads * a.head_dim);
-  const double bytes = read_positions * 2.0 * kv_dim * kv_bytes_per_elem +
+  // One plane where the values are the keys' own rows (MLA's latent cache: v_cache is k_cache).
+  const double planes = a.k_cache != nullptr && a.v_cache == a.k_cache ? 1.0 : 2.0;
+  const double bytes = read_positions * planes * kv_dim * kv_bytes_per_elem +
                        static_cast<double>(a.n_tokens) * 4.0 * a.n_heads * a.head_dim * kF;
   const double flops = positions * 4.0 * static_cast<double>(a.n_heads * a.head_dim);
   return {bytes, flops};

@@ -105,6 +105,11 @@ TEST(SimPacing, AttentionCostGrowsWithContext) {
   // Not causal: every token sees all 32 positions.
   a.causal = false;
   EXPECT_DOUBLE_EQ(backend::attention_cost(a).flops, 32.0 * 32 * 4 * 16 * 64);
+  // MLA's latent cache: the values are the keys' rows (one plane), read once.
+  float cache[4];
+  a.k_cache = a.v_cache = cache;
+  a.causal = true;
+  EXPECT_DOUBLE_EQ(backend::attention_cost(a).bytes, (16.0 + 32.0) * 1 * 256 * 2 + 32 * 4.0 * 16 * 64 * 4);
 }
 
 // Matmul on a 1 GB/s device: at least the weight's bytes / 1e9 seconds.

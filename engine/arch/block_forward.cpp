@@ -10,6 +10,10 @@ namespace strata::arch {
 
 backend::MatrixView matrix(const model::TensorView& t) { return {t.data, t.type, t.rows, t.cols}; }
 
+backend::MatrixView matrix(const model::TensorView& t, int64_t i) {
+  return {t.data + static_cast<uint64_t>(i) * t.mat_stride, t.type, t.rows, t.cols};
+}
+
 BlockForward::BlockForward(const model::ModelConfig& config, backend::Ops& ops, ScratchViews scratch,
                            const float* rope_freqs)
     : config_(config), forward_(forward_for(config.arch)), ops_(ops), scratch_(scratch), rope_freqs_(rope_freqs) {}
@@ -19,10 +23,6 @@ Status BlockForward::embed(const model::TensorView& e, const int32_t* tokens, in
   if (config_.embd_scale != 1.0f) return ops_.scale(hidden, config_.embd_scale, n * config_.n_embd);
   return {};
 }
-
-namespace {
-const float* f32(const model::TensorView& t) { return reinterpret_cast<const float*>(t.data); }
-}  // namespace
 
 Status BlockForward::attention_partial(const ShardWeights& w, int64_t layer, const float* hidden, int64_t n,
                                        int64_t pos0, const KvView& kv, float* out) {
@@ -93,10 +93,9 @@ backend::RopeParams BlockForward::rope_params(int64_t layer) const {
     const int64_t n_ctx_orig = c.n_ctx_orig > 0 ? c.n_ctx_orig : c.n_ctx_train;
     rope.yarn = kernels::make_rope_yarn(c.rope_dims, n_ctx_orig, la.rope_freq_base, la.rope_freq_scale,
                                         c.yarn_ext_factor, c.yarn_beta_fast, c.yarn_beta_slow);
-    // DeepSeek's log multiplier moves YaRN's magnitude into the query scale (ModelConfig::mla_mscale).
-    rope.attn_factor = c.mla && c.rope_yarn_log_mul != 0.0f
-                           ? c.rope_attn_factor
-                           : c.rope_attn_factor * kernels::yarn_mscale(la.rope_freq_scale, c.yarn_ext_factor);
+    // Where YaRN applies, the layer has the model's scale (LayerAttention): the model's factor,
+    // which DeepSeek's log multiplier keeps free of YaRN's magnitude (ModelConfig::mla_mscale).
+    rope.attn_factor = c.rope_cos_sin_factor();
   }
   rope.interleaved = c.rope_style == model::RopeStyle::Interleaved;
   return rope;
@@ -205,11 +204,6 @@ Status BlockForward::moe_ffn(const ShardWeights& w, const float* hidden, int64_t
 }
 
 namespace {
-
-// Matrix i of a 3-D expert tensor, as the Ops table takes it.
-backend::MatrixView expert_matrix(const model::TensorView& t, int64_t i) {
-  return {t.data + static_cast<uint64_t>(i) * t.mat_stride, t.type, t.rows, t.cols};
-}
 
 // Row i of a per-expert f32 bias ([n_mats][cols], model::TensorKind::ExpertBias).
 const float* expert_row(const model::TensorView& t, int64_t i) {
@@ -419,13 +413,13 @@ Status BlockForward::moe_experts(const ShardWeights& w, const float* x_norm, con
       x = s.moe_x;
     }
     const int64_t i = e - w.expert_begin;
-    STRATA_RETURN_IF_ERROR(ops_.matmul(expert_matrix(w.ffn_gate_exps, i), x, m, s.gate));
-    STRATA_RETURN_IF_ERROR(ops_.matmul(expert_matrix(w.ffn_up_exps, i), x, m, s.up));
+    STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.ffn_gate_exps, i), x, m, s.gate));
+    STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.ffn_up_exps, i), x, m, s.up));
     // Expert biases (gpt-oss): row i of each [n_expert][width] f32 bias.
     if (w.ffn_gate_exps_b.present()) STRATA_RETURN_IF_ERROR(ops_.add_rows(s.gate, expert_row(w.ffn_gate_exps_b, i), m, f));
     if (w.ffn_up_exps_b.present()) STRATA_RETURN_IF_ERROR(ops_.add_rows(s.up, expert_row(w.ffn_up_exps_b, i), m, f));
     STRATA_RETURN_IF_ERROR(activate(s.gate, s.up, m * f));
-    STRATA_RETURN_IF_ERROR(ops_.matmul(expert_matrix(w.ffn_down_exps, i), s.gate, m, s.moe_y));
+    STRATA_RETURN_IF_ERROR(ops_.matmul(matrix(w.ffn_down_exps, i), s.gate, m, s.moe_y));
     if (w.ffn_down_exps_b.present()) STRATA_RETURN_IF_ERROR(ops_.add_rows(s.moe_y, expert_row(w.ffn_down_exps_b, i), m, d));
     STRATA_RETURN_IF_ERROR(
         ops_.scale_add_rows(out, n, d, s.moe_y, rows, routing.weight_of.data() + first, m));

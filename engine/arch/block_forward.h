@@ -90,8 +90,12 @@ struct ScratchViews {
   float* mla = nullptr;  // MLA models only (plan::ScratchLayout::mla)
   int64_t scores_per_thread = 0;  // n_ctx
 };
-// A weight tensor as the Ops table takes it.
+// A weight tensor as the Ops table takes it; matrix i of a 3-D tensor (a routed expert's, or a
+// head's in MLA's per-head k_b / v_b).
 backend::MatrixView matrix(const model::TensorView& t);
+backend::MatrixView matrix(const model::TensorView& t, int64_t i);
+// An f32 vector tensor's elements (norm weights, biases), in the device's memory.
+inline const float* f32(const model::TensorView& t) { return reinterpret_cast<const float*>(t.data); }
 
 class BlockForward;
 

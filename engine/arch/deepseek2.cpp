@@ -24,13 +24,6 @@
 namespace strata::arch {
 namespace {
 
-const float* f32(const model::TensorView& t) { return reinterpret_cast<const float*>(t.data); }
-
-// Matrix h of a [H][rows][cols] per-head tensor.
-backend::MatrixView head_matrix(const model::TensorView& t, int64_t h) {
-  return {t.data + static_cast<uint64_t>(h) * t.mat_stride, t.type, t.rows, t.cols};
-}
-
 // Rows of `unit` floats: element e of token t's row (width `row` floats) is unit row
 // (t * row + e) / unit. Appends, for token t of n and head h of heads, the unit rows of the
 // `width` elements at offset + h * head_stride, head-major (h outer, t inner) when head_major.
@@ -91,7 +84,7 @@ Status mla_attention(BlockForward& b, const ShardWeights& w, int64_t layer, cons
   unit_rows(rows, n, H, H * kq, kq, 0, N, unit, true);
   STRATA_RETURN_IF_ERROR(ops.gather_rows(q_proj, n * H * kq / unit, unit, rows.data(), static_cast<int64_t>(rows.size()), nope));
   for (int64_t h = 0; h < H; ++h)
-    STRATA_RETURN_IF_ERROR(ops.matmul(head_matrix(w.wk_b, h), nope + h * n * N, n, absorbed + h * n * L));
+    STRATA_RETURN_IF_ERROR(ops.matmul(matrix(w.wk_b, h), nope + h * n * N, n, absorbed + h * n * L));
   STRATA_RETURN_IF_ERROR(ops.zero(s.q, n * H * row));
   unit_rows(rows, n, H, H * row, row, 0, L, unit, true);
   STRATA_RETURN_IF_ERROR(scatter(b, s.q, n * H * row, absorbed, rows, unit));
@@ -146,7 +139,7 @@ Status mla_attention(BlockForward& b, const ShardWeights& w, int64_t layer, cons
   STRATA_RETURN_IF_ERROR(
       ops.gather_rows(s.attn_out, n * H * row / unit, unit, rows.data(), static_cast<int64_t>(rows.size()), s.mla));
   for (int64_t h = 0; h < H; ++h)
-    STRATA_RETURN_IF_ERROR(ops.matmul(head_matrix(w.wv_b, h), s.mla + h * n * L, n, s.q + h * n * V));
+    STRATA_RETURN_IF_ERROR(ops.matmul(matrix(w.wv_b, h), s.mla + h * n * L, n, s.q + h * n * V));
   STRATA_RETURN_IF_ERROR(ops.zero(s.attn_out, n * H * V));
   unit_rows(rows, n, H, H * V, V, 0, V, unit, true);
   STRATA_RETURN_IF_ERROR(scatter(b, s.attn_out, n * H * V, s.q, rows, unit));

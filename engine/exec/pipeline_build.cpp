@@ -283,19 +283,12 @@ Expected<std::unique_ptr<Pipeline::RuntimeSet>> Pipeline::build_runtimes(const p
       STRATA_ASSIGN_OR_RETURN(rt->output_norm, place_tensor(*dev, w.output_norm, rt->buffers));
       STRATA_ASSIGN_OR_RETURN(rt->output_norm_b, place_tensor(*dev, w.output_norm_b, rt->buffers));
       // Its rows of the output matrix (of the embedding already here when the two are tied).
-      const auto rows_of = [&](const model::TensorView& t) {
-        model::TensorView v = t;
-        const uint64_t row_bytes = t.rows > 0 ? t.n_bytes / static_cast<uint64_t>(t.rows) : 0;
-        v.data = t.data ? t.data + row_bytes * static_cast<uint64_t>(need.head_begin) : nullptr;
-        v.rows = need.head_end - need.head_begin;
-        v.n_bytes = row_bytes * static_cast<uint64_t>(v.rows);
-        return v;
-      };
+      const int64_t head_rows = need.head_end - need.head_begin;
       rt->head_row_begin = need.head_begin;
       if (c.tied_output && need.embed) {
-        rt->output = rows_of(rt->token_embd);
+        rt->output = rt->token_embd.row_slice(need.head_begin, head_rows);
       } else {
-        STRATA_ASSIGN_OR_RETURN(rt->output, place_tensor(*dev, rows_of(w.output), rt->buffers));
+        STRATA_ASSIGN_OR_RETURN(rt->output, place_tensor(*dev, w.output.row_slice(need.head_begin, head_rows), rt->buffers));
       }
     }
     if (need.layers && w.rope_freqs_for(c, placement_.n_ctx).present()) {

@@ -45,12 +45,8 @@ Expected<TensorView> bind(const gguf::GgufFile& f, const std::string& name, int6
 
 // Rows [first, first + n) of a matrix view, as a matrix of its own.
 TensorView row_range(const TensorView& m, const std::string& role, int64_t first, int64_t n) {
-  TensorView v = m;
-  const int64_t rb = kernels::row_bytes(m.type, m.cols);
+  TensorView v = m.row_slice(first, n);
   v.name = m.name + "[" + role + "]";
-  v.data = m.data + first * rb;
-  v.rows = n;
-  v.n_bytes = static_cast<uint64_t>(n * rb);
   return v;
 }
 
@@ -162,6 +158,15 @@ TensorView TensorView::mat(int64_t i) const {
   v.data = data ? data + static_cast<uint64_t>(i) * mat_stride : nullptr;
   v.n_mats = 1;
   v.n_bytes = mat_stride;
+  return v;
+}
+
+TensorView TensorView::row_slice(int64_t first, int64_t n) const {
+  TensorView v = *this;
+  const auto rb = static_cast<uint64_t>(kernels::row_bytes(type, cols));
+  v.data = data ? data + static_cast<uint64_t>(first) * rb : nullptr;
+  v.rows = n;
+  v.n_bytes = static_cast<uint64_t>(n) * rb;
   return v;
 }
 

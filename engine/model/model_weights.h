@@ -32,6 +32,9 @@ struct TensorView {
   bool present() const { return data != nullptr; }
   // Matrix i (in [0, n_mats)) of a 3-D tensor as a 2-D view of its own (named "<name>[i]").
   TensorView mat(int64_t i) const;
+  // Rows [first, first + n) of a 2-D tensor as a view of its own (same name; no data where this
+  // view has none).
+  TensorView row_slice(int64_t first, int64_t n) const;
 };
 
 // One block's tensors, one view per row of layer_tensors() (which names, shapes, parts and cuts

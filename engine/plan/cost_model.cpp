@@ -346,10 +346,7 @@ Expected<CostEstimate> estimate_cost_rows(const Placement& p, const model::Model
     out.push_back(s);
   }
   // A head shared by the last block's tensor group runs in that group's stage (plan::head_shares).
-  const std::vector<HeadShare> shares = head_shares(p, c.n_vocab, [&](const std::string& id) {
-    const DeviceInfo* d = find_device(devices, id);
-    return d ? d->rank : 0;
-  });
+  const std::vector<HeadShare> shares = head_shares(p, c.n_vocab, devices);
   if (shares.size() > 1) {
     out.back().has_head = true;
   } else if (out.size() == 1 && out[0].has_embedding && out[0].target == p.head) {

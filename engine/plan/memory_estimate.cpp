@@ -43,19 +43,18 @@ std::string format_bytes(uint64_t bytes) {
   return buf;
 }
 
-uint64_t head_weight_bytes(const model::ModelConfig& config, const model::ModelWeights& w,
-                           bool embedding_on_same_device) {
-  uint64_t b = w.output_norm.n_bytes + w.output_norm_b.n_bytes;
-  if (!(config.tied_output && embedding_on_same_device)) b += w.output.n_bytes;
-  return b;
-}
-
 uint64_t head_share_bytes(const model::ModelConfig& config, const model::ModelWeights& w, const HeadShare& share,
                           bool embedding_on_same_device) {
   uint64_t b = w.output_norm.n_bytes + w.output_norm_b.n_bytes;
-  if (!(config.tied_output && embedding_on_same_device) && w.output.rows > 0)
-    b += w.output.n_bytes / static_cast<uint64_t>(w.output.rows) * static_cast<uint64_t>(share.row_end - share.row_begin);
+  // The rows the pipeline places (exec/pipeline_build.cpp takes the same row_slice).
+  if (!(config.tied_output && embedding_on_same_device))
+    b += w.output.row_slice(share.row_begin, share.row_end - share.row_begin).n_bytes;
   return b;
+}
+
+uint64_t head_weight_bytes(const model::ModelConfig& config, const model::ModelWeights& w,
+                           bool embedding_on_same_device) {
+  return head_share_bytes(config, w, HeadShare{{}, 0, config.n_vocab}, embedding_on_same_device);
 }
 
 uint64_t device_scratch_bytes(const model::ModelConfig& config, const LayerShard& widest, bool has_layers,
@@ -149,10 +148,7 @@ Expected<MemoryEstimate> estimate_memory(const Placement& p, const model::ModelC
     }
   }
   // The head on its device, or its vocabulary rows shared by the last block's tensor group.
-  const std::vector<HeadShare> shares = head_shares(p, config.n_vocab, [&](const std::string& id) {
-    const DeviceInfo* d = find_device(devices, id);
-    return d ? d->rank : 0;
-  });
+  const std::vector<HeadShare> shares = head_shares(p, config.n_vocab, devices);
   for (const HeadShare& share : shares) {
     Acc& h = at(share.device);
     h.mem.has_head = true;

@@ -235,4 +235,11 @@ std::string attention_on_capable_devices(Placement& p, const model::ModelConfig&
          std::to_string(c.head_dim) + " elements; the attention of " + limits + ")";
 }
 
+std::vector<HeadShare> head_shares(const Placement& p, int64_t n_vocab, const std::vector<DeviceInfo>& devices) {
+  return head_shares(p, n_vocab, [&](const std::string& id) {
+    const DeviceInfo* d = find_device(devices, id);
+    return d ? d->rank : 0;
+  });
+}
+
 }  // namespace strata::plan

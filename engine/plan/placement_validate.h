@@ -38,6 +38,9 @@ Status check_kv_type(const Placement& placement, const model::ModelConfig& confi
 std::string attention_on_capable_devices(Placement& placement, const model::ModelConfig& config,
                                          const std::vector<DeviceInfo>& devices);
 
+// plan::head_shares with each device's rank from its DeviceInfo (0 for an id not listed).
+std::vector<HeadShare> head_shares(const Placement& placement, int64_t n_vocab, const std::vector<DeviceInfo>& devices);
+
 // "cpu, gpu0, gpu1": the ids of a device list, for messages.
 std::string device_id_list(const std::vector<DeviceInfo>& devices);
 

@@ -89,8 +89,6 @@ struct AttnFold {
   }
 };
 
-// The cache row of a position: itself, or its place in a ring of `cells` rows.
-__host__ __device__ __forceinline__ int64_t cache_row(int64_t pos, int64_t cells) { return cells > 0 ? pos % cells : pos; }
 
 __device__ __forceinline__ float4 load4_kv(const void* cache, int64_t off, bool f16) {
   if (f16) {

@@ -27,19 +27,6 @@ namespace {
 
 constexpr int kWideRowsPerBlock = 4;  // warps, each one query row
 
-struct WideParams {
-  const float* q;            // [n_tokens][n_heads * head_dim]
-  const void* k_cache;       // position p of KV head j at cache_row(p) * kv_stride + j * head_dim
-  const void* v_cache;
-  int64_t kv_stride, kv_cells, n_tokens, pos0, n_heads, head_dim, group, window;
-  bool causal;
-  float scale, softcap;      // softcap > 0: scores s -> softcap tanh(s / softcap)
-  const float* sinks;        // [n_heads] natural-log sink logits, or null
-  float* out;                // [n_tokens][n_heads * head_dim]
-};
-
-__device__ __forceinline__ int64_t wide_cache_row(int64_t pos, int64_t cells) { return cells > 0 ? pos % cells : pos; }
-
 // Element e of a cache row that starts at `row` (a pointer to its first element).
 template <bool kF16>
 __device__ __forceinline__ float load_kv(const void* row, int e) {
@@ -53,13 +40,15 @@ __device__ __forceinline__ const void* kv_row_ptr(const void* cache, int64_t ele
   return static_cast<const float*>(cache) + elem;
 }
 
+// The call's arguments as they are (cuda_kernels.h's AttentionArgs, by value; k and v unused:
+// attention.cu has written them into the cache).
 template <int kPerLane, bool kF16>
-__global__ void __launch_bounds__(kWideRowsPerBlock * kWarp) attn_wide_kernel(const WideParams p) {
+__global__ void __launch_bounds__(kWideRowsPerBlock * kWarp) attn_wide_kernel(const AttentionArgs p) {
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
   const int64_t t = blockIdx.y;
   const int64_t h = static_cast<int64_t>(blockIdx.x) * kWideRowsPerBlock + threadIdx.x / kWarp;
   if (h >= p.n_heads) return;  // the whole warp: no block-wide barrier below
-  const int64_t j = h / p.group;
+  const int64_t j = h / (p.n_heads / p.n_kv_heads);
   const float* q = p.q + (t * p.n_heads + h) * p.head_dim;
   // This lane's dimensions lane + 32 i for i < mine (32-bit offsets from a row pointer: an
   // immediate per element, no 64-bit address arithmetic in the loops).
@@ -74,7 +63,7 @@ __global__ void __launch_bounds__(kWideRowsPerBlock * kWarp) attn_wide_kernel(co
   const int64_t first = p.window > 0 && last - p.window + 1 > 0 ? last - p.window + 1 : 0;
   float M = -INFINITY, L = 0.f;
   for (int64_t pos = first; pos <= last; ++pos) {
-    const int64_t base = wide_cache_row(pos, p.kv_cells) * p.kv_stride + j * p.head_dim + lane;
+    const int64_t base = cache_row(pos, p.kv_cells) * p.kv_stride + j * p.head_dim + lane;
     const void* krow = kv_row_ptr<kF16>(p.k_cache, base);
     const void* vrow = kv_row_ptr<kF16>(p.v_cache, base);
     float s = 0.f;
@@ -108,38 +97,21 @@ __global__ void __launch_bounds__(kWideRowsPerBlock * kWarp) attn_wide_kernel(co
 }
 
 template <int kPerLane>
-void launch_wide(const WideParams& p, dim3 grid, bool f16, cudaStream_t stream) {
-  if (f16) attn_wide_kernel<kPerLane, true><<<grid, kWideRowsPerBlock * kWarp, 0, stream>>>(p);
-  else attn_wide_kernel<kPerLane, false><<<grid, kWideRowsPerBlock * kWarp, 0, stream>>>(p);
+void launch_wide(const AttentionArgs& a, dim3 grid, cudaStream_t stream) {
+  if (a.kv_f16) attn_wide_kernel<kPerLane, true><<<grid, kWideRowsPerBlock * kWarp, 0, stream>>>(a);
+  else attn_wide_kernel<kPerLane, false><<<grid, kWideRowsPerBlock * kWarp, 0, stream>>>(a);
 }
 
 }  // namespace
 
 cudaError_t attention_wide(const AttentionArgs& a, cudaStream_t stream) {
   if (a.head_dim <= 0 || a.head_dim > kMaxWideHeadDim) return cudaErrorInvalidValue;
-  WideParams p;
-  p.q = a.q;
-  p.k_cache = a.k_cache;
-  p.v_cache = a.v_cache;
-  p.kv_stride = a.kv_stride;
-  p.kv_cells = a.kv_cells;
-  p.n_tokens = a.n_tokens;
-  p.pos0 = a.pos0;
-  p.n_heads = a.n_heads;
-  p.head_dim = a.head_dim;
-  p.group = a.n_heads / a.n_kv_heads;
-  p.window = a.window;
-  p.causal = a.causal;
-  p.scale = a.scale;
-  p.softcap = a.softcap;
-  p.sinks = a.sinks;
-  p.out = a.out;
   const dim3 grid(static_cast<unsigned>(ceil_div(a.n_heads, kWideRowsPerBlock)), static_cast<unsigned>(a.n_tokens));
   const int64_t per_lane = ceil_div(a.head_dim, kWarp);
-  if (per_lane <= 12) launch_wide<12>(p, grid, a.kv_f16, stream);
-  else if (per_lane <= 18) launch_wide<18>(p, grid, a.kv_f16, stream);
-  else if (per_lane <= 24) launch_wide<24>(p, grid, a.kv_f16, stream);
-  else launch_wide<32>(p, grid, a.kv_f16, stream);
+  if (per_lane <= 12) launch_wide<12>(a, grid, stream);
+  else if (per_lane <= 18) launch_wide<18>(a, grid, stream);
+  else if (per_lane <= 24) launch_wide<24>(a, grid, stream);
+  else launch_wide<32>(a, grid, stream);
   return cudaGetLastError();
 }
 

@@ -37,6 +37,10 @@ inline unsigned grid_for(int64_t n, int threads, int64_t max_blocks = 65536) {
   return static_cast<unsigned>(b);
 }
 
+// The KV cache row of a position: itself, or its place in a ring of `cells` rows (attention.cu,
+// attention_wide.cu).
+__host__ __device__ __forceinline__ int64_t cache_row(int64_t pos, int64_t cells) { return cells > 0 ? pos % cells : pos; }
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

@@ -4,7 +4,7 @@
 // A quantized dot is an exact integer sum per weight block (any order: int32 adds wrap, so they
 // associate) followed by float steps. Those float steps are what can differ between kernels, so
 // every kernel that computes one output element (vec_dot at every ISA, the decode rows, the
-// packed tiles of gemm.h in their wide layout, one lane a token) takes them in this order: one
+// packed tiles of gemm.h in every layout, a token's lanes added as integers first) takes them in this order: one
 // running sum a row, starting at +0, block after block in increasing order, each step one fused
 // multiply-add of the block's integer sum (converted to float, round to nearest) with dd = d_a *
 // d_w (one rounded product), then, for the types with a min, the min term:

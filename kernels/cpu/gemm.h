@@ -99,6 +99,14 @@ struct GemmKernels {
     GemmRows rows = nullptr;
   };
   std::array<InPlace, kGemmInPlaceLayouts> in_place = {};
+  // Which layout matmul gives a batch of n tokens (n >= min_tokens): the in-place layout with the
+  // fewest lanes that holds them while n <= in_place_max_tokens, else pairs while n <=
+  // pairs_max_tokens, else wide. Every layout gives a token the same bits (its lanes' integer sums
+  // are added before each block's float step, dot_order.h), so these choose speed only. AVX-512:
+  // pairs fill the 16 lanes up to 8 tokens; AVX2 runs 8 lanes a half, which pairs fill at 4 tokens
+  // and the wide layout at 8 (docs/benchmarks.md, "Batches of 2-8 tokens in every layout").
+  int64_t in_place_max_tokens = kGemmPairTokens;
+  int64_t pairs_max_tokens = kGemmPairTokens;
 };
 
 // nullptr when wtype has no packed kernel at that ISA (or the CPU lacks the ISA).

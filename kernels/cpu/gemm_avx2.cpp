@@ -67,9 +67,22 @@ inline __m256i scale16(const uint8_t* p) {
 }
 inline __m256i load256(const uint8_t* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p)); }
 
+// A token's kLanes adjacent lanes of layout L each get the sum of all of them (int32, wrapping:
+// exact), as gemm_avx512.cpp's token_sums: pairs swap neighbours (vpshufd), quads also lane pairs,
+// octets (8 lanes: a whole half) also the two 128-bit halves (vperm2i128). Taken on every block's
+// integer sums before the float step, so a token's float steps are the wide layout's one lane's
+// (dot_order.h): the same bits in every layout. Wide: as it is.
+template <class L>
+inline __m256i token_sums(__m256i v) {
+  if constexpr (L::kLanes >= 2) v = _mm256_add_epi32(v, _mm256_shuffle_epi32(v, 0xB1));
+  if constexpr (L::kLanes >= 4) v = _mm256_add_epi32(v, _mm256_shuffle_epi32(v, 0x4E));
+  if constexpr (L::kLanes >= 8) v = _mm256_add_epi32(v, _mm256_permute2x128_si256(v, v, 0x01));
+  return v;
+}
+
 // Writes the results of half `half` of a group of layout L: lane l is token (8 half + l) /
-// kLanes of the group, a token's lanes summed left to right (as store_tile in gemm_avx512.cpp)
-// -> y[t * ys + r] for the group's tokens t < nt.
+// kLanes of the group, whose first lane is its result (token_sums gave them all its sum; Q4_1 /
+// Q5_1's min term is in the first only) -> y[t * ys + r] for the group's tokens t < nt.
 template <class L, int kRows>
 inline void store_half(const __m256 (&acc)[kRows], int half, int64_t nr, int64_t nt, float* y, int64_t ys) {
   alignas(32) float o[kRows][8];
@@ -77,11 +90,7 @@ inline void store_half(const __m256 (&acc)[kRows], int half, int64_t nr, int64_t
   for (int l = 0; l < 8; l += L::kLanes) {
     const int64_t t = (8 * half + l) / L::kLanes;
     if (t >= nt) return;
-    for (int64_t r = 0; r < nr; ++r) {
-      float v = o[r][l];
-      for (int i = 1; i < L::kLanes; ++i) v += o[r][l + i];
-      y[t * ys + r] = v;
-    }
+    for (int64_t r = 0; r < nr; ++r) y[t * ys + r] = o[r][l];
   }
 }
 
@@ -186,6 +195,11 @@ inline void scale_into(const KAcc<kRows, kHalves>& isum, const __m256 (&da)[kHal
   }
 }
 
+template <class L, int kRows, int kHalves>
+inline void token_sums(KAcc<kRows, kHalves>& v) {
+  for (int r = 0; r < kRows; ++r)
+    for (int h = 0; h < kHalves; ++h) v[r][h] = token_sums<L>(v[r][h]);
+}
 template <int kRows, int kHalves>
 inline void zero(KAcc<kRows, kHalves>& v) {
   for (int r = 0; r < kRows; ++r)
@@ -225,6 +239,8 @@ inline void tile_w45(const uint8_t* ws, int r0, int64_t nb, const uint8_t* ah, c
     sum_pairs<L>(wb + kW45Mp + 16 * r0, 16, ab + L::k8KBs32, 16 / kStep, mins);
     __m256 da[kHalves];
     load_da<L>(ab, da);
+    token_sums<L>(isum);
+    token_sums<L>(mins);
     scale_into<false>(isum, da, wb + kW45D + 4 * r0, facc);
     scale_into<true>(mins, da, wb + kW45Dmin + 4 * r0, facc);
   }
@@ -249,6 +265,7 @@ __attribute__((noinline)) void tile_w6(const uint8_t* ws, int r0, int64_t nb, co
     __m256 da[kHalves];
     if constexpr (kMin) {
       load_da<L>(ab, da);
+      token_sums<L>(isum);
       scale_into<true>(isum, da, wb + kW6Dmin + 4 * r0, facc);
       zero(isum);
     }
@@ -258,6 +275,7 @@ __attribute__((noinline)) void tile_w6(const uint8_t* ws, int r0, int64_t nb, co
         scaled_steps<L, kRows, kHalves, kFlush>(wb + kW6Q + 256 * r0, ab + L::k8KQ, s0, wb + kW6Sc + 64 * r0 + 4 * grp,
                                                 64, isum);
     load_da<L>(ab, da);  // here, not kept across the steps: 16 ymm registers
+    token_sums<L>(isum);
     scale_into<false>(isum, da, wb + kW6D + 4 * r0, facc);
   }
 }
@@ -359,7 +377,7 @@ inline void tile_v80(const uint8_t* ws, int64_t nb, const uint8_t* act, const Pr
     const __m256 da = _mm256_load_ps(reinterpret_cast<const float*>(ab + L::k80D));
     for (int r = 0; r < kR; ++r) {
       const __m256 dd = _mm256_mul_ps(da, _mm256_set1_ps(loadf(wb + kV80D + 4 * r)));
-      facc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), dd, facc[r]);
+      facc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(token_sums<L>(isum[r])), dd, facc[r]);
     }
   }
 }
@@ -406,7 +424,7 @@ inline void tile_w81(const uint8_t* ws, int64_t nb, const uint8_t* act, const Pr
     const __m256 sa = _mm256_load_ps(reinterpret_cast<const float*>(ab + L::k80Corr));
     for (int r = 0; r < kR; ++r) {
       const __m256 dd = _mm256_mul_ps(da, _mm256_set1_ps(loadf(wb + kW81D + 4 * r)));
-      facc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), dd, facc[r]);
+      facc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(token_sums<L>(isum[r])), dd, facc[r]);
       facc[r] = _mm256_fmadd_ps(sa, _mm256_set1_ps(loadf(wb + kW81M + 4 * r)), facc[r]);
     }
   }
@@ -528,7 +546,7 @@ inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb,
       }
       const __m256 dw = _mm256_set1_ps(d);
       for (int h = 0; h < 2; ++h) {
-        facc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[h]), _mm256_mul_ps(da[h], dw), facc[r][h]);
+        facc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(token_sums<L>(isum[h])), _mm256_mul_ps(da[h], dw), facc[r][h]);
         if constexpr (kHasMin<T>)
           facc[r][h] = _mm256_fmadd_ps(_mm256_castsi256_ps(off[h]), _mm256_set1_ps(m), facc[r][h]);
       }
@@ -695,29 +713,29 @@ constexpr std::array<GemmKernels::InPlace, kGemmInPlaceLayouts> kInPlaceMin = {{
 // in-place ones.
 const GemmKernels kQ8_0{kMinTokensAvx2Q8, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_v8,
                         &rows_v80<DType::Q8_0, Wide>, &pack_group_q8_0<Pairs>, &rows_v80<DType::Q8_0, Pairs>,
-                        kInPlace<DType::Q8_0>};
-const GemmKernels kQ4_0{kMinTokensAvx2W40, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_v80,
+                        kInPlace<DType::Q8_0>, kInPlaceMaxTokensAvx2Q8, kPairsMaxTokensAvx2};
+const GemmKernels kQ4_0{kMinTokensAvx2Q4_0, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_v80,
                         &rows_v80<DType::Q4_0, Wide>, &pack_group_q8_0<Pairs>, &rows_v80<DType::Q4_0, Pairs>,
-                        kInPlace<DType::Q4_0>};
-const GemmKernels kQ5_0{kMinTokensAvx2W40, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_v80,
+                        kInPlace<DType::Q4_0>, 0, kPairsMaxTokensAvx2};
+const GemmKernels kQ5_0{kMinTokensAvx2Q5_0, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_v80,
                         &rows_v80<DType::Q5_0, Wide>, &pack_group_q8_0<Pairs>, &rows_v80<DType::Q5_0, Pairs>,
-                        kInPlace<DType::Q5_0>};
+                        kInPlace<DType::Q5_0>, 0, kPairsMaxTokensAvx2};
 const GemmKernels kQ4_1{kMinTokensAvx2W81, &group_bytes_q8_0, &pack_group_q8_1<Wide>, &scratch_bytes_w81,
                         &rows_w81<DType::Q4_1, Wide>, &pack_group_q8_1<Pairs>, &rows_w81<DType::Q4_1, Pairs>,
-                        kInPlaceMin<DType::Q4_1>};
+                        kInPlaceMin<DType::Q4_1>, 0, kPairsMaxTokensAvx2};
 const GemmKernels kQ5_1{kMinTokensAvx2W81, &group_bytes_q8_0, &pack_group_q8_1<Wide>, &scratch_bytes_w81,
                         &rows_w81<DType::Q5_1, Wide>, &pack_group_q8_1<Pairs>, &rows_w81<DType::Q5_1, Pairs>,
-                        kInPlaceMin<DType::Q5_1>};
+                        kInPlaceMin<DType::Q5_1>, 0, kPairsMaxTokensAvx2};
 const GemmKernels kQ4_K{kMinTokensAvx2K, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w45,
-                        &rows_w45<false, Wide>, &pack_group_q8_k<Pairs>, &rows_w45<false, Pairs>};
+                        &rows_w45<false, Wide>, &pack_group_q8_k<Pairs>, &rows_w45<false, Pairs>, {}, 0, kPairsMaxTokensAvx2};
 const GemmKernels kQ5_K{kMinTokensAvx2K, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w45,
-                        &rows_w45<true, Wide>, &pack_group_q8_k<Pairs>, &rows_w45<true, Pairs>};
+                        &rows_w45<true, Wide>, &pack_group_q8_k<Pairs>, &rows_w45<true, Pairs>, {}, 0, kPairsMaxTokensAvx2};
 const GemmKernels kQ6_K{kMinTokensAvx2K, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w6,
-                        &rows_w6<&pack_w6, false, 2, Wide>, &pack_group_q8_k<Pairs>, &rows_w6<&pack_w6, false, 2, Pairs>};
+                        &rows_w6<&pack_w6, false, 2, Wide>, &pack_group_q8_k<Pairs>, &rows_w6<&pack_w6, false, 2, Pairs>, {}, 0, kPairsMaxTokensAvx2};
 const GemmKernels kQ3_K{kMinTokensAvx2Q3, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w6,
-                        &rows_w6<&pack_w3, false, 4, Wide>, &pack_group_q8_k<Pairs>, &rows_w6<&pack_w3, false, 4, Pairs>};
+                        &rows_w6<&pack_w3, false, 4, Wide>, &pack_group_q8_k<Pairs>, &rows_w6<&pack_w3, false, 4, Pairs>, {}, 0, kPairsMaxTokensAvx2};
 const GemmKernels kQ2_K{kMinTokensAvx2Q2, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w6,
-                        &rows_w6<&pack_w2, true, 4, Wide>, &pack_group_q8_k<Pairs>, &rows_w6<&pack_w2, true, 4, Pairs>};
+                        &rows_w6<&pack_w2, true, 4, Wide>, &pack_group_q8_k<Pairs>, &rows_w6<&pack_w2, true, 4, Pairs>, {}, 0, kPairsMaxTokensAvx2};
 
 }  // namespace
 }  // namespace strata::kernels::gemm_avx2

@@ -49,8 +49,22 @@ inline __m512i bcast_step(const uint8_t* p) {
   }
 }
 
-// Writes the results of a micro-tile of G groups of layout L: token t of group g is lanes
-// [kLanes t, kLanes t + kLanes) of acc[r][g], summed left to right -> y[(T g + t) * ys + r].
+// A token's kLanes adjacent lanes of layout L each get the sum of all of them (int32, wrapping:
+// exact): pairs swap neighbours (vpshufd CDAB), quads also swap lane pairs (vpshufd BADC), octets
+// also swap 128-bit quarters (vshufi32x4). Taken on every block's integer sums before the float
+// step, so a token's float steps are those of the wide layout's one lane (dot_order.h): the same
+// bits in every layout, at 2 or 3 more instructions a block and accumulator. Wide: as it is.
+template <class L>
+inline __m512i token_sums(__m512i v) {
+  if constexpr (L::kLanes >= 2) v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, _MM_PERM_CDAB));
+  if constexpr (L::kLanes >= 4) v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, _MM_PERM_BADC));
+  if constexpr (L::kLanes >= 8) v = _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+  return v;
+}
+
+// Writes the results of a micro-tile of G groups of layout L: token t of group g is the first of
+// its lanes [kLanes t, kLanes t + kLanes) of acc[r][g] (token_sums gave them all its sum; Q4_1 /
+// Q5_1's min term is in the first only) -> y[(T g + t) * ys + r].
 template <class L, int G>
 inline void store_tile(const __m512 (&acc)[kR][G], int64_t nr, int64_t nt, float* y, int64_t ys) {
   alignas(64) float o[kR][G][16];
@@ -60,14 +74,9 @@ inline void store_tile(const __m512 (&acc)[kR][G], int64_t nr, int64_t nt, float
     for (int l = 0; l < L::kTokens; ++l) {
       const int64_t t = g * L::kTokens + l;
       if (t >= nt) return;
-      for (int64_t r = 0; r < nr; ++r) {
-        float v = o[r][g][L::kLanes * l];
-        for (int i = 1; i < L::kLanes; ++i) v += o[r][g][L::kLanes * l + i];
-        y[t * ys + r] = v;
-      }
+      for (int64_t r = 0; r < nr; ++r) y[t * ys + r] = o[r][g][L::kLanes * l];
     }
 }
-
 
 // ---- activations: Q8_0 (for Q4_0, Q5_0, Q8_0 weights), Q8_K (for Q2_K-Q6_K) ---------------
 
@@ -157,10 +166,10 @@ inline void tile_w8(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t g
       for (int r = 0; r < kR; ++r) {
         const __m512 dd = _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + kD + 4 * r)));
         if constexpr (kMin) {
-          facc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r][g]), dd, facc[r][g]);
+          facc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(token_sums<L>(acc[r][g])), dd, facc[r][g]);
           facc[r][g] = _mm512_fmadd_ps(_mm512_castsi512_ps(off), _mm512_set1_ps(loadf(wb + kW81M + 4 * r)), facc[r][g]);
         } else {
-          facc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc[r][g], off)), dd, facc[r][g]);
+          facc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(token_sums<L>(_mm512_add_epi32(acc[r][g], off))), dd, facc[r][g]);
         }
       }
     }
@@ -264,8 +273,8 @@ inline void tile_w45(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t 
       for (int r = 0; r < kR; ++r) {
         const __m512 dd = _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + kW45D + 4 * r)));
         const __m512 dm = _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + kW45Dmin + 4 * r)));
-        facc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][g]), dd, facc[r][g]);
-        facc[r][g] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(acc[r][g]), dm, facc[r][g]);
+        facc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(token_sums<L>(isum[r][g])), dd, facc[r][g]);
+        facc[r][g] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(token_sums<L>(acc[r][g])), dm, facc[r][g]);
       }
     }
   }
@@ -309,7 +318,7 @@ inline void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t g
         const __m512 da = _mm512_load_ps(ab[g] + L::k8KD);
         for (int r = 0; r < kR; ++r) {
           const __m512 dm = _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + kW6Dmin + 4 * r)));
-          facc[r][g] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(isum[r][g]), dm, facc[r][g]);
+          facc[r][g] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(token_sums<L>(isum[r][g])), dm, facc[r][g]);
           isum[r][g] = _mm512_setzero_si512();
         }
       }
@@ -331,7 +340,7 @@ inline void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t g
       const __m512 da = _mm512_load_ps(ab[g] + L::k8KD);
       for (int r = 0; r < kR; ++r) {
         const __m512 dd = _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + kW6D + 4 * r)));
-        facc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r][g]), dd, facc[r][g]);
+        facc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(token_sums<L>(isum[r][g])), dd, facc[r][g]);
       }
     }
   }
@@ -536,7 +545,7 @@ inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb,
         __m512i acc = kHasMin<T> ? _mm512_setzero_si512() : off;
         for (int s = 0; s < kSteps; ++s) acc = _mm512_dpbusd_epi32(acc, w[s], a[s]);
         const __m512 dd = _mm512_mul_ps(da, _mm512_set1_ps(dw[kc][r]));
-        facc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), dd, facc[r]);
+        facc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(token_sums<L>(acc)), dd, facc[r]);
         if constexpr (kHasMin<T>)
           facc[r] = _mm512_fmadd_ps(_mm512_castsi512_ps(off), _mm512_set1_ps(mw[kc][r]), facc[r]);
       }
@@ -546,7 +555,7 @@ inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb,
 
 // GemmKernels::in_place rows: kInPlaceRows rows at a time, each read once, in place. Rows of a
 // tile past nr read the last row again (their results are not stored). Token t of the group is
-// lanes [kLanes t, kLanes t + kLanes), summed left to right (store_tile's order).
+// the first of its lanes [kLanes t, kLanes t + kLanes) (store_tile's).
 template <DType T, class L>
 void rows_in_place(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens,
                    float* y, int64_t ys, uint8_t*, const uint8_t*, int64_t) {
@@ -560,11 +569,7 @@ void rows_in_place(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, cons
     alignas(64) float o[kInPlaceRows][16];
     for (int r = 0; r < kInPlaceRows; ++r) _mm512_store_ps(o[r], facc[r]);
     for (int64_t t = 0; t < min_i64(n_tokens, L::kTokens); ++t)
-      for (int64_t r = 0; r < rn; ++r) {
-        float v = o[r][L::kLanes * t];
-        for (int i = 1; i < L::kLanes; ++i) v += o[r][L::kLanes * t + i];
-        y[t * ys + r0 + r] = v;
-      }
+      for (int64_t r = 0; r < rn; ++r) y[t * ys + r0 + r] = o[r][L::kLanes * t];
   }
 }
 

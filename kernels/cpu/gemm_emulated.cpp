@@ -135,16 +135,33 @@ VecF fnmadd(const VecF& a, const VecF& b, VecF c) {
   return c;
 }
 
-// Writes a tile of one group of layout L: token t is lanes [kLanes t, kLanes t + kLanes) of
-// acc[r], summed left to right -> y[t * ys + r] for r < nr, t < nt.
+// A token's kLanes adjacent lanes of layout L each get the sum of all of them (int32, wrapping:
+// exact); gemm_avx512.cpp's token_sums (vpshufd / vshufi32x4 and vpaddd). Taken on every block's
+// integer sums before the float step, so the float steps of a token are those of the wide layout's
+// one lane (dot_order.h): the same bits in every layout. The wide layout's lanes are left as they are.
+template <class L>
+VecI token_sums(const VecI& v) {
+  constexpr int n = L::kLanes;
+  if constexpr (n == 1) {
+    return v;
+  } else {
+    VecI s;
+    for (int l = 0; l < 16; ++l) {
+      uint32_t t = 0;
+      for (int i = 0; i < n; ++i) t += v.l[l / n * n + i];
+      s.l[l] = t;
+    }
+    return s;
+  }
+}
+
+// Writes a tile of one group of layout L: token t is the first of its lanes [kLanes t, kLanes t +
+// kLanes) of acc[r] (they all hold its sum; Q4_1 / Q5_1's min term is in the first only) ->
+// y[t * ys + r] for r < nr, t < nt.
 template <class L>
 void store_tile(const VecF (&acc)[kR], int64_t nr, int64_t nt, float* y, int64_t ys) {
   for (int64_t t = 0; t < L::kTokens && t < nt; ++t)
-    for (int64_t r = 0; r < nr; ++r) {
-      float v = acc[r].l[L::kLanes * t];
-      for (int i = 1; i < L::kLanes; ++i) v += acc[r].l[L::kLanes * t + i];
-      y[t * ys + r] = v;
-    }
+    for (int64_t r = 0; r < nr; ++r) y[t * ys + r] = acc[r].l[L::kLanes * t];
 }
 
 void put16(uint8_t* p, int16_t v) { std::memcpy(p, &v, 2); }
@@ -391,10 +408,10 @@ void tile_w8(const uint8_t* ws, int64_t nb, const uint8_t* act, VecF (&facc)[kR]
     for (int r = 0; r < kR; ++r) {
       const VecF dd = mul_f(da, set1_f(loadf(wb + kD + 4 * r)));
       if constexpr (kMin) {
-        facc[r] = fmadd(cvt(acc[r]), dd, facc[r]);
+        facc[r] = fmadd(cvt(token_sums<L>(acc[r])), dd, facc[r]);
         facc[r] = fmadd(load_f(ab + L::k80Corr), set1_f(loadf(wb + kW81M + 4 * r)), facc[r]);
       } else {
-        facc[r] = fmadd(cvt(add_i(acc[r], load_i(ab + L::k80Corr))), dd, facc[r]);
+        facc[r] = fmadd(cvt(token_sums<L>(add_i(acc[r], load_i(ab + L::k80Corr)))), dd, facc[r]);
       }
     }
   }
@@ -435,8 +452,8 @@ void tile_w45(const uint8_t* ws, int64_t nb, const uint8_t* act, VecF (&facc)[kR
     for (int r = 0; r < kR; ++r) {
       const VecF dd = mul_f(da, set1_f(loadf(wb + kW45D + 4 * r)));
       const VecF dm = mul_f(da, set1_f(loadf(wb + kW45Dmin + 4 * r)));
-      facc[r] = fmadd(cvt(isum[r]), dd, facc[r]);
-      facc[r] = fnmadd(cvt(acc[r]), dm, facc[r]);
+      facc[r] = fmadd(cvt(token_sums<L>(isum[r])), dd, facc[r]);
+      facc[r] = fnmadd(cvt(token_sums<L>(acc[r])), dm, facc[r]);
     }
   }
 }
@@ -461,7 +478,7 @@ void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, VecF (&facc)[kR]
       const VecF da = load_f(ab + L::k8KD);
       for (int r = 0; r < kR; ++r) {
         const VecF dm = mul_f(da, set1_f(loadf(wb + kW6Dmin + 4 * r)));
-        facc[r] = fnmadd(cvt(isum[r]), dm, facc[r]);
+        facc[r] = fnmadd(cvt(token_sums<L>(isum[r])), dm, facc[r]);
         isum[r] = zero_i();
       }
     }
@@ -473,7 +490,7 @@ void tile_w6(const uint8_t* ws, int64_t nb, const uint8_t* act, VecF (&facc)[kR]
     const VecF da = load_f(ab + L::k8KD);
     for (int r = 0; r < kR; ++r) {
       const VecF dd = mul_f(da, set1_f(loadf(wb + kW6D + 4 * r)));
-      facc[r] = fmadd(cvt(isum[r]), dd, facc[r]);
+      facc[r] = fmadd(cvt(token_sums<L>(isum[r])), dd, facc[r]);
     }
   }
 }

@@ -15,11 +15,15 @@
 //   Pairs (kStep 8): a group of at most 8 tokens, lanes 2t and 2t + 1 = token t; a step is 8
 //     elements (lane 2t the first 4, lane 2t + 1 the last 4) and the tile broadcasts 8 weight
 //     bytes (vpbroadcastq). 8 tokens then fill all 16 lanes, where the wide layout would leave
-//     half of them padding: decode of 8 sequences does half the vpdpbusd. A token's result is
-//     the sum of its two lanes, added once when the tile is stored.
+//     half of them padding: decode of 8 sequences does half the vpdpbusd. A token's two lanes'
+//     integer sums are added (token_sums in each kernel file) before every block's float step,
+//     so its float steps are one lane's, in dot_order.h's order, and the result is either lane.
 //   Quads (kStep 16) and Octets (kStep 32), for Q8_0 / Q8_1 activations only: at most 4 (2)
 //     tokens, 4 (8) lanes a token, a step of 16 (32) elements; the in-place tiles of batches of
-//     2-4 tokens (gemm.h), whose vpdpbusd then have no padding lanes either.
+//     2-4 tokens (gemm.h), whose vpdpbusd then have no padding lanes either; a token's lanes'
+//     integer sums are added before each block's float step, as in pairs.
+//   Q8_1's s sits in a token's first lane only: the min term lands there, and that lane is the
+//     token's result.
 //   Q8_0 activations, per 32-element block: corr (per lane: -128 * the sum of the q that lane
 //     meets), d f32 (in each of a token's lanes), q[32 / kStep steps][lanes] i8
 //   Q8_K activations, per 256-element block: d, bs16[32 / kStep] (int16 sums of 16: a lane holds
@@ -63,16 +67,25 @@ constexpr int64_t kMinTokensW6 = 5;   // Q6_K
 constexpr int64_t kMinTokensW3 = 6;   // Q3_K (Q6_K's tile)
 constexpr int64_t kMinTokensW2 = 5;   // Q2_K (Q6_K's tile)
 constexpr int64_t kMinTokensW81 = 2;  // Q4_1, Q5_1
-// The AVX2 kernels (gemm_avx2.cpp) against the AVX2 VecDot4 / vec_dot: Q8_0 takes the tiles from
-// 2 tokens since it has in-place layouts (gemm.h), although its tile takes two more instructions a
-// step (the sign trick).
-constexpr int64_t kMinTokensAvx2W40 = 2;  // Q4_0, Q5_0
-constexpr int64_t kMinTokensAvx2Q8 = 2;   // Q8_0
-constexpr int64_t kMinTokensAvx2K = 3;    // Q4_K-Q6_K
-// Q3_K and Q2_K from 4: at 3 tokens their one-token dots beat their tiles.
-constexpr int64_t kMinTokensAvx2Q3 = 4;
-constexpr int64_t kMinTokensAvx2Q2 = 4;
-constexpr int64_t kMinTokensAvx2W81 = 2;  // Q4_1, Q5_1
+// The AVX2 kernels (gemm_avx2.cpp) in the layout matmul gives them (pairs up to 4 tokens, Q8_0
+// in place) against the one-token vec_dot per token (docs/benchmarks.md, "Batches of 2-8 tokens
+// in every layout": kernel_bench W 1536 x 576, 1 thread, AMD Zen 3, best ms, dots / tiles at 2
+// tokens): Q4_0 0.062 / 0.074 and Q8_0 0.066 / 0.092 keep the dots at 2 tokens, Q3_K 0.081 /
+// 0.103 too; Q5_0 0.097 / 0.083, Q4_1 0.125 / 0.081, Q4_K 0.075 / 0.056, Q6_K 0.080 / 0.064,
+// Q2_K 0.065 / 0.055 take the tiles from 2.
+constexpr int64_t kMinTokensAvx2Q4_0 = 3;  // Q4_0
+constexpr int64_t kMinTokensAvx2Q5_0 = 2;  // Q5_0
+constexpr int64_t kMinTokensAvx2Q8 = 3;    // Q8_0
+constexpr int64_t kMinTokensAvx2K = 2;     // Q4_K-Q6_K
+constexpr int64_t kMinTokensAvx2Q3 = 3;
+constexpr int64_t kMinTokensAvx2Q2 = 2;
+constexpr int64_t kMinTokensAvx2W81 = 2;   // Q4_1, Q5_1
+// AVX2 runs 8 lanes a half: pairs hold 4 tokens in one half, the wide layout 8; past 4 tokens the
+// pairs run both halves and cost about twice the wide half (Q4_K at 6 tokens 0.093 / 0.079 ms).
+// Only Q8_0's in-place tiles beat the scratch tiles there (3-4 tokens 0.103 / 0.110 pairs, 6-8
+// tokens 0.156 / 0.174 wide); for Q4_0 / Q5_0 / Q4_1 / Q5_1 they are slower at every batch.
+constexpr int64_t kPairsMaxTokensAvx2 = 4;
+constexpr int64_t kInPlaceMaxTokensAvx2Q8 = 8;
 
 // ---- activations ---------------------------------------------------------------------------
 

@@ -2,9 +2,10 @@
 // then dot products in row x token tiles handed out dynamically (an atomic counter), so threads
 // that finish early take more work. Batch invariance (issue 45, dot_order.h): every output is
 // summed in one order whatever the batch, so prompts of quantized weights go to the packed-tile
-// kernels of gemm.h in their wide layout only (one lane a token, 16 tokens a group; 16-row x
-// 48-token items, each thread unpacking 4 weight rows at a time into its own scratch), whose lane
-// sums in the one-token dot's order; below the type's min_tokens, and on CPUs without the tiles,
+// kernels of gemm.h (wide: one lane a token, 16 tokens a group, 16-row x 48-token items, each
+// thread unpacking 4 weight rows at a time into its own scratch; batches of up to 8 tokens in the
+// pairs or in-place layouts, whose lanes of a token are added as integers before each block's
+// float step), all of which sum in the one-token dot's order; below the type's min_tokens, and on CPUs without the tiles,
 // to the one-token vec_dot per token; float weights to gemm_float.h's `small` (the one-token
 // dot's chain). Threads split rows and tokens, never k.
 #include "kernels/cpu/matmul.h"
@@ -96,19 +97,23 @@ struct PackedScratch {
         total(64 + n_groups * group_bytes + n_threads * worker_bytes) {}
 };
 
-// Which activation layout and row kernel a packed product of n_tokens uses: 16-token groups; up
-// to 8 tokens (a batched decode step) one group of the pairs layout (no padding lanes at 8), or
-// where the type has in-place tiles the one of them with the fewest lanes left empty.
+// Which activation layout and row kernel a packed product of n_tokens uses (GemmKernels::
+// in_place_max_tokens and pairs_max_tokens): the in-place layout with the fewest lanes a token
+// that holds the batch, the pairs layout (one group of at most 8 tokens, 2 lanes a token), or
+// 16-token wide groups. Batch invariance (issue 45): every layout sums a token's lanes as integers
+// before each block's float step, in dot_order.h's order, so a token's output is the same bits in
+// each of them and as the one-token dot's.
 struct GemmLayoutChoice {
   GemmPackGroup pack_group;
   GemmRows rows;
   bool in_place;
 };
-// Batch invariance (issue 45): every batch takes the wide layout, one lane a token, whose lane
-// sums in dot_order.h's order, the order of the one-token dot. The pairs and in-place layouts give
-// a token several lanes that are added at the end: other bits than the token alone gets, so
-// matmul does not take them (gemm.h keeps them, tested, for a caller that wants them).
-GemmLayoutChoice gemm_layout_for(const GemmKernels& gk, int64_t /*n_tokens*/) {
+GemmLayoutChoice gemm_layout_for(const GemmKernels& gk, int64_t n_tokens) {
+  if (n_tokens <= gk.in_place_max_tokens)
+    for (int i = kGemmInPlaceLayouts - 1; i >= 0; --i)  // the fewest tokens first: octets, quads, pairs
+      if (n_tokens <= kGemmInPlaceTokens[i] && gk.in_place[i].rows)
+        return {gk.in_place[i].pack_group, gk.in_place[i].rows, true};
+  if (n_tokens <= gk.pairs_max_tokens) return {gk.pack_group_pairs, gk.rows_pairs, false};
   return {gk.pack_group, gk.rows, false};
 }
 
@@ -231,24 +236,10 @@ struct Route {
   const FloatGemmKernels* fk = nullptr;  // FloatTiles, FloatSmall
 };
 
-// The wide packed tiles cost about as much for 2 tokens as for 16 (one group of 16 lanes); the
-// one-token dots (their 4-row decode kernel) per token take the same order (dot_order.h), so below
-// this many tokens they are the faster of the two for the 32-element types (docs/benchmarks.md,
-// batch-invariance cost).
-// kernel_bench W 1536 x 576, 1 thread, best ms, dots at 1 / 2 / 3 tokens against the tiles at 4:
-// Q4_0 0.025 / 0.044 / 0.064 vs 0.101, Q4_1 0.037 / 0.054 / 0.080 vs 0.112, Q5_0 0.040 / 0.062 /
-// 0.092 vs 0.110, Q5_1 0.060 / 0.111 / 0.166 vs 0.117.
-int64_t packed_min_tokens(const GemmKernels& gk, DType wtype) {
-  int64_t dots_up_to = 1;
-  if (wtype == DType::Q4_0 || wtype == DType::Q4_1 || wtype == DType::Q5_0) dots_up_to = 3;
-  if (wtype == DType::Q5_1 || wtype == DType::Q8_0) dots_up_to = 2;
-  return std::max<int64_t>(gk.min_tokens, dots_up_to + 1);
-}
-
 Route route(DType wtype, Isa isa, int64_t n_tokens) {
   if (n_tokens > 1) {
     const GemmKernels* gk = gemm_kernels(wtype, isa);
-    if (gk && n_tokens >= packed_min_tokens(*gk, wtype)) return {Path::Packed, gk, nullptr};
+    if (gk && n_tokens >= gk->min_tokens) return {Path::Packed, gk, nullptr};
     if (const FloatGemmKernels* fk = float_tiles(wtype, isa, n_tokens)) return {Path::FloatTiles, nullptr, fk};
     if (const FloatGemmKernels* fk = float_small(wtype, isa, n_tokens)) return {Path::FloatSmall, nullptr, fk};
   }
@@ -393,7 +384,7 @@ void matmul_dot_parts(ThreadPool& pool, std::span<const DotPart> parts, int64_t 
       }
       int64_t r = r0;
       // kDecodeRows rows at once (the same bits as one at a time), for each token left: decode,
-      // and the small batches that take the one-token dots (packed_min_tokens).
+      // and the small batches that take the one-token dots (below GemmKernels::min_tokens).
       if (p.wk->vec_dot_rows && t < t1) {
         float o[kDecodeRows];
         for (; r + kDecodeRows <= r1; r += kDecodeRows) {

@@ -19,7 +19,7 @@ namespace strata::kernels {
 // and holds x quantized to vec_dot_type(wtype). Uses every thread of the pool and the ISA of
 // active_isa(). n_tokens == 1 (decode) splits rows across threads; n_tokens > 1 works in tiles
 // of a few weight rows x many tokens so each weight row is reused while in cache (quantized
-// weights with AVX2 / AVX-512 VNNI: the packed tiles of gemm.h in their wide layout, scratch then
+// weights with AVX2 / AVX-512 VNNI: the packed tiles of gemm.h in the layout the batch fills, scratch then
 // also holds the packed activations and each thread's unpacked weight rows; float weights on
 // AVX2 / AVX-512: gemm_float.h's `small` dots). Batch invariance (issue 45): y[t] is bit for bit
 // what matmul gives token t alone, whatever n_tokens, t's place and the thread count, on every

@@ -673,8 +673,11 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
         STRATA_RETURN_IF_ERROR(add_pending(i));
         STRATA_RETURN_IF_ERROR(rt.block->attention_partial(slot.weights[m], l, rt.block->scratch().hidden, mb.n,
                                                            seq_rows(slot, m, mb), rt.block->scratch().proj));
-        clock.end();
+        // The span ends once the device has done the work: a host-timed clock (a device whose ops
+        // the host issues ahead of its timeline, as a paced simulated device's) read before the
+        // synchronize would leave the device's last queued work out of its busy time.
         if (!queued) STRATA_RETURN_IF_ERROR(rt.ops->synchronize());
+        clock.end();
         clock.flush();  // with a trace: waits for the span's events
         return {};
       }));
@@ -700,8 +703,8 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
       if (!attention) STRATA_RETURN_IF_ERROR(add_pending(i));
       if (attention) STRATA_RETURN_IF_ERROR(rt.block->residual_add(slot.weights[m].post_attn_norm, s.hidden, s.proj, mb.n));
       STRATA_RETURN_IF_ERROR(rt.block->ffn_partial(slot.weights[m], s.hidden, mb.n, s.proj));
+      if (!queued) STRATA_RETURN_IF_ERROR(rt.ops->synchronize());  // inside the span, as above
       clock.end();
-      if (!queued) STRATA_RETURN_IF_ERROR(rt.ops->synchronize());
       clock.flush();  // with a trace: waits for the span's events
       return {};
     }));

@@ -731,7 +731,7 @@ const GemmKernels kQ4_K{kMinTokensAvx2K, &group_bytes_q8_k, &pack_group_q8_k<Wid
 const GemmKernels kQ5_K{kMinTokensAvx2K, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w45,
                         &rows_w45<true, Wide>, &pack_group_q8_k<Pairs>, &rows_w45<true, Pairs>, {}, 0, kPairsMaxTokensAvx2};
 const GemmKernels kQ6_K{kMinTokensAvx2K, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w6,
-                        &rows_w6<&pack_w6, false, 2, Wide>, &pack_group_q8_k<Pairs>, &rows_w6<&pack_w6, false, 2, Pairs>, {}, 0, kPairsMaxTokensAvx2};
+                        &rows_w6<&pack_w6, false, 2, Wide>, &pack_group_q8_k<Pairs>, &rows_w6<&pack_w6, false, 2, Pairs>, {}, 0, kPairsMaxTokensAvx2Q6};
 const GemmKernels kQ3_K{kMinTokensAvx2Q3, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w6,
                         &rows_w6<&pack_w3, false, 4, Wide>, &pack_group_q8_k<Pairs>, &rows_w6<&pack_w3, false, 4, Pairs>, {}, 0, kPairsMaxTokensAvx2};
 const GemmKernels kQ2_K{kMinTokensAvx2Q2, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w6,

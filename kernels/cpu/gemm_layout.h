@@ -84,7 +84,10 @@ constexpr int64_t kMinTokensAvx2W81 = 2;   // Q4_1, Q5_1
 // pairs run both halves and cost about twice the wide half (Q4_K at 6 tokens 0.093 / 0.079 ms).
 // Only Q8_0's in-place tiles beat the scratch tiles there (3-4 tokens 0.103 / 0.110 pairs, 6-8
 // tokens 0.156 / 0.174 wide); for Q4_0 / Q5_0 / Q4_1 / Q5_1 they are slower at every batch.
+// Q6_K is the exception: its pairs tile over both halves beats its wide half at 6-8 tokens (0.099 /
+// 0.110 ms), where Q4_K (0.093 / 0.079), Q5_K (0.098 / 0.086), Q3_K and Q2_K (equal) do not.
 constexpr int64_t kPairsMaxTokensAvx2 = 4;
+constexpr int64_t kPairsMaxTokensAvx2Q6 = 8;
 constexpr int64_t kInPlaceMaxTokensAvx2Q8 = 8;
 
 // ---- activations ---------------------------------------------------------------------------

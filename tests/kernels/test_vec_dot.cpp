@@ -201,7 +201,8 @@ TEST(VecDot, DecodeRowsHaveTheOneRowBits) {
                         {DType::Q8_0, Isa::Avx2},  {DType::Q4_0, Isa::Avx2},   {DType::Q4_1, Isa::Avx2},
                         {DType::Q5_0, Isa::Avx2},  {DType::Q5_1, Isa::Avx2},   {DType::Q8_0, Isa::Avx512},
                         {DType::Q4_0, Isa::Avx512}, {DType::Q4_1, Isa::Avx512}, {DType::Q5_0, Isa::Avx512},
-                        {DType::Q5_1, Isa::Avx512}};
+                        {DType::Q5_1, Isa::Avx512}, {DType::Q4_K, Isa::Avx2}, {DType::Q5_K, Isa::Avx2},
+                        {DType::Q4_K, Isa::Avx512}, {DType::Q5_K, Isa::Avx512}};
   int checked = 0;
   for (const Case& c : cases) {
     if (!isa_supported(c.isa)) continue;
@@ -209,10 +210,12 @@ TEST(VecDot, DecodeRowsHaveTheOneRowBits) {
     ASSERT_NE(k, nullptr);
     ASSERT_NE(k->vec_dot_rows, nullptr) << dtype_name(c.wt) << " " << isa_name(c.isa);
     const bool blocks = traits(c.wt).block_elems == 32;
+    const bool quantized = traits(c.wt).block_elems >= 32;  // quantized activations (Q8_0, Q8_1, Q8_K)
     // Blocks of 32: 1-3 (Q4_0-Q5_1: a pair and / or a single block only), 5 and 7 (their 4-block
-    // loop, then a single block or a pair and a single), 8 and more.
+    // loop, then a single block or a pair and a single), 8 and more. K-quants: 1-3 and 8 blocks.
     const std::vector<int64_t> lengths = blocks ? std::vector<int64_t>{32, 64, 96, 160, 224, 256, 1024, 4352}
-                                                : std::vector<int64_t>{5, 8, 31, 32, 45, 256, 1003};
+                                         : quantized ? std::vector<int64_t>{256, 512, 768, 2048}
+                                                     : std::vector<int64_t>{5, 8, 31, 32, 45, 256, 1003};
     for (int64_t n : lengths) {
       // Rows kDecodeRows apart in memory with a gap after each (the row stride is not n).
       const int64_t rb = row_bytes(c.wt, n), stride = rb + 64;
@@ -226,9 +229,9 @@ TEST(VecDot, DecodeRowsHaveTheOneRowBits) {
         std::copy(row.begin(), row.end(), w.begin() + r * stride);
       }
       const std::vector<float> af = test::random_floats(n, 99 + static_cast<uint32_t>(n));
-      const DType at = vec_dot_type(c.wt);  // Q8_0, or Q8_1 for Q4_1 / Q5_1
-      const std::vector<uint8_t> aq = blocks ? test::quantized(at, af) : std::vector<uint8_t>{};
-      const void* a = blocks ? static_cast<const void*>(aq.data()) : static_cast<const void*>(af.data());
+      const DType at = vec_dot_type(c.wt);  // Q8_0, or Q8_1 for Q4_1 / Q5_1, Q8_K for Q4_K / Q5_K
+      const std::vector<uint8_t> aq = quantized ? test::quantized(at, af) : std::vector<uint8_t>{};
+      const void* a = quantized ? static_cast<const void*>(aq.data()) : static_cast<const void*>(af.data());
       float got[kDecodeRows];
       k->vec_dot_rows(n, w.data(), stride, a, got);
       for (int r = 0; r < kDecodeRows; ++r) {

@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <limits>
 
+#include "engine/plan/activation_traffic.h"
 #include "engine/plan/placement_validate.h"
 
 namespace strata::plan {
@@ -56,6 +57,10 @@ double layer_read_bytes_per_ms(const model::LayerWeights& l, const DeviceInfo& d
 double read_ms(double bytes, double bytes_per_ms, int64_t batch) {
   return bytes / bytes_per_ms / static_cast<double>(std::max<int64_t>(batch, 1));
 }
+
+// A token's own activations (activation_traffic.h) at the device's bandwidth: every row of a
+// batch pays them, so they do not shrink with the batch as the weight reads do.
+double activation_ms(double bytes, const DeviceInfo& d) { return bytes / bandwidth_bytes_per_ms(d); }
 
 // bytes over the slowest declared link among these devices, plus the largest latency once per
 // `batch` tokens. Links of 0 GB/s do not limit (in-process copies).
@@ -154,7 +159,9 @@ double experts_ms(const model::ModelConfig& c, const model::LayerWeights& l, int
   const double flops = 2.0 * share * static_cast<double>(c.n_expert_used) * 3.0 * static_cast<double>(c.n_embd) *
                        static_cast<double>(c.n_ff_exp);
   const double read = read_ms(bytes_per_batch, read_bytes_per_ms(d, {&l.ffn_gate_exps, &l.ffn_up_exps, &l.ffn_down_exps}, batch), batch);
-  return std::max(read, flops / flops_per_ms(d));
+  // Each token's own passes through the experts it is routed to in the range.
+  const double act = share * static_cast<double>(c.n_expert_used) * static_cast<double>(expert_activation_bytes(c, l));
+  return std::max(read + activation_ms(act, d), flops / flops_per_ms(d));
 }
 
 uint64_t expert_partial_bytes(const model::ModelConfig& c, const BlockUnit& from) {
@@ -164,10 +171,10 @@ uint64_t expert_partial_bytes(const model::ModelConfig& c, const BlockUnit& from
   return 2 * hidden_state_bytes(c) + static_cast<uint64_t>(c.n_expert_used) * (sizeof(int32_t) + sizeof(float));
 }
 
-double compute_ms(uint64_t weight_bytes, double flops, const DeviceInfo& d, int64_t batch) {
+double compute_ms(uint64_t weight_bytes, double flops, const DeviceInfo& d, int64_t batch, uint64_t activation_bytes) {
   const double read = static_cast<double>(weight_bytes) / bandwidth_bytes_per_ms(d) /
                       static_cast<double>(std::max<int64_t>(batch, 1));
-  return std::max(read, flops / flops_per_ms(d));
+  return std::max(read + activation_ms(static_cast<double>(activation_bytes), d), flops / flops_per_ms(d));
 }
 
 double block_ms(const model::ModelConfig& c, const model::LayerWeights& l, const LayerShard& s, bool whole,
@@ -178,37 +185,54 @@ double block_ms(const model::ModelConfig& c, const model::LayerWeights& l, const
     const LayerShard shard = whole ? whole_layer(c) : s;
     const double bytes = static_cast<double>(shard_attention_bytes(c, l, shard) + shard_ffn_bytes(c, l, shard));
     const double flops = 2.0 * static_cast<double>(attention_parameters(c, l, shard) + ffn_parameters(c, l, shard));
-    const double dense = std::max(read_ms(bytes, layer_read_bytes_per_ms(l, d, batch), batch), flops / flops_per_ms(d));
+    const double act = static_cast<double>(attention_activation_bytes(c, l, shard) + ffn_activation_bytes(c, l, shard));
+    const double dense = std::max(read_ms(bytes, layer_read_bytes_per_ms(l, d, batch), batch) + activation_ms(act, d),
+                                  flops / flops_per_ms(d));
     return dense + experts_ms(c, l, shard.expert_begin, shard.expert_end, d, batch);
   }
   const uint64_t bytes = whole ? l.n_bytes() : shard_weight_bytes(c, l, s);
   const double flops = 2.0 * static_cast<double>(shard_parameters(c, l, s));
-  return std::max(read_ms(static_cast<double>(bytes), layer_read_bytes_per_ms(l, d, batch), batch),
-                  flops / flops_per_ms(d));
+  const double act = static_cast<double>(attention_activation_bytes(c, l, s) + ffn_activation_bytes(c, l, s));
+  const double read = read_ms(static_cast<double>(bytes), layer_read_bytes_per_ms(l, d, batch), batch);
+  return std::max(read + activation_ms(act, d), flops / flops_per_ms(d));
 }
 
 double embedding_ms(const model::ModelConfig& c, const model::ModelWeights& w, const DeviceInfo& d) {
   const uint64_t row = c.n_vocab > 0 ? w.token_embd.n_bytes / static_cast<uint64_t>(c.n_vocab) : 0;
-  return compute_ms(row, 0.0, d, 1);
+  return compute_ms(row, 0.0, d, 1, embedding_activation_bytes(c));
 }
 
 double head_ms(const model::ModelConfig& c, const model::ModelWeights& w, const DeviceInfo& d, int64_t batch) {
-  const uint64_t bytes = w.output_norm.n_bytes + w.output_norm_b.n_bytes + w.output.n_bytes;
-  const double flops = 2.0 * static_cast<double>(c.n_vocab) * static_cast<double>(c.n_embd);
-  return std::max(read_ms(static_cast<double>(bytes), read_bytes_per_ms(d, {&w.output}, batch), batch),
-                  flops / flops_per_ms(d));
+  return head_rows_ms(c, w, d, batch, c.n_vocab);
+}
+
+double head_rows_ms(const model::ModelConfig& c, const model::ModelWeights& w, const DeviceInfo& d, int64_t batch,
+                    int64_t vocab_rows) {
+  const double share = static_cast<double>(vocab_rows) / static_cast<double>(std::max<int64_t>(c.n_vocab, 1));
+  const double bytes = static_cast<double>(w.output_norm.n_bytes + w.output_norm_b.n_bytes + w.output.n_bytes) * share;
+  const double flops = 2.0 * static_cast<double>(vocab_rows) * static_cast<double>(c.n_embd);
+  const double t = std::max(read_ms(bytes, read_bytes_per_ms(d, {&w.output}, batch), batch) +
+                                activation_ms(static_cast<double>(head_activation_bytes(c, vocab_rows)), d),
+                            flops / flops_per_ms(d));
+  // Each row's logits then go to the host over the device's link (one copy per row).
+  const uint64_t logits = static_cast<uint64_t>(std::max<int64_t>(vocab_rows, 0)) * sizeof(float);
+  return t + link_ms(logits, {&d}, 1);
 }
 
 double attention_ms(const model::ModelConfig& c, int64_t n_kv_heads, kernels::DType kv_type, double positions,
                     const DeviceInfo& d, double reads_shared_by) {
-  if (positions <= 0 || n_kv_heads <= 0) return 0.0;
+  if (n_kv_heads <= 0) return 0.0;
+  positions = std::max(positions, 0.0);
   const kernels::DTypeTraits& tr = kernels::traits(kv_type);
   const double elem_bytes = static_cast<double>(tr.block_bytes) / static_cast<double>(tr.block_elems);
   const double kv_elems = static_cast<double>(n_kv_heads * c.head_dim);
   const double group = static_cast<double>(c.n_heads / std::max<int64_t>(c.n_kv_heads, 1));
-  const double bytes = positions * static_cast<double>(c.kv_planes()) * kv_elems * elem_bytes / std::max(reads_shared_by, 1.0);
+  const double planes = static_cast<double>(c.kv_planes());
+  const double bytes = positions * planes * kv_elems * elem_bytes / std::max(reads_shared_by, 1.0);
+  // The token's own K and V rows written into the cache: every token, an empty cache too.
+  const double append = planes * kv_elems * elem_bytes;
   const double flops = 4.0 * positions * kv_elems * group;
-  return std::max(bytes / bandwidth_bytes_per_ms(d), flops / flops_per_ms(d));
+  return std::max((bytes + append) / bandwidth_bytes_per_ms(d), flops / flops_per_ms(d));
 }
 
 double transfer_ms(uint64_t bytes, const DeviceInfo& a, const DeviceInfo& b) {
@@ -266,15 +290,20 @@ Status cost_parts(const model::ModelConfig& c, const model::LayerWeights& lw, co
         const double flops = 2.0 * static_cast<double>(attention_parameters(c, lw, shard));
         const double bytes = static_cast<double>(shard_attention_bytes(c, lw, shard));
         const double rate = read_bytes_per_ms(*members[m], {&lw.wq, &lw.wk, &lw.wv, &lw.wo}, rows);
-        t += std::max(read_ms(bytes, rate, rows), flops / flops_per_ms(*members[m])) + (kv_away ? 0.0 : ta);
-        tp += compute_ms(shard_attention_bytes(c, lw, shard), flops, *members[m], batch);
+        const uint64_t act = attention_activation_bytes(c, lw, shard);
+        t += std::max(read_ms(bytes, rate, rows) + activation_ms(static_cast<double>(act), *members[m]),
+                      flops / flops_per_ms(*members[m])) +
+             (kv_away ? 0.0 : ta);
+        tp += compute_ms(shard_attention_bytes(c, lw, shard), flops, *members[m], batch, act);
       } else if (u.kind == PartKind::Ffn) {
         const double flops = 2.0 * static_cast<double>(ffn_parameters(c, lw, shard));
         const double bytes = static_cast<double>(shard_ffn_bytes(c, lw, shard));
         const double rate = read_bytes_per_ms(*members[m], {&lw.w_gate, &lw.w_up, &lw.w_down, &lw.ffn_gate_inp,
                                                             &lw.ffn_gate_shexp, &lw.ffn_up_shexp, &lw.ffn_down_shexp}, rows);
-        t += std::max(read_ms(bytes, rate, rows), flops / flops_per_ms(*members[m]));
-        tp += compute_ms(shard_ffn_bytes(c, lw, shard), flops, *members[m], batch);
+        const uint64_t act = ffn_activation_bytes(c, lw, shard);
+        t += std::max(read_ms(bytes, rate, rows) + activation_ms(static_cast<double>(act), *members[m]),
+                      flops / flops_per_ms(*members[m]));
+        tp += compute_ms(shard_ffn_bytes(c, lw, shard), flops, *members[m], batch, act);
         if (lp.experts.empty()) {  // the routed experts run with their FFN part
           t += experts_ms(c, lw, 0, c.n_expert, *members[m], rows);
           tp += experts_ms(c, lw, 0, c.n_expert, *members[m], batch);
@@ -449,8 +478,7 @@ Expected<CostEstimate> estimate_cost_rows(const Placement& p, const model::Model
       double slowest = 0;
       for (const HeadShare& share : shares) {
         const DeviceInfo& hd = *find_device(devices, share.device);
-        const double t = head_ms(c, w, hd, rows) * static_cast<double>(share.row_end - share.row_begin) /
-                         static_cast<double>(std::max<int64_t>(c.n_vocab, 1));
+        const double t = head_rows_ms(c, w, hd, rows, share.row_end - share.row_begin);
         slowest = std::max(slowest, t);
         busy_of(share.device).decode_ms += t;
         busy_of(share.device).prefill_ms += t / static_cast<double>(batch);  // logits for the last prompt token only
@@ -530,40 +558,6 @@ Expected<CostEstimate> estimate_cost(const Placement& p, const model::ModelConfi
   est.decode_round_ms = std::max(trip, static_cast<double>(groups) * slowest);
   est.decode_tokens_per_s = est.decode_round_ms > 0 ? 1000.0 * static_cast<double>(p.n_seq) / est.decode_round_ms : 0.0;
   return est;
-}
-
-std::vector<DeviceInfo> host_bounded(const std::vector<DeviceInfo>& devices) {
-  const DeviceInfo* host = nullptr;
-  for (const DeviceInfo& d : devices)
-    if (d.caps.host_cpu) host = &d;
-  std::vector<DeviceInfo> out = devices;
-  if (!host) return out;
-  const double host_bw = host->bandwidth_gbps > 0 ? host->bandwidth_gbps : kDefaultBandwidthGbps;
-  const double host_tflops = host->tflops > 0 ? host->tflops : kDefaultTflops;
-  for (DeviceInfo& d : out) {
-    if (!d.simulated) continue;
-    const double share = std::min(1.0, static_cast<double>(std::max(d.threads, 1)) /
-                                           static_cast<double>(std::max(host->threads, 1)));
-    const double bw = d.bandwidth_gbps > 0 ? d.bandwidth_gbps : kDefaultBandwidthGbps;
-    const double tf = d.tflops > 0 ? d.tflops : kDefaultTflops;
-    d.bandwidth_gbps = std::min(bw, host_bw * share);
-    d.tflops = std::min(tf, host_tflops * share);
-    d.matvec_gbps.clear();
-    for (const MatvecRate& r : host->matvec_gbps)
-      d.matvec_gbps.push_back(MatvecRate{r.type, r.gbps * share, share > 0 ? r.row_ns / share : r.row_ns});
-    d.matvec_call_us = std::max(d.matvec_call_us, host->matvec_call_us);
-  }
-  return out;
-}
-
-bool uses_simulated(const Placement& p, const std::vector<DeviceInfo>& devices) {
-  for (const std::string& id : p.devices())
-    for (const DeviceInfo& d : devices)
-      if (d.id == id && d.simulated) return true;
-  for (const LayerPlacement& l : p.layers)
-    for (const DeviceInfo& d : devices)
-      if (d.id == l.kv_device && d.simulated) return true;
-  return false;
 }
 
 nlohmann::json to_json(const CostEstimate& cost) {

@@ -1,5 +1,6 @@
 // engine/plan/cost_model.h — predicted time per token of a placement: compute per block from
-// weight bytes / memory bandwidth and FLOPs / compute rate, transfers at stage boundaries and
+// weight bytes / memory bandwidth (once per batch), each token's activation bytes / memory
+// bandwidth (activation_traffic.h) and FLOPs / compute rate, transfers at stage boundaries and
 // all-reduces from link bandwidth and latency. Formulas in docs/placement.md ("Cost model").
 // Depends on plan/ and model/ descriptions and DeviceInfo's declared speeds; runs nothing.
 #pragma once
@@ -34,7 +35,7 @@ struct StageCost {
   // Milliseconds per decoded token (one sequence):
   double recv_ms = 0;         // receiving the hidden state from the previous stage (0 for the first)
   double compute_ms = 0;      // blocks (slowest member for a group), embedding lookup, head
-  double attention_ms = 0;    // of compute_ms: reading the KV cache at the estimate's context
+  double attention_ms = 0;    // of compute_ms: reading the KV cache at the estimate's context, writing the new rows
   double allreduce_ms = 0;    // 2 per block of a group
   double kv_transfer_ms = 0;  // q/k/v out and attention back, for blocks whose KV lives elsewhere
   double crossing_ms = 0;     // the hidden state between the parts of blocks placed in parts
@@ -114,19 +115,28 @@ double experts_ms(const model::ModelConfig& config, const model::LayerWeights& l
 // Bytes per token that travel with the hidden state after unit `from` when the next part of the
 // block runs elsewhere: an MoE block's partial sum and routing (0 for dense blocks).
 uint64_t expert_partial_bytes(const model::ModelConfig& config, const BlockUnit& from);
-// max(bytes / bandwidth / batch, flops / rate) in ms, per token, weights read once per batch.
-double compute_ms(uint64_t weight_bytes, double flops, const DeviceInfo& device, int64_t batch);
-// One block (whole, or a shard of a group) per token.
+// max(weight_bytes / bandwidth / batch + activation_bytes / bandwidth, flops / rate) in ms, per
+// token: weights read once per batch, the token's own activations (activation_traffic.h) not shared.
+double compute_ms(uint64_t weight_bytes, double flops, const DeviceInfo& device, int64_t batch,
+                  uint64_t activation_bytes = 0);
+// One block (whole, or a shard of a group) per token: its weights, read once per batch, and its
+// activations (attention_activation_bytes + ffn_activation_bytes), every token's own.
 double block_ms(const model::ModelConfig& config, const model::LayerWeights& layer, const LayerShard& shard,
                 bool whole, const DeviceInfo& device, int64_t batch);
 double embedding_ms(const model::ModelConfig& config, const model::ModelWeights& weights,
                     const DeviceInfo& device);
 double head_ms(const model::ModelConfig& config, const model::ModelWeights& weights, const DeviceInfo& device,
                int64_t batch);
+// The head over vocab_rows of the vocabulary (a tensor group's share, plan::head_shares; head_ms is
+// all n_vocab rows): those rows of the output matrix read once per batch, the token's activations,
+// and its logits (vocab_rows x 4 bytes) to the host over the device's link, latency included.
+double head_rows_ms(const model::ModelConfig& config, const model::ModelWeights& weights, const DeviceInfo& device,
+                    int64_t batch, int64_t vocab_rows);
 // Attention of one layer per token over `positions` KV positions, for n_kv_heads of the layer's KV
-// heads (and their query heads): max(K and V bytes / bandwidth / reads_shared_by, FLOPs / rate),
-// FLOPs = 4 x positions x query heads x head_dim. reads_shared_by: query tokens that share each
-// read of a key block (1 for decode; prompts are tiled).
+// heads (and their query heads): max((K and V bytes / reads_shared_by + the token's own K and V
+// rows written) / bandwidth, FLOPs / rate), FLOPs = 4 x positions x query heads x head_dim.
+// reads_shared_by: query tokens that share each read of a key block (1 for decode; prompts are
+// tiled). At 0 positions (an empty cache) only the write is left.
 double attention_ms(const model::ModelConfig& config, int64_t n_kv_heads, kernels::DType kv_type, double positions,
                     const DeviceInfo& device, double reads_shared_by);
 // bytes / min(link) + max(latency) in ms; 0 between a device and itself.

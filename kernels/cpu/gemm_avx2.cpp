@@ -720,10 +720,10 @@ const GemmKernels kQ4_0{kMinTokensAvx2Q4_0, &group_bytes_q8_0, &pack_group_q8_0<
 const GemmKernels kQ5_0{kMinTokensAvx2Q5_0, &group_bytes_q8_0, &pack_group_q8_0<Wide>, &scratch_bytes_v80,
                         &rows_v80<DType::Q5_0, Wide>, &pack_group_q8_0<Pairs>, &rows_v80<DType::Q5_0, Pairs>,
                         kInPlace<DType::Q5_0>, 0, kPairsMaxTokensAvx2};
-const GemmKernels kQ4_1{kMinTokensAvx2W81, &group_bytes_q8_0, &pack_group_q8_1<Wide>, &scratch_bytes_w81,
+const GemmKernels kQ4_1{kMinTokensAvx2Q4_1, &group_bytes_q8_0, &pack_group_q8_1<Wide>, &scratch_bytes_w81,
                         &rows_w81<DType::Q4_1, Wide>, &pack_group_q8_1<Pairs>, &rows_w81<DType::Q4_1, Pairs>,
                         kInPlaceMin<DType::Q4_1>, 0, kPairsMaxTokensAvx2};
-const GemmKernels kQ5_1{kMinTokensAvx2W81, &group_bytes_q8_0, &pack_group_q8_1<Wide>, &scratch_bytes_w81,
+const GemmKernels kQ5_1{kMinTokensAvx2Q5_1, &group_bytes_q8_0, &pack_group_q8_1<Wide>, &scratch_bytes_w81,
                         &rows_w81<DType::Q5_1, Wide>, &pack_group_q8_1<Pairs>, &rows_w81<DType::Q5_1, Pairs>,
                         kInPlaceMin<DType::Q5_1>, 0, kPairsMaxTokensAvx2};
 const GemmKernels kQ4_K{kMinTokensAvx2K, &group_bytes_q8_k, &pack_group_q8_k<Wide>, &scratch_bytes_w45,

@@ -58,9 +58,12 @@ double read_ms(double bytes, double bytes_per_ms, int64_t batch) {
   return bytes / bytes_per_ms / static_cast<double>(std::max<int64_t>(batch, 1));
 }
 
-// A token's own activations (activation_traffic.h) at the device's bandwidth: every row of a
-// batch pays them, so they do not shrink with the batch as the weight reads do.
-double activation_ms(double bytes, const DeviceInfo& d) { return bytes / bandwidth_bytes_per_ms(d); }
+// The time of one token's work on d: its share of the weight reads (`read`, ms, already divided
+// by the batch) plus its own activations (activation_traffic.h) at the device's bandwidth, which
+// every row of a batch pays, or its FLOPs at the compute rate, whichever is longer.
+double bound_ms(double read, double activation_bytes, double flops, const DeviceInfo& d) {
+  return std::max(read + activation_bytes / bandwidth_bytes_per_ms(d), flops / flops_per_ms(d));
+}
 
 // bytes over the slowest declared link among these devices, plus the largest latency once per
 // `batch` tokens. Links of 0 GB/s do not limit (in-process copies).
@@ -161,7 +164,7 @@ double experts_ms(const model::ModelConfig& c, const model::LayerWeights& l, int
   const double read = read_ms(bytes_per_batch, read_bytes_per_ms(d, {&l.ffn_gate_exps, &l.ffn_up_exps, &l.ffn_down_exps}, batch), batch);
   // Each token's own passes through the experts it is routed to in the range.
   const double act = share * static_cast<double>(c.n_expert_used) * static_cast<double>(expert_activation_bytes(c, l));
-  return std::max(read + activation_ms(act, d), flops / flops_per_ms(d));
+  return bound_ms(read, act, flops, d);
 }
 
 uint64_t expert_partial_bytes(const model::ModelConfig& c, const BlockUnit& from) {
@@ -174,7 +177,7 @@ uint64_t expert_partial_bytes(const model::ModelConfig& c, const BlockUnit& from
 double compute_ms(uint64_t weight_bytes, double flops, const DeviceInfo& d, int64_t batch, uint64_t activation_bytes) {
   const double read = static_cast<double>(weight_bytes) / bandwidth_bytes_per_ms(d) /
                       static_cast<double>(std::max<int64_t>(batch, 1));
-  return std::max(read + activation_ms(static_cast<double>(activation_bytes), d), flops / flops_per_ms(d));
+  return bound_ms(read, static_cast<double>(activation_bytes), flops, d);
 }
 
 double block_ms(const model::ModelConfig& c, const model::LayerWeights& l, const LayerShard& s, bool whole,
@@ -186,15 +189,14 @@ double block_ms(const model::ModelConfig& c, const model::LayerWeights& l, const
     const double bytes = static_cast<double>(shard_attention_bytes(c, l, shard) + shard_ffn_bytes(c, l, shard));
     const double flops = 2.0 * static_cast<double>(attention_parameters(c, l, shard) + ffn_parameters(c, l, shard));
     const double act = static_cast<double>(attention_activation_bytes(c, l, shard) + ffn_activation_bytes(c, l, shard));
-    const double dense = std::max(read_ms(bytes, layer_read_bytes_per_ms(l, d, batch), batch) + activation_ms(act, d),
-                                  flops / flops_per_ms(d));
+    const double dense = bound_ms(read_ms(bytes, layer_read_bytes_per_ms(l, d, batch), batch), act, flops, d);
     return dense + experts_ms(c, l, shard.expert_begin, shard.expert_end, d, batch);
   }
   const uint64_t bytes = whole ? l.n_bytes() : shard_weight_bytes(c, l, s);
   const double flops = 2.0 * static_cast<double>(shard_parameters(c, l, s));
   const double act = static_cast<double>(attention_activation_bytes(c, l, s) + ffn_activation_bytes(c, l, s));
   const double read = read_ms(static_cast<double>(bytes), layer_read_bytes_per_ms(l, d, batch), batch);
-  return std::max(read + activation_ms(act, d), flops / flops_per_ms(d));
+  return bound_ms(read, act, flops, d);
 }
 
 double embedding_ms(const model::ModelConfig& c, const model::ModelWeights& w, const DeviceInfo& d) {
@@ -211,9 +213,8 @@ double head_rows_ms(const model::ModelConfig& c, const model::ModelWeights& w, c
   const double share = static_cast<double>(vocab_rows) / static_cast<double>(std::max<int64_t>(c.n_vocab, 1));
   const double bytes = static_cast<double>(w.output_norm.n_bytes + w.output_norm_b.n_bytes + w.output.n_bytes) * share;
   const double flops = 2.0 * static_cast<double>(vocab_rows) * static_cast<double>(c.n_embd);
-  const double t = std::max(read_ms(bytes, read_bytes_per_ms(d, {&w.output}, batch), batch) +
-                                activation_ms(static_cast<double>(head_activation_bytes(c, vocab_rows)), d),
-                            flops / flops_per_ms(d));
+  const double t = bound_ms(read_ms(bytes, read_bytes_per_ms(d, {&w.output}, batch), batch),
+                            static_cast<double>(head_activation_bytes(c, vocab_rows)), flops, d);
   // Each row's logits then go to the host over the device's link (one copy per row).
   const uint64_t logits = static_cast<uint64_t>(std::max<int64_t>(vocab_rows, 0)) * sizeof(float);
   return t + link_ms(logits, {&d}, 1);
@@ -291,9 +292,7 @@ Status cost_parts(const model::ModelConfig& c, const model::LayerWeights& lw, co
         const double bytes = static_cast<double>(shard_attention_bytes(c, lw, shard));
         const double rate = read_bytes_per_ms(*members[m], {&lw.wq, &lw.wk, &lw.wv, &lw.wo}, rows);
         const uint64_t act = attention_activation_bytes(c, lw, shard);
-        t += std::max(read_ms(bytes, rate, rows) + activation_ms(static_cast<double>(act), *members[m]),
-                      flops / flops_per_ms(*members[m])) +
-             (kv_away ? 0.0 : ta);
+        t += bound_ms(read_ms(bytes, rate, rows), static_cast<double>(act), flops, *members[m]) + (kv_away ? 0.0 : ta);
         tp += compute_ms(shard_attention_bytes(c, lw, shard), flops, *members[m], batch, act);
       } else if (u.kind == PartKind::Ffn) {
         const double flops = 2.0 * static_cast<double>(ffn_parameters(c, lw, shard));
@@ -301,8 +300,7 @@ Status cost_parts(const model::ModelConfig& c, const model::LayerWeights& lw, co
         const double rate = read_bytes_per_ms(*members[m], {&lw.w_gate, &lw.w_up, &lw.w_down, &lw.ffn_gate_inp,
                                                             &lw.ffn_gate_shexp, &lw.ffn_up_shexp, &lw.ffn_down_shexp}, rows);
         const uint64_t act = ffn_activation_bytes(c, lw, shard);
-        t += std::max(read_ms(bytes, rate, rows) + activation_ms(static_cast<double>(act), *members[m]),
-                      flops / flops_per_ms(*members[m]));
+        t += bound_ms(read_ms(bytes, rate, rows), static_cast<double>(act), flops, *members[m]);
         tp += compute_ms(shard_ffn_bytes(c, lw, shard), flops, *members[m], batch, act);
         if (lp.experts.empty()) {  // the routed experts run with their FFN part
           t += experts_ms(c, lw, 0, c.n_expert, *members[m], rows);

@@ -71,15 +71,15 @@ constexpr int64_t kMinTokensW81 = 2;  // Q4_1, Q5_1
 // in place) against the one-token vec_dot per token (docs/benchmarks.md, "Batches of 2-8 tokens
 // in every layout": kernel_bench W 1536 x 576, 1 thread, AMD Zen 3, best ms, dots / tiles at 2
 // tokens): Q4_0 0.062 / 0.074 and Q8_0 0.066 / 0.092 keep the dots at 2 tokens, Q3_K 0.081 /
-// 0.103 too; Q5_0 0.097 / 0.083, Q4_1 0.125 / 0.081 (before its decode rows' fix; see below), Q4_K 0.075 / 0.056, Q6_K 0.080 / 0.064,
-// Q2_K 0.065 / 0.055 take the tiles from 2.
+// 0.103 too; Q5_0 0.097 / 0.083, Q4_K 0.075 / 0.056, Q6_K 0.080 / 0.064 and Q2_K 0.065 / 0.055
+// take the tiles from 2. Q4_1 (0.125 / 0.081 at first) keeps the dots at 2 since its decode rows
+// take d and m in one load: 0.069 / 0.083.
 constexpr int64_t kMinTokensAvx2Q4_0 = 3;  // Q4_0
 constexpr int64_t kMinTokensAvx2Q5_0 = 2;  // Q5_0
 constexpr int64_t kMinTokensAvx2Q8 = 3;    // Q8_0
 constexpr int64_t kMinTokensAvx2K = 2;     // Q4_K-Q6_K
 constexpr int64_t kMinTokensAvx2Q3 = 3;
 constexpr int64_t kMinTokensAvx2Q2 = 2;
-// Q4_1 keeps the dots at 2 tokens since its decode rows take d and m in one load (0.069 / 0.083 ms at 2 tokens).
 constexpr int64_t kMinTokensAvx2Q4_1 = 3;
 constexpr int64_t kMinTokensAvx2Q5_1 = 2;
 // AVX2 runs 8 lanes a half: pairs hold 4 tokens in one half, the wide layout 8; past 4 tokens the

@@ -18,7 +18,7 @@ tests=(test_vec_dot test_matmul test_gemm test_gemm_float test_quant test_fp16 t
 cmake --build "$build" -j "$jobs" --target strata_kernels_cpu "${tests[@]}"
 
 objdir="$build/kernels/CMakeFiles/strata_kernels_cpu.dir/cpu"
-objects=$(find "$objdir" -name '*_avx2.cpp.o' -o -name '*_avx512.cpp.o' | sort)
+objects=$(find "$objdir" -name '*_avx2.cpp.o' -o -name '*_avx512.cpp.o' -o -name '*_amx.cpp.o' | sort)
 [ -n "$objects" ] || { echo "isa_check: no ISA-specific objects under $objdir" >&2; exit 1; }
 leaks=0
 for o in $objects; do

@@ -107,6 +107,9 @@ struct GemmKernels {
   // and the wide layout at 8 (docs/benchmarks.md, "Batches of 2-8 tokens in every layout").
   int64_t in_place_max_tokens = kGemmPairTokens;
   int64_t pairs_max_tokens = kGemmPairTokens;
+  // Tokens a work item of the wide layout takes: 0: 48 (the VNNI tiles' 3 groups); else as many
+  // 16-token groups as fit in this many bytes of packed activations, 3 to 16 (the AMX tiles).
+  int64_t wide_item_bytes = 0;
 };
 
 // nullptr when wtype has no packed kernel at that ISA (or the CPU lacks the ISA).
@@ -117,6 +120,17 @@ const GemmKernels* avx512_gemm(DType wtype);  // gemm_avx512.cpp; call only if A
 // gemm_avx2.cpp (Q4_0, Q5_0, Q8_0, Q2_K-Q6_K; bit-identical outputs to avx512_gemm's); call only
 // if Avx2 is supported.
 const GemmKernels* avx2_gemm(DType wtype);
+// gemm_amx.cpp: the wide kernel (prompt batches) of a type on AMX tiles, the same bits as
+// avx512_gemm's, and its scratch (Q4_0, Q5_0, Q8_0, Q4_1, Q5_1, Q2_K-Q6_K; else {nullptr,
+// nullptr}); call its rows only if amx_supported().
+struct AmxWide {
+  int64_t (*scratch_bytes)(int64_t cols) = nullptr;
+  GemmRows rows = nullptr;
+};
+AmxWide amx_wide(DType wtype);
+// matmul.cpp: the avx512_gemm table of the type with amx_wide's kernel as its wide one; nullptr
+// where the type has none or the CPU lacks AMX.
+const GemmKernels* amx_gemm(DType wtype);
 // gemm_emulated.cpp: the Avx512 kernels emulated in plain C++ (runs on any CPU; for tests). The
 // same types as avx512_gemm, else nullptr.
 const GemmKernels* emulated_gemm(DType wtype);

@@ -26,28 +26,7 @@ namespace {
 using namespace gemm_layout;
 
 #include "kernels/cpu/gemm_x86.inc"
-
-inline __m512i bcast32(const uint8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
-// The kStep weight bytes of one step in every lane pair: vpbroadcastd (wide) or vpbroadcastq
-// (pairs), both a plain load.
-template <int kStep>
-inline __m512i bcast_step(const uint8_t* p) {
-  if constexpr (kStep == 4) {
-    return bcast32(p);
-  } else if constexpr (kStep == 8) {
-    long long v;
-    std::memcpy(&v, p, 8);
-    return _mm512_set1_epi64(v);
-  } else if constexpr (kStep == 16) {  // quads: vbroadcasti32x4
-    return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  } else {  // octets: vbroadcasti64x4
-    return _mm512_broadcast_i64x4(loadu256(p));
-  }
-}
+#include "kernels/cpu/gemm_avx512.inc"
 
 // A token's kLanes adjacent lanes of layout L each get the sum of all of them (int32, wrapping:
 // exact): pairs swap neighbours (vpshufd CDAB), quads also swap lane pairs (vpshufd BADC), octets
@@ -90,47 +69,6 @@ void pack_group_q8_k(const float* x, int64_t cols, int64_t n_tokens, int64_t gro
 }
 
 // ---- weights with Q8_0 activations: Q8_0, Q4_0, Q5_0 as u8 = q + 128 -----------------------
-
-// Unpacked 32 signed values of block k of a row, plus 128, and its scale.
-template <DType T>
-inline __m256i unpack_s8_plus128(const uint8_t* row, int64_t k, float* d) {
-  if constexpr (T == DType::Q8_0) {
-    const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(row) + k;
-    *d = h2f(b->d);
-    return _mm256_xor_si256(loadu256(b->qs), _mm256_set1_epi8(static_cast<char>(0x80)));
-  } else if constexpr (T == DType::Q4_0) {
-    const BlockQ4_0* b = reinterpret_cast<const BlockQ4_0*>(row) + k;
-    *d = h2f(b->d);
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs));
-    const __m128i m = _mm_set1_epi8(0x0F);
-    const __m256i n = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
-    return _mm256_add_epi8(n, _mm256_set1_epi8(120));  // (q - 8) + 128
-  } else {  // Q5_0
-    const BlockQ5_0* b = reinterpret_cast<const BlockQ5_0*>(row) + k;
-    *d = h2f(b->d);
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs));
-    const __m128i m = _mm_set1_epi8(0x0F);
-    const __m256i n = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
-    uint32_t qh;
-    std::memcpy(&qh, b->qh, 4);
-    const __m256i hi = _mm256_maskz_set1_epi8(_cvtu32_mask32(qh), 16);
-    return _mm256_add_epi8(_mm256_or_si256(n, hi), _mm256_set1_epi8(112));  // (q - 16) + 128
-  }
-}
-
-template <DType T>
-void pack_w80(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
-  for (int64_t k = 0; k < nb; ++k) {
-    uint8_t* o = ws + k * kW80Block;
-    for (int r = 0; r < kR; ++r) {
-      float d = 0.f;
-      __m256i q = _mm256_setzero_si256();
-      if (r < nr) q = unpack_s8_plus128<T>(w + r * wrb, k, &d);
-      putf(o + kW80D + 4 * r, d);
-      storeu256(o + kW80Q + 32 * r, q);
-    }
-  }
-}
 
 // 4 rows x G groups of layout L over all nb blocks of 32, per block facc += (integer sum) *
 // (d_a d_w). Without kMin (Q8_0, Q4_0, Q5_0: u8 = q + 128) the sum takes the activations' corr
@@ -181,38 +119,6 @@ inline void tile_w8(const uint8_t* ws, int64_t nb, const uint8_t* act, int64_t g
 template <class L>
 void pack_group_q8_1(const float* x, int64_t cols, int64_t n_tokens, int64_t group, uint8_t* dst) {
   pack_act_q8_1<L>(detail::avx512_kernels(DType::Q8_1)->quantize_row, x, cols, n_tokens, group, dst);
-}
-
-template <DType T>
-void pack_w81(const uint8_t* w, int64_t wrb, int64_t nr, int64_t nb, uint8_t* ws) {
-  const __m128i m4 = _mm_set1_epi8(0x0F);
-  for (int64_t k = 0; k < nb; ++k) {
-    uint8_t* o = ws + k * kW81Block;
-    for (int r = 0; r < kR; ++r) {
-      float d = 0.f, m = 0.f;
-      __m256i q = _mm256_setzero_si256();
-      if (r < nr) {
-        const uint8_t* qs;
-        if constexpr (T == DType::Q4_1) {
-          const BlockQ4_1& b = reinterpret_cast<const BlockQ4_1*>(w + r * wrb)[k];
-          d = h2f(b.d), m = h2f(b.m), qs = b.qs;
-        } else {
-          const BlockQ5_1& b = reinterpret_cast<const BlockQ5_1*>(w + r * wrb)[k];
-          d = h2f(b.d), m = h2f(b.m), qs = b.qs;
-        }
-        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-        q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
-        if constexpr (T == DType::Q5_1) {
-          uint32_t qh;
-          std::memcpy(&qh, reinterpret_cast<const BlockQ5_1*>(w + r * wrb)[k].qh, 4);
-          q = _mm256_or_si256(q, _mm256_maskz_set1_epi8(_cvtu32_mask32(qh), 16));
-        }
-      }
-      putf(o + kW81D + 4 * r, d);
-      putf(o + kW81M + 4 * r, m);
-      storeu256(o + kW81Q + 32 * r, q);
-    }
-  }
 }
 
 // Integer sums of kSteps consecutive steps (of layout L) starting at step s0 into acc.

@@ -2,6 +2,8 @@
 #include "kernels/cpu/isa.h"
 
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -25,6 +27,28 @@ bool detect(Isa isa) {
 }
 
 std::atomic<int> g_forced{-1};
+std::atomic<int> g_amx_forced{-1};  // -1: as STRATA_ISA says; 0 / 1: force_amx
+
+// cpuid.7.0: EDX bit 24 AMX-TILE, bit 25 AMX-INT8; XCR0 bits 17 / 18: the OS saves the tile
+// config and data; then Linux's per-process permission for the tile data (XFEATURE 18).
+bool detect_amx() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  if (!(d & (1u << 24)) || !(d & (1u << 25))) return false;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return false;  // OSXSAVE: xgetbv works
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & (3u << 17)) != (3u << 17)) return false;
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  constexpr long kArchGetXcompPerm = 0x1022, kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return false;
+  unsigned long perm = 0;
+  if (syscall(SYS_arch_prctl, kArchGetXcompPerm, &perm) != 0) return false;
+  return (perm & (1ul << kXfeatureXtiledata)) != 0;
+#else
+  return false;
+#endif
+}
 
 }  // namespace
 
@@ -34,17 +58,37 @@ bool isa_supported(Isa isa) {
 }
 
 namespace {
-// STRATA_ISA=scalar|avx2|avx512 caps best_isa() (read once; anything else, or unset: no cap).
+// STRATA_ISA=scalar|avx2|avx512|amx caps best_isa() (read once; anything else, or unset: no cap).
+// "amx" is the Avx512 level with AMX; "avx512" and below leave AMX off.
+const char* isa_env() {
+  static const char* v = std::getenv("STRATA_ISA");
+  return v;
+}
 Isa isa_cap() {
   static const Isa cap = [] {
     Isa named = Isa::Avx512;
-    const char* v = std::getenv("STRATA_ISA");
-    if (v != nullptr) isa_from_name(v, &named);
+    const char* v = isa_env();
+    if (v != nullptr && std::strcmp(v, "amx") != 0) isa_from_name(v, &named);
     return named;
   }();
   return cap;
 }
 }  // namespace
+
+bool amx_supported() {
+  static const bool s = isa_supported(Isa::Avx512) && detect_amx();
+  return s;
+}
+
+bool amx_active() {
+  if (!amx_supported()) return false;
+  const int f = g_amx_forced.load(std::memory_order_relaxed);
+  if (f >= 0) return f == 1;
+  const char* v = isa_env();
+  return v == nullptr || std::strcmp(v, "amx") == 0 || !isa_from_name(v, nullptr);
+}
+
+void force_amx(bool on) { g_amx_forced.store(on ? 1 : 0, std::memory_order_relaxed); }
 
 Isa best_isa() {
   const Isa cap = isa_cap();
@@ -65,7 +109,7 @@ const char* isa_name(Isa isa) {
 bool isa_from_name(const char* name, Isa* isa) {
   for (Isa i : {Isa::Scalar, Isa::Avx2, Isa::Avx512})
     if (std::strcmp(name, isa_name(i)) == 0) {
-      *isa = i;
+      if (isa != nullptr) *isa = i;
       return true;
     }
   return false;
@@ -118,6 +162,8 @@ std::string cpu_description() {
   add(__builtin_cpu_supports("avx512bw"), "avx512bw");
   add(__builtin_cpu_supports("avx512vnni"), "avx512vnni");
   add(__builtin_cpu_supports("avx512bf16"), "avx512bf16");
+  unsigned a7 = 0, b7 = 0, c7 = 0, d7 = 0;
+  add(__get_cpuid_count(7, 0, &a7, &b7, &c7, &d7) && (d7 & (1u << 25)) != 0, "amx-int8");
   return name + " (" + vendor + " family " + std::to_string(family) + " model " + std::to_string(model) +
          " stepping " + std::to_string(stepping) + "; " + (ext.empty() ? "no avx2" : ext) + ")";
 }

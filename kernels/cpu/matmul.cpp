@@ -11,7 +11,9 @@
 #include "kernels/cpu/matmul.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <optional>
 #include <span>
 
 #include "kernels/cpu/gemm.h"
@@ -103,18 +105,23 @@ struct PackedScratch {
 // 16-token wide groups. Batch invariance (issue 45): every layout sums a token's lanes as integers
 // before each block's float step, in dot_order.h's order, so a token's output is the same bits in
 // each of them and as the one-token dot's.
+// token_chunk: tokens per work item (GemmKernels::wide_item_bytes).
 struct GemmLayoutChoice {
   GemmPackGroup pack_group;
   GemmRows rows;
   bool in_place;
+  int64_t token_chunk = kGemmTokenChunk;
 };
-GemmLayoutChoice gemm_layout_for(const GemmKernels& gk, int64_t n_tokens) {
+GemmLayoutChoice gemm_layout_for(const GemmKernels& gk, int64_t n_tokens, int64_t cols) {
   if (n_tokens <= gk.in_place_max_tokens)
     for (int i = kGemmInPlaceLayouts - 1; i >= 0; --i)  // the fewest tokens first: octets, quads, pairs
       if (n_tokens <= kGemmInPlaceTokens[i] && gk.in_place[i].rows)
         return {gk.in_place[i].pack_group, gk.in_place[i].rows, true};
   if (n_tokens <= gk.pairs_max_tokens) return {gk.pack_group_pairs, gk.rows_pairs, false};
-  return {gk.pack_group, gk.rows, false};
+  GemmLayoutChoice wide{gk.pack_group, gk.rows, false};
+  if (gk.wide_item_bytes > 0)
+    wide.token_chunk = kGemmTokenGroup * std::clamp<int64_t>(gk.wide_item_bytes / gk.group_bytes(cols), 3, 16);
+  return wide;
 }
 
 // One weight matrix of a packed product: its row kernel, rows and output (gemm.h's `rows`
@@ -132,8 +139,8 @@ struct PackedPart {
 // packed; 2. every part's row chunks x token chunks handed out from one counter, in part order.
 // ws_bytes: the largest worker scratch of the parts' kernels.
 void matmul_packed_parts(ThreadPool& pool, GemmPackGroup pack_group, int64_t gb, int64_t ws_bytes,
-                         std::span<const PackedPart> parts, int64_t cols, const float* x, int64_t n_tokens,
-                         std::vector<uint8_t>& scratch) {
+                         int64_t token_chunk, std::span<const PackedPart> parts, int64_t cols, const float* x,
+                         int64_t n_tokens, std::vector<uint8_t>& scratch) {
   const int nth = pool.n_threads();
   const int64_t n_groups = (n_tokens + kGemmTokenGroup - 1) / kGemmTokenGroup;
   const int64_t wsb = (ws_bytes + 63) / 64 * 64;
@@ -147,11 +154,11 @@ void matmul_packed_parts(ThreadPool& pool, GemmPackGroup pack_group, int64_t gb,
     std::span<const PackedPart> parts;
     const float* x;
     uint8_t *act, *wscratch;
-    int64_t cols, n_tokens, n_groups, gb, wsb, n_tc, n_items;
+    int64_t cols, n_tokens, n_groups, gb, wsb, token_chunk, n_tc, n_items;
     WorkCounter counter;
   };
-  Job job{pack_group, parts, x, act, wscratch, cols, n_tokens, n_groups, gb, wsb, 0, 0, {}};
-  job.n_tc = (n_tokens + kGemmTokenChunk - 1) / kGemmTokenChunk;
+  Job job{pack_group, parts, x, act, wscratch, cols, n_tokens, n_groups, gb, wsb, token_chunk, 0, 0, {}};
+  job.n_tc = (n_tokens + token_chunk - 1) / token_chunk;
   const PackedPart& last = parts.back();
   job.n_items = last.first_item + (last.rows + kGemmRowChunk - 1) / kGemmRowChunk * job.n_tc;
 
@@ -176,7 +183,7 @@ void matmul_packed_parts(ThreadPool& pool, GemmPackGroup pack_group, int64_t gb,
       const PackedPart& p = part_of(j, item);
       const int64_t local = item - p.first_item;
       const int64_t r0 = (local / j->n_tc) * kGemmRowChunk, r1 = std::min(p.rows, r0 + kGemmRowChunk);
-      const int64_t t0 = (local % j->n_tc) * kGemmTokenChunk, t1 = std::min(j->n_tokens, t0 + kGemmTokenChunk);
+      const int64_t t0 = (local % j->n_tc) * j->token_chunk, t1 = std::min(j->n_tokens, t0 + j->token_chunk);
       const uint8_t* next_w = nullptr;
       int64_t next_nr = 0;
       if (next < j->n_items) {
@@ -207,18 +214,51 @@ void matmul_packed_parts(ThreadPool& pool, GemmPackGroup pack_group, int64_t gb,
 
 void matmul_packed(ThreadPool& pool, const GemmKernels& gk, const void* w, int64_t w_row_bytes, int64_t rows,
                    int64_t cols, const float* x, int64_t n_tokens, float* y, std::vector<uint8_t>& scratch) {
-  const GemmLayoutChoice use = gemm_layout_for(gk, n_tokens);
+  const GemmLayoutChoice use = gemm_layout_for(gk, n_tokens, cols);
   const PackedPart part{use.rows, static_cast<const uint8_t*>(w), w_row_bytes, rows, y, 0};
-  matmul_packed_parts(pool, use.pack_group, gk.group_bytes(cols), gk.scratch_bytes(cols),
+  matmul_packed_parts(pool, use.pack_group, gk.group_bytes(cols), gk.scratch_bytes(cols), use.token_chunk,
                       std::span<const PackedPart>(&part, 1), cols, x, n_tokens, scratch);
 }
 
 }  // namespace
 
+namespace detail {
+// The AMX wide kernel unpacks its 16 weight rows once per work item, and its tiles run them so
+// fast that the unpack would cost as much as the products with 48 tokens an item: its items take
+// as many token groups as fit in 1 MiB of packed activations (L2: 2 MiB a core on Sapphire
+// Rapids), 3 to 16 groups.
+constexpr int64_t kAmxItemBytes = 1 << 20;
+
+const GemmKernels* amx_gemm(DType wtype) {
+  if (!amx_supported()) return nullptr;
+  static const auto tables = [] {
+    constexpr int kTypeIds = 40;  // DType values are GGUF ids, all below 40
+    std::array<std::optional<GemmKernels>, kTypeIds> t;
+    for (int i = 0; i < kTypeIds; ++i) {
+      const DType type = static_cast<DType>(i);
+      const GemmKernels* vnni = avx512_gemm(type);
+      const AmxWide wide = amx_wide(type);
+      if (vnni == nullptr || wide.rows == nullptr) continue;
+      GemmKernels k = *vnni;
+      k.scratch_bytes = wide.scratch_bytes;
+      k.rows = wide.rows;
+      k.wide_item_bytes = kAmxItemBytes;
+      t[i] = k;
+    }
+    return t;
+  }();
+  const auto id = static_cast<size_t>(wtype);
+  return id < tables.size() && tables[id] ? &*tables[id] : nullptr;
+}
+}  // namespace detail
+
 const GemmKernels* gemm_kernels(DType wtype, Isa isa) {
   if (!isa_supported(isa)) return nullptr;
   switch (isa) {
-    case Isa::Avx512: return detail::avx512_gemm(wtype);
+    case Isa::Avx512:
+      if (amx_active())
+        if (const GemmKernels* amx = detail::amx_gemm(wtype)) return amx;
+      return detail::avx512_gemm(wtype);
     case Isa::Avx2: return detail::avx2_gemm(wtype);
     default: return nullptr;
   }
@@ -280,9 +320,13 @@ std::string matmul_path(DType wtype, int64_t n_tokens) {
   const Isa isa = active_isa();
   const Route r = route(wtype, isa, n_tokens);
   switch (r.path) {
-    case Path::Packed:
-      return std::string(isa_name(isa)) + (isa == Isa::Avx512 ? "-vnni" : "") +
-             (gemm_layout_for(*r.gk, n_tokens).in_place ? " in-place tiles" : " packed tiles");
+    case Path::Packed: {
+      // 256 columns: the layout and kernel do not depend on them (only the wide items' tokens do)
+      const GemmLayoutChoice use = gemm_layout_for(*r.gk, n_tokens, 256);
+      const bool amx = use.rows == r.gk->rows && r.gk->wide_item_bytes > 0;
+      return std::string(isa_name(isa)) + (amx ? "-amx" : isa == Isa::Avx512 ? "-vnni" : "") +
+             (use.in_place ? " in-place tiles" : " packed tiles");
+    }
     case Path::FloatTiles:
       return std::string(isa_name(isa)) + " float tiles " + std::to_string(r.fk->rm) + "x" + std::to_string(r.fk->rn);
     case Path::FloatSmall:
@@ -471,27 +515,27 @@ void matmul_many(ThreadPool& pool, std::span<const MatmulJob> jobs, int64_t cols
     const Route r0 = route(first.wtype, isa, n_tokens);
     size_t end = i + 1;
     if (r0.path == Path::Packed) {
-      const GemmLayoutChoice l0 = gemm_layout_for(*r0.gk, n_tokens);
+      const GemmLayoutChoice l0 = gemm_layout_for(*r0.gk, n_tokens, cols);
       const int64_t gb = r0.gk->group_bytes(cols);
       int64_t ws_bytes = r0.gk->scratch_bytes(cols);
       PackedPart parts[kMatmulManyMax];
       int64_t items = 0;
-      const int64_t n_tc = (n_tokens + kGemmTokenChunk - 1) / kGemmTokenChunk;
+      const int64_t n_tc = (n_tokens + l0.token_chunk - 1) / l0.token_chunk;
       size_t n = 0;
       for (; i + n < jobs.size() && n < kMatmulManyMax; ++n) {
         const MatmulJob& j = jobs[i + n];
         const Route rj = route(j.wtype, isa, n_tokens);
         if (rj.path != Path::Packed) break;
-        const GemmLayoutChoice lj = gemm_layout_for(*rj.gk, n_tokens);
-        if (lj.pack_group != l0.pack_group || rj.gk->group_bytes(cols) != gb) break;
+        const GemmLayoutChoice lj = gemm_layout_for(*rj.gk, n_tokens, cols);
+        if (lj.pack_group != l0.pack_group || rj.gk->group_bytes(cols) != gb || lj.token_chunk != l0.token_chunk) break;
         ws_bytes = std::max(ws_bytes, rj.gk->scratch_bytes(cols));
         parts[n] = PackedPart{lj.rows, static_cast<const uint8_t*>(j.w), row_bytes(j.wtype, cols), j.rows, j.y, items};
         items += (std::max<int64_t>(j.rows, 0) + kGemmRowChunk - 1) / kGemmRowChunk * n_tc;
       }
       end = i + n;
       if (items > 0)
-        matmul_packed_parts(pool, l0.pack_group, gb, ws_bytes, std::span<const PackedPart>(parts, n), cols, x, n_tokens,
-                            scratch);
+        matmul_packed_parts(pool, l0.pack_group, gb, ws_bytes, l0.token_chunk, std::span<const PackedPart>(parts, n),
+                            cols, x, n_tokens, scratch);
     } else if (r0.path == Path::Dot && n_tokens == 1) {
       const DType at = vec_dot_type(first.wtype);
       DotPart parts[kMatmulManyMax];

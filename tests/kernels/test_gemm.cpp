@@ -219,10 +219,55 @@ TEST(Gemm, EmulatedIsBitIdenticalToAvx512) {
   if (!isa_supported(Isa::Avx512))
     GTEST_SKIP() << "no AVX-512 VNNI on this CPU: no AVX-512 kernels to compare the emulation with";
   for (DType wt : kPackedTypes) {
-    const GemmKernels* hw = gemm_kernels(wt, Isa::Avx512);
+    const GemmKernels* hw = detail::avx512_gemm(wt);  // the VNNI tiles, AMX or not
     ASSERT_NE(hw, nullptr) << dtype_name(wt);
     expect_bit_identical_to_emulation(*hw, wt, true);
   }
+}
+
+// Where the CPU has AMX (isa.h: and Linux grants it): the wide kernels on AMX tiles give the
+// scalar reference's bits and the emulation's (the VNNI tiles') in every case, with panels of
+// 16 rows cut at any row count (the cases' 1-17 rows, and 37 below), 1-5 token groups (passes of
+// up to 4) and 1-16 blocks (chunks of 2, run 2 ahead). Their other layouts are the VNNI table's.
+const DType kAmxTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q5_K};
+
+TEST(Gemm, AmxWideKernelsMatchScalarAndTheVnniBits) {
+  if (!amx_supported()) GTEST_SKIP() << "no AMX-INT8 on this CPU (or the kernel did not grant it)";
+  int checked = 0;
+  for (DType wt : test::weight_types()) {
+    const GemmKernels* amx = detail::amx_gemm(wt);
+    bool listed = false;
+    for (DType a : kAmxTypes) listed = listed || a == wt;
+    ASSERT_EQ(amx != nullptr, listed) << dtype_name(wt);
+    if (!amx) continue;
+    const GemmKernels* vnni = detail::avx512_gemm(wt);
+    ASSERT_NE(vnni, nullptr);
+    EXPECT_NE(amx->rows, vnni->rows) << dtype_name(wt);
+    EXPECT_EQ(amx->rows_pairs, vnni->rows_pairs) << dtype_name(wt);
+    std::vector<Case> cases = cases_for(wt);
+    cases.push_back({37, 2 * traits(wt).block_elems * (traits(wt).block_elems == 32 ? 8 : 1), 75});
+    for (const Case& c : cases) check_gemm(*amx, wt, c, seed_of(c), Layout::Wide);
+    expect_bit_identical_to_emulation(*amx, wt, false);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 7);
+}
+
+// gemm_kernels() hands out the AMX table at the Avx512 level while amx_active(), the VNNI one
+// after force_amx(false); Q6_K (scale groups of 16) keeps the VNNI table either way.
+TEST(Gemm, AmxOnlyWhileActive) {
+  if (!amx_supported()) {
+    EXPECT_EQ(detail::amx_gemm(DType::Q4_K), nullptr);
+    GTEST_SKIP() << "no AMX-INT8 on this CPU (or the kernel did not grant it)";
+  }
+  const bool was = amx_active();
+  force_amx(true);
+  EXPECT_EQ(gemm_kernels(DType::Q4_K, Isa::Avx512), detail::amx_gemm(DType::Q4_K));
+  EXPECT_EQ(gemm_kernels(DType::Q6_K, Isa::Avx512), detail::avx512_gemm(DType::Q6_K));
+  force_amx(false);
+  EXPECT_FALSE(amx_active());
+  EXPECT_EQ(gemm_kernels(DType::Q4_K, Isa::Avx512), detail::avx512_gemm(DType::Q4_K));
+  force_amx(was);
 }
 
 // The types with AVX2 packed kernels. Q4_0, Q5_0 and Q8_0 keep a weight scratch of their own

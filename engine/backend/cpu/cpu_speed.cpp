@@ -59,7 +59,8 @@ fs::path default_cpu_speed_cache() {
 }
 
 std::string cpu_speed_key(int threads) {
-  return kernels::cpu_description() + "; " + kernels::isa_name(kernels::active_isa()) + "; " +
+  const bool amx = kernels::active_isa() == kernels::Isa::Avx512 && kernels::amx_active();
+  return kernels::cpu_description() + "; " + kernels::isa_name(kernels::active_isa()) + (amx ? "+amx" : "") + "; " +
          std::to_string(threads) + " threads";
 }
 

@@ -48,8 +48,10 @@ inline std::optional<kernels::Isa> use_isa(const std::string& name) {
   for (Isa i : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
     if (name == kernels::isa_name(i)) isa = i;
   }
-  if (!isa || !kernels::isa_supported(*isa)) return std::nullopt;
+  if (name == "amx") isa = Isa::Avx512;  // with its AMX tiles; "avx512" without
+  if (!isa || !kernels::isa_supported(*isa) || (name == "amx" && !kernels::amx_supported())) return std::nullopt;
   kernels::force_isa(*isa);
+  if (name != "best") kernels::force_amx(name == "amx");
   return isa;
 }
 

@@ -3,7 +3,7 @@
 // weights streamed, GFLOP/s (2 x rows x cols x tokens per call; of the best call, the median and
 // the mean beside it), the kernel path matmul took, and the machine's read bandwidth measured right after
 // each row (a shared machine's bandwidth moves within seconds).
-// Usage: kernel_bench [threads=2] [rows=5632] [cols=2048] [isa=best|scalar|avx2|avx512]
+// Usage: kernel_bench [threads=2] [rows=5632] [cols=2048] [isa=best|scalar|avx2|avx512|amx]
 //                     [types=q4_k,q8_0,...|all] [tokens=1,64]
 #include <algorithm>
 #include <atomic>
@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   const int64_t rows = argc > 2 ? std::atoll(argv[2]) : 5632;
   const int64_t cols = argc > 3 ? std::atoll(argv[3]) : 2048;
   if (argc > 4 && !strata::bench::use_isa(argv[4])) {
-    std::fprintf(stderr, "kernel_bench: isa '%s' is unknown or not supported here (best, scalar, avx2, avx512)\n", argv[4]);
+    std::fprintf(stderr, "kernel_bench: isa '%s' is unknown or not supported here (best, scalar, avx2, avx512, amx)\n", argv[4]);
     return 2;
   }
   std::vector<DType> types = {DType::Q4_K, DType::Q8_0, DType::Q6_K, DType::F16, DType::Q5_K, DType::Q4_0};

@@ -38,7 +38,7 @@ struct BenchOptions {
   bool json = false;
   bool no_bandwidth = false;
   bool no_one_in_flight = false;  // --parallel: skip the one-sequence-at-a-time comparison
-  std::string isa;  // "": the best the CPU has; else scalar / avx2 / avx512 (at most the CPU's)
+  std::string isa;  // "": the best the CPU has; else scalar / avx2 / avx512 / amx (at most the CPU's)
 };
 
 struct Series {
@@ -82,10 +82,15 @@ int bench(const BenchOptions& o) {
   if (!o.isa.empty()) {
     // Every CPU op after this takes the paths of that ISA: what a CPU without the wider one runs.
     kernels::Isa want = kernels::Isa::Scalar;
-    if (!kernels::isa_from_name(o.isa.c_str(), &want) || !kernels::isa_supported(want))
+    // amx: the Avx512 level with its AMX tiles for prompt batches; avx512: without them
+    const bool amx = o.isa == "amx";
+    if (amx) want = kernels::Isa::Avx512;
+    if ((!amx && !kernels::isa_from_name(o.isa.c_str(), &want)) || !kernels::isa_supported(want) ||
+        (amx && !kernels::amx_supported()))
       return report(Error{Code::InvalidArgument,
                           "--isa " + o.isa + ": this CPU (" + kernels::cpu_description() + ") does not have it"});
     kernels::force_isa(want);
+    kernels::force_amx(amx);
   }
   auto loaded = load_model(o.model, /*remember=*/false);
   if (!loaded.ok()) return report(loaded.error());
@@ -253,7 +258,8 @@ int bench(const BenchOptions& o) {
     if (bandwidth_gbps <= 0) bandwidth_gbps = Series::average(series.gbps);
   const double roofline_tps = bandwidth_gbps > 0 ? bandwidth_gbps * 1e9 / static_cast<double>(bytes_per_token) : 0;
   const double roofline_fraction = roofline_tps > 0 && tg ? tg->mean() / roofline_tps : 0;
-  const std::string isa = kernels::isa_name(kernels::active_isa());
+  const bool amx = kernels::active_isa() == kernels::Isa::Avx512 && kernels::amx_active();
+  const std::string isa = std::string(kernels::isa_name(kernels::active_isa())) + (amx ? "+amx" : "");
   const std::string cpu = kernels::cpu_description();
   // The kernel each weight type of the model took: decode (1 token per sequence, or one per
   // sequence of a --parallel step) and prompt (the largest -p).
@@ -350,8 +356,8 @@ Command add_bench_command(CLI::App& app) {
                "with --parallel: skip the comparison run that generates for one sequence at a time");
   cmd->add_option("--isa", o->isa,
                   "CPU kernels of this instruction set instead of the best the CPU has (what an AVX2-only CPU runs, "
-                  "measured on an AVX-512 one)")
-      ->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
+                  "measured on an AVX-512 one; avx512: without AMX, amx: with it)")
+      ->check(CLI::IsMember({"scalar", "avx2", "avx512", "amx"}));
   return [o] { return bench(*o); };
 }
 

@@ -58,6 +58,19 @@ TEST(EngineCli, BenchIsaPicksAndReportsTheKernels) {
     EXPECT_EQ(j["kernels"]["f32"]["decode"], decode_path) << isa;
   }
   expect_one_line_error(engine({"bench", "-m", model, "--isa", "avx9"}), "--isa");
+  // amx: the Avx512 level with the AMX tiles (where the CPU and the OS allow them), reported as such;
+  // avx512: without them.
+  if (kernels::amx_supported()) {
+    for (const auto& [isa, reported] : std::vector<std::pair<std::string, std::string>>{{"amx", "avx512+amx"},
+                                                                                        {"avx512", "avx512"}}) {
+      const CliRun r = engine({"bench", "-m", model, "-p", "8", "-n", "4", "-r", "1", "-t", "1", "--no-bandwidth",
+                               "--json", "--isa", isa});
+      ASSERT_EQ(r.exit_code, 0) << isa << ": " << r.err;
+      EXPECT_EQ(nlohmann::json::parse(r.out)["isa"], reported);
+    }
+  } else {
+    expect_one_line_error(engine({"bench", "-m", model, "--isa", "amx"}), "--isa amx");
+  }
 }
 
 // STRATA_ISA caps the ISA of a whole run (CI runs the suite again with STRATA_ISA=avx2 on AVX-512

@@ -56,17 +56,21 @@ constexpr int kG = 16;  // tokens per wide group (kGemmTokenGroup)
 constexpr int kR = 4;   // weight rows per micro-tile
 constexpr int kPairTokens = 8;  // tokens of a pairs group (kGemmPairTokens)
 
-// min_tokens of each table: the fewest tokens from which the AVX-512 kernels (pairs layout up to 8
-// tokens) beat VecDot4 + vec_dot. The 4-token dots keep n = 4 for the types whose tile is heavier
-// (Q6_K, Q3_K, Q2_K); Q3_K's unpack is the slowest. The emulated tables carry the same values;
-// matmul never uses those. The measurements behind each threshold: docs/benchmarks.md, "Measurements
-// behind the kernel thresholds".
-constexpr int64_t kMinTokensW80 = 2;  // Q4_0, Q5_0, Q8_0
+// min_tokens of each table: the fewest tokens from which the AVX-512 kernels (pairs and in-place
+// layouts up to 8 tokens) beat the one-token dots (the 4-row decode kernels, token by token). Re-
+// measured with the batch-invariant layouts (issue 45; docs/benchmarks.md, "Measurements behind the
+// kernel thresholds": W 1536 x 576, 1 thread, Sapphire Rapids, best ms, dots / tiles): at 2 tokens
+// the dots win for the 32-element types (Q4_0 0.051 / 0.066, Q8_0 0.055 / 0.071, Q4_1 0.054 /
+// 0.076) and the K-quants (Q4_K 0.045 / 0.064, Q6_K 0.041 / 0.074); the tiles win from 3 tokens
+// for Q4_K / Q5_K (even at 3), from 4 for Q6_K (0.080 / 0.075) and Q2_K (0.078 / 0.060), from 5
+// for Q3_K (0.122 / 0.096; even at 4). The emulated tables carry the same values; matmul never uses
+// those.
+constexpr int64_t kMinTokensW80 = 3;  // Q4_0, Q5_0, Q8_0
 constexpr int64_t kMinTokensW45 = 3;  // Q4_K, Q5_K
-constexpr int64_t kMinTokensW6 = 5;   // Q6_K
-constexpr int64_t kMinTokensW3 = 6;   // Q3_K (Q6_K's tile)
-constexpr int64_t kMinTokensW2 = 5;   // Q2_K (Q6_K's tile)
-constexpr int64_t kMinTokensW81 = 2;  // Q4_1, Q5_1
+constexpr int64_t kMinTokensW6 = 4;   // Q6_K
+constexpr int64_t kMinTokensW3 = 5;   // Q3_K (Q6_K's tile)
+constexpr int64_t kMinTokensW2 = 4;   // Q2_K (Q6_K's tile)
+constexpr int64_t kMinTokensW81 = 3;  // Q4_1, Q5_1
 // The AVX2 kernels (gemm_avx2.cpp) in the layout matmul gives them (pairs up to 4 tokens, Q8_0
 // in place) against the one-token vec_dot per token (docs/benchmarks.md, "Batches of 2-8 tokens
 // in every layout": kernel_bench W 1536 x 576, 1 thread, AMD Zen 3, best ms, dots / tiles at 2

@@ -107,9 +107,13 @@ struct GemmKernels {
   // and the wide layout at 8 (docs/benchmarks.md, "Batches of 2-8 tokens in every layout").
   int64_t in_place_max_tokens = kGemmPairTokens;
   int64_t pairs_max_tokens = kGemmPairTokens;
-  // Tokens a work item of the wide layout takes: 0: 48 (the VNNI tiles' 3 groups); else as many
-  // 16-token groups as fit in this many bytes of packed activations, 3 to 16 (the AMX tiles).
-  int64_t wide_item_bytes = 0;
+  // A second wide kernel for batches of at least large_min_tokens tokens (the AMX tiles: faster
+  // from there, slower below), in the wide layout with the same bits; nullptr: none. Its work
+  // items take as many 16-token groups as fit in large_item_bytes of packed activations (3 to 16;
+  // the others take 48 tokens). scratch_bytes covers both kernels.
+  GemmRows rows_large = nullptr;
+  int64_t large_min_tokens = 0;
+  int64_t large_item_bytes = 0;
 };
 
 // nullptr when wtype has no packed kernel at that ISA (or the CPU lacks the ISA).
@@ -124,11 +128,12 @@ const GemmKernels* avx2_gemm(DType wtype);
 // avx512_gemm's, and its scratch (Q4_0, Q5_0, Q8_0, Q4_1, Q5_1, Q2_K-Q6_K; else {nullptr,
 // nullptr}); call its rows only if amx_supported().
 struct AmxWide {
-  int64_t (*scratch_bytes)(int64_t cols) = nullptr;
+  int64_t (*scratch_bytes)(int64_t cols) = nullptr;  // at least the VNNI wide kernel's too
   GemmRows rows = nullptr;
+  int64_t min_tokens = 0;  // from here on faster than the VNNI wide kernel
 };
 AmxWide amx_wide(DType wtype);
-// matmul.cpp: the avx512_gemm table of the type with amx_wide's kernel as its wide one; nullptr
+// matmul.cpp: the avx512_gemm table of the type with amx_wide's kernel as its rows_large; nullptr
 // where the type has none or the CPU lacks AMX.
 const GemmKernels* amx_gemm(DType wtype);
 // gemm_emulated.cpp: the Avx512 kernels emulated in plain C++ (runs on any CPU; for tests). The

@@ -155,7 +155,8 @@ template <class F>
 constexpr int64_t kChunkInts = kChunk<F> * kProducts<F> * kGroups<F> * 256;
 constexpr int64_t kAhead = 2, kRing = kAhead + 1;
 
-// Per-thread scratch of a call, all 64-byte aligned: the four quads, the A panel (cols bytes a
+// Per-thread scratch of a call, all 64-byte aligned (at least the VNNI wide kernel's, which is one
+// quad's): the four quads, the A panel (cols bytes a
 // row, 16 rows), two chunks of C tiles (one being stored while the other is read) and the
 // pass's running sums (f32 [kGroups][16 rows][16 tokens]).
 template <class F>
@@ -336,8 +337,15 @@ void rows_amx(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uin
 // The wide kernel and its scratch of each type. matmul.cpp builds the AMX tables from them (the
 // AVX-512 table with these two replaced): a table copied here would need a guarded static, whose
 // exception frame the isa_check forbids in an ISA object.
+// From how many tokens the AMX kernel beats the VNNI one (W 4096 x 4096, 1 thread, ms VNNI / AMX;
+// docs/benchmarks.md, "AMX tiles for prompt batches"): the 32-element types from 64 (Q4_0 at 48
+// 4.59 / 4.58, at 64 5.88 / 5.12; Q8_0 at 48 4.40 / 4.92, at 64 6.51 / 5.35), Q4_K / Q5_K from
+// 128 (at 64 6.33 / 6.08 and 6.00 / 6.21; at 128 11.85 / 10.75 and 12.40 / 10.51).
+template <class F>
+constexpr int64_t kAmxMinTokens = F::kElems == 32 ? 64 : 128;
+
 template <class F, PackW kPack, auto Step>
-constexpr detail::AmxWide kWide = {&scratch_bytes<F>, &rows_amx<F, kPack, Step>};
+constexpr detail::AmxWide kWide = {&scratch_bytes<F>, &rows_amx<F, kPack, Step>, kAmxMinTokens<F>};
 
 }  // namespace
 }  // namespace strata::kernels::gemm_amx

@@ -105,7 +105,7 @@ struct PackedScratch {
 // 16-token wide groups. Batch invariance (issue 45): every layout sums a token's lanes as integers
 // before each block's float step, in dot_order.h's order, so a token's output is the same bits in
 // each of them and as the one-token dot's.
-// token_chunk: tokens per work item (GemmKernels::wide_item_bytes).
+// token_chunk: tokens per work item (GemmKernels::large_item_bytes).
 struct GemmLayoutChoice {
   GemmPackGroup pack_group;
   GemmRows rows;
@@ -119,8 +119,10 @@ GemmLayoutChoice gemm_layout_for(const GemmKernels& gk, int64_t n_tokens, int64_
         return {gk.in_place[i].pack_group, gk.in_place[i].rows, true};
   if (n_tokens <= gk.pairs_max_tokens) return {gk.pack_group_pairs, gk.rows_pairs, false};
   GemmLayoutChoice wide{gk.pack_group, gk.rows, false};
-  if (gk.wide_item_bytes > 0)
-    wide.token_chunk = kGemmTokenGroup * std::clamp<int64_t>(gk.wide_item_bytes / gk.group_bytes(cols), 3, 16);
+  if (gk.rows_large != nullptr && n_tokens >= gk.large_min_tokens) {
+    wide.rows = gk.rows_large;
+    wide.token_chunk = kGemmTokenGroup * std::clamp<int64_t>(gk.large_item_bytes / gk.group_bytes(cols), 3, 16);
+  }
   return wide;
 }
 
@@ -241,8 +243,9 @@ const GemmKernels* amx_gemm(DType wtype) {
       if (vnni == nullptr || wide.rows == nullptr) continue;
       GemmKernels k = *vnni;
       k.scratch_bytes = wide.scratch_bytes;
-      k.rows = wide.rows;
-      k.wide_item_bytes = kAmxItemBytes;
+      k.rows_large = wide.rows;
+      k.large_min_tokens = wide.min_tokens;
+      k.large_item_bytes = kAmxItemBytes;
       t[i] = k;
     }
     return t;
@@ -321,9 +324,9 @@ std::string matmul_path(DType wtype, int64_t n_tokens) {
   const Route r = route(wtype, isa, n_tokens);
   switch (r.path) {
     case Path::Packed: {
-      // 256 columns: the layout and kernel do not depend on them (only the wide items' tokens do)
+      // 256 columns: the layout and kernel do not depend on them (only the large items' tokens do)
       const GemmLayoutChoice use = gemm_layout_for(*r.gk, n_tokens, 256);
-      const bool amx = use.rows == r.gk->rows && r.gk->wide_item_bytes > 0;
+      const bool amx = use.rows != nullptr && use.rows == r.gk->rows_large;
       return std::string(isa_name(isa)) + (amx ? "-amx" : isa == Isa::Avx512 ? "-vnni" : "") +
              (use.in_place ? " in-place tiles" : " packed tiles");
     }

@@ -1,27 +1,28 @@
-// kernels/cpu/gemm_amx.cpp — the wide packed-tile kernels of gemm.h (prompt batches of 9 tokens
-// and more) on Intel AMX (AMX-TILE + AMX-INT8: Sapphire Rapids and later), for Q8_0, Q4_0, Q5_0,
-// Q4_1, Q5_1, Q4_K and Q5_K. Compiled with the AVX-512 and AMX flags (file suffix); reached only
-// through gemm_kernels() when amx_active() (isa.h: cpuid, and the kernel's permission for the
-// tile state). No engine types.
+// kernels/cpu/gemm_amx.cpp — the wide packed-tile kernels of gemm.h on Intel AMX (AMX-TILE +
+// AMX-INT8: Sapphire Rapids and later) for Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q4_K and Q5_K, which
+// matmul takes for prompt batches of 64 tokens and more (GemmKernels::rows_large). Compiled with the
+// AVX-512 and AMX flags (file suffix); reached only through gemm_kernels() when amx_active()
+// (isa.h: cpuid, and the kernel's permission for the tile state). No engine types.
 //
-// What the tiles do: one TDPBSSD / TDPBUSD multiplies 16 weight rows (A: 16 rows x 32 bytes) by
-// 16 tokens (B: 8 rows x 64 bytes, s8: exactly one wide activation group's 8 steps of a block,
-// gemm_layout.h) into 16 x 16 int32 sums (C), where the VNNI tile needs 8 x 16 vpdpbusd. 32
-// elements is one weight block, or one scale group of Q4_K / Q5_K: every product's sum is one
-// integer of dot_order.h. C goes through memory (tilestored) to the AVX-512 registers, which then
-// take the same integer and float steps as gemm_avx512.cpp's wide tile, in the same order: a C
-// element is the exact integer sum a vpdpbusd lane holds (Q8_0 / Q4_0 / Q5_0 signed, so without
-// the activations' offset correction), so every output is the same bits as the VNNI tiles, the
-// one-token dots and the scalar reference give (test_gemm checks it bit for bit).
-// Q6_K / Q3_K / Q2_K have scale groups of 16 elements, half a product each: measured slower
-// than their VNNI tiles (W 4096 x 4096, 512 tokens, 1 thread: Q6_K 75 vs 65-70 ms), they keep
-// those. docs/benchmarks.md, "AMX tiles for prompt batches".
+// What the tiles do: one TDPBSSD / TDPBUSD multiplies 16 weight rows (A: 16 rows x K bytes) by 16
+// tokens (B: K / 4 rows x 64 bytes, s8: exactly one wide activation group's steps, gemm_layout.h)
+// into 16 x 16 int32 sums (C), where the VNNI tile needs K / 4 x 16 vpdpbusd. The 32-element types
+// take K = 32, one block, whose sum is one integer of dot_order.h (Q8_0 / Q4_0 / Q5_0 with signed
+// weights, so without the activations' offset correction). Q4_K / Q5_K take K = 64 over a whole
+// 256-element block with the group scales folded into the weights (W45), so that C1 + 8 C2 is
+// that block's scaled integer sum. C goes through memory (tilestored) to the AVX-512 registers,
+// which then take the same integer and float steps as gemm_avx512.cpp's wide tile, in the same
+// order: every output is the same bits as the VNNI tiles, the one-token dots and the scalar
+// reference give (test_gemm checks it bit for bit).
+// Q6_K / Q3_K / Q2_K have scale groups of 16 elements, whose scales (up to 8 bits) do not fold into
+// u8: their AMX version with one product of K = 16 per group was slower than their VNNI tiles (W
+// 4096 x 4096, 512 tokens, 1 thread: Q6_K 75 vs 65-70 ms), so they keep those. docs/benchmarks.md,
+// "AMX tiles for prompt batches".
 //
 // Weights: the 16 rows of a panel are unpacked by the VNNI kernels' unpackers into four 4-row
 // scratches (gemm_layout.h; their scales and mins are read there), and their levels gathered into
-// the A layout: per block (or scale group) 16 rows x 32 bytes, one after the other. The products
-// then run per pass of token groups, a chunk of blocks at a time, some chunks ahead of their
-// steps (rows_amx).
+// the A layout (unpack_panel). The products then run per pass of token groups, a chunk of blocks at
+// a time, two chunks ahead of their steps (rows_amx).
 // The tile state is configured at the start of each call and released at its end (the calling
 // thread's AMX state: configure, use and release all happen within one call, on one thread).
 #include <immintrin.h>
@@ -122,21 +123,27 @@ inline void tile_products(const uint8_t* a, const uint8_t* b, int64_t b_stride, 
 // scratch's u8 = w + 128 with the top bit flipped), whose products need no correction for the
 // offset (the same integer sums as the VNNI tile's u8 sums plus corr).
 struct W80 {
+  static constexpr bool kFolded = false;
   static constexpr int64_t kElems = 32, kBlockBytes = kW80Block, kQ = kW80Q;
   static constexpr int kK = 32;
   static constexpr bool kSigned = true;  // the scratch's w + 128, less 128 in the A panel
   static int64_t quad_bytes(int64_t cols) { return scratch_bytes_w80(cols); }
 };
 struct W81 {
-  static constexpr bool kSigned = false;
+  static constexpr bool kSigned = false, kFolded = false;
   static constexpr int64_t kElems = 32, kBlockBytes = kW81Block, kQ = kW81Q;
   static constexpr int kK = 32;
   static int64_t quad_bytes(int64_t cols) { return scratch_bytes_w81(cols); }
 };
+// Q4_K / Q5_K: kFolded, the 6-bit scale of each 32-element group folded into the A panel as two
+// parts, levels x (scale & 7) and levels x (scale >> 3) (at most 31 x 7 = 217: u8), so that the
+// tile sums a whole 256-element block (4 products of K = 64 into each of two C tiles) and the
+// block's scaled integer sum is C1 + 8 C2: the same integer as the VNNI tile's sum of vpmulld'ed
+// group sums, with no multiply on the vector side.
 struct W45 {
-  static constexpr bool kSigned = false;
+  static constexpr bool kSigned = false, kFolded = true;
   static constexpr int64_t kElems = 256, kBlockBytes = kW45Block, kQ = kW45Q;
-  static constexpr int kK = 32;
+  static constexpr int kK = 64;
   static int64_t quad_bytes(int64_t cols) { return scratch_bytes_w45(cols); }
 };
 
@@ -144,11 +151,14 @@ struct W45 {
 // chunk stay in L1), and the blocks a chunk holds (kChunk: a 32-element family's step runs 4
 // blocks with its sums in registers).
 template <class F>
-constexpr int kProducts = static_cast<int>(F::kElems / F::kK);
+constexpr int kProducts = F::kFolded ? 2 : static_cast<int>(F::kElems / F::kK);
 template <class F>
-constexpr int kGroups = kProducts<F> == 1 ? 4 : 1;
+constexpr int kGroups = F::kFolded ? 2 : 4;
 template <class F>
-constexpr int64_t kChunk = kProducts<F> == 1 ? 2 : 1;
+constexpr int64_t kChunk = F::kFolded ? 1 : 2;
+// Bytes of the A panel per element of a row: the folded families hold two parts.
+template <class F>
+constexpr int64_t kPanelParts = F::kFolded ? 2 : 1;
 // C tiles of one chunk: [kChunk blocks][kProducts][kGroups] x 256 int32; the products run
 // kAhead chunks ahead of the steps, in a ring of kAhead + 1 chunks.
 template <class F>
@@ -165,7 +175,8 @@ int64_t quads_bytes(int64_t cols) {
 }
 template <class F>
 int64_t scratch_bytes(int64_t cols) {
-  return quads_bytes<F>(cols) + kPanelRows * cols + kRing * kChunkInts<F> * 4 + kGroups<F> * kPanelRows * 64;
+  return quads_bytes<F>(cols) + kPanelParts<F> * kPanelRows * cols + kRing * kChunkInts<F> * 4 +
+         kGroups<F> * kPanelRows * 64;
 }
 
 // Unpacks rows [0, rp) of the panel at w (rows past rp: zeros) into the quads, and gathers
@@ -175,6 +186,24 @@ void unpack_panel(const uint8_t* w, int64_t wrb, int64_t rp, int64_t nb, uint8_t
   constexpr int kK = F::kK;
   const int64_t qb = F::quad_bytes(nb * F::kElems);
   for (int q = 0; q < 4; ++q) kPack(w + 4 * q * wrb, wrb, min_i64(4, rp - 4 * q > 0 ? rp - 4 * q : 0), nb, quads + q * qb);
+  if constexpr (F::kFolded) {
+    // block k: part 1 [16 rows][256] then part 2 [16 rows][256]; group j of row r at 32 j
+    for (int64_t k = 0; k < nb; ++k)
+      for (int r = 0; r < kPanelRows; ++r) {
+        const uint8_t* blk = quads + (r / 4) * qb + k * F::kBlockBytes;
+        const uint8_t* lv = blk + F::kQ + F::kElems * (r % 4);
+        uint8_t* d1 = panel + k * (2 * kPanelRows * 256) + 256 * r;
+        for (int j = 0; j < 8; ++j) {
+          int32_t sc;
+          std::memcpy(&sc, blk + kW45Sc + 32 * (r % 4) + 4 * j, 4);
+          const __m512i l16 = _mm512_cvtepu8_epi16(loadu256(lv + 32 * j));
+          storeu256(d1 + 32 * j, _mm512_cvtepi16_epi8(_mm512_mullo_epi16(l16, _mm512_set1_epi16(static_cast<short>(sc & 7)))));
+          storeu256(d1 + kPanelRows * 256 + 32 * j,
+                    _mm512_cvtepi16_epi8(_mm512_mullo_epi16(l16, _mm512_set1_epi16(static_cast<short>(sc >> 3)))));
+        }
+      }
+    return;
+  }
   for (int64_t k = 0; k < nb; ++k)
     for (int p = 0; p < kProducts<F>; ++p) {
       uint8_t* dst = panel + (k * kProducts<F> + p) * (kPanelRows * kK);
@@ -222,10 +251,8 @@ inline void step_w45(const int32_t* c, int64_t cps, const uint8_t* ab, const uin
   for (int r = 0; r < kPanelRows; ++r) {
     const uint8_t* wb = quad_block<W45>(quads, qb, r, k);
     const int rr = r % 4;
-    __m512i isum = _mm512_setzero_si512();
-    for (int grp = 0; grp < 8; ++grp)
-      isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(_mm512_load_si512(c + cps * grp + 16 * r),
-                                                       bcast32(wb + kW45Sc + 32 * rr + 4 * grp)));
+    // sum of scale x group sum = part 1 + 8 part 2 (W45's folded scales), exact in int32
+    const __m512i isum = _mm512_add_epi32(_mm512_load_si512(c + 16 * r), _mm512_slli_epi32(_mm512_load_si512(c + cps + 16 * r), 3));
     __m512i msum = _mm512_setzero_si512();
     for (int p = 0; p < 4; ++p) msum = _mm512_dpwssd_epi32(msum, bs[p], bcast_step<4>(wb + kW45Mp + 16 * rr + 4 * p));
     const __m512 dd = _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + kW45D + 4 * rr)));
@@ -238,10 +265,65 @@ inline void step_w45(const int32_t* c, int64_t cps, const uint8_t* ab, const uin
 
 // The products of blocks [k0, k1) of groups [0, G) (group g's activations at ag + g * gb) into
 // c ([block - k0][product][g] tiles).
+// A folded block (W45) against G (1 or 2) token groups: C tiles 0 / 1 (group 0's parts 1 / 2)
+// and 2 / 3 (group 1's) each take 4 products of K = 64 (A: part p's 64 bytes q of 16 rows, 256
+// apart; B: 16 steps of group g), then go to c [part][g] (kGroups tiles a part).
+inline void folded_products(const uint8_t* a, const uint8_t* b, int64_t b_stride, int G, int32_t* c) {
+  constexpr int64_t kPart = kPanelRows * 256;
+  if (G == 2) {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (int q = 0; q < 4; ++q) {
+      _tile_loadd(4, a + 64 * q, 256);
+      _tile_loadd(5, a + kPart + 64 * q, 256);
+      _tile_loadd(6, b + 1024 * q, 64);
+      _tile_loadd(7, b + b_stride + 1024 * q, 64);
+      _tile_dpbusd(0, 4, 6);
+      _tile_dpbusd(1, 5, 6);
+      _tile_dpbusd(2, 4, 7);
+      _tile_dpbusd(3, 5, 7);
+    }
+    _tile_stored(0, c, 64);
+    _tile_stored(2, c + 256, 64);
+    _tile_stored(1, c + 512, 64);
+    _tile_stored(3, c + 768, 64);
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    for (int q = 0; q < 4; ++q) {
+      _tile_loadd(4, a + 64 * q, 256);
+      _tile_loadd(5, a + kPart + 64 * q, 256);
+      _tile_loadd(6, b + 1024 * q, 64);
+      _tile_dpbusd(0, 4, 6);
+      _tile_dpbusd(1, 5, 6);
+    }
+    _tile_stored(0, c, 64);
+    _tile_stored(1, c + 512, 64);
+  }
+}
+
 template <class F>
 inline void chunk_products(const uint8_t* panel, int64_t k0, int64_t k1, int64_t nb, const uint8_t* ag, int64_t gb,
                            int64_t act_block, int64_t act_q, int G, int32_t* c, int* slot) {
   constexpr int kK = F::kK, kSteps = kK / 4;
+  if constexpr (F::kFolded) {
+    constexpr int64_t kBlockPanel = 2 * kPanelRows * 256;
+    for (int64_t k = k0; k < k1; ++k) {
+      const uint8_t* a = panel + k * kBlockPanel;
+      const uint8_t* b = ag + k * act_block + act_q;
+      folded_products(a, b, gb, G, c + (k - k0) * kProducts<F> * kGroups<F> * 256);
+      if (k + 1 < nb) {  // the next block's rows into L1, as below
+        for (int line = 0; line < kBlockPanel / 64; ++line)
+          _mm_prefetch(reinterpret_cast<const char*>(a + kBlockPanel + 64 * line), _MM_HINT_T0);
+        for (int g = 0; g < G; ++g)
+          for (int line = 0; line < 64; ++line)
+            _mm_prefetch(reinterpret_cast<const char*>(b + g * gb + act_block + 64 * line), _MM_HINT_T0);
+      }
+    }
+    return;
+  }
   for (int64_t k = k0; k < k1; ++k)
     for (int p = 0; p < kProducts<F>; ++p) {
       const int64_t i = (k - k0) * kProducts<F> + p;
@@ -282,7 +364,7 @@ void rows_amx(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uin
   const int64_t qb = F::quad_bytes(cols);
   uint8_t* quads = ws;
   uint8_t* panel = ws + quads_bytes<F>(cols);
-  int32_t* cbuf = reinterpret_cast<int32_t*>(panel + kPanelRows * cols);  // [kRing][kChunkInts]
+  int32_t* cbuf = reinterpret_cast<int32_t*>(panel + kPanelParts<F> * kPanelRows * cols);  // [kRing][kChunkInts]
   float* sums = reinterpret_cast<float*>(cbuf + kRing * kChunkInts<F>);   // [kGroups][16][16]
   const int64_t n_groups = (n_tokens + kG - 1) / kG;
   const int64_t n_chunks = (nb + kChunk<F> - 1) / kChunk<F>;
@@ -338,11 +420,11 @@ void rows_amx(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uin
 // AVX-512 table with these two replaced): a table copied here would need a guarded static, whose
 // exception frame the isa_check forbids in an ISA object.
 // From how many tokens the AMX kernel beats the VNNI one (W 4096 x 4096, 1 thread, ms VNNI / AMX;
-// docs/benchmarks.md, "AMX tiles for prompt batches"): the 32-element types from 64 (Q4_0 at 48
-// 4.59 / 4.58, at 64 5.88 / 5.12; Q8_0 at 48 4.40 / 4.92, at 64 6.51 / 5.35), Q4_K / Q5_K from
-// 128 (at 64 6.33 / 6.08 and 6.00 / 6.21; at 128 11.85 / 10.75 and 12.40 / 10.51).
+// docs/benchmarks.md, "AMX tiles for prompt batches"): from 64 (Q4_0 at 48 4.59 / 4.58, at 64 5.88
+// / 5.12; Q8_0 at 48 4.40 / 4.92, at 64 6.51 / 5.35; Q4_K with its folded scales at 64 6.39 /
+// 5.37, Q5_K 6.61 / 5.58).
 template <class F>
-constexpr int64_t kAmxMinTokens = F::kElems == 32 ? 64 : 128;
+constexpr int64_t kAmxMinTokens = 64;
 
 template <class F, PackW kPack, auto Step>
 constexpr detail::AmxWide kWide = {&scratch_bytes<F>, &rows_amx<F, kPack, Step>, kAmxMinTokens<F>};

@@ -408,8 +408,13 @@ void rows_amx(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uin
       for (int g = 0; g < G; ++g) {
         const float* sg = sums + g * kPanelRows * 16;
         const int64_t t0 = (g0 + g) * kG, nt = min_i64(kG, n_tokens - t0);
+        // token t's rows are column t of sg: one gather and one (masked) store a token
+        const __m512i column = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                                  _mm512_set1_epi32(16));
+        const __mmask16 rows_mask = static_cast<__mmask16>((1u << rp) - 1);
         for (int64_t t = 0; t < nt; ++t)
-          for (int64_t r = 0; r < rp; ++r) y[(t0 + t) * ys + r0 + r] = sg[16 * r + t];
+          _mm512_mask_storeu_ps(y + (t0 + t) * ys + r0, rows_mask,
+                                _mm512_i32gather_ps(column, sg + t, 4));
       }
     }
   }

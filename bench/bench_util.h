@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -38,21 +39,17 @@ inline std::vector<std::string> split_commas(const std::string& list) {
   return out;
 }
 
-// Makes the kernels use the ISA named "best", "scalar", "avx2" or "avx512". The chosen one, or
-// nothing when the name is unknown or this CPU lacks it (a figure must not claim an ISA it did
-// not run: kernels::force_isa alone would ignore an unsupported one).
-inline std::optional<kernels::Isa> use_isa(const std::string& name) {
-  using kernels::Isa;
-  std::optional<Isa> isa;
-  if (name == "best") isa = kernels::best_isa();
-  for (Isa i : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
-    if (name == kernels::isa_name(i)) isa = i;
+// Makes the kernels use the ISA named "best", "scalar", "avx2", "avx512" (without AMX) or "amx"
+// (Avx512 with it). The chosen level, or nothing when the name is unknown or this CPU lacks it (a
+// figure must not claim an ISA it did not run: kernels::force_isa alone would ignore an
+// unsupported one).
+inline std::optional<kernels::Isa> use_isa(const char* name) {
+  if (std::strcmp(name, "best") == 0) {
+    kernels::force_isa(kernels::best_isa());  // AMX as STRATA_ISA says
+    return kernels::best_isa();
   }
-  if (name == "amx") isa = Isa::Avx512;  // with its AMX tiles; "avx512" without
-  if (!isa || !kernels::isa_supported(*isa) || (name == "amx" && !kernels::amx_supported())) return std::nullopt;
-  kernels::force_isa(*isa);
-  if (name != "best") kernels::force_amx(name == "amx");
-  return isa;
+  if (!kernels::force_isa_by_name(name)) return std::nullopt;
+  return kernels::active_isa();
 }
 
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {

@@ -81,16 +81,10 @@ std::string dominant_types(const model::Model& m) {
 int bench(const BenchOptions& o) {
   if (!o.isa.empty()) {
     // Every CPU op after this takes the paths of that ISA: what a CPU without the wider one runs.
-    kernels::Isa want = kernels::Isa::Scalar;
     // amx: the Avx512 level with its AMX tiles for prompt batches; avx512: without them
-    const bool amx = o.isa == "amx";
-    if (amx) want = kernels::Isa::Avx512;
-    if ((!amx && !kernels::isa_from_name(o.isa.c_str(), &want)) || !kernels::isa_supported(want) ||
-        (amx && !kernels::amx_supported()))
+    if (!kernels::force_isa_by_name(o.isa.c_str()))
       return report(Error{Code::InvalidArgument,
                           "--isa " + o.isa + ": this CPU (" + kernels::cpu_description() + ") does not have it"});
-    kernels::force_isa(want);
-    kernels::force_amx(amx);
   }
   auto loaded = load_model(o.model, /*remember=*/false);
   if (!loaded.ok()) return report(loaded.error());

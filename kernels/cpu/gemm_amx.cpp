@@ -147,9 +147,9 @@ struct W45 {
   static int64_t quad_bytes(int64_t cols) { return scratch_bytes_w45(cols); }
 };
 
-// A block's products (kElems / kK), the token groups a pass runs (kGroups: their products of a
-// chunk stay in L1), and the blocks a chunk holds (kChunk: a 32-element family's step runs 4
-// blocks with its sums in registers).
+// A block's products (kElems / kK; a folded block's two parts), the token groups a pass runs
+// (kGroups: their products of a chunk stay in L1), and the blocks a chunk holds (kChunk: a
+// 32-element family's step runs 2 blocks with its sums in registers).
 template <class F>
 constexpr int kProducts = F::kFolded ? 2 : static_cast<int>(F::kElems / F::kK);
 template <class F>
@@ -166,9 +166,9 @@ constexpr int64_t kChunkInts = kChunk<F> * kProducts<F> * kGroups<F> * 256;
 constexpr int64_t kAhead = 2, kRing = kAhead + 1;
 
 // Per-thread scratch of a call, all 64-byte aligned (at least the VNNI wide kernel's, which is one
-// quad's): the four quads, the A panel (cols bytes a
-// row, 16 rows), two chunks of C tiles (one being stored while the other is read) and the
-// pass's running sums (f32 [kGroups][16 rows][16 tokens]).
+// quad's): the four quads, the A panel (kPanelParts x cols bytes a row, 16 rows), the ring of
+// kRing chunks of C tiles (one being read while those ahead are stored) and the pass's running
+// sums (f32 [kGroups][16 rows][16 tokens]).
 template <class F>
 int64_t quads_bytes(int64_t cols) {
   return (4 * F::quad_bytes(cols) + 63) / 64 * 64;
@@ -179,8 +179,15 @@ int64_t scratch_bytes(int64_t cols) {
          kGroups<F> * kPanelRows * 64;
 }
 
+// Where row r's fields of block k sit: its quad's block, and its row within the quad.
+template <class F>
+inline const uint8_t* quad_block(const uint8_t* quads, int64_t qb, int r, int64_t k) {
+  return quads + (r / 4) * qb + k * F::kBlockBytes;
+}
+
 // Unpacks rows [0, rp) of the panel at w (rows past rp: zeros) into the quads, and gathers
-// their levels into the A layout: product p of block k is panel[(k kProducts + p)][16][kK].
+// their levels into the A layout: product p of block k is panel[(k kProducts + p)][16][kK]
+// (folded: block k is its part 1 [16][256], then its part 2).
 template <class F, PackW kPack>
 void unpack_panel(const uint8_t* w, int64_t wrb, int64_t rp, int64_t nb, uint8_t* quads, uint8_t* panel) {
   constexpr int kK = F::kK;
@@ -190,7 +197,7 @@ void unpack_panel(const uint8_t* w, int64_t wrb, int64_t rp, int64_t nb, uint8_t
     // block k: part 1 [16 rows][256] then part 2 [16 rows][256]; group j of row r at 32 j
     for (int64_t k = 0; k < nb; ++k)
       for (int r = 0; r < kPanelRows; ++r) {
-        const uint8_t* blk = quads + (r / 4) * qb + k * F::kBlockBytes;
+        const uint8_t* blk = quad_block<F>(quads, qb, r, k);
         const uint8_t* lv = blk + F::kQ + F::kElems * (r % 4);
         uint8_t* d1 = panel + k * (2 * kPanelRows * 256) + 256 * r;
         for (int j = 0; j < 8; ++j) {
@@ -208,17 +215,11 @@ void unpack_panel(const uint8_t* w, int64_t wrb, int64_t rp, int64_t nb, uint8_t
     for (int p = 0; p < kProducts<F>; ++p) {
       uint8_t* dst = panel + (k * kProducts<F> + p) * (kPanelRows * kK);
       for (int r = 0; r < kPanelRows; ++r) {
-        const uint8_t* src = quads + (r / 4) * qb + k * F::kBlockBytes + F::kQ + F::kElems * (r % 4) + kK * p;
+        const uint8_t* src = quad_block<F>(quads, qb, r, k) + F::kQ + F::kElems * (r % 4) + kK * p;
         const __m256i q = loadu256(src);
         storeu256(dst + kK * r, F::kSigned ? _mm256_xor_si256(q, _mm256_set1_epi8(static_cast<char>(0x80))) : q);
       }
     }
-}
-
-// Where row r's fields of block k sit: its quad's block, and its row within the quad.
-template <class F>
-inline const uint8_t* quad_block(const uint8_t* quads, int64_t qb, int r, int64_t k) {
-  return quads + (r / 4) * qb + k * F::kBlockBytes;
 }
 
 // The float step of the 32-element families for one block of one group (dot_order.h, as
@@ -263,47 +264,40 @@ inline void step_w45(const int32_t* c, int64_t cps, const uint8_t* ab, const uin
 }
 
 
-// The products of blocks [k0, k1) of groups [0, G) (group g's activations at ag + g * gb) into
-// c ([block - k0][product][g] tiles).
 // A folded block (W45) against G (1 or 2) token groups: C tiles 0 / 1 (group 0's parts 1 / 2)
 // and 2 / 3 (group 1's) each take 4 products of K = 64 (A: part p's 64 bytes q of 16 rows, 256
 // apart; B: 16 steps of group g), then go to c [part][g] (kGroups tiles a part).
 inline void folded_products(const uint8_t* a, const uint8_t* b, int64_t b_stride, int G, int32_t* c) {
   constexpr int64_t kPart = kPanelRows * 256;
-  if (G == 2) {
-    _tile_zero(0);
-    _tile_zero(1);
+  const bool two = G == 2;
+  _tile_zero(0);
+  _tile_zero(1);
+  if (two) {
     _tile_zero(2);
     _tile_zero(3);
-    for (int q = 0; q < 4; ++q) {
-      _tile_loadd(4, a + 64 * q, 256);
-      _tile_loadd(5, a + kPart + 64 * q, 256);
-      _tile_loadd(6, b + 1024 * q, 64);
+  }
+  for (int q = 0; q < 4; ++q) {
+    _tile_loadd(4, a + 64 * q, 256);
+    _tile_loadd(5, a + kPart + 64 * q, 256);
+    _tile_loadd(6, b + 1024 * q, 64);
+    _tile_dpbusd(0, 4, 6);
+    _tile_dpbusd(1, 5, 6);
+    if (two) {
       _tile_loadd(7, b + b_stride + 1024 * q, 64);
-      _tile_dpbusd(0, 4, 6);
-      _tile_dpbusd(1, 5, 6);
       _tile_dpbusd(2, 4, 7);
       _tile_dpbusd(3, 5, 7);
     }
-    _tile_stored(0, c, 64);
+  }
+  _tile_stored(0, c, 64);
+  _tile_stored(1, c + 512, 64);
+  if (two) {
     _tile_stored(2, c + 256, 64);
-    _tile_stored(1, c + 512, 64);
     _tile_stored(3, c + 768, 64);
-  } else {
-    _tile_zero(0);
-    _tile_zero(1);
-    for (int q = 0; q < 4; ++q) {
-      _tile_loadd(4, a + 64 * q, 256);
-      _tile_loadd(5, a + kPart + 64 * q, 256);
-      _tile_loadd(6, b + 1024 * q, 64);
-      _tile_dpbusd(0, 4, 6);
-      _tile_dpbusd(1, 5, 6);
-    }
-    _tile_stored(0, c, 64);
-    _tile_stored(1, c + 512, 64);
   }
 }
 
+// The products of blocks [k0, k1) of groups [0, G) (group g's activations at ag + g * gb) into
+// c ([block - k0][product][g] tiles).
 template <class F>
 inline void chunk_products(const uint8_t* panel, int64_t k0, int64_t k1, int64_t nb, const uint8_t* ag, int64_t gb,
                            int64_t act_block, int64_t act_q, int G, int32_t* c, int* slot) {
@@ -347,9 +341,10 @@ inline void chunk_products(const uint8_t* panel, int64_t k0, int64_t k1, int64_t
 
 // GemmKernels::rows in the wide layout. Per panel of 16 rows (unpacked once for all the call's
 // tokens), per pass of kGroups token groups: the blocks in chunks of kChunk, the tile products of
-// chunk i + 1 issued before the integer and float steps of chunk i (two chunks of C tiles in
-// scratch), so that the tile unit and the vector units work at once and a step's loads find its
-// C rows stored long before; each A tile (a block's 16 rows) serves every group of the pass.
+// chunk i + kAhead issued before the integer and float steps of chunk i (a ring of kRing chunks of
+// C tiles in scratch), so that the tile unit and the vector units work at once and a step's loads
+// find its C rows stored long before; each A tile (a block's 16 rows) serves every group of the
+// pass, and chunk_products prefetches the next chunk's A and B rows into L1.
 // Step(c, product stride, group block, quads, quad bytes, k, facc) is the family's step of one
 // block of one group; facc stays in registers over a chunk. The rows the next panel (or the
 // caller's next item) unpacks are prefetched into L2 during the first pass.

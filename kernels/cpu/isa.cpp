@@ -84,11 +84,25 @@ bool amx_active() {
   if (!amx_supported()) return false;
   const int f = g_amx_forced.load(std::memory_order_relaxed);
   if (f >= 0) return f == 1;
-  const char* v = isa_env();
-  return v == nullptr || std::strcmp(v, "amx") == 0 || !isa_from_name(v, nullptr);
+  // STRATA_ISA is read once: matmul asks on every product
+  static const bool env_allows = [] {
+    const char* v = isa_env();
+    return v == nullptr || std::strcmp(v, "amx") == 0 || !isa_from_name(v, nullptr);
+  }();
+  return env_allows;
 }
 
 void force_amx(bool on) { g_amx_forced.store(on ? 1 : 0, std::memory_order_relaxed); }
+
+bool force_isa_by_name(const char* name) {
+  const bool amx = std::strcmp(name, "amx") == 0;
+  Isa isa = Isa::Avx512;
+  if (!amx && !isa_from_name(name, &isa)) return false;
+  if (!isa_supported(isa) || (amx && !amx_supported())) return false;
+  force_isa(isa);
+  force_amx(amx);
+  return true;
+}
 
 Isa best_isa() {
   const Isa cap = isa_cap();

@@ -31,6 +31,9 @@ bool amx_supported();
 // name caps below it), and not turned off by force_amx(false).
 bool amx_active();
 void force_amx(bool on);  // tests and benchmarks: AMX (if supported) or the VNNI tiles from now on
+// What `--isa NAME` of the benchmarks does: scalar / avx2 / avx512 force that level without AMX, amx
+// forces Avx512 with it. False, and nothing forced, for another name or one the CPU lacks.
+bool force_isa_by_name(const char* name);
 // The CPU as cpuid names it, so a figure can be read with its machine: brand string, vendor
 // family/model/stepping (the brand of a VM is often just "AMD EPYC"; the family tells Zen 3/4 (25)
 // from Zen 5 (26)) and the SIMD extensions the kernels care about, e.g.

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #if defined(__CUDACC__)
 #define STRATA_MATH_HD __host__ __device__ __forceinline__
@@ -17,13 +18,71 @@
 
 namespace strata::kernels {
 
-// SiLU(g) = g * sigmoid(g), as swiglu multiplies it into the up projection.
-static STRATA_MATH_HD float silu(float g) { return g / (1.0f + expf(-g)); }
+// An f32 product and sum that no compiler fuses into an fma: nvcc contracts a * b + c by default
+// (--fmad=true), the CPU build does not (-ffp-contract=off), and the two sides must round alike.
+static STRATA_MATH_HD float mul_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+static STRATA_MATH_HD float add_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+static STRATA_MATH_HD float float_from_bits(int32_t bits) {
+#if defined(__CUDA_ARCH__)
+  return __int_as_float(bits);
+#else
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+#endif
+}
+
+// e^x of the activations, in f32 operations that every path repeats in this order: the scalar
+// loops (kernels/cpu/ops_f32.cpp), their AVX2 lanes (activations_avx2.cpp) and the CUDA kernels
+// (kernels/cuda/elementwise.cu) give the same bits, where libm's expf / tanhf and CUDA's differ in
+// the last place. Within 2 ulp of e^x on [-87, 88]; +inf above 88 (e^88.72 is the largest
+// float: the activations then give g / inf = -0, as they should), e^-87 below -87 and for NaN (the
+// activations carry NaN through their factor g instead).
+//   n = rint(x / ln 2) by the 1.5 * 2^23 shift, r = x - n ln 2 in two parts (|r| <= ln 2 / 2),
+//   e^r = 1 + r + r^2 P(r) with Cephes' degree-5 minimax P, times 2^n built in the exponent bits
+//   (the clamp keeps n in [-126, 127]: a normal float).
+static STRATA_MATH_HD float exp_activation(float x) {
+  constexpr float kLo = -87.0f, kHi = 88.0f;
+  constexpr float kShift = 12582912.0f;  // 1.5 * 2^23: its ulp is 1, so fma(x, log2e, shift) rounds to an integer
+  const bool over = x > kHi;
+  x = x > kLo ? x : kLo;  // NaN -> kLo, as x86's maxps(x, lo)
+  x = x < kHi ? x : kHi;
+  const float n = add_rn(fmaf(x, 1.44269504088896341f, kShift), -kShift);
+  float r = fmaf(n, -0.693359375f, x);  // ln 2 = 0.693359375 - 2.12194440e-4 (the first part exact in 9 bits)
+  r = fmaf(n, 2.12194440e-4f, r);
+  float p = 1.9875691500e-4f;
+  p = fmaf(p, r, 1.3981999507e-3f);
+  p = fmaf(p, r, 8.3334519073e-3f);
+  p = fmaf(p, r, 4.1665795894e-2f);
+  p = fmaf(p, r, 1.6666665459e-1f);
+  p = fmaf(p, r, 5.0000001201e-1f);
+  p = add_rn(fmaf(p, mul_rn(r, r), r), 1.0f);
+  const float e = mul_rn(p, float_from_bits((static_cast<int32_t>(n) + 127) << 23));
+  return over ? float_from_bits(0x7f800000) : e;
+}
+
+// SiLU(g) = g * sigmoid(g) = g / (1 + e^-g), as swiglu multiplies it into the up projection.
+static STRATA_MATH_HD float silu(float g) { return g / add_rn(1.0f, exp_activation(-g)); }
 
 // GELU with the tanh approximation (gemma's geglu): 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))).
+// 0.5 (1 + tanh(u)) is sigmoid(2u), so this is g / (1 + e^z) with z = -2u = g (a + b g^2),
+// a = -2 sqrt(2/pi), b = 0.044715 a: one exp and one division, the same steps as silu.
 static STRATA_MATH_HD float gelu_tanh(float g) {
-  constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  return 0.5f * g * (1.0f + tanhf(kSqrt2OverPi * (g + 0.044715f * g * g * g)));
+  constexpr float kA = -1.5957691216057308f, kB = -0.0713548162726f;
+  const float z = mul_rn(g, fmaf(kB, mul_rn(g, g), kA));
+  return g / add_rn(1.0f, exp_activation(z));
 }
 
 // gpt-oss's clamped SwiGLU (llama.cpp's swiglu_oai, alpha 1.702, limit 7, as its graph fixes them):

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernels/common/scalar_math.h"
+#include "kernels/cpu/isa.h"
 
 namespace strata::kernels {
 
@@ -55,6 +56,7 @@ void rope_f32(float* x, int64_t n_heads, int64_t head_dim, int64_t rope_dims, in
 }
 
 void swiglu_f32(float* gate, const float* up, int64_t n) {
+  if (active_isa() != Isa::Scalar) return detail::swiglu_avx2(gate, up, n);
   for (int64_t i = 0; i < n; ++i) {
     gate[i] = silu(gate[i]) * up[i];
   }
@@ -65,6 +67,7 @@ void softcap_f32(float* x, float cap, int64_t n) {
 }
 
 void geglu_f32(float* gate, const float* up, int64_t n) {
+  if (active_isa() != Isa::Scalar) return detail::geglu_avx2(gate, up, n);
   for (int64_t i = 0; i < n; ++i) gate[i] = gelu_tanh(gate[i]) * up[i];
 }
 
@@ -73,6 +76,7 @@ void swiglu_oai_f32(float* gate, const float* up, int64_t n) {
 }
 
 void gelu_f32(float* x, int64_t n) {
+  if (active_isa() != Isa::Scalar) return detail::gelu_avx2(x, n);
   for (int64_t i = 0; i < n; ++i) x[i] = gelu_tanh(x[i]);
 }
 

@@ -34,6 +34,14 @@ void swiglu_oai_f32(float* gate, const float* up, int64_t n);
 // x[i] = gelu_tanh(x[i]) (scalar_math.h): the activation of a non-gated FFN (starcoder2).
 void gelu_f32(float* x, int64_t n);
 
+namespace detail {
+// activations_avx2.cpp: swiglu_f32, geglu_f32 and gelu_f32 eight lanes a step, the same bits
+// (the three call them when active_isa() has AVX2).
+void swiglu_avx2(float* gate, const float* up, int64_t n);
+void geglu_avx2(float* gate, const float* up, int64_t n);
+void gelu_avx2(float* x, int64_t n);
+}  // namespace detail
+
 // x[i] *= s; [n].
 void scale_f32(float* x, float s, int64_t n);
 

@@ -1,0 +1,72 @@
+// kernels/cpu/activations_avx2.cpp — the gated FFN activations (silu, gelu_tanh; scalar_math.h)
+// eight lanes a step with AVX2 + FMA, bit for bit the scalar loops of ops_f32.cpp: each lane
+// takes exp_activation's f32 operations in the same order (vmaxps / vminps pick as its
+// comparisons do, NaN included), and the tail goes through the scalar functions themselves.
+// Called from ops_f32.cpp on the caller's thread when active_isa() is AVX2 or higher.
+#include <immintrin.h>
+
+#include "kernels/common/scalar_math.h"
+#include "kernels/cpu/ops_f32.h"
+
+namespace strata::kernels::detail {
+namespace {
+
+// exp_activation (scalar_math.h) on 8 lanes.
+inline __m256 exp_activation8(__m256 x) {
+  const __m256 shift = _mm256_set1_ps(12582912.0f);
+  const __m256 over = _mm256_cmp_ps(x, _mm256_set1_ps(88.0f), _CMP_GT_OQ);  // x > 88 (false for NaN)
+  x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));  // maxps(a, b) = a > b ? a : b: NaN -> -87
+  x = _mm256_min_ps(x, _mm256_set1_ps(88.0f));
+  const __m256 n = _mm256_add_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), shift),
+                                 _mm256_set1_ps(-12582912.0f));
+  __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-0.693359375f), x);
+  r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+  // n is an integer in [-126, 127]: the conversion is exact in any rounding mode.
+  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const __m256 e = _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+  return _mm256_blendv_ps(e, _mm256_set1_ps(__builtin_inff()), over);
+}
+
+// silu(g) = g / (1 + e^-g).
+inline __m256 silu8(__m256 g) {
+  const __m256 e = exp_activation8(_mm256_xor_ps(g, _mm256_set1_ps(-0.0f)));
+  return _mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+}
+
+// gelu_tanh(g) = g / (1 + e^z), z = g (a + b g^2).
+inline __m256 gelu8(__m256 g) {
+  const __m256 z = _mm256_mul_ps(
+      g, _mm256_fmadd_ps(_mm256_set1_ps(-0.0713548162726f), _mm256_mul_ps(g, g), _mm256_set1_ps(-1.5957691216057308f)));
+  return _mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), exp_activation8(z)));
+}
+
+}  // namespace
+
+void swiglu_avx2(float* gate, const float* up, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(gate + i, _mm256_mul_ps(silu8(_mm256_loadu_ps(gate + i)), _mm256_loadu_ps(up + i)));
+  for (; i < n; ++i) gate[i] = silu(gate[i]) * up[i];
+}
+
+void geglu_avx2(float* gate, const float* up, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(gate + i, _mm256_mul_ps(gelu8(_mm256_loadu_ps(gate + i)), _mm256_loadu_ps(up + i)));
+  for (; i < n; ++i) gate[i] = gelu_tanh(gate[i]) * up[i];
+}
+
+void gelu_avx2(float* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, gelu8(_mm256_loadu_ps(x + i)));
+  for (; i < n; ++i) x[i] = gelu_tanh(x[i]);
+}
+
+}  // namespace strata::kernels::detail

@@ -1,5 +1,5 @@
 // kernels/cpu/gemm_amx.cpp — the wide packed-tile kernels of gemm.h on Intel AMX (AMX-TILE +
-// AMX-INT8: Sapphire Rapids and later) for Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q4_K and Q5_K, which
+// AMX-INT8: Sapphire Rapids and later) for Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q4_K, Q5_K and Q6_K, which
 // matmul takes for prompt batches of 64 tokens and more (GemmKernels::rows_large). Compiled with the
 // AVX-512 and AMX flags (file suffix); reached only through gemm_kernels() when amx_active()
 // (isa.h: cpuid, and the kernel's permission for the tile state). No engine types.
@@ -8,16 +8,16 @@
 // tokens (B: K / 4 rows x 64 bytes, s8: exactly one wide activation group's steps, gemm_layout.h)
 // into 16 x 16 int32 sums (C), where the VNNI tile needs K / 4 x 16 vpdpbusd. The 32-element types
 // take K = 32, one block, whose sum is one integer of dot_order.h (Q8_0 / Q4_0 / Q5_0 with signed
-// weights, so without the activations' offset correction). Q4_K / Q5_K take K = 64 over a whole
-// 256-element block with the group scales folded into the weights (W45), so that C1 + 8 C2 is
-// that block's scaled integer sum. C goes through memory (tilestored) to the AVX-512 registers,
-// which then take the same integer and float steps as gemm_avx512.cpp's wide tile, in the same
-// order: every output is the same bits as the VNNI tiles, the one-token dots and the scalar
-// reference give (test_gemm checks it bit for bit).
-// Q6_K / Q3_K / Q2_K have scale groups of 16 elements, whose scales (up to 8 bits) do not fold into
-// u8: their AMX version with one product of K = 16 per group was slower than their VNNI tiles (W
-// 4096 x 4096, 512 tokens, 1 thread: Q6_K 75 vs 65-70 ms), so they keep those. docs/benchmarks.md,
-// "AMX tiles for prompt batches".
+// weights, so without the activations' offset correction). Q4_K / Q5_K (W45) and Q6_K (W6F) take
+// K = 64 over a whole 256-element block with the group scales folded into the weights, in parts
+// whose C tiles, shifted and added, are that block's scaled integer sum. C goes through memory
+// (tilestored) to the AVX-512 registers, which then take the same integer and float steps as
+// gemm_avx512.cpp's wide tile, in the same order: every output is the same bits as the VNNI tiles,
+// the one-token dots and the scalar reference give (test_gemm checks it bit for bit).
+// Q3_K / Q2_K keep the VNNI tiles: an AMX version with one product of K = 16 per 16-element scale
+// group was slower than those (it was measured on Q6_K: W 4096 x 4096, 512 tokens, 1 thread, 75 vs
+// 65-70 ms), and their few users run them at decode. docs/benchmarks.md, "AMX tiles for prompt
+// batches".
 //
 // Weights: the 16 rows of a panel are unpacked by the VNNI kernels' unpackers into four 4-row
 // scratches (gemm_layout.h; their scales and mins are read there), and their levels gathered into
@@ -124,6 +124,7 @@ inline void tile_products(const uint8_t* a, const uint8_t* b, int64_t b_stride, 
 // offset (the same integer sums as the VNNI tile's u8 sums plus corr).
 struct W80 {
   static constexpr bool kFolded = false;
+  static constexpr int kParts = 1;
   static constexpr int64_t kElems = 32, kBlockBytes = kW80Block, kQ = kW80Q;
   static constexpr int kK = 32;
   static constexpr bool kSigned = true;  // the scratch's w + 128, less 128 in the A panel
@@ -131,6 +132,7 @@ struct W80 {
 };
 struct W81 {
   static constexpr bool kSigned = false, kFolded = false;
+  static constexpr int kParts = 1;
   static constexpr int64_t kElems = 32, kBlockBytes = kW81Block, kQ = kW81Q;
   static constexpr int kK = 32;
   static int64_t quad_bytes(int64_t cols) { return scratch_bytes_w81(cols); }
@@ -142,23 +144,37 @@ struct W81 {
 // group sums, with no multiply on the vector side.
 struct W45 {
   static constexpr bool kSigned = false, kFolded = true;
+  static constexpr int kParts = 2;
   static constexpr int64_t kElems = 256, kBlockBytes = kW45Block, kQ = kW45Q;
   static constexpr int kK = 64;
   static int64_t quad_bytes(int64_t cols) { return scratch_bytes_w45(cols); }
 };
+// Q6_K: kFolded in three signed parts. Each 16-element group's 8-bit scale sc (-128..127) is
+// written in base 8 with digits in [-3, 4] (a complete set of residues mod 8, so every sc has
+// exactly one such form; sc = d0 + 8 d1 + 64 d2), and part i holds (level - 32) x d_i, which is
+// -32..31 times -3..4: -128..124, s8 (TDPBSSD). Then C0 + 8 C1 + 64 C2 is the block's integer
+// sum of sc x (level - 32) x activation: the VNNI tile's isum (its scaled group sums plus the
+// -32 sc offsets taken with the activations' 16-element sums), here without the offset term.
+struct W6F {
+  static constexpr bool kSigned = true, kFolded = true;
+  static constexpr int kParts = 3;
+  static constexpr int64_t kElems = 256, kBlockBytes = kW6Block, kQ = kW6Q;
+  static constexpr int kK = 64;
+  static int64_t quad_bytes(int64_t cols) { return scratch_bytes_w6(cols); }
+};
 
-// A block's products (kElems / kK; a folded block's two parts), the token groups a pass runs
+// A block's products (kElems / kK; a folded block's parts), the token groups a pass runs
 // (kGroups: their products of a chunk stay in L1), and the blocks a chunk holds (kChunk: a
 // 32-element family's step runs 2 blocks with its sums in registers).
 template <class F>
-constexpr int kProducts = F::kFolded ? 2 : static_cast<int>(F::kElems / F::kK);
+constexpr int kProducts = F::kFolded ? F::kParts : static_cast<int>(F::kElems / F::kK);
 template <class F>
 constexpr int kGroups = F::kFolded ? 2 : 4;
 template <class F>
 constexpr int64_t kChunk = F::kFolded ? 1 : 2;
-// Bytes of the A panel per element of a row: the folded families hold two parts.
+// Bytes of the A panel per element of a row: the folded families hold one a part.
 template <class F>
-constexpr int64_t kPanelParts = F::kFolded ? 2 : 1;
+constexpr int64_t kPanelParts = F::kParts;
 // C tiles of one chunk: [kChunk blocks][kProducts][kGroups] x 256 int32; the products run
 // kAhead chunks ahead of the steps, in a ring of kAhead + 1 chunks.
 template <class F>
@@ -193,7 +209,35 @@ void unpack_panel(const uint8_t* w, int64_t wrb, int64_t rp, int64_t nb, uint8_t
   constexpr int kK = F::kK;
   const int64_t qb = F::quad_bytes(nb * F::kElems);
   for (int q = 0; q < 4; ++q) kPack(w + 4 * q * wrb, wrb, min_i64(4, rp - 4 * q > 0 ? rp - 4 * q : 0), nb, quads + q * qb);
-  if constexpr (F::kFolded) {
+  if constexpr (F::kParts == 3) {
+    // block k: part i [16 rows][256] at i x 16 x 256; 32-element piece j of row r (its groups 2j,
+    // 2j + 1) at 32 j
+    for (int64_t k = 0; k < nb; ++k)
+      for (int r = 0; r < kPanelRows; ++r) {
+        const uint8_t* blk = quad_block<F>(quads, qb, r, k);
+        const uint8_t* lv = blk + F::kQ + F::kElems * (r % 4);
+        uint8_t* d0 = panel + k * (3 * kPanelRows * 256) + 256 * r;
+        int16_t digits[3][16];  // sc = d0 + 8 d1 + 64 d2, each in [-3, 4]
+        for (int grp = 0; grp < 16; ++grp) {
+          int32_t sc;
+          std::memcpy(&sc, blk + kW6Sc + 64 * (r % 4) + 4 * grp, 4);
+          for (int i = 0; i < 3; ++i) {
+            const int32_t d = ((sc + 3) & 7) - 3;
+            digits[i][grp] = static_cast<int16_t>(d);
+            sc = (sc - d) / 8;
+          }
+        }
+        for (int j = 0; j < 8; ++j) {
+          const __m512i w16 = _mm512_sub_epi16(_mm512_cvtepu8_epi16(loadu256(lv + 32 * j)), _mm512_set1_epi16(32));
+          for (int i = 0; i < 3; ++i) {
+            const __m512i dig = _mm512_inserti64x4(_mm512_set1_epi16(digits[i][2 * j]),
+                                                   _mm256_set1_epi16(digits[i][2 * j + 1]), 1);
+            storeu256(d0 + i * kPanelRows * 256 + 32 * j, _mm512_cvtepi16_epi8(_mm512_mullo_epi16(w16, dig)));
+          }
+        }
+      }
+    return;
+  } else if constexpr (F::kFolded) {
     // block k: part 1 [16 rows][256] then part 2 [16 rows][256]; group j of row r at 32 j
     for (int64_t k = 0; k < nb; ++k)
       for (int r = 0; r < kPanelRows; ++r) {
@@ -263,6 +307,65 @@ inline void step_w45(const int32_t* c, int64_t cps, const uint8_t* ab, const uin
   }
 }
 
+// Q6_K, one superblock of one group (as tile_w6): isum = C0 + 8 C1 + 64 C2 (W6F's digits of the
+// scales; the offsets are in the signed levels), then facc += isum d_w d_a.
+inline void step_w6(const int32_t* c, int64_t cps, const uint8_t* ab, const uint8_t* quads, int64_t qb, int64_t k,
+                    __m512 (&facc)[kPanelRows]) {
+  const __m512 da = _mm512_load_ps(ab + Wide::k8KD);
+  for (int r = 0; r < kPanelRows; ++r) {
+    const uint8_t* wb = quad_block<W6F>(quads, qb, r, k);
+    const __m512i isum = _mm512_add_epi32(
+        _mm512_add_epi32(_mm512_load_si512(c + 16 * r), _mm512_slli_epi32(_mm512_load_si512(c + cps + 16 * r), 3)),
+        _mm512_slli_epi32(_mm512_load_si512(c + 2 * cps + 16 * r), 6));
+    const __m512 dd = _mm512_mul_ps(da, _mm512_set1_ps(loadf(wb + kW6D + 4 * (r % 4))));
+    facc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dd, facc[r]);
+  }
+}
+
+// A folded block of three signed parts (W6F) against G (1 or 2) token groups: parts 0 and 1 first
+// (C tiles 0 / 1 for group 0, 2 / 3 for group 1, as folded_products), then part 2 (C tile 0 for
+// group 0, 1 for group 1), each with 4 products of K = 64; c [part][g] (kGroups tiles a part).
+inline void folded3_products(const uint8_t* a, const uint8_t* b, int64_t b_stride, int G, int32_t* c) {
+  constexpr int64_t kPart = kPanelRows * 256;
+  const bool two = G == 2;
+  _tile_zero(0);
+  _tile_zero(1);
+  if (two) {
+    _tile_zero(2);
+    _tile_zero(3);
+  }
+  for (int q = 0; q < 4; ++q) {
+    _tile_loadd(4, a + 64 * q, 256);
+    _tile_loadd(5, a + kPart + 64 * q, 256);
+    _tile_loadd(6, b + 1024 * q, 64);
+    _tile_dpbssd(0, 4, 6);
+    _tile_dpbssd(1, 5, 6);
+    if (two) {
+      _tile_loadd(7, b + b_stride + 1024 * q, 64);
+      _tile_dpbssd(2, 4, 7);
+      _tile_dpbssd(3, 5, 7);
+    }
+  }
+  _tile_stored(0, c, 64);
+  _tile_stored(1, c + 512, 64);
+  _tile_zero(0);
+  if (two) {
+    _tile_stored(2, c + 256, 64);
+    _tile_stored(3, c + 768, 64);
+    _tile_zero(1);
+  }
+  for (int q = 0; q < 4; ++q) {
+    _tile_loadd(4, a + 2 * kPart + 64 * q, 256);
+    _tile_loadd(6, b + 1024 * q, 64);
+    _tile_dpbssd(0, 4, 6);
+    if (two) {
+      _tile_loadd(7, b + b_stride + 1024 * q, 64);
+      _tile_dpbssd(1, 4, 7);
+    }
+  }
+  _tile_stored(0, c + 1024, 64);
+  if (two) _tile_stored(1, c + 1280, 64);
+}
 
 // A folded block (W45) against G (1 or 2) token groups: C tiles 0 / 1 (group 0's parts 1 / 2)
 // and 2 / 3 (group 1's) each take 4 products of K = 64 (A: part p's 64 bytes q of 16 rows, 256
@@ -303,11 +406,14 @@ inline void chunk_products(const uint8_t* panel, int64_t k0, int64_t k1, int64_t
                            int64_t act_block, int64_t act_q, int G, int32_t* c, int* slot) {
   constexpr int kK = F::kK, kSteps = kK / 4;
   if constexpr (F::kFolded) {
-    constexpr int64_t kBlockPanel = 2 * kPanelRows * 256;
+    constexpr int64_t kBlockPanel = F::kParts * kPanelRows * 256;
     for (int64_t k = k0; k < k1; ++k) {
       const uint8_t* a = panel + k * kBlockPanel;
       const uint8_t* b = ag + k * act_block + act_q;
-      folded_products(a, b, gb, G, c + (k - k0) * kProducts<F> * kGroups<F> * 256);
+      if constexpr (F::kParts == 3)
+        folded3_products(a, b, gb, G, c + (k - k0) * kProducts<F> * kGroups<F> * 256);
+      else
+        folded_products(a, b, gb, G, c + (k - k0) * kProducts<F> * kGroups<F> * 256);
       if (k + 1 < nb) {  // the next block's rows into L1, as below
         for (int line = 0; line < kBlockPanel / 64; ++line)
           _mm_prefetch(reinterpret_cast<const char*>(a + kBlockPanel + 64 * line), _MM_HINT_T0);
@@ -443,6 +549,7 @@ AmxWide amx_wide(DType t) {
     case DType::Q5_1: return kWide<W81, &pack_w81<DType::Q5_1>, &step_w8<W81, true>>;
     case DType::Q4_K: return kWide<W45, &pack_w45<false>, &step_w45>;
     case DType::Q5_K: return kWide<W45, &pack_w45<true>, &step_w45>;
+    case DType::Q6_K: return kWide<W6F, &pack_w6, &step_w6>;
     default: return {};
   }
 }

@@ -229,7 +229,8 @@ TEST(Gemm, EmulatedIsBitIdenticalToAvx512) {
 // scalar reference's bits and the emulation's (the VNNI tiles') in every case, with panels of
 // 16 rows cut at any row count (the cases' 1-17 rows, and 37 below), 1-5 token groups (passes of
 // up to 4) and 1-16 blocks (chunks of 2, run 2 ahead). Their other layouts are the VNNI table's.
-const DType kAmxTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q5_K};
+const DType kAmxTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+                           DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 TEST(Gemm, AmxWideKernelsMatchScalarAndTheVnniBits) {
   if (!amx_supported()) GTEST_SKIP() << "no AMX-INT8 on this CPU (or the kernel did not grant it)";
@@ -254,11 +255,12 @@ TEST(Gemm, AmxWideKernelsMatchScalarAndTheVnniBits) {
     expect_bit_identical_to_emulation(large, wt, false);
     ++checked;
   }
-  EXPECT_EQ(checked, 7);
+  EXPECT_EQ(checked, 8);
 }
 
 // gemm_kernels() hands out the AMX table at the Avx512 level while amx_active(), the VNNI one
-// after force_amx(false); Q6_K (scale groups of 16) keeps the VNNI table either way.
+// after force_amx(false); Q3_K / Q2_K (scale groups of 16, levels without a fold) keep the VNNI
+// table either way.
 TEST(Gemm, AmxOnlyWhileActive) {
   if (!amx_supported()) {
     EXPECT_EQ(detail::amx_gemm(DType::Q4_K), nullptr);
@@ -267,7 +269,8 @@ TEST(Gemm, AmxOnlyWhileActive) {
   const bool was = amx_active();
   force_amx(true);
   EXPECT_EQ(gemm_kernels(DType::Q4_K, Isa::Avx512), detail::amx_gemm(DType::Q4_K));
-  EXPECT_EQ(gemm_kernels(DType::Q6_K, Isa::Avx512), detail::avx512_gemm(DType::Q6_K));
+  EXPECT_EQ(gemm_kernels(DType::Q6_K, Isa::Avx512), detail::amx_gemm(DType::Q6_K));
+  EXPECT_EQ(gemm_kernels(DType::Q3_K, Isa::Avx512), detail::avx512_gemm(DType::Q3_K));
   force_amx(false);
   EXPECT_FALSE(amx_active());
   EXPECT_EQ(gemm_kernels(DType::Q4_K, Isa::Avx512), detail::avx512_gemm(DType::Q4_K));

@@ -45,7 +45,7 @@ static STRATA_MATH_HD float float_from_bits(int32_t bits) {
 }
 
 // e^x of the activations, in f32 operations that every path repeats in this order: the scalar
-// loops (kernels/cpu/ops_f32.cpp), their AVX2 lanes (activations_avx2.cpp) and the CUDA kernels
+// loops (kernels/cpu/ops_f32.cpp), their AVX2 lanes (ops_f32_avx2.cpp) and the CUDA kernels
 // (kernels/cuda/elementwise.cu) give the same bits, where libm's expf / tanhf and CUDA's differ in
 // the last place. Within 2 ulp of e^x on [-87, 88]; +inf above 88 (e^88.72 is the largest
 // float: the activations then give g / inf = -0, as they should), e^-87 below -87 and for NaN (the

@@ -10,9 +10,10 @@
 namespace strata::kernels {
 
 void rms_norm_f32(const float* x, const float* weight, float* out, int64_t n, float eps) {
-  double sum_sq = 0.0;
-  for (int64_t i = 0; i < n; ++i) sum_sq += static_cast<double>(x[i]) * x[i];
-  const float inv = 1.0f / std::sqrt(static_cast<float>(sum_sq / static_cast<double>(n)) + eps);
+  if (active_isa() != Isa::Scalar) return detail::rms_norm_avx2(x, weight, out, n, eps);
+  double s[8] = {};
+  for (int64_t i = 0; i < n; ++i) s[i % 8] += static_cast<double>(x[i]) * x[i];
+  const float inv = detail::rms_inverse(detail::sum_squares_of_lanes(s), n, eps);
   for (int64_t i = 0; i < n; ++i) out[i] = x[i] * inv * weight[i];
 }
 

@@ -2,6 +2,7 @@
 // layer on the CPU (everything but the matrix products). Knows buffers and shapes, not models.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "kernels/common/scalar_math.h"
@@ -9,6 +10,9 @@
 namespace strata::kernels {
 
 // out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i]; x, weight, out: [n]. out may alias x.
+// The sum of squares in float64 (each square exact there), element i into running sum i % 8,
+// the eight then added pairwise (sum_squares_of_lanes): one order for the scalar loop and the
+// AVX2 lanes, so every ISA gives the same bits.
 void rms_norm_f32(const float* x, const float* weight, float* out, int64_t n, float eps);
 // out = (x - mean) / sqrt(var + eps) * weight + bias (LayerNorm of one row; bias may be null);
 // mean and variance summed in double, then f32.
@@ -35,8 +39,17 @@ void swiglu_oai_f32(float* gate, const float* up, int64_t n);
 void gelu_f32(float* x, int64_t n);
 
 namespace detail {
-// activations_avx2.cpp: swiglu_f32, geglu_f32 and gelu_f32 eight lanes a step, the same bits
-// (the three call them when active_isa() has AVX2).
+// The eight running sums of rms_norm's squares added as ((s0 + s4) + (s2 + s6)) + ((s1 + s5) +
+// (s3 + s7)), and the scale 1 / sqrt(sum / n + eps) of them, shared by both loops.
+static inline double sum_squares_of_lanes(const double (&s)[8]) {
+  return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+}
+static inline float rms_inverse(double sum_sq, int64_t n, float eps) {
+  return 1.0f / __builtin_sqrtf(static_cast<float>(sum_sq / static_cast<double>(n)) + eps);  // builtin: no shared weak copy (tools/isa_check.sh)
+}
+// ops_f32_avx2.cpp: rms_norm_f32, swiglu_f32, geglu_f32 and gelu_f32 eight lanes a step, the same
+// bits (those call them when active_isa() has AVX2).
+void rms_norm_avx2(const float* x, const float* weight, float* out, int64_t n, float eps);
 void swiglu_avx2(float* gate, const float* up, int64_t n);
 void geglu_avx2(float* gate, const float* up, int64_t n);
 void gelu_avx2(float* x, int64_t n);

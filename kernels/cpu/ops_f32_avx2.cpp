@@ -1,7 +1,8 @@
-// kernels/cpu/activations_avx2.cpp — the gated FFN activations (silu, gelu_tanh; scalar_math.h)
-// eight lanes a step with AVX2 + FMA, bit for bit the scalar loops of ops_f32.cpp: each lane
-// takes exp_activation's f32 operations in the same order (vmaxps / vminps pick as its
-// comparisons do, NaN included), and the tail goes through the scalar functions themselves.
+// kernels/cpu/ops_f32_avx2.cpp — ops_f32.cpp's hot element-wise loops eight lanes a step with AVX2
+// + FMA, bit for bit the scalar loops there: the gated FFN activations (silu, gelu_tanh;
+// scalar_math.h), each lane taking exp_activation's f32 operations in the same order (vmaxps /
+// vminps pick as its comparisons do, NaN included), the tail through the scalar functions
+// themselves; and rms_norm, whose sum of squares keeps the scalar reference's eight running sums.
 // Called from ops_f32.cpp on the caller's thread when active_isa() is AVX2 or higher.
 #include <immintrin.h>
 
@@ -48,6 +49,27 @@ inline __m256 gelu8(__m256 g) {
 }
 
 }  // namespace
+
+void rms_norm_avx2(const float* x, const float* weight, float* out, int64_t n, float eps) {
+  // Element i into running sum i % 8 (lanes 0-3 in lo, 4-7 in hi), float64: each square is exact
+  // there, so fma(x, x, s) is the scalar reference's s + x * x.
+  __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256d a = _mm256_cvtps_pd(_mm_loadu_ps(x + i)), b = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4));
+    lo = _mm256_fmadd_pd(a, a, lo);
+    hi = _mm256_fmadd_pd(b, b, hi);
+  }
+  alignas(32) double s[8];
+  _mm256_store_pd(s, lo);
+  _mm256_store_pd(s + 4, hi);
+  for (int64_t l = 0; i < n; ++i, ++l) s[l] += static_cast<double>(x[i]) * x[i];
+  const float inv = rms_inverse(sum_squares_of_lanes(s), n, eps);
+  const __m256 vinv = _mm256_set1_ps(inv);
+  for (i = 0; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vinv), _mm256_loadu_ps(weight + i)));
+  for (; i < n; ++i) out[i] = x[i] * inv * weight[i];
+}
 
 void swiglu_avx2(float* gate, const float* up, int64_t n) {
   int64_t i = 0;

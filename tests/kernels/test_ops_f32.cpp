@@ -1,7 +1,8 @@
-// tests/kernels/test_activations.cpp — the gated FFN activations (kernels/common/scalar_math.h):
-// exp_activation, silu and gelu_tanh against float64 math within a stated error, and the AVX2
-// lanes of swiglu_f32 / geglu_f32 / gelu_f32 bit for bit the scalar functions, special values
-// included. (The CUDA kernels' bits: tests/cuda_emu, Elementwise.SwigluGegluMatchCpu.)
+// tests/kernels/test_ops_f32.cpp — ops_f32's loops that have AVX2 lanes: the gated FFN activations
+// (kernels/common/scalar_math.h: exp_activation, silu and gelu_tanh against float64 math within a
+// stated error; swiglu_f32 / geglu_f32 / gelu_f32 at every ISA bit for bit the scalar functions,
+// special values included) and rms_norm_f32 (float64 within a stated error; every ISA the scalar
+// bits). (The CUDA kernels' activation bits: tests/cuda_emu, Elementwise.SwigluGegluMatchCpu.)
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -139,6 +140,50 @@ TEST(Activations, EveryIsaGivesTheScalarBits) {
       detail::gelu_avx2(x.data() + off, 37 - off);
       for (size_t i = 0; i < x.size(); ++i) expect_same(x[i], want[i], "gelu_avx2", i);
     }
+  }
+}
+
+// Lengths around the 8-lane steps (tails of 0-7), the models' widths, and one element.
+const int64_t kNormLengths[] = {1, 7, 8, 9, 64, 100, 576, 640, 1000, 2048, 2051};
+
+TEST(RmsNorm, WithinTwoUlpOfFloat64AndTheScaleAppliedInOrder) {
+  for (int64_t n : kNormLengths) {
+    const std::vector<float> x = test::random_floats(n, static_cast<uint32_t>(n), 3.f);
+    const std::vector<float> w = test::random_floats(n, static_cast<uint32_t>(n) + 1);
+    std::vector<float> out(static_cast<size_t>(n));
+    rms_norm_f32(x.data(), w.data(), out.data(), n, 1e-6f);
+    long double ss = 0;
+    for (float v : x) ss += static_cast<long double>(v) * v;
+    const double inv = 1.0 / std::sqrt(static_cast<double>(ss / n) + 1e-6);
+    for (int64_t i = 0; i < n; ++i) {
+      const double want = x[i] * inv * w[i];
+      // the f32 scale (about 1 ulp after its sqrt and division), then two f32 products
+      EXPECT_NEAR(out[i], want, 4.0 * std::ldexp(1.0, -24) * std::fabs(want) + 1e-30) << "n=" << n << " i=" << i;
+    }
+  }
+}
+
+TEST(RmsNorm, EveryIsaGivesTheScalarBitsInPlaceToo) {
+  for (int64_t n : kNormLengths) {
+    // Large and small magnitudes in one row: the float64 sums' order shows in the last bits.
+    std::vector<float> x = test::random_floats(n, static_cast<uint32_t>(n) + 7, 1.f);
+    for (int64_t i = 0; i < n; i += 5) x[i] *= 1e4f;
+    const std::vector<float> w = test::random_floats(n, static_cast<uint32_t>(n) + 8);
+    force_isa(Isa::Scalar);
+    std::vector<float> want(static_cast<size_t>(n));
+    rms_norm_f32(x.data(), w.data(), want.data(), n, 1e-5f);
+    for (Isa isa : test::all_isas()) {
+      if (!isa_supported(isa)) continue;
+      force_isa(isa);
+      std::vector<float> got(static_cast<size_t>(n)), in_place(x);
+      rms_norm_f32(x.data(), w.data(), got.data(), n, 1e-5f);
+      rms_norm_f32(in_place.data(), w.data(), in_place.data(), n, 1e-5f);
+      for (int64_t i = 0; i < n; ++i) {
+        EXPECT_EQ(bits_of(got[i]), bits_of(want[i])) << isa_name(isa) << " n=" << n << " i=" << i;
+        EXPECT_EQ(bits_of(in_place[i]), bits_of(want[i])) << isa_name(isa) << " in place, n=" << n << " i=" << i;
+      }
+    }
+    force_isa(best_isa());
   }
 }
 

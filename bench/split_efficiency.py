@@ -11,10 +11,16 @@ device computes on the host's threads (one each) and sleeps out the rest of each
 time, so where the host computes slower than the declared device, the host sets the speed.
 
 Busy: the union of a device lane's compute, embedding and head spans (not all-reduces or
-transfers) over the window from the first to the last span of the timed (pipelined) series,
-found as the spans whose n_tokens is the run's micro-batch rows (plan's
-decode_rows_per_micro_batch), cut at gaps of more than 50 ms (between repetitions) and the longest
-piece kept.
+transfers) over the steady state of the timed (pipelined) series: the series is found as the spans
+whose n_tokens is the run's micro-batch rows (plan's decode_rows_per_micro_batch), cut at gaps of
+more than 50 ms with the longest piece kept. It holds several repetitions of the decode steps (a
+sequence's embedding position starting over opens one, whose first step is bench's untimed BOS
+step). In each, the steady state of the timed steps runs from the moment every device has started
+(the last lane's first span) to the moment the first device has finished (the first lane's last
+span), leaving out the pipeline's fill and drain, which a server decoding without pause does not
+have. The table prints that figure and, in brackets, the fraction
+of the whole series (fill and drain included: with --n-gen 8, one micro-batch of every 8-16 on
+each device, each repetition).
 
 Usage: split_efficiency.py STRATA_ENGINE MODEL.gguf [--bw 1GB/s] [--threads 2] [--n-gen 8]
                            [--reps 2] [--json OUT.json]
@@ -56,14 +62,54 @@ def predicted(engine, model, devices, mode, k, threads):
     return cost["decode_tokens_per_s"], cost.get("decode_rows_per_micro_batch", 1), j["cost"]["decode_tokens_per_s"]
 
 
+def lane_busy(spans, tid, lo, hi):
+    """Microseconds of [lo, hi] that lane tid's compute / embedding / head spans cover (their union)."""
+    lane = sorted((max(e["ts"], lo), min(e["ts"] + e["dur"], hi)) for e in spans
+                  if e["tid"] == tid and e.get("cat") in BUSY_CATEGORIES)
+    busy, end = 0.0, lo
+    for s, e in lane:
+        s = max(s, end)
+        if e > s:
+            busy += e - s
+            end = e
+    return busy
+
+
+def rep_starts(spans):
+    """When each repetition of the timed series starts, and when its second step does: within a
+    repetition the embedding spans' positions grow step by step (the micro-batches of a step are
+    at most one position apart), and the next one starts again at the first position, well below
+    the last one seen. The first step of each is `bench`'s untimed BOS step (all sequences in one
+    eval, waited for), so the timed, rolling steps start with the next position."""
+    starts, top = [], None
+    for e in spans:
+        if e.get("cat") != "embed":
+            continue
+        tok = e["args"].get("token", 0)
+        if top is None or tok < top - 1:
+            starts.append([e["ts"], None, tok])
+            top = tok
+        elif starts[-1][1] is None and tok > starts[-1][2]:
+            starts[-1][1] = e["ts"]
+        top = max(top, tok)
+    return [(begin, rolling if rolling is not None else begin) for begin, rolling, _ in starts]
+
+
 def busy_fractions(trace_path, rows):
+    """Each lane's busy fraction of the steady-state windows and of the whole series, and the
+    steady windows' length in ms. The series: the longest run of the timed series' spans (those
+    of the run's micro-batch rows) without a gap over 50 ms. It holds several repetitions of the
+    decode steps (rep_starts), each of whose timed steps fills the pipeline (the later stages wait
+    for the first micro-batch) and drains it (the first stages wait for the last). A repetition's
+    steady state runs from the moment the last lane starts its first timed span to the moment the
+    first lane ends its last one."""
     trace = json.load(open(trace_path))
     events = trace["traceEvents"]
     names = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
     spans = sorted((e for e in events if e.get("ph") == "X" and e.get("args", {}).get("n_tokens") == rows),
                    key=lambda e: e["ts"])
     if not spans:
-        return {}, 0.0
+        return {}, {}, 0.0
     # Steady windows: runs of spans without a gap over 50 ms (the trace's times are microseconds).
     pieces, current, end = [], [], None
     for e in spans:
@@ -74,21 +120,29 @@ def busy_fractions(trace_path, rows):
         end = max(end or 0, e["ts"] + e["dur"]) if current[:-1] else e["ts"] + e["dur"]
     pieces.append(current)
     spans = max(pieces, key=lambda p: max(e["ts"] + e["dur"] for e in p) - p[0]["ts"])
-    lo = spans[0]["ts"]
-    hi = max(e["ts"] + e["dur"] for e in spans)
-    out = {}
-    for tid, name in names.items():
-        lane = sorted((e["ts"], e["ts"] + e["dur"]) for e in spans if e["tid"] == tid and e.get("cat") in BUSY_CATEGORIES)
-        if not lane:
-            continue
-        busy, end = 0.0, lo
-        for s, e in lane:
-            s = max(s, end)
-            if e > s:
-                busy += e - s
-                end = e
-        out[name.split(" ")[0]] = busy / (hi - lo)
-    return out, (hi - lo) / 1e3
+    series_lo = spans[0]["ts"]
+    series_hi = max(e["ts"] + e["dur"] for e in spans)
+    lanes = sorted({e["tid"] for e in spans if e.get("cat") in BUSY_CATEGORIES and e["tid"] in names})
+    reps = rep_starts(spans) or [(series_lo, series_lo)]
+    ends = [begin for begin, _ in reps[1:]] + [series_hi + 1]
+    windows = []
+    for (_, rolling), end in zip(reps, ends):
+        rep = [e for e in spans if rolling <= e["ts"] < end and e.get("cat") in BUSY_CATEGORIES]
+        if any(not any(e["tid"] == t for e in rep) for t in lanes):
+            continue  # a lane without work in this repetition: no steady state in it
+        lo = max(min(e["ts"] for e in rep if e["tid"] == t) for t in lanes)
+        hi = min(max(e["ts"] + e["dur"] for e in rep if e["tid"] == t) for t in lanes)
+        if hi > lo:
+            windows.append((lo, hi))
+    if not windows:
+        windows = [(series_lo, series_hi)]
+    length = sum(hi - lo for lo, hi in windows)
+    steady, series = {}, {}
+    for tid in lanes:
+        name = names[tid].split(" ")[0]
+        steady[name] = sum(lane_busy(spans, tid, lo, hi) for lo, hi in windows) / length
+        series[name] = lane_busy(spans, tid, series_lo, series_hi) / (series_hi - series_lo)
+    return steady, series, length / 1e3
 
 
 def main():
@@ -116,16 +170,17 @@ def main():
                 want = f"tg{a.n_gen}" + (f" x{k}" if k > 1 else "")
                 tps = next(r["tokens_per_s"] for r in j["results"] if r["test"] == want)
                 pred, rows, declared = predicted(a.engine, a.model, devices, mode, k, a.threads)
-                busy, window_ms = busy_fractions(trace, rows)
+                busy, busy_series, window_ms = busy_fractions(trace, rows)
                 if mode == "none":
                     baseline[k] = tps
                 r = {"run": label, "split_mode": mode, "devices": devices, "sequences": k, "tokens_per_s": tps,
                      "vs_one_device": tps / baseline[k] if k in baseline else None, "busy": busy,
+                     "busy_whole_series": busy_series,
                      "window_ms": window_ms, "predicted_on_this_machine": pred, "predicted_declared": declared,
                      "predicted_over_measured": pred / tps, "rows_per_micro_batch": rows,
                      "command": " ".join(cmd[:cmd.index("--trace")] + cmd[cmd.index("--trace") + 2:])}
                 results.append(r)
-                busy_text = ", ".join(f"{d} {100 * f:.0f}%" for d, f in sorted(busy.items()))
+                busy_text = ", ".join(f"{d} {100 * f:.0f}% ({100 * busy_series[d]:.0f}%)" for d, f in sorted(busy.items()))
                 ratio = f"{r['vs_one_device']:.2f}x" if r["vs_one_device"] else "-"
                 print(f"| {label} | {k} | {tps:.1f} | {ratio} | {busy_text} | {pred:.1f} ({pred / tps:.2f}) |",
                       flush=True)

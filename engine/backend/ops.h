@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -110,6 +111,11 @@ class Event {
   // Nanoseconds between `earlier` and this event, once both have completed. Both events must come
   // from the same Ops object.
   virtual Expected<int64_t> elapsed_ns_since(const Event& earlier) = 0;
+  // Nanoseconds from now until the work before this event is done (0 once it is), where the
+  // backend knows it without waiting: a paced simulated device's timeline. nullopt where it does
+  // not (a GPU tells only elapsed times between completed events). The trace anchors a device's
+  // events to the host's clock with it.
+  virtual std::optional<int64_t> ns_from_now() const { return std::nullopt; }
 };
 
 class Ops {
@@ -202,6 +208,11 @@ class Ops {
   virtual Status synchronize() = 0;
   // An event after the work submitted so far.
   virtual Expected<std::unique_ptr<Event>> record_event() = 0;
+  // Whether an op may return before the device has run it: the host issues ahead of the device's
+  // queue (a paced simulated device's timeline; a GPU stream, whose device memory the host does not
+  // see anyway). The trace then times a device's work by its events, not by the host's clock around
+  // the calls, which would end each span when its last op was issued.
+  virtual bool issues_ahead() const { return false; }
 };
 
 }  // namespace strata::backend

@@ -16,8 +16,9 @@ namespace strata::exec {
 namespace {
 
 // Trace spans for one device's work in one stage. Host backends run each op to completion, so
-// a clock read around the work is the truth; asynchronous backends (CUDA) record events into
-// their stream, converted to the recorder's clock once the stage has synchronized (flush()).
+// a clock read around the work is the truth; asynchronous backends (CUDA, and a paced simulated
+// device, whose timeline runs behind the host that issues to it) record events into their queue,
+// converted to the recorder's clock once the stage has synchronized (flush()).
 class SpanClock {
  public:
   SpanClock(trace::Recorder* rec, backend::Ops& ops, bool async) : rec_(rec), ops_(ops), async_(async && rec) {
@@ -25,7 +26,9 @@ class SpanClock {
       auto e = ops_.record_event();
       if (e.ok()) {
         base_event_ = std::move(*e);
-        base_ns_ = rec_->now_ns();
+        // The base event completes once the device has run what is queued before it: later than
+        // now on a device the host issues ahead of (a paced simulated device says by how much).
+        base_ns_ = rec_->now_ns() + base_event_->ns_from_now().value_or(0);
       } else {
         async_ = false;
       }
@@ -77,6 +80,12 @@ class SpanClock {
   trace::Event open_;
   std::vector<Pending> pending_;
 };
+
+// Whether a device's spans are timed by its events (SpanClock's async): where its memory is not
+// the host's, or where its ops return before its queue has run them (Ops::issues_ahead).
+bool timed_by_events(const backend::Device& device, const backend::Ops& ops) {
+  return !device.host_visible() || ops.issues_ahead();
+}
 
 trace::Event proto(int32_t lane, trace::EventKind kind, int32_t layer, int32_t seq, int64_t token, int64_t n) {
   trace::Event e;
@@ -465,7 +474,7 @@ Status Pipeline::run_head(DeviceRuntime& rt, MicroBatch& mb, trace::Recorder* re
   if (rows.empty()) return {};
   backend::Ops& ops = *rt.ops;
   const ScratchViews& s = rt.block->scratch();
-  SpanClock clock(rec, ops, !rt.device->host_visible());
+  SpanClock clock(rec, ops, timed_by_events(*rt.device, ops));
   // The logits scratch holds plan::head_rows rows; a speculative step may ask for more (every
   // drafted token of every sequence), so the head runs over pieces of at most that many rows. Each
   // row's logits do not depend on the rows beside it (batch-invariant matmul).
@@ -537,7 +546,7 @@ Status Pipeline::run_single(StageRuntime& stage, MicroBatch& mb) {
   backend::Ops& ops = *rt.ops;
   const ScratchViews& s = block.scratch();
   const size_t count = static_cast<size_t>(mb.n * c.n_embd);
-  SpanClock clock(recorder_, ops, !rt.device->host_visible());
+  SpanClock clock(recorder_, ops, timed_by_events(*rt.device, ops));
   if (stage.has_embed) {
     clock.begin(proto(rt.lane, trace::EventKind::Embed, -1, mb.seq(), mb.pos0(), mb.n));
     STRATA_RETURN_IF_ERROR(block.embed(rt.token_embd, mb.tokens.data(), mb.n, s.hidden));
@@ -668,7 +677,7 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
       STRATA_RETURN_IF_ERROR(on_each([&](size_t i) -> Status {
         DeviceRuntime& rt = *stage.local[i];
         const size_t m = stage.local_index[i];
-        SpanClock clock(recorder_, *rt.ops, !rt.device->host_visible());
+        SpanClock clock(recorder_, *rt.ops, timed_by_events(*rt.device, *rt.ops));
         clock.begin(proto(rt.lane, trace::EventKind::Compute, static_cast<int32_t>(l), mb.seq(), mb.pos0(), mb.n));
         STRATA_RETURN_IF_ERROR(add_pending(i));
         STRATA_RETURN_IF_ERROR(rt.block->attention_partial(slot.weights[m], l, rt.block->scratch().hidden, mb.n,
@@ -696,7 +705,7 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
       DeviceRuntime& rt = *stage.local[i];
       const size_t m = stage.local_index[i];
       const ScratchViews& s = rt.block->scratch();
-      SpanClock clock(recorder_, *rt.ops, !rt.device->host_visible());
+      SpanClock clock(recorder_, *rt.ops, timed_by_events(*rt.device, *rt.ops));
       clock.begin(proto(rt.lane, trace::EventKind::Compute, static_cast<int32_t>(l), mb.seq(), mb.pos0(), mb.n));
       // The attention's summed update lands with the FFN's work (one round trip to the workers);
       // so does a previous block's FFN update when this unit is an FFN part alone.

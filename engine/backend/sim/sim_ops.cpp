@@ -51,6 +51,9 @@ class SimEvent final : public Event {
     if (Clock::now() < at_) std::this_thread::sleep_until(at_);
     return {};
   }
+  std::optional<int64_t> ns_from_now() const override {
+    return std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(at_ - Clock::now()).count());
+  }
   Expected<int64_t> elapsed_ns_since(const Event& earlier) override {
     const auto* e = dynamic_cast<const SimEvent*>(&earlier);
     if (!e) return Error{Code::InvalidArgument, "events from different backends"};

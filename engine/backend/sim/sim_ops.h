@@ -70,6 +70,7 @@ class SimOps final : public Ops {
   // Wait until the device's declared timeline has caught up with everything issued.
   Status synchronize() override;
   Expected<std::unique_ptr<Event>> record_event() override;
+  bool issues_ahead() const override { return true; }  // up to kMaxAhead (sim_ops.cpp) ahead of the timeline
 
  private:
   // Runs op, then moves the device's timeline by the declared cost (times the slow-fault factor).

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -162,6 +163,34 @@ TEST(SimPacing, EventsSeeThePacedTime) {
   ASSERT_OK(ns);
   const double declared = static_cast<double>(rows * cols * 4) / 1e9;
   EXPECT_GE(static_cast<double>(*ns) * 1e-9, declared) << "events around a paced matmul";
+}
+
+// The host issues ahead of a paced device (Ops::issues_ahead), and its events say how long until
+// the work before them is done (Event::ns_from_now), which the trace uses to place a device's
+// spans on its timeline: the reported wait is never longer than the real one (synchronize sleeps
+// until the event's time, never less), and it is 0 once the event has completed.
+TEST(SimPacing, EventsTellHowLongUntilTheyComplete) {
+  backend::SimulatedSpec spec = fast_spec();
+  spec.bandwidth_gbps = 1;
+  Fixture f = make(spec);
+  ASSERT_TRUE(f.ops);
+  EXPECT_TRUE(f.ops->issues_ahead());
+  const int64_t rows = 1024, cols = 1024;  // 4 MiB -> 4.2 ms
+  auto w = filled(*f.device, static_cast<size_t>(rows * cols), 0.5f, BufferUse::Weights);
+  auto x = filled(*f.device, static_cast<size_t>(cols), 1.0f, BufferUse::Scratch);
+  auto y = filled(*f.device, static_cast<size_t>(rows), 0.0f, BufferUse::Scratch);
+  ASSERT_TRUE(w && x && y);
+  ASSERT_OK(f.ops->matmul({w->data(), DType::F32, rows, cols}, x->floats(), 1, y->floats()));
+  auto after = f.ops->record_event();
+  ASSERT_OK(after);
+  const Clock::time_point asked = Clock::now();
+  const std::optional<int64_t> left = (*after)->ns_from_now();
+  ASSERT_TRUE(left.has_value());
+  EXPECT_GE(*left, 0);
+  ASSERT_OK((*after)->synchronize());
+  const int64_t waited = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - asked).count();
+  EXPECT_LE(*left, waited) << "the event completed before the time it reported";
+  EXPECT_EQ((*after)->ns_from_now(), std::optional<int64_t>(0));
 }
 
 // Compute-bound: a device of 1 GFLOP/s (tflops 1e-3) with unbounded bandwidth takes at least

@@ -322,54 +322,19 @@ inline void step_w6(const int32_t* c, int64_t cps, const uint8_t* ab, const uint
   }
 }
 
-// A folded block of three signed parts (W6F) against G (1 or 2) token groups: parts 0 and 1 first
-// (C tiles 0 / 1 for group 0, 2 / 3 for group 1, as folded_products), then part 2 (C tile 0 for
-// group 0, 1 for group 1), each with 4 products of K = 64; c [part][g] (kGroups tiles a part).
-inline void folded3_products(const uint8_t* a, const uint8_t* b, int64_t b_stride, int G, int32_t* c) {
-  constexpr int64_t kPart = kPanelRows * 256;
-  const bool two = G == 2;
-  _tile_zero(0);
-  _tile_zero(1);
-  if (two) {
-    _tile_zero(2);
-    _tile_zero(3);
-  }
-  for (int q = 0; q < 4; ++q) {
-    _tile_loadd(4, a + 64 * q, 256);
-    _tile_loadd(5, a + kPart + 64 * q, 256);
-    _tile_loadd(6, b + 1024 * q, 64);
-    _tile_dpbssd(0, 4, 6);
-    _tile_dpbssd(1, 5, 6);
-    if (two) {
-      _tile_loadd(7, b + b_stride + 1024 * q, 64);
-      _tile_dpbssd(2, 4, 7);
-      _tile_dpbssd(3, 5, 7);
-    }
-  }
-  _tile_stored(0, c, 64);
-  _tile_stored(1, c + 512, 64);
-  _tile_zero(0);
-  if (two) {
-    _tile_stored(2, c + 256, 64);
-    _tile_stored(3, c + 768, 64);
-    _tile_zero(1);
-  }
-  for (int q = 0; q < 4; ++q) {
-    _tile_loadd(4, a + 2 * kPart + 64 * q, 256);
-    _tile_loadd(6, b + 1024 * q, 64);
-    _tile_dpbssd(0, 4, 6);
-    if (two) {
-      _tile_loadd(7, b + b_stride + 1024 * q, 64);
-      _tile_dpbssd(1, 4, 7);
-    }
-  }
-  _tile_stored(0, c + 1024, 64);
-  if (two) _tile_stored(1, c + 1280, 64);
-}
+// One product into C tile C of A tile A and B tile B: TDPBSSD where the A panel holds signed
+// bytes (kSigned), else TDPBUSD (unsigned); B (the activations) is signed either way.
+#define STRATA_AMX_DP(C, A, B) \
+  if constexpr (kSigned)       \
+    _tile_dpbssd(C, A, B);     \
+  else                         \
+    _tile_dpbusd(C, A, B)
 
-// A folded block (W45) against G (1 or 2) token groups: C tiles 0 / 1 (group 0's parts 1 / 2)
-// and 2 / 3 (group 1's) each take 4 products of K = 64 (A: part p's 64 bytes q of 16 rows, 256
-// apart; B: 16 steps of group g), then go to c [part][g] (kGroups tiles a part).
+// A folded block (W45: two parts, W6F: three) against G (1 or 2) token groups, each part with 4
+// products of K = 64 (A: part p's 64 bytes q of 16 rows, 256 apart; B: 16 steps of group g),
+// into c [part][g] (kGroups tiles a part). Parts 0 and 1 first: C tiles 0 / 1 for group 0, 2 / 3
+// for group 1; then W6F's part 2: C tile 0 for group 0, 1 for group 1.
+template <int kParts, bool kSigned>
 inline void folded_products(const uint8_t* a, const uint8_t* b, int64_t b_stride, int G, int32_t* c) {
   constexpr int64_t kPart = kPanelRows * 256;
   const bool two = G == 2;
@@ -383,12 +348,12 @@ inline void folded_products(const uint8_t* a, const uint8_t* b, int64_t b_stride
     _tile_loadd(4, a + 64 * q, 256);
     _tile_loadd(5, a + kPart + 64 * q, 256);
     _tile_loadd(6, b + 1024 * q, 64);
-    _tile_dpbusd(0, 4, 6);
-    _tile_dpbusd(1, 5, 6);
+    STRATA_AMX_DP(0, 4, 6);
+    STRATA_AMX_DP(1, 5, 6);
     if (two) {
       _tile_loadd(7, b + b_stride + 1024 * q, 64);
-      _tile_dpbusd(2, 4, 7);
-      _tile_dpbusd(3, 5, 7);
+      STRATA_AMX_DP(2, 4, 7);
+      STRATA_AMX_DP(3, 5, 7);
     }
   }
   _tile_stored(0, c, 64);
@@ -397,7 +362,23 @@ inline void folded_products(const uint8_t* a, const uint8_t* b, int64_t b_stride
     _tile_stored(2, c + 256, 64);
     _tile_stored(3, c + 768, 64);
   }
+  if constexpr (kParts == 3) {
+    _tile_zero(0);
+    if (two) _tile_zero(1);
+    for (int q = 0; q < 4; ++q) {
+      _tile_loadd(4, a + 2 * kPart + 64 * q, 256);
+      _tile_loadd(6, b + 1024 * q, 64);
+      STRATA_AMX_DP(0, 4, 6);
+      if (two) {
+        _tile_loadd(7, b + b_stride + 1024 * q, 64);
+        STRATA_AMX_DP(1, 4, 7);
+      }
+    }
+    _tile_stored(0, c + 1024, 64);
+    if (two) _tile_stored(1, c + 1280, 64);
+  }
 }
+#undef STRATA_AMX_DP
 
 // The products of blocks [k0, k1) of groups [0, G) (group g's activations at ag + g * gb) into
 // c ([block - k0][product][g] tiles).
@@ -410,10 +391,7 @@ inline void chunk_products(const uint8_t* panel, int64_t k0, int64_t k1, int64_t
     for (int64_t k = k0; k < k1; ++k) {
       const uint8_t* a = panel + k * kBlockPanel;
       const uint8_t* b = ag + k * act_block + act_q;
-      if constexpr (F::kParts == 3)
-        folded3_products(a, b, gb, G, c + (k - k0) * kProducts<F> * kGroups<F> * 256);
-      else
-        folded_products(a, b, gb, G, c + (k - k0) * kProducts<F> * kGroups<F> * 256);
+      folded_products<F::kParts, F::kSigned>(a, b, gb, G, c + (k - k0) * kProducts<F> * kGroups<F> * 256);
       if (k + 1 < nb) {  // the next block's rows into L1, as below
         for (int line = 0; line < kBlockPanel / 64; ++line)
           _mm_prefetch(reinterpret_cast<const char*>(a + kBlockPanel + 64 * line), _MM_HINT_T0);

@@ -125,7 +125,7 @@ const GemmKernels* avx512_gemm(DType wtype);  // gemm_avx512.cpp; call only if A
 // if Avx2 is supported.
 const GemmKernels* avx2_gemm(DType wtype);
 // gemm_amx.cpp: the wide kernel (prompt batches) of a type on AMX tiles, the same bits as
-// avx512_gemm's, its scratch and its threshold (Q4_0, Q5_0, Q8_0, Q4_1, Q5_1, Q4_K, Q5_K; else
+// avx512_gemm's, its scratch and its threshold (Q4_0, Q5_0, Q8_0, Q4_1, Q5_1, Q4_K, Q5_K, Q6_K; else
 // {}); call its rows only if amx_supported().
 struct AmxWide {
   int64_t (*scratch_bytes)(int64_t cols) = nullptr;  // at least the VNNI wide kernel's too

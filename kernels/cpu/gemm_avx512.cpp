@@ -414,11 +414,26 @@ inline void block_scales(const uint8_t* const (&row)[kInPlaceRows], int64_t k0, 
   }
 }
 
+// Quads (4 lanes a token) add their lanes for 4 rows at once: one transpose of the rows' sums
+// within each token's 128 bits leaves lane 4 t + j holding row j's sum for token t, so the float
+// steps run 4 rows in one vector (facc[h]: rows 4 h .. 4 h + 3), each lane tile_w8's operations of
+// one lane on the same integer. Pairs and octets keep a vector a row (token_sums).
+template <class L>
+constexpr bool kRowsInLanes = L::kLanes == 4;
+
+// The four rows' integer sums of each token: lane 4 t + j <- the sum of row j's 4 lanes of token t
+// (int32 adds wrap: exact in any order).
+inline __m512i row_sums4(__m512i a0, __m512i a1, __m512i a2, __m512i a3) {
+  const __m512i v01 = _mm512_add_epi32(_mm512_unpacklo_epi32(a0, a1), _mm512_unpackhi_epi32(a0, a1));
+  const __m512i v23 = _mm512_add_epi32(_mm512_unpacklo_epi32(a2, a3), _mm512_unpackhi_epi32(a2, a3));
+  return _mm512_add_epi32(_mm512_unpacklo_epi64(v01, v23), _mm512_unpackhi_epi64(v01, v23));
+}
+
 // kInPlaceRows rows (row[r]: a row's first block) x one group of layout L (pairs, quads or
 // octets) over all nb blocks, read in place: per block, per row, the integer sum of the steps
 // (vpdpbusd from the lane's offset, or from zero for Q4_1 / Q5_1), then tile_w8's float
 // operations in its order (for Q4_1 / Q5_1, s_a m_w after the conversion) on the same integers,
-// lane by lane, so pairs give rows_pairs' bits.
+// lane by lane, so pairs give rows_pairs' bits. Quads: kRowsInLanes.
 template <DType T, class L>
 inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb, const uint8_t* act,
                           __m512 (&facc)[kInPlaceRows]) {
@@ -442,18 +457,33 @@ inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb,
       const __m512i off = T == DType::Q4_0   ? _mm512_srai_epi32(corr, 4)
                           : T == DType::Q5_0 ? _mm512_srai_epi32(corr, 3)
                                              : corr;
-      for (int r = 0; r < kInPlaceRows; ++r) {
+      // integer sums are exact: starting from the offset is adding it last
+      auto row_sum = [&](int r) {
         const uint8_t* blk = row[r] + k * kBB;
         _mm_prefetch(reinterpret_cast<const char*>(blk + kInPlaceAhead), _MM_HINT_T0);
         __m512i w[kSteps];
         weight_steps<T, kStep>(blk, w);
-        // integer sums are exact: starting from the offset is adding it last
         __m512i acc = kHasMin<T> ? _mm512_setzero_si512() : off;
         for (int s = 0; s < kSteps; ++s) acc = _mm512_dpbusd_epi32(acc, w[s], a[s]);
-        const __m512 dd = _mm512_mul_ps(da, _mm512_set1_ps(dw[kc][r]));
-        facc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(token_sums<L>(acc)), dd, facc[r]);
-        if constexpr (kHasMin<T>)
-          facc[r] = _mm512_fmadd_ps(_mm512_castsi512_ps(off), _mm512_set1_ps(mw[kc][r]), facc[r]);
+        return acc;
+      };
+      if constexpr (kRowsInLanes<L>) {
+        for (int h = 0; h < kInPlaceRows / 4; ++h) {
+          const __m512i isum = row_sums4(row_sum(4 * h), row_sum(4 * h + 1), row_sum(4 * h + 2), row_sum(4 * h + 3));
+          const __m512 dd = _mm512_mul_ps(da, _mm512_broadcast_f32x4(_mm_load_ps(&dw[kc][4 * h])));
+          facc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dd, facc[h]);
+          if constexpr (kHasMin<T>)  // s_a: the first lane of each token's four
+            facc[h] = _mm512_fmadd_ps(_mm512_permute_ps(_mm512_castsi512_ps(off), 0),
+                                      _mm512_broadcast_f32x4(_mm_load_ps(&mw[kc][4 * h])), facc[h]);
+        }
+      } else {
+        for (int r = 0; r < kInPlaceRows; ++r) {
+          const __m512i acc = row_sum(r);
+          const __m512 dd = _mm512_mul_ps(da, _mm512_set1_ps(dw[kc][r]));
+          facc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(token_sums<L>(acc)), dd, facc[r]);
+          if constexpr (kHasMin<T>)
+            facc[r] = _mm512_fmadd_ps(_mm512_castsi512_ps(off), _mm512_set1_ps(mw[kc][r]), facc[r]);
+        }
       }
     }
   }
@@ -461,7 +491,8 @@ inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb,
 
 // GemmKernels::in_place rows: kInPlaceRows rows at a time, each read once, in place. Rows of a
 // tile past nr read the last row again (their results are not stored). Token t of the group is
-// the first of its lanes [kLanes t, kLanes t + kLanes) (store_tile's).
+// the first of its lanes [kLanes t, kLanes t + kLanes) (store_tile's); quads: row r's is lane
+// 4 t + r % 4 of facc[r / 4] (kRowsInLanes).
 template <DType T, class L>
 void rows_in_place(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens,
                    float* y, int64_t ys, uint8_t*, const uint8_t*, int64_t) {
@@ -475,7 +506,8 @@ void rows_in_place(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, cons
     alignas(64) float o[kInPlaceRows][16];
     for (int r = 0; r < kInPlaceRows; ++r) _mm512_store_ps(o[r], facc[r]);
     for (int64_t t = 0; t < min_i64(n_tokens, L::kTokens); ++t)
-      for (int64_t r = 0; r < rn; ++r) y[t * ys + r0 + r] = o[r][L::kLanes * t];
+      for (int64_t r = 0; r < rn; ++r)
+        y[t * ys + r0 + r] = kRowsInLanes<L> ? o[r / 4][4 * t + r % 4] : o[r][L::kLanes * t];
   }
 }
 

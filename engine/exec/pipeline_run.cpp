@@ -682,9 +682,9 @@ Status Pipeline::run_group(StageRuntime& stage, MicroBatch& mb) {
         STRATA_RETURN_IF_ERROR(add_pending(i));
         STRATA_RETURN_IF_ERROR(rt.block->attention_partial(slot.weights[m], l, rt.block->scratch().hidden, mb.n,
                                                            seq_rows(slot, m, mb), rt.block->scratch().proj));
-        // The span ends once the device has done the work: a host-timed clock (a device whose ops
-        // the host issues ahead of its timeline, as a paced simulated device's) read before the
-        // synchronize would leave the device's last queued work out of its busy time.
+        // The partial sum is complete before the host's all-reduce reads it (a device the host
+        // issues ahead of, as a paced simulated one, may still be running it); the span, timed by
+        // that device's events (timed_by_events), ends where its work does either way.
         if (!queued) STRATA_RETURN_IF_ERROR(rt.ops->synchronize());
         clock.end();
         clock.flush();  // with a trace: waits for the span's events

@@ -53,21 +53,36 @@ static STRATA_MATH_HD float float_from_bits(int32_t bits) {
 //   n = rint(x / ln 2) by the 1.5 * 2^23 shift, r = x - n ln 2 in two parts (|r| <= ln 2 / 2),
 //   e^r = 1 + r + r^2 P(r) with Cephes' degree-5 minimax P, times 2^n built in the exponent bits
 //   (the clamp keeps n in [-126, 127]: a normal float).
+// exp_activation's and gelu_tanh's constants, named once for every path that repeats their steps
+// (the AVX2 lanes of kernels/cpu/ops_f32_avx2.cpp use these very values). Scalar constexpr
+// variables at namespace scope: usable in CUDA device code as they are; internal linkage, so no
+// shared copy among the ISA objects (tools/isa_check.sh).
+namespace activation {
+static constexpr float kExpLo = -87.0f, kExpHi = 88.0f;
+static constexpr float kShift = 12582912.0f;  // 1.5 * 2^23: its ulp is 1, so fma(x, log2e, shift) rounds to an integer
+static constexpr float kLog2e = 1.44269504088896341f;
+static constexpr float kLn2Hi = 0.693359375f, kLn2Lo = 2.12194440e-4f;  // ln 2 = hi - lo, hi exact in 9 bits
+// Cephes' P, highest power first: e^r = 1 + r + r^2 P(r)
+static constexpr float kP0 = 1.9875691500e-4f, kP1 = 1.3981999507e-3f, kP2 = 8.3334519073e-3f,
+                       kP3 = 4.1665795894e-2f, kP4 = 1.6666665459e-1f, kP5 = 5.0000001201e-1f;
+// gelu_tanh's z = g (a + b g^2): a = -2 sqrt(2/pi), b = 0.044715 a
+static constexpr float kGeluA = -1.5957691216057308f, kGeluB = -0.0713548162726f;
+}  // namespace activation
+
 static STRATA_MATH_HD float exp_activation(float x) {
-  constexpr float kLo = -87.0f, kHi = 88.0f;
-  constexpr float kShift = 12582912.0f;  // 1.5 * 2^23: its ulp is 1, so fma(x, log2e, shift) rounds to an integer
-  const bool over = x > kHi;
-  x = x > kLo ? x : kLo;  // NaN -> kLo, as x86's maxps(x, lo)
-  x = x < kHi ? x : kHi;
-  const float n = add_rn(fmaf(x, 1.44269504088896341f, kShift), -kShift);
-  float r = fmaf(n, -0.693359375f, x);  // ln 2 = 0.693359375 - 2.12194440e-4 (the first part exact in 9 bits)
-  r = fmaf(n, 2.12194440e-4f, r);
-  float p = 1.9875691500e-4f;
-  p = fmaf(p, r, 1.3981999507e-3f);
-  p = fmaf(p, r, 8.3334519073e-3f);
-  p = fmaf(p, r, 4.1665795894e-2f);
-  p = fmaf(p, r, 1.6666665459e-1f);
-  p = fmaf(p, r, 5.0000001201e-1f);
+  using namespace activation;
+  const bool over = x > kExpHi;
+  x = x > kExpLo ? x : kExpLo;  // NaN -> kExpLo, as x86's maxps(x, lo)
+  x = x < kExpHi ? x : kExpHi;
+  const float n = add_rn(fmaf(x, kLog2e, kShift), -kShift);
+  float r = fmaf(n, -kLn2Hi, x);
+  r = fmaf(n, kLn2Lo, r);
+  float p = kP0;
+  p = fmaf(p, r, kP1);
+  p = fmaf(p, r, kP2);
+  p = fmaf(p, r, kP3);
+  p = fmaf(p, r, kP4);
+  p = fmaf(p, r, kP5);
   p = add_rn(fmaf(p, mul_rn(r, r), r), 1.0f);
   const float e = mul_rn(p, float_from_bits((static_cast<int32_t>(n) + 127) << 23));
   return over ? float_from_bits(0x7f800000) : e;
@@ -80,8 +95,7 @@ static STRATA_MATH_HD float silu(float g) { return g / add_rn(1.0f, exp_activati
 // 0.5 (1 + tanh(u)) is sigmoid(2u), so this is g / (1 + e^z) with z = -2u = g (a + b g^2),
 // a = -2 sqrt(2/pi), b = 0.044715 a: one exp and one division, the same steps as silu.
 static STRATA_MATH_HD float gelu_tanh(float g) {
-  constexpr float kA = -1.5957691216057308f, kB = -0.0713548162726f;
-  const float z = mul_rn(g, fmaf(kB, mul_rn(g, g), kA));
+  const float z = mul_rn(g, fmaf(activation::kGeluB, mul_rn(g, g), activation::kGeluA));
   return g / add_rn(1.0f, exp_activation(z));
 }
 

@@ -2,7 +2,6 @@
 // layer on the CPU (everything but the matrix products). Knows buffers and shapes, not models.
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 
 #include "kernels/common/scalar_math.h"

@@ -12,22 +12,22 @@
 namespace strata::kernels::detail {
 namespace {
 
-// exp_activation (scalar_math.h) on 8 lanes.
+// exp_activation (scalar_math.h) on 8 lanes, with its constants.
 inline __m256 exp_activation8(__m256 x) {
-  const __m256 shift = _mm256_set1_ps(12582912.0f);
-  const __m256 over = _mm256_cmp_ps(x, _mm256_set1_ps(88.0f), _CMP_GT_OQ);  // x > 88 (false for NaN)
-  x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));  // maxps(a, b) = a > b ? a : b: NaN -> -87
-  x = _mm256_min_ps(x, _mm256_set1_ps(88.0f));
-  const __m256 n = _mm256_add_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), shift),
-                                 _mm256_set1_ps(-12582912.0f));
-  __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-0.693359375f), x);
-  r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  using namespace activation;
+  const __m256 shift = _mm256_set1_ps(kShift);
+  const __m256 over = _mm256_cmp_ps(x, _mm256_set1_ps(kExpHi), _CMP_GT_OQ);  // x > hi (false for NaN)
+  x = _mm256_max_ps(x, _mm256_set1_ps(kExpLo));  // maxps(a, b) = a > b ? a : b: NaN -> lo
+  x = _mm256_min_ps(x, _mm256_set1_ps(kExpHi));
+  const __m256 n = _mm256_add_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(kLog2e), shift), _mm256_set1_ps(-kShift));
+  __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kLn2Hi), x);
+  r = _mm256_fmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
+  __m256 p = _mm256_set1_ps(kP0);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP1));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP2));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP3));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP4));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP5));
   p = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
   // n is an integer in [-126, 127]: the conversion is exact in any rounding mode.
   const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
@@ -43,8 +43,8 @@ inline __m256 silu8(__m256 g) {
 
 // gelu_tanh(g) = g / (1 + e^z), z = g (a + b g^2).
 inline __m256 gelu8(__m256 g) {
-  const __m256 z = _mm256_mul_ps(
-      g, _mm256_fmadd_ps(_mm256_set1_ps(-0.0713548162726f), _mm256_mul_ps(g, g), _mm256_set1_ps(-1.5957691216057308f)));
+  const __m256 z = _mm256_mul_ps(g, _mm256_fmadd_ps(_mm256_set1_ps(activation::kGeluB), _mm256_mul_ps(g, g),
+                                                    _mm256_set1_ps(activation::kGeluA)));
   return _mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), exp_activation8(z)));
 }
 

@@ -123,7 +123,6 @@ inline void tile_products(const uint8_t* a, const uint8_t* b, int64_t b_stride, 
 // scratch's u8 = w + 128 with the top bit flipped), whose products need no correction for the
 // offset (the same integer sums as the VNNI tile's u8 sums plus corr).
 struct W80 {
-  static constexpr bool kFolded = false;
   static constexpr int kParts = 1;
   static constexpr int64_t kElems = 32, kBlockBytes = kW80Block, kQ = kW80Q;
   static constexpr int kK = 32;
@@ -131,47 +130,51 @@ struct W80 {
   static int64_t quad_bytes(int64_t cols) { return scratch_bytes_w80(cols); }
 };
 struct W81 {
-  static constexpr bool kSigned = false, kFolded = false;
+  static constexpr bool kSigned = false;
   static constexpr int kParts = 1;
   static constexpr int64_t kElems = 32, kBlockBytes = kW81Block, kQ = kW81Q;
   static constexpr int kK = 32;
   static int64_t quad_bytes(int64_t cols) { return scratch_bytes_w81(cols); }
 };
-// Q4_K / Q5_K: kFolded, the 6-bit scale of each 32-element group folded into the A panel as two
+// Q4_K / Q5_K: folded (kParts > 1), the 6-bit scale of each 32-element group folded into the A panel as two
 // parts, levels x (scale & 7) and levels x (scale >> 3) (at most 31 x 7 = 217: u8), so that the
 // tile sums a whole 256-element block (4 products of K = 64 into each of two C tiles) and the
 // block's scaled integer sum is C1 + 8 C2: the same integer as the VNNI tile's sum of vpmulld'ed
 // group sums, with no multiply on the vector side.
 struct W45 {
-  static constexpr bool kSigned = false, kFolded = true;
+  static constexpr bool kSigned = false;
   static constexpr int kParts = 2;
   static constexpr int64_t kElems = 256, kBlockBytes = kW45Block, kQ = kW45Q;
   static constexpr int kK = 64;
   static int64_t quad_bytes(int64_t cols) { return scratch_bytes_w45(cols); }
 };
-// Q6_K: kFolded in three signed parts. Each 16-element group's 8-bit scale sc (-128..127) is
+// Q6_K: folded in three signed parts. Each 16-element group's 8-bit scale sc (-128..127) is
 // written in base 8 with digits in [-3, 4] (a complete set of residues mod 8, so every sc has
 // exactly one such form; sc = d0 + 8 d1 + 64 d2), and part i holds (level - 32) x d_i, which is
 // -32..31 times -3..4: -128..124, s8 (TDPBSSD). Then C0 + 8 C1 + 64 C2 is the block's integer
 // sum of sc x (level - 32) x activation: the VNNI tile's isum (its scaled group sums plus the
 // -32 sc offsets taken with the activations' 16-element sums), here without the offset term.
 struct W6F {
-  static constexpr bool kSigned = true, kFolded = true;
+  static constexpr bool kSigned = true;
   static constexpr int kParts = 3;
   static constexpr int64_t kElems = 256, kBlockBytes = kW6Block, kQ = kW6Q;
   static constexpr int kK = 64;
   static int64_t quad_bytes(int64_t cols) { return scratch_bytes_w6(cols); }
 };
 
+// The families with more than one part fold their scales into the A panel.
+template <class F>
+constexpr bool kFolded = F::kParts > 1;
+
 // A block's products (kElems / kK; a folded block's parts), the token groups a pass runs
 // (kGroups: their products of a chunk stay in L1), and the blocks a chunk holds (kChunk: a
 // 32-element family's step runs 2 blocks with its sums in registers).
 template <class F>
-constexpr int kProducts = F::kFolded ? F::kParts : static_cast<int>(F::kElems / F::kK);
+constexpr int kProducts = kFolded<F> ? F::kParts : static_cast<int>(F::kElems / F::kK);
 template <class F>
-constexpr int kGroups = F::kFolded ? 2 : 4;
+constexpr int kGroups = kFolded<F> ? 2 : 4;
 template <class F>
-constexpr int64_t kChunk = F::kFolded ? 1 : 2;
+constexpr int64_t kChunk = kFolded<F> ? 1 : 2;
 // Bytes of the A panel per element of a row: the folded families hold one a part.
 template <class F>
 constexpr int64_t kPanelParts = F::kParts;
@@ -237,7 +240,7 @@ void unpack_panel(const uint8_t* w, int64_t wrb, int64_t rp, int64_t nb, uint8_t
         }
       }
     return;
-  } else if constexpr (F::kFolded) {
+  } else if constexpr (kFolded<F>) {
     // block k: part 1 [16 rows][256] then part 2 [16 rows][256]; group j of row r at 32 j
     for (int64_t k = 0; k < nb; ++k)
       for (int r = 0; r < kPanelRows; ++r) {
@@ -386,7 +389,7 @@ template <class F>
 inline void chunk_products(const uint8_t* panel, int64_t k0, int64_t k1, int64_t nb, const uint8_t* ag, int64_t gb,
                            int64_t act_block, int64_t act_q, int G, int32_t* c, int* slot) {
   constexpr int kK = F::kK, kSteps = kK / 4;
-  if constexpr (F::kFolded) {
+  if constexpr (kFolded<F>) {
     constexpr int64_t kBlockPanel = F::kParts * kPanelRows * 256;
     for (int64_t k = k0; k < k1; ++k) {
       const uint8_t* a = panel + k * kBlockPanel;
@@ -448,8 +451,12 @@ void rows_amx(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uin
   const int64_t n_groups = (n_tokens + kG - 1) / kG;
   const int64_t n_chunks = (nb + kChunk<F> - 1) / kChunk<F>;
   int slot = 0;
+  // token t's rows are column t of a group's sums (sg below): one gather and one (masked) store a token
+  const __m512i column = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                            _mm512_set1_epi32(16));
   for (int64_t r0 = 0; r0 < nr; r0 += kPanelRows) {
     const int64_t rp = min_i64(kPanelRows, nr - r0);
+    const __mmask16 rows_mask = static_cast<__mmask16>((1u << rp) - 1);  // the panel's rows in a token's output
     unpack_panel<F, kPack>(w + r0 * wrb, wrb, rp, nb, quads, panel);
     Prefetch pf;
     {
@@ -487,10 +494,6 @@ void rows_amx(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uin
       for (int g = 0; g < G; ++g) {
         const float* sg = sums + g * kPanelRows * 16;
         const int64_t t0 = (g0 + g) * kG, nt = min_i64(kG, n_tokens - t0);
-        // token t's rows are column t of sg: one gather and one (masked) store a token
-        const __m512i column = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                                  _mm512_set1_epi32(16));
-        const __mmask16 rows_mask = static_cast<__mmask16>((1u << rp) - 1);
         for (int64_t t = 0; t < nt; ++t)
           _mm512_mask_storeu_ps(y + (t0 + t) * ys + r0, rows_mask,
                                 _mm512_i32gather_ps(column, sg + t, 4));

@@ -64,10 +64,14 @@ constexpr int kPairTokens = 8;  // tokens of a pairs group (kGemmPairTokens)
 // 0.076) and the K-quants (Q4_K 0.045 / 0.064, Q6_K 0.041 / 0.074); the tiles win from 3 tokens
 // for Q4_K / Q5_K (even at 3), from 4 for Q6_K (0.080 / 0.075) and Q2_K (0.078 / 0.060), from 5
 // for Q3_K (0.122 / 0.096; even at 4). The emulated tables carry the same values; matmul never uses
-// those.
+// those. Since the dots take two tokens a pass (vec_dot_rows2: the rows' weights unpacked once for
+// both), they beat the tiles longer for the K-quants (AMD Zen 4, same shape, best ms, dots / tiles,
+// two runs): Q4_K at 3 tokens 0.050 / 0.058 (at 4 0.058 / 0.058), Q6_K at 4 0.059-0.060 / 0.065-0.067
+// (at 6 0.087 / 0.066-0.072); the 32-element types keep 3 (Q4_0 0.056 / 0.054, Q4_1 0.068 / 0.065,
+// Q8_0 0.078 / 0.060 at 3 tokens).
 constexpr int64_t kMinTokensW80 = 3;  // Q4_0, Q5_0, Q8_0
-constexpr int64_t kMinTokensW45 = 3;  // Q4_K, Q5_K
-constexpr int64_t kMinTokensW6 = 4;   // Q6_K
+constexpr int64_t kMinTokensW45 = 4;  // Q4_K, Q5_K
+constexpr int64_t kMinTokensW6 = 5;   // Q6_K
 constexpr int64_t kMinTokensW3 = 5;   // Q3_K (Q6_K's tile)
 constexpr int64_t kMinTokensW2 = 4;   // Q2_K (Q6_K's tile)
 constexpr int64_t kMinTokensW81 = 3;  // Q4_1, Q5_1

@@ -433,9 +433,18 @@ void matmul_dot_parts(ThreadPool& pool, std::span<const DotPart> parts, int64_t 
       // kDecodeRows rows at once (the same bits as one at a time), for each token left: decode,
       // and the small batches that take the one-token dots (below GemmKernels::min_tokens).
       if (p.wk->vec_dot_rows && t < t1) {
-        float o[kDecodeRows];
+        float o[2 * kDecodeRows];
         for (; r + kDecodeRows <= r1; r += kDecodeRows) {
-          for (int64_t tt = t; tt < t1; ++tt) {
+          int64_t tt = t;
+          // Two tokens at a time where the type has it: the same bits as one at a time.
+          if (p.wk->vec_dot_rows2) {
+            for (; tt + 2 <= t1; tt += 2) {
+              p.wk->vec_dot_rows2(cols, wb + r * w_row_bytes, w_row_bytes, act + tt * a_row_bytes, a_row_bytes, o);
+              for (int c = 0; c < 2; ++c)
+                for (int i = 0; i < kDecodeRows; ++i) y[(tt + c) * rows + r + i] = o[c * kDecodeRows + i];
+            }
+          }
+          for (; tt < t1; ++tt) {
             p.wk->vec_dot_rows(cols, wb + r * w_row_bytes, w_row_bytes, act + tt * a_row_bytes, o);
             for (int i = 0; i < kDecodeRows; ++i) y[tt * rows + r + i] = o[i];
           }

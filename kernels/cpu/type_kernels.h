@@ -36,6 +36,13 @@ struct TypeKernels {
   // 1 row 20-25). The 32-element block types: the rows share the activation loads, scales and
   // offset terms, and the one-token dot is bound by its vector instructions (docs/benchmarks.md).
   void (*vec_dot_rows)(int64_t n, const void* w_rows, int64_t w_row_bytes, const void* act_row, float* out) = nullptr;
+  // Optional (the 32-element block types and Q4_K-Q6_K at AVX2 / AVX-512): vec_dot_rows for two
+  // activation rows (act_rows, act_rows + act_row_bytes) at once, out[c * kDecodeRows + r] =
+  // dot(row r, act row c), each the bits vec_dot gives it. The rows' weights are unpacked once
+  // for both tokens: a batch of 2-3 tokens (a speculative step's verification, two sequences
+  // decoding together) below the packed tiles' min_tokens costs less than two one-token passes.
+  void (*vec_dot_rows2)(int64_t n, const void* w_rows, int64_t w_row_bytes, const void* act_rows, int64_t act_row_bytes,
+                        float* out) = nullptr;
 };
 inline constexpr int kDecodeRows = 4;
 

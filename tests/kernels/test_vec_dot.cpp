@@ -190,7 +190,7 @@ TEST(VecDot, FourTokenKernelsMatchScalar) {
 // kind of tail (float: past the last 32, past the last 8; Q8_0: odd block counts; Q4_0-Q5_1:
 // blocks past their 4-block loop, a pair and / or a single one), with rows apart by more than their length, and for
 // Q8_0 with weight bytes of -128 (which the quantizer never writes, but a file may hold) in every
-// row.
+// row. The quantized types' two-token form (vec_dot_rows2) the same, token by token.
 TEST(VecDot, DecodeRowsHaveTheOneRowBits) {
   struct Case {
     DType wt;
@@ -246,6 +246,26 @@ TEST(VecDot, DecodeRowsHaveTheOneRowBits) {
           const Dots d = exact_dot(c.wt, w.data() + r * stride, at, a, n);
           EXPECT_NEAR(got[r], d.exact, tolerance_vs_exact(c.wt) * d.mag) << "n=" << n << " r=" << r;
         }
+      }
+      if (quantized) {
+        // Two activation rows at once (vec_dot_rows2), apart by more than their length: each
+        // (row, token) the one-token dot's bits.
+        ASSERT_NE(k->vec_dot_rows2, nullptr) << dtype_name(c.wt) << " " << isa_name(c.isa);
+        const std::vector<uint8_t> aq2 = test::quantized(at, test::random_floats(n, 555 + static_cast<uint32_t>(n)));
+        const int64_t a_stride = static_cast<int64_t>(aq.size()) + 96;
+        std::vector<uint8_t> acts(static_cast<size_t>(2 * a_stride), 0xEE);
+        std::copy(aq.begin(), aq.end(), acts.begin());
+        std::copy(aq2.begin(), aq2.end(), acts.begin() + a_stride);
+        float got2[2 * kDecodeRows];
+        k->vec_dot_rows2(n, w.data(), stride, acts.data(), a_stride, got2);
+        for (int t = 0; t < 2; ++t)
+          for (int r = 0; r < kDecodeRows; ++r) {
+            float want = 0;
+            k->vec_dot(n, w.data() + r * stride, acts.data() + t * a_stride, &want);
+            ASSERT_EQ(std::memcmp(&got2[t * kDecodeRows + r], &want, sizeof(float)), 0)
+                << dtype_name(c.wt) << " " << isa_name(c.isa) << " n=" << n << " token " << t << " r=" << r << ": "
+                << got2[t * kDecodeRows + r] << " vs " << want;
+          }
       }
       ++checked;
     }

@@ -68,12 +68,14 @@ constexpr int kPairTokens = 8;  // tokens of a pairs group (kGemmPairTokens)
 // both), they beat the tiles longer for the K-quants (AMD Zen 4, same shape, best ms, dots / tiles,
 // two runs): Q4_K at 3 tokens 0.050 / 0.058 (at 4 0.058 / 0.058), Q6_K at 4 0.059-0.060 / 0.065-0.067
 // (at 6 0.087 / 0.066-0.072); the 32-element types keep 3 (Q4_0 0.056 / 0.054, Q4_1 0.068 / 0.065,
-// Q8_0 0.078 / 0.060 at 3 tokens).
+// Q8_0 0.078 / 0.060 at 3 tokens). Q3_K and Q2_K, with decode rows of their own since then: Q3_K
+// at 6 tokens 0.094 / 0.106 (at 8 0.125 / 0.107), Q2_K at 4 0.048 / 0.064-0.074, at 5 0.064 /
+// 0.064-0.076 (at 6 0.071 / 0.064).
 constexpr int64_t kMinTokensW80 = 3;  // Q4_0, Q5_0, Q8_0
 constexpr int64_t kMinTokensW45 = 4;  // Q4_K, Q5_K
 constexpr int64_t kMinTokensW6 = 5;   // Q6_K
-constexpr int64_t kMinTokensW3 = 5;   // Q3_K (Q6_K's tile)
-constexpr int64_t kMinTokensW2 = 4;   // Q2_K (Q6_K's tile)
+constexpr int64_t kMinTokensW3 = 7;   // Q3_K (Q6_K's tile)
+constexpr int64_t kMinTokensW2 = 6;   // Q2_K (Q6_K's tile)
 constexpr int64_t kMinTokensW81 = 3;  // Q4_1, Q5_1
 // The AVX2 kernels (gemm_avx2.cpp) in the layout matmul gives them (pairs up to 4 tokens, Q8_0
 // in place) against the one-token vec_dot per token (docs/benchmarks.md, "Batches of 2-8 tokens
@@ -81,15 +83,20 @@ constexpr int64_t kMinTokensW81 = 3;  // Q4_1, Q5_1
 // tokens): Q4_0 0.062 / 0.074 and Q8_0 0.066 / 0.092 keep the dots at 2 tokens, Q3_K 0.081 /
 // 0.103 too; Q5_0 0.097 / 0.083, Q4_K 0.075 / 0.056, Q6_K 0.080 / 0.064 and Q2_K 0.065 / 0.055
 // take the tiles from 2. Q4_1 (0.125 / 0.081 at first) keeps the dots at 2 since its decode rows
-// take d and m in one load: 0.069 / 0.083.
+// take d and m in one load: 0.069 / 0.083. Re-measured with the two-token dots (vec_dot_rows2;
+// AMD Zen 4 as AVX2, same shape, two runs, dots / tiles): at 2 tokens the dots win for every type
+// (Q5_0 0.059-0.062 / 0.070, Q5_1 0.058 / 0.078-0.093, Q4_K 0.034-0.035 / 0.046, Q5_K 0.040 /
+// 0.049, Q6_K 0.037-0.038 / 0.057-0.059, Q2_K 0.035 / 0.046-0.047); at 3 Q8_0 (0.083-0.086 /
+// 0.088-0.116) and Q3_K (0.065 / 0.081-0.082) too, and Q3_K at 4 (0.073 / 0.082); the others take
+// the tiles from 3 (Q4_K 0.058 / 0.046).
 constexpr int64_t kMinTokensAvx2Q4_0 = 3;  // Q4_0
-constexpr int64_t kMinTokensAvx2Q5_0 = 2;  // Q5_0
-constexpr int64_t kMinTokensAvx2Q8 = 3;    // Q8_0
-constexpr int64_t kMinTokensAvx2K = 2;     // Q4_K-Q6_K
-constexpr int64_t kMinTokensAvx2Q3 = 3;
-constexpr int64_t kMinTokensAvx2Q2 = 2;
+constexpr int64_t kMinTokensAvx2Q5_0 = 3;  // Q5_0
+constexpr int64_t kMinTokensAvx2Q8 = 4;    // Q8_0
+constexpr int64_t kMinTokensAvx2K = 3;     // Q4_K-Q6_K
+constexpr int64_t kMinTokensAvx2Q3 = 5;
+constexpr int64_t kMinTokensAvx2Q2 = 3;
 constexpr int64_t kMinTokensAvx2Q4_1 = 3;
-constexpr int64_t kMinTokensAvx2Q5_1 = 2;
+constexpr int64_t kMinTokensAvx2Q5_1 = 3;
 // AVX2 runs 8 lanes a half: pairs hold 4 tokens in one half, the wide layout 8; past 4 tokens the
 // pairs run both halves and cost about twice the wide half (Q4_K at 6 tokens 0.093 / 0.079 ms).
 // Only Q8_0's in-place tiles beat the scratch tiles there (3-4 tokens 0.103 / 0.110 pairs, 6-8

@@ -203,7 +203,8 @@ TEST(VecDot, DecodeRowsHaveTheOneRowBits) {
                         {DType::Q4_0, Isa::Avx512}, {DType::Q4_1, Isa::Avx512}, {DType::Q5_0, Isa::Avx512},
                         {DType::Q5_1, Isa::Avx512}, {DType::Q4_K, Isa::Avx2}, {DType::Q5_K, Isa::Avx2},
                         {DType::Q6_K, Isa::Avx2},   {DType::Q4_K, Isa::Avx512}, {DType::Q5_K, Isa::Avx512},
-                        {DType::Q6_K, Isa::Avx512}};
+                        {DType::Q6_K, Isa::Avx512}, {DType::Q2_K, Isa::Avx2}, {DType::Q3_K, Isa::Avx2},
+                        {DType::Q2_K, Isa::Avx512}, {DType::Q3_K, Isa::Avx512}};
   int checked = 0;
   for (const Case& c : cases) {
     if (!isa_supported(c.isa)) continue;

@@ -15,7 +15,7 @@ namespace {
 class BatchInvariantMatmul : public ::testing::TestWithParam<Isa> {};
 
 // y of token t in an n-token product is bit for bit y of that token alone (a decode step), for
-// every weight type, batch sizes that take every path (one-token dot, small batches, in-place
+// every weight type, batch sizes that take every path (one-token dot, two-token dots, small batches, in-place
 // and pair tiles, 16-token groups, several token chunks), 1 and 2 threads.
 TEST_P(BatchInvariantMatmul, EveryTokenGetsItsOneTokenBits) {
   const Isa isa = GetParam();
@@ -31,7 +31,7 @@ TEST_P(BatchInvariantMatmul, EveryTokenGetsItsOneTokenBits) {
         const std::vector<uint8_t> row = test::random_bytes_row(wt, cols, 100 + static_cast<uint32_t>(r));
         w.insert(w.end(), row.begin(), row.end());
       }
-      for (int64_t n : {2, 3, 5, 7, 8, 9, 16, 17, 64, 100}) {
+      for (int64_t n : {2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 64, 100}) {
         const std::vector<float> x = test::random_floats(n * cols, 7 + static_cast<uint32_t>(n));
         std::vector<float> y(static_cast<size_t>(n * rows));
         matmul(pool, wt, w.data(), rows, cols, x.data(), n, y.data(), scratch);

@@ -417,9 +417,10 @@ inline void block_scales(const uint8_t* const (&row)[kInPlaceRows], int64_t k0, 
 // Quads (4 lanes a token) add their lanes for 4 rows at once: one transpose of the rows' sums
 // within each token's 128 bits leaves lane 4 t + j holding row j's sum for token t, so the float
 // steps run 4 rows in one vector (facc[h]: rows 4 h .. 4 h + 3), each lane tile_w8's operations of
-// one lane on the same integer. Pairs and octets keep a vector a row (token_sums).
+// one lane on the same integer. Pairs (2 lanes a token) do the same for 2 rows (lane 2 t + j: row
+// j of token t; facc[h]: rows 2 h, 2 h + 1). Octets keep a vector a row (token_sums).
 template <class L>
-constexpr bool kRowsInLanes = L::kLanes == 4;
+constexpr int kRowsInLanes = L::kLanes == 4 || L::kLanes == 2 ? L::kLanes : 1;
 
 // The four rows' integer sums of each token: lane 4 t + j <- the sum of row j's 4 lanes of token t
 // (int32 adds wrap: exact in any order).
@@ -427,6 +428,17 @@ inline __m512i row_sums4(__m512i a0, __m512i a1, __m512i a2, __m512i a3) {
   const __m512i v01 = _mm512_add_epi32(_mm512_unpacklo_epi32(a0, a1), _mm512_unpackhi_epi32(a0, a1));
   const __m512i v23 = _mm512_add_epi32(_mm512_unpacklo_epi32(a2, a3), _mm512_unpackhi_epi32(a2, a3));
   return _mm512_add_epi32(_mm512_unpacklo_epi64(v01, v23), _mm512_unpackhi_epi64(v01, v23));
+}
+// The same for pairs: lane 2 t + j <- the sum of row j's 2 lanes of token t.
+inline __m512i row_sums2(__m512i a0, __m512i a1) {
+  const __m512i lo = _mm512_unpacklo_epi32(a0, a1), hi = _mm512_unpackhi_epi32(a0, a1);
+  return _mm512_add_epi32(_mm512_unpacklo_epi64(lo, hi), _mm512_unpackhi_epi64(lo, hi));
+}
+// Two adjacent floats (rows 2 h, 2 h + 1) repeated over the 16 lanes.
+inline __m512 broadcast_pair(const float* p) {
+  double v;
+  std::memcpy(&v, p, sizeof v);
+  return _mm512_castpd_ps(_mm512_set1_pd(v));
 }
 
 // kInPlaceRows rows (row[r]: a row's first block) x one group of layout L (pairs, quads or
@@ -467,7 +479,16 @@ inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb,
         for (int s = 0; s < kSteps; ++s) acc = _mm512_dpbusd_epi32(acc, w[s], a[s]);
         return acc;
       };
-      if constexpr (kRowsInLanes<L>) {
+      if constexpr (kRowsInLanes<L> == 2) {
+        for (int h = 0; h < kInPlaceRows / 2; ++h) {
+          const __m512i isum = row_sums2(row_sum(2 * h), row_sum(2 * h + 1));
+          const __m512 dd = _mm512_mul_ps(da, broadcast_pair(&dw[kc][2 * h]));
+          facc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dd, facc[h]);
+          if constexpr (kHasMin<T>)  // s_a: the first lane of each token's two
+            facc[h] = _mm512_fmadd_ps(_mm512_moveldup_ps(_mm512_castsi512_ps(off)), broadcast_pair(&mw[kc][2 * h]),
+                                      facc[h]);
+        }
+      } else if constexpr (kRowsInLanes<L> == 4) {
         for (int h = 0; h < kInPlaceRows / 4; ++h) {
           const __m512i isum = row_sums4(row_sum(4 * h), row_sum(4 * h + 1), row_sum(4 * h + 2), row_sum(4 * h + 3));
           const __m512 dd = _mm512_mul_ps(da, _mm512_broadcast_f32x4(_mm_load_ps(&dw[kc][4 * h])));
@@ -492,7 +513,7 @@ inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb,
 // GemmKernels::in_place rows: kInPlaceRows rows at a time, each read once, in place. Rows of a
 // tile past nr read the last row again (their results are not stored). Token t of the group is
 // the first of its lanes [kLanes t, kLanes t + kLanes) (store_tile's); quads: row r's is lane
-// 4 t + r % 4 of facc[r / 4] (kRowsInLanes).
+// 4 t + r % 4 of facc[r / 4], pairs' lane 2 t + r % 2 of facc[r / 2] (kRowsInLanes).
 template <DType T, class L>
 void rows_in_place(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens,
                    float* y, int64_t ys, uint8_t*, const uint8_t*, int64_t) {
@@ -507,7 +528,8 @@ void rows_in_place(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, cons
     for (int r = 0; r < kInPlaceRows; ++r) _mm512_store_ps(o[r], facc[r]);
     for (int64_t t = 0; t < min_i64(n_tokens, L::kTokens); ++t)
       for (int64_t r = 0; r < rn; ++r)
-        y[t * ys + r0 + r] = kRowsInLanes<L> ? o[r / 4][4 * t + r % 4] : o[r][L::kLanes * t];
+        y[t * ys + r0 + r] = kRowsInLanes<L> > 1 ? o[r / kRowsInLanes<L>][kRowsInLanes<L> * t + r % kRowsInLanes<L>]
+                                                 : o[r][L::kLanes * t];
   }
 }
 

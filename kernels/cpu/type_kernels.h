@@ -28,19 +28,19 @@ struct TypeKernels {
   void (*quantize_row)(const float* src, void* dst, int64_t n);
   // *out = dot(w_row, act_row); act_row is of type vec_dot_type(this type).
   void (*vec_dot)(int64_t n, const void* w_row, const void* act_row, float* out);
-  // Optional (float weights and the 32-element block types at AVX2 / AVX-512, else nullptr):
-  // out[r] = dot(row r, act_row) for the kDecodeRows rows at w_rows + r * w_row_bytes, each
+  // Optional (float weights, the 32-element block types and Q2_K-Q6_K at AVX2 / AVX-512, else
+  // nullptr): out[r] = dot(row r, act_row) for the kDecodeRows rows at w_rows + r * w_row_bytes, each
   // summed exactly as vec_dot sums it (the same bits), with all the rows' weights streamed at
   // once. Float weights: decode reads them from memory, and several streams in flight keep more
   // of it moving than one (W 4096 x 14336 F32, one thread on a Xeon: 4 rows 16-20 ms a product,
   // 1 row 20-25). The 32-element block types: the rows share the activation loads, scales and
   // offset terms, and the one-token dot is bound by its vector instructions (docs/benchmarks.md).
   void (*vec_dot_rows)(int64_t n, const void* w_rows, int64_t w_row_bytes, const void* act_row, float* out) = nullptr;
-  // Optional (the 32-element block types and Q4_K-Q6_K at AVX2 / AVX-512): vec_dot_rows for two
-  // activation rows (act_rows, act_rows + act_row_bytes) at once, out[c * kDecodeRows + r] =
-  // dot(row r, act row c), each the bits vec_dot gives it. The rows' weights are unpacked once
-  // for both tokens: a batch of 2-3 tokens (a speculative step's verification, two sequences
-  // decoding together) below the packed tiles' min_tokens costs less than two one-token passes.
+  // Optional (Q4_0-Q5_1, Q8_0 and Q2_K-Q6_K at AVX2 / AVX-512): vec_dot_rows for two activation
+  // rows (act_rows, act_rows + act_row_bytes) at once, out[c * kDecodeRows + r] = dot(row r, act
+  // row c), each the bits vec_dot gives it. The rows' weights are unpacked once for both tokens,
+  // so a batch below the packed tiles' min_tokens (a speculative step's verification, a few
+  // sequences decoding together) costs less than one one-token pass a token.
   void (*vec_dot_rows2)(int64_t n, const void* w_rows, int64_t w_row_bytes, const void* act_rows, int64_t act_row_bytes,
                         float* out) = nullptr;
 };

@@ -434,11 +434,28 @@ inline __m512i row_sums2(__m512i a0, __m512i a1) {
   const __m512i lo = _mm512_unpacklo_epi32(a0, a1), hi = _mm512_unpackhi_epi32(a0, a1);
   return _mm512_add_epi32(_mm512_unpacklo_epi64(lo, hi), _mm512_unpackhi_epi64(lo, hi));
 }
-// Two adjacent floats (rows 2 h, 2 h + 1) repeated over the 16 lanes.
-inline __m512 broadcast_pair(const float* p) {
-  double v;
-  std::memcpy(&v, p, sizeof v);
-  return _mm512_castpd_ps(_mm512_set1_pd(v));
+// P rows in lanes (kRowsInLanes: 2 or 4): their sums transposed (lane P t + j: row j of token t),
+// P consecutive per-row floats at p (16-byte aligned for P = 4) repeated over the lanes, and each
+// token's first lane copied to its other P - 1.
+template <int P>
+inline __m512i row_sums(const __m512i (&a)[P]) {
+  if constexpr (P == 2) return row_sums2(a[0], a[1]);
+  else return row_sums4(a[0], a[1], a[2], a[3]);
+}
+template <int P>
+inline __m512 row_scales(const float* p) {
+  if constexpr (P == 2) {
+    double v;
+    std::memcpy(&v, p, sizeof v);
+    return _mm512_castpd_ps(_mm512_set1_pd(v));
+  } else {
+    return _mm512_broadcast_f32x4(_mm_load_ps(p));
+  }
+}
+template <int P>
+inline __m512 token_first_lane(__m512 v) {
+  if constexpr (P == 2) return _mm512_moveldup_ps(v);
+  else return _mm512_permute_ps(v, 0);
 }
 
 // kInPlaceRows rows (row[r]: a row's first block) x one group of layout L (pairs, quads or
@@ -479,23 +496,16 @@ inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb,
         for (int s = 0; s < kSteps; ++s) acc = _mm512_dpbusd_epi32(acc, w[s], a[s]);
         return acc;
       };
-      if constexpr (kRowsInLanes<L> == 2) {
-        for (int h = 0; h < kInPlaceRows / 2; ++h) {
-          const __m512i isum = row_sums2(row_sum(2 * h), row_sum(2 * h + 1));
-          const __m512 dd = _mm512_mul_ps(da, broadcast_pair(&dw[kc][2 * h]));
+      if constexpr (constexpr int P = kRowsInLanes<L>; P > 1) {
+        for (int h = 0; h < kInPlaceRows / P; ++h) {
+          __m512i rs[P];
+          for (int j = 0; j < P; ++j) rs[j] = row_sum(P * h + j);
+          const __m512i isum = row_sums<P>(rs);
+          const __m512 dd = _mm512_mul_ps(da, row_scales<P>(&dw[kc][P * h]));
           facc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dd, facc[h]);
-          if constexpr (kHasMin<T>)  // s_a: the first lane of each token's two
-            facc[h] = _mm512_fmadd_ps(_mm512_moveldup_ps(_mm512_castsi512_ps(off)), broadcast_pair(&mw[kc][2 * h]),
+          if constexpr (kHasMin<T>)  // s_a: the first lane of each token's P
+            facc[h] = _mm512_fmadd_ps(token_first_lane<P>(_mm512_castsi512_ps(off)), row_scales<P>(&mw[kc][P * h]),
                                       facc[h]);
-        }
-      } else if constexpr (kRowsInLanes<L> == 4) {
-        for (int h = 0; h < kInPlaceRows / 4; ++h) {
-          const __m512i isum = row_sums4(row_sum(4 * h), row_sum(4 * h + 1), row_sum(4 * h + 2), row_sum(4 * h + 3));
-          const __m512 dd = _mm512_mul_ps(da, _mm512_broadcast_f32x4(_mm_load_ps(&dw[kc][4 * h])));
-          facc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dd, facc[h]);
-          if constexpr (kHasMin<T>)  // s_a: the first lane of each token's four
-            facc[h] = _mm512_fmadd_ps(_mm512_permute_ps(_mm512_castsi512_ps(off), 0),
-                                      _mm512_broadcast_f32x4(_mm_load_ps(&mw[kc][4 * h])), facc[h]);
         }
       } else {
         for (int r = 0; r < kInPlaceRows; ++r) {

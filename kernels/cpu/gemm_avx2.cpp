@@ -482,7 +482,6 @@ inline __m256i block_levels(const uint8_t* blk, float* d, float* m) {
 
 constexpr int kInPlaceRows = 4;
 static_assert(kInPlaceRows == kR, "rows_in_place stores through store_half (kR rows)");
-constexpr int64_t kInPlaceAhead = 2048;  // bytes of a row prefetched ahead of its block
 
 // kInPlaceRows rows (row[r]: a row's first block) x both halves of one group of layout L (pairs,
 // quads or octets) over all nb blocks, the weights read in place and each step used for both
@@ -493,7 +492,7 @@ constexpr int64_t kInPlaceAhead = 2048;  // bytes of a row prefetched ahead of i
 // there, so the bits are the AVX-512 kernels' and the emulation's. (block_scales, which the
 // AVX-512 tile takes its d from, was no faster here.)
 template <DType T, class L>
-inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb, const uint8_t* act,
+inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb, const uint8_t* act, int64_t ahead,
                           __m256 (&facc)[kInPlaceRows][2]) {
   constexpr int kStep = L::kStepElems, kSteps = 32 / kStep;
   constexpr int64_t kBB = kBlockBytes32<T>;
@@ -513,7 +512,7 @@ inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb,
     }
     for (int r = 0; r < kInPlaceRows; ++r) {
       const uint8_t* blk = row[r] + k * kBB;
-      _mm_prefetch(reinterpret_cast<const char*>(blk + kInPlaceAhead), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(blk + ahead), _MM_HINT_T1);
       float d, m = 0.f;
       // Q4_1 / Q5_1: off is s_a (f32), applied after the conversion; the others start from it
       __m256i isum[2];
@@ -560,12 +559,13 @@ template <DType T, class L>
 void rows_in_place(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens,
                    float* y, int64_t ys, uint8_t*, const uint8_t*, int64_t) {
   const int64_t nb = cols / 32;
+  const int64_t ahead = in_place_prefetch_offset(wrb, kInPlaceRows);
   for (int64_t r0 = 0; r0 < nr; r0 += kInPlaceRows) {
     const int64_t rn = min_i64(kInPlaceRows, nr - r0);
     const uint8_t* row[kInPlaceRows];
     for (int r = 0; r < kInPlaceRows; ++r) row[r] = w + (r0 + min_i64(r, rn - 1)) * wrb;
     __m256 facc[kInPlaceRows][2];
-    tile_in_place<T, L>(row, nb, act, facc);
+    tile_in_place<T, L>(row, nb, act, ahead, facc);
     for (int h = 0; h < 2 && h * L::kTokens / 2 < n_tokens; ++h) {
       const __m256 f[kR] = {facc[0][h], facc[1][h], facc[2][h], facc[3][h]};
       store_half<L>(f, h, rn, n_tokens, y + r0, ys);

@@ -385,7 +385,6 @@ inline void weight_steps(const uint8_t* blk, __m512i (&w)[32 / kStep]) {
   }
 }
 
-constexpr int64_t kInPlaceAhead = 2048;  // bytes of a row prefetched ahead of its block
 constexpr int kInPlaceRows = 8;
 
 constexpr int64_t kScaleChunk = 64;  // blocks whose scales block_scales converts at once
@@ -464,7 +463,7 @@ inline __m512 token_first_lane(__m512 v) {
 // operations in its order (for Q4_1 / Q5_1, s_a m_w after the conversion) on the same integers,
 // lane by lane, so pairs give rows_pairs' bits. Quads: kRowsInLanes.
 template <DType T, class L>
-inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb, const uint8_t* act,
+inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb, const uint8_t* act, int64_t ahead,
                           __m512 (&facc)[kInPlaceRows]) {
   constexpr int kStep = L::kStepElems, kSteps = 32 / kStep;
   constexpr int64_t kBB = kBlockBytes32<T>;
@@ -489,7 +488,7 @@ inline void tile_in_place(const uint8_t* const (&row)[kInPlaceRows], int64_t nb,
       // integer sums are exact: starting from the offset is adding it last
       auto row_sum = [&](int r) {
         const uint8_t* blk = row[r] + k * kBB;
-        _mm_prefetch(reinterpret_cast<const char*>(blk + kInPlaceAhead), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(blk + ahead), _MM_HINT_T1);
         __m512i w[kSteps];
         weight_steps<T, kStep>(blk, w);
         __m512i acc = kHasMin<T> ? _mm512_setzero_si512() : off;
@@ -528,12 +527,13 @@ template <DType T, class L>
 void rows_in_place(const uint8_t* w, int64_t wrb, int64_t nr, int64_t cols, const uint8_t* act, int64_t n_tokens,
                    float* y, int64_t ys, uint8_t*, const uint8_t*, int64_t) {
   const int64_t nb = cols / 32;
+  const int64_t ahead = in_place_prefetch_offset(wrb, kInPlaceRows);
   for (int64_t r0 = 0; r0 < nr; r0 += kInPlaceRows) {
     const int64_t rn = min_i64(kInPlaceRows, nr - r0);
     const uint8_t* row[kInPlaceRows];
     for (int r = 0; r < kInPlaceRows; ++r) row[r] = w + (r0 + min_i64(r, rn - 1)) * wrb;
     __m512 facc[kInPlaceRows];
-    tile_in_place<T, L>(row, nb, act, facc);
+    tile_in_place<T, L>(row, nb, act, ahead, facc);
     alignas(64) float o[kInPlaceRows][16];
     for (int r = 0; r < kInPlaceRows; ++r) _mm512_store_ps(o[r], facc[r]);
     for (int64_t t = 0; t < min_i64(n_tokens, L::kTokens); ++t)

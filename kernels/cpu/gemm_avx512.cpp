@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 // GCC 12 reports the _mm512_undefined_ps() inside _mm512_cvtepi32_ps as maybe-uninitialized.
 #if defined(__GNUC__) && !defined(__clang__)

@@ -84,7 +84,8 @@ uint64_t read_four_streams(const uint8_t* p, int64_t bytes) {
 
 // Rows of a weight matrix, 4 side by side, a line of each an iteration, as the decode-rows kernels
 // read them; each line prefetched into L2 at the same place 4 rows on (the next group), which gives
-// a whole group of lead time and covers the rows' starts (type_kernels_x86.inc "prefetch_rows_step").
+// a whole group of lead time and covers the rows' starts (type_kernels_x86.inc "prefetch_rows_step",
+// whose lead is one group for groups of 4 KB or more, as these 32 KB ones).
 template <int64_t kRowBytes>
 uint64_t read_rows(const uint8_t* p, int64_t bytes) {
   constexpr int64_t kGroup = 4 * kRowBytes;

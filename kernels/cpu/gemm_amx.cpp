@@ -42,6 +42,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_layout.h"
 #include "kernels/cpu/type_kernels.h"
+#include "kernels/cpu/weight_prefetch.h"
 
 namespace strata::kernels::gemm_amx {
 namespace {

@@ -28,6 +28,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_layout.h"
 #include "kernels/cpu/type_kernels.h"
+#include "kernels/cpu/weight_prefetch.h"
 
 
 

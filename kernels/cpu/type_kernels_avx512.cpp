@@ -18,6 +18,7 @@
 #include "kernels/cpu/fp16.h"
 #include "kernels/cpu/ref_kernels.h"
 #include "kernels/cpu/type_kernels.h"
+#include "kernels/cpu/weight_prefetch.h"
 
 namespace strata::kernels::avx512_impl {
 #include "kernels/cpu/type_kernels_x86.inc"
